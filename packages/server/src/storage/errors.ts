@@ -1,0 +1,40 @@
+/** Storage errors. They know nothing of HTTP; `http/error-handler.ts` maps them to responses. */
+
+export class StorageError extends Error {
+  override name = 'StorageError';
+}
+
+/** The backend failed or is unreachable (→ 503, errno 201). */
+export class BackendError extends StorageError {
+  override name = 'BackendError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The object does not exist (or is a tombstone). */
+export class ObjectNotFoundError extends StorageError {
+  override name = 'ObjectNotFoundError';
+  constructor(
+    readonly resourceName: string,
+    readonly id: string,
+  ) {
+    super(`${resourceName} ${id} not found`);
+  }
+}
+
+/** An integrity constraint was violated: the object exists, or a timestamp collides (→ 409, errno 122). */
+export class UnicityError extends StorageError {
+  override name = 'UnicityError';
+  constructor(
+    message: string,
+    readonly existing?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/** The store is not at the schema version this code needs (run `quire migrate`). */
+export class MigrationRequiredError extends StorageError {
+  override name = 'MigrationRequiredError';
+}

@@ -1,0 +1,194 @@
+/**
+ * The storage contract. Backends know nothing of HTTP: they store JSON objects keyed by
+ * (resourceName, parentId, id), keep one timestamp sequence per (parentId, resourceName) and
+ * an access-control-entry table. Every backend passes the shared suite in `testing.ts`.
+ *
+ * Field names on the wire stay snake_case (`last_modified`), as Kinto sends them.
+ */
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A live object as stored: its own attributes plus `id` and `last_modified`. */
+export interface StoredObject {
+  id: string;
+  last_modified: number;
+  [field: string]: unknown;
+}
+
+/** What a deleted object leaves behind for `_since` polling. */
+export interface Tombstone {
+  id: string;
+  last_modified: number;
+  deleted: true;
+}
+
+/**
+ * One "collection" of the protocol: the objects of one resource type under one parent,
+ * e.g. `{ resourceName: 'record', parentId: '/buckets/b/collections/c' }`.
+ * Buckets live under parentId `''`.
+ */
+export interface Scope {
+  resourceName: string;
+  parentId: string;
+}
+
+export type FilterOperator =
+  | 'eq'
+  | 'not'
+  | 'lt'
+  | 'gt'
+  | 'min'
+  | 'max'
+  | 'in'
+  | 'exclude'
+  | 'like'
+  | 'has'
+  | 'contains'
+  | 'contains_any';
+
+/**
+ * A filter on one field. `field` is a dotted path into the object (`person.name`); the
+ * names `id` and `last_modified` address the object's id and timestamp.
+ *
+ * Semantics (PostgreSQL jsonb is the reference; every backend must agree):
+ * - Values compare by JSON type rank `null < string < number < boolean < array < object`,
+ *   then by value within a type (jsonb ordering).
+ * - A missing field: no match for eq / in / like / contains / contains_any / lt / max;
+ *   a match for not / exclude / gt / min (missing sorts after every value).
+ * - `in` / `exclude`: `value` is an array of candidate values.
+ * - `like`: `value` is a string; `*` matches any run of characters, everything else is
+ *   literal (no `%`/`_` wildcards), case-insensitive; without `*` it is a substring match.
+ *   Only string fields match.
+ * - `has`: `value` truthy → field present (a stored JSON null counts as present); falsy → absent.
+ * - `contains`: the field is an array containing every element of `value` (an array).
+ * - `contains_any`: the field is an array containing at least one element of `value` (an array).
+ */
+export interface Filter {
+  field: string;
+  operator: FilterOperator;
+  value: unknown;
+}
+
+/** `direction` 1 = ascending (missing fields last), -1 = descending (missing fields first). */
+export interface Sort {
+  field: string;
+  direction: 1 | -1;
+}
+
+export interface ListOptions {
+  filters?: Filter[];
+  /** Sort order. Callers always end it with `last_modified`, which is unique per scope. */
+  sorting?: Sort[];
+  /**
+   * Keyset continuation: the sort-field values of the last object of the previous page
+   * (keys are sort field paths; a key absent = that object lacked the field). Only objects
+   * strictly after it in `sorting` order are returned.
+   */
+  after?: Record<string, unknown>;
+  /** Maximum number of objects returned. */
+  limit?: number;
+  /** Include tombstones (`{id, last_modified, deleted: true}`) in the result. */
+  includeDeleted?: boolean;
+}
+
+export interface WriteOptions {
+  /**
+   * A client-supplied `last_modified` (protocol-reference §5.2, the 1.18 rule): used as the
+   * object's timestamp when it is greater than the scope timestamp (which then becomes it),
+   * kept in the past without bumping the scope timestamp when smaller (unless it equals the
+   * timestamp of another object of the scope, in which case a fresh one is assigned), and
+   * replaced by a fresh timestamp when equal to the scope timestamp.
+   */
+  lastModified?: number;
+}
+
+/** Access control entries of one object: permission name → principals. */
+export type Permissions = Record<string, string[]>;
+
+/** Operations available inside a transaction (and, for reads, outside one). */
+export interface StorageSession {
+  /**
+   * The scope timestamp: max(last_modified of every object and tombstone of the scope, the
+   * stored timestamp). A scope never written gets `now` stored on first call, then stays
+   * stable until a write. Never decreases, also after the objects are deleted.
+   */
+  resourceTimestamp(scope: Scope): Promise<number>;
+
+  /** Live object or null (tombstones are not returned). */
+  get(scope: Scope, id: string): Promise<StoredObject | null>;
+
+  /** Creates a live object; replaces a tombstone of the same id. Throws UnicityError if live. */
+  create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject>;
+
+  /** Replaces (or creates) the object with `data` (ignoring any id/last_modified in it). */
+  update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject>;
+
+  /** Deletes a live object, leaving a tombstone. Throws ObjectNotFoundError if not live. */
+  delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone>;
+
+  /**
+   * Deletes every live object matching the options, each leaving a tombstone with its own
+   * increasing timestamp. Returns the tombstones in `sorting` order.
+   */
+  deleteAll(scope: Scope, options?: Omit<ListOptions, 'includeDeleted'>): Promise<Tombstone[]>;
+
+  /** Lists objects (and tombstones if asked) of the scope. */
+  list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>>;
+
+  /** Counts live objects matching the filters. */
+  count(scope: Scope, filters?: Filter[]): Promise<number>;
+
+  /**
+   * Hard-deletes (no tombstones) every object and tombstone whose parentId is `uri` or starts
+   * with `uri + '/'`, and every access control entry of those objects — a cascade delete.
+   */
+  deleteTree(uri: string): Promise<void>;
+
+  /** Removes tombstones of the scope older than `before` (all when omitted). Returns how many. */
+  purgeDeleted(scope: Scope, before?: number): Promise<number>;
+
+  // --- access control entries, keyed by object URI (e.g. `/buckets/b/collections/c`) ---
+
+  /** ACEs of several objects at once (missing objects map to `{}`). */
+  getPermissions(uris: string[]): Promise<Map<string, Permissions>>;
+
+  /** Replaces every ACE of the object; permissions with empty lists are dropped. */
+  setPermissions(uri: string, permissions: Permissions): Promise<void>;
+
+  /** Deletes the ACEs of the objects whose URI is `uri` or starts with `uri + '/'`. */
+  deletePermissionsTree(uri: string): Promise<void>;
+
+  /**
+   * Ids of the objects directly under `parentUri` of the given child kind (URI
+   * `<parentUri>/<childPath>/<id>`, e.g. childPath `records`) on which one of `principals`
+   * holds one of `permissions`.
+   */
+  listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]>;
+}
+
+export interface Storage extends StorageSession {
+  /** Human name for logs and heartbeat, e.g. `postgresql` or `pglite`. */
+  readonly backend: string;
+
+  /**
+   * Runs `fn` in one transaction: all or nothing. Writes to a scope lock that scope's
+   * timestamp until commit, so a concurrent `_since` poll never returns an ETag greater
+   * than the timestamp of a change that commits after it.
+   */
+  transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+
+  /**
+   * Runs `fn` on one consistent snapshot (read only): the scope timestamp and the listed
+   * objects seen by `fn` belong to the same moment.
+   */
+  snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+
+  /** true when the backend answers. */
+  ping(): Promise<boolean>;
+
+  /** Deletes everything (flush endpoint, tests). */
+  flush(): Promise<void>;
+
+  close(): Promise<void>;
+}
