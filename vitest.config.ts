@@ -1,7 +1,24 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+/** The conformance suite (plain HTTP) run against our own server, once per backend. */
+function conformanceProject(backend: 'embedded' | 'postgresql') {
+  return {
+    test: {
+      name: `conformance:${backend}`,
+      root: here('./packages/conformance'),
+      include: ['src/suites/**/*.test.ts'],
+      globalSetup: [here(`./packages/server/test/conformance/${backend === 'embedded' ? 'embedded' : 'postgres'}.setup.ts`)],
+      testTimeout: 20_000,
+      hookTimeout: 30_000,
+    },
+  };
+}
 
 export default defineConfig({
   test: {
-    projects: ['packages/*'],
+    projects: ['packages/server', conformanceProject('embedded'), conformanceProject('postgresql')],
   },
 });

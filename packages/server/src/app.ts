@@ -1,0 +1,94 @@
+/**
+ * buildServer(): the Fastify app with every plugin registered in order. It never listens;
+ * `cli.ts` does, tests use `inject()` or `listen({ port: 0 })`.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { authenticate } from './auth/authenticate.js';
+import { createBasicAuthPolicy } from './auth/basicauth.js';
+import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
+import { ConfigError, loadSettings, type Settings } from './config.js';
+import { registerContentNegotiation } from './http/content.js';
+import { registerErrorHandler } from './http/error-handler.js';
+import { registerHeaders } from './http/headers.js';
+import { registerRedirects } from './http/redirects.js';
+import { Authorizer } from './permission/authorizer.js';
+import type { Services } from './request-context.js';
+import { baseUrl } from './resource/handlers.js';
+import { registerResource } from './resource/routes.js';
+import { RESOURCES } from './resources/registry.js';
+import type { Storage } from './storage/types.js';
+import { registerBatch } from './views/batch.js';
+import { registerHello } from './views/hello.js';
+import { registerUtilities } from './views/utilities.js';
+import { VERSION } from './version.js';
+
+export interface BuildServerOptions {
+  /** Settings (default: loaded from the environment). */
+  settings?: Settings;
+  /** The store; the caller owns it and closes it (buildServer never creates one). */
+  storage: Storage;
+  /** pino logger options, or false for none (default: `settings.log_level`). */
+  logger?: boolean | Record<string, unknown>;
+}
+
+function createPolicies(settings: Settings): AuthPolicy[] {
+  return settings.multiauth_policies.map((name) => {
+    switch (name) {
+      case 'basicauth':
+        if (settings.userid_hmac_secret === null) throw new ConfigError('Setting userid_hmac_secret is required by the basicauth policy');
+        return createBasicAuthPolicy(settings.userid_hmac_secret);
+      default:
+        throw new ConfigError(`Unknown authentication policy ${name}`);
+    }
+  });
+}
+
+export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
+  const settings = options.settings ?? loadSettings();
+  const services: Services = {
+    settings,
+    storage: options.storage,
+    authorizer: new Authorizer(settings),
+    policies: createPolicies(settings),
+    version: VERSION,
+  };
+
+  const app = Fastify({
+    logger:
+      options.logger === false
+        ? false
+        : { level: settings.log_level, ...(typeof options.logger === 'object' ? options.logger : {}) },
+    bodyLimit: settings.max_body_bytes,
+    exposeHeadRoutes: false,
+    routerOptions: { maxParamLength: 4096 },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    // Sub-requests of a batch and clients behind proxies: trust X-Forwarded-* only when configured.
+    trustProxy: false,
+  });
+  app.decorate('services', services);
+  app.decorateRequest('identity', null as never);
+
+  registerErrorHandler(app, settings);
+  registerHeaders(app, settings);
+  registerContentNegotiation(app);
+  registerRedirects(app, settings, (request) => baseUrl(services, request));
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.identity = ANONYMOUS;
+    // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
+    // than matching `/v1/buckets/` as a bucket with an empty id.
+    const path = (request.raw.url ?? '').split('?')[0] ?? '';
+    if (path.length > 4 && path.endsWith('/')) return reply.callNotFound();
+    request.identity = await authenticate(services.policies, request.headers);
+  });
+
+  registerHello(app);
+  registerUtilities(app);
+  registerBatch(app);
+  for (const def of RESOURCES) registerResource(app, def);
+
+  await app.ready();
+  return app;
+}

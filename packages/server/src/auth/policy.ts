@@ -1,0 +1,22 @@
+/** An authentication policy reads request headers and names the user, or declines. */
+export interface AuthPolicy {
+  /** Prefix of the user ids it produces (`basicauth` → `basicauth:<hmac>`). */
+  readonly name: string;
+  /** Capability advertised in `GET /` while the policy is enabled. */
+  readonly capability?: { description: string; url: string; [extra: string]: unknown };
+  /** `WWW-Authenticate` challenge sent with 401 responses. */
+  readonly challenge: string;
+  /** The prefixed user id, or null when the headers carry no credentials this policy accepts. */
+  authenticate(headers: Record<string, string | string[] | undefined>): Promise<string | null>;
+}
+
+/** Who is calling: the user id (null when anonymous) and every principal it holds. */
+export interface Identity {
+  userId: string | null;
+  principals: string[];
+}
+
+export const EVERYONE = 'system.Everyone';
+export const AUTHENTICATED = 'system.Authenticated';
+
+export const ANONYMOUS: Identity = Object.freeze({ userId: null, principals: [EVERYONE] }) as Identity;

@@ -1,0 +1,280 @@
+/**
+ * Settings: names operators of this protocol already know (`storage_url`, `batch_max_requests`,
+ * ...), read from `QUIRE_<NAME>` environment variables, then an optional JSON config file, then
+ * the defaults below. Bad settings fail at boot with a clear message (ConfigError).
+ */
+import { readFileSync } from 'node:fs';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type SettingType = 'string' | 'integer' | 'boolean' | 'list' | 'number';
+
+interface SettingSpec {
+  type: SettingType;
+  default: unknown;
+  nullable?: boolean;
+  min?: number;
+  max?: number;
+  /** Secrets are never logged nor shown. */
+  secret?: boolean;
+  description: string;
+}
+
+const DOCS = 'https://github.com/quire-sync/quire';
+
+/** Every setting, its type, default and meaning. The README's table is generated from this. */
+export const SETTINGS = {
+  host: { type: 'string', default: '127.0.0.1', description: 'Interface to listen on (also read from `HOST`).' },
+  port: { type: 'integer', default: 8888, min: 0, max: 65535, description: 'Port to listen on (also read from `PORT`).' },
+  storage_url: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    secret: true,
+    description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (PGlite) lives in `data_dir`.',
+  },
+  data_dir: { type: 'string', default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' },
+  storage_pool_size: { type: 'integer', default: 10, min: 1, max: 1000, description: 'PostgreSQL connection pool size per process.' },
+  storage_auto_migrate: {
+    type: 'boolean',
+    default: false,
+    description: 'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
+  },
+  storage_max_fetch_size: { type: 'integer', default: 10000, min: 1, description: 'Hard cap on objects read per page.' },
+  paginate_by: { type: 'integer', default: null, nullable: true, min: 1, description: 'Server page size (unset: `storage_max_fetch_size`).' },
+  batch_max_requests: { type: 'integer', default: 25, nullable: true, min: 0, description: 'Maximum sub-requests per `POST /batch` (0 or null: unlimited). Public in `GET /`.' },
+  max_body_bytes: { type: 'integer', default: 10 * 1024 * 1024, min: 1024, description: 'Largest request body accepted; larger ones get 413.' },
+  pagination_token_validity_seconds: { type: 'integer', default: 600, min: 1, description: 'Lifetime of a plural-DELETE pagination token.' },
+  readonly: { type: 'boolean', default: false, description: 'Refuse every write with 405.' },
+  explicit_permissions: { type: 'boolean', default: true, description: 'Add the author of each write to the object’s `write` principals.' },
+  multiauth_policies: { type: 'list', default: ['basicauth'], description: 'Authentication policies, in the order they are tried.' },
+  userid_hmac_secret: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    secret: true,
+    description: 'HMAC key of Basic Auth user ids. Required on PostgreSQL; on the embedded store a random one is kept in `data_dir`.',
+  },
+  bucket_create_principals: { type: 'list', default: ['system.Authenticated'], description: 'Who may create buckets.' },
+  bucket_read_principals: { type: 'list', default: [], description: 'Principals granted read on every bucket.' },
+  bucket_write_principals: { type: 'list', default: [], description: 'Principals granted write on every bucket.' },
+  collection_create_principals: { type: 'list', default: [], description: 'Principals granted collection creation in every bucket.' },
+  collection_read_principals: { type: 'list', default: [], description: 'Principals granted read on every collection.' },
+  collection_write_principals: { type: 'list', default: [], description: 'Principals granted write on every collection.' },
+  group_create_principals: { type: 'list', default: [], description: 'Principals granted group creation in every bucket.' },
+  group_read_principals: { type: 'list', default: [], description: 'Principals granted read on every group.' },
+  group_write_principals: { type: 'list', default: [], description: 'Principals granted write on every group.' },
+  record_create_principals: { type: 'list', default: [], description: 'Principals granted record creation in every collection.' },
+  record_read_principals: { type: 'list', default: [], description: 'Principals granted read on every record.' },
+  record_write_principals: { type: 'list', default: [], description: 'Principals granted write on every record.' },
+  retry_after_seconds: { type: 'integer', default: 3, min: 0, description: '`Retry-After` sent with 503 and 409.' },
+  backoff: { type: 'integer', default: null, nullable: true, min: 0, description: '`Backoff` seconds sent on responses (unset: none).' },
+  backoff_percentage: { type: 'number', default: null, nullable: true, min: 0, max: 100, description: 'Share of responses that carry `Backoff` (unset: all).' },
+  eos: { type: 'string', default: null, nullable: true, description: 'End-of-service date (YYYY-MM-DD): `Alert` soft-eol before, 410 hard-eol after.' },
+  eos_message: { type: 'string', default: null, nullable: true, description: 'Message of the end-of-service `Alert`.' },
+  eos_url: { type: 'string', default: null, nullable: true, description: 'URL of the end-of-service `Alert` (default `project_docs`).' },
+  cors_origins: { type: 'list', default: ['*'], description: 'Allowed CORS origins (`*` or glob patterns).' },
+  cors_max_age_seconds: { type: 'integer', default: 3600, min: 0, description: 'Preflight cache lifetime.' },
+  trailing_slash_redirect_enabled: { type: 'boolean', default: true, description: 'Redirect `/path/` to `/path` when only the latter exists.' },
+  trailing_slash_redirect_ttl_seconds: { type: 'integer', default: 3600, min: -1, description: 'Cache lifetime of trailing-slash redirects (-1: no cache headers).' },
+  version_prefix_redirect_enabled: { type: 'boolean', default: true, description: 'Redirect paths without `/v1` to `/v1/...`.' },
+  version_prefix_redirect_ttl_seconds: { type: 'integer', default: -1, min: -1, description: 'Cache lifetime of version-prefix redirects (-1: no cache headers).' },
+  http_scheme: { type: 'string', default: null, nullable: true, description: 'Scheme used in absolute URLs (`url`, `Next-Page`) behind a proxy.' },
+  http_host: { type: 'string', default: null, nullable: true, description: 'Host used in absolute URLs behind a proxy.' },
+  project_name: { type: 'string', default: 'quire', description: 'Name shown in `GET /`.' },
+  project_docs: { type: 'string', default: DOCS, description: 'Documentation URL shown in `GET /` and alerts.' },
+  error_info_link: { type: 'string', default: `${DOCS}/issues`, description: '`info` link of 500 responses.' },
+  version_json_path: { type: 'string', default: null, nullable: true, description: 'File served by `/__version__` (unset: built from the package version).' },
+  heartbeat_timeout_seconds: { type: 'number', default: 10, min: 0.1, description: 'Time limit of each `__heartbeat__` check.' },
+  shutdown_timeout_seconds: { type: 'number', default: 30, min: 0, description: 'On SIGTERM, how long in-flight requests may take to finish.' },
+  log_level: { type: 'string', default: 'info', description: 'pino log level (`fatal`…`trace`, `silent`).' },
+} satisfies Record<string, SettingSpec>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+export interface Settings {
+  host: string;
+  port: number;
+  storage_url: string | null;
+  data_dir: string;
+  storage_pool_size: number;
+  storage_auto_migrate: boolean;
+  storage_max_fetch_size: number;
+  paginate_by: number | null;
+  batch_max_requests: number | null;
+  max_body_bytes: number;
+  pagination_token_validity_seconds: number;
+  readonly: boolean;
+  explicit_permissions: boolean;
+  multiauth_policies: string[];
+  userid_hmac_secret: string | null;
+  bucket_create_principals: string[];
+  bucket_read_principals: string[];
+  bucket_write_principals: string[];
+  collection_create_principals: string[];
+  collection_read_principals: string[];
+  collection_write_principals: string[];
+  group_create_principals: string[];
+  group_read_principals: string[];
+  group_write_principals: string[];
+  record_create_principals: string[];
+  record_read_principals: string[];
+  record_write_principals: string[];
+  retry_after_seconds: number;
+  backoff: number | null;
+  backoff_percentage: number | null;
+  eos: string | null;
+  eos_message: string | null;
+  eos_url: string | null;
+  cors_origins: string[];
+  cors_max_age_seconds: number;
+  trailing_slash_redirect_enabled: boolean;
+  trailing_slash_redirect_ttl_seconds: number;
+  version_prefix_redirect_enabled: boolean;
+  version_prefix_redirect_ttl_seconds: number;
+  http_scheme: string | null;
+  http_host: string | null;
+  project_name: string;
+  project_docs: string;
+  error_info_link: string;
+  version_json_path: string | null;
+  heartbeat_timeout_seconds: number;
+  shutdown_timeout_seconds: number;
+  log_level: string;
+}
+
+const POLICIES = new Set(['basicauth']);
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+function coerce(name: string, spec: SettingSpec, raw: unknown, source: string): unknown {
+  const fail = (why: string): never => {
+    throw new ConfigError(`Invalid setting ${name} (from ${source}): ${why}`);
+  };
+  if (raw === null || (typeof raw === 'string' && raw.trim() === '' && spec.type !== 'string')) {
+    if (spec.nullable) return null;
+    if (spec.type === 'list') return [];
+    fail('a value is required');
+  }
+  switch (spec.type) {
+    case 'string':
+      if (typeof raw !== 'string') fail(`expected a string, got ${JSON.stringify(raw)}`);
+      return raw === '' && spec.nullable ? null : raw;
+    case 'boolean': {
+      if (typeof raw === 'boolean') return raw;
+      const text = String(raw).trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(text)) return true;
+      if (['false', '0', 'no', 'off'].includes(text)) return false;
+      return fail(`expected true or false, got ${JSON.stringify(raw)}`);
+    }
+    case 'integer':
+    case 'number': {
+      const value = typeof raw === 'number' ? raw : Number(String(raw).trim());
+      if (!Number.isFinite(value)) fail(`expected a number, got ${JSON.stringify(raw)}`);
+      if (spec.type === 'integer' && !Number.isInteger(value)) fail(`expected an integer, got ${JSON.stringify(raw)}`);
+      if (spec.min !== undefined && value < spec.min) fail(`must be at least ${spec.min}`);
+      if (spec.max !== undefined && value > spec.max) fail(`must be at most ${spec.max}`);
+      return value;
+    }
+    case 'list': {
+      if (Array.isArray(raw)) {
+        if (!raw.every((item) => typeof item === 'string')) fail('expected a list of strings');
+        return raw;
+      }
+      if (typeof raw !== 'string') return fail('expected a list of strings');
+      // Kinto's ini files separate values with spaces or new lines; commas are accepted too.
+      return raw.split(/[\s,]+/).filter(Boolean);
+    }
+  }
+}
+
+export interface LoadSettingsOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Path of a JSON config file (else `QUIRE_CONFIG` from the environment, if set). */
+  configFile?: string | null;
+  /** Explicit values, taking precedence over everything (tests, embedding). */
+  overrides?: Partial<Settings>;
+}
+
+/** Environment (`QUIRE_<NAME>`) > config file > defaults; overrides win over all. */
+export function loadSettings(options: LoadSettingsOptions = {}): Settings {
+  const env = options.env ?? process.env;
+  const file = options.configFile === undefined ? env.QUIRE_CONFIG ?? null : options.configFile;
+  let fromFile: Record<string, unknown> = {};
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`Cannot read config file ${file}: ${(error as Error).message}`);
+    }
+    try {
+      fromFile = JSON.parse(text) as Record<string, unknown>;
+    } catch (error) {
+      throw new ConfigError(`Config file ${file} is not valid JSON: ${(error as Error).message}`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError(`Config file ${file} must hold a JSON object of settings`);
+    }
+    const unknown = Object.keys(fromFile).filter((key) => !Object.hasOwn(SETTINGS, key));
+    if (unknown.length) throw new ConfigError(`Unknown setting(s) in ${file}: ${unknown.join(', ')}`);
+  }
+
+  const settings: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(SETTINGS) as Array<[string, SettingSpec]>) {
+    const envName = `QUIRE_${name.toUpperCase()}`;
+    let raw: unknown = spec.default;
+    let source = 'default';
+    if (Object.hasOwn(fromFile, name)) {
+      raw = fromFile[name];
+      source = String(file);
+    }
+    const plainEnv = name === 'host' ? env.HOST : name === 'port' ? env.PORT : undefined;
+    if (plainEnv !== undefined && plainEnv !== '') {
+      raw = plainEnv;
+      source = name.toUpperCase();
+    }
+    if (env[envName] !== undefined) {
+      raw = env[envName];
+      source = envName;
+    }
+    settings[name] = source === 'default' ? raw : coerce(name, spec, raw, source);
+  }
+  for (const [name, value] of Object.entries(options.overrides ?? {})) {
+    if (!Object.hasOwn(SETTINGS, name)) throw new ConfigError(`Unknown setting ${name}`);
+    settings[name] = coerce(name, SETTINGS[name as SettingName] as SettingSpec, value, 'overrides');
+  }
+  return validateSettings(settings as unknown as Settings);
+}
+
+function validateSettings(settings: Settings): Settings {
+  if (settings.storage_url && !/^postgres(ql)?:\/\//.test(settings.storage_url)) {
+    throw new ConfigError('Invalid setting storage_url: only postgresql:// URLs are supported (leave it unset for the embedded store)');
+  }
+  for (const policy of settings.multiauth_policies) {
+    if (!POLICIES.has(policy)) {
+      throw new ConfigError(`Invalid setting multiauth_policies: unknown policy "${policy}" (known: ${[...POLICIES].join(', ')})`);
+    }
+  }
+  if (!LOG_LEVELS.has(settings.log_level)) {
+    throw new ConfigError(`Invalid setting log_level: "${settings.log_level}" (one of ${[...LOG_LEVELS].join(', ')})`);
+  }
+  if (settings.eos !== null && Number.isNaN(Date.parse(settings.eos))) {
+    throw new ConfigError(`Invalid setting eos: "${settings.eos}" is not a date (YYYY-MM-DD)`);
+  }
+  if (settings.http_scheme !== null && !/^https?$/.test(settings.http_scheme)) {
+    throw new ConfigError('Invalid setting http_scheme: http or https');
+  }
+  return settings;
+}
+
+/** Settings as shown in logs: secrets masked. */
+export function redactSettings(settings: Settings): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(settings)) {
+    const spec = SETTINGS[name as SettingName] as SettingSpec;
+    shown[name] = spec.secret && value ? '***' : value;
+  }
+  return shown;
+}

@@ -1,0 +1,63 @@
+/**
+ * Content negotiation (protocol-reference §3): JSON bodies only (three PATCH types), 415 for
+ * anything else sent with a body, 406 when the client cannot accept JSON. Bodies are parsed
+ * with secure-json-parse so `__proto__` / `constructor.prototype` keys cannot pollute objects.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { invalidParameter, invalidParameters } from '../errors.js';
+
+const JSON_TYPE = 'application/json';
+const PATCH_TYPES = [JSON_TYPE, 'application/merge-patch+json', 'application/json-patch+json'];
+
+function mediaType(header: string | undefined): string | null {
+  if (!header) return null;
+  return header.split(';')[0]?.trim().toLowerCase() || null;
+}
+
+function acceptsJson(accept: string): boolean {
+  return accept.split(',').some((range) => {
+    const [type, ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith('q='));
+    if (q && Number(q.slice(2)) === 0) return false;
+    return type === JSON_TYPE || type === 'application/*' || type === '*/*' || type === '*';
+  });
+}
+
+export function registerContentNegotiation(app: FastifyInstance): void {
+  app.decorateRequest('unsupportedContentType', null);
+  app.removeAllContentTypeParsers();
+
+  app.addContentTypeParser(PATCH_TYPES, { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (error) {
+      const reason = error instanceof SyntaxError ? error.message : 'Object contains forbidden prototype property';
+      done(invalidParameter('body', '', `Invalid JSON: ${reason}`), undefined);
+    }
+  });
+
+  // Anything else is kept aside; writes with such a body get 415 below.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    if (text.length > 0) request.unsupportedContentType = mediaType(request.headers['content-type']) ?? '';
+    done(null, undefined);
+  });
+
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const accept = request.headers.accept;
+    if (accept && !acceptsJson(accept)) {
+      throw invalidParameters([{ location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }], 406);
+    }
+    if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return;
+    const allowed = request.method === 'PATCH' ? PATCH_TYPES : [JSON_TYPE];
+    const type = mediaType(request.headers['content-type']);
+    const hasBody = request.body !== undefined || request.unsupportedContentType !== null;
+    if (hasBody && (type === null || !allowed.includes(type))) {
+      const list = `[${allowed.map((item) => `'${item}'`).join(', ')}]`;
+      throw invalidParameters([{ location: 'header', name: 'Content-Type', description: `Content-Type header should be one of ${list}` }], 415);
+    }
+  });
+}

@@ -1,0 +1,78 @@
+/**
+ * Headers every response carries (protocol-reference §12): CORS, exposed headers, security
+ * headers, Backoff, end-of-service Alert; plus the readonly and end-of-service refusals.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Settings } from '../config.js';
+import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
+
+const BASE_EXPOSED = ['Backoff', 'Retry-After', 'Alert', 'Content-Length', 'Content-Type'];
+const READ_EXPOSED = ['Next-Page', 'Last-Modified', 'ETag', 'Cache-Control', 'Expires', 'Pragma'];
+const COUNT_EXPOSED = ['Total-Objects', 'Total-Records'];
+
+function globToRegExp(pattern: string): RegExp {
+  const escaped = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`);
+}
+
+function allowedOrigin(settings: Settings, origin: string | undefined): string | null {
+  if (!origin) return null;
+  if (settings.cors_origins.includes('*')) return '*';
+  return settings.cors_origins.some((pattern) => globToRegExp(pattern).test(origin)) ? origin : null;
+}
+
+/** soft-eol before the `eos` date, hard-eol after it. */
+function endOfService(settings: Settings): { code: 'soft-eol' | 'hard-eol'; header: string } | null {
+  if (!settings.eos) return null;
+  const code = Date.now() >= Date.parse(settings.eos) ? 'hard-eol' : 'soft-eol';
+  const header = JSON.stringify({ code, message: settings.eos_message, url: settings.eos_url ?? settings.project_docs });
+  return { code, header };
+}
+
+export function registerHeaders(app: FastifyInstance, settings: Settings): void {
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const origin = allowedOrigin(settings, request.headers.origin);
+    // CORS preflight: answered here for every path, before routing (§12.4).
+    if (request.method === 'OPTIONS') {
+      const requestedMethod = request.headers['access-control-request-method'];
+      if (!request.headers.origin || !requestedMethod) {
+        throw new ApiError(400, ERRNO.INVALID_PARAMETERS, {
+          error: 'Invalid parameters',
+          message: 'CORS preflight needs the Origin and Access-Control-Request-Method headers',
+        });
+      }
+      if (origin) {
+        reply.header('Access-Control-Allow-Origin', origin);
+        reply.header('Access-Control-Allow-Methods', 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+        const requestedHeaders = request.headers['access-control-request-headers'];
+        if (requestedHeaders) reply.header('Access-Control-Allow-Headers', requestedHeaders);
+        reply.header('Access-Control-Max-Age', String(settings.cors_max_age_seconds));
+      }
+      return reply.code(200).send();
+    }
+    const eos = endOfService(settings);
+    if (eos?.code === 'hard-eol') {
+      throw new ApiError(410, ERRNO.SERVICE_DEPRECATED, {
+        message: 'The service you are trying to connect no longer exists at this location.',
+      });
+    }
+    if (settings.readonly && !['GET', 'HEAD'].includes(request.method)) throw methodNotAllowed();
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const origin = allowedOrigin(settings, request.headers.origin);
+    if (origin && request.method !== 'OPTIONS') reply.header('Access-Control-Allow-Origin', origin);
+    const exposed = [...BASE_EXPOSED];
+    if (request.method === 'GET' || request.method === 'HEAD') exposed.push(...READ_EXPOSED);
+    if (request.method === 'HEAD') exposed.push(...COUNT_EXPOSED);
+    reply.header('Access-Control-Expose-Headers', exposed.join(', '));
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; ");
+    if (settings.backoff !== null && (settings.backoff_percentage === null || Math.random() * 100 < settings.backoff_percentage)) {
+      reply.header('Backoff', String(settings.backoff));
+    }
+    const eos = endOfService(settings);
+    if (eos) reply.header('Alert', eos.header);
+    return payload;
+  });
+}

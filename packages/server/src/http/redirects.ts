@@ -1,0 +1,43 @@
+/**
+ * Not-found handling (protocol-reference §0): paths without a version prefix → 307 to `/v1...`;
+ * another version → 404 errno 116; a trailing slash on a missing route → 307 without it;
+ * everything else → 404 errno 111.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Settings } from '../config.js';
+import { ApiError, ERRNO, unknownUrl } from '../errors.js';
+
+function redirect(reply: FastifyReply, location: string, ttl: number) {
+  if (ttl >= 0) {
+    reply.header('Cache-Control', `max-age=${ttl}`);
+    reply.header('Expires', new Date(Date.now() + ttl * 1000).toUTCString());
+  }
+  return reply.code(307).header('Location', location).send();
+}
+
+export function registerRedirects(app: FastifyInstance, settings: Settings, baseUrl: (request: never) => string): void {
+  app.setNotFoundHandler(async (request, reply) => {
+    const url = request.raw.url ?? '/';
+    const index = url.indexOf('?');
+    const path = index === -1 ? url : url.slice(0, index);
+    const query = index === -1 ? '' : url.slice(index);
+    const base = baseUrl(request as never);
+
+    if (!/^\/v\d+(\/|$)/.test(path)) {
+      if (settings.version_prefix_redirect_enabled) {
+        return redirect(reply, `${base}/v1${path === '/' ? '/' : path}${query}`, settings.version_prefix_redirect_ttl_seconds);
+      }
+      throw unknownUrl();
+    }
+    if (!/^\/v1(\/|$)/.test(path)) {
+      throw new ApiError(404, ERRNO.VERSION_NOT_AVAILABLE, {
+        message: 'The requested API version is not available on this server.',
+      });
+    }
+    if (path === '/v1') return redirect(reply, `${base}/v1/${query}`, settings.trailing_slash_redirect_ttl_seconds);
+    if (settings.trailing_slash_redirect_enabled && path.length > 4 && path.endsWith('/')) {
+      return redirect(reply, `${base}${path.replace(/\/+$/, '')}${query}`, settings.trailing_slash_redirect_ttl_seconds);
+    }
+    throw unknownUrl();
+  });
+}

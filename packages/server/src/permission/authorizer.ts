@@ -1,0 +1,131 @@
+/**
+ * Who may do what: the inheritance table of protocol-reference §9.2 plus the
+ * `<resource>_<permission>_principals` settings. One place answers every permission question;
+ * the handlers only ask.
+ */
+import type { Settings } from '../config.js';
+import type { ObjectRef, ResourceName } from '../resource/definition.js';
+import type { Permissions, StorageSession } from '../storage/types.js';
+
+type Grant = readonly [level: ResourceName, permission: string];
+
+const BUCKET_READ: Grant[] = [['bucket', 'write'], ['bucket', 'read']];
+const COLLECTION_READ: Grant[] = [['collection', 'write'], ['collection', 'read']];
+
+/** For each resource and permission, the (level, permission) ACEs that grant it. */
+const GRANTS: Record<ResourceName, Record<'read' | 'write', Grant[]>> = {
+  bucket: {
+    // Rule 4 (1.11): parent attributes are readable when creating children is allowed.
+    read: [...BUCKET_READ, ['bucket', 'collection:create'], ['bucket', 'group:create']],
+    write: [['bucket', 'write']],
+  },
+  group: {
+    read: [...BUCKET_READ, ['group', 'write'], ['group', 'read']],
+    write: [['bucket', 'write'], ['group', 'write']],
+  },
+  collection: {
+    read: [...BUCKET_READ, ...COLLECTION_READ, ['collection', 'record:create']],
+    write: [['bucket', 'write'], ['collection', 'write']],
+  },
+  record: {
+    read: [...BUCKET_READ, ...COLLECTION_READ, ['record', 'write'], ['record', 'read']],
+    write: [['bucket', 'write'], ['collection', 'write'], ['record', 'write']],
+  },
+};
+
+/** ACEs on the parent that allow creating a child of each kind (buckets: settings only). */
+const CREATE_GRANTS: Record<ResourceName, Grant[]> = {
+  bucket: [],
+  collection: [['bucket', 'write'], ['bucket', 'collection:create']],
+  group: [['bucket', 'write'], ['bucket', 'group:create']],
+  record: [['bucket', 'write'], ['collection', 'write'], ['collection', 'record:create']],
+};
+
+/** The settings key granting (level, permission) globally, e.g. `record_read_principals`. */
+function settingsKey(level: ResourceName, permission: string): keyof Settings | null {
+  const [child, action] = permission.split(':');
+  if (action === 'create') return `${child}_create_principals` as keyof Settings;
+  if (permission === 'read' || permission === 'write') return `${level}_${permission}_principals` as keyof Settings;
+  return null;
+}
+
+export type ListAccess =
+  | { kind: 'all' }
+  /** Only these ids are visible (possibly none: the caller may create, so an empty list). */
+  | { kind: 'some'; ids: string[] }
+  | { kind: 'none' };
+
+export class Authorizer {
+  readonly #settings: Settings;
+
+  constructor(settings: Settings) {
+    this.#settings = settings;
+  }
+
+  #globallyGranted(principals: string[], grants: Grant[]): boolean {
+    return grants.some(([level, permission]) => {
+      const key = settingsKey(level, permission);
+      const granted = key ? (this.#settings[key] as string[]) : [];
+      return granted.some((principal) => principals.includes(principal));
+    });
+  }
+
+  async #granted(session: StorageSession, principals: string[], chain: ObjectRef[], grants: Grant[]): Promise<boolean> {
+    if (this.#globallyGranted(principals, grants)) return true;
+    const byLevel = new Map(chain.map((ref) => [ref.def.name, ref.uri]));
+    const uris = [...new Set(grants.map(([level]) => byLevel.get(level)).filter((uri): uri is string => uri !== undefined))];
+    if (uris.length === 0) return false;
+    const acls = await session.getPermissions(uris);
+    return grants.some(([level, permission]) => {
+      const uri = byLevel.get(level);
+      const holders = uri ? acls.get(uri)?.[permission] : undefined;
+      return holders?.some((principal) => principals.includes(principal)) ?? false;
+    });
+  }
+
+  /** read / write on an object (existing or not), inherited from its ancestors. */
+  async can(session: StorageSession, principals: string[], ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
+    return this.#granted(session, principals, [...ref.ancestors, ref], GRANTS[ref.def.name][permission]);
+  }
+
+  /** May create a child of kind `child` under `parent` (null parent: buckets). */
+  async canCreate(session: StorageSession, principals: string[], child: ResourceName, parent: ObjectRef | null): Promise<boolean> {
+    const grants = CREATE_GRANTS[child];
+    if (this.#globallyGranted(principals, [[child, `${child}:create`]])) return true;
+    if (!parent) return false;
+    return this.#granted(session, principals, [...parent.ancestors, parent], grants);
+  }
+
+  /**
+   * Which children of kind `child` under `parent` the caller may read (or write): all of them
+   * (permission on an ancestor or by settings), some (ACEs on the objects themselves; none
+   * when the caller may only create), or none at all (403).
+   */
+  async listAccess(
+    session: StorageSession,
+    principals: string[],
+    child: ResourceName,
+    plural: string,
+    parent: ObjectRef | null,
+    permission: 'read' | 'write',
+  ): Promise<ListAccess> {
+    const grants = GRANTS[child][permission];
+    const ancestorGrants = grants.filter(([level]) => level !== child);
+    const chain = parent ? [...parent.ancestors, parent] : [];
+    const childLevelGlobal = grants.filter(([level]) => level === child);
+    if (this.#globallyGranted(principals, childLevelGlobal) || (await this.#granted(session, principals, chain, ancestorGrants))) {
+      return { kind: 'all' };
+    }
+    const ownPermissions = grants.filter(([level]) => level === child).map(([, p]) => p);
+    const ids = await session.listAuthorizedIds(parent ? parent.uri : '', plural, principals, ownPermissions);
+    if (ids.length > 0) return { kind: 'some', ids };
+    if (await this.canCreate(session, principals, child, parent)) return { kind: 'some', ids: [] };
+    return { kind: 'none' };
+  }
+
+  /** The object's ACEs as shown to this caller: only to a principal literally in its `write` (§4.6). */
+  visiblePermissions(principals: string[], acl: Permissions): Permissions {
+    const writers = acl.write ?? [];
+    return writers.some((principal) => principals.includes(principal)) ? acl : {};
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Request bodies of writes (protocol-reference §4): the `{data, permissions}` wrapper, ids,
+ * permission names, and the three PATCH content types.
+ */
+import jsonPatch, { type Operation } from 'fast-json-patch';
+import mergePatch from 'json-merge-patch';
+import { invalidParameter } from '../errors.js';
+import type { Permissions } from '../storage/types.js';
+import { ID_PATTERN, type ResourceDefinition } from './definition.js';
+
+export interface WriteBody {
+  data: Record<string, unknown> | undefined;
+  permissions: Permissions | undefined;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** Validates `{data?, permissions?}`: nothing else at the top level, data an object, known permissions. */
+export function parseWriteBody(body: unknown, def: ResourceDefinition): WriteBody {
+  if (body === undefined || body === null) return { data: undefined, permissions: undefined };
+  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object or an array');
+  const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
+  if (unknown.length > 0) {
+    throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  }
+  const { data, permissions } = body;
+  if (data !== undefined && !isPlainObject(data)) {
+    throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);
+  }
+  return { data, permissions: permissions === undefined ? undefined : parsePermissions(permissions, def, false) };
+}
+
+/**
+ * `permissions`: an object whose keys are the resource's permission names and whose values are
+ * lists of principal strings. With `allowNull` (PATCH), a null value clears that permission.
+ */
+export function parsePermissions(value: unknown, def: ResourceDefinition, allowNull: boolean): Permissions {
+  if (!isPlainObject(value)) throw invalidParameter('body', 'permissions', `${describe(value)} is not a mapping type`);
+  const result: Permissions = {};
+  for (const [name, principals] of Object.entries(value)) {
+    if (!def.permissions.includes(name)) {
+      throw invalidParameter('body', `permissions.${name}`, `"${name}" is not one of ${def.permissions.join(', ')}`);
+    }
+    if (principals === null && allowNull) {
+      Object.defineProperty(result, name, { value: null, enumerable: true, writable: true });
+      continue;
+    }
+    if (!Array.isArray(principals) || !principals.every((principal) => typeof principal === 'string')) {
+      throw invalidParameter('body', `permissions.${name}`, `${describe(principals)} is not a list of principals`);
+    }
+    Object.defineProperty(result, name, { value: [...new Set(principals)], enumerable: true, writable: true });
+  }
+  return result;
+}
+
+export function validateId(id: unknown): string {
+  if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw invalidParameter('path', null, 'Invalid object id');
+  return id;
+}
+
+/** Strips the fields the server owns from client data (it keeps its own `id`/`last_modified`). */
+export function userFields(data: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, last_modified: _lastModified, deleted: _deleted, ...rest } = data;
+  return rest;
+}
+
+/** §5.2: a client-supplied `last_modified` counts only when it is an integer. */
+export function suppliedTimestamp(data: Record<string, unknown> | undefined): number | undefined {
+  const value = data?.last_modified;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+export type PatchType = 'json' | 'merge-patch' | 'json-patch';
+
+export interface PatchResult {
+  data: Record<string, unknown>;
+  /** Permission changes: a list replaces, null clears; absent names untouched. */
+  permissions: Permissions | undefined;
+  /** For JSON-Patch on permissions: the full new ACL. */
+  replacePermissions: Permissions | undefined;
+  /** The data fields the client sent (for Response-Behavior light/diff). */
+  sentData: Record<string, unknown>;
+}
+
+/** Applies a PATCH body of the given type to the current object and ACL (§4.4). */
+export function applyPatch(
+  type: PatchType,
+  body: unknown,
+  current: Record<string, unknown>,
+  acl: Permissions,
+  def: ResourceDefinition,
+): PatchResult {
+  if (type === 'json-patch') return applyJsonPatch(body, current, acl, def);
+
+  const { data, permissions } = isPlainObject(body) ? parsePatchBody(body, def) : parsePatchBody(body, def);
+  if (data === undefined && permissions === undefined) {
+    throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
+  }
+  const sent = data ?? {};
+  if (type === 'json') {
+    // Shallow merge: top-level keys replaced wholesale, null stored as null.
+    return { data: { ...current, ...userFields(sent) }, permissions, replacePermissions: undefined, sentData: sent };
+  }
+  const merged = mergePatch.apply(structuredClone(current), userFields(sent)) as Record<string, unknown>;
+  return { data: merged, permissions, replacePermissions: undefined, sentData: sent };
+}
+
+function parsePatchBody(body: unknown, def: ResourceDefinition): { data: Record<string, unknown> | undefined; permissions: Permissions | undefined } {
+  if (body === undefined || body === null) return { data: undefined, permissions: undefined };
+  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
+  const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
+  if (unknown.length > 0) {
+    throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  }
+  const { data, permissions } = body;
+  if (data !== undefined && !isPlainObject(data)) {
+    throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);
+  }
+  return { data, permissions: permissions === undefined || permissions === null ? undefined : parsePermissions(permissions, def, true) };
+}
+
+/**
+ * RFC 6902 on `{data, permissions}`; permission paths are `/permissions/<perm>/<principal>`
+ * with add/remove, the principal taken from the path (§4.4).
+ */
+function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Permissions, def: ResourceDefinition): PatchResult {
+  if (!Array.isArray(body) || body.length === 0) {
+    throw invalidParameter('body', '', 'JSON Patch must be a non-empty list of operations');
+  }
+  const document: { data: Record<string, unknown>; permissions: Record<string, Record<string, true>> } = {
+    data: structuredClone(current),
+    permissions: {},
+  };
+  for (const name of def.permissions) {
+    document.permissions[name] = Object.fromEntries((acl[name] ?? []).map((principal) => [principal, true as const]));
+  }
+  const operations = body.map((operation: unknown) => {
+    if (!isPlainObject(operation) || typeof operation.op !== 'string' || typeof operation.path !== 'string') {
+      throw invalidParameter('body', '', 'JSON Patch operation failed: each operation needs "op" and "path"');
+    }
+    if (operation.path.startsWith('/permissions/')) {
+      const [, , permission, ...rest] = operation.path.split('/');
+      if (!permission || !def.permissions.includes(permission)) {
+        throw invalidParameter('body', 'permissions', `JSON Patch operation failed: unknown permission ${JSON.stringify(permission)}`);
+      }
+      if (rest.length > 0 && operation.op === 'add') return { ...operation, value: true };
+    }
+    return operation;
+  });
+  try {
+    // validate=true: fast-json-patch checks each operation (and `test` failures) before applying.
+    jsonPatch.applyPatch(document, operations as unknown as Operation[], true, true, true);
+  } catch (error) {
+    throw invalidParameter('body', '', `JSON Patch operation failed: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (!isPlainObject(document.data)) throw invalidParameter('body', 'data', 'JSON Patch operation failed: data must stay an object');
+  const replacePermissions: Permissions = {};
+  for (const [name, holders] of Object.entries(document.permissions ?? {})) {
+    if (!def.permissions.includes(name) || !isPlainObject(holders)) continue;
+    replacePermissions[name] = Object.keys(holders);
+  }
+  return { data: document.data, permissions: undefined, replacePermissions, sentData: document.data };
+}

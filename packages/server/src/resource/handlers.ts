@@ -1,0 +1,413 @@
+/**
+ * The generic resource engine: the eight endpoints of every resource (plural HEAD/GET/POST/DELETE,
+ * object GET/PUT/PATCH/DELETE) driven by a ResourceDefinition. Nothing here is specific to
+ * buckets, collections, groups or records.
+ *
+ * Order of checks on every request, as the protocol does it: authorisation, then the object id,
+ * then the parents' existence, then the object, then preconditions.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDeepStrictEqual } from 'node:util';
+import type { Identity } from '../auth/policy.js';
+import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { withSession, type Services } from '../request-context.js';
+import type { Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
+import {
+  applyPatch,
+  parseWriteBody,
+  suppliedTimestamp,
+  userFields,
+  validateId,
+  type PatchType,
+} from './body.js';
+import { objectRef, type ObjectRef, type ResourceDefinition } from './definition.js';
+import { encodeToken, nextPageUrl } from './pagination.js';
+import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from './preconditions.js';
+import { parseListQuery, projectFields, type ListQuery } from './querystring.js';
+
+type Params = Record<string, string>;
+
+export function scopeOf(ref: { def: ResourceDefinition; parentUri: string }): Scope {
+  return { resourceName: ref.def.name, parentId: ref.parentUri };
+}
+
+/** The definitions from the root down to `def`. */
+function lineage(def: ResourceDefinition): ResourceDefinition[] {
+  const chain: ResourceDefinition[] = [];
+  for (let current: ResourceDefinition | null = def; current; current = current.parent) chain.unshift(current);
+  return chain;
+}
+
+/** The parent object addressed by the URL (null for buckets). */
+export function parentRefFromParams(def: ResourceDefinition, params: Params): ObjectRef | null {
+  let parent: ObjectRef | null = null;
+  for (const ancestor of lineage(def).slice(0, -1)) {
+    parent = objectRef(ancestor, params[`${ancestor.name}_id`] ?? '', parent);
+  }
+  return parent;
+}
+
+export function objectRefFromParams(def: ResourceDefinition, params: Params): ObjectRef {
+  return objectRef(def, params[`${def.name}_id`] ?? '', parentRefFromParams(def, params));
+}
+
+/** 401 for anonymous callers (with the policies' challenges), 403 otherwise (§9.2). */
+export function denied(services: Services, identity: Identity): ApiError {
+  if (identity.userId === null) {
+    const challenges = services.policies.map((policy) => policy.challenge);
+    return new ApiError(401, ERRNO.MISSING_AUTH_TOKEN, {
+      message: 'Please authenticate yourself to use this endpoint.',
+      headers: challenges.length ? { 'WWW-Authenticate': challenges.join(', ') } : {},
+    });
+  }
+  return new ApiError(403, ERRNO.FORBIDDEN, { message: 'This user cannot access this resource.' });
+}
+
+/** Every ancestor must exist: 404 (errno 111) naming the first missing one. */
+async function ensureParents(session: StorageSession, parent: ObjectRef | null): Promise<void> {
+  if (!parent) return;
+  for (const ref of [...parent.ancestors, parent]) {
+    const found = await session.get(scopeOf(ref), ref.id);
+    if (!found) throw objectNotFound(ref.def.name, ref.id, ERRNO.MISSING_RESOURCE);
+  }
+}
+
+function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
+  reply.header('ETag', `"${timestamp}"`);
+  reply.header('Last-Modified', new Date(timestamp).toUTCString());
+}
+
+function setCacheHeaders(reply: FastifyReply, identity: Identity): void {
+  if (identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+}
+
+function rawQuery(request: FastifyRequest): string {
+  const url = request.raw.url ?? '';
+  const index = url.indexOf('?');
+  return index === -1 ? '' : url.slice(index + 1);
+}
+
+function requestPath(request: FastifyRequest): string {
+  const url = request.raw.url ?? '';
+  const index = url.indexOf('?');
+  return index === -1 ? url : url.slice(0, index);
+}
+
+export function baseUrl(services: Services, request: FastifyRequest): string {
+  const scheme = services.settings.http_scheme ?? request.protocol;
+  const host = services.settings.http_host ?? request.host;
+  return `${scheme}://${host}`;
+}
+
+/** Page size of §7.6: `_limit` capped by `paginate_by`, everything capped by the fetch size. */
+function effectiveLimit(services: Services, requested: number | null): number {
+  const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = services.settings;
+  let limit = requested ?? paginateBy;
+  if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
+  return limit ? Math.min(limit, maxFetch) : maxFetch;
+}
+
+/** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */
+function writeTimestamp(supplied: number | undefined, existing: StoredObject | null): number | undefined {
+  if (supplied === undefined) return undefined;
+  if (existing && supplied <= existing.last_modified) return undefined;
+  return supplied;
+}
+
+/** Adds the author to `write` (rule 1, setting `explicit_permissions`). */
+function withAuthor(services: Services, identity: Identity, acl: Permissions): Permissions {
+  if (!services.settings.explicit_permissions || identity.userId === null) return acl;
+  const writers = acl.write ?? [];
+  return writers.includes(identity.userId) ? acl : { ...acl, write: [...writers, identity.userId] };
+}
+
+function cleanAcl(acl: Permissions): Permissions {
+  const result: Permissions = {};
+  for (const [name, principals] of Object.entries(acl)) {
+    if (principals && principals.length > 0) result[name] = principals;
+  }
+  return result;
+}
+
+async function aclOf(session: StorageSession, uri: string): Promise<Permissions> {
+  return (await session.getPermissions([uri])).get(uri) ?? {};
+}
+
+function patchType(request: FastifyRequest): PatchType {
+  const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/merge-patch+json') return 'merge-patch';
+  if (type === 'application/json-patch+json') return 'json-patch';
+  return 'json';
+}
+
+function assertBodyMatchesId(data: Record<string, unknown> | undefined, id: string): void {
+  if (data && data.id !== undefined && data.id !== id) {
+    throw invalidParameter('body', 'id', 'Object id does not match existing object');
+  }
+}
+
+export function createResourceHandlers(services: Services, def: ResourceDefinition) {
+  const { storage, authorizer } = services;
+
+  async function requireObject(session: StorageSession, identity: Identity, ref: ObjectRef, permission: 'read' | 'write') {
+    if (!(await authorizer.can(session, identity.principals, ref, permission))) throw denied(services, identity);
+    validateId(ref.id);
+    await ensureParents(session, ref.ancestors.at(-1) ?? null);
+  }
+
+  async function requireCreate(session: StorageSession, identity: Identity, parent: ObjectRef | null) {
+    if (!(await authorizer.canCreate(session, identity.principals, def.name, parent))) throw denied(services, identity);
+  }
+
+  /** Stores data + ACL for a PUT/POST creation or replacement and answers 201/200. */
+  async function writeObject(
+    session: StorageSession,
+    identity: Identity,
+    ref: ObjectRef,
+    existing: StoredObject | null,
+    body: ReturnType<typeof parseWriteBody>,
+    reply: FastifyReply,
+  ) {
+    const previousAcl = existing ? await aclOf(session, ref.uri) : {};
+    let data = userFields(body.data ?? (existing ? existing : {}));
+    if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
+    const lastModified = writeTimestamp(suppliedTimestamp(body.data), existing);
+    const options = lastModified === undefined ? {} : { lastModified };
+    const stored = existing
+      ? await session.update(scopeOf(ref), ref.id, data, options)
+      : await session.create(scopeOf(ref), ref.id, data, options);
+
+    // §4.6: a non-empty `permissions` replaces the whole ACL on PUT; omitted or {} keeps it.
+    const given = body.permissions && Object.keys(body.permissions).length > 0 ? body.permissions : null;
+    const acl = cleanAcl(withAuthor(services, identity, given ?? previousAcl));
+    await session.setPermissions(ref.uri, acl);
+
+    setTimestampHeaders(reply, stored.last_modified);
+    reply.code(existing ? 200 : 201);
+    return { data: stored, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+  }
+
+  async function listObjects(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
+    const identity = request.identity;
+    const parent = parentRefFromParams(def, request.params as Params);
+    const query = parseListQuery(rawQuery(request));
+    const preconditions = parsePreconditions(request.headers);
+    const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
+    const permission = method === 'DELETE' ? 'write' : 'read';
+
+    return withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
+      const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
+      if (access.kind === 'none') throw denied(services, identity);
+      await ensureParents(session, parent);
+      const timestamp = await session.resourceTimestamp(scope);
+      if (query.usedDeprecatedTo) {
+        reply.header(
+          'Alert',
+          JSON.stringify({ code: 'soft-eol', message: '_to is now deprecated, you should use _before instead', url: services.settings.project_docs }),
+        );
+      }
+      const outcome = checkListPreconditions(preconditions, timestamp, method);
+      setTimestampHeaders(reply, timestamp);
+      if (method !== 'DELETE') setCacheHeaders(reply, identity);
+      if (outcome === 'not-modified') return reply.code(304).send();
+
+      const filters = [...query.filters];
+      if (access.kind === 'some') filters.push({ field: 'id', operator: 'in', value: access.ids });
+
+      if (method === 'HEAD') {
+        const total = access.kind === 'some' && access.ids.length === 0 ? 0 : await session.count(scope, filters);
+        reply.header('Total-Objects', String(total));
+        reply.header('Total-Records', String(total));
+        return reply.send();
+      }
+
+      const limit = effectiveLimit(services, query.requestedLimit);
+      const page =
+        access.kind === 'some' && access.ids.length === 0
+          ? []
+          : await session.list(scope, {
+              filters,
+              sorting: query.sorting,
+              ...(query.token ? { after: query.token.lastObject } : {}),
+              limit: limit + 1,
+              includeDeleted: method === 'GET' && query.includeDeleted,
+            });
+      const hasMore = page.length > limit;
+      const items = hasMore ? page.slice(0, limit) : page;
+      if (hasMore) {
+        const last = items[items.length - 1] as Record<string, unknown>;
+        const offset = (query.token?.offset ?? 0) + items.length + 1;
+        const token = encodeToken(last, query.sorting, offset);
+        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), requestPath(request), query.params, limit, token));
+      }
+
+      if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
+      return { data: query.fields ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[])) : items };
+    });
+  }
+
+  async function deleteListed(session: StorageSession, scope: Scope, items: StoredObject[], query: ListQuery, reply: FastifyReply, timestamp: number) {
+    if (items.length === 0) return { data: [] };
+    const tombstones: Tombstone[] = await session.deleteAll(scope, {
+      filters: [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }],
+      sorting: query.sorting,
+    });
+    for (const tombstone of tombstones) {
+      const uri = `${scope.parentId}/${def.plural}/${tombstone.id}`;
+      if (def.cascades) await session.deleteTree(uri);
+      await session.deletePermissionsTree(uri);
+    }
+    const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
+    setTimestampHeaders(reply, newest);
+    const data = tombstones as unknown as Array<Record<string, unknown>>;
+    return { data: query.fields ? data.map((item) => projectFields(item, query.fields as string[])) : data };
+  }
+
+  return {
+    async getList(request: FastifyRequest, reply: FastifyReply) {
+      return listObjects(request, reply, request.method === 'HEAD' ? 'HEAD' : 'GET');
+    },
+
+    async deleteList(request: FastifyRequest, reply: FastifyReply) {
+      return listObjects(request, reply, 'DELETE');
+    },
+
+    async create(request: FastifyRequest, reply: FastifyReply) {
+      const identity = request.identity;
+      const parent = parentRefFromParams(def, request.params as Params);
+      const body = parseWriteBody(request.body, def);
+      const preconditions = parsePreconditions(request.headers);
+      const givenId = body.data?.id;
+      if (givenId !== undefined) validateId(givenId);
+      const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
+
+      return withSession(storage, 'write', async (session) => {
+        const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id);
+        if (existing) {
+          // POST of an existing id answers the existing object, unchanged (§2).
+          await requireObject(session, identity, ref, 'read');
+          checkObjectPreconditions(preconditions, existing, existing, { method: 'POST' });
+          setTimestampHeaders(reply, existing.last_modified);
+          const acl = await aclOf(session, ref.uri);
+          return { data: existing, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+        }
+        await requireCreate(session, identity, parent);
+        await ensureParents(session, parent);
+        checkObjectPreconditions(preconditions, null, null, { method: 'POST' });
+        return writeObject(session, identity, ref, null, body, reply);
+      });
+    },
+
+    async get(request: FastifyRequest, reply: FastifyReply) {
+      const identity = request.identity;
+      const ref = objectRefFromParams(def, request.params as Params);
+      const preconditions = parsePreconditions(request.headers);
+      const query = parseListQuery(rawQuery(request));
+      return withSession(storage, 'read', async (session) => {
+        await requireObject(session, identity, ref, 'read');
+        const object = await session.get(scopeOf(ref), ref.id);
+        if (!object) throw objectNotFound(def.name, ref.id);
+        const outcome = checkObjectPreconditions(preconditions, object, object, { method: 'GET' });
+        setTimestampHeaders(reply, object.last_modified);
+        setCacheHeaders(reply, identity);
+        if (outcome === 'not-modified') return reply.code(304).send();
+        const acl = await aclOf(session, ref.uri);
+        const data = query.fields ? projectFields(object, query.fields) : object;
+        return { data, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+      });
+    },
+
+    async put(request: FastifyRequest, reply: FastifyReply) {
+      const identity = request.identity;
+      const ref = objectRefFromParams(def, request.params as Params);
+      const preconditions = parsePreconditions(request.headers);
+      const body = parseWriteBody(request.body, def);
+      return withSession(storage, 'write', async (session) => {
+        const existing = await session.get(scopeOf(ref), ref.id);
+        // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
+        // create learns 412 rather than 403 (1.11).
+        if (existing && preconditions.ifNoneMatch?.kind !== 'any') await requireObject(session, identity, ref, 'write');
+        else {
+          await requireCreate(session, identity, ref.ancestors.at(-1) ?? null);
+          validateId(ref.id);
+          await ensureParents(session, ref.ancestors.at(-1) ?? null);
+        }
+        checkObjectPreconditions(preconditions, existing, existing, { method: 'PUT' });
+        assertBodyMatchesId(body.data, ref.id);
+        return writeObject(session, identity, ref, existing, body, reply);
+      });
+    },
+
+    async patch(request: FastifyRequest, reply: FastifyReply) {
+      const identity = request.identity;
+      const ref = objectRefFromParams(def, request.params as Params);
+      const preconditions = parsePreconditions(request.headers);
+      const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
+      if (!['full', 'light', 'diff'].includes(behavior)) {
+        throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
+      }
+      const type = patchType(request);
+      return withSession(storage, 'write', async (session) => {
+        await requireObject(session, identity, ref, 'write');
+        const existing = await session.get(scopeOf(ref), ref.id);
+        if (!existing) throw objectNotFound(def.name, ref.id);
+        checkObjectPreconditions(preconditions, existing, existing, { method: 'PATCH' });
+        const previousAcl = await aclOf(session, ref.uri);
+        const patched = applyPatch(type, request.body, userFields(existing), previousAcl, def);
+        assertBodyMatchesId(patched.sentData, ref.id);
+        let data = userFields(patched.data);
+        if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
+        const lastModified = writeTimestamp(suppliedTimestamp(patched.sentData), existing);
+        const stored = await session.update(scopeOf(ref), ref.id, data, lastModified === undefined ? {} : { lastModified });
+
+        let acl: Permissions;
+        if (patched.replacePermissions) acl = patched.replacePermissions;
+        else {
+          acl = { ...previousAcl };
+          for (const [name, principals] of Object.entries(patched.permissions ?? {})) {
+            // application/json ignores null values; merge-patch clears the permission (§4.4).
+            if (principals === null) {
+              if (type === 'merge-patch') delete acl[name];
+            } else acl[name] = principals;
+          }
+        }
+        acl = cleanAcl(withAuthor(services, identity, acl));
+        await session.setPermissions(ref.uri, acl);
+        setTimestampHeaders(reply, stored.last_modified);
+
+        const permissions = authorizer.visiblePermissions(identity.principals, acl);
+        if (behavior === 'full') return { data: stored, permissions };
+        // light: the fields that were sent, as stored; diff: those stored differently from what was sent.
+        const sent = type === 'json-patch' ? {} : userFields(patched.sentData);
+        const shown: Record<string, unknown> = {};
+        for (const key of Object.keys(sent)) {
+          if (!Object.hasOwn(stored, key)) continue;
+          if (behavior === 'light' || !isDeepStrictEqual(stored[key], sent[key])) shown[key] = stored[key];
+        }
+        return { data: shown, permissions };
+      });
+    },
+
+    async delete(request: FastifyRequest, reply: FastifyReply) {
+      const identity = request.identity;
+      const ref = objectRefFromParams(def, request.params as Params);
+      const preconditions = parsePreconditions(request.headers);
+      const supplied = new URLSearchParams(rawQuery(request)).get('last_modified');
+      return withSession(storage, 'write', async (session) => {
+        await requireObject(session, identity, ref, 'write');
+        const existing = await session.get(scopeOf(ref), ref.id);
+        if (!existing) throw objectNotFound(def.name, ref.id);
+        checkObjectPreconditions(preconditions, existing, existing, { method: 'DELETE' });
+        const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
+        const lastModified = writeTimestamp(suppliedValue, existing);
+        const tombstone = await session.delete(scopeOf(ref), ref.id, lastModified === undefined ? {} : { lastModified });
+        if (def.cascades) await session.deleteTree(ref.uri);
+        await session.deletePermissionsTree(ref.uri);
+        setTimestampHeaders(reply, tombstone.last_modified);
+        return { data: tombstone };
+      });
+    },
+  };
+}
+
+export type ResourceHandlers = ReturnType<typeof createResourceHandlers>;

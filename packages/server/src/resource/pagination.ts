@@ -1,0 +1,55 @@
+/**
+ * Next-Page tokens (protocol-reference §7.7): standard base64 of compact JSON
+ * `{"last_object": {<sort field>: <value>}, "offset": n, "nonce": "pagination-token-<uuid>"}`.
+ * Continuation is keyset-based, so pages stay stable under concurrent inserts.
+ */
+import { randomUUID } from 'node:crypto';
+import { invalidParameter } from '../errors.js';
+import type { Sort } from '../storage/types.js';
+import { getPath } from './querystring.js';
+
+export interface PageToken {
+  lastObject: Record<string, unknown>;
+  offset: number;
+  nonce: string;
+}
+
+const INVALID = '_token has invalid content';
+
+export function decodeToken(raw: string): PageToken {
+  let parsed: unknown;
+  try {
+    const json = Buffer.from(raw, 'base64').toString('utf8');
+    parsed = JSON.parse(json);
+  } catch {
+    throw invalidParameter('querystring', null, INVALID);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidParameter('querystring', null, INVALID);
+  const { last_object: lastObject, offset, nonce } = parsed as Record<string, unknown>;
+  if (lastObject === null || typeof lastObject !== 'object' || Array.isArray(lastObject) || offset === undefined || nonce === undefined) {
+    throw invalidParameter('querystring', null, INVALID);
+  }
+  if (typeof offset !== 'number' || typeof nonce !== 'string') throw invalidParameter('querystring', null, INVALID);
+  // Copy into a fresh object: keys come from the client and must not reach a prototype.
+  const safe: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(lastObject)) Object.defineProperty(safe, key, { value, enumerable: true, writable: true });
+  return { lastObject: safe, offset, nonce };
+}
+
+export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], offset: number): string {
+  const lastObject: Record<string, unknown> = {};
+  for (const { field } of sorting) {
+    const value = getPath(lastItem, field);
+    if (value !== undefined) lastObject[field] = value;
+  }
+  const json = JSON.stringify({ last_object: lastObject, offset, nonce: `pagination-token-${randomUUID()}` });
+  return Buffer.from(json, 'utf8').toString('base64');
+}
+
+/** The absolute Next-Page URL: every original parameter, then `_limit` and `_token`. */
+export function nextPageUrl(baseUrl: string, path: string, params: Array<[string, string]>, limit: number, token: string): string {
+  const query = new URLSearchParams(params.filter(([name]) => name !== '_limit' && name !== '_token'));
+  query.append('_limit', String(limit));
+  query.append('_token', token);
+  return `${baseUrl}${path}?${query.toString()}`;
+}

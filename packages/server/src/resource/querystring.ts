@@ -1,0 +1,210 @@
+/**
+ * Listing parameters (protocol-reference §7): `_since`, `_before`, `_to`, `_limit`, `_sort`,
+ * `_fields`, `_token` and the filter grammar `<op>_<field>=<value>`. Produces storage filters
+ * and sorts; every bad value is a 400 (errno 107), never a 500.
+ */
+import { invalidParameter } from '../errors.js';
+import type { Filter, FilterOperator, Sort } from '../storage/types.js';
+import { decodeToken, type PageToken } from './pagination.js';
+
+export interface ListQuery {
+  filters: Filter[];
+  sorting: Sort[];
+  /** `_fields` projection, or null for whole objects. */
+  fields: string[] | null;
+  /** `_limit` as requested (null when absent or 0). */
+  requestedLimit: number | null;
+  token: PageToken | null;
+  /** A filter targets `last_modified`: tombstones are listed too (§5.4). */
+  includeDeleted: boolean;
+  /** `_to` was used: answer with a deprecation Alert. */
+  usedDeprecatedTo: boolean;
+  /** The parameters as received, in order, for building Next-Page URLs. */
+  params: Array<[string, string]>;
+}
+
+// Tried in this order, so `contains_any_x` is contains_any on x (§7.1).
+const OPERATOR_PATTERN = /^(lt|min|max|not|eq|gt|in|exclude|like|has|contains_any|contains)_([\p{L}\p{N}_.]+)$/u;
+const FIELD_PATTERN = /^[\p{L}\p{N}_.]+$/u;
+const SORT_ENTRY = /^([-+]?)([\p{L}\p{N}_.]+)$/u;
+const MAX_TIMESTAMP = 2n ** 63n;
+
+/** JSON if it parses, the raw string otherwise (§7.2: `author=2` is a number, `author="2"` a string). */
+export function nativeValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/** An integer in [0, 2^63], bare or in ETag form `"123"`. */
+function parseTimestamp(name: string, raw: string): number {
+  const text = raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2 ? raw.slice(1, -1) : raw;
+  if (!/^\d+$/.test(text) || BigInt(text) > MAX_TIMESTAMP) {
+    throw invalidParameter('querystring', name, `${JSON.stringify(raw)} is not a number`);
+  }
+  return Number(text);
+}
+
+function parseLastModifiedValue(name: string, value: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
+  throw invalidParameter('querystring', name, `Invalid value for ${name}`);
+}
+
+function parseFilter(name: string, raw: string): Filter | null {
+  let operator: FilterOperator = 'eq';
+  let field = name;
+  const match = OPERATOR_PATTERN.exec(name);
+  if (match) {
+    operator = match[1] as FilterOperator;
+    field = match[2] as string;
+  }
+  if (!FIELD_PATTERN.test(field)) {
+    // Kinto treats such names as plain equality on the whole name; they can match nothing
+    // useful, but they must not be an error either.
+    operator = 'eq';
+    field = name;
+  }
+
+  if (operator === 'in' || operator === 'exclude') {
+    // Split on commas first, then JSON-parse each piece; empty pieces are allowed (§7.2).
+    let values = raw.split(',').filter((piece) => piece !== '').map(nativeValue);
+    if (field === 'id' && values.some((value) => typeof value !== 'string')) {
+      values = values.map((value) => (typeof value === 'string' ? value : JSON.stringify(value)));
+    }
+    if (field === 'last_modified') values = values.map((value) => parseLastModifiedValue(name, value));
+    return { field, operator, value: values };
+  }
+
+  if (operator === 'has') {
+    const value = nativeValue(raw);
+    const present = !(value === false || value === 0 || value === 'false' || value === '0');
+    return { field, operator, value: present };
+  }
+
+  if (operator === 'contains' || operator === 'contains_any') {
+    if (field === 'id' || field === 'last_modified') {
+      throw invalidParameter('querystring', name, `Invalid value for ${name}`);
+    }
+    const value = nativeValue(raw);
+    return { field, operator, value: Array.isArray(value) ? value : [value] };
+  }
+
+  const value = nativeValue(raw);
+  if (operator === 'like') {
+    if (typeof value !== 'string') throw invalidParameter('querystring', name, `Invalid value for ${name}`);
+    return { field, operator, value };
+  }
+  if (field === 'last_modified') return { field, operator, value: parseLastModifiedValue(name, value) };
+  if (field === 'id' && typeof value !== 'string') {
+    throw invalidParameter('querystring', name, `${raw} is not a string`);
+  }
+  return { field, operator, value };
+}
+
+export function parseSort(raw: string): Sort[] {
+  const sorting: Sort[] = [];
+  for (const entry of raw.split(',')) {
+    const match = SORT_ENTRY.exec(entry.trim());
+    if (!match) continue; // Kinto silently drops malformed entries (§7.4).
+    sorting.push({ field: match[2] as string, direction: match[1] === '-' ? -1 : 1 });
+  }
+  return sorting;
+}
+
+/**
+ * Parses a listing query string (without `?`). `allowFilters` is false for endpoints whose
+ * parameters are not filters (none yet: every Kinto resource accepts any field).
+ */
+export function parseListQuery(rawQuery: string): ListQuery {
+  const params = [...new URLSearchParams(rawQuery)];
+  const filters: Filter[] = [];
+  let sorting: Sort[] = [];
+  let fields: string[] | null = null;
+  let requestedLimit: number | null = null;
+  let token: PageToken | null = null;
+  let includeDeleted = false;
+  let usedDeprecatedTo = false;
+
+  for (const [name, raw] of params) {
+    if (name.includes('\u0000') || raw.includes('\u0000')) {
+      throw invalidParameter('querystring', name.replace(/\u0000/g, ''), 'Invalid character 0x00');
+    }
+    switch (name) {
+      case '_since':
+      case '_before':
+      case '_to': {
+        includeDeleted = true;
+        if (name === '_to') usedDeprecatedTo = true;
+        // `null` is documented as "ignored"; like Kinto's own test, it still lists tombstones (§17).
+        if (raw === 'null') break;
+        const value = parseTimestamp(name, raw);
+        filters.push({ field: 'last_modified', operator: name === '_since' ? 'gt' : 'lt', value });
+        break;
+      }
+      case '_limit': {
+        if (!/^\d+$/.test(raw)) throw invalidParameter('querystring', '_limit', `${JSON.stringify(raw)} is not a number`);
+        const limit = Number(raw);
+        requestedLimit = limit > 0 ? limit : null;
+        break;
+      }
+      case '_sort':
+        sorting = parseSort(raw);
+        break;
+      case '_fields':
+        fields = raw.split(',').map((field) => field.trim()).filter(Boolean);
+        break;
+      case '_token':
+        token = raw === '' ? null : decodeToken(raw);
+        break;
+      default: {
+        // Every other `_xxx` is reserved and ignored (kinto.js sends `_expected=<ts>`).
+        if (name.startsWith('_')) break;
+        const filter = parseFilter(name, raw);
+        if (!filter) break;
+        if (filter.field === 'last_modified') includeDeleted = true;
+        filters.push(filter);
+      }
+    }
+  }
+
+  // `-last_modified` ends every order, so pagination has a unique tie-breaker (§7.4).
+  if (!sorting.some((sort) => sort.field === 'last_modified')) sorting.push({ field: 'last_modified', direction: -1 });
+
+  return { filters, sorting, fields, requestedLimit, token, includeDeleted, usedDeprecatedTo, params };
+}
+
+/** Resolves a dotted path in an object; `undefined` when absent. */
+export function getPath(object: Record<string, unknown>, path: string): unknown {
+  let current: unknown = object;
+  for (const part of path.split('.')) {
+    if (current === null || typeof current !== 'object' || Array.isArray(current) || !Object.hasOwn(current, part)) return undefined;
+    current = (current as Record<string, unknown>)[part];
+  }
+  return current;
+}
+
+/**
+ * `_fields` projection (§7.5): keeps the listed (possibly dotted) fields plus `id` and
+ * `last_modified`. Unlike Kinto, tombstones keep `deleted: true` — a sync client must always
+ * be able to tell a deletion from a sparse record.
+ */
+export function projectFields(object: Record<string, unknown>, fields: string[]): Record<string, unknown> {
+  const result: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const path of ['id', 'last_modified', ...fields]) {
+    const value = getPath(object, path);
+    if (value === undefined) continue;
+    const parts = path.split('.');
+    let target = result;
+    for (const part of parts.slice(0, -1)) {
+      const next = target[part];
+      if (next === null || typeof next !== 'object' || Array.isArray(next)) target[part] = Object.create(null) as Record<string, unknown>;
+      target = target[part] as Record<string, unknown>;
+    }
+    target[parts[parts.length - 1] as string] = value;
+  }
+  if (object.deleted === true) result.deleted = true;
+  return { ...result };
+}

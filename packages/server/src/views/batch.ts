@@ -1,0 +1,158 @@
+/**
+ * `POST /v1/batch` (protocol-reference §8). Sub-requests go through the same routes as any
+ * request (`inject`), in order, inside ONE storage transaction. 4xx answers are just entries;
+ * a 5xx — or a 409 integrity conflict — rolls the whole batch back and becomes the answer, so a
+ * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
+ * clients cannot rely on that state, so we refuse it whole.)
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError, invalidParameter } from '../errors.js';
+import { isPlainObject } from '../resource/body.js';
+import { runInBatch } from '../request-context.js';
+
+const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
+const REQUEST_KEYS = new Set(['method', 'path', 'headers', 'body']);
+
+interface SubRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown> | undefined;
+}
+
+interface SubResponse {
+  status: number;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** Deep-merges `defaults` under `request`: what the request sets wins, objects merge key by key. */
+function mergeDefaults(defaults: Record<string, unknown>, request: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...defaults };
+  for (const [key, value] of Object.entries(request)) {
+    const base = merged[key];
+    merged[key] = isPlainObject(base) && isPlainObject(value) ? mergeDefaults(base, value) : value;
+  }
+  return merged;
+}
+
+function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
+  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
+  const unknown = Object.keys(body).filter((key) => key !== 'defaults' && key !== 'requests');
+  if (unknown.length) throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  const { defaults = {}, requests } = body;
+  if (!isPlainObject(defaults)) throw invalidParameter('body', 'defaults', 'defaults must be an object');
+  if (!Array.isArray(requests)) throw invalidParameter('body', 'requests', 'Required');
+  if (maxRequests && requests.length > maxRequests) {
+    throw invalidParameter('body', 'requests', `Number of requests is limited to ${maxRequests}`);
+  }
+  const defaultsKeys = Object.keys(defaults).filter((key) => !REQUEST_KEYS.has(key));
+  if (defaultsKeys.length) throw invalidParameter('body', 'defaults', `Unrecognized keys in mapping: ${defaultsKeys.join(', ')}`);
+
+  return requests.map((raw: unknown, index: number) => {
+    const name = `requests.${index}`;
+    if (!isPlainObject(raw)) throw invalidParameter('body', name, 'Should be a JSON object');
+    const extra = Object.keys(raw).filter((key) => !REQUEST_KEYS.has(key));
+    if (extra.length) throw invalidParameter('body', name, `Unrecognized keys in mapping: ${extra.map((key) => JSON.stringify(key)).join(', ')}`);
+    const request = mergeDefaults(defaults, raw);
+    const method = request.method ?? 'GET';
+    if (typeof method !== 'string' || !METHODS.has(method)) {
+      throw invalidParameter('body', `${name}.method`, `${JSON.stringify(method)} is not one of ${[...METHODS].join(', ')}`);
+    }
+    const path = request.path;
+    if (typeof path !== 'string' || !path.startsWith('/')) throw invalidParameter('body', `${name}.path`, 'Required: a path starting with /');
+    const headers = request.headers ?? {};
+    if (!isPlainObject(headers) || !Object.values(headers).every((value) => typeof value === 'string')) {
+      throw invalidParameter('body', `${name}.headers`, 'headers must be an object of strings');
+    }
+    const subBody = request.body;
+    if (subBody !== undefined && !isPlainObject(subBody)) throw invalidParameter('body', `${name}.body`, 'body must be a JSON object');
+    const prefixed = /^\/v1(\/|\?|$)/.test(path) ? path : `/v1${path}`;
+    // Only the batch endpoint itself is refused. (Kinto refuses any path *containing* "/batch",
+    // e.g. a collection named "batched" — a bug we do not copy.)
+    const pathOnly = prefixed.split('?')[0]?.replace(/\/+$/, '');
+    if (pathOnly === '/v1/batch') throw invalidParameter('body', 'requests', 'Recursive call on /batch endpoint is forbidden.');
+    return {
+      method,
+      path: prefixed,
+      headers: headers as Record<string, string>,
+      // An empty body counts as no body (§8.1).
+      body: subBody && Object.keys(subBody).length > 0 ? subBody : undefined,
+    };
+  });
+}
+
+function inheritedHeaders(request: FastifyRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || name === 'content-length' || name === 'content-type' || name === 'transfer-encoding') continue;
+    headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+export function registerBatch(app: FastifyInstance): void {
+  const { settings, storage } = app.services;
+
+  async function execute(request: FastifyRequest, sub: SubRequest): Promise<SubResponse> {
+    const headers: Record<string, string> = { ...inheritedHeaders(request) };
+    for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
+    if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+    let path = sub.path;
+    let response = await app.inject({ method: sub.method as never, url: path, headers, ...(sub.body ? { payload: JSON.stringify(sub.body) } : {}) });
+    // A redirect (e.g. trailing slash) is followed once, keeping method, headers and body.
+    if (response.statusCode === 307 && typeof response.headers.location === 'string') {
+      path = new URL(response.headers.location, 'http://localhost').pathname + new URL(response.headers.location, 'http://localhost').search;
+      response = await app.inject({ method: sub.method as never, url: path, headers, ...(sub.body ? { payload: JSON.stringify(sub.body) } : {}) });
+    }
+    const responseHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (value !== undefined) responseHeaders[canonicalHeader(name)] = Array.isArray(value) ? value.join(', ') : String(value);
+    }
+    let body: unknown = response.body;
+    if (sub.method === 'HEAD' || response.body === '') body = '';
+    else {
+      try {
+        body = JSON.parse(response.body);
+      } catch {
+        body = response.body;
+      }
+    }
+    return { status: response.statusCode, path: decodeURIComponent(path.split('?')[0] ?? path), headers: responseHeaders, body };
+  }
+
+  app.post('/v1/batch', async (request) => {
+    const requests = parseBatch(request.body, settings.batch_max_requests);
+    const responses = await storage.transaction((session) =>
+      runInBatch(session, async () => {
+        const results: SubResponse[] = [];
+        for (const sub of requests) {
+          const result = await execute(request, sub);
+          if (result.status >= 500 || result.status === 409) throw subResponseError(result);
+          results.push(result);
+        }
+        return results;
+      }),
+    );
+    return { responses };
+  });
+}
+
+function subResponseError(result: SubResponse): ApiError {
+  const body = isPlainObject(result.body) ? result.body : {};
+  const headers: Record<string, string> = {};
+  if (result.headers['Retry-After']) headers['Retry-After'] = result.headers['Retry-After'];
+  return new ApiError(result.status, typeof body.errno === 'number' ? body.errno : 999, {
+    ...(typeof body.message === 'string' ? { message: body.message } : {}),
+    ...(typeof body.error === 'string' ? { error: body.error } : {}),
+    details: body.details,
+    headers,
+  });
+}
+
+/** `etag` → `ETag`, `last-modified` → `Last-Modified`, as clients read them from batch entries. */
+function canonicalHeader(name: string): string {
+  if (name === 'etag') return 'ETag';
+  return name.replace(/(^|-)([a-z])/g, (_match, dash: string, letter: string) => dash + letter.toUpperCase());
+}

@@ -1,0 +1,32 @@
+/** `GET /v1/`: what this server is and who the caller is (protocol-reference §11.1). */
+import type { FastifyInstance } from 'fastify';
+import { baseUrl } from '../resource/handlers.js';
+
+export const HTTP_API_VERSION = '1.22';
+
+export function registerHello(app: FastifyInstance): void {
+  const { settings, policies, version } = app.services;
+
+  app.get('/v1/', async (request) => {
+    const capabilities: Record<string, unknown> = {};
+    for (const policy of policies) if (policy.capability) capabilities[policy.name] = policy.capability;
+
+    const body: Record<string, unknown> = {
+      project_name: settings.project_name,
+      project_version: version,
+      http_api_version: HTTP_API_VERSION,
+      project_docs: settings.project_docs,
+      url: `${baseUrl(app.services, request)}/v1/`,
+      settings: {
+        batch_max_requests: settings.batch_max_requests,
+        readonly: settings.readonly,
+        explicit_permissions: settings.explicit_permissions,
+      },
+      capabilities,
+    };
+    const { userId, principals } = request.identity;
+    if (userId !== null) body.user = { id: userId, principals };
+    if (settings.eos) body.eos = settings.eos;
+    return body;
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Boots the server on a real port for the conformance suite (which speaks plain HTTP and never
+ * imports the server). Used by the vitest global setups of the root config.
+ */
+import type { TestProject } from 'vitest/node';
+import { buildServer } from '../../src/app.js';
+import { loadSettings } from '../../src/config.js';
+import type { Storage } from '../../src/storage/types.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    conformanceUrl: string;
+  }
+}
+
+export async function startForConformance(project: TestProject, storage: Storage): Promise<() => Promise<void>> {
+  const settings = loadSettings({
+    env: {},
+    overrides: { userid_hmac_secret: 'conformance-secret', log_level: 'silent', host: '127.0.0.1', port: 0 },
+  });
+  const app = await buildServer({ settings, storage, logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
+  project.provide('conformanceUrl', `http://127.0.0.1:${address.port}/v1`);
+  return async () => {
+    await app.close();
+    await storage.close();
+  };
+}
