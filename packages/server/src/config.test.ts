@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadSettings, redactSettings, SETTINGS } from './config.js';
+
+describe('settings', () => {
+  it('uses the defaults of a developer machine', () => {
+    const settings = loadSettings({ env: {}, configFile: null });
+    expect(settings.port).toBe(8888);
+    expect(settings.host).toBe('127.0.0.1');
+    expect(settings.batch_max_requests).toBe(25);
+    expect(settings.multiauth_policies).toEqual(['basicauth']);
+    expect(settings.bucket_create_principals).toEqual(['system.Authenticated']);
+    expect(settings.storage_url).toBeNull();
+  });
+
+  it('reads QUIRE_<NAME> variables, HOST and PORT, with types', () => {
+    const settings = loadSettings({
+      env: { QUIRE_BATCH_MAX_REQUESTS: '10', QUIRE_READONLY: 'true', PORT: '9999', QUIRE_BUCKET_CREATE_PRINCIPALS: 'system.Everyone account:admin' },
+      configFile: null,
+    });
+    expect(settings.batch_max_requests).toBe(10);
+    expect(settings.readonly).toBe(true);
+    expect(settings.port).toBe(9999);
+    expect(settings.bucket_create_principals).toEqual(['system.Everyone', 'account:admin']);
+  });
+
+  it.each([
+    [{ QUIRE_PORT: 'eighty' }, /port/],
+    [{ QUIRE_READONLY: 'maybe' }, /readonly/],
+    [{ QUIRE_STORAGE_URL: 'mysql://x' }, /storage_url/],
+    [{ QUIRE_MULTIAUTH_POLICIES: 'magic' }, /unknown policy/],
+    [{ QUIRE_BATCH_MAX_REQUESTS: '-1' }, /at least 0/],
+    [{ QUIRE_EOS: 'soon' }, /eos/],
+  ])('refuses bad values with a clear message: %o', (env, message) => {
+    expect(() => loadSettings({ env, configFile: null })).toThrow(ConfigError);
+    expect(() => loadSettings({ env, configFile: null })).toThrow(message);
+  });
+
+  it('reads a JSON config file below the environment, and refuses unknown keys', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'quire-config-'));
+    const file = join(dir, 'settings.json');
+    writeFileSync(file, JSON.stringify({ paginate_by: 50, batch_max_requests: 5 }));
+    const settings = loadSettings({ env: { QUIRE_BATCH_MAX_REQUESTS: '7' }, configFile: file });
+    expect(settings.paginate_by).toBe(50);
+    expect(settings.batch_max_requests).toBe(7);
+    writeFileSync(file, JSON.stringify({ pagniate_by: 50 }));
+    expect(() => loadSettings({ env: {}, configFile: file })).toThrow(/Unknown setting/);
+  });
+
+  it('never shows secrets', () => {
+    const settings = loadSettings({ env: { QUIRE_USERID_HMAC_SECRET: 'hunter2', QUIRE_STORAGE_URL: 'postgresql://u:pw@h/db' }, configFile: null });
+    const shown = JSON.stringify(redactSettings(settings));
+    expect(shown).not.toContain('hunter2');
+    expect(shown).not.toContain('pw@h');
+  });
+
+  it('documents every setting in the README', async () => {
+    const { readFileSync } = await import('node:fs');
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(SETTINGS)) expect(readme).toContain(`\`QUIRE_${name.toUpperCase()}\``);
+  });
+});

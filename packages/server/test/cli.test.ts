@@ -1,0 +1,81 @@
+/**
+ * The `quire` command as an operator runs it: start on the embedded store, graceful SIGTERM,
+ * data kept across a restart, clear failures for bad settings.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const auth = `Basic ${Buffer.from('alice:secret').toString('base64')}`;
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function run(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+    env: { ...process.env, QUIRE_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    child.stdout.on('data', () => {
+      const match = /listening on (http:\/\/\S+\/v1\/)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on('exit', () => reject(new Error(`server exited:\n${output}`)));
+  });
+  listening.catch(() => undefined); // awaited only by the tests that expect a start
+  return { child, exited, listening, output: () => output };
+}
+
+describe('quire command', () => {
+  it('keeps data across a restart and finishes in-flight requests on SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'quire-cli-'));
+    const env = { QUIRE_DATA_DIR: dataDir, PORT: '0' };
+
+    const first = run(['start'], env);
+    const url = await first.listening;
+    const put = await fetch(`${url}buckets/kept`, { method: 'PUT', headers: { Authorization: auth } });
+    expect(put.status).toBe(201);
+    // A request in flight when SIGTERM arrives still gets its answer.
+    const inFlight = fetch(`${url}buckets/kept/collections/c`, { method: 'PUT', headers: { Authorization: auth } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    first.child.kill('SIGTERM');
+    expect((await inFlight).status).toBe(201);
+    expect(await first.exited).toBe(0);
+
+    const second = run(['start'], env);
+    const url2 = await second.listening;
+    const get = await fetch(`${url2}buckets/kept/collections/c`, { headers: { Authorization: auth } });
+    expect(get.status).toBe(200);
+    expect(((await get.json()) as { data: { id: string } }).data.id).toBe('c');
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 90_000);
+
+  it('stops with a clear message on a bad setting', async () => {
+    const bad = run(['start'], { QUIRE_PORT: 'eighty', QUIRE_DATA_DIR: mkdtempSync(join(tmpdir(), 'quire-cli-')) });
+    expect(await bad.exited).toBe(78);
+    expect(bad.output()).toMatch(/Invalid setting port/);
+  }, 30_000);
+
+  it('requires an explicit userid secret on PostgreSQL', async () => {
+    const bad = run(['start'], { QUIRE_STORAGE_URL: 'postgresql://postgres@127.0.0.1:5432/test' });
+    expect(await bad.exited).toBe(78);
+    expect(bad.output()).toMatch(/userid_hmac_secret/);
+  }, 30_000);
+});
