@@ -9,9 +9,9 @@ import { createBasicAuthPolicy } from './auth/basicauth.js';
 import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { registerContentNegotiation } from './http/content.js';
-import { registerErrorHandler } from './http/error-handler.js';
+import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
-import { registerRedirects } from './http/redirects.js';
+import { createNotFoundHandler } from './http/redirects.js';
 import { Authorizer } from './permission/authorizer.js';
 import type { Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
@@ -66,6 +66,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     genReqId: () => randomUUID(),
     // Sub-requests of a batch and clients behind proxies: trust X-Forwarded-* only when configured.
     trustProxy: false,
+    // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
+    frameworkErrors: (error, _request, reply) => {
+      const apiError = toApiError(error, settings);
+      void reply.code(apiError.status as never).type('application/json').send(apiError.toBody() as never);
+    },
   });
   app.decorate('services', services);
   app.decorateRequest('identity', null as never);
@@ -73,14 +78,15 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerErrorHandler(app, settings);
   registerHeaders(app, settings);
   registerContentNegotiation(app);
-  registerRedirects(app, settings, (request) => baseUrl(services, request));
+  const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
+  app.setNotFoundHandler(notFound);
 
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
     // than matching `/v1/buckets/` as a bucket with an empty id.
     const path = (request.raw.url ?? '').split('?')[0] ?? '';
-    if (path.length > 4 && path.endsWith('/')) return reply.callNotFound();
+    if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     request.identity = await authenticate(services.policies, request.headers);
   });
 

@@ -3,7 +3,7 @@
  * another version → 404 errno 116; a trailing slash on a missing route → 307 without it;
  * everything else → 404 errno 111.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Settings } from '../config.js';
 import { ApiError, ERRNO, unknownUrl } from '../errors.js';
 
@@ -15,13 +15,15 @@ function redirect(reply: FastifyReply, location: string, ttl: number) {
   return reply.code(307).header('Location', location).send();
 }
 
-export function registerRedirects(app: FastifyInstance, settings: Settings, baseUrl: (request: never) => string): void {
-  app.setNotFoundHandler(async (request, reply) => {
+export type NotFoundHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export function createNotFoundHandler(settings: Settings, baseUrl: (request: FastifyRequest) => string): NotFoundHandler {
+  return async (request, reply) => {
     const url = request.raw.url ?? '/';
     const index = url.indexOf('?');
     const path = index === -1 ? url : url.slice(0, index);
     const query = index === -1 ? '' : url.slice(index);
-    const base = baseUrl(request as never);
+    const base = baseUrl(request);
 
     if (!/^\/v\d+(\/|$)/.test(path)) {
       if (settings.version_prefix_redirect_enabled) {
@@ -39,5 +41,5 @@ export function registerRedirects(app: FastifyInstance, settings: Settings, base
       return redirect(reply, `${base}${path.replace(/\/+$/, '')}${query}`, settings.trailing_slash_redirect_ttl_seconds);
     }
     throw unknownUrl();
-  });
+  };
 }

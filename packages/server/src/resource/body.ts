@@ -23,8 +23,8 @@ function describe(value: unknown): string {
 
 /** Validates `{data?, permissions?}`: nothing else at the top level, data an object, known permissions. */
 export function parseWriteBody(body: unknown, def: ResourceDefinition): WriteBody {
-  if (body === undefined || body === null) return { data: undefined, permissions: undefined };
-  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object or an array');
+  if (body === undefined) return { data: undefined, permissions: undefined };
+  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
   const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
   if (unknown.length > 0) {
     throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
@@ -98,7 +98,7 @@ export function applyPatch(
 ): PatchResult {
   if (type === 'json-patch') return applyJsonPatch(body, current, acl, def);
 
-  const { data, permissions } = isPlainObject(body) ? parsePatchBody(body, def) : parsePatchBody(body, def);
+  const { data, permissions } = parsePatchBody(body, def);
   if (data === undefined && permissions === undefined) {
     throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
   }
@@ -112,7 +112,7 @@ export function applyPatch(
 }
 
 function parsePatchBody(body: unknown, def: ResourceDefinition): { data: Record<string, unknown> | undefined; permissions: Permissions | undefined } {
-  if (body === undefined || body === null) return { data: undefined, permissions: undefined };
+  if (body === undefined) return { data: undefined, permissions: undefined };
   if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
   const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
   if (unknown.length > 0) {

@@ -377,12 +377,14 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);
         if (behavior === 'full') return { data: stored, permissions };
-        // light: the fields that were sent, as stored; diff: those stored differently from what was sent.
+        // light: the sent fields whose value changed; diff: the sent fields stored differently
+        // from what was sent (§4.5).
         const sent = type === 'json-patch' ? {} : userFields(patched.sentData);
         const shown: Record<string, unknown> = {};
         for (const key of Object.keys(sent)) {
           if (!Object.hasOwn(stored, key)) continue;
-          if (behavior === 'light' || !isDeepStrictEqual(stored[key], sent[key])) shown[key] = stored[key];
+          const reference = behavior === 'light' ? existing[key] : sent[key];
+          if (!isDeepStrictEqual(stored[key], reference)) shown[key] = stored[key];
         }
         return { data: shown, permissions };
       });

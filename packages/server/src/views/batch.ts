@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, invalidParameter } from '../errors.js';
 import { isPlainObject } from '../resource/body.js';
 import { runInBatch } from '../request-context.js';
+import { registerMethods } from '../resource/routes.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
 const REQUEST_KEYS = new Set(['method', 'path', 'headers', 'body']);
@@ -122,7 +123,7 @@ export function registerBatch(app: FastifyInstance): void {
     return { status: response.statusCode, path: decodeURIComponent(path.split('?')[0] ?? path), headers: responseHeaders, body };
   }
 
-  app.post('/v1/batch', async (request) => {
+  registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest) => {
     const requests = parseBatch(request.body, settings.batch_max_requests);
     const responses = await storage.transaction((session) =>
       runInBatch(session, async () => {
@@ -136,7 +137,7 @@ export function registerBatch(app: FastifyInstance): void {
       }),
     );
     return { responses };
-  });
+  } });
 }
 
 function subResponseError(result: SubResponse): ApiError {

@@ -1,13 +1,14 @@
 /** `GET /v1/`: what this server is and who the caller is (protocol-reference §11.1). */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { baseUrl } from '../resource/handlers.js';
+import { registerMethods } from '../resource/routes.js';
 
 export const HTTP_API_VERSION = '1.22';
 
 export function registerHello(app: FastifyInstance): void {
   const { settings, policies, version } = app.services;
 
-  app.get('/v1/', async (request) => {
+  registerMethods(app, '/v1/', { GET: async (request: FastifyRequest) => {
     const capabilities: Record<string, unknown> = {};
     for (const policy of policies) if (policy.capability) capabilities[policy.name] = policy.capability;
 
@@ -28,5 +29,5 @@ export function registerHello(app: FastifyInstance): void {
     if (userId !== null) body.user = { id: userId, principals };
     if (settings.eos) body.eos = settings.eos;
     return body;
-  });
+  } });
 }
