@@ -29,8 +29,9 @@ export class UnicityError extends StorageError {
   constructor(
     message: string,
     readonly existing?: Record<string, unknown>,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 

@@ -1,0 +1,58 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { toBackendError, transactionMode, type Row, type SqlConnection, type SqlDriver } from './types.js';
+
+export interface PgliteDriverOptions {
+  /** Directory holding the database; in memory when omitted. */
+  dataDir?: string;
+}
+
+/**
+ * Embedded PostgreSQL (WebAssembly). PGlite has a single connection and runs transactions
+ * one at a time: a query issued outside `fn` while a transaction is open waits for it.
+ */
+export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDriver {
+  const db = new PGlite(dataDir);
+
+  const wrap = (client: Pick<Transaction, 'query' | 'exec'>): SqlConnection => ({
+    async query<R extends Row>(text: string, params: readonly unknown[] = []) {
+      try {
+        return (await client.query<R>(text, params as unknown[])).rows;
+      } catch (error) {
+        throw toBackendError('pglite', error);
+      }
+    },
+    async exec(script: string) {
+      try {
+        await client.exec(script);
+      } catch (error) {
+        throw toBackendError('pglite', error);
+      }
+    },
+  });
+
+  return {
+    name: 'pglite',
+    ...wrap(db),
+    async transaction(fn, options) {
+      // PGlite issues BEGIN/COMMIT/ROLLBACK itself; errors of `fn` must come back unchanged.
+      let fromFn = false;
+      try {
+        return await db.transaction(async (tx) => {
+          const connection = wrap(tx);
+          await connection.query(`SET TRANSACTION ${transactionMode(options)}`);
+          try {
+            return await fn(connection);
+          } catch (error) {
+            fromFn = true;
+            throw error;
+          }
+        });
+      } catch (error) {
+        throw fromFn ? error : toBackendError('pglite', error);
+      }
+    },
+    async close() {
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BackendError, MigrationRequiredError, ObjectNotFoundError, UnicityError } from '../errors.js';
+import { describeStorage, randomScope } from '../testing.js';
+import type { Storage, StoredObject, Tombstone } from '../types.js';
+import { createPgDriver } from './drivers/pg.js';
+import { checkMigrations, migrate } from './migrate.js';
+import { createPostgresStorage, type SqlStorage } from './sql-storage.js';
+
+const url = process.env['QUIRE_TEST_PG_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const newSchema = () => `quire_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+
+/** Why PostgreSQL cannot be used, or undefined when it answers. */
+async function unreachable(): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Runs SQL as an administrator, outside any test schema. */
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const reason = await unreachable();
+
+if (reason !== undefined) {
+  // CI sets QUIRE_TEST_REQUIRE_PG: there, a missing PostgreSQL is a failure, not a skip.
+  if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${url}: ${reason}`);
+  console.warn(`pg.test.ts skipped: PostgreSQL unreachable at ${url} (${reason}). Set QUIRE_TEST_PG_URL.`);
+  describe.skip('postgresql (unreachable)', () => {
+    it('needs a PostgreSQL server', () => {});
+  });
+} else {
+  const schema = newSchema();
+  const extraSchemas: string[] = [];
+  const opened: SqlStorage[] = [];
+
+  /** A storage on the file's schema; each call is a separate pool, like a separate process. */
+  async function open(poolSize = 4): Promise<SqlStorage> {
+    const storage = await createPostgresStorage({ url, schema, poolSize, autoMigrate: true });
+    opened.push(storage);
+    return storage;
+  }
+
+  let shared: Promise<SqlStorage> | undefined;
+  const storage = () => (shared ??= open(10));
+
+  afterAll(async () => {
+    await Promise.all(opened.map((each) => each.close()));
+    for (const name of [schema, ...extraSchemas]) await admin(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+  });
+
+  describeStorage('postgresql', storage);
+
+  describe('postgresql migrations', () => {
+    it('two processes migrating at once apply each migration once, and migrating again does nothing', async () => {
+      const fresh = newSchema();
+      extraSchemas.push(fresh);
+      await admin(`CREATE SCHEMA ${fresh}`);
+      const drivers = [createPgDriver({ url, schema: fresh }), createPgDriver({ url, schema: fresh })];
+      try {
+        await expect(checkMigrations(drivers[0]!)).rejects.toThrow(MigrationRequiredError);
+        await expect(checkMigrations(drivers[0]!)).rejects.toThrow(/quire migrate/);
+        const applied = await Promise.all(drivers.map((driver) => migrate(driver)));
+        expect(applied.flat()).toEqual(['001-initial']);
+        expect(await migrate(drivers[0]!)).toEqual([]);
+        await expect(checkMigrations(drivers[1]!)).resolves.toBeUndefined();
+      } finally {
+        await Promise.all(drivers.map((driver) => driver.close()));
+      }
+    });
+
+    it('refuses to start on a schema that is not migrated unless autoMigrate is set', async () => {
+      const fresh = newSchema();
+      extraSchemas.push(fresh);
+      await admin(`CREATE SCHEMA ${fresh}`);
+      await expect(createPostgresStorage({ url, schema: fresh })).rejects.toThrow(MigrationRequiredError);
+      const migrated = await createPostgresStorage({ url, schema: fresh, autoMigrate: true });
+      await migrated.close();
+      const started = await createPostgresStorage({ url, schema: fresh });
+      expect(await started.ping()).toBe(true);
+      await started.close();
+    });
+
+    it('reports an unreachable server as a BackendError', async () => {
+      await expect(createPostgresStorage({ url: 'postgresql://postgres@127.0.0.1:1/none' })).rejects.toBeInstanceOf(BackendError);
+    });
+  });
+
+  describe('postgresql concurrency', () => {
+    it('retries a transaction that lost a deadlock', async () => {
+      const store = await storage();
+      const [a, b] = [randomScope(), randomScope()];
+      let arrived = 0;
+      let release!: () => void;
+      const bothLocked = new Promise<void>((resolve) => (release = resolve));
+      const meet = async () => {
+        if (++arrived === 2) release();
+        await bothLocked;
+      };
+      // Each transaction locks one scope, waits for the other, then writes the other's scope.
+      const [first, second] = await Promise.all([
+        store.transaction(async (session) => {
+          await session.update(a, 'x', {});
+          await meet();
+          return session.update(b, 'x', {});
+        }),
+        store.transaction(async (session) => {
+          await session.update(b, 'y', {});
+          await meet();
+          return session.update(a, 'y', {});
+        }),
+      ]);
+      expect(first.id).toBe('x');
+      expect(second.id).toBe('y');
+      expect((await store.list(a)).map((object) => object.id).sort()).toEqual(['x', 'y']);
+    });
+
+    it('writers in several processes get unique timestamps that follow commit order', async () => {
+      const processes = await Promise.all([open(2), open(2), open(2), open(2)]);
+      const scope = randomScope();
+      const writes = (
+        await Promise.all(
+          processes.map(async (process, p) => {
+            const done: Array<{ ts: number; start: number; end: number }> = [];
+            for (let i = 0; i < 40; i++) {
+              const start = performance.now();
+              const { last_modified } = await process.update(scope, `p${p}-${i % 5}`, { i });
+              done.push({ ts: last_modified, start, end: performance.now() });
+            }
+            return done;
+          }),
+        )
+      ).flat();
+      expect(new Set(writes.map((write) => write.ts)).size).toBe(writes.length);
+      // A write that completed before another started has the smaller timestamp.
+      const outOfOrder = writes.filter((later) => writes.some((earlier) => earlier.end < later.start && later.ts <= earlier.ts));
+      expect(outOfOrder).toEqual([]);
+      expect(await processes[0]!.resourceTimestamp(scope)).toBe(Math.max(...writes.map((write) => write.ts)));
+    });
+
+    it('a _since poller never misses a change made by concurrent writers', async () => {
+      const writers = await Promise.all([open(3), open(3), open(3), open(3)]);
+      const poller = await open(2);
+      const scope = randomScope();
+      const objectIds = Array.from({ length: 25 }, (_, i) => `o${i}`);
+
+      interface Write {
+        id: string;
+        ts: number;
+        start: number;
+      }
+      interface Poll {
+        since: number;
+        etag: number;
+        end: number;
+        changes: Array<StoredObject | Tombstone>;
+      }
+      const writes: Write[] = [];
+      const polls: Poll[] = [];
+      const deadline = performance.now() + 1_500;
+
+      async function write(process: Storage): Promise<void> {
+        while (performance.now() < deadline) {
+          const id = objectIds[Math.floor(Math.random() * objectIds.length)]!;
+          const start = performance.now();
+          const roll = Math.random();
+          try {
+            const written =
+              roll < 0.5
+                ? await process.update(scope, id, { roll })
+                : roll < 0.75
+                  ? await process.create(scope, id, { roll })
+                  : await process.delete(scope, id);
+            writes.push({ id, ts: written.last_modified, start });
+          } catch (error) {
+            // Racing writers: creating a live object or deleting a deleted one is refused.
+            const refused = (error instanceof UnicityError && error.existing) || error instanceof ObjectNotFoundError;
+            if (!refused) throw error;
+          }
+        }
+      }
+
+      async function poll(since: number): Promise<Poll> {
+        const { etag, changes } = await poller.snapshot(async (session) => ({
+          etag: await session.resourceTimestamp(scope),
+          changes: await session.list(scope, {
+            filters: [{ field: 'last_modified', operator: 'gt', value: since }],
+            sorting: [{ field: 'last_modified', direction: 1 }],
+            includeDeleted: true,
+          }),
+        }));
+        const result = { since, etag, end: performance.now(), changes };
+        polls.push(result);
+        return result;
+      }
+
+      const mirror = new Map<string, number>();
+      let since = await poller.resourceTimestamp(scope);
+      let writersDone = false;
+      const writing = Promise.all(writers.map(write)).finally(() => (writersDone = true));
+      writing.catch(() => {}); // a writer's failure is reported by `await writing` below, not as unhandled
+      for (;;) {
+        const { etag, changes } = await poll(since);
+        for (const change of changes) mirror.set(change.id, change.last_modified);
+        if (writersDone && changes.length === 0) break;
+        since = etag;
+      }
+      await writing;
+
+      expect(writes.length).toBeGreaterThan(50);
+      expect(polls.length).toBeGreaterThan(5);
+      // Timestamps are unique.
+      expect(new Set(writes.map((w) => w.ts)).size).toBe(writes.length);
+      for (const { since: from, etag, changes } of polls) {
+        for (const change of changes) {
+          expect(change.last_modified).toBeGreaterThan(from);
+          expect(change.last_modified).toBeLessThanOrEqual(etag);
+        }
+      }
+      const violations: string[] = [];
+      for (const w of writes) {
+        // A write never undercuts the ETag of a poll that completed before it started…
+        const undercut = polls.find((p) => p.end < w.start && w.ts <= p.etag);
+        if (undercut) violations.push(`${w.id}@${w.ts} undercuts the ETag ${undercut.etag} of an earlier poll`);
+        // …and the poll whose window (since, etag] holds its timestamp saw it (or a later
+        // version of the same object).
+        const window = polls.find((p) => p.since < w.ts && w.ts <= p.etag);
+        const seen = window?.changes.find((change) => change.id === w.id);
+        if (!seen || seen.last_modified < w.ts) violations.push(`${w.id}@${w.ts} was missed by the poller`);
+      }
+      expect(violations).toEqual([]);
+      // The poller's mirror equals the final state, tombstones included.
+      const final = await poller.list(scope, { includeDeleted: true });
+      expect(new Map(final.map((object) => [object.id, object.last_modified]))).toEqual(mirror);
+    });
+  });
+}
+

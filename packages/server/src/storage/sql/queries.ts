@@ -1,0 +1,213 @@
+/**
+ * SQL for filters, sorting and keyset pagination over the `objects` table.
+ *
+ * Security rule: every value AND every field path is a bound parameter (`data #> $3::text[]`);
+ * only fixed fragments (operators, ASC/DESC, column names chosen here) are written into the
+ * SQL text. A hostile field name is just a path that matches nothing.
+ *
+ * Ordering: the protocol ranks types null < string < number < boolean < array < object.
+ * jsonb ranks them so only inside containers: at top level a scalar is stored as a one-element
+ * pseudo-array, so `[]` sorts before `null` and `[0]` before `false`. Values are therefore
+ * compared and sorted wrapped in a one-element array (`jsonb_build_array(v)`), where jsonb's
+ * order is exactly the protocol's. A missing field is SQL NULL, which sorts last ascending and
+ * first descending, as the protocol wants.
+ */
+import type { Filter, ListOptions, Scope, Sort } from '../types.js';
+
+/** How one field path is read from a row. */
+interface FieldRef {
+  /** The value as jsonb; SQL NULL when the object lacks the field. */
+  readonly jsonb: string;
+  /** The value wrapped for comparisons and sorting (see above); SQL NULL when missing. */
+  readonly key: string;
+  /** A typed column (id, last_modified), compared natively when the value has its type. */
+  readonly column?: { readonly sql: string; readonly type: 'text' | 'bigint' };
+  /** Whether an object can lack the field (id and last_modified are always there). */
+  readonly nullable: boolean;
+}
+
+type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
+
+const ID: FieldRef = {
+  jsonb: 'to_jsonb(id)',
+  key: 'jsonb_build_array(id)',
+  column: { sql: 'id', type: 'text' },
+  nullable: false,
+};
+const LAST_MODIFIED: FieldRef = {
+  jsonb: 'to_jsonb(last_modified)',
+  key: 'jsonb_build_array(last_modified)',
+  column: { sql: 'last_modified', type: 'bigint' },
+  nullable: false,
+};
+
+/** Whether `value` can be compared to the column natively (same result as jsonb, and indexed). */
+function fitsColumn(ref: FieldRef, value: unknown): boolean {
+  if (ref.column?.type === 'text') return typeof value === 'string';
+  if (ref.column?.type === 'bigint') return Number.isSafeInteger(value);
+  return false;
+}
+
+/** Turns a `like` value into a LIKE pattern: `*` is the only wildcard. */
+export function likePattern(value: string): string {
+  // Kinto passes `%` and `_` through, so they act as wildcards there; here they are literal.
+  const escaped = value.replace(/[\\%_]/g, (char) => `\\${char}`);
+  return escaped.includes('*') ? escaped.replaceAll('*', '%') : `%${escaped}%`;
+}
+
+/** Escapes a string for use as a literal LIKE prefix. */
+export function likePrefix(value: string): string {
+  return `${value.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+/** Collects the parameters of one statement and builds its conditions. */
+export class QueryBuilder {
+  readonly params: unknown[] = [];
+  readonly #paths = new Map<string, string>();
+
+  /** Binds a value and returns its placeholder. */
+  bind(value: unknown): string {
+    this.params.push(value);
+    return `$${this.params.length}`;
+  }
+
+  /** Binds a value as jsonb (drivers would turn JS arrays into SQL arrays, so send JSON text). */
+  bindJson(value: unknown): string {
+    return `${this.bind(JSON.stringify(value ?? null))}::jsonb`;
+  }
+
+  field(path: string): FieldRef {
+    if (path === 'id') return ID;
+    if (path === 'last_modified') return LAST_MODIFIED;
+    let placeholder = this.#paths.get(path);
+    if (placeholder === undefined) {
+      placeholder = `${this.bind(path.split('.'))}::text[]`;
+      this.#paths.set(path, placeholder);
+    }
+    const jsonb = `(data #> ${placeholder})`;
+    return { jsonb, key: `(CASE WHEN ${jsonb} IS NULL THEN NULL ELSE jsonb_build_array(${jsonb}) END)`, nullable: true };
+  }
+
+  /** `WHERE` conditions selecting the scope's objects matching the options. */
+  where(scope: Scope, { filters = [], sorting, after, includeDeleted = false }: ListOptions): string {
+    const conditions = [`parent_id = ${this.bind(scope.parentId)}`, `resource_name = ${this.bind(scope.resourceName)}`];
+    if (!includeDeleted) conditions.push('NOT deleted');
+    for (const filter of filters) conditions.push(this.filter(filter));
+    if (after !== undefined) conditions.push(this.after(sortingOrDefault(sorting), after));
+    return conditions.join(' AND ');
+  }
+
+  filter({ field, operator, value }: Filter): string {
+    const ref = this.field(field);
+    switch (operator) {
+      case 'eq':
+        return this.#compare(ref, '=', value);
+      case 'not':
+        return orMissing(ref, this.#compare(ref, '<>', value));
+      case 'lt':
+        return this.#compare(ref, '<', value);
+      case 'max':
+        return this.#compare(ref, '<=', value);
+      case 'gt':
+        return orMissing(ref, this.#compare(ref, '>', value));
+      case 'min':
+        return orMissing(ref, this.#compare(ref, '>=', value));
+      case 'in':
+        return this.#inList(ref, toArray(value));
+      case 'exclude':
+        return orMissing(ref, `NOT (${this.#inList(ref, toArray(value))})`);
+      case 'like': {
+        const pattern = this.bind(likePattern(String(value)));
+        if (ref.column?.type === 'text') return `${ref.column.sql} ILIKE ${pattern} ESCAPE '\\'`;
+        return `(jsonb_typeof(${ref.jsonb}) = 'string' AND (${ref.jsonb} #>> '{}') ILIKE ${pattern} ESCAPE '\\')`;
+      }
+      case 'has':
+        if (!ref.nullable) return value ? 'TRUE' : 'FALSE';
+        return `${ref.jsonb} IS ${value ? 'NOT NULL' : 'NULL'}`;
+      case 'contains':
+        return `(jsonb_typeof(${ref.jsonb}) = 'array' AND ${ref.jsonb} @> ${this.bindJson(toArray(value))})`;
+      case 'contains_any':
+        return (
+          `(jsonb_typeof(${ref.jsonb}) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements(` +
+          `${this.bindJson(toArray(value))}) AS candidate(value) WHERE ${ref.jsonb} @> jsonb_build_array(candidate.value)))`
+        );
+      default:
+        throw new TypeError(`unknown filter operator ${JSON.stringify(operator satisfies never)}`);
+    }
+  }
+
+  /** `ORDER BY` list; missing fields last ascending, first descending. */
+  orderBy(sorting: Sort[] | undefined): string {
+    return sortingOrDefault(sorting)
+      .map(({ field, direction }) => {
+        const ref = this.field(field);
+        return `${ref.column?.sql ?? ref.key} ${direction === 1 ? 'ASC NULLS LAST' : 'DESC NULLS FIRST'}`;
+      })
+      .join(', ');
+  }
+
+  /**
+   * Keyset continuation: rows strictly after `after` in `sorting` order, i.e.
+   * OR over k of (f1 same as v1 AND … AND f(k-1) same as v(k-1) AND fk beyond vk),
+   * where a key absent from `after` means the last row lacked that field.
+   */
+  after(sorting: Sort[], after: Record<string, unknown>): string {
+    const branches: string[] = [];
+    for (let k = 0; k < sorting.length; k++) {
+      const beyond = this.#beyond(sorting[k]!, after);
+      if (beyond === 'FALSE') continue;
+      const same = sorting.slice(0, k).map((sort) => this.#same(sort, after));
+      if (same.includes('FALSE')) continue;
+      branches.push(`(${[...same, beyond].join(' AND ')})`);
+    }
+    return branches.length > 0 ? `(${branches.join(' OR ')})` : 'FALSE';
+  }
+
+  #same({ field }: Sort, after: Record<string, unknown>): string {
+    const ref = this.field(field);
+    const value = after[field];
+    if (value === undefined) return ref.nullable ? `${ref.jsonb} IS NULL` : 'FALSE';
+    return this.#compare(ref, '=', value);
+  }
+
+  #beyond({ field, direction }: Sort, after: Record<string, unknown>): string {
+    const ref = this.field(field);
+    const value = after[field];
+    if (direction === 1) {
+      // Ascending, missing last: after a missing value comes nothing; after a value come
+      // greater values, then the missing ones.
+      if (value === undefined) return 'FALSE';
+      return orMissing(ref, this.#compare(ref, '>', value));
+    }
+    // Descending, missing first: after a missing value comes every present one.
+    if (value === undefined) return ref.nullable ? `${ref.jsonb} IS NOT NULL` : 'TRUE';
+    return this.#compare(ref, '<', value);
+  }
+
+  /** Column comparison when the value has the column's type (uses the indexes), else jsonb. */
+  #compare(ref: FieldRef, op: Comparison, value: unknown): string {
+    if (ref.column && fitsColumn(ref, value)) return `${ref.column.sql} ${op} ${this.bind(value)}::${ref.column.type}`;
+    return `${ref.key} ${op} ${this.bindJson([value])}`;
+  }
+
+  #inList(ref: FieldRef, values: unknown[]): string {
+    if (ref.column && values.every((value) => fitsColumn(ref, value))) {
+      return `${ref.column.sql} = ANY(${this.bind(values)}::${ref.column.type}[])`;
+    }
+    // Equality needs no wrapping: only jsonb's ordering of top-level values is off.
+    return `${ref.jsonb} IN (SELECT jsonb_array_elements(${this.bindJson(values)}))`;
+  }
+}
+
+/** Callers end their sorting with last_modified; without one, newest first (Kinto's default). */
+function sortingOrDefault(sorting: Sort[] | undefined): Sort[] {
+  return sorting && sorting.length > 0 ? sorting : [{ field: 'last_modified', direction: -1 }];
+}
+
+function orMissing(ref: FieldRef, condition: string): string {
+  return ref.nullable ? `(${ref.jsonb} IS NULL OR ${condition})` : condition;
+}
+
+function toArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [value];
+}

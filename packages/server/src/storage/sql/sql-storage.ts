@@ -1,0 +1,517 @@
+/**
+ * The SQL storage backend: one implementation of `Storage` over PostgreSQL in production and
+ * PGlite (embedded PostgreSQL) by default, through the `SqlDriver` primitive.
+ *
+ * Timestamps (protocol-reference §5): each scope has a row in `timestamps`. A write first
+ * upserts that row, which row-locks it until commit, then stamps its object with
+ * max(database now, scope timestamp + 1). Writers to one scope therefore serialise, even
+ * across server processes, and a `_since` poll reading the scope timestamp and the objects
+ * from one snapshot can never return an ETag that a later-committing write undercuts
+ * (Kinto issues #602 and #3393). The clock is the database's, not the process's.
+ */
+import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
+import type {
+  Filter,
+  ListOptions,
+  Permissions,
+  Scope,
+  Storage,
+  StorageSession,
+  StoredObject,
+  Tombstone,
+  WriteOptions,
+} from '../types.js';
+import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
+import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
+import { sqlState, type Row, type SqlConnection, type SqlDriver } from './drivers/types.js';
+import { checkMigrations, migrate } from './migrate.js';
+import { likePrefix, QueryBuilder } from './queries.js';
+
+/** The database clock in integer milliseconds. */
+const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
+
+/** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
+const TOMBSTONE_DATA = '{"deleted": true}';
+
+const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
+const MAX_TRANSACTION_ATTEMPTS = 4;
+const MAX_SNAPSHOT_ATTEMPTS = 10;
+
+interface ObjectRow extends Row {
+  id: string;
+  last_modified: number;
+  data: Record<string, unknown>;
+  deleted: boolean;
+}
+
+/**
+ * Thrown inside a snapshot that asks for the timestamp of a scope never written nor read:
+ * a read-only snapshot cannot store it, so `snapshot()` stores it outside and starts over.
+ */
+class UninitialisedScope extends Error {
+  constructor(readonly scope: Scope) {
+    super(`scope ${scope.parentId}/${scope.resourceName} has no timestamp yet`);
+  }
+}
+
+type SessionMode = 'write' | 'read' | 'snapshot';
+
+/** The operations, run on one connection: a write transaction, a snapshot or autocommit reads. */
+class SqlSession implements StorageSession {
+  readonly #db: SqlConnection;
+  readonly #mode: SessionMode;
+
+  constructor(db: SqlConnection, mode: SessionMode) {
+    this.#db = db;
+    this.#mode = mode;
+  }
+
+  async resourceTimestamp(scope: Scope): Promise<number> {
+    const params = [scope.parentId, scope.resourceName];
+    if (this.#mode === 'snapshot') {
+      const [row] = await this.#query<{ last_modified: number }>(
+        'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
+        params,
+      );
+      if (!row) throw new UninitialisedScope(scope);
+      return row.last_modified;
+    }
+    // Two statements: under READ COMMITTED the SELECT sees a row a concurrent writer
+    // committed while the INSERT waited for it.
+    await this.#query(
+      `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+       ON CONFLICT (parent_id, resource_name) DO NOTHING`,
+      params,
+    );
+    const [row] = await this.#query<{ last_modified: number }>(
+      'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
+      params,
+    );
+    if (!row) throw new BackendError(`the timestamp of ${scope.parentId}/${scope.resourceName} vanished`);
+    return row.last_modified;
+  }
+
+  async get(scope: Scope, id: string): Promise<StoredObject | null> {
+    const row = await this.#find(scope, id);
+    return row && !row.deleted ? toLiveObject(row) : null;
+  }
+
+  async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    this.#assertWritable();
+    // Lock first, check next: a concurrent create of the same id is then visible, and a
+    // refused create leaves the scope timestamp untouched.
+    await this.#lockScope(scope);
+    const existing = await this.#find(scope, id);
+    if (existing && !existing.deleted) {
+      throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
+    }
+    return this.#write(scope, id, data, options);
+  }
+
+  async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    this.#assertWritable();
+    return this.#write(scope, id, data, options);
+  }
+
+  async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
+    this.#assertWritable();
+    await this.#lockScope(scope);
+    const existing = await this.#find(scope, id);
+    if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
+    const timestamp = await this.#stamp(scope, id, options?.lastModified);
+    await this.#query(
+      `UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = $5
+       WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
+    );
+    return { id, last_modified: timestamp, deleted: true };
+  }
+
+  async deleteAll(scope: Scope, options: Omit<ListOptions, 'includeDeleted'> = {}): Promise<Tombstone[]> {
+    this.#assertWritable();
+    const { current, now } = await this.#lockScope(scope);
+    const first = Math.max(now, current + 1);
+    // Tombstones get first, first + 1, … in sorting order. The new timestamps exceed every
+    // existing one of the scope, so the unique index never sees a collision.
+    const query = new QueryBuilder();
+    const where = query.where(scope, { ...options, includeDeleted: false });
+    const orderBy = query.orderBy(options.sorting);
+    const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    const rows = await this.#query<{ id: string; last_modified: number }>(
+      `WITH doomed AS (
+         SELECT parent_id, resource_name, id, row_number() OVER (ORDER BY ${orderBy}) AS position
+         FROM objects WHERE ${where} ORDER BY ${orderBy} ${limit}
+       )
+       UPDATE objects SET deleted = TRUE, data = ${query.bind(TOMBSTONE_DATA)}::jsonb,
+         last_modified = ${query.bind(first)}::bigint + doomed.position - 1
+       FROM doomed
+       WHERE objects.parent_id = doomed.parent_id AND objects.resource_name = doomed.resource_name
+         AND objects.id = doomed.id
+       RETURNING objects.id, objects.last_modified`,
+      query.params,
+    );
+    if (rows.length === 0) return [];
+    const tombstones = rows
+      .map((row): Tombstone => ({ id: row.id, last_modified: row.last_modified, deleted: true }))
+      .sort((a, b) => a.last_modified - b.last_modified);
+    await this.#setScopeTimestamp(scope, tombstones.at(-1)!.last_modified);
+    return tombstones;
+  }
+
+  async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
+    const query = new QueryBuilder();
+    const where = query.where(scope, options);
+    const orderBy = query.orderBy(options.sorting);
+    const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    const rows = await this.#query<ObjectRow>(
+      `SELECT id, last_modified, data, deleted FROM objects WHERE ${where} ORDER BY ${orderBy} ${limit}`,
+      query.params,
+    );
+    return rows.map((row) => (row.deleted ? toTombstone(row) : toLiveObject(row)));
+  }
+
+  async count(scope: Scope, filters: Filter[] = []): Promise<number> {
+    const query = new QueryBuilder();
+    const where = query.where(scope, { filters });
+    const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM objects WHERE ${where}`, query.params);
+    return row?.count ?? 0;
+  }
+
+  async deleteTree(uri: string): Promise<void> {
+    this.#assertWritable();
+    // The scope timestamps stay: a collection deleted then re-created keeps increasing
+    // timestamps, so clients holding an old ETag never mistake new data for old.
+    await this.#query(`DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`, [
+      uri,
+      likePrefix(`${uri}/`),
+    ]);
+    await this.#query(`DELETE FROM access_control_entries WHERE object_id LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
+  }
+
+  async purgeDeleted(scope: Scope, before?: number): Promise<number> {
+    this.#assertWritable();
+    const [row] = await this.#query<{ count: number }>(
+      `WITH purged AS (
+         DELETE FROM objects WHERE parent_id = $1 AND resource_name = $2 AND deleted
+           AND ($3::bigint IS NULL OR last_modified < $3::bigint)
+         RETURNING 1
+       )
+       SELECT count(*) AS count FROM purged`,
+      [scope.parentId, scope.resourceName, before ?? null],
+    );
+    return row?.count ?? 0;
+  }
+
+  async getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
+    const result = new Map<string, Permissions>(uris.map((uri) => [uri, {}]));
+    const rows = await this.#query<{ object_id: string; permission: string; principal: string }>(
+      `SELECT object_id, permission, principal FROM access_control_entries
+       WHERE object_id = ANY($1::text[]) ORDER BY object_id, permission, principal`,
+      [uris],
+    );
+    for (const { object_id, permission, principal } of rows) {
+      const permissions = result.get(object_id)!;
+      (permissions[permission] ??= []).push(principal);
+    }
+    return result;
+  }
+
+  async setPermissions(uri: string, permissions: Permissions): Promise<void> {
+    this.#assertWritable();
+    await this.#query('DELETE FROM access_control_entries WHERE object_id = $1', [uri]);
+    await this.#query(
+      `INSERT INTO access_control_entries (object_id, permission, principal)
+       SELECT $1, entry.key, jsonb_array_elements_text(entry.value) FROM jsonb_each($2::jsonb) AS entry
+       ON CONFLICT DO NOTHING`,
+      [uri, JSON.stringify(permissions)],
+    );
+  }
+
+  async deletePermissionsTree(uri: string): Promise<void> {
+    this.#assertWritable();
+    await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, [
+      uri,
+      likePrefix(`${uri}/`),
+    ]);
+  }
+
+  async listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+    const prefix = `${parentUri}/${childPath}/`;
+    const rows = await this.#query<{ id: string }>(
+      `SELECT DISTINCT substr(object_id, char_length($2::text) + 1) AS id FROM access_control_entries
+       WHERE object_id LIKE $1 ESCAPE '\\' AND principal = ANY($3::text[]) AND permission = ANY($4::text[])
+         AND strpos(substr(object_id, char_length($2::text) + 1), '/') = 0
+       ORDER BY id`,
+      [likePrefix(prefix), prefix, principals, permissions],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */
+  async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    const { id: _id, last_modified: _lastModified, ...attributes } = data;
+    const timestamp = await this.#stamp(scope, id, options?.lastModified);
+    const [row] = await this.#query<ObjectRow>(
+      `INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       VALUES ($1, $2, $3, $4, $5::jsonb, FALSE)
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, id, timestamp, JSON.stringify(attributes)],
+    );
+    return toLiveObject(row!);
+  }
+
+  /**
+   * The timestamp of a write to object `id` (protocol-reference §5.2), holding the scope lock.
+   * A requested value above the scope timestamp is used and becomes the scope timestamp; one
+   * below it is kept in the past without touching the scope timestamp, unless another object
+   * of the scope already has it (Kinto answers 409 there; we keep timestamps unique by
+   * assigning a fresh one). Otherwise the scope timestamp is bumped.
+   */
+  async #stamp(scope: Scope, id: string, requested: number | undefined): Promise<number> {
+    if (requested === undefined || !Number.isSafeInteger(requested) || requested < 0) return this.#bumpScope(scope);
+    const { current } = await this.#lockScope(scope);
+    if (requested > current) {
+      await this.#setScopeTimestamp(scope, requested);
+      return requested;
+    }
+    if (requested < current) {
+      const taken = await this.#query(
+        'SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND last_modified = $3 AND id <> $4',
+        [scope.parentId, scope.resourceName, requested, id],
+      );
+      if (taken.length === 0) return requested;
+    }
+    return this.#bumpScope(scope);
+  }
+
+  /** Locks the scope's timestamp row until commit (storing `now` if it has none yet). */
+  async #lockScope(scope: Scope): Promise<{ current: number; now: number }> {
+    const [row] = await this.#query<{ current: number; now: number }>(
+      `INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = t.last_modified
+       RETURNING t.last_modified AS current, ${NOW_MS} AS now`,
+      [scope.parentId, scope.resourceName],
+    );
+    return row!;
+  }
+
+  /** Moves the scope timestamp to max(now, current + 1), locking it, and returns it. */
+  async #bumpScope(scope: Scope): Promise<number> {
+    const [row] = await this.#query<{ last_modified: number }>(
+      `INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+       RETURNING t.last_modified`,
+      [scope.parentId, scope.resourceName],
+    );
+    return row!.last_modified;
+  }
+
+  async #setScopeTimestamp(scope: Scope, timestamp: number): Promise<void> {
+    await this.#query('UPDATE timestamps SET last_modified = $3 WHERE parent_id = $1 AND resource_name = $2', [
+      scope.parentId,
+      scope.resourceName,
+      timestamp,
+    ]);
+  }
+
+  async #find(scope: Scope, id: string): Promise<ObjectRow | undefined> {
+    const [row] = await this.#query<ObjectRow>(
+      `SELECT id, last_modified, data, deleted FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      [scope.parentId, scope.resourceName, id],
+    );
+    return row;
+  }
+
+  async #query<R extends Row>(text: string, params: readonly unknown[]): Promise<R[]> {
+    try {
+      return await this.#db.query<R>(text, params);
+    } catch (error) {
+      if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
+      throw error;
+    }
+  }
+
+  #assertWritable(): void {
+    if (this.#mode !== 'write') throw new StorageError('this session is read only');
+  }
+}
+
+export class SqlStorage implements Storage {
+  readonly backend: string;
+  readonly #driver: SqlDriver;
+  /** Reads outside any transaction (autocommit, any pooled connection). */
+  readonly #reader: SqlSession;
+
+  constructor(driver: SqlDriver) {
+    this.#driver = driver;
+    this.backend = driver.name;
+    this.#reader = new SqlSession(driver, 'read');
+  }
+
+  /**
+   * READ COMMITTED is enough: the scope locks serialise writers, and each statement after a
+   * lock sees what the previous holder committed. Deadlocks and serialization failures are
+   * retried (`fn` runs again). Use the given session only: on PGlite a call to the storage
+   * itself inside `fn` waits for the transaction to end.
+   */
+  async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'write')), {
+          isolation: 'read committed',
+        });
+      } catch (error) {
+        if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
+        await sleep(Math.random() * 20 * attempt); // jitter, so that deadlocked peers do not collide again
+      }
+    }
+  }
+
+  /**
+   * One REPEATABLE READ READ ONLY transaction: the timestamp and the objects read belong to
+   * the same snapshot. A scope without a timestamp gets one stored outside the snapshot,
+   * then `fn` runs again on a new snapshot that sees it (`fn` must only read).
+   */
+  async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'snapshot')), {
+          isolation: 'repeatable read',
+          readOnly: true,
+        });
+      } catch (error) {
+        if (!(error instanceof UninitialisedScope)) throw error;
+        if (attempt >= MAX_SNAPSHOT_ATTEMPTS) throw new BackendError('snapshot: too many uninitialised scopes', { cause: error });
+        await this.#reader.resourceTimestamp(error.scope);
+      }
+    }
+  }
+
+  resourceTimestamp(scope: Scope): Promise<number> {
+    return this.#reader.resourceTimestamp(scope);
+  }
+
+  get(scope: Scope, id: string): Promise<StoredObject | null> {
+    return this.#reader.get(scope, id);
+  }
+
+  list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>> {
+    return this.#reader.list(scope, options);
+  }
+
+  count(scope: Scope, filters?: Filter[]): Promise<number> {
+    return this.#reader.count(scope, filters);
+  }
+
+  getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
+    return this.#reader.getPermissions(uris);
+  }
+
+  listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+    return this.#reader.listAuthorizedIds(parentUri, childPath, principals, permissions);
+  }
+
+  create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    return this.transaction((session) => session.create(scope, id, data, options));
+  }
+
+  update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    return this.transaction((session) => session.update(scope, id, data, options));
+  }
+
+  delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
+    return this.transaction((session) => session.delete(scope, id, options));
+  }
+
+  deleteAll(scope: Scope, options?: Omit<ListOptions, 'includeDeleted'>): Promise<Tombstone[]> {
+    return this.transaction((session) => session.deleteAll(scope, options));
+  }
+
+  deleteTree(uri: string): Promise<void> {
+    return this.transaction((session) => session.deleteTree(uri));
+  }
+
+  purgeDeleted(scope: Scope, before?: number): Promise<number> {
+    return this.transaction((session) => session.purgeDeleted(scope, before));
+  }
+
+  setPermissions(uri: string, permissions: Permissions): Promise<void> {
+    return this.transaction((session) => session.setPermissions(uri, permissions));
+  }
+
+  deletePermissionsTree(uri: string): Promise<void> {
+    return this.transaction((session) => session.deletePermissionsTree(uri));
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.#driver.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async flush(): Promise<void> {
+    await this.#driver.query('TRUNCATE objects, timestamps, access_control_entries');
+  }
+
+  close(): Promise<void> {
+    return this.#driver.close();
+  }
+}
+
+export interface PostgresStorageOptions extends PgDriverOptions {
+  /** Apply pending migrations at start (else only check, and fail when some are pending). */
+  autoMigrate?: boolean;
+}
+
+/** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
+export async function createPostgresStorage({ autoMigrate = false, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
+  const driver = createPgDriver(options); // validates the schema name used below
+  try {
+    if (autoMigrate) {
+      if (options.schema !== undefined) {
+        const schema = options.schema;
+        await driver.transaction(async (tx) => {
+          // Concurrent CREATE SCHEMA IF NOT EXISTS can still collide: serialise them.
+          await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`quire.schema:${schema}`]);
+          await tx.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        });
+      }
+      await migrate(driver);
+    } else {
+      await checkMigrations(driver);
+    }
+  } catch (error) {
+    await driver.close();
+    throw error;
+  }
+  return new SqlStorage(driver);
+}
+
+/** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */
+export async function createPgliteStorage(options: PgliteDriverOptions = {}): Promise<SqlStorage> {
+  const driver = createPgliteDriver(options);
+  try {
+    await migrate(driver);
+  } catch (error) {
+    await driver.close();
+    throw error;
+  }
+  return new SqlStorage(driver);
+}
+
+function toLiveObject(row: ObjectRow): StoredObject {
+  return { ...row.data, id: row.id, last_modified: row.last_modified };
+}
+
+function toTombstone(row: ObjectRow): Tombstone {
+  return { id: row.id, last_modified: row.last_modified, deleted: true };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
