@@ -8,18 +8,20 @@ import { authenticate } from './auth/authenticate.js';
 import { createBasicAuthPolicy } from './auth/basicauth.js';
 import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
 import { ConfigError, loadSettings, type Settings } from './config.js';
+import { ApiError, ERRNO } from './errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
 import { Authorizer } from './permission/authorizer.js';
-import type { Services } from './request-context.js';
+import { withSession, type Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import type { Storage } from './storage/types.js';
 import { registerBatch } from './views/batch.js';
 import { registerHello } from './views/hello.js';
+import { registerOpenApi } from './views/openapi.js';
 import { registerUtilities } from './views/utilities.js';
 import { VERSION } from './version.js';
 
@@ -81,15 +83,22 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
   app.setNotFoundHandler(notFound);
 
+  // Inside a batch, group lookups must go through the batch's transaction.
+  const membershipReader = {
+    listGroupsOf: (principals: string[]) => withSession(services.storage, 'read', (session) => session.listGroupsOf(principals)),
+  };
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
     // than matching `/v1/buckets/` as a bucket with an empty id.
     const path = (request.raw.url ?? '').split('?')[0] ?? '';
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
-    request.identity = await authenticate(services.policies, request.headers);
+    // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
+    if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
+    request.identity = await authenticate(services.policies, request.headers, () => membershipReader);
   });
 
+  registerOpenApi(app);
   registerHello(app);
   registerUtilities(app);
   registerBatch(app);

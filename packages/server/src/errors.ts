@@ -107,7 +107,8 @@ export function invalidParameters(details: ValidationDetail[], status = 400): Ap
   const first = sorted[0];
   let message = 'Invalid parameters';
   if (first) {
-    // A name of '' is "in" every description, so such errors show the description alone.
+    // Kinto's rule (errors.json_error_handler): the description alone when the name occurs in
+    // it — always so for the name '' — e.g. "Number of requests is limited to 25".
     if (first.name !== null && first.description.includes(first.name)) message = first.description;
     else if (first.name) message = `${first.name} in ${first.location}: ${first.description}`;
     else message = `${first.location}: ${first.description}`;

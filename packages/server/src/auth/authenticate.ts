@@ -1,16 +1,24 @@
+import type { StorageSession } from '../storage/types.js';
 import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type Identity } from './policy.js';
 
 /**
  * Tries the policies in their configured order; the first that names a user wins. Bad
  * credentials are not an error by themselves: the caller is anonymous (protocol §9.1).
- *
- * Seam for the permissions issue: group principals (the group's URI) are added here once
- * group membership is indexed.
+ * An authenticated user's principals include the URI of every group that lists the user or
+ * system.Authenticated — read at each request, so membership changes take effect at once.
+ * (The interface spec writes group principals `group:<name>`; deployed clients use the URI,
+ * as protocol-reference §9.1 documents, so that is what we issue.)
  */
-export async function authenticate(policies: AuthPolicy[], headers: Record<string, string | string[] | undefined>): Promise<Identity> {
+export async function authenticate(
+  policies: AuthPolicy[],
+  headers: Record<string, string | string[] | undefined>,
+  session: () => Promise<Pick<StorageSession, 'listGroupsOf'>> | Pick<StorageSession, 'listGroupsOf'>,
+): Promise<Identity> {
   for (const policy of policies) {
     const userId = await policy.authenticate(headers);
-    if (userId) return { userId, principals: [userId, EVERYONE, AUTHENTICATED] };
+    if (!userId) continue;
+    const groups = await (await session()).listGroupsOf([userId, AUTHENTICATED]);
+    return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;
 }

@@ -24,6 +24,28 @@ function acceptsJson(accept: string): boolean {
   });
 }
 
+/**
+ * PostgreSQL's jsonb cannot hold NUL characters nor unpaired surrogates (both valid JSON
+ * escapes): refuse them as bad input rather than fail in the database.
+ */
+function findUnstorableString(value: unknown): string | null {
+  const check = (text: string) =>
+    text.includes('\u0000') ? 'the NUL character \\u0000 is not supported' : text.isWellFormed() ? null : 'unpaired surrogate in a string';
+  if (typeof value === 'string') return check(value);
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const bad = findUnstorableString(item);
+      if (bad) return bad;
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const bad = check(key) ?? findUnstorableString(item);
+      if (bad) return bad;
+    }
+  }
+  return null;
+}
+
 export function registerContentNegotiation(app: FastifyInstance): void {
   app.decorateRequest('unsupportedContentType', null);
   app.removeAllContentTypeParsers();
@@ -32,7 +54,10 @@ export function registerContentNegotiation(app: FastifyInstance): void {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      const parsed: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+      const bad = findUnstorableString(parsed);
+      if (bad) return done(invalidParameter('body', '', `Invalid JSON: ${bad}`), undefined);
+      done(null, parsed);
     } catch (error) {
       const reason = error instanceof SyntaxError ? error.message : 'Object contains forbidden prototype property';
       done(invalidParameter('body', '', `Invalid JSON: ${reason}`), undefined);

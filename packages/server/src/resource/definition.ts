@@ -18,6 +18,8 @@ export interface ResourceDefinition {
    * `existing` is the object being replaced or patched, if any.
    */
   processData?(data: Record<string, unknown>, context: ProcessContext): Record<string, unknown>;
+  /** Runs in the write's transaction once the object is stored (e.g. group memberships). */
+  afterWrite?(session: StorageSession, uri: string, stored: Record<string, unknown>): Promise<void>;
   /** Deleting it removes every child object (buckets, collections). */
   cascades: boolean;
 }

@@ -181,6 +181,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const given = body.permissions && Object.keys(body.permissions).length > 0 ? body.permissions : null;
     const acl = cleanAcl(withAuthor(services, identity, given ?? previousAcl));
     await session.setPermissions(ref.uri, acl);
+    await def.afterWrite?.(session, ref.uri, stored);
 
     setTimestampHeaders(reply, stored.last_modified);
     reply.code(existing ? 200 : 201);
@@ -221,6 +222,10 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         return reply.send();
       }
 
+      // Plural DELETE tokens are single-use (§7.7): replaying one would delete another page.
+      if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
+        throw invalidParameter('querystring', null, '_token was already used or has expired.');
+      }
       const limit = effectiveLimit(services, query.requestedLimit);
       const page =
         access.kind === 'some' && access.ids.length === 0
@@ -238,7 +243,8 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const last = items[items.length - 1] as Record<string, unknown>;
         const offset = (query.token?.offset ?? 0) + items.length + 1;
         const token = encodeToken(last, query.sorting, offset);
-        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), requestPath(request), query.params, limit, token));
+        if (method === 'DELETE') await session.storeNonce(token.nonce, services.settings.pagination_token_validity_seconds);
+        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), requestPath(request), query.params, limit, token.encoded));
       }
 
       if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
@@ -373,6 +379,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         }
         acl = cleanAcl(withAuthor(services, identity, acl));
         await session.setPermissions(ref.uri, acl);
+        await def.afterWrite?.(session, ref.uri, stored);
         setTimestampHeaders(reply, stored.last_modified);
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);

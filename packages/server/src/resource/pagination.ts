@@ -36,14 +36,15 @@ export function decodeToken(raw: string): PageToken {
   return { lastObject: safe, offset, nonce };
 }
 
-export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], offset: number): string {
+export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], offset: number): { encoded: string; nonce: string } {
   const lastObject: Record<string, unknown> = {};
   for (const { field } of sorting) {
     const value = getPath(lastItem, field);
     if (value !== undefined) lastObject[field] = value;
   }
-  const json = JSON.stringify({ last_object: lastObject, offset, nonce: `pagination-token-${randomUUID()}` });
-  return Buffer.from(json, 'utf8').toString('base64');
+  const nonce = `pagination-token-${randomUUID()}`;
+  const json = JSON.stringify({ last_object: lastObject, offset, nonce });
+  return { encoded: Buffer.from(json, 'utf8').toString('base64'), nonce };
 }
 
 /** The absolute Next-Page URL: every original parameter, then `_limit` and `_token`. */

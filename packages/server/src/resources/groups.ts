@@ -25,4 +25,8 @@ export const groupResource: ResourceDefinition = {
     }
     return { ...data, members: [...new Set(members as string[])] };
   },
+  // The group's URI becomes a principal of its members (protocol-reference §9.1).
+  async afterWrite(session, uri, stored) {
+    await session.setGroupMembers(uri, stored.members as string[]);
+  },
 };

@@ -802,6 +802,40 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await list([], ['read'])).toEqual([]);
         expect(await storage.listAuthorizedIds(`${uri}/collections/a`, 'records', ['alice'], ['read'])).toEqual(['r']);
       });
+
+      test('group members: set replaces, listGroupsOf finds the groups of any principal', async () => {
+        const uri = root();
+        const alice = `alice-${randomUUID()}`;
+        await storage.setGroupMembers(`${uri}/groups/g1`, [alice, 'bob']);
+        await storage.setGroupMembers(`${uri}/groups/g2`, ['system.Authenticated']);
+        expect(await storage.listGroupsOf([alice])).toEqual([`${uri}/groups/g1`]);
+        expect((await storage.listGroupsOf([alice, 'system.Authenticated'])).filter((g) => g.startsWith(uri))).toEqual([
+          `${uri}/groups/g1`,
+          `${uri}/groups/g2`,
+        ]);
+        await storage.setGroupMembers(`${uri}/groups/g1`, ['bob']);
+        expect(await storage.listGroupsOf([alice])).toEqual([]);
+        expect(await storage.listGroupsOf([])).toEqual([]);
+      });
+
+      test('a stored nonce can be consumed once', async () => {
+        const nonce = `pagination-token-${randomUUID()}`;
+        expect(await storage.consumeNonce(nonce)).toBe(false);
+        await storage.storeNonce(nonce, 600);
+        expect(await storage.consumeNonce(nonce)).toBe(true);
+        expect(await storage.consumeNonce(nonce)).toBe(false);
+      });
+
+      test('memberships go with deletePermissionsTree and deleteTree', async () => {
+        const uri = root();
+        const member = `m-${randomUUID()}`;
+        await storage.setGroupMembers(`${uri}/groups/g1`, [member]);
+        await storage.setGroupMembers(`${uri}/groups/g2`, [member]);
+        await storage.deletePermissionsTree(`${uri}/groups/g1`);
+        expect(await storage.listGroupsOf([member])).toEqual([`${uri}/groups/g2`]);
+        await storage.deleteTree(uri);
+        expect(await storage.listGroupsOf([member])).toEqual([]);
+      });
     });
 
     section('transactions', () => {

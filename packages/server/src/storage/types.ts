@@ -141,7 +141,8 @@ export interface StorageSession {
 
   /**
    * Hard-deletes (no tombstones) every object and tombstone whose parentId is `uri` or starts
-   * with `uri + '/'`, and every access control entry of those objects — a cascade delete.
+   * with `uri + '/'`, and every access control entry and group membership of those objects —
+   * a cascade delete.
    */
   deleteTree(uri: string): Promise<void>;
 
@@ -156,8 +157,23 @@ export interface StorageSession {
   /** Replaces every ACE of the object; permissions with empty lists are dropped. */
   setPermissions(uri: string, permissions: Permissions): Promise<void>;
 
-  /** Deletes the ACEs of the objects whose URI is `uri` or starts with `uri + '/'`. */
+  /**
+   * Deletes the ACEs (and group memberships) of the objects whose URI is `uri` or starts
+   * with `uri + '/'`.
+   */
   deletePermissionsTree(uri: string): Promise<void>;
+
+  /** Remembers a single-use token nonce for `ttlSeconds`. */
+  storeNonce(nonce: string, ttlSeconds: number): Promise<void>;
+
+  /** Forgets the nonce; true when it was stored and not expired (first use). */
+  consumeNonce(nonce: string): Promise<boolean>;
+
+  /** Replaces the members of the group at `groupUri` (principal strings). */
+  setGroupMembers(groupUri: string, members: string[]): Promise<void>;
+
+  /** URIs of the groups having one of `principals` as a member. */
+  listGroupsOf(principals: string[]): Promise<string[]>;
 
   /**
    * Ids of the objects directly under `parentUri` of the given child kind (URI

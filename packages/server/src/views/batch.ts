@@ -120,7 +120,7 @@ export function registerBatch(app: FastifyInstance): void {
         body = response.body;
       }
     }
-    return { status: response.statusCode, path: decodeURIComponent(path.split('?')[0] ?? path), headers: responseHeaders, body };
+    return { status: response.statusCode, path: safeDecode(path.split('?')[0] ?? path), headers: responseHeaders, body };
   }
 
   registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest) => {
@@ -150,6 +150,14 @@ function subResponseError(result: SubResponse): ApiError {
     details: body.details,
     headers,
   });
+}
+
+function safeDecode(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
 }
 
 /** `etag` → `ETag`, `last-modified` → `Last-Modified`, as clients read them from batch entries. */

@@ -6,7 +6,7 @@ import { BackendError, MigrationRequiredError, ObjectNotFoundError, UnicityError
 import { describeStorage, randomScope } from '../testing.js';
 import type { Storage, StoredObject, Tombstone } from '../types.js';
 import { createPgDriver } from './drivers/pg.js';
-import { checkMigrations, migrate } from './migrate.js';
+import { checkMigrations, loadMigrations, migrate } from './migrate.js';
 import { createPostgresStorage, type SqlStorage } from './sql-storage.js';
 
 const url = process.env['QUIRE_TEST_PG_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/test';
@@ -78,7 +78,8 @@ if (reason !== undefined) {
         await expect(checkMigrations(drivers[0]!)).rejects.toThrow(MigrationRequiredError);
         await expect(checkMigrations(drivers[0]!)).rejects.toThrow(/quire migrate/);
         const applied = await Promise.all(drivers.map((driver) => migrate(driver)));
-        expect(applied.flat()).toEqual(['001-initial']);
+        // Each migration applied exactly once, by one of the two.
+        expect(applied.flat().sort()).toEqual((await loadMigrations()).map((migration) => migration.name));
         expect(await migrate(drivers[0]!)).toEqual([]);
         await expect(checkMigrations(drivers[1]!)).resolves.toBeUndefined();
       } finally {

@@ -186,6 +186,7 @@ class SqlSession implements StorageSession {
       likePrefix(`${uri}/`),
     ]);
     await this.#query(`DELETE FROM access_control_entries WHERE object_id LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
+    await this.#query(`DELETE FROM group_members WHERE group_uri LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
   }
 
   async purgeDeleted(scope: Scope, before?: number): Promise<number> {
@@ -229,10 +230,43 @@ class SqlSession implements StorageSession {
 
   async deletePermissionsTree(uri: string): Promise<void> {
     this.#assertWritable();
-    await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, [
-      uri,
-      likePrefix(`${uri}/`),
-    ]);
+    const params = [uri, likePrefix(`${uri}/`)];
+    await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, params);
+    await this.#query(`DELETE FROM group_members WHERE group_uri = $1 OR group_uri LIKE $2 ESCAPE '\\'`, params);
+  }
+
+  async storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
+    this.#assertWritable();
+    await this.#query(
+      `INSERT INTO pagination_nonces (nonce, expires_at)
+       VALUES ($1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint + $2::bigint * 1000)
+       ON CONFLICT (nonce) DO NOTHING`,
+      [nonce, ttlSeconds],
+    );
+  }
+
+  async consumeNonce(nonce: string): Promise<boolean> {
+    this.#assertWritable();
+    await this.#query('DELETE FROM pagination_nonces WHERE expires_at < floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint', []);
+    const rows = await this.#query<{ nonce: string }>('DELETE FROM pagination_nonces WHERE nonce = $1 RETURNING nonce', [nonce]);
+    return rows.length === 1;
+  }
+
+  async setGroupMembers(groupUri: string, members: string[]): Promise<void> {
+    this.#assertWritable();
+    await this.#query('DELETE FROM group_members WHERE group_uri = $1', [groupUri]);
+    await this.#query(
+      `INSERT INTO group_members (group_uri, principal) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
+      [groupUri, members],
+    );
+  }
+
+  async listGroupsOf(principals: string[]): Promise<string[]> {
+    const rows = await this.#query<{ group_uri: string }>(
+      'SELECT DISTINCT group_uri FROM group_members WHERE principal = ANY($1::text[]) ORDER BY group_uri',
+      [principals],
+    );
+    return rows.map((row) => row.group_uri);
   }
 
   async listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
@@ -413,6 +447,22 @@ export class SqlStorage implements Storage {
     return this.#reader.listAuthorizedIds(parentUri, childPath, principals, permissions);
   }
 
+  listGroupsOf(principals: string[]): Promise<string[]> {
+    return this.#reader.listGroupsOf(principals);
+  }
+
+  setGroupMembers(groupUri: string, members: string[]): Promise<void> {
+    return this.transaction((session) => session.setGroupMembers(groupUri, members));
+  }
+
+  storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
+    return this.transaction((session) => session.storeNonce(nonce, ttlSeconds));
+  }
+
+  consumeNonce(nonce: string): Promise<boolean> {
+    return this.transaction((session) => session.consumeNonce(nonce));
+  }
+
   create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     return this.transaction((session) => session.create(scope, id, data, options));
   }
@@ -455,7 +505,7 @@ export class SqlStorage implements Storage {
   }
 
   async flush(): Promise<void> {
-    await this.#driver.query('TRUNCATE objects, timestamps, access_control_entries');
+    await this.#driver.query('TRUNCATE objects, timestamps, access_control_entries, group_members, pagination_nonces');
   }
 
   close(): Promise<void> {
