@@ -13,11 +13,15 @@ declare module 'vitest' {
   }
 }
 
+const MAX_BODY_BYTES = 256 * 1024;
+
 export async function startForConformance(project: TestProject, storage: Storage): Promise<() => Promise<void>> {
   const settings = loadSettings({
     env: {},
-    overrides: { userid_hmac_secret: 'conformance-secret', log_level: 'silent', host: '127.0.0.1', port: 0 },
+    overrides: { userid_hmac_secret: 'conformance-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES },
   });
+  // The body limit is not public in `GET /`; tell the suite so its 413 test runs.
+  process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(MAX_BODY_BYTES);
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

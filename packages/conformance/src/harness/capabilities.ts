@@ -1,0 +1,50 @@
+/**
+ * `GET /` read once per test file: capabilities and public settings, used to gate optional
+ * sections (`describe.runIf(info.hasCapability('schema'))`) and to read `batch_max_requests`.
+ */
+import { request } from './http.js';
+
+export interface PublicSettings {
+  /** `null` (or 0) means unlimited. */
+  batch_max_requests: number | null;
+  readonly?: boolean;
+  explicit_permissions?: boolean;
+  [key: string]: unknown;
+}
+
+export interface ServerInfo {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  root: any;
+  capabilities: Record<string, Record<string, unknown>>;
+  settings: PublicSettings;
+  hasCapability(name: string): boolean;
+  /** `settings.batch_max_requests` when it is a positive number, else `null` (unlimited). */
+  batchMaxRequests: number | null;
+}
+
+let cached: Promise<ServerInfo> | undefined;
+
+export function serverInfo(): Promise<ServerInfo> {
+  if (!cached) {
+    cached = request('GET', '/').then((res) => {
+      if (res.status !== 200 || typeof res.json !== 'object' || res.json === null) {
+        throw new Error(`conformance: GET / answered ${res.status}: ${res.text.slice(0, 200)}`);
+      }
+      const root = res.json;
+      const capabilities = (root.capabilities ?? {}) as Record<string, Record<string, unknown>>;
+      const settings = (root.settings ?? { batch_max_requests: null }) as PublicSettings;
+      const max = settings.batch_max_requests;
+      return {
+        root,
+        capabilities,
+        settings,
+        hasCapability: (name: string) => Object.prototype.hasOwnProperty.call(capabilities, name),
+        batchMaxRequests: typeof max === 'number' && max > 0 ? max : null,
+      };
+    });
+    cached.catch(() => {
+      cached = undefined;
+    });
+  }
+  return cached;
+}
