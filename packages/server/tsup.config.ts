@@ -9,6 +9,8 @@ export default defineConfig({
   clean: true,
   splitting: true,
   dts: false,
+  // The shared storage suite (./testing) runs on the user's own vitest.
+  external: ['vitest'],
   // SQL migrations are read from disk at run time; copy them next to the bundle.
   publicDir: false,
   onSuccess: 'mkdir -p dist/migrations && cp src/storage/sql/migrations/*.sql dist/migrations/',
