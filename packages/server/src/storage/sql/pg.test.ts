@@ -218,9 +218,12 @@ if (reason !== undefined) {
       const writing = Promise.all(writers.map(write)).finally(() => (writersDone = true));
       writing.catch(() => {}); // a writer's failure is reported by `await writing` below, not as unhandled
       for (;;) {
+        // Only a poll that started after every writer finished may end the loop: an empty poll
+        // that started earlier can precede the last commits.
+        const quiet = writersDone;
         const { etag, changes } = await poll(since);
         for (const change of changes) mirror.set(change.id, change.last_modified);
-        if (writersDone && changes.length === 0) break;
+        if (quiet && changes.length === 0) break;
         since = etag;
       }
       await writing;
@@ -244,7 +247,12 @@ if (reason !== undefined) {
         // version of the same object).
         const window = polls.find((p) => p.since < w.ts && w.ts <= p.etag);
         const seen = window?.changes.find((change) => change.id === w.id);
-        if (!seen || seen.last_modified < w.ts) violations.push(`${w.id}@${w.ts} was missed by the poller`);
+        if (!seen || seen.last_modified < w.ts) {
+          const history = writes.filter((other) => other.id === w.id).map((other) => other.ts).sort();
+          violations.push(
+            `${w.id}@${w.ts} was missed by the poller (window ${window?.since}..${window?.etag}, seen ${JSON.stringify(seen)}, writes of ${w.id}: ${history.join(',')})`,
+          );
+        }
       }
       expect(violations).toEqual([]);
       // The poller's mirror equals the final state, tombstones included.
