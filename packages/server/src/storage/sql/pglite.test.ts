@@ -46,5 +46,5 @@ describe('pglite persistence', () => {
     } finally {
       await second.close();
     }
-  });
+  }, 30_000); // two PGlite boots: slow on a loaded 2-core machine
 });
