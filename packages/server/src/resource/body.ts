@@ -126,44 +126,46 @@ function parsePatchBody(body: unknown, def: ResourceDefinition): { data: Record<
 }
 
 /**
- * RFC 6902 on `{data, permissions}`; permission paths are `/permissions/<perm>/<principal>`
- * with add/remove, the principal taken from the path (§4.4).
+ * RFC 6902 on `{data, permissions}` (§4.4). Data operations go through fast-json-patch on
+ * `{data}`. Permission operations are `add`/`remove` on `/permissions/<perm>/<principal>`, the
+ * principal being the rest of the path, unescaped: kinto-http sends group principals such as
+ * `/buckets/b/groups/g` verbatim there, so the path is not split on its later slashes.
  */
 function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Permissions, def: ResourceDefinition): PatchResult {
   if (!Array.isArray(body) || body.length === 0) {
     throw invalidParameter('body', '', 'JSON Patch must be a non-empty list of operations');
   }
-  const document: { data: Record<string, unknown>; permissions: Record<string, Record<string, true>> } = {
-    data: structuredClone(current),
-    permissions: {},
-  };
-  for (const name of def.permissions) {
-    document.permissions[name] = Object.fromEntries((acl[name] ?? []).map((principal) => [principal, true as const]));
-  }
-  const operations = body.map((operation: unknown) => {
+  const permissions = new Map(def.permissions.map((name) => [name, new Set(acl[name] ?? [])]));
+  const dataOperations: Operation[] = [];
+  for (const operation of body as unknown[]) {
     if (!isPlainObject(operation) || typeof operation.op !== 'string' || typeof operation.path !== 'string') {
       throw invalidParameter('body', '', 'JSON Patch operation failed: each operation needs "op" and "path"');
     }
-    if (operation.path.startsWith('/permissions/')) {
-      const [, , permission, ...rest] = operation.path.split('/');
-      if (!permission || !def.permissions.includes(permission)) {
-        throw invalidParameter('body', 'permissions', `JSON Patch operation failed: unknown permission ${JSON.stringify(permission)}`);
-      }
-      if (rest.length > 0 && operation.op === 'add') return { ...operation, value: true };
+    const { op, path } = operation;
+    if (path === '/data' || path.startsWith('/data/')) {
+      dataOperations.push(operation as unknown as Operation);
+      continue;
     }
-    return operation;
-  });
+    const match = /^\/permissions\/([^/]+)\/(.+)$/.exec(path);
+    const principals = match ? permissions.get(match[1] as string) : undefined;
+    if (!match || !principals || (op !== 'add' && op !== 'remove')) {
+      throw invalidParameter('body', '', `JSON Patch operation failed: unsupported operation ${op} on ${path}`);
+    }
+    const principal = (match[2] as string).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (op === 'add') principals.add(principal);
+    else principals.delete(principal);
+  }
+
+  const document = { data: structuredClone(current) };
   try {
-    // validate=true: fast-json-patch checks each operation (and `test` failures) before applying.
-    jsonPatch.applyPatch(document, operations as unknown as Operation[], true, true, true);
+    // validate=true checks every operation (and `test` failures) before applying;
+    // banPrototypeModifications keeps `__proto__` paths out.
+    jsonPatch.applyPatch(document, dataOperations, true, true, true);
   } catch (error) {
     throw invalidParameter('body', '', `JSON Patch operation failed: ${(error as Error).message.split('\n')[0]}`);
   }
   if (!isPlainObject(document.data)) throw invalidParameter('body', 'data', 'JSON Patch operation failed: data must stay an object');
   const replacePermissions: Permissions = {};
-  for (const [name, holders] of Object.entries(document.permissions ?? {})) {
-    if (!def.permissions.includes(name) || !isPlainObject(holders)) continue;
-    replacePermissions[name] = Object.keys(holders);
-  }
+  for (const [name, principals] of permissions) replacePermissions[name] = [...principals];
   return { data: document.data, permissions: undefined, replacePermissions, sentData: document.data };
 }
