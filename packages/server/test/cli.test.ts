@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const auth = `Basic ${Buffer.from('alice:secret').toString('base64')}`;
 const children: ChildProcess[] = [];
 
@@ -19,6 +20,7 @@ afterEach(() => {
 
 function run(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+    cwd: packageDir, // `--import tsx` resolves from here (pnpm does not hoist it to the root)
     env: { ...process.env, QUIRE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
