@@ -48,3 +48,12 @@ export function serverInfo(): Promise<ServerInfo> {
   }
   return cached;
 }
+
+/**
+ * Gate for optional sections: returns `applies`, and when a section does not apply, prints
+ * why, so a skipped section is never silent.
+ */
+export function applicable(applies: boolean, section: string, reason: string): boolean {
+  if (!applies) console.info(`[conformance] skipped: ${section} (${reason})`);
+  return applies;
+}

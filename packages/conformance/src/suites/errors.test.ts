@@ -2,6 +2,7 @@
  * §1 error bodies for each status, §1.2 errno table, and robustness: garbage input never
  * produces a 5xx.
  */
+import { applicable } from '../harness/capabilities.js';
 import { describe, expect, it } from 'vitest';
 import { serverRoot } from '../harness/config.js';
 import { createCollectionFixture, createRecord, type CollectionFixture } from '../harness/fixtures.js';
@@ -69,7 +70,7 @@ describe('§1.1 error envelope per status', () => {
     }
   });
 
-  it.runIf(maxBodyBytes !== null)('413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)', async () => {
+  it.runIf(applicable(maxBodyBytes !== null, '413 body limit', 'QUIRE_CONFORMANCE_MAX_BODY_BYTES not given'))('413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)', async () => {
     const fx = await createCollectionFixture(alice);
     const big = JSON.stringify({ data: { blob: 'x'.repeat((maxBodyBytes as number) + 1) } });
     const res = await post(fx.records, { auth: alice, rawBody: big, contentType: 'application/json' });

@@ -2,7 +2,7 @@
  * §11 Root and utility endpoints; §9.1 principals as shown by `GET /`.
  */
 import { describe, expect, it } from 'vitest';
-import { serverInfo } from '../harness/capabilities.js';
+import { serverInfo, applicable } from '../harness/capabilities.js';
 import { baseUrl } from '../harness/config.js';
 import { basic, get } from '../harness/http.js';
 import { alice, bob, createUser } from '../harness/users.js';
@@ -73,7 +73,7 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(user.principals).toEqual(expect.arrayContaining([user.id, 'system.Everyone', 'system.Authenticated']));
   });
 
-  it.runIf(info.hasCapability('default_bucket'))('shows user.bucket (UUID-shaped) with the default_bucket plugin', async () => {
+  it.runIf(applicable(info.hasCapability('default_bucket'), 'user.bucket', 'capability default_bucket not offered'))('shows user.bucket (UUID-shaped) with the default_bucket plugin', async () => {
     const res = await get('/', { auth: alice });
     expect(res.json.user.bucket).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   });
