@@ -21,8 +21,11 @@ function describe(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }
 
-/** Validates `{data?, permissions?}`: nothing else at the top level, data an object, known permissions. */
-export function parseWriteBody(body: unknown, def: ResourceDefinition): WriteBody {
+/**
+ * Validates `{data?, permissions?}`: nothing else at the top level, data an object, known
+ * permissions. For PATCH (`patch: true`) a null `permissions`, or a null permission, is allowed.
+ */
+export function parseWriteBody(body: unknown, def: ResourceDefinition, options: { patch?: boolean } = {}): WriteBody {
   if (body === undefined) return { data: undefined, permissions: undefined };
   if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
   const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
@@ -33,7 +36,8 @@ export function parseWriteBody(body: unknown, def: ResourceDefinition): WriteBod
   if (data !== undefined && !isPlainObject(data)) {
     throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);
   }
-  return { data, permissions: permissions === undefined ? undefined : parsePermissions(permissions, def, false) };
+  const absent = permissions === undefined || (options.patch === true && permissions === null);
+  return { data, permissions: absent ? undefined : parsePermissions(permissions, def, options.patch === true) };
 }
 
 /**
@@ -98,7 +102,7 @@ export function applyPatch(
 ): PatchResult {
   if (type === 'json-patch') return applyJsonPatch(body, current, acl, def);
 
-  const { data, permissions } = parsePatchBody(body, def);
+  const { data, permissions } = parseWriteBody(body, def, { patch: true });
   if (data === undefined && permissions === undefined) {
     throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
   }
@@ -109,20 +113,6 @@ export function applyPatch(
   }
   const merged = mergePatch.apply(structuredClone(current), userFields(sent)) as Record<string, unknown>;
   return { data: merged, permissions, replacePermissions: undefined, sentData: sent };
-}
-
-function parsePatchBody(body: unknown, def: ResourceDefinition): { data: Record<string, unknown> | undefined; permissions: Permissions | undefined } {
-  if (body === undefined) return { data: undefined, permissions: undefined };
-  if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
-  const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
-  if (unknown.length > 0) {
-    throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
-  }
-  const { data, permissions } = body;
-  if (data !== undefined && !isPlainObject(data)) {
-    throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);
-  }
-  return { data, permissions: permissions === undefined || permissions === null ? undefined : parsePermissions(permissions, def, true) };
 }
 
 /**
