@@ -4,7 +4,6 @@
  * through AsyncLocalStorage.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { FastifyRequest } from 'fastify';
 import type { AuthPolicy, Identity } from './auth/policy.js';
 import type { Settings } from './config.js';
 import type { Authorizer } from './permission/authorizer.js';
@@ -48,8 +47,4 @@ declare module 'fastify' {
     /** The parsed body was sent with a content type we do not parse (415 on writes). */
     unsupportedContentType: string | null;
   }
-}
-
-export function identityOf(request: FastifyRequest): Identity {
-  return request.identity;
 }

@@ -53,7 +53,7 @@ function parseLastModifiedValue(name: string, value: unknown): number {
   throw invalidParameter('querystring', name, `Invalid value for ${name}`);
 }
 
-function parseFilter(name: string, raw: string): Filter | null {
+function parseFilter(name: string, raw: string): Filter {
   let operator: FilterOperator = 'eq';
   let field = name;
   const match = OPERATOR_PATTERN.exec(name);
@@ -114,10 +114,7 @@ export function parseSort(raw: string): Sort[] {
   return sorting;
 }
 
-/**
- * Parses a listing query string (without `?`). `allowFilters` is false for endpoints whose
- * parameters are not filters (none yet: every Kinto resource accepts any field).
- */
+/** Parses a listing query string (without `?`); every Kinto resource accepts any field name. */
 export function parseListQuery(rawQuery: string): ListQuery {
   const params = [...new URLSearchParams(rawQuery)];
   const filters: Filter[] = [];
@@ -163,7 +160,6 @@ export function parseListQuery(rawQuery: string): ListQuery {
         // Every other `_xxx` is reserved and ignored (kinto.js sends `_expected=<ts>`).
         if (name.startsWith('_')) break;
         const filter = parseFilter(name, raw);
-        if (!filter) break;
         if (filter.field === 'last_modified') includeDeleted = true;
         filters.push(filter);
       }
