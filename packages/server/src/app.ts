@@ -13,8 +13,9 @@ import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
+import { splitUrl } from './http/url.js';
 import { Authorizer } from './permission/authorizer.js';
-import { withSession, type Services } from './request-context.js';
+import { batchSession, type Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
@@ -83,19 +84,18 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
   app.setNotFoundHandler(notFound);
 
-  // Inside a batch, group lookups must go through the batch's transaction.
-  const membershipReader = {
-    listGroupsOf: (principals: string[]) => withSession(services.storage, 'read', (session) => session.listGroupsOf(principals)),
-  };
+  // One autocommit query per authenticated request; inside a batch, through its transaction
+  // (on PGlite the store itself waits for that transaction to end).
+  const membershipReader = () => batchSession() ?? services.storage;
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
     // than matching `/v1/buckets/` as a bucket with an empty id.
-    const path = (request.raw.url ?? '').split('?')[0] ?? '';
+    const { path } = splitUrl(request.raw.url);
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
-    request.identity = await authenticate(services.policies, request.headers, () => membershipReader);
+    request.identity = await authenticate(services.policies, request.headers, membershipReader);
   });
 
   registerOpenApi(app);

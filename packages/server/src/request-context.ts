@@ -27,8 +27,9 @@ export function runInBatch<T>(session: StorageSession, fn: () => Promise<T>): Pr
   return batchScope.run({ session }, fn);
 }
 
-export function inBatch(): boolean {
-  return batchScope.getStore() !== undefined;
+/** The session of the batch being run, if any. */
+export function batchSession(): StorageSession | undefined {
+  return batchScope.getStore()?.session;
 }
 
 /** Runs `fn` on the batch's transaction, else on a snapshot (reads) or a new transaction (writes). */

@@ -12,12 +12,12 @@ import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type Identity } fr
 export async function authenticate(
   policies: AuthPolicy[],
   headers: Record<string, string | string[] | undefined>,
-  session: () => Promise<Pick<StorageSession, 'listGroupsOf'>> | Pick<StorageSession, 'listGroupsOf'>,
+  groupsReader: () => Pick<StorageSession, 'listGroupsOf'>,
 ): Promise<Identity> {
   for (const policy of policies) {
     const userId = await policy.authenticate(headers);
     if (!userId) continue;
-    const groups = await (await session()).listGroupsOf([userId, AUTHENTICATED]);
+    const groups = await groupsReader().listGroupsOf([userId, AUTHENTICATED]);
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;

@@ -6,6 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Settings } from '../config.js';
 import { ApiError, ERRNO, unknownUrl } from '../errors.js';
+import { splitUrl } from './url.js';
 
 function redirect(reply: FastifyReply, location: string, ttl: number) {
   if (ttl >= 0) {
@@ -19,10 +20,8 @@ export type NotFoundHandler = (request: FastifyRequest, reply: FastifyReply) => 
 
 export function createNotFoundHandler(settings: Settings, baseUrl: (request: FastifyRequest) => string): NotFoundHandler {
   return async (request, reply) => {
-    const url = request.raw.url ?? '/';
-    const index = url.indexOf('?');
-    const path = index === -1 ? url : url.slice(0, index);
-    const query = index === -1 ? '' : url.slice(index);
+    const { path, query: rawQuery } = splitUrl(request.raw.url);
+    const query = rawQuery ? `?${rawQuery}` : '';
     const base = baseUrl(request);
 
     if (!/^\/v\d+(\/|$)/.test(path)) {

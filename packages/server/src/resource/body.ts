@@ -21,6 +21,16 @@ function describe(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }
 
+/** 400 when `object` has keys outside `allowed` (Kinto's "Unrecognized keys in mapping"). */
+export function rejectUnknownKeys(object: Record<string, unknown>, allowed: ReadonlySet<string>, name: string): void {
+  const unknown = Object.keys(object).filter((key) => !allowed.has(key));
+  if (unknown.length > 0) {
+    throw invalidParameter('body', name, `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  }
+}
+
+const BODY_KEYS: ReadonlySet<string> = new Set(['data', 'permissions']);
+
 /**
  * Validates `{data?, permissions?}`: nothing else at the top level, data an object, known
  * permissions. For PATCH (`patch: true`) a null `permissions`, or a null permission, is allowed.
@@ -28,10 +38,7 @@ function describe(value: unknown): string {
 export function parseWriteBody(body: unknown, def: ResourceDefinition, options: { patch?: boolean } = {}): WriteBody {
   if (body === undefined) return { data: undefined, permissions: undefined };
   if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
-  const unknown = Object.keys(body).filter((key) => key !== 'data' && key !== 'permissions');
-  if (unknown.length > 0) {
-    throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
-  }
+  rejectUnknownKeys(body, BODY_KEYS, '');
   const { data, permissions } = body;
   if (data !== undefined && !isPlainObject(data)) {
     throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);

@@ -10,8 +10,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isDeepStrictEqual } from 'node:util';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { splitUrl } from '../http/url.js';
 import { withSession, type Services } from '../request-context.js';
-import type { Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
+import type { Permissions, Scope, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
 import {
   applyPatch,
   parseWriteBody,
@@ -81,18 +82,6 @@ function setCacheHeaders(reply: FastifyReply, identity: Identity): void {
   if (identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
 }
 
-function rawQuery(request: FastifyRequest): string {
-  const url = request.raw.url ?? '';
-  const index = url.indexOf('?');
-  return index === -1 ? '' : url.slice(index + 1);
-}
-
-function requestPath(request: FastifyRequest): string {
-  const url = request.raw.url ?? '';
-  const index = url.indexOf('?');
-  return index === -1 ? url : url.slice(0, index);
-}
-
 export function baseUrl(services: Services, request: FastifyRequest): string {
   const scheme = services.settings.http_scheme ?? request.protocol;
   const host = services.settings.http_host ?? request.host;
@@ -108,10 +97,9 @@ function effectiveLimit(services: Services, requested: number | null): number {
 }
 
 /** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */
-function writeTimestamp(supplied: number | undefined, existing: StoredObject | null): number | undefined {
-  if (supplied === undefined) return undefined;
-  if (existing && supplied <= existing.last_modified) return undefined;
-  return supplied;
+function writeOptions(supplied: number | undefined, existing: StoredObject | null): WriteOptions {
+  if (supplied === undefined || (existing && supplied <= existing.last_modified)) return {};
+  return { lastModified: supplied };
 }
 
 /** Adds the author to `write` (rule 1, setting `explicit_permissions`). */
@@ -171,8 +159,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const previousAcl = existing ? await aclOf(session, ref.uri) : {};
     let data = userFields(body.data ?? (existing ? existing : {}));
     if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
-    const lastModified = writeTimestamp(suppliedTimestamp(body.data), existing);
-    const options = lastModified === undefined ? {} : { lastModified };
+    const options = writeOptions(suppliedTimestamp(body.data), existing);
     const stored = existing
       ? await session.update(scopeOf(ref), ref.id, data, options)
       : await session.create(scopeOf(ref), ref.id, data, options);
@@ -191,7 +178,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
   async function listObjects(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
     const identity = request.identity;
     const parent = parentRefFromParams(def, request.params as Params);
-    const query = parseListQuery(rawQuery(request));
+    const query = parseListQuery(splitUrl(request.raw.url).query);
     const preconditions = parsePreconditions(request.headers);
     const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
     const permission = method === 'DELETE' ? 'write' : 'read';
@@ -244,7 +231,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const offset = (query.token?.offset ?? 0) + items.length + 1;
         const token = encodeToken(last, query.sorting, offset);
         if (method === 'DELETE') await session.storeNonce(token.nonce, services.settings.pagination_token_validity_seconds);
-        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), requestPath(request), query.params, limit, token.encoded));
+        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
       }
 
       if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
@@ -308,7 +295,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const identity = request.identity;
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
-      const query = parseListQuery(rawQuery(request));
+      const query = parseListQuery(splitUrl(request.raw.url).query);
       return withSession(storage, 'read', async (session) => {
         await requireObject(session, identity, ref, 'read');
         const object = await session.get(scopeOf(ref), ref.id);
@@ -363,8 +350,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         assertBodyMatchesId(patched.sentData, ref.id);
         let data = userFields(patched.data);
         if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
-        const lastModified = writeTimestamp(suppliedTimestamp(patched.sentData), existing);
-        const stored = await session.update(scopeOf(ref), ref.id, data, lastModified === undefined ? {} : { lastModified });
+        const stored = await session.update(scopeOf(ref), ref.id, data, writeOptions(suppliedTimestamp(patched.sentData), existing));
 
         let acl: Permissions;
         if (patched.replacePermissions) acl = patched.replacePermissions;
@@ -401,15 +387,14 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const identity = request.identity;
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
-      const supplied = new URLSearchParams(rawQuery(request)).get('last_modified');
+      const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
       return withSession(storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
-        const lastModified = writeTimestamp(suppliedValue, existing);
-        const tombstone = await session.delete(scopeOf(ref), ref.id, lastModified === undefined ? {} : { lastModified });
+        const tombstone = await session.delete(scopeOf(ref), ref.id, writeOptions(suppliedValue, existing));
         if (def.cascades) await session.deleteTree(ref.uri);
         await session.deletePermissionsTree(ref.uri);
         setTimestampHeaders(reply, tombstone.last_modified);

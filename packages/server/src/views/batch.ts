@@ -7,12 +7,13 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, invalidParameter } from '../errors.js';
-import { isPlainObject } from '../resource/body.js';
+import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
 import { runInBatch } from '../request-context.js';
 import { registerMethods } from '../resource/routes.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
-const REQUEST_KEYS = new Set(['method', 'path', 'headers', 'body']);
+const BATCH_KEYS: ReadonlySet<string> = new Set(['defaults', 'requests']);
+const REQUEST_KEYS: ReadonlySet<string> = new Set(['method', 'path', 'headers', 'body']);
 
 interface SubRequest {
   method: string;
@@ -40,22 +41,19 @@ function mergeDefaults(defaults: Record<string, unknown>, request: Record<string
 
 function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
   if (!isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
-  const unknown = Object.keys(body).filter((key) => key !== 'defaults' && key !== 'requests');
-  if (unknown.length) throw invalidParameter('body', '', `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  rejectUnknownKeys(body, BATCH_KEYS, '');
   const { defaults = {}, requests } = body;
   if (!isPlainObject(defaults)) throw invalidParameter('body', 'defaults', 'defaults must be an object');
   if (!Array.isArray(requests)) throw invalidParameter('body', 'requests', 'Required');
   if (maxRequests && requests.length > maxRequests) {
     throw invalidParameter('body', 'requests', `Number of requests is limited to ${maxRequests}`);
   }
-  const defaultsKeys = Object.keys(defaults).filter((key) => !REQUEST_KEYS.has(key));
-  if (defaultsKeys.length) throw invalidParameter('body', 'defaults', `Unrecognized keys in mapping: ${defaultsKeys.join(', ')}`);
+  rejectUnknownKeys(defaults, REQUEST_KEYS, 'defaults');
 
   return requests.map((raw: unknown, index: number) => {
     const name = `requests.${index}`;
     if (!isPlainObject(raw)) throw invalidParameter('body', name, 'Should be a JSON object');
-    const extra = Object.keys(raw).filter((key) => !REQUEST_KEYS.has(key));
-    if (extra.length) throw invalidParameter('body', name, `Unrecognized keys in mapping: ${extra.map((key) => JSON.stringify(key)).join(', ')}`);
+    rejectUnknownKeys(raw, REQUEST_KEYS, name);
     const request = mergeDefaults(defaults, raw);
     const method = request.method ?? 'GET';
     if (typeof method !== 'string' || !METHODS.has(method)) {
@@ -100,12 +98,15 @@ export function registerBatch(app: FastifyInstance): void {
     const headers: Record<string, string> = { ...inheritedHeaders(request) };
     for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+    const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
+    const send = (url: string) => app.inject({ method: sub.method as never, url, headers, ...payload });
     let path = sub.path;
-    let response = await app.inject({ method: sub.method as never, url: path, headers, ...(sub.body ? { payload: JSON.stringify(sub.body) } : {}) });
+    let response = await send(path);
     // A redirect (e.g. trailing slash) is followed once, keeping method, headers and body.
     if (response.statusCode === 307 && typeof response.headers.location === 'string') {
-      path = new URL(response.headers.location, 'http://localhost').pathname + new URL(response.headers.location, 'http://localhost').search;
-      response = await app.inject({ method: sub.method as never, url: path, headers, ...(sub.body ? { payload: JSON.stringify(sub.body) } : {}) });
+      const location = new URL(response.headers.location, 'http://localhost');
+      path = location.pathname + location.search;
+      response = await send(path);
     }
     const responseHeaders: Record<string, string> = {};
     for (const [name, value] of Object.entries(response.headers)) {
