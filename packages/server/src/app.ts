@@ -55,7 +55,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     authorizer: new Authorizer(settings),
     policies: createPolicies(settings),
     version: VERSION,
+    capabilities: {},
   };
+  for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
 
   const app = Fastify({
     logger:

@@ -15,6 +15,11 @@ export interface Services {
   authorizer: Authorizer;
   policies: AuthPolicy[];
   version: string;
+  /**
+   * Capabilities shown in `GET /` (§11.1). Each feature adds its own entry when it is
+   * enabled, so the list is exactly what this server does.
+   */
+  capabilities: Record<string, Record<string, unknown>>;
 }
 
 interface BatchScope {

@@ -6,12 +6,9 @@ import { registerMethods } from '../resource/routes.js';
 export const HTTP_API_VERSION = '1.22';
 
 export function registerHello(app: FastifyInstance): void {
-  const { settings, policies, version } = app.services;
+  const { settings, version, capabilities } = app.services;
 
   registerMethods(app, '/v1/', { GET: async (request: FastifyRequest) => {
-    const capabilities: Record<string, unknown> = {};
-    for (const policy of policies) if (policy.capability) capabilities[policy.name] = policy.capability;
-
     const body: Record<string, unknown> = {
       project_name: settings.project_name,
       project_version: version,
