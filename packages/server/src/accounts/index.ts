@@ -1,0 +1,3 @@
+export { registerClientAddressHook } from './client-address.js';
+export { createAccountPolicy, type AccountPolicy } from './policy.js';
+export { registerAccounts } from './routes.js';

@@ -1,0 +1,37 @@
+/** Registers the accounts feature when the `account` policy is enabled (§13.2). */
+import type { FastifyInstance } from 'fastify';
+import { createMailer } from '../mail/mailer.js';
+import { registerMethods } from '../resource/routes.js';
+import { createAccountHandlers } from './handlers.js';
+import { createAccountMails } from './mails.js';
+import { findAccountPolicy } from './policy.js';
+import { createValidationHandlers } from './validation.js';
+
+export function registerAccounts(app: FastifyInstance): void {
+  const { services } = app;
+  const policy = findAccountPolicy(services.policies);
+  if (!policy) return;
+  const { settings } = services;
+
+  services.capabilities.accounts = {
+    description: 'Manage user accounts.',
+    url: 'https://kinto.readthedocs.io/en/latest/api/1.x/accounts.html',
+    validation_enabled: settings.account_validation,
+  };
+  policy.limiter.setLogger(app.log);
+  const mails = settings.account_validation ? createAccountMails(settings, createMailer(settings)) : null;
+  app.addHook('onClose', async () => {
+    mails?.close();
+    await policy.limiter.close();
+  });
+
+  const handlers = createAccountHandlers(services, policy, mails);
+  registerMethods(app, '/v1/accounts', { GET: handlers.getList, HEAD: handlers.getList, POST: handlers.create });
+  registerMethods(app, '/v1/accounts/:account_id', { GET: handlers.get, PUT: handlers.put, PATCH: handlers.patch, DELETE: handlers.delete });
+
+  if (mails) {
+    const validation = createValidationHandlers(services, policy, mails, app.log);
+    registerMethods(app, '/v1/accounts/:account_id/validate/:key', { POST: validation.validate });
+    registerMethods(app, '/v1/accounts/:account_id/reset-password', { POST: validation.resetPassword });
+  }
+}
