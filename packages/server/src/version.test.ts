@@ -1,0 +1,80 @@
+/** `GET /__version__`: Kinto's version.json shape, from the package and the Git checkout (§11.2). */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildServer } from './app.js';
+import { loadSettings, type Settings } from './config.js';
+import { createPgliteStorage } from './storage/sql/sql-storage.js';
+import type { Storage } from './storage/types.js';
+import { VERSION, VERSION_INFO } from './version.js';
+
+let storage: Storage;
+beforeAll(async () => {
+  storage = await createPgliteStorage();
+}, 60_000);
+afterAll(async () => {
+  await storage.close();
+});
+
+async function serverWith(overrides: Partial<Settings>) {
+  const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
+  return buildServer({ settings, storage, logger: false });
+}
+
+function gitHead(): string | null {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: import.meta.dirname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+describe('version', () => {
+  it('comes from package.json, and the commit from the checkout the code runs from', async () => {
+    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { name: string; version: string };
+    expect(VERSION).toBe(pkg.version);
+    expect(VERSION_INFO).toMatchObject({ name: pkg.name, version: pkg.version, source: expect.stringMatching(/^https:\/\//) });
+    const head = gitHead();
+    if (head === null) console.info('[version] git unavailable: commit not compared');
+    // An explicit QUIRE_COMMIT (set by whoever runs the tests) takes precedence over the checkout.
+    else expect(VERSION_INFO.commit).toBe(process.env.QUIRE_COMMIT || head);
+  });
+
+  it('prefers QUIRE_COMMIT to the checkout', async () => {
+    vi.stubEnv('QUIRE_COMMIT', 'abc123');
+    vi.resetModules();
+    try {
+      const fresh = await import('./version.js');
+      expect(fresh.VERSION_INFO.commit).toBe('abc123');
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('GET /__version__ answers {name, version, source, commit} and GET / the same version', async () => {
+    const app = await serverWith({});
+    const response = await app.inject({ url: '/v1/__version__' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual(VERSION_INFO);
+    expect((await app.inject({ url: '/v1/' })).json().project_version).toBe(VERSION);
+    await app.close();
+  });
+
+  it('serves the file named by version_json_path, and 500 when it cannot be read (as Kinto)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'quire-version-'));
+    try {
+      const file = join(dir, 'version.json');
+      await writeFile(file, JSON.stringify({ source: 'x', version: '9', commit: 'c', build: 'b' }));
+      const app = await serverWith({ version_json_path: file });
+      expect((await app.inject({ url: '/v1/__version__' })).json()).toEqual({ source: 'x', version: '9', commit: 'c', build: 'b' });
+      await app.close();
+      const missing = await serverWith({ version_json_path: join(dir, 'missing.json') });
+      expect((await missing.inject({ url: '/v1/__version__' })).statusCode).toBe(500);
+      await missing.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
