@@ -1,0 +1,204 @@
+/**
+ * Write cost of the history plugin (not a test): the same write workloads against a server
+ * with `history_enabled` off, then on.
+ *
+ *   cd packages/server && node --import tsx --conditions=@quire/source bench/history.ts \
+ *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] \
+ *     [--url postgresql://postgres@127.0.0.1:5432/test]
+ *
+ * Workloads (autocannon, C connections; R alternating rounds of S seconds per mode, medians
+ * reported; one fresh store per mode, both servers up side by side):
+ *   - POST one record, always to the same collection;
+ *   - POST one record to one of 20 collections of the same bucket (history entries of a
+ *     bucket share one timestamp sequence, so this shows any added contention);
+ *   - POST /batch of 25 record PUTs to one collection.
+ *
+ * As in bench/http.ts the server runs in a CHILD process, so that autocannon's parsing does
+ * not share the server's event loop. PostgreSQL: a fresh schema per mode, dropped at the end.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { buildServer } from '../src/app.js';
+import { loadSettings } from '../src/config.js';
+import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import type { Storage } from '../src/storage/types.js';
+
+type Backend = 'postgresql' | 'embedded';
+
+interface ChildConfig {
+  backend: Backend;
+  url: string;
+  schema: string;
+  dataDir: string;
+  history: boolean;
+}
+
+const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
+const COLLECTIONS = 20;
+const BATCH_SIZE = 25;
+
+async function openStorage(config: ChildConfig): Promise<Storage> {
+  return config.backend === 'postgresql'
+    ? createPostgresStorage({ url: config.url, schema: config.schema, poolSize: 10, autoMigrate: true })
+    : createPgliteStorage({ dataDir: config.dataDir });
+}
+
+async function serve(config: ChildConfig): Promise<void> {
+  const storage = await openStorage(config);
+  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent', history_enabled: config.history } });
+  const app = await buildServer({ settings, storage, logger: false });
+  const headers = { authorization: AUTH, 'content-type': 'application/json' };
+  await app.inject({ method: 'PUT', url: '/v1/buckets/bench', headers, payload: {} });
+  for (let i = 0; i < COLLECTIONS; i++) await app.inject({ method: 'PUT', url: `/v1/buckets/bench/collections/c${i}`, headers, payload: {} });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no TCP port');
+  const stop = async () => {
+    await app.close();
+    await storage.close();
+    process.exit(0);
+  };
+  process.on('message', (message) => {
+    if (message === 'stop') void stop();
+  });
+  process.on('disconnect', () => void stop());
+  process.send!({ port: address.port });
+}
+
+async function startChild(config: ChildConfig): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
+    execArgv: process.execArgv,
+    env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`server process exited (${code}) before listening`)));
+  });
+  return { child, port };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.send('stop');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function run(port: number, duration: number, connections: number, request: () => { method: string; path: string; body: string }): Promise<Result> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    duration,
+    connections,
+    headers: { authorization: AUTH, 'content-type': 'application/json' },
+    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, ...request() }) }],
+  } as never);
+  const errors = result.errors + result.non2xx;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors };
+}
+
+const WORKLOADS: Array<{ name: string; request: () => { method: string; path: string; body: string } }> = [
+  { name: 'POST record, one collection', request: () => ({ method: 'POST', path: '/v1/buckets/bench/collections/c0/records', body: '{"data":{"title":"x","n":1}}' }) },
+  {
+    name: `POST record, ${COLLECTIONS} collections`,
+    request: () => ({
+      method: 'POST',
+      path: `/v1/buckets/bench/collections/c${Math.floor(Math.random() * COLLECTIONS)}/records`,
+      body: '{"data":{"title":"x","n":1}}',
+    }),
+  },
+  {
+    name: `POST /batch of ${BATCH_SIZE} PUTs`,
+    request: () => ({
+      method: 'POST',
+      path: '/v1/batch',
+      body: JSON.stringify({
+        requests: Array.from({ length: BATCH_SIZE }, () => ({ method: 'PUT', path: `/buckets/bench/collections/c1/records/${randomUUID()}`, body: { data: { n: 1 } } })),
+      }),
+    }),
+  },
+];
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      backend: { type: 'string', default: 'postgresql' },
+      duration: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '5' },
+      connections: { type: 'string', default: '10' },
+      url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
+    },
+  });
+  const backend = values.backend as Backend;
+  const duration = Number(values.duration);
+  const rounds = Number(values.rounds);
+  const connections = Number(values.connections);
+  // Both servers run side by side and the runs alternate (off, on, off, on...), so that a change
+  // of machine load affects both modes alike; medians over the rounds are reported.
+  const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
+  try {
+    for (const history of [false, true]) {
+      const schema = `quire_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+      const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
+      const { child, port } = await startChild({ backend, url: values.url!, schema, dataDir, history });
+      servers.push({ history, child, port, schema, dataDir });
+    }
+    console.log(`${backend}, ${connections} connections, ${rounds} alternating rounds of ${duration} s per mode and workload`);
+    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | errors |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const workload of WORKLOADS) {
+      const samples: Result[][] = [[], []];
+      for (let round = 0; round < rounds; round++) {
+        for (const [index, server] of servers.entries()) samples[index]!.push(await run(server.port, duration, connections, workload.request));
+      }
+      const [off, on] = samples.map((results) => ({
+        rps: median(results.map((r) => r.rps)),
+        p50: median(results.map((r) => r.p50)),
+        p99: median(results.map((r) => r.p99)),
+        errors: results.reduce((sum, r) => sum + r.errors, 0),
+      }));
+      const change = ((on!.rps - off!.rps) / off!.rps) * 100;
+      console.log(
+        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.errors + on!.errors} |`,
+      );
+    }
+  } finally {
+    for (const server of servers) {
+      await stopChild(server.child);
+      if (backend === 'postgresql') {
+        const client = new pg.Client({ connectionString: values.url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${server.schema} CASCADE`);
+        await client.end();
+      } else await rm(server.dataDir, { recursive: true, force: true });
+    }
+  }
+}
+
+if (process.argv.includes('--serve')) {
+  await serve(JSON.parse(process.env.QUIRE_BENCH_CHILD ?? '{}') as ChildConfig);
+} else {
+  await main();
+}

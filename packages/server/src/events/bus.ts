@@ -1,0 +1,160 @@
+/**
+ * The event bus (protocol-reference §10.4). Handlers `emit` events while they work; the bus
+ * gathers them per request — a whole batch counts as one request — grouped by
+ * `(resource_name, parent, action)`, then hands them to the subscribers in two phases:
+ * in the transaction, just before commit (a failure rolls everything back and fails the
+ * request), and after commit (never delays nor fails the response).
+ *
+ * Usage from a view: open the storage session with `events.withSession()` instead of
+ * `withSession()`, and call `events.emit()` once the change is stored.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { splitUrl } from '../http/url.js';
+import { batchSession } from '../request-context.js';
+import type { Storage, StorageSession } from '../storage/types.js';
+import type { Action, EventPayload, EventSubscriber, ImpactedObject, ResourceEvent } from './types.js';
+
+/** The events of one request (or batch), in order of first occurrence, by grouping key. */
+class EventCollector {
+  readonly events: ResourceEvent[] = [];
+  readonly #byKey = new Map<string, ResourceEvent>();
+
+  add(event: ResourceEvent): void {
+    const key = JSON.stringify([event.payload.resource_name, event.parentId, event.payload.action]);
+    const existing = this.#byKey.get(key);
+    // Same key: one event, impacted objects concatenated, payload of the first occurrence.
+    if (existing) existing.impactedObjects.push(...event.impactedObjects);
+    else {
+      this.#byKey.set(key, event);
+      this.events.push(event);
+    }
+  }
+}
+
+const collectorScope = new AsyncLocalStorage<EventCollector>();
+
+export interface EmitOptions {
+  resourceName: string;
+  /** Storage parent of the impacted objects. */
+  parentId: string;
+  action: Action;
+  timestamp: number;
+  impactedObjects: ImpactedObject[];
+}
+
+function matches(subscriber: EventSubscriber, event: ResourceEvent): boolean {
+  return (
+    subscriber.actions.has(event.payload.action) &&
+    (subscriber.resources === null || subscriber.resources.has(event.payload.resource_name))
+  );
+}
+
+/** Request path without the version prefix, decoded (`/buckets/b/collections/c/records`). */
+function eventUri(request: FastifyRequest): string {
+  const path = splitUrl(request.raw.url).path.replace(/^\/v1(?=\/|$)/, '');
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+export class EventBus {
+  readonly #subscribers: EventSubscriber[] = [];
+  readonly #log: () => FastifyBaseLogger | undefined;
+
+  constructor(log: () => FastifyBaseLogger | undefined = () => undefined) {
+    this.#log = log;
+  }
+
+  subscribe(subscriber: EventSubscriber): void {
+    this.#subscribers.push(subscriber);
+  }
+
+  get subscribers(): readonly EventSubscriber[] {
+    return this.#subscribers;
+  }
+
+  /** Whether some subscriber listens to `action` on `resourceName` (skip building events otherwise). */
+  wants(action: Action, resourceName: string): boolean {
+    return this.#subscribers.some((subscriber) => subscriber.actions.has(action) && (subscriber.resources === null || subscriber.resources.has(resourceName)));
+  }
+
+  /**
+   * Like `withSession()` of request-context: runs `fn` on the batch's transaction if any (the
+   * batch delivers the events), else on its own snapshot/transaction, delivering the events it
+   * emitted before commit and after commit.
+   */
+  withSession<T>(storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    const batch = batchSession();
+    if (batch) return fn(batch);
+    return this.run(storage, mode, fn);
+  }
+
+  /** Runs `fn` in a new session that gathers every event emitted inside it (batch.ts, withSession). */
+  async run<T>(storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    if (this.#subscribers.length === 0) return mode === 'read' ? storage.snapshot(fn) : storage.transaction(fn);
+    let collector = new EventCollector();
+    const body = (session: StorageSession) => {
+      // A snapshot may run `fn` again (uninitialised scope): start over each attempt.
+      collector = new EventCollector();
+      return collectorScope.run(collector, async () => {
+        const value = await fn(session);
+        await this.#deliverInTransaction(collector.events, session);
+        return value;
+      });
+    };
+    const result = await (mode === 'read' ? storage.snapshot(body) : storage.transaction(body));
+    this.#deliverAfterCommit(collector.events);
+    return result;
+  }
+
+  /**
+   * Records an event of the current request. Call it once the change is stored, inside
+   * `withSession()`/`run()`. Does nothing when no subscriber wants it.
+   */
+  emit(request: FastifyRequest, options: EmitOptions): void {
+    if (!this.wants(options.action, options.resourceName)) return;
+    const collector = collectorScope.getStore();
+    if (!collector) throw new Error(`event ${options.resourceName}/${options.action} emitted outside events.withSession()`);
+    const payload: EventPayload = {
+      // The URL's ids, named `<resource>_id` by the routes already (§10.2).
+      ...(request.params as Record<string, string>),
+      action: options.action,
+      resource_name: options.resourceName,
+      timestamp: options.timestamp,
+      uri: eventUri(request),
+      user_id: request.identity?.userId ?? null,
+    };
+    collector.add({ payload, parentId: options.parentId, impactedObjects: [...options.impactedObjects] });
+  }
+
+  async #deliverInTransaction(events: ResourceEvent[], session: StorageSession): Promise<void> {
+    if (events.length === 0) return;
+    for (const subscriber of this.#subscribers) {
+      if (!subscriber.inTransaction) continue;
+      const selected = events.filter((event) => matches(subscriber, event));
+      if (selected.length) await subscriber.inTransaction(selected, session);
+    }
+  }
+
+  #deliverAfterCommit(events: ResourceEvent[]): void {
+    if (events.length === 0) return;
+    for (const subscriber of this.#subscribers) {
+      if (!subscriber.afterCommit) continue;
+      const selected = events.filter((event) => matches(subscriber, event));
+      if (selected.length === 0) continue;
+      try {
+        subscriber.afterCommit(selected);
+      } catch (error) {
+        this.#log()?.error({ err: error, listener: subscriber.name }, 'event listener failed after commit');
+      }
+    }
+  }
+
+  /** Closes every subscriber (server shutdown); one failing does not stop the others. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#subscribers.map((subscriber) => subscriber.close?.()));
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * `GET|HEAD|DELETE /buckets/<bid>/history` (protocol-reference §13.3; DELETE since 1.13).
+ * Listing parameters as on any plural endpoint, limited to the entry fields. Bucket readers and
+ * writers see every entry; others only the entries recorded as readable by one of their
+ * principals. DELETE is for bucket writers.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Identity } from '../auth/policy.js';
+import { ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { splitUrl } from '../http/url.js';
+import { validateId } from '../resource/body.js';
+import { baseUrl, denied } from '../resource/handlers.js';
+import { encodeToken, nextPageUrl } from '../resource/pagination.js';
+import { checkListPreconditions, parsePreconditions } from '../resource/preconditions.js';
+import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
+import { registerMethods } from '../resource/routes.js';
+import type { Filter, Scope, StorageSession, StoredObject, Tombstone } from '../storage/types.js';
+import { HISTORY_RESOURCE, READ_PRINCIPALS_FIELD } from './listener.js';
+
+/** Fields entries may be filtered and sorted on (`target` and any path below it). */
+const ENTRY_FIELDS = new Set([
+  'id', 'last_modified', 'deleted', 'user_id', 'uri', 'action', 'date', 'resource_name',
+  'bucket_id', 'collection_id', 'group_id', 'record_id', 'target',
+]);
+const ID_FIELDS = new Set(['bucket_id', 'collection_id', 'group_id', 'record_id']);
+
+function knownField(field: string): boolean {
+  const [head] = field.split('.');
+  return head !== undefined && ENTRY_FIELDS.has(head) && (head === 'target' || !field.includes('.'));
+}
+
+/** Ids are strings: `record_id=1` means "1" (as Kinto coerces numeric id filters). */
+function stringIds(value: unknown): unknown {
+  if (typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return value.map((item) => (typeof item === 'number' ? String(item) : item));
+  return value;
+}
+
+function checkQuery(query: ListQuery): Filter[] {
+  for (const filter of query.filters) {
+    if (!knownField(filter.field)) throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
+  }
+  for (const sort of query.sorting) {
+    if (!knownField(sort.field)) throw invalidParameter('querystring', '_sort', `Unknown sort field '${sort.field}'`);
+  }
+  return query.filters.map((filter) => (ID_FIELDS.has(filter.field) ? { ...filter, value: stringIds(filter.value) } : filter));
+}
+
+function withoutPrincipals(entry: StoredObject | Tombstone): Record<string, unknown> {
+  const { [READ_PRINCIPALS_FIELD]: _hidden, ...shown } = entry as Record<string, unknown>;
+  return shown;
+}
+
+export function registerHistoryRoutes(app: FastifyInstance): void {
+  const services = app.services;
+  const { storage, settings, events } = services;
+
+  /** 'all' for bucket readers/writers (writers only for DELETE), else the caller's own share. */
+  async function access(session: StorageSession, identity: Identity, bucketUri: string, write: boolean): Promise<'all' | 'shared'> {
+    const acl = (await session.getPermissions([bucketUri])).get(bucketUri) ?? {};
+    const holds = (principals: readonly string[] | undefined) => principals?.some((principal) => identity.principals.includes(principal)) ?? false;
+    if (holds(acl.write) || holds(settings.bucket_write_principals)) return 'all';
+    if (!write && (holds(acl.read) || holds(settings.bucket_read_principals))) return 'all';
+    return 'shared';
+  }
+
+  function effectiveLimit(requested: number | null): number {
+    const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = settings;
+    let limit = requested ?? paginateBy;
+    if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
+    return limit ? Math.min(limit, maxFetch) : maxFetch;
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
+    const identity = request.identity;
+    const bucketId = (request.params as Record<string, string>).bucket_id ?? '';
+    const bucketUri = `/buckets/${bucketId}`;
+    const query = parseListQuery(splitUrl(request.raw.url).query);
+    const userFilters = checkQuery(query);
+    const preconditions = parsePreconditions(request.headers);
+    const scope: Scope = { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
+
+    return events.withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
+      const visibility = await access(session, identity, bucketUri, method === 'DELETE');
+      const filters = [...userFilters];
+      if (visibility === 'shared') {
+        if (method === 'DELETE') throw denied(services, identity);
+        const shared: Filter = { field: READ_PRINCIPALS_FIELD, operator: 'contains_any', value: identity.principals };
+        // As on any plural endpoint, no access at all is refused (401/403), not an empty list.
+        if ((await session.count(scope, [shared])) === 0) throw denied(services, identity);
+        filters.push(shared);
+      }
+      validateId(bucketId);
+      if (!(await session.get({ resourceName: 'bucket', parentId: '' }, bucketId))) {
+        throw objectNotFound('bucket', bucketId, ERRNO.MISSING_RESOURCE);
+      }
+      const timestamp = await session.resourceTimestamp(scope);
+      const outcome = checkListPreconditions(preconditions, timestamp, method);
+      reply.header('ETag', `"${timestamp}"`);
+      reply.header('Last-Modified', new Date(timestamp).toUTCString());
+      if (method !== 'DELETE' && identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+      if (outcome === 'not-modified') return reply.code(304).send();
+
+      if (method === 'HEAD') {
+        const total = await session.count(scope, filters);
+        reply.header('Total-Objects', String(total));
+        reply.header('Total-Records', String(total));
+        return reply.send();
+      }
+      if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
+        throw invalidParameter('querystring', null, '_token was already used or has expired.');
+      }
+      const limit = effectiveLimit(query.requestedLimit);
+      const page = await session.list(scope, {
+        filters,
+        sorting: query.sorting,
+        ...(query.token ? { after: query.token.lastObject } : {}),
+        limit: limit + 1,
+        includeDeleted: method === 'GET' && query.includeDeleted,
+      });
+      const hasMore = page.length > limit;
+      const items = hasMore ? page.slice(0, limit) : page;
+      if (hasMore) {
+        const last = items[items.length - 1] as Record<string, unknown>;
+        const token = encodeToken(last, query.sorting, (query.token?.offset ?? 0) + items.length + 1);
+        if (method === 'DELETE') await session.storeNonce(token.nonce, settings.pagination_token_validity_seconds);
+        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+      }
+
+      let shown: Array<Record<string, unknown>>;
+      if (method === 'DELETE') {
+        if (items.length === 0) return { data: [] };
+        const tombstones = await session.deleteAll(scope, {
+          filters: [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }],
+          sorting: query.sorting,
+        });
+        const byId = new Map(items.map((item) => [item.id, withoutPrincipals(item) as StoredObject]));
+        events.emit(request, {
+          resourceName: HISTORY_RESOURCE,
+          parentId: bucketUri,
+          action: 'delete',
+          timestamp: tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp),
+          impactedObjects: tombstones.map((tombstone) => ({ new: tombstone, old: byId.get(tombstone.id) ?? tombstone })),
+        });
+        const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
+        reply.header('ETag', `"${newest}"`);
+        reply.header('Last-Modified', new Date(newest).toUTCString());
+        shown = tombstones as unknown as Array<Record<string, unknown>>;
+      } else shown = items.map(withoutPrincipals);
+      return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
+    });
+  }
+
+  registerMethods(app, '/v1/buckets/:bucket_id/history', {
+    GET: (request: FastifyRequest, reply: FastifyReply) => handle(request, reply, request.method === 'HEAD' ? 'HEAD' : 'GET'),
+    HEAD: (request: FastifyRequest, reply: FastifyReply) => handle(request, reply, 'HEAD'),
+    DELETE: (request: FastifyRequest, reply: FastifyReply) => handle(request, reply, 'DELETE'),
+  } as never);
+}

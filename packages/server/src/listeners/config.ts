@@ -1,0 +1,72 @@
+/**
+ * Configured event listeners (setting `event_listeners`, protocol-reference §10.4): a JSON list
+ * of `{name, use, actions, resources, ...own keys}`, as Kinto's `<app>.event_listeners.<name>.*`.
+ * `actions` defaults to create/update/delete (add `read` explicitly); `resources` to all.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { ConfigError } from '../config.js';
+import { ACTIONS, type Action, type EventSubscriber } from '../events/types.js';
+import { REDIS_LISTENER_KEYS, RedisQueueListener, redisListenerOptions } from './redis.js';
+
+export interface ListenerConfig {
+  name: string;
+  use: string;
+  actions: Action[];
+  resources: string[] | null;
+  /** The listener's own keys. */
+  options: Record<string, unknown>;
+}
+
+/** Accepted `use` values of the Redis queue listener: ours and Kinto's module names. */
+const REDIS_USES = new Set(['redis', 'kinto_redis.listeners', 'kinto.core.listeners.redis']);
+const COMMON_KEYS = new Set(['name', 'use', 'actions', 'resources']);
+const DEFAULT_ACTIONS: Action[] = ['create', 'update', 'delete'];
+
+function stringList(value: unknown, fail: (why: string) => never, key: string): string[] {
+  // A space-separated string is accepted too, as in Kinto's ini files.
+  if (typeof value === 'string') return value.split(/[\s,]+/).filter(Boolean);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) fail(`${key} must be a list of strings`);
+  return value as string[];
+}
+
+export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
+  if (!Array.isArray(raw)) throw new ConfigError('Invalid setting event_listeners: expected a JSON array of listeners');
+  const names = new Set<string>();
+  return raw.map((entry: unknown, index) => {
+    const where = `event_listeners[${index}]`;
+    const fail = (why: string): never => {
+      throw new ConfigError(`Invalid setting ${where}: ${why}`);
+    };
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return fail('expected an object');
+    const object = entry as Record<string, unknown>;
+    const { name, use } = object;
+    if (typeof name !== 'string' || name === '') return fail('name must be a non-empty string');
+    if (names.has(name)) fail(`duplicate listener name "${name}"`);
+    names.add(name);
+    if (typeof use !== 'string' || use === '') return fail('use must be a non-empty string');
+    const actions = object.actions === undefined ? DEFAULT_ACTIONS : stringList(object.actions, fail, 'actions');
+    for (const action of actions) if (!(ACTIONS as string[]).includes(action)) fail(`unknown action "${action}" (one of ${ACTIONS.join(', ')})`);
+    const resources = object.resources === undefined ? null : stringList(object.resources, fail, 'resources');
+    const options: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(object)) if (!COMMON_KEYS.has(key)) options[key] = value;
+    return { name, use, actions: actions as Action[], resources, options };
+  });
+}
+
+/** Builds the configured listeners; unknown `use` or own keys fail at boot. */
+export function createListeners(raw: unknown, log: () => FastifyBaseLogger | undefined): EventSubscriber[] {
+  // Every configuration is checked before any listener connects anywhere.
+  const factories = parseListenerConfigs(raw).map((config) => {
+    const fail = (why: string): never => {
+      throw new ConfigError(`Invalid setting event_listeners (listener "${config.name}"): ${why}`);
+    };
+    if (REDIS_USES.has(config.use)) {
+      const unknown = Object.keys(config.options).filter((key) => !REDIS_LISTENER_KEYS.includes(key));
+      if (unknown.length) fail(`unknown key(s) ${unknown.join(', ')} (known: ${REDIS_LISTENER_KEYS.join(', ')})`);
+      const options = redisListenerOptions(config, fail);
+      return () => new RedisQueueListener(config, options, log);
+    }
+    return fail(`unknown listener "${config.use}" (known: ${[...REDIS_USES].join(', ')})`);
+  });
+  return factories.map((create) => create());
+}
