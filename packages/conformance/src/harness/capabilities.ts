@@ -2,6 +2,7 @@
  * `GET /` read once per test file: capabilities and public settings, used to gate optional
  * sections (`describe.runIf(info.hasCapability('schema'))`) and to read `batch_max_requests`.
  */
+import { getCurrentSuite } from 'vitest/suite';
 import { request } from './http.js';
 
 export interface PublicSettings {
@@ -54,6 +55,35 @@ export function serverInfo(): Promise<ServerInfo> {
  * why, so a skipped section is never silent.
  */
 export function applicable(applies: boolean, section: string, reason: string): boolean {
-  if (!applies) console.info(`[conformance] skipped: ${section} (${reason})`);
+  if (!applies) {
+    console.info(`[conformance] skipped: ${section} (${reason})`);
+    recordSkipReason(section, reason);
+  }
   return applies;
+}
+
+export interface SkipReason {
+  section: string;
+  reason: string;
+}
+
+/**
+ * Leaves the reason in the task meta of the suite being collected (and of the file), where the
+ * reports find it: a test created right after inherits a copy of its suite's meta, so the last
+ * reason in a skipped test's own meta is the one of its `it.runIf(applicable(…))`; a skipped
+ * `describe` finds its reason in the file's list, matched by section name.
+ */
+function recordSkipReason(section: string, reason: string): void {
+  try {
+    const collector = getCurrentSuite();
+    const entry: SkipReason = { section, reason };
+    for (const task of [collector.suite, collector.file]) {
+      if (!task) continue;
+      const meta = task.meta as Record<string, unknown>;
+      // A new array each time: tests keep the snapshot they inherited.
+      meta['skipReasons'] = [...((meta['skipReasons'] as SkipReason[] | undefined) ?? []), entry];
+    }
+  } catch {
+    // Not collecting tests (library use): the console line is all there is.
+  }
 }

@@ -10,14 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll } from 'vitest';
 import { request, type HttpResponse } from './http.js';
+import { drainTracked, track } from './tracking.js';
 import type { User } from './users.js';
-
-interface Tracked {
-  id: string;
-  user: User;
-}
-
-const tracked = new Map<string, Tracked>();
 
 /** A random id matching the id regex of §4.2: `<prefix>-<12 hex>`. */
 export function randomId(prefix = 'conf'): string {
@@ -26,15 +20,14 @@ export function randomId(prefix = 'conf'): string {
 
 /** Remembers a bucket created by other means (batch, raw PUT) so that cleanup deletes it. */
 export function trackBucket(id: string, user: User): void {
-  tracked.set(id, { id, user });
+  track(id, user.authorization);
 }
 
+/** Deletes every bucket tracked so far (http.ts tracks the ones it sees created, too). */
 export async function cleanup(): Promise<void> {
-  const all = [...tracked.values()];
-  tracked.clear();
   await Promise.all(
-    all.map(({ id, user }) =>
-      request('DELETE', `/buckets/${encodeURIComponent(id)}`, { auth: user }).catch(() => undefined),
+    drainTracked().map(({ id, authorization }) =>
+      request('DELETE', `/buckets/${encodeURIComponent(id)}`, { auth: authorization }).catch(() => undefined),
     ),
   );
 }

@@ -1,8 +1,190 @@
 /**
  * Raw HTTP against the server under test: global fetch, no client library, no redirects followed.
+ *
+ * Three duties besides sending: every exchange is recorded so that a failing test carries the
+ * request and response that led to it (task meta `exchanges`, shown by the reports); the safety
+ * guard refuses writes in read-only mode and anything that could touch data the suite did not
+ * create (see `guard`); and buckets created by any means are tracked for cleanup.
  */
+import { beforeEach } from 'vitest';
 import { baseUrl } from './config.js';
+import { track } from './tracking.js';
 import type { User } from './users.js';
+
+/** Prefix of the message of a `SkipSignal`: the reports count such a test as skipped, not failed. */
+export const SKIP_MARKER = '[conformance:skip]';
+
+/** Thrown instead of sending a request the run must not send; the test is reported as skipped. */
+export class SkipSignal extends Error {
+  constructor(reason: string) {
+    super(`${SKIP_MARKER} ${reason}`);
+    this.name = 'SkipSignal';
+  }
+}
+
+export interface RecordedExchange {
+  request: { method: string; url: string; headers: Record<string, string>; body?: string };
+  response?: { status: number; headers: Record<string, string>; body: string };
+  /** Network error, when there was no response. */
+  error?: string;
+}
+
+const MAX_RECORDED = 64;
+const MAX_BODY_CHARS = 8_000;
+let sequence = 0;
+const recorded: { seq: number; exchange: RecordedExchange }[] = [];
+
+function clip(text: string): string {
+  return text.length > MAX_BODY_CHARS ? `${text.slice(0, MAX_BODY_CHARS)}… (${text.length} characters)` : text;
+}
+
+/** Never put a password in a report: `Basic <name>:***`, `Bearer ***`. */
+function redactAuthorization(value: string): string {
+  const [scheme = '', token = ''] = value.split(' ', 2);
+  if (scheme.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(token, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return `Basic ${colon >= 0 ? decoded.slice(0, colon) : '?'}:*** (redacted)`;
+  }
+  return `${scheme} *** (redacted)`;
+}
+
+function headerObject(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => {
+    out[key] = key === 'authorization' ? redactAuthorization(value) : value;
+  });
+  return out;
+}
+
+function record(exchange: RecordedExchange): void {
+  recorded.push({ seq: ++sequence, exchange });
+  if (recorded.length > MAX_RECORDED) recorded.shift();
+}
+
+/** The exchanges recorded after sequence number `since` (most recent last). */
+export function exchangesSince(since: number, max = 3): RecordedExchange[] {
+  return recorded.filter((r) => r.seq > since).slice(-max).map((r) => r.exchange);
+}
+
+/** Current sequence number, to pass to `exchangesSince` later. */
+export function currentSequence(): number {
+  return sequence;
+}
+
+try {
+  // On failure, attach the last exchanges of the test to it. Tests of a `describe.concurrent`
+  // block share the recorder, so their attachments may include a neighbour's exchanges.
+  beforeEach((ctx) => {
+    const start = sequence;
+    ctx.onTestFailed(() => {
+      (ctx.task.meta as Record<string, unknown>)['exchanges'] = exchangesSince(start);
+    });
+  });
+} catch {
+  // Imported outside a vitest test file (library use): nothing to attach to.
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** True when the identities are given credentials of real users (`--user`), not throwaway ones. */
+function realIdentities(): boolean {
+  return Boolean(process.env['QUIRE_CONFORMANCE_USERS']) && process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] !== '1';
+}
+
+function pathOf(path: string): string {
+  const full = url(path);
+  const base = baseUrl();
+  const rest = full.startsWith(base) ? full.slice(base.length) : new URL(full).pathname.replace(/^\/v1/, '');
+  return rest.split('?')[0] ?? '';
+}
+
+interface SubRequest {
+  method: string;
+  path: string;
+  body?: { data?: { id?: unknown } };
+  headers?: Record<string, string>;
+}
+
+/** The operations a request performs: itself, or the sub-requests of a batch. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function operations(method: string, path: string, body: any): SubRequest[] {
+  const p = pathOf(path);
+  if (method === 'POST' && p === '/batch' && body && Array.isArray(body.requests)) {
+    const defaults = (body.defaults ?? {}) as Partial<SubRequest>;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return body.requests.map((r: any) => ({
+      method: String(r?.method ?? defaults.method ?? 'GET').toUpperCase(),
+      path: String(r?.path ?? defaults.path ?? '').replace(/^\/v1(?=\/)/, '').split('?')[0],
+      body: r?.body ?? defaults.body,
+      headers: { ...(defaults.headers ?? {}), ...(r?.headers ?? {}) },
+    }));
+  }
+  return [{ method, path: p, body }];
+}
+
+/**
+ * Refuses, before anything is sent: every write in read-only mode
+ * (`QUIRE_CONFORMANCE_READ_ONLY=1`); and, with credentials of real users, the operations that
+ * would touch their own data (`DELETE /buckets` deletes all their buckets; writes in their
+ * personal `default` bucket).
+ */
+function guard(ops: SubRequest[], method: string): void {
+  if (process.env['QUIRE_CONFORMANCE_READ_ONLY'] === '1') {
+    if (!SAFE_METHODS.has(method)) throw new SkipSignal('read-only mode: this check writes');
+    // Even a GET creates the caller's personal bucket on first access (§13.1).
+    if (ops.some((op) => /^\/buckets\/default(\/|$)/.test(op.path))) throw new SkipSignal('read-only mode: this check writes');
+  }
+  if (!realIdentities()) return;
+  for (const op of ops) {
+    if (op.method === 'DELETE' && /^\/buckets\/?$/.test(op.path)) {
+      throw new SkipSignal('needs throwaway identities: DELETE /buckets would delete every bucket of the given user');
+    }
+    if (!SAFE_METHODS.has(op.method) && /^\/buckets\/default(\/|$)/.test(op.path)) {
+      throw new SkipSignal("needs throwaway identities: would write in the given user's personal bucket");
+    }
+  }
+}
+
+const BUCKET_PATH = /^\/buckets\/([^/]+)$/;
+
+/** Paths of robustness tests may be malformed: keep such a segment as it is. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** Tracks, before sending, the buckets a request may create whose id is known in advance. */
+function trackBefore(ops: SubRequest[], authorization: string | null): void {
+  for (const op of ops) {
+    if (SAFE_METHODS.has(op.method) || op.method === 'DELETE') continue;
+    const auth = op.headers?.['Authorization'] ?? op.headers?.['authorization'] ?? authorization;
+    const m = BUCKET_PATH.exec(op.path) ?? /^\/buckets\/(default)\//.exec(op.path);
+    if (m?.[1]) track(decodeSegment(m[1]), auth);
+    const id = op.body?.data?.id;
+    if (op.method === 'POST' && /^\/buckets\/?$/.test(op.path) && typeof id === 'string') track(id, auth);
+  }
+}
+
+/** Tracks buckets created by `POST /buckets` with a server-assigned id. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function trackAfter(ops: SubRequest[], method: string, path: string, status: number, json: any, authorization: string | null): void {
+  if (pathOf(path) === '/batch' && method === 'POST') {
+    const responses = Array.isArray(json?.responses) ? json.responses : [];
+    responses.forEach((r: { status?: number; body?: { data?: { id?: unknown } } }, i: number) => {
+      const op = ops[i];
+      const id = r?.body?.data?.id;
+      if (op && r?.status === 201 && op.method === 'POST' && /^\/buckets\/?$/.test(op.path) && typeof id === 'string') {
+        track(id, op.headers?.['Authorization'] ?? op.headers?.['authorization'] ?? authorization);
+      }
+    });
+  } else if (method === 'POST' && /^\/buckets\/?$/.test(pathOf(path)) && status === 201 && typeof json?.data?.id === 'string') {
+    track(json.data.id, authorization);
+  }
+}
 
 export interface RequestOptions {
   /** JSON body, serialised with JSON.stringify; sets `Content-Type: application/json` unless `contentType` is given. */
@@ -66,13 +248,38 @@ export async function request(
   else if (auth) headers.set('Authorization', auth.authorization);
   for (const [k, v] of Object.entries(options.headers ?? {})) headers.set(k, v);
 
-  const res = await fetch(url(path), {
-    method,
-    headers,
-    ...(body !== undefined ? { body } : {}),
-    redirect: options.redirect ?? 'manual',
-  });
-  const text = method.toUpperCase() === 'HEAD' ? '' : await res.text();
+  const verb = method.toUpperCase();
+  const ops = operations(verb, path, options.body);
+  guard(ops, verb);
+  const authorization = headers.get('authorization');
+  trackBefore(ops, authorization);
+
+  const target = url(path);
+  const exchange: RecordedExchange = {
+    request: {
+      method,
+      url: target,
+      headers: headerObject(headers),
+      ...(body !== undefined ? { body: clip(new TextDecoder().decode(body)) } : {}),
+    },
+  };
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(target, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      redirect: options.redirect ?? 'manual',
+    });
+    text = verb === 'HEAD' ? '' : await res.text();
+  } catch (error) {
+    exchange.error = (error as Error).message;
+    record(exchange);
+    throw error;
+  }
+  exchange.response = { status: res.status, headers: headerObject(res.headers), body: clip(text) };
+  record(exchange);
   let json: unknown;
   if (text.length > 0) {
     try {
@@ -81,6 +288,7 @@ export async function request(
       json = undefined;
     }
   }
+  trackAfter(ops, verb, path, res.status, json, authorization);
   return { status: res.status, headers: res.headers, json, text, url: res.url };
 }
 

@@ -1,7 +1,12 @@
 /**
- * Identities. The suite relies on the `basicauth` policy: any `user:password` pair authenticates
- * and maps to a stable `basicauth:<hmac>` user id, so random pairs give distinct identities.
- * Each test file gets its own module instance, hence its own random `alice` and `bob`.
+ * Identities. By default the suite relies on the `basicauth` policy: any `user:password` pair
+ * authenticates and maps to a stable `basicauth:<hmac>` user id, so random pairs give distinct
+ * identities. Each test file gets its own module instance, hence its own random `alice` and `bob`.
+ *
+ * Against a deployment without `basicauth`, the CLI passes real credentials (`--user`, or
+ * accounts it created) as `QUIRE_CONFORMANCE_USERS` (JSON list of `{name, password}`): `alice`,
+ * `bob` and then each `createUser()` take the next one; once they run out, `createUser()` falls
+ * back to a random pair (which only authenticates with `basicauth`).
  */
 import { randomUUID } from 'node:crypto';
 import { basic, request } from './http.js';
@@ -16,7 +21,37 @@ export interface User {
   label: string;
 }
 
+function givenCredentials(): { name: string; password: string }[] {
+  const raw = process.env['QUIRE_CONFORMANCE_USERS'];
+  if (!raw) return [];
+  const parsed: unknown = JSON.parse(raw);
+  if (!Array.isArray(parsed)) throw new Error('conformance: QUIRE_CONFORMANCE_USERS must be a JSON list');
+  return parsed.map((u: { name?: unknown; password?: unknown }) => ({ name: String(u.name), password: String(u.password) }));
+}
+
+const pool = givenCredentials();
+let nextGiven = 0;
+
+/** True when the identities come from given credentials rather than random basicauth pairs. */
+export function usesGivenCredentials(): boolean {
+  return pool.length > 0;
+}
+
+/**
+ * True when every identity is throwaway: random basicauth pairs, or accounts the CLI created
+ * for this run (`QUIRE_CONFORMANCE_USERS_DISPOSABLE=1`). Only then may a check touch data that
+ * belongs to the identity as a whole (its `default` bucket, `DELETE /buckets`).
+ */
+export function usesThrowawayIdentities(): boolean {
+  return pool.length === 0 || process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] === '1';
+}
+
 export function createUser(label = 'user'): User {
+  const given = pool[nextGiven];
+  if (given) {
+    nextGiven += 1;
+    return { name: given.name, password: given.password, authorization: basic(given.name, given.password), label };
+  }
   const name = `user-${randomUUID()}`;
   const password = `pw-${randomUUID()}`;
   return { name, password, authorization: basic(name, password), label };
@@ -38,7 +73,7 @@ export function userId(user: User): Promise<string> {
       if (res.status !== 200 || typeof id !== 'string') {
         throw new Error(
           `conformance: GET / did not authenticate ${user.label} (status ${res.status}); ` +
-            'the suite needs the basicauth policy',
+            'the suite needs the basicauth policy or valid credentials (--user)',
         );
       }
       return id;

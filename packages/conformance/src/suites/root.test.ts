@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { serverInfo, applicable } from '../harness/capabilities.js';
 import { baseUrl } from '../harness/config.js';
 import { basic, get } from '../harness/http.js';
-import { alice, bob, createUser } from '../harness/users.js';
+import { alice, bob, createUser, usesGivenCredentials } from '../harness/users.js';
 
 const info = await serverInfo();
 
@@ -55,8 +55,21 @@ describe('§11.1 GET /v1/ (hello)', () => {
     }
   });
 
-  it('lists the basicauth capability (this suite authenticates with it)', () => {
-    expect(info.hasCapability('basicauth')).toBe(true);
+  it.runIf(applicable(info.hasCapability('openid'), 'openid capability fields', 'capability openid not offered'))('describes each openid provider with auth_path, client_id, header_type, issuer, name, userinfo_endpoint (interface spec "Authentication")', async () => {
+    const res = await get('/');
+    const providers = res.json.capabilities.openid.providers;
+    expect(Array.isArray(providers)).toBe(true);
+    for (const p of providers) {
+      for (const field of ['auth_path', 'client_id', 'header_type', 'issuer', 'name', 'userinfo_endpoint']) expect(p[field], `${String(p.name)}.${field}`).toBeTypeOf('string');
+    }
+  });
+
+  it.runIf(applicable(info.hasCapability('basicauth'), 'basicauth capability label', 'capability basicauth not offered'))('labels the basicauth method as not for production use (interface spec "Authentication" 9)', () => {
+    expect(String(info.capabilities['basicauth']?.['description'])).toMatch(/not for production/i);
+  });
+
+  it('offers identities to the suite: the basicauth capability, or credentials were given', () => {
+    expect(info.hasCapability('basicauth') || usesGivenCredentials(), 'no basicauth capability and no --user credentials').toBe(true);
   });
 
   it('has no user field for an anonymous caller', async () => {
@@ -69,7 +82,8 @@ describe('§11.1 GET /v1/ (hello)', () => {
     const res = await get('/', { auth: alice });
     expect(res.status).toBe(200);
     const user = res.json.user;
-    expect(user.id).toMatch(/^basicauth:[0-9a-f]{64}$/);
+    // §9.1 user ids are `<policy>:<id>`; random Basic Auth pairs give `basicauth:<64 hex>`.
+    expect(user.id).toMatch(usesGivenCredentials() ? /^[a-z][a-z0-9_]*:.+$/ : /^basicauth:[0-9a-f]{64}$/);
     expect(user.principals).toEqual(expect.arrayContaining([user.id, 'system.Everyone', 'system.Authenticated']));
   });
 
@@ -78,7 +92,7 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(res.json.user.bucket).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   });
 
-  it('derives a stable id from the same user:password pair and distinct ids from distinct pairs', async () => {
+  it.runIf(applicable(info.hasCapability('basicauth'), 'basicauth user ids', 'capability basicauth not offered'))('derives a stable id from the same user:password pair and distinct ids from distinct pairs', async () => {
     const a1 = await get('/', { auth: alice });
     const a2 = await get('/', { auth: basic(alice.name, alice.password) });
     const b = await get('/', { auth: bob });

@@ -1,0 +1,134 @@
+#!/usr/bin/env node
+/**
+ * quire-conformance <base-url> [suite…] [options]: runs the conformance suite against a
+ * deployment and exits non-zero on any unexpected failure. See README.md.
+ */
+import { parseArgs } from 'node:util';
+import { toTable } from './report/table.js';
+import { REPORT_FORMATS, runConformance, type Credentials, type ReportFormat } from './run.js';
+
+const USAGE = `Usage: quire-conformance <base-url> [suite…] [options]
+
+Runs the Kinto protocol (HTTP API 1.22) conformance suite against a deployment.
+<base-url> is the API root, e.g. https://kinto.example.com/v1. Suite names (records, batch…)
+restrict the run to those files.
+
+Options:
+  --user name:password     Credentials of an existing user (repeat: two or more users are
+                           needed for the permission checks). Not needed when the deployment
+                           offers Basic Auth identities (capability "basicauth").
+                           Also: QUIRE_CONFORMANCE_USER_1, QUIRE_CONFORMANCE_USER_2, … (name:password).
+  --create-accounts        Create throwaway accounts through the accounts plugin (capability
+                           "accounts"), deleted at the end.
+  --read-only              Run only the checks that write nothing (creates no bucket).
+  --expectations <file>    Known deviations of the target (JSON: {"deviations":[{"test","reason"}]}).
+  --report <formats>       Write reports: json, junit, html (comma-separated, or repeat).
+  --output <dir>           Directory of the report files (default: current directory).
+  --max-body-bytes <n>     The deployment's request body limit, to check its 413 answer.
+  -h, --help               This help.
+
+Exit status: 0 when nothing failed unexpectedly, 1 on unexpected failures, 2 on a usage or
+connection error, 130 when interrupted (what the run created is deleted first).`;
+
+function fail(message: string): never {
+  process.stderr.write(`quire-conformance: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function parseCredentials(value: string, where: string): Credentials {
+  const colon = value.indexOf(':');
+  if (colon <= 0) fail(`${where}: expected name:password`);
+  return { name: value.slice(0, colon), password: value.slice(colon + 1) };
+}
+
+function credentialsFromEnv(): Credentials[] {
+  const out: Credentials[] = [];
+  for (let i = 1; process.env[`QUIRE_CONFORMANCE_USER_${i}`]; i++) {
+    out.push(parseCredentials(process.env[`QUIRE_CONFORMANCE_USER_${i}`] as string, `QUIRE_CONFORMANCE_USER_${i}`));
+  }
+  return out;
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        user: { type: 'string', multiple: true },
+        'create-accounts': { type: 'boolean' },
+        'read-only': { type: 'boolean' },
+        expectations: { type: 'string' },
+        report: { type: 'string', multiple: true },
+        output: { type: 'string' },
+        'max-body-bytes': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    fail((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const [baseUrl, ...suites] = positionals;
+  if (!baseUrl) fail('missing <base-url>');
+  const reports = (values.report ?? []).flatMap((r) => r.split(',')).map((r) => r.trim()).filter(Boolean);
+  for (const r of reports) if (!REPORT_FORMATS.includes(r as ReportFormat)) fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
+  const users = [...(values.user ?? []).map((u) => parseCredentials(u, '--user')), ...credentialsFromEnv()];
+  let maxBodyBytes: number | undefined;
+  if (values['max-body-bytes'] !== undefined) {
+    maxBodyBytes = Number(values['max-body-bytes']);
+    if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) fail('--max-body-bytes must be a positive integer');
+  }
+
+  let signals = 0;
+  let interrupt: (() => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    // A second signal while the cleanup runs: the user insists.
+    if (signals > 1) process.exit(signal === 'SIGINT' ? 130 : 143);
+    interrupt?.();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    const { report, files, exitCode } = await runConformance({
+      baseUrl,
+      users,
+      createAccounts: Boolean(values['create-accounts']),
+      readOnly: Boolean(values['read-only']),
+      ...(values.expectations ? { expectations: values.expectations } : {}),
+      reports: reports as ReportFormat[],
+      ...(values.output ? { outputDir: values.output } : {}),
+      ...(suites.length ? { suites } : {}),
+      ...(maxBodyBytes ? { maxBodyBytes } : {}),
+      onInterruptible: (fn) => {
+        interrupt = fn;
+      },
+    });
+    process.stdout.write(`\n${toTable(report)}\n`);
+    for (const e of report.runErrors) process.stdout.write(`Run error: ${e.split('\n')[0]}\n`);
+    const s = report.summary;
+    process.stdout.write(
+      `${report.interrupted ? 'INTERRUPTED' : s.unexpected === 0 ? 'OK' : 'FAILED'}: ${s.passed} passed, ${s.failed} failed, ${s['expected-failure']} expected deviations, ` +
+        `${s['unexpected-pass']} unexpectedly passed, ${s.skipped} skipped (${(report.durationMs / 1000).toFixed(1)} s)\n`,
+    );
+    for (const f of files) process.stdout.write(`Report: ${f}\n`);
+    return exitCode;
+  } catch (error) {
+    process.stderr.write(`quire-conformance: ${(error as Error).message}\n`);
+    return 2;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`quire-conformance: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(2);
+  },
+);

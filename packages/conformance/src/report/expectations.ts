@@ -1,0 +1,101 @@
+/**
+ * Expectations file: the known, deliberate deviations of a target, so that a run against it
+ * can be green. JSON, with `//` and `/* … *\/` comments allowed:
+ *
+ *   {
+ *     "target": "our staging (Kinto 19)",
+ *     "deviations": [
+ *       { "test": "batch.test.ts > §8.1 batch request validation > *", "reason": "limit raised on purpose" },
+ *       { "test": "/If-Match .* deleted record/i", "reason": "answers 404, see ticket 123" }
+ *     ]
+ *   }
+ *
+ * `test` matches a test id (`<file> > <describe> > … > <test name>`, as printed in every
+ * report): a glob where `*` stands for any text, or a regular expression between slashes
+ * (searched anywhere in the id). A listed test that fails is an "expected deviation"; one that
+ * passes is reported as "unexpectedly passed" so the file can be tidied, without failing the run.
+ */
+import { readFileSync } from 'node:fs';
+
+export interface Deviation {
+  test: string;
+  reason: string;
+}
+
+export interface Expectations {
+  file: string;
+  deviations: Deviation[];
+  /** The first deviation whose pattern matches the test id. */
+  match(id: string): Deviation | undefined;
+}
+
+/** Removes comments outside strings (JSONC). */
+export function stripJsonComments(text: string): string {
+  let out = '';
+  let i = 0;
+  let inString = false;
+  while (i < text.length) {
+    const c = text[i] as string;
+    if (inString) {
+      out += c;
+      if (c === '\\') {
+        out += text[i + 1] ?? '';
+        i += 2;
+        continue;
+      }
+      if (c === '"') inString = false;
+      i += 1;
+    } else if (c === '"') {
+      inString = true;
+      out += c;
+      i += 1;
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i += 1;
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end < 0 ? text.length : end + 2;
+    } else {
+      out += c;
+      i += 1;
+    }
+  }
+  return out;
+}
+
+function compile(pattern: string): (id: string) => boolean {
+  const regex = /^\/(.+)\/([a-z]*)$/s.exec(pattern);
+  if (regex) {
+    const re = new RegExp(regex[1] as string, regex[2]);
+    return (id) => re.test(id);
+  }
+  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  const glob = new RegExp(`^${escaped.join('.*')}$`, 's');
+  return (id) => glob.test(id);
+}
+
+export function parseExpectations(text: string, file = '(inline)'): Expectations {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stripJsonComments(text));
+  } catch (error) {
+    throw new Error(`expectations file ${file}: not valid JSON: ${(error as Error).message}`);
+  }
+  const list = (parsed as { deviations?: unknown })?.deviations;
+  if (!Array.isArray(list)) throw new Error(`expectations file ${file}: needs a "deviations" list`);
+  const deviations: Deviation[] = list.map((d: unknown, i: number) => {
+    const { test, reason } = (d ?? {}) as { test?: unknown; reason?: unknown };
+    if (typeof test !== 'string' || test === '') throw new Error(`expectations file ${file}: deviations[${i}].test must be a non-empty string`);
+    if (typeof reason !== 'string' || reason.trim() === '') throw new Error(`expectations file ${file}: deviations[${i}].reason must say why`);
+    return { test, reason };
+  });
+  const matchers = deviations.map((d) => ({ d, test: compile(d.test) }));
+  return {
+    file,
+    deviations,
+    match: (id) => matchers.find((m) => m.test(id))?.d,
+  };
+}
+
+export function loadExpectations(path: string): Expectations {
+  return parseExpectations(readFileSync(path, 'utf8'), path);
+}

@@ -1,0 +1,62 @@
+/**
+ * JUnit XML (the dialect CI systems read): one <testsuite> per suite file; an expected
+ * deviation is a passing <testcase> with a <system-out> note, a skip carries its reason.
+ */
+import type { RunReport, TestOutcome } from './model.js';
+
+function xml(text: string): string {
+  // XML 1.0 forbids most control characters even escaped.
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, '\uFFFD')
+    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function failureBody(t: TestOutcome): string {
+  const parts: string[] = [];
+  for (const e of t.errors ?? []) {
+    parts.push(e.message);
+    if (e.diff) parts.push(e.diff);
+  }
+  for (const x of t.exchanges ?? []) {
+    parts.push(`> ${x.request.method} ${x.request.url}${x.request.body ? `\n> ${x.request.body}` : ''}`);
+    if (x.response) parts.push(`< ${x.response.status}\n< ${x.response.body}`);
+    if (x.error) parts.push(`< network error: ${x.error}`);
+  }
+  return parts.join('\n');
+}
+
+function testcase(t: TestOutcome): string {
+  const open = `    <testcase classname="${xml(`${t.file} > ${t.section}`)}" name="${xml(t.id.slice(t.file.length + 3))}" time="${(t.durationMs / 1000).toFixed(3)}"`;
+  switch (t.outcome) {
+    case 'passed':
+      return `${open}/>`;
+    case 'skipped':
+      return `${open}>\n      <skipped message="${xml(t.reason ?? '')}"/>\n    </testcase>`;
+    case 'expected-failure':
+      return `${open}>\n      <system-out>${xml(`expected deviation: ${t.reason ?? ''}`)}</system-out>\n    </testcase>`;
+    case 'unexpected-pass':
+      return `${open}>\n      <system-out>${xml(t.reason ?? 'unexpectedly passed')}</system-out>\n    </testcase>`;
+    case 'failed':
+      return `${open}>\n      <failure message="${xml(t.errors?.[0]?.message.split('\n')[0] ?? 'failed')}" type="AssertionError">${xml(failureBody(t))}</failure>\n    </testcase>`;
+  }
+}
+
+export function toJUnit(report: RunReport): string {
+  const out = ['<?xml version="1.0" encoding="UTF-8"?>'];
+  const s = report.summary;
+  out.push(`<testsuites name="quire-conformance ${xml(report.server.url)}" tests="${s.total}" failures="${s.failed}" errors="${report.runErrors.length}" skipped="${s.skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`);
+  for (const section of report.sections) {
+    const tests = report.tests.filter((t) => t.file === section.file);
+    const c = section.counts;
+    out.push(`  <testsuite name="${xml(`${section.file}: ${section.title}`)}" tests="${tests.length}" failures="${c.failed}" errors="0" skipped="${c.skipped}">`);
+    for (const t of tests) out.push(testcase(t));
+    out.push('  </testsuite>');
+  }
+  if (report.runErrors.length > 0) {
+    out.push(`  <testsuite name="run" tests="${report.runErrors.length}" failures="0" errors="${report.runErrors.length}">`);
+    report.runErrors.forEach((e, i) => out.push(`    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`));
+    out.push('  </testsuite>');
+  }
+  out.push('</testsuites>', '');
+  return out.join('\n');
+}

@@ -1,0 +1,248 @@
+/**
+ * The conformance CLI (`quire-conformance`, packages/conformance/src/cli.ts) run as operators
+ * run it: a child process against a live server, here ours on the embedded store and on
+ * PostgreSQL. Asserts zero unexpected failures, readable reports, that an expectations file
+ * turns a deliberate failure green, that --read-only creates nothing, and that the run leaves
+ * no bucket behind.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../src/app.js';
+import { loadSettings } from '../src/config.js';
+import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import type { Storage } from '../src/storage/types.js';
+
+const SERVER_DIR = fileURLToPath(new URL('..', import.meta.url));
+const CLI = fileURLToPath(new URL('../../conformance/src/cli.ts', import.meta.url));
+const MAX_BODY_BYTES = 256 * 1024;
+const PG_URL = process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const FULL_RUN_MS = 300_000;
+
+interface Target {
+  url: string;
+  storage: Storage;
+  stop(): Promise<void>;
+}
+
+async function startServer(storage: Storage): Promise<Target> {
+  const settings = loadSettings({
+    env: {},
+    overrides: { userid_hmac_secret: 'conformance-cli-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES },
+  });
+  const app = await buildServer({ settings, storage, logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
+  return {
+    url: `http://127.0.0.1:${address.port}/v1`,
+    storage,
+    stop: async () => {
+      await app.close();
+      await storage.close();
+    },
+  };
+}
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as a child process (asynchronously: the server answers from this process). */
+function runCli(args: string[]): Promise<CliResult> {
+  // The child is a fresh vitest run: none of this worker's vitest state may leak into it.
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(VITEST|QUIRE_CONFORMANCE_|NODE_OPTIONS$|TEST$)/.test(k)) env[k] = v;
+  }
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: SERVER_DIR, env, maxBuffer: 64 * 1024 * 1024, timeout: FULL_RUN_MS - 10_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function countBuckets(storage: Storage): Promise<number> {
+  return storage.count({ resourceName: 'bucket', parentId: '' });
+}
+
+/** Minimal well-formedness check: balanced tags, quoted attributes, escaped text. */
+function expectWellFormedXml(text: string): void {
+  expect(text.startsWith('<?xml version="1.0" encoding="UTF-8"?>')).toBe(true);
+  const body = text.replace(/^<\?xml[^>]*\?>/, '');
+  const stack: string[] = [];
+  const tag = /<(\/?)([A-Za-z_][\w:.-]*)((?:\s+[\w:.-]+="[^"<]*")*)\s*(\/?)>/g;
+  let last = 0;
+  for (let m = tag.exec(body); m; m = tag.exec(body)) {
+    const between = body.slice(last, m.index);
+    expect(between, `raw markup before ${m[0]}`).not.toMatch(/[<>]/);
+    expect(between.replace(/&(amp|lt|gt|quot|apos|#\d+);/g, ''), 'unescaped &').not.toContain('&');
+    last = tag.lastIndex;
+    if (m[1]) expect(stack.pop(), `closing ${m[2]}`).toBe(m[2]);
+    else if (!m[4]) stack.push(m[2] as string);
+  }
+  expect(body.slice(last).trim()).toBe('');
+  expect(stack).toEqual([]);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function readJsonReport(dir: string): any {
+  return JSON.parse(readFileSync(join(dir, 'conformance-report.json'), 'utf8'));
+}
+
+function describeFullRun(backend: string, open: () => Promise<{ storage: Storage; dispose?: () => Promise<void> } | string>) {
+  describe(`quire-conformance against Quire on ${backend}`, () => {
+    let target: Target | undefined;
+    let dispose: (() => Promise<void>) | undefined;
+    let skipReason: string | undefined;
+    const out = mkdtempSync(join(tmpdir(), `quire-conformance-cli-${backend}-`));
+
+    beforeAll(async () => {
+      const opened = await open();
+      if (typeof opened === 'string') {
+        skipReason = opened;
+        console.warn(`[conformance-cli:${backend}] SKIPPED: ${opened}`);
+        return;
+      }
+      dispose = opened.dispose;
+      target = await startServer(opened.storage);
+    }, 60_000);
+
+    afterAll(async () => {
+      await target?.stop();
+      await dispose?.();
+      rmSync(out, { recursive: true, force: true });
+    });
+
+    it('runs every applicable check with zero unexpected failures, writes the three reports and leaves no bucket', async (ctx) => {
+      if (skipReason) return ctx.skip(skipReason);
+      const t = target as Target;
+      const res = await runCli([t.url, '--report', 'json,junit,html', '--output', out, '--max-body-bytes', String(MAX_BODY_BYTES)]);
+      expect(res.code, `${res.stdout}\n${res.stderr}`).toBe(0);
+      expect(res.stdout).toMatch(/^OK: \d+ passed, 0 failed/m);
+
+      const report = readJsonReport(out);
+      expect(report.summary.unexpected).toBe(0);
+      expect(report.summary.failed).toBe(0);
+      expect(report.summary.passed).toBeGreaterThan(300);
+      expect(report.server.capabilities).toContain('basicauth');
+      expect(report.sections.length).toBeGreaterThanOrEqual(17);
+      // Sections that do not apply are skipped with their reason, never silently.
+      for (const t of report.tests.filter((x: { outcome: string }) => x.outcome === 'skipped')) expect(t.reason, t.id).toBeTruthy();
+
+      const junit = readFileSync(join(out, 'conformance-report.xml'), 'utf8');
+      expectWellFormedXml(junit);
+      expect(junit).toContain(`tests="${report.summary.total}"`);
+
+      const html = readFileSync(join(out, 'conformance-report.html'), 'utf8');
+      expect(html).toMatch(/^<!doctype html>/);
+      expect(html).toContain('<table id="sections"');
+      for (const s of report.sections) expect(html).toContain(s.file);
+      expect(html).toContain('No unexpected failure.');
+
+      expect(await countBuckets(t.storage)).toBe(0);
+    }, FULL_RUN_MS);
+  });
+}
+
+describeFullRun('the embedded store', async () => ({ storage: await createPgliteStorage() }));
+
+describeFullRun('PostgreSQL', async () => {
+  const probe = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await probe.connect();
+  } catch (error) {
+    if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${PG_URL}: ${(error as Error).message}`);
+    return `PostgreSQL unreachable at ${PG_URL} (${(error as Error).message})`;
+  }
+  const schema = `quire_cli_${randomBytes(6).toString('hex')}`;
+  const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 10 });
+  return {
+    storage,
+    dispose: async () => {
+      await probe.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await probe.end();
+    },
+  };
+});
+
+describe('quire-conformance options (embedded store)', () => {
+  let target: Target;
+  const out = mkdtempSync(join(tmpdir(), 'quire-conformance-cli-options-'));
+
+  beforeAll(async () => {
+    target = await startServer(await createPgliteStorage());
+  }, 60_000);
+
+  afterAll(async () => {
+    await target?.stop();
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  // Claiming a body limit lower than the real one makes the 413 check fail on purpose.
+  const deliberate = ['errors', '--max-body-bytes', '1024'];
+
+  it('fails (exit 1) on a deliberate deviation, showing request and response in the HTML report', async () => {
+    const dir = join(out, 'deviation');
+    const res = await runCli([target.url, ...deliberate, '--report', 'json,html', '--output', dir]);
+    expect(res.code, res.stdout + res.stderr).toBe(1);
+    const report = readJsonReport(dir);
+    const failed = report.tests.filter((t: { outcome: string }) => t.outcome === 'failed');
+    expect(failed.map((t: { id: string }) => t.id)).toEqual(['errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)']);
+    expect(failed[0].exchanges.at(-1).request.method).toBe('POST');
+    expect(failed[0].exchanges.at(-1).response.status).toBe(201);
+    const html = readFileSync(join(dir, 'conformance-report.html'), 'utf8');
+    expect(html).toContain('1 unexpected failure.');
+    expect(html).toContain('Actual response');
+    expect(html).toContain('Expected');
+    expect(html).not.toMatch(/Basic [A-Za-z0-9+/=]{20,}/); // credentials are redacted
+  }, FULL_RUN_MS);
+
+  it('an expectations file turns the deliberate deviation into an expected one (exit 0)', async () => {
+    const dir = join(out, 'expected');
+    const file = join(out, 'expectations.jsonc');
+    writeFileSync(
+      file,
+      `{
+  // This deployment's body limit is larger than what the operator told the suite.
+  "deviations": [
+    { "test": "errors.test.ts > * > 413 errno 113 *", "reason": "the limit given on the command line is deliberately too low" },
+    { "test": "/never matches anything/", "reason": "unused entries are harmless" }
+  ]
+}`,
+    );
+    const res = await runCli([target.url, ...deliberate, '--expectations', file, '--report', 'json', '--output', dir]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    const report = readJsonReport(dir);
+    expect(report.summary.failed).toBe(0);
+    expect(report.summary['expected-failure']).toBe(1);
+    const expected = report.tests.find((t: { outcome: string }) => t.outcome === 'expected-failure');
+    expect(expected.reason).toBe('the limit given on the command line is deliberately too low');
+  }, FULL_RUN_MS);
+
+  it('--read-only runs the checks that write nothing and creates no bucket', async () => {
+    const dir = join(out, 'read-only');
+    expect(await countBuckets(target.storage)).toBe(0);
+    const res = await runCli([target.url, '--read-only', '--report', 'json', '--output', dir]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    const report = readJsonReport(dir);
+    expect(report.mode.readOnly).toBe(true);
+    expect(report.summary.passed).toBeGreaterThan(20);
+    expect(report.tests.filter((t: { reason?: string }) => t.reason === 'read-only mode: this check writes').length).toBeGreaterThan(100);
+    expect(await countBuckets(target.storage)).toBe(0);
+  }, FULL_RUN_MS);
+
+  it('exits 2 with a clear message when the URL is not a Kinto-protocol server', async () => {
+    const res = await runCli([`${target.url.replace(/\/v1$/, '')}/nothing/v1`]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/not the JSON root of a Kinto-protocol server/);
+  }, 60_000);
+});
