@@ -4,25 +4,33 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { createAccountPolicy, registerAccounts, registerClientAddressHook } from './accounts/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { createBasicAuthPolicy } from './auth/basicauth.js';
+import { createOpenIdPolicy, registerOpenId } from './auth/openid.js';
 import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { ApiError, ERRNO } from './errors.js';
+import { EventBus } from './events/bus.js';
+import { registerHistory } from './history/index.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
 import { splitUrl } from './http/url.js';
+import { createListeners } from './listeners/config.js';
 import { Authorizer } from './permission/authorizer.js';
 import { batchSession, type Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
+import { SCHEMA_CAPABILITY } from './schema/validator.js';
 import type { Storage } from './storage/types.js';
 import { registerBatch } from './views/batch.js';
+import { registerDefaultBucket } from './views/default-bucket.js';
 import { registerHello } from './views/hello.js';
 import { registerOpenApi } from './views/openapi.js';
+import { registerPermissions } from './views/permissions.js';
 import { registerUtilities } from './views/utilities.js';
 import { VERSION } from './version.js';
 
@@ -35,31 +43,42 @@ export interface BuildServerOptions {
   logger?: boolean | Record<string, unknown>;
 }
 
-function createPolicies(settings: Settings): AuthPolicy[] {
+function createPolicies(settings: Settings, storage: Storage): AuthPolicy[] {
   return settings.multiauth_policies.map((name) => {
     switch (name) {
       case 'basicauth':
         if (settings.userid_hmac_secret === null) throw new ConfigError('Setting userid_hmac_secret is required by the basicauth policy');
         return createBasicAuthPolicy(settings.userid_hmac_secret);
-      default:
+      case 'account':
+        return createAccountPolicy(settings, storage);
+      default: {
+        // Any other name is an OpenID Connect provider of `openid_providers`.
+        const openid = createOpenIdPolicy(settings, name);
+        if (openid) return openid;
         throw new ConfigError(`Unknown authentication policy ${name}`);
+      }
     }
   });
 }
 
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const settings = options.settings ?? loadSettings();
+  let app: FastifyInstance | undefined;
+  const events = new EventBus(() => app?.log);
   const services: Services = {
     settings,
     storage: options.storage,
     authorizer: new Authorizer(settings),
-    policies: createPolicies(settings),
+    policies: createPolicies(settings, options.storage),
     version: VERSION,
     capabilities: {},
+    events,
   };
+  for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
+  if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
 
-  const app = Fastify({
+  app = Fastify({
     logger:
       options.logger === false
         ? false
@@ -78,6 +97,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
   app.decorate('services', services);
+  // Configured listeners see committed events; closing the server flushes what they hold.
+  for (const listener of createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
+  app.addHook('onClose', () => events.close());
   app.decorateRequest('identity', null as never);
 
   registerErrorHandler(app, settings);
@@ -89,6 +111,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   // One autocommit query per authenticated request; inside a batch, through its transaction
   // (on PGlite the store itself waits for that transaction to end).
   const membershipReader = () => batchSession() ?? services.storage;
+  // Before authentication: the account policy's login limiter counts failures per address.
+  registerClientAddressHook(app);
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
@@ -104,6 +128,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerHello(app);
   registerUtilities(app);
   registerBatch(app);
+  registerOpenId(app);
+  registerPermissions(app);
+  registerDefaultBucket(app);
+  registerHistory(app);
+  registerAccounts(app);
   for (const def of RESOURCES) registerResource(app, def);
 
   await app.ready();

@@ -9,7 +9,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type SettingType = 'string' | 'integer' | 'boolean' | 'list' | 'number';
+type SettingType = 'string' | 'integer' | 'boolean' | 'list' | 'number' | 'json';
 
 interface SettingSpec {
   type: SettingType;
@@ -69,6 +69,59 @@ export const SETTINGS = {
   record_create_principals: { type: 'list', default: [], description: 'Principals granted record creation in every collection.' },
   record_read_principals: { type: 'list', default: [], description: 'Principals granted read on every record.' },
   record_write_principals: { type: 'list', default: [], description: 'Principals granted write on every record.' },
+  experimental_permissions_endpoint: { type: 'boolean', default: true, description: 'Serve `GET /permissions` (capability `permissions_endpoint`).' },
+  permissions_read_principals: { type: 'list', default: ['system.Everyone'], description: 'Who may call `GET /permissions` (each caller sees only its own permissions).' },
+  default_bucket_enabled: { type: 'boolean', default: true, description: 'Serve `/buckets/default`, each user’s personal bucket (capability `default_bucket`).' },
+  default_bucket_hmac_secret: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    secret: true,
+    description: 'HMAC key of personal bucket ids. Unset: derived from `userid_hmac_secret` (set it to a Kinto deployment’s value to keep its ids).',
+  },
+  account_create_principals: { type: 'list', default: [], description: 'Who may create accounts (`system.Everyone`: open sign-up). Every principal but `system.Everyone` must also be in `account_write_principals`.' },
+  account_read_principals: { type: 'list', default: [], description: 'Principals granted read on every account (they list all accounts).' },
+  account_write_principals: { type: 'list', default: [], description: 'Account administrators: write on every account, create accounts for others.' },
+  account_cache_ttl_seconds: { type: 'integer', default: 30, min: 0, description: 'How long a verified account password is remembered by a process (0: check the hash on every request).' },
+  account_login_max_failures: { type: 'integer', default: 10, min: 1, description: 'Wrong passwords allowed per account within `account_login_window_seconds` before its logins get 429.' },
+  account_login_max_failures_per_ip: { type: 'integer', default: 50, min: 1, description: 'Wrong account passwords allowed per client address within the window before its logins get 429.' },
+  account_login_window_seconds: { type: 'integer', default: 900, min: 1, description: 'Window of the login failure limits (also the longest `Retry-After`).' },
+  account_login_limiter_redis_url: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    secret: true,
+    description: 'A `redis://` URL to share the login failure counters between processes (unset: each process counts in memory).',
+  },
+  account_validation: { type: 'boolean', default: false, description: 'Accounts must be validated by e-mail before they can log in (ids must then be e-mail addresses).' },
+  account_validation_email_regexp: {
+    type: 'string',
+    default: '^[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\\.[a-zA-Z0-9-.]+$',
+    description: 'Pattern account ids must match when `account_validation` is on.',
+  },
+  account_validation_key_ttl_seconds: { type: 'integer', default: 7 * 24 * 3600, min: 1, description: 'How long an account validation key stays usable.' },
+  account_validation_link_template: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    description: 'URL of the page that validates an account, with `{id}` and `{activation-key}` placeholders; mail templates can use it as `{validation-link}`.',
+  },
+  account_validation_email_subject_template: { type: 'string', default: 'activate your account', description: 'Subject of the validation mail (placeholders: account fields, `{activation-key}`, `{validation-link}`, `email-context` keys).' },
+  account_validation_email_body_template: { type: 'string', default: '{activation-key}', description: 'Body of the validation mail (same placeholders as its subject).' },
+  account_validation_confirmation_subject_template: { type: 'string', default: 'Account active', description: 'Subject of the mail sent once an account is validated.' },
+  account_validation_confirmation_body_template: { type: 'string', default: 'The account {id} is now active', description: 'Body of the mail sent once an account is validated.' },
+  account_reset_password_ttl_seconds: { type: 'integer', default: 3600, min: 1, description: 'How long a temporary password sent by `reset-password` stays usable.' },
+  account_reset_password_subject_template: { type: 'string', default: 'Reset password', description: 'Subject of the temporary password mail (placeholders: account fields, `{reset-password}`, `email-context` keys).' },
+  account_reset_password_body_template: { type: 'string', default: '{reset-password}', description: 'Body of the temporary password mail.' },
+  mail_transport: { type: 'string', default: 'smtp', description: 'How mail is sent: `smtp` (the `mail_host` server) or `sendmail` (the local sendmail binary).' },
+  mail_host: { type: 'string', default: 'localhost', description: 'SMTP server host.' },
+  mail_port: { type: 'integer', default: 25, min: 1, max: 65535, description: 'SMTP server port.' },
+  mail_username: { type: 'string', default: null, nullable: true, description: 'SMTP user name (unset: no authentication).' },
+  mail_password: { type: 'string', default: null, nullable: true, secret: true, description: 'SMTP password.' },
+  mail_sender: { type: 'string', default: 'quire@localhost', description: '`From` address of the mails the server sends.' },
+  mail_tls: { type: 'boolean', default: false, description: 'Connect to the SMTP server over TLS from the start (usually port 465).' },
+  mail_starttls: { type: 'boolean', default: false, description: 'Require STARTTLS on a plain SMTP connection (refuse to send in clear).' },
+  mail_timeout_seconds: { type: 'number', default: 10, min: 0.1, description: 'Time limit of each SMTP connection step.' },
   retry_after_seconds: { type: 'integer', default: 3, min: 0, description: '`Retry-After` sent with 503 and 409.' },
   backoff: { type: 'integer', default: null, nullable: true, min: 0, description: '`Backoff` seconds sent on responses (unset: none).' },
   backoff_percentage: { type: 'number', default: null, nullable: true, min: 0, max: 100, description: 'Share of responses that carry `Backoff` (unset: all).' },
@@ -90,6 +143,35 @@ export const SETTINGS = {
   heartbeat_timeout_seconds: { type: 'number', default: 10, min: 0.1, description: 'Time limit of each `__heartbeat__` check.' },
   shutdown_timeout_seconds: { type: 'number', default: 30, min: 0, description: 'On SIGTERM, how long in-flight requests may take to finish.' },
   log_level: { type: 'string', default: 'info', description: 'pino log level (`fatal`…`trace`, `silent`).' },
+  experimental_collection_schema_validation: {
+    type: 'boolean',
+    default: false,
+    description: 'Validate records against their collection’s `schema`, and children against their bucket’s `collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
+  },
+  schema_validator_cache_size: { type: 'integer', default: 256, min: 1, description: 'Compiled JSON schemas kept in memory per process (least recently used dropped first).' },
+  flush_endpoint_enabled: { type: 'boolean', default: false, description: 'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.' },
+  event_listeners: {
+    type: 'json',
+    default: [],
+    secret: true,
+    description:
+      'Event listeners: a JSON array of `{name, use, actions, resources, ...}` (see “Event listeners”); `use: "redis"` (or Kinto’s `kinto_redis.listeners`) pushes each event to a Redis list.',
+  },
+  history_enabled: { type: 'boolean', default: false, description: 'Keep a change log per bucket at `/buckets/<bid>/history` (capability `history`).' },
+  history_exclude_resources: { type: 'list', default: [], description: 'URIs of buckets, collections or objects whose changes history does not record.' },
+  history_exclude_user_ids: { type: 'list', default: [], description: 'User ids whose changes history does not record.' },
+  openid_providers: {
+    type: 'json',
+    default: [],
+    secret: true,
+    description:
+      'OpenID Connect providers: a JSON array of `{name, issuer, client_id, client_secret, userid_field, header_type, audience, verification_ttl_seconds, state_ttl_seconds, state_length}`; list each `name` in `multiauth_policies` (see “OpenID Connect”).',
+  },
+  openid_cache_max_entries: { type: 'integer', default: 10000, min: 1, description: 'Verified OpenID tokens remembered per provider (least recently used dropped first).' },
+  openid_http_timeout_seconds: { type: 'number', default: 10, min: 0.1, description: 'Time limit of each call to an OpenID provider (discovery, userinfo, keys, code exchange).' },
+  openid_jwks_cache_seconds: { type: 'integer', default: 600, min: 0, description: 'How long a provider’s signing keys (JWKS) are reused before being fetched again.' },
+  openid_max_token_length: { type: 'integer', default: 8192, min: 16, description: 'Longest bearer token checked; longer ones are ignored (anonymous).' },
+  openid_callback_origins: { type: 'list', default: ['*'], description: 'Origins the OpenID login may redirect tokens to (`callback`); `*` allows any, as Kinto does.' },
 } satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -122,6 +204,38 @@ export interface Settings {
   record_create_principals: string[];
   record_read_principals: string[];
   record_write_principals: string[];
+  experimental_permissions_endpoint: boolean;
+  permissions_read_principals: string[];
+  default_bucket_enabled: boolean;
+  default_bucket_hmac_secret: string | null;
+  account_create_principals: string[];
+  account_read_principals: string[];
+  account_write_principals: string[];
+  account_cache_ttl_seconds: number;
+  account_login_max_failures: number;
+  account_login_max_failures_per_ip: number;
+  account_login_window_seconds: number;
+  account_login_limiter_redis_url: string | null;
+  account_validation: boolean;
+  account_validation_email_regexp: string;
+  account_validation_key_ttl_seconds: number;
+  account_validation_link_template: string | null;
+  account_validation_email_subject_template: string;
+  account_validation_email_body_template: string;
+  account_validation_confirmation_subject_template: string;
+  account_validation_confirmation_body_template: string;
+  account_reset_password_ttl_seconds: number;
+  account_reset_password_subject_template: string;
+  account_reset_password_body_template: string;
+  mail_transport: string;
+  mail_host: string;
+  mail_port: number;
+  mail_username: string | null;
+  mail_password: string | null;
+  mail_sender: string;
+  mail_tls: boolean;
+  mail_starttls: boolean;
+  mail_timeout_seconds: number;
   retry_after_seconds: number;
   backoff: number | null;
   backoff_percentage: number | null;
@@ -143,9 +257,24 @@ export interface Settings {
   heartbeat_timeout_seconds: number;
   shutdown_timeout_seconds: number;
   log_level: string;
+  experimental_collection_schema_validation: boolean;
+  schema_validator_cache_size: number;
+  flush_endpoint_enabled: boolean;
+  /** Validated by listeners/config.ts when the server is built. */
+  event_listeners: unknown[];
+  history_enabled: boolean;
+  history_exclude_resources: string[];
+  history_exclude_user_ids: string[];
+  /** Validated by auth/openid/providers.ts when the server is built. */
+  openid_providers: unknown[];
+  openid_cache_max_entries: number;
+  openid_http_timeout_seconds: number;
+  openid_jwks_cache_seconds: number;
+  openid_max_token_length: number;
+  openid_callback_origins: string[];
 }
 
-const POLICIES = new Set(['basicauth']);
+const POLICIES = new Set(['basicauth', 'account']);
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 function coerce(name: string, spec: SettingSpec, raw: unknown, source: string): unknown {
@@ -185,6 +314,15 @@ function coerce(name: string, spec: SettingSpec, raw: unknown, source: string): 
       if (typeof raw !== 'string') return fail('expected a list of strings');
       // Kinto's ini files separate values with spaces or new lines; commas are accepted too.
       return raw.split(/[\s,]+/).filter(Boolean);
+    }
+    case 'json': {
+      if (typeof raw !== 'string') return raw;
+      // The raw text is not quoted back: json settings may hold secrets.
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        return fail('expected JSON');
+      }
     }
   }
 }
@@ -252,8 +390,11 @@ function validateSettings(settings: Settings): Settings {
   if (settings.storage_url && !/^postgres(ql)?:\/\//.test(settings.storage_url)) {
     throw new ConfigError('Invalid setting storage_url: only postgresql:// URLs are supported (leave it unset for the embedded store)');
   }
+  if (!Array.isArray(settings.openid_providers)) throw new ConfigError('Invalid setting openid_providers: expected a JSON array');
+  // Each OpenID provider is a policy of its own name (as `multiauth.policy.<name>` in Kinto).
+  const openidNames = settings.openid_providers.map((provider) => (provider as { name?: unknown } | null)?.name);
   for (const policy of settings.multiauth_policies) {
-    if (!POLICIES.has(policy)) {
+    if (!POLICIES.has(policy) && !openidNames.includes(policy)) {
       throw new ConfigError(`Invalid setting multiauth_policies: unknown policy "${policy}" (known: ${[...POLICIES].join(', ')})`);
     }
   }

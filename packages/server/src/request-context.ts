@@ -6,6 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AuthPolicy, Identity } from './auth/policy.js';
 import type { Settings } from './config.js';
+import type { EventBus } from './events/bus.js';
 import type { Authorizer } from './permission/authorizer.js';
 import type { Storage, StorageSession } from './storage/types.js';
 
@@ -20,6 +21,10 @@ export interface Services {
    * enabled, so the list is exactly what this server does.
    */
   capabilities: Record<string, Record<string, unknown>>;
+  /** Resource events (§10): handlers emit, listeners (history, Redis queue...) subscribe. */
+  events: EventBus;
+  /** The id of a user's personal bucket (`/buckets/default`), when that feature is enabled. */
+  personalBucketId?: (userId: string) => string;
 }
 
 interface BatchScope {

@@ -1,6 +1,6 @@
 /**
- * The HMAC secret of Basic Auth user ids must be stable across restarts (ids would change) and
- * shared by every process. On the embedded store we keep a random one in the data directory;
+ * The HMAC secret of Basic Auth user ids (and, by derivation, of personal bucket ids) must be
+ * stable across restarts (ids would change) and shared by every process. On the embedded store we keep a random one in the data directory;
  * on PostgreSQL, where several processes serve one database, the operator must set it.
  */
 import { randomBytes } from 'node:crypto';
@@ -9,7 +9,9 @@ import { join, resolve } from 'node:path';
 import { ConfigError, type Settings } from './config.js';
 
 export function resolveSecrets(settings: Settings): Settings {
-  if (settings.userid_hmac_secret !== null || !settings.multiauth_policies.includes('basicauth')) return settings;
+  if (settings.userid_hmac_secret !== null) return settings;
+  // On PostgreSQL it is needed by Basic Auth ids (and, unless set apart, personal bucket ids).
+  if (settings.storage_url && !settings.multiauth_policies.includes('basicauth')) return settings;
   if (settings.storage_url) {
     throw new ConfigError(
       'Setting userid_hmac_secret (QUIRE_USERID_HMAC_SECRET) is required on PostgreSQL: every server process must share it.',

@@ -8,6 +8,8 @@ export interface AuthPolicy {
   readonly challenge: string;
   /** The prefixed user id, or null when the headers carry no credentials this policy accepts. */
   authenticate(headers: Record<string, string | string[] | undefined>): Promise<string | null>;
+  /** Work done once before the server accepts requests (e.g. OpenID discovery); failing stops the boot. */
+  init?(): Promise<void>;
 }
 
 /** Who is calling: the user id (null when anonymous) and every principal it holds. */

@@ -49,6 +49,36 @@ function settingsKey(level: ResourceName, permission: string): keyof Settings | 
   return null;
 }
 
+/**
+ * What each permission implies on the same object (the same-level part of Kinto's inheritance
+ * tree). `GET /permissions` lists them expanded, including the pseudo-permission
+ * `read:attributes` (reading the object's own attributes), as deployed clients expect.
+ */
+export const IMPLIED_PERMISSIONS: Record<string, Record<string, readonly string[]>> = {
+  bucket: {
+    write: ['read', 'read:attributes', 'collection:create', 'group:create'],
+    read: ['read:attributes'],
+    'collection:create': ['read:attributes'],
+    'group:create': ['read:attributes'],
+  },
+  collection: { write: ['read', 'read:attributes', 'record:create'], read: ['read:attributes'], 'record:create': ['read:attributes'] },
+  group: { write: ['read'] },
+  record: { write: ['read'] },
+  account: { write: ['read'] },
+};
+
+const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records', account: 'accounts' };
+
+/** Where a `<child>:create` setting applies: on every object of the parent kind, or the root. */
+const CREATE_TARGETS: Record<string, string> = { bucket: 'root', account: 'root', collection: 'bucket', group: 'bucket', record: 'collection' };
+
+export interface SettingsGrants {
+  /** Permissions held on every object of a kind. */
+  objects: Array<{ resourceName: string; plural: string; permission: string }>;
+  /** Permissions held on the root (`bucket:create`, `account:create`). */
+  root: string[];
+}
+
 export type ListAccess =
   | { kind: 'all' }
   /** Only these ids are visible (possibly none: the caller may create, so an empty list). */
@@ -121,6 +151,26 @@ export class Authorizer {
     if (ids.length > 0) return { kind: 'some', ids };
     if (await this.canCreate(session, principals, child, parent)) return { kind: 'some', ids: [] };
     return { kind: 'none' };
+  }
+
+  /** What the `<resource>_<permission>_principals` settings grant these principals. */
+  settingsGrants(principals: string[]): SettingsGrants {
+    const grants: SettingsGrants = { objects: [], root: [] };
+    const settings = this.#settings as unknown as Record<string, unknown>;
+    for (const resourceName of Object.keys(PLURALS)) {
+      for (const action of ['read', 'write', 'create']) {
+        const granted = settings[`${resourceName}_${action}_principals`];
+        if (!Array.isArray(granted) || !granted.some((principal) => principals.includes(principal))) continue;
+        if (action !== 'create') {
+          grants.objects.push({ resourceName, plural: PLURALS[resourceName]!, permission: action });
+          continue;
+        }
+        const target = CREATE_TARGETS[resourceName]!;
+        if (target === 'root') grants.root.push(`${resourceName}:create`);
+        else grants.objects.push({ resourceName: target, plural: PLURALS[target]!, permission: `${resourceName}:create` });
+      }
+    }
+    return grants;
   }
 
   /** The object's ACEs as shown to this caller: only to a principal literally in its `write` (§4.6). */

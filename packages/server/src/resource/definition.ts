@@ -17,7 +17,7 @@ export interface ResourceDefinition {
    * Checks and normalises `data` before it is stored (e.g. group `members`). Throws ApiError.
    * `existing` is the object being replaced or patched, if any.
    */
-  processData?(data: Record<string, unknown>, context: ProcessContext): Record<string, unknown>;
+  processData?(data: Record<string, unknown>, context: ProcessContext): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Runs in the write's transaction once the object is stored (e.g. group memberships). */
   afterWrite?(session: StorageSession, uri: string, stored: Record<string, unknown>): Promise<void>;
   /** Deleting it removes every child object (buckets, collections). */
@@ -28,6 +28,8 @@ export interface ProcessContext {
   settings: Settings;
   session: StorageSession;
   existing: Record<string, unknown> | null;
+  /** The object being written (its id, URI and ancestors). */
+  ref: ObjectRef;
 }
 
 /** One object (existing or not) addressed by a URL: its definition, id and ancestors' ids. */

@@ -11,7 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
-import { withSession, type Services } from '../request-context.js';
+import type { Services } from '../request-context.js';
 import type { Permissions, Scope, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
 import {
   applyPatch,
@@ -135,7 +135,7 @@ function assertBodyMatchesId(data: Record<string, unknown> | undefined, id: stri
 }
 
 export function createResourceHandlers(services: Services, def: ResourceDefinition) {
-  const { storage, authorizer } = services;
+  const { storage, authorizer, events } = services;
 
   async function requireObject(session: StorageSession, identity: Identity, ref: ObjectRef, permission: 'read' | 'write') {
     if (!(await authorizer.can(session, identity.principals, ref, permission))) throw denied(services, identity);
@@ -158,7 +158,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
   ) {
     const previousAcl = existing ? await aclOf(session, ref.uri) : {};
     let data = userFields(body.data ?? (existing ? existing : {}));
-    if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
+    if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
     const options = writeOptions(suppliedTimestamp(body.data), existing);
     const stored = existing
       ? await session.update(scopeOf(ref), ref.id, data, options)
@@ -169,6 +169,10 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const acl = cleanAcl(withAuthor(services, identity, given ?? previousAcl));
     await session.setPermissions(ref.uri, acl);
     await def.afterWrite?.(session, ref.uri, stored);
+    events.emit(reply.request, {
+      resourceName: def.name, parentId: ref.parentUri, action: existing ? 'update' : 'create', timestamp: stored.last_modified,
+      impactedObjects: [existing ? { new: stored, old: existing } : { new: stored }],
+    });
 
     setTimestampHeaders(reply, stored.last_modified);
     reply.code(existing ? 200 : 201);
@@ -183,7 +187,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
     const permission = method === 'DELETE' ? 'write' : 'read';
 
-    return withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
+    return events.withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
       const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
       if (access.kind === 'none') throw denied(services, identity);
       await ensureParents(session, parent);
@@ -235,6 +239,9 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       }
 
       if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
+      if (events.wants('read', def.name)) {
+        events.emit(request, { resourceName: def.name, parentId: scope.parentId, action: 'read', timestamp, impactedObjects: items.map((item) => ({ new: item })) });
+      }
       return { data: query.fields ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[])) : items };
     });
   }
@@ -251,6 +258,11 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       await session.deletePermissionsTree(uri);
     }
     const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
+    const previous = new Map(items.map((item) => [item.id, item]));
+    events.emit(reply.request, {
+      resourceName: def.name, parentId: scope.parentId, action: 'delete', timestamp: newest,
+      impactedObjects: tombstones.map((tombstone) => ({ new: tombstone, old: previous.get(tombstone.id) ?? tombstone })),
+    });
     setTimestampHeaders(reply, newest);
     const data = tombstones as unknown as Array<Record<string, unknown>>;
     return { data: query.fields ? data.map((item) => projectFields(item, query.fields as string[])) : data };
@@ -274,7 +286,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       if (givenId !== undefined) validateId(givenId);
       const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
 
-      return withSession(storage, 'write', async (session) => {
+      return events.withSession(storage, 'write', async (session) => {
         const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
@@ -282,6 +294,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
           checkObjectPreconditions(preconditions, existing, existing, { method: 'POST' });
           setTimestampHeaders(reply, existing.last_modified);
           const acl = await aclOf(session, ref.uri);
+          events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: existing.last_modified, impactedObjects: [{ new: existing }] });
           return { data: existing, permissions: authorizer.visiblePermissions(identity.principals, acl) };
         }
         await requireCreate(session, identity, parent);
@@ -296,7 +309,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const query = parseListQuery(splitUrl(request.raw.url).query);
-      return withSession(storage, 'read', async (session) => {
+      return events.withSession(storage, 'read', async (session) => {
         await requireObject(session, identity, ref, 'read');
         const object = await session.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);
@@ -305,6 +318,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         setCacheHeaders(reply, identity);
         if (outcome === 'not-modified') return reply.code(304).send();
         const acl = await aclOf(session, ref.uri);
+        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: object.last_modified, impactedObjects: [{ new: object }] });
         const data = query.fields ? projectFields(object, query.fields) : object;
         return { data, permissions: authorizer.visiblePermissions(identity.principals, acl) };
       });
@@ -315,7 +329,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const body = parseWriteBody(request.body, def);
-      return withSession(storage, 'write', async (session) => {
+      return events.withSession(storage, 'write', async (session) => {
         const existing = await session.get(scopeOf(ref), ref.id);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
@@ -340,7 +354,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
       }
       const type = patchType(request);
-      return withSession(storage, 'write', async (session) => {
+      return events.withSession(storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id);
         if (!existing) throw objectNotFound(def.name, ref.id);
@@ -349,7 +363,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const patched = applyPatch(type, request.body, userFields(existing), previousAcl, def);
         assertBodyMatchesId(patched.sentData, ref.id);
         let data = userFields(patched.data);
-        if (def.processData) data = def.processData(data, { settings: services.settings, session, existing });
+        if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
         const stored = await session.update(scopeOf(ref), ref.id, data, writeOptions(suppliedTimestamp(patched.sentData), existing));
 
         let acl: Permissions;
@@ -366,6 +380,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         acl = cleanAcl(withAuthor(services, identity, acl));
         await session.setPermissions(ref.uri, acl);
         await def.afterWrite?.(session, ref.uri, stored);
+        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
         setTimestampHeaders(reply, stored.last_modified);
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);
@@ -388,7 +403,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
-      return withSession(storage, 'write', async (session) => {
+      return events.withSession(storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id);
         if (!existing) throw objectNotFound(def.name, ref.id);
@@ -397,6 +412,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const tombstone = await session.delete(scopeOf(ref), ref.id, writeOptions(suppliedValue, existing));
         if (def.cascades) await session.deleteTree(ref.uri);
         await session.deletePermissionsTree(ref.uri);
+        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
         setTimestampHeaders(reply, tombstone.last_modified);
         return { data: tombstone };
       });

@@ -1,4 +1,6 @@
 import type { ResourceDefinition } from '../resource/definition.js';
+import { SERVER_FIELDS, validateFromBucketSchema } from '../schema/resource-hooks.js';
+import { schemaValidator } from '../schema/validator.js';
 import { bucketResource } from './buckets.js';
 import { generateName } from './ids.js';
 
@@ -9,4 +11,10 @@ export const collectionResource: ResourceDefinition = {
   permissions: ['read', 'write', 'record:create'],
   generateId: generateName,
   cascades: true,
+  async processData(data, context) {
+    // Kinto checks `schema` is a Draft-7 schema even while validation is off (§4.1).
+    if (data.schema !== undefined) schemaValidator(context.settings).checkSchema(data.schema, 'data.schema');
+    await validateFromBucketSchema('collection', data, context, SERVER_FIELDS);
+    return data;
+  },
 };

@@ -1,5 +1,6 @@
 import { invalidParameter } from '../errors.js';
 import type { ResourceDefinition } from '../resource/definition.js';
+import { SERVER_FIELDS, validateFromBucketSchema } from '../schema/resource-hooks.js';
 import { bucketResource } from './buckets.js';
 import { generateName } from './ids.js';
 
@@ -14,7 +15,7 @@ export const groupResource: ResourceDefinition = {
   permissions: ['read', 'write'],
   generateId: generateName,
   cascades: false,
-  processData(data) {
+  async processData(data, context) {
     const members = data.members ?? [];
     if (!Array.isArray(members) || !members.every((member) => typeof member === 'string')) {
       throw invalidParameter('body', 'data.members', `${JSON.stringify(members)} is not a list of principals`);
@@ -23,7 +24,10 @@ export const groupResource: ResourceDefinition = {
       if (member.startsWith('/buckets/')) throw invalidParameter('body', 'data.members', `${member}: groups cannot be members of groups`);
       if (member === 'system.Everyone') throw invalidParameter('body', 'data.members', 'system.Everyone cannot be a group member');
     }
-    return { ...data, members: [...new Set(members as string[])] };
+    const processed = { ...data, members: [...new Set(members as string[])] };
+    // The bucket's `group:schema` (API 1.20), when validation is enabled.
+    await validateFromBucketSchema('group', processed, context, SERVER_FIELDS);
+    return processed;
   },
   // The group's URI becomes a principal of its members (protocol-reference §9.1).
   async afterWrite(session, uri, stored) {

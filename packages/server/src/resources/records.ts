@@ -1,4 +1,5 @@
 import type { ResourceDefinition } from '../resource/definition.js';
+import { validateRecord } from '../schema/resource-hooks.js';
 import { collectionResource } from './collections.js';
 import { generateUuid } from './ids.js';
 
@@ -9,4 +10,6 @@ export const recordResource: ResourceDefinition = {
   permissions: ['read', 'write'],
   generateId: generateUuid,
   cascades: false,
+  // The collection's and the bucket's JSON schemas, when validation is enabled (§4.1).
+  processData: validateRecord,
 };

@@ -138,6 +138,25 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.get(scope, 'a')).toEqual(updated);
       });
 
+      test('insertMany stores objects with consecutive timestamps above the scope, in order', async () => {
+        const before = await storage.create(scope, 'old', { v: 0 });
+        const inserted = await storage.insertMany(scope, [
+          { id: 'x', data: { v: 1, id: 'ignored', last_modified: 1 } },
+          { id: 'y', data: { v: 2, nested: { a: [1, 'b'] } } },
+          { id: 'z', data: {} },
+        ]);
+        expect(inserted.map((object) => object.id)).toEqual(['x', 'y', 'z']);
+        expect(inserted[0]).toEqual({ id: 'x', last_modified: expect.any(Number), v: 1 });
+        const stamps = inserted.map((object) => object.last_modified);
+        expect(stamps[0]).toBeGreaterThan(before.last_modified);
+        expect(stamps).toEqual([stamps[0], stamps[0]! + 1, stamps[0]! + 2]);
+        expect(await storage.resourceTimestamp(scope)).toBe(stamps[2]);
+        expect(await storage.get(scope, 'y')).toEqual(inserted[1]);
+        expect(await storage.insertMany(scope, [])).toEqual([]);
+        const next = await storage.update(scope, 'w', {});
+        expect(next.last_modified).toBeGreaterThan(stamps[2]!);
+      });
+
       test('update creates missing and deleted objects', async () => {
         expect(await storage.update(scope, 'new', { v: 1 })).toMatchObject({ id: 'new', v: 1 });
         await storage.create(scope, 'gone', { v: 1 });
@@ -803,6 +822,63 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.listAuthorizedIds(`${uri}/collections/a`, 'records', ['alice'], ['read'])).toEqual(['r']);
       });
 
+      test('listPermissionEntries: one entry per object, ids from the URI, permissions expanded', async () => {
+        const bucket = `b-${randomUUID()}`;
+        const uri = `/buckets/${bucket}`;
+        const user = `user-${randomUUID()}`;
+        const group = `${uri}/groups/g`;
+        await storage.setPermissions(uri, { read: [user] });
+        await storage.setPermissions(`${uri}/collections/c`, { write: [group], read: [user] });
+        await storage.setPermissions(`${uri}/collections/c/records/r`, { read: ['someone-else'] });
+        await storage.setPermissions(`${uri}/groups/g`, { write: [user] });
+        await storage.setPermissions(`${uri}/history/h`, { read: [user] });
+        const query = {
+          principals: [user, group],
+          globalGrants: [],
+          implied: { collection: { write: ['read', 'record:create'] } },
+          extraEntries: [{ uri: '/', resource_name: 'root', permissions: ['bucket:create'] }],
+          sorting: [{ field: 'uri', direction: 1 as const }],
+        };
+        const entries = (await storage.listPermissionEntries(query)).filter((entry) => entry.uri === '/' || entry.bucket_id === bucket);
+        expect(entries).toEqual([
+          { uri: '/', resource_name: 'root', permissions: ['bucket:create'] },
+          { uri, resource_name: 'bucket', id: bucket, bucket_id: bucket, permissions: ['read'] },
+          { uri: `${uri}/collections/c`, resource_name: 'collection', id: 'c', bucket_id: bucket, collection_id: 'c', permissions: ['read', 'record:create', 'write'] },
+          { uri: `${uri}/groups/g`, resource_name: 'group', id: 'g', bucket_id: bucket, group_id: 'g', permissions: ['write'] },
+        ]);
+        // Filters, order and keyset continuation work on the entry fields.
+        const filtered = await storage.listPermissionEntries({
+          ...query,
+          filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }, { field: 'permissions', operator: 'contains', value: ['write'] }],
+          sorting: [{ field: 'id', direction: -1 }, { field: 'uri', direction: 1 }],
+          limit: 1,
+        });
+        expect(filtered.map((entry) => entry.uri)).toEqual([`${uri}/groups/g`]);
+        const next = await storage.listPermissionEntries({
+          ...query,
+          filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
+          sorting: [{ field: 'id', direction: -1 }, { field: 'uri', direction: 1 }],
+          after: { id: 'g', uri: `${uri}/groups/g` },
+        });
+        expect(next.map((entry) => entry.id)).toEqual(['c', bucket].sort().reverse());
+      });
+
+      test('listPermissionEntries: global grants cover every live object of a kind', async () => {
+        const sc = randomScope();
+        await storage.create(sc, 'r1', {});
+        await storage.create(sc, 'r2', {});
+        await storage.delete(sc, 'r2');
+        const entries = await storage.listPermissionEntries({
+          principals: [],
+          globalGrants: [{ resourceName: 'record', plural: 'records', permission: 'read' }],
+          implied: {},
+          extraEntries: [],
+          filters: [{ field: 'uri', operator: 'like', value: `${sc.parentId}/*` }],
+          sorting: [{ field: 'uri', direction: 1 }],
+        });
+        expect(entries.map((entry) => [entry.id, entry.permissions])).toEqual([['r1', ['read']]]);
+      });
+
       test('group members: set replaces, listGroupsOf finds the groups of any principal', async () => {
         const uri = root();
         const alice = `alice-${randomUUID()}`;
@@ -979,6 +1055,21 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.list(scope, { includeDeleted: true })).toEqual([]);
         expect((await storage.getPermissions([`${scope.parentId}/records/a`])).get(`${scope.parentId}/records/a`)).toEqual({});
         expect(await storage.create(scope, 'a', {})).toMatchObject({ id: 'a' });
+      });
+
+      test('flush also deletes tombstones, group memberships, nonces and scope timestamps', async () => {
+        // A timestamp far ahead of the clock: only a deleted scope row can bring it back to now.
+        const future = Date.now() + 1_000_000_000;
+        await storage.create(scope, 'gone', {}, { lastModified: future });
+        await storage.delete(scope, 'gone');
+        await storage.setGroupMembers('/buckets/b/groups/g', ['alice']);
+        await storage.storeNonce('flush-nonce', 600);
+        expect(await storage.resourceTimestamp(scope)).toBeGreaterThan(future);
+        await storage.flush();
+        expect(await storage.list(scope, { includeDeleted: true })).toEqual([]);
+        expect(await storage.listGroupsOf(['alice'])).toEqual([]);
+        expect(await storage.consumeNonce('flush-nonce')).toBe(false);
+        expect(await storage.resourceTimestamp(scope)).toBeLessThan(future);
       });
     });
 

@@ -124,6 +124,13 @@ export interface StorageSession {
   /** Replaces (or creates) the object with `data` (ignoring any id/last_modified in it). */
   update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject>;
 
+  /**
+   * Stores new objects (ids not yet used in the scope; an object of the same id is replaced) in
+   * one step, with consecutive fresh timestamps in the given order, the scope timestamp ending
+   * at the last one. For append-only logs such as history entries: one statement for many.
+   */
+  insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]>;
+
   /** Deletes a live object, leaving a tombstone. Throws ObjectNotFoundError if not live. */
   delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone>;
 
@@ -181,6 +188,34 @@ export interface StorageSession {
    * holds one of `permissions`.
    */
   listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]>;
+
+  /**
+   * One entry per object on which `principals` hold a permission, directly (ACEs) or through
+   * `globalGrants`, shaped as `GET /permissions` shows it (protocol-reference §9.3), then
+   * filtered, sorted and cut like a listing.
+   */
+  listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]>;
+}
+
+/** An object and what the caller may do on it: `{uri, resource_name, id, bucket_id, …, permissions}`. */
+export type PermissionEntry = Record<string, unknown> & { uri: string; resource_name: string; permissions: string[] };
+
+export interface PermissionEntriesQuery {
+  principals: string[];
+  /**
+   * Permissions held on every live object of a kind (from settings), e.g.
+   * `{ resourceName: 'record', plural: 'records', permission: 'read' }`.
+   */
+  globalGrants: Array<{ resourceName: string; plural: string; permission: string }>;
+  /** resource name → held permission → the permissions it implies on the same object. */
+  implied: Record<string, Record<string, readonly string[]>>;
+  /** Entries not backed by an object (the root entry), filtered and sorted with the others. */
+  extraEntries: PermissionEntry[];
+  /** Filters and sorting over the entry fields; the sorting must end with a unique field (`uri`). */
+  filters?: Filter[];
+  sorting: Sort[];
+  after?: Record<string, unknown>;
+  limit?: number;
 }
 
 export interface Storage extends StorageSession {

@@ -82,7 +82,8 @@ function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
   });
 }
 
-function inheritedHeaders(request: FastifyRequest): Record<string, string> {
+/** The caller's headers (credentials included) for an internal sub-request, minus the body's. */
+export function inheritedHeaders(request: FastifyRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || name === 'content-length' || name === 'content-type' || name === 'transfer-encoding') continue;
@@ -92,7 +93,7 @@ function inheritedHeaders(request: FastifyRequest): Record<string, string> {
 }
 
 export function registerBatch(app: FastifyInstance): void {
-  const { settings, storage } = app.services;
+  const { settings, storage, events } = app.services;
 
   async function execute(request: FastifyRequest, sub: SubRequest): Promise<SubResponse> {
     const headers: Record<string, string> = { ...inheritedHeaders(request) };
@@ -126,7 +127,9 @@ export function registerBatch(app: FastifyInstance): void {
 
   registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest) => {
     const requests = parseBatch(request.body, settings.batch_max_requests);
-    const responses = await storage.transaction((session) =>
+    // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
+    // to in-transaction listeners before the batch commits, to the others after.
+    const responses = await events.run(storage, 'write', (session) =>
       runInBatch(session, async () => {
         const results: SubResponse[] = [];
         for (const sub of requests) {

@@ -23,7 +23,10 @@ export function registerHello(app: FastifyInstance): void {
       capabilities,
     };
     const { userId, principals } = request.identity;
-    if (userId !== null) body.user = { id: userId, principals };
+    if (userId !== null) {
+      const bucket = app.services.personalBucketId?.(userId);
+      body.user = { id: userId, principals, ...(bucket ? { bucket } : {}) };
+    }
     if (settings.eos) body.eos = settings.eos;
     return body;
   } });

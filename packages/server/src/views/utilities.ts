@@ -1,7 +1,12 @@
-/** Operational endpoints: `__heartbeat__`, `__lbheartbeat__`, `__version__`, `contribute.json` (§11.2). */
+/**
+ * Operational endpoints: `__heartbeat__`, `__lbheartbeat__`, `__version__`, `contribute.json`,
+ * and `__flush__` when enabled (§11.2, §13.5).
+ */
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ERRNO } from '../errors.js';
+import { ApiError, ERRNO, invalidParameter } from '../errors.js';
+import { batchSession } from '../request-context.js';
+import { VERSION_INFO } from '../version.js';
 import { registerMethods } from '../resource/routes.js';
 
 async function withTimeout(check: Promise<boolean>, seconds: number): Promise<boolean> {
@@ -33,7 +38,8 @@ export function registerUtilities(app: FastifyInstance): void {
 
   registerMethods(app, '/v1/__version__', { GET: async () => {
     if (!settings.version_json_path) {
-      return { name: '@quire/server', version, source: 'https://github.com/quire-sync/quire', commit: process.env.QUIRE_COMMIT ?? 'unknown' };
+      // Kinto's version.json shape: {name, version, source, commit}.
+      return { ...VERSION_INFO, version };
     }
     try {
       return JSON.parse(await readFile(settings.version_json_path, 'utf8')) as unknown;
@@ -41,6 +47,8 @@ export function registerUtilities(app: FastifyInstance): void {
       throw new ApiError(500, ERRNO.UNDEFINED, { message: `Cannot read ${settings.version_json_path}` });
     }
   } });
+
+  if (settings.flush_endpoint_enabled) registerFlush(app);
 
   registerMethods(app, '/v1/contribute.json', { GET: async () => ({
     name: 'Quire',
@@ -50,4 +58,25 @@ export function registerUtilities(app: FastifyInstance): void {
     bugs: { list: `${settings.project_docs}/issues`, report: `${settings.project_docs}/issues/new` },
     keywords: ['sync', 'json', 'offline-first', 'kinto', 'typescript'],
   }) });
+}
+
+/**
+ * `POST /__flush__` (§13.5): deletes everything in storage — objects, tombstones, permissions,
+ * group memberships, pagination nonces, timestamps — and answers 202 `{}` as Kinto does. Like
+ * Kinto it needs no permission: it exists for test servers only (`flush_endpoint_enabled`).
+ */
+function registerFlush(app: FastifyInstance): void {
+  const { storage, capabilities } = app.services;
+  capabilities.flush_endpoint = {
+    description: 'The __flush__ endpoint can be used to remove all data from all backends.',
+    url: 'https://kinto.readthedocs.io/en/latest/api/1.x/flush.html',
+  };
+  registerMethods(app, '/v1/__flush__', {
+    POST: async (_request: FastifyRequest, reply: FastifyReply) => {
+      // Inside a batch the flush would wait for the batch's own transaction to end.
+      if (batchSession()) throw invalidParameter('body', 'requests', 'The __flush__ endpoint cannot be called within a batch.');
+      await storage.flush();
+      return reply.code(202).send({});
+    },
+  });
 }

@@ -411,8 +411,8 @@ describe('kinto-http against Quire', () => {
     const patched = await misc.updateRecord({ id: 'm1', extra: true }, { patch: true });
     expect(patched.data).toEqual({ id: 'm1', n: 1, title: 't1', extra: true, last_modified: expect.any(Number) });
 
-    await misc.setData({ schema: 1 }, { patch: true });
-    expect(await misc.getData()).toMatchObject({ id: 'misc', schema: 1 });
+    await misc.setData({ displayed: 1 }, { patch: true });
+    expect(await misc.getData()).toMatchObject({ id: 'misc', displayed: 1 });
 
     const removed = await misc.deleteRecords({ filters: { min_n: 3 } });
     expect(removed.data.map((r) => r.id).sort()).toEqual(['m3', 'm4']);
@@ -435,22 +435,44 @@ describe('kinto-http against Quire', () => {
     expect(byEditor.data.title).toBe('edited by bob');
   });
 
-  it('leaves out the optional history and permissions endpoints (the client refuses them)', async () => {
+  it('lists permissions: every object shared with the caller, expanded (listPermissions)', async () => {
     const info = await alice.fetchServerInfo();
-    expect(info.capabilities).not.toHaveProperty('history');
-    expect(info.capabilities).not.toHaveProperty('permissions_endpoint');
-    await expect(alice.bucket(BUCKET).collection('items').listRecords({ at: 1 })).rejects.toThrow(/history not present/);
-    await expect(alice.listPermissions()).rejects.toThrow(/permissions_endpoint not present/);
+    expect(info.capabilities).toHaveProperty('permissions_endpoint');
+    const bucket = alice.bucket(BUCKET);
+    await bucket.createCollection('shared', { permissions: { read: [bobId] } });
+    const entries = await bob.listPermissions({ pages: Infinity });
+    const shared = entries.data.find((entry) => entry.id === 'shared');
+    expect(shared).toMatchObject({ resource_name: 'collection', bucket_id: BUCKET, collection_id: 'shared' });
+    expect(shared?.permissions).toEqual(expect.arrayContaining(['read']));
+    expect(entries.data.some((entry) => entry.resource_name === 'bucket' && entry.id === BUCKET)).toBe(false);
+  });
+
+  it("uses the personal bucket, the client's default bucket name, transparently", async () => {
+    const info = await alice.fetchServerInfo();
+    const personal = (info.user as { bucket?: string } | undefined)?.bucket;
+    expect(personal).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    // No bucket name: kinto-http talks to `default`, created on first use with the collection.
+    const tasks = alice.bucket('default').collection('tasks');
+    const { data: created } = await tasks.createRecord({ title: 'milk', n: 1, tag: 'odd' });
+    const { data: listed } = await tasks.listRecords();
+    expect(listed.map((record) => record.id)).toEqual([created.id]);
+    const { data: real } = await alice.bucket(personal as string).collection('tasks').getRecord(created.id);
+    expect(real).toMatchObject({ title: 'milk' });
+    // Each user has their own.
+    expect((await bob.bucket('default').collection('tasks').listRecords()).data).toEqual([]);
   });
 
   it('lists and deletes buckets', async () => {
     await alice.createBucket('second');
+    // The personal buckets (test above) are real buckets of their owners.
+    const personal = (await alice.fetchServerInfo()).user as { bucket: string };
+    const bobPersonal = ((await bob.fetchServerInfo()).user as { bucket: string }).bucket;
     const buckets = await alice.listBuckets({ sort: 'id' });
-    expect(buckets.data.map((b) => b.id)).toEqual([BUCKET, 'second']);
-    expect((await bob.listBuckets()).data).toEqual([]);
+    expect(buckets.data.map((b) => b.id)).toEqual([BUCKET, 'second', personal.bucket].sort());
+    expect((await bob.listBuckets()).data.map((b) => b.id)).toEqual([bobPersonal]);
 
     const deleted = await alice.deleteBuckets();
-    expect(deleted.data.map((b) => b.id).sort()).toEqual([BUCKET, 'second']);
+    expect(deleted.data.map((b) => b.id).sort()).toEqual([BUCKET, 'second', personal.bucket].sort());
     expect(deleted.data.every((b) => b.deleted === true)).toBe(true);
     expect((await alice.listBuckets()).data).toEqual([]);
     const gone = await rejection(alice.bucket(BUCKET).collection('items').listRecords());

@@ -2,6 +2,7 @@
  * Boots the server on a real port for the conformance suite (which speaks plain HTTP and never
  * imports the server). Used by the vitest global setups of the root config.
  */
+import { createHmac, randomUUID } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
 import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
@@ -15,10 +16,36 @@ declare module 'vitest' {
 
 const MAX_BODY_BYTES = 256 * 1024;
 
+const HMAC_SECRET = 'conformance-secret';
+const ACCOUNTS_ADMIN = 'conformance-admin';
+
 export async function startForConformance(project: TestProject, storage: Storage): Promise<() => Promise<void>> {
+  // A Basic Auth identity granted read on every bucket by settings: the permission matrix's
+  // "globally granted principal" (its user id is the HMAC of its credentials, §9.1).
+  const bucketReader = `auditor-${randomUUID()}:${randomUUID()}`;
+  const bucketReaderId = `basicauth:${createHmac('sha256', HMAC_SECRET).update(bucketReader).digest('hex')}`;
+  process.env.QUIRE_CONFORMANCE_BUCKET_READER = bucketReader;
   const settings = loadSettings({
     env: {},
-    overrides: { userid_hmac_secret: 'conformance-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES },
+    overrides: {
+      userid_hmac_secret: HMAC_SECRET,
+      log_level: 'silent',
+      host: '127.0.0.1',
+      port: 0,
+      max_body_bytes: MAX_BODY_BYTES,
+      // The history plugin (capability `history`, suites/history.test.ts).
+      history_enabled: true,
+      bucket_read_principals: [bucketReaderId],
+      experimental_collection_schema_validation: true,
+      // Capability shown; the suite flushes only with QUIRE_CONFORMANCE_ALLOW_FLUSH=1, never set
+      // here: a flush would wipe the data of the test files running in parallel.
+      flush_endpoint_enabled: true,
+      // Accounts with open sign-up and one administrator, created below (the suite reads its
+      // credentials from QUIRE_CONFORMANCE_ACCOUNTS_ADMIN).
+      multiauth_policies: ['account', 'basicauth'],
+      account_create_principals: ['system.Everyone'],
+      account_write_principals: [`account:${ACCOUNTS_ADMIN}`],
+    },
   });
   // The body limit is not public in `GET /`; tell the suite so its 413 test runs.
   process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(MAX_BODY_BYTES);
@@ -26,6 +53,15 @@ export async function startForConformance(project: TestProject, storage: Storage
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
+  // Fixed, not random: both conformance projects' setups run in one process and share its env.
+  const adminPassword = 'conformance-admin-password';
+  const signUp = await fetch(`http://127.0.0.1:${address.port}/v1/accounts/${ACCOUNTS_ADMIN}`, {
+    method: 'PUT',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ data: { password: adminPassword } }),
+  });
+  if (signUp.status !== 201) throw new Error(`conformance: cannot create the accounts administrator (${signUp.status})`);
+  process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${ACCOUNTS_ADMIN}:${adminPassword}`;
   project.provide('conformanceUrl', `http://127.0.0.1:${address.port}/v1`);
   return async () => {
     await app.close();

@@ -15,7 +15,7 @@
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
 /** How one field path is read from a row. */
-interface FieldRef {
+export interface FieldRef {
   /** The value as jsonb; SQL NULL when the object lacks the field. */
   readonly jsonb: string;
   /** The value wrapped for comparisons and sorting (see above); SQL NULL when missing. */
@@ -41,6 +41,18 @@ const LAST_MODIFIED: FieldRef = {
   nullable: false,
 };
 
+const OBJECT_COLUMNS: Readonly<Record<string, FieldRef>> = { id: ID, last_modified: LAST_MODIFIED };
+
+/** A text column that may be NULL (the field is missing), e.g. `bucket_id` of a permission entry. */
+export function nullableTextColumn(sql: string): FieldRef {
+  return {
+    jsonb: `to_jsonb(${sql})`,
+    key: `(CASE WHEN ${sql} IS NULL THEN NULL ELSE jsonb_build_array(${sql}) END)`,
+    column: { sql, type: 'text' },
+    nullable: true,
+  };
+}
+
 /** Whether `value` can be compared to the column natively (same result as jsonb, and indexed). */
 function fitsColumn(ref: FieldRef, value: unknown): boolean {
   if (ref.column?.type === 'text') return typeof value === 'string';
@@ -64,6 +76,15 @@ export function likePrefix(value: string): string {
 export class QueryBuilder {
   readonly params: unknown[] = [];
   readonly #paths = new Map<string, string>();
+  readonly #columns: Readonly<Record<string, FieldRef>>;
+
+  /**
+   * `columns`: the fields read from columns of the row rather than from its `data` jsonb
+   * (default: `id` and `last_modified` of the objects table).
+   */
+  constructor({ columns = OBJECT_COLUMNS }: { columns?: Readonly<Record<string, FieldRef>> } = {}) {
+    this.#columns = columns;
+  }
 
   /** Binds a value and returns its placeholder. */
   bind(value: unknown): string {
@@ -77,8 +98,8 @@ export class QueryBuilder {
   }
 
   field(path: string): FieldRef {
-    if (path === 'id') return ID;
-    if (path === 'last_modified') return LAST_MODIFIED;
+    const column = Object.hasOwn(this.#columns, path) ? this.#columns[path] : undefined;
+    if (column) return column;
     let placeholder = this.#paths.get(path);
     if (placeholder === undefined) {
       placeholder = `${this.bind(path.split('.'))}::text[]`;

@@ -13,6 +13,8 @@ import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '.
 import type {
   Filter,
   ListOptions,
+  PermissionEntriesQuery,
+  PermissionEntry,
   Permissions,
   Scope,
   Storage,
@@ -25,7 +27,7 @@ import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
 import { sqlState, type Row, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { checkMigrations, migrate } from './migrate.js';
-import { likePrefix, QueryBuilder } from './queries.js';
+import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 
 /** The database clock in integer milliseconds. */
 const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
@@ -36,6 +38,16 @@ const TOMBSTONE_DATA = '{"deleted": true}';
 const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
 const MAX_TRANSACTION_ATTEMPTS = 4;
 const MAX_SNAPSHOT_ATTEMPTS = 10;
+
+/** The fields of a permission entry that are columns (text, NULL when the entry lacks them). */
+const ENTRY_COLUMNS = Object.fromEntries(
+  ['uri', 'resource_name', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id'].map((name) => [name, nullableTextColumn(name)]),
+);
+
+interface PermissionEntryRow extends Row {
+  permissions: string[];
+  [field: string]: unknown;
+}
 
 interface ObjectRow extends Row {
   id: string;
@@ -111,6 +123,33 @@ class SqlSession implements StorageSession {
   async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
     return this.#write(scope, id, data, options);
+  }
+
+  async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
+    this.#assertWritable();
+    if (objects.length === 0) return [];
+    const items = objects.map(({ id, data }) => {
+      const { id: _id, last_modified: _lastModified, ...attributes } = data;
+      return { id, data: attributes };
+    });
+    // One statement: bump the scope timestamp by n (locking it, as every write does) and insert
+    // the rows at first, first + 1, ... — all above every timestamp of the scope.
+    const rows = await this.#query<ObjectRow>(
+      `WITH stamp AS (
+         INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS} + $3::bigint - 1)
+         ON CONFLICT (parent_id, resource_name)
+         DO UPDATE SET last_modified = GREATEST(${NOW_MS}, t.last_modified + 1) + $3::bigint - 1
+         RETURNING t.last_modified - $3::bigint + 1 AS first
+       )
+       INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       SELECT $1, $2, item->>'id', stamp.first + position - 1, item->'data', FALSE
+       FROM stamp, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS items(item, position)
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, items.length, JSON.stringify(items)],
+    );
+    return rows.map(toLiveObject).sort((a, b) => a.last_modified - b.last_modified);
   }
 
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
@@ -272,13 +311,94 @@ class SqlSession implements StorageSession {
   async listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
     const prefix = `${parentUri}/${childPath}/`;
     const rows = await this.#query<{ id: string }>(
-      `SELECT DISTINCT substr(object_id, char_length($2::text) + 1) AS id FROM access_control_entries
-       WHERE object_id LIKE $1 ESCAPE '\\' AND principal = ANY($3::text[]) AND permission = ANY($4::text[])
+      // A caller in thousands of groups has thousands of principals: join them (hashed) rather
+      // than test each row against the whole list.
+      `SELECT DISTINCT substr(object_id, char_length($2::text) + 1) AS id
+       FROM access_control_entries ace JOIN unnest($3::text[]) AS caller(principal) ON ace.principal = caller.principal
+       WHERE object_id LIKE $1 ESCAPE '\\' AND permission = ANY($4::text[])
          AND strpos(substr(object_id, char_length($2::text) + 1), '/') = 0
        ORDER BY id`,
       [likePrefix(prefix), prefix, principals, permissions],
     );
     return rows.map((row) => row.id);
+  }
+
+  async listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+    const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
+    const principals = builder.bind(query.principals);
+    const grants = builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })));
+    const implied = builder.bindJson(
+      Object.entries(query.implied).flatMap(([resourceName, table]) =>
+        Object.entries(table).flatMap(([held, permissions]) => permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission }))),
+      ),
+    );
+    const extra = builder.bindJson(query.extraEntries);
+    const conditions = (query.filters ?? []).map((filter) => builder.filter(filter));
+    if (query.after) conditions.push(builder.after(query.sorting, query.after));
+    const limit = query.limit === undefined ? '' : `LIMIT ${builder.bind(query.limit)}`;
+    // Built for a caller with many groups and objects: principals are joined (hashed) rather
+    // than compared one by one; ids come from the shape of each URI (['', 'buckets', 'b',
+    // 'collections', 'c'] for a collection), other URIs are not listed; the implied
+    // permissions are computed once per distinct (kind, held permissions) pair; jsonb is built
+    // only for the rows of the page.
+    const rows = await this.#query<PermissionEntryRow>(
+      `WITH held(uri, permission) AS (
+         SELECT ace.object_id, ace.permission
+         FROM access_control_entries ace JOIN unnest(${principals}::text[]) AS caller(principal) ON ace.principal = caller.principal
+         UNION ALL
+         SELECT o.parent_id || '/' || g.plural || '/' || o.id, g.permission
+         FROM jsonb_to_recordset(${grants}) AS g(resource_name text, plural text, permission text)
+         JOIN objects o ON o.resource_name = g.resource_name AND NOT o.deleted
+       ),
+       per_object AS (
+         SELECT uri, array_agg(DISTINCT permission ORDER BY permission) AS held, string_to_array(uri, '/') AS p
+         FROM held GROUP BY uri
+       ),
+       typed AS (
+         SELECT uri, held, p,
+           CASE
+             WHEN cardinality(p) = 3 AND p[1] = '' AND p[2] = 'buckets' THEN 'bucket'
+             WHEN cardinality(p) = 5 AND p[1] = '' AND p[2] = 'buckets' AND p[4] = 'collections' THEN 'collection'
+             WHEN cardinality(p) = 5 AND p[1] = '' AND p[2] = 'buckets' AND p[4] = 'groups' THEN 'group'
+             WHEN cardinality(p) = 7 AND p[1] = '' AND p[2] = 'buckets' AND p[4] = 'collections' AND p[6] = 'records' THEN 'record'
+             WHEN cardinality(p) = 3 AND p[1] = '' AND p[2] = 'accounts' THEN 'account'
+           END AS resource_name
+         FROM per_object
+       ),
+       combos AS (
+         SELECT c.resource_name, c.held,
+           (SELECT jsonb_agg(DISTINCT permission ORDER BY permission) FROM (
+              SELECT unnest(c.held) AS permission
+              UNION SELECT i.implied FROM jsonb_to_recordset(${implied}) AS i(resource_name text, held text, implied text)
+              WHERE i.resource_name = c.resource_name AND i.held = ANY(c.held)
+            ) AS expanded) AS permissions
+         FROM (SELECT DISTINCT resource_name, held FROM typed WHERE resource_name IS NOT NULL) AS c
+       ),
+       entries AS (
+         SELECT t.uri, t.resource_name, p[cardinality(p)] AS id,
+           CASE WHEN p[2] = 'buckets' THEN p[3] END AS bucket_id,
+           CASE WHEN p[4] = 'collections' THEN p[5] END AS collection_id,
+           CASE WHEN p[4] = 'groups' THEN p[5] END AS group_id,
+           CASE WHEN p[6] = 'records' THEN p[7] END AS record_id,
+           CASE WHEN p[2] = 'accounts' THEN p[3] END AS account_id,
+           combos.permissions
+         FROM typed t JOIN combos ON combos.resource_name = t.resource_name AND combos.held = t.held
+         UNION ALL
+         SELECT x.uri, x.resource_name, NULL, NULL, NULL, NULL, NULL, NULL, x.permissions
+         FROM jsonb_to_recordset(${extra}) AS x(uri text, resource_name text, permissions jsonb)
+       )
+       SELECT uri, resource_name, id, bucket_id, collection_id, group_id, record_id, account_id, permissions
+       FROM (SELECT *, jsonb_build_object('permissions', permissions) AS data FROM entries) AS entry
+       ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
+       ORDER BY ${builder.orderBy(query.sorting)}
+       ${limit}`,
+      builder.params,
+    );
+    return rows.map(({ permissions, ...fields }) => {
+      const entry: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(fields)) if (value !== null) entry[name] = value;
+      return { ...entry, permissions } as PermissionEntry;
+    });
   }
 
   /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */
@@ -451,6 +571,10 @@ export class SqlStorage implements Storage {
     return this.#reader.listGroupsOf(principals);
   }
 
+  listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+    return this.#reader.listPermissionEntries(query);
+  }
+
   setGroupMembers(groupUri: string, members: string[]): Promise<void> {
     return this.transaction((session) => session.setGroupMembers(groupUri, members));
   }
@@ -469,6 +593,10 @@ export class SqlStorage implements Storage {
 
   update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     return this.transaction((session) => session.update(scope, id, data, options));
+  }
+
+  insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
+    return this.transaction((session) => session.insertMany(scope, objects));
   }
 
   delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
@@ -504,8 +632,17 @@ export class SqlStorage implements Storage {
     }
   }
 
+  /**
+   * Empties every table of Quire's schema but the migration registry, so tables added by later
+   * migrations are flushed too. Names come from the catalog and are quoted, never user input.
+   */
   async flush(): Promise<void> {
-    await this.#driver.query('TRUNCATE objects, timestamps, access_control_entries, group_members, pagination_nonces');
+    const tables = await this.#driver.query<{ name: string }>(
+      `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
+    );
+    if (tables.length === 0) return;
+    const list = tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ');
+    await this.#driver.query(`TRUNCATE ${list}`);
   }
 
   close(): Promise<void> {

@@ -1,0 +1,79 @@
+/**
+ * `GET /permissions` (protocol-reference §9.3): every object on which the caller holds a
+ * permission — through an ACE naming one of its principals (groups included) or through the
+ * `<resource>_<permission>_principals` settings — with the permissions it implies on that
+ * object. One SQL statement builds, filters, sorts and pages the entries, so a caller with
+ * 100k objects and thousands of groups gets a page in one round trip.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { invalidParameter } from '../errors.js';
+import { splitUrl } from '../http/url.js';
+import { IMPLIED_PERMISSIONS } from '../permission/authorizer.js';
+import { baseUrl, denied } from '../resource/handlers.js';
+import { encodeToken, nextPageUrl } from '../resource/pagination.js';
+import { parseListQuery, projectFields } from '../resource/querystring.js';
+import { registerMethods } from '../resource/routes.js';
+import { withSession } from '../request-context.js';
+import type { PermissionEntry, Sort } from '../storage/types.js';
+
+/** The fields an entry has; filtering or sorting on another one is a 400. */
+const ENTRY_FIELDS = new Set(['uri', 'resource_name', 'permissions', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id']);
+
+/** Entries have no timestamp: Kinto answers this constant ETag. */
+const ETAG = '"0"';
+
+function checkField(name: string, field: string): void {
+  if (!ENTRY_FIELDS.has(field)) throw invalidParameter('querystring', name, `Unknown field "${field}"`);
+}
+
+export function registerPermissions(app: FastifyInstance): void {
+  const { services } = app;
+  const { settings, storage, authorizer } = services;
+  if (!settings.experimental_permissions_endpoint) return;
+  services.capabilities.permissions_endpoint = {
+    description: 'The permissions endpoint can be used to list all user objects permissions.',
+    url: 'https://kinto.readthedocs.io/en/latest/configuration/settings.html#activating-the-permissions-endpoint',
+  };
+
+  async function list(request: FastifyRequest, reply: FastifyReply) {
+    const { principals } = request.identity;
+    if (!settings.permissions_read_principals.some((principal) => principals.includes(principal))) throw denied(services, request.identity);
+
+    const query = parseListQuery(splitUrl(request.raw.url).query);
+    // Entries have no timestamps: `_since`/`_before` and last_modified filters are ignored (§9.3).
+    const filters = query.filters.filter((filter) => filter.field !== 'last_modified');
+    for (const filter of filters) checkField(filter.field, filter.field);
+    const requested = query.sorting.filter((sort) => sort.field !== 'last_modified');
+    for (const sort of requested) checkField('_sort', sort.field);
+    // The URI is unique: it ends every order so that pages continue exactly (default `-uri`).
+    const sorting: Sort[] = requested.some((sort) => sort.field === 'uri') ? requested : [...requested, { field: 'uri', direction: -1 }];
+
+    const grants = authorizer.settingsGrants(principals);
+    const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
+    const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = settings;
+    const limit = Math.min(query.requestedLimit ?? paginateBy ?? maxFetch, paginateBy ?? maxFetch, maxFetch);
+
+    const page = await withSession(storage, 'read', (session) =>
+      session.listPermissionEntries({
+        principals,
+        globalGrants: grants.objects,
+        implied: IMPLIED_PERMISSIONS,
+        extraEntries: root,
+        filters,
+        sorting,
+        ...(query.token ? { after: query.token.lastObject } : {}),
+        limit: limit + 1,
+      }),
+    );
+    const items = page.slice(0, limit);
+    if (page.length > limit) {
+      const offset = (query.token?.offset ?? 0) + items.length;
+      const token = encodeToken(items[items.length - 1]!, sorting, offset);
+      reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+    }
+    reply.header('ETag', ETAG);
+    return { data: query.fields ? items.map((item) => projectFields(item, query.fields as string[])) : items };
+  }
+
+  registerMethods(app, '/v1/permissions', { GET: list });
+}
