@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createAccountPolicy, registerAccounts, registerClientAddressHook } from './accounts/index.js';
+import { createAccountPolicy, registerAccounts } from './accounts/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { createBasicAuthPolicy } from './auth/basicauth.js';
 import { createOpenIdPolicy, registerOpenId } from './auth/openid.js';
@@ -111,8 +111,6 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   // One autocommit query per authenticated request; inside a batch, through its transaction
   // (on PGlite the store itself waits for that transaction to end).
   const membershipReader = () => batchSession() ?? services.storage;
-  // Before authentication: the account policy's login limiter counts failures per address.
-  registerClientAddressHook(app);
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
@@ -121,7 +119,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
-    request.identity = await authenticate(services.policies, request.headers, membershipReader);
+    const ip = batchSession() ? undefined : request.ip;
+    request.identity = await authenticate(services.policies, { headers: request.headers, ...(ip ? { ip } : {}) }, membershipReader);
   });
 
   registerOpenApi(app);

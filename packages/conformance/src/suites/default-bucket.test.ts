@@ -107,6 +107,23 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
     expect((await request('GET', `/buckets/${bucket}`, { auth: other })).status).toBe(403);
   });
 
+  it.runIf(applicable(info.hasCapability('history'), 'implicit creations in history', 'capability history not offered'))(
+    'implicit creations are create events like any other (seen in the history, §13.1, §13.3)',
+    async () => {
+      const { user, bucket } = await newUser();
+      const created = await request('POST', '/buckets/default/collections/tasks/records', { auth: user, body: { data: { n: 1 } } });
+      expect(created.status).toBe(201);
+      const history = await request('GET', `/buckets/${bucket}/history?_sort=last_modified`, { auth: user });
+      expect(history.status).toBe(200);
+      const seen = history.json.data.map((entry: { resource_name: string; action: string; uri: string }) => [entry.resource_name, entry.action, entry.uri]);
+      expect(seen).toEqual([
+        ['bucket', 'create', `/buckets/${bucket}`],
+        ['collection', 'create', `/buckets/${bucket}/collections/tasks`],
+        ['record', 'create', `/buckets/${bucket}/collections/tasks/records/${created.json.data.id}`],
+      ]);
+    },
+  );
+
   it('answers 401 to anonymous callers (not 403)', async () => {
     expectApiError(await request('GET', '/buckets/default'), 401, 104);
     expectApiError(await request('POST', '/buckets/default/collections/x/records', { body: { data: {} } }), 401, 104);

@@ -9,7 +9,6 @@ import type { AuthPolicy } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
 import { batchSession } from '../request-context.js';
 import type { Storage } from '../storage/types.js';
-import { clientAddressOf } from './client-address.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { LoginLimiter } from './login-limiter.js';
@@ -54,11 +53,10 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
     challenge: 'Basic realm="Realm"',
     credentials,
     limiter,
-    async authenticate(headers) {
+    async authenticate({ headers, ip: address }) {
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
       const { username: id, password } = given;
-      const address = clientAddressOf(headers);
       // A temporary password (validation flow) is a UUID4 checked by the account endpoints, not
       // here: it must get through even when forgotten passwords used up the account's limit.
       // Guessing in that 122-bit space needs no limit.

@@ -1,5 +1,5 @@
 import type { StorageSession } from '../storage/types.js';
-import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type Identity } from './policy.js';
+import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, type Identity } from './policy.js';
 
 /**
  * Tries the policies in their configured order; the first that names a user wins. Bad
@@ -11,11 +11,11 @@ import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type Identity } fr
  */
 export async function authenticate(
   policies: AuthPolicy[],
-  headers: Record<string, string | string[] | undefined>,
+  request: AuthRequest,
   groupsReader: () => Pick<StorageSession, 'listGroupsOf'>,
 ): Promise<Identity> {
   for (const policy of policies) {
-    const userId = await policy.authenticate(headers);
+    const userId = await policy.authenticate(request);
     if (!userId) continue;
     const groups = await groupsReader().listGroupsOf([userId, AUTHENTICATED]);
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };

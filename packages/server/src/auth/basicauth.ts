@@ -14,7 +14,7 @@ export function createBasicAuthPolicy(secret: string): AuthPolicy {
       description: 'Very basic authentication sessions. Not for production use.',
       url: 'http://kinto.readthedocs.io/en/stable/api/1.x/authentication.html',
     },
-    async authenticate(headers) {
+    async authenticate({ headers }) {
       const credentials = parseBasicAuthorization(headers.authorization);
       if (!credentials || credentials.username === '') return null;
       const digest = createHmac('sha256', secret).update(`${credentials.username}:${credentials.password}`, 'utf8').digest('hex');

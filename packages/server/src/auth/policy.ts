@@ -6,10 +6,20 @@ export interface AuthPolicy {
   readonly capability?: { description: string; url: string; [extra: string]: unknown };
   /** `WWW-Authenticate` challenge sent with 401 responses. */
   readonly challenge: string;
-  /** The prefixed user id, or null when the headers carry no credentials this policy accepts. */
-  authenticate(headers: Record<string, string | string[] | undefined>): Promise<string | null>;
+  /** The prefixed user id, or null when the request carries no credentials this policy accepts. */
+  authenticate(request: AuthRequest): Promise<string | null>;
   /** Work done once before the server accepts requests (e.g. OpenID discovery); failing stops the boot. */
   init?(): Promise<void>;
+}
+
+/** What a policy may read of a request. */
+export interface AuthRequest {
+  headers: Record<string, string | string[] | undefined>;
+  /**
+   * The client's address (for login limits). Absent for batch sub-requests: injected, they all
+   * come from the loopback address, whose allowance they must not exhaust.
+   */
+  ip?: string;
 }
 
 /** Who is calling: the user id (null when anonymous) and every principal it holds. */

@@ -11,7 +11,6 @@ import type { Identity } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
 import { invalidParameter, methodNotAllowed } from '../errors.js';
 import { splitUrl } from '../http/url.js';
-import { withSession } from '../request-context.js';
 import { isPlainObject } from '../resource/body.js';
 import { ID_PATTERN } from '../resource/definition.js';
 import { denied } from '../resource/handlers.js';
@@ -56,17 +55,20 @@ export function registerDefaultBucket(app: FastifyInstance): void {
     return settings.explicit_permissions && identity.userId ? { write: [identity.userId] } : {};
   }
 
-  async function createIfMissing(session: StorageSession, resourceName: string, parentId: string, id: string, uri: string, acl: Permissions) {
+  /** Creates the object unless it exists; an implicit creation is a `create` event like any other. */
+  async function createIfMissing(request: FastifyRequest, session: StorageSession, resourceName: string, parentId: string, id: string, uri: string) {
     const scope = { resourceName, parentId };
     if (await session.get(scope, id)) return;
+    let stored;
     try {
-      await session.create(scope, id, {});
+      stored = await session.create(scope, id, {});
     } catch (error) {
       // A concurrent first request created it: that is the outcome we want.
       if (error instanceof UnicityError) return;
       throw error;
     }
-    await session.setPermissions(uri, acl);
+    await session.setPermissions(uri, ownerAcl(request.identity));
+    services.events.emit(request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
   }
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
@@ -86,11 +88,11 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw invalidParameter('path', 'id', 'Invalid collection id');
     }
 
-    await withSession(storage, 'write', async (session) => {
-      if (!putsBucket) await createIfMissing(session, 'bucket', '', bucketId, bucketUri, ownerAcl(identity));
+    await services.events.withSession(storage, 'write', async (session) => {
+      if (!putsBucket) await createIfMissing(request, session, 'bucket', '', bucketId, bucketUri);
       if (collectionId && !putsCollection) {
         const id = decodeURIComponent(collectionId);
-        await createIfMissing(session, 'collection', bucketUri, id, `${bucketUri}/collections/${id}`, ownerAcl(identity));
+        await createIfMissing(request, session, 'collection', bucketUri, id, `${bucketUri}/collections/${id}`);
       }
     });
 

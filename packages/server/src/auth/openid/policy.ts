@@ -13,7 +13,7 @@
  */
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { ConfigError, type Settings } from '../../config.js';
-import type { AuthPolicy } from '../policy.js';
+import type { AuthPolicy, AuthRequest } from '../policy.js';
 import { callProvider, discover, ProviderUnavailableError, unavailableError, type DiscoveryDocument } from './provider-client.js';
 import type { OpenIdProvider } from './providers.js';
 import { VerificationCache } from './verification-cache.js';
@@ -61,7 +61,7 @@ export class OpenIdPolicy implements AuthPolicy {
     }
   }
 
-  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<string | null> {
+  async authenticate({ headers }: AuthRequest): Promise<string | null> {
     const token = this.tokenOf(headers.authorization);
     if (token === null) return null;
     const issuer = jwtIssuer(token);
