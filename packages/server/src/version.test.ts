@@ -3,25 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildServer } from './app.js';
-import { loadSettings, type Settings } from './config.js';
-import { createPgliteStorage } from './storage/sql/sql-storage.js';
-import type { Storage } from './storage/types.js';
+import { describe, expect, it, vi } from 'vitest';
+import { useEmbeddedStore } from '../test/helpers/embedded-server.js';
 import { VERSION, VERSION_INFO } from './version.js';
 
-let storage: Storage;
-beforeAll(async () => {
-  storage = await createPgliteStorage();
-}, 60_000);
-afterAll(async () => {
-  await storage.close();
-});
-
-async function serverWith(overrides: Partial<Settings>) {
-  const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
-  return buildServer({ settings, storage, logger: false });
-}
+const { serverWith } = useEmbeddedStore();
 
 function gitHead(): string | null {
   try {

@@ -2,27 +2,12 @@
  * `POST /__flush__` (protocol-reference §13.5) on a server of its own: flushing is destructive,
  * so it never runs against the shared conformance server.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../src/app.js';
-import { loadSettings, type Settings } from '../src/config.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
-import type { Storage } from '../src/storage/types.js';
+import { describe, expect, it } from 'vitest';
+import { basicAuth, useEmbeddedStore } from './helpers/embedded-server.js';
 
-const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
-const bob = { authorization: `Basic ${Buffer.from('bob:pw').toString('base64')}` };
-let storage: Storage;
-
-beforeAll(async () => {
-  storage = await createPgliteStorage();
-}, 60_000);
-afterAll(async () => {
-  await storage.close();
-});
-
-async function serverWith(overrides: Partial<Settings>) {
-  const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
-  return buildServer({ settings, storage, logger: false });
-}
+const alice = basicAuth('alice');
+const bob = basicAuth('bob');
+const { serverWith } = useEmbeddedStore();
 
 describe('POST /__flush__', () => {
   it('is absent by default: no capability, 404', async () => {

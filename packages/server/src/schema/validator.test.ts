@@ -4,12 +4,9 @@
  * itself is covered by the conformance suite, packages/conformance/src/suites/schemas.test.ts).
  */
 import { Ajv } from 'ajv';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildServer } from '../app.js';
-import { loadSettings, type Settings } from '../config.js';
+import { describe, expect, it, vi } from 'vitest';
+import { basicAuth, useEmbeddedStore } from '../../test/helpers/embedded-server.js';
 import { ApiError } from '../errors.js';
-import { createPgliteStorage } from '../storage/sql/sql-storage.js';
-import type { Storage } from '../storage/types.js';
 import { pythonRepr } from './python-repr.js';
 import { SchemaValidator } from './validator.js';
 
@@ -151,20 +148,8 @@ describe('SchemaValidator', () => {
 });
 
 describe('setting experimental_collection_schema_validation', () => {
-  let storage: Storage;
-  const auth = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
-
-  beforeAll(async () => {
-    storage = await createPgliteStorage();
-  }, 60_000);
-  afterAll(async () => {
-    await storage.close();
-  });
-
-  async function serverWith(overrides: Partial<Settings>) {
-    const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
-    return buildServer({ settings, storage, logger: false });
-  }
+  const auth = basicAuth('alice');
+  const { serverWith } = useEmbeddedStore();
 
   it('off (default): no capability, records unchecked, but a collection schema must still be a schema (as Kinto)', async () => {
     const app = await serverWith({});

@@ -4,19 +4,11 @@
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { HTTPMethods } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../app.js';
-import { loadSettings, SETTINGS } from '../config.js';
-import { createPgliteStorage } from '../storage/sql/sql-storage.js';
-import type { Storage } from '../storage/types.js';
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedStore } from '../../test/helpers/embedded-server.js';
+import { SETTINGS } from '../config.js';
 
-let storage: Storage;
-beforeAll(async () => {
-  storage = await createPgliteStorage();
-}, 60_000);
-afterAll(async () => {
-  await storage.close();
-});
+const { serverWith } = useEmbeddedStore();
 
 /** `/buckets/{bucket_id}` → `/v1/buckets/:bucket_id`, `{path}` → `*`. */
 function toFastifyUrl(path: string): string {
@@ -27,16 +19,7 @@ describe('GET /__api__', () => {
   it('is a valid OpenAPI 2.0 document of the registered routes and their real methods', async () => {
     // Every optional feature on, so that all their routes are described.
     const optional: Record<string, unknown> = { flush_endpoint_enabled: true, history_enabled: true, multiauth_policies: ['account', 'basicauth'] };
-    const settings = loadSettings({
-      env: {},
-      configFile: null,
-      overrides: {
-        userid_hmac_secret: 's',
-        log_level: 'silent',
-        ...Object.fromEntries(Object.entries(optional).filter(([name]) => Object.hasOwn(SETTINGS, name))),
-      },
-    });
-    const app = await buildServer({ settings, storage, logger: false });
+    const app = await serverWith(Object.fromEntries(Object.entries(optional).filter(([name]) => Object.hasOwn(SETTINGS, name))));
     const response = await app.inject({ url: '/v1/__api__' });
     expect(response.statusCode).toBe(200);
     const document = response.json();
