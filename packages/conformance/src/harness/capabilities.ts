@@ -2,7 +2,7 @@
  * `GET /` read once per test file: capabilities and public settings, used to gate optional
  * sections (`describe.runIf(info.hasCapability('schema'))`) and to read `batch_max_requests`.
  */
-import { getCurrentSuite } from 'vitest/suite';
+import { TestRunner } from 'vitest';
 import { request } from './http.js';
 
 export interface PublicSettings {
@@ -75,7 +75,7 @@ export interface SkipReason {
  */
 function recordSkipReason(section: string, reason: string): void {
   try {
-    const collector = getCurrentSuite();
+    const collector = TestRunner.getCurrentSuite();
     const entry: SkipReason = { section, reason };
     for (const task of [collector.suite, collector.file]) {
       if (!task) continue;
