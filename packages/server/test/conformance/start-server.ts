@@ -2,7 +2,7 @@
  * Boots the server on a real port for the conformance suite (which speaks plain HTTP and never
  * imports the server). Used by the vitest global setups of the root config.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
 import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
@@ -22,7 +22,8 @@ const ACCOUNTS_ADMIN = 'conformance-admin';
 export async function startForConformance(project: TestProject, storage: Storage): Promise<() => Promise<void>> {
   // A Basic Auth identity granted read on every bucket by settings: the permission matrix's
   // "globally granted principal" (its user id is the HMAC of its credentials, §9.1).
-  const bucketReader = `auditor-${randomUUID()}:${randomUUID()}`;
+  // Fixed, not random: both backends' setups run in one process and share its environment.
+  const bucketReader = 'conformance-auditor:conformance-auditor-password';
   const bucketReaderId = `basicauth:${createHmac('sha256', HMAC_SECRET).update(bucketReader).digest('hex')}`;
   process.env.QUIRE_CONFORMANCE_BUCKET_READER = bucketReader;
   const settings = loadSettings({
