@@ -1,0 +1,224 @@
+/**
+ * Collection<T>: the app's view of one synchronised collection. Local reads and writes work
+ * offline; `sync()` runs the engine; events report changes from this tab, from sync and from
+ * other tabs.
+ */
+import type { Observable } from 'dexie';
+import type { ListQuery, LocalCollection } from '../store/local-collection.js';
+import type { ConflictEntry, LocalRecord } from '../store/types.js';
+import { applyResolution, type ConflictStrategy } from '../sync/conflicts.js';
+import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
+
+export type { ListQuery };
+
+export interface ChangeEvent {
+  /** `local`: a write in this tab; `sync`: applied by a sync in this tab; `tab`: another tab. */
+  source: 'local' | 'sync' | 'tab';
+  changes: ChangeNotice[];
+}
+
+export interface CollectionEvents {
+  change: ChangeEvent;
+  progress: SyncProgress;
+  sync: SyncResult;
+  error: unknown;
+}
+
+export interface CollectionParts {
+  local: LocalCollection;
+  engine: SyncEngine;
+  newRev: () => string;
+  /** Tells other tabs (and this tab's listeners) about changes. */
+  broadcast: (event: ChangeEvent) => void;
+  close: () => Promise<void>;
+}
+
+/** How the app settles a manual conflict. */
+export type ManualResolution = 'local' | 'remote' | { merged: Record<string, unknown> | null };
+
+type Listener<E> = (event: E) => void;
+
+export class Collection<T extends Record<string, unknown> = Record<string, unknown>> {
+  readonly bucket: string;
+  readonly name: string;
+  readonly #parts: Promise<CollectionParts>;
+  readonly #listeners = new Map<keyof CollectionEvents, Set<Listener<never>>>();
+  #inflight: Promise<SyncResult> | null = null;
+  #queued: Promise<SyncResult> | null = null;
+  #scheduler: SyncScheduler | null = null;
+
+  constructor(bucket: string, name: string, parts: Promise<CollectionParts>) {
+    this.bucket = bucket;
+    this.name = name;
+    this.#parts = parts;
+  }
+
+  on<K extends keyof CollectionEvents>(event: K, listener: Listener<CollectionEvents[K]>): () => void {
+    let set = this.#listeners.get(event);
+    if (!set) this.#listeners.set(event, (set = new Set()));
+    set.add(listener as Listener<never>);
+    return () => set.delete(listener as Listener<never>);
+  }
+
+  /** @internal */
+  emit<K extends keyof CollectionEvents>(event: K, payload: CollectionEvents[K]): void {
+    for (const listener of this.#listeners.get(event) ?? []) (listener as Listener<CollectionEvents[K]>)(payload);
+  }
+
+  async #local(): Promise<LocalCollection> {
+    return (await this.#parts).local;
+  }
+
+  async #wrote(change: ChangeNotice): Promise<void> {
+    (await this.#parts).broadcast({ source: 'local', changes: [change] });
+    this.#scheduler?.notifyLocalWrite();
+  }
+
+  /** Creates a record locally (id: `data.id` or a new UUID) and queues it for the server. */
+  async create(data: T & { id?: string }): Promise<LocalRecord<T>> {
+    const record = await (await this.#local()).create(data);
+    await this.#wrote({ type: 'create', id: record.id });
+    return record as LocalRecord<T>;
+  }
+
+  async get(id: string): Promise<LocalRecord<T> | undefined> {
+    return (await (await this.#local()).get(id)) as LocalRecord<T> | undefined;
+  }
+
+  /** Replaces the record's fields, or merges them with `{ patch: true }`. */
+  async update(id: string, data: Partial<T>, options: { patch?: boolean } = {}): Promise<LocalRecord<T>> {
+    const record = await (await this.#local()).update(id, data, options);
+    await this.#wrote({ type: 'update', id });
+    return record as LocalRecord<T>;
+  }
+
+  async delete(id: string): Promise<void> {
+    await (await this.#local()).delete(id);
+    await this.#wrote({ type: 'delete', id });
+  }
+
+  /** Records through an IndexedDB index: `{ index: 'done', equals: 1 }`, `{ index: 'due', between: [a, b] }`… */
+  async list(query: ListQuery = {}): Promise<LocalRecord<T>[]> {
+    return (await (await this.#local()).list(query)) as LocalRecord<T>[];
+  }
+
+  async count(query: ListQuery = {}): Promise<number> {
+    return (await this.#local()).count(query);
+  }
+
+  /** A Dexie live query: emits the result now and whenever it changes (this tab or another). */
+  watch(query: ListQuery = {}): Observable<LocalRecord<T>[]> {
+    let inner: Observable<LocalRecord<T>[]> | null = null;
+    const parts = this.#parts;
+    // The database opens asynchronously; subscribe once it is ready.
+    return {
+      subscribe: (observer: Parameters<Observable<LocalRecord<T>[]>['subscribe']>[0]) => {
+        let subscription: { unsubscribe(): void } | null = null;
+        let closed = false;
+        void parts.then((p) => {
+          if (closed) return;
+          inner = p.local.watch(query) as Observable<LocalRecord<T>[]>;
+          subscription = inner.subscribe(observer as never);
+        });
+        return {
+          unsubscribe() {
+            closed = true;
+            subscription?.unsubscribe();
+          },
+          get closed() {
+            return closed;
+          },
+        };
+      },
+      [Symbol.observable]() {
+        return this;
+      },
+    } as unknown as Observable<LocalRecord<T>[]>;
+  }
+
+  /** Local changes not yet accepted by the server. */
+  async pending(): Promise<number> {
+    return (await (await this.#local()).pending()).length;
+  }
+
+  /** Conflicts kept by the `manual` strategy, waiting for `resolve()`. */
+  async conflicts(): Promise<ConflictEntry[]> {
+    return (await this.#local()).conflicts();
+  }
+
+  /** Settles a manual conflict; the kept version is pushed at the next sync. */
+  async resolve(id: string, resolution: ManualResolution): Promise<void> {
+    const parts = await this.#parts;
+    const conflict = (await parts.local.conflicts()).find((item) => item.id === id);
+    if (!conflict) return;
+    const chosen =
+      resolution === 'local' ? { kind: 'local' as const } : resolution === 'remote' ? { kind: 'remote' as const } : { kind: 'merged' as const, record: resolution.merged };
+    await applyResolution(parts.local.db, conflict, chosen, parts.newRev);
+    parts.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
+    this.#scheduler?.notifyLocalWrite();
+  }
+
+  /**
+   * Synchronises with the server. Calls made while a sync runs share one follow-up sync.
+   * Throws only when the sync as a whole fails (network, timeout, backoff, server error);
+   * per-record problems are in the result.
+   */
+  sync(options: SyncOptions & { strategy?: ConflictStrategy } = {}): Promise<SyncResult> {
+    if (this.#inflight) {
+      const previous = this.#inflight;
+      this.#queued ??= previous
+        .catch(() => {})
+        .then(() => {
+          this.#queued = null;
+          if (this.#inflight === previous) this.#inflight = null;
+          return this.sync(options);
+        });
+      return this.#queued;
+    }
+    const run = (async () => {
+      const parts = await this.#parts;
+      try {
+        const result = await parts.engine.sync({
+          ...options,
+          onProgress: (progress) => {
+            options.onProgress?.(progress);
+            this.emit('progress', progress);
+          },
+        });
+        this.emit('sync', result);
+        return result;
+      } catch (error) {
+        this.emit('error', error);
+        throw error;
+      }
+    })();
+    this.#inflight = run;
+    void run.catch(() => {}).finally(() => {
+      if (this.#inflight === run) this.#inflight = null;
+    });
+    return run;
+  }
+
+  /** Starts automatic sync (on reconnect, interval, after local writes). */
+  startAutoSync(options: AutoSyncOptions = {}): void {
+    this.#scheduler?.stop();
+    this.#scheduler = new SyncScheduler(() => this.sync(), options, () => {});
+    this.#scheduler.start();
+  }
+
+  stopAutoSync(): void {
+    this.#scheduler?.stop();
+    this.#scheduler = null;
+  }
+
+  /** Drops the local replica (records, pending changes, sync state). */
+  async clear(): Promise<void> {
+    await (await this.#local()).clear();
+  }
+
+  async close(): Promise<void> {
+    this.stopAutoSync();
+    await (await this.#parts).close();
+  }
+}

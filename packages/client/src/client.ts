@@ -1,0 +1,167 @@
+/**
+ * createClient(): wires the layers — one HTTP transport, the direct remote API, and per
+ * collection a local replica (its own IndexedDB database), a sync engine, the cross-tab lock and
+ * change channel.
+ */
+import { Collection, type ChangeEvent, type CollectionParts } from './api/collection.js';
+import { type DexieEnvironment, openCollectionDb } from './store/db.js';
+import { LocalCollection } from './store/local-collection.js';
+import type { ConflictStrategy } from './sync/conflicts.js';
+import { SyncEngine } from './sync/engine.js';
+import { Remote } from './remote/remote.js';
+import { createChangeChannel } from './tabs/broadcast.js';
+import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
+import type { Auth } from './transport/auth.js';
+import { type FetchLike, HttpTransport } from './transport/http.js';
+
+export interface ClientOptions {
+  /** Server root with its version prefix, e.g. `https://quire.example/v1`. */
+  remote: string;
+  auth?: Auth;
+  /** Prefix of the IndexedDB database names (default `quire`); one database per collection. */
+  dbPrefix?: string;
+  /** Injected environment (Node tests: `fake-indexeddb`). Default: the global ones. */
+  indexedDB?: IDBFactory;
+  IDBKeyRange?: typeof IDBKeyRange;
+  fetch?: FetchLike;
+  timeoutMs?: number;
+  retries?: number;
+  maxRetryAfterMs?: number;
+  headers?: Record<string, string>;
+  /** Cross-tab lock: the Web Locks API when present, else an IndexedDB lease. `null` forces the lease. */
+  lockManager?: LockManagerLike | null;
+  /** Id generator for records and internal tokens (default `crypto.randomUUID`). */
+  newId?: () => string;
+}
+
+export interface CollectionOptions {
+  /** Dexie index declarations for local queries, e.g. `['done', 'due', '[done+due]']`. */
+  indexes?: string[];
+  /** Default conflict strategy (default `manual`). */
+  strategy?: ConflictStrategy;
+  /** Records per page while pulling (default 2000; the server may cap it). */
+  pageSize?: number;
+  /** Detect records that lost read permission after each sync (default true). */
+  checkReadable?: boolean;
+}
+
+export class Bucket {
+  readonly #client: QuireClient;
+  readonly name: string;
+
+  constructor(client: QuireClient, name: string) {
+    this.#client = client;
+    this.name = name;
+  }
+
+  collection<T extends Record<string, unknown> = Record<string, unknown>>(name: string, options: CollectionOptions = {}): Collection<T> {
+    return this.#client.collection<T>(this.name, name, options);
+  }
+}
+
+export class QuireClient {
+  readonly remote: Remote;
+  readonly http: HttpTransport;
+  readonly #options: ClientOptions;
+  readonly #collections = new Map<string, Collection<never>>();
+  readonly #tabId: string;
+  readonly #newId: () => string;
+
+  constructor(options: ClientOptions) {
+    this.#options = options;
+    this.#newId = options.newId ?? (() => globalThis.crypto.randomUUID());
+    this.#tabId = this.#newId();
+    this.http = new HttpTransport({
+      remote: options.remote,
+      ...(options.auth ? { auth: options.auth } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.retries !== undefined ? { retries: options.retries } : {}),
+      ...(options.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: options.maxRetryAfterMs } : {}),
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
+    this.remote = new Remote(this.http);
+  }
+
+  bucket(name: string): Bucket {
+    return new Bucket(this, name);
+  }
+
+  /** The same `Collection` object for the same bucket/collection (options of the first call win). */
+  collection<T extends Record<string, unknown> = Record<string, unknown>>(bucket: string, name: string, options: CollectionOptions = {}): Collection<T> {
+    const key = `${bucket}/${name}`;
+    const existing = this.#collections.get(key);
+    if (existing) return existing as unknown as Collection<T>;
+    let collection!: Collection<T>;
+    const parts = this.#open(bucket, name, options, (event) => collection.emit('change', event));
+    collection = new Collection<T>(bucket, name, parts);
+    parts.catch(() => {});
+    this.#collections.set(key, collection as unknown as Collection<never>);
+    return collection;
+  }
+
+  async #open(bucket: string, name: string, options: CollectionOptions, emit: (event: ChangeEvent) => void): Promise<CollectionParts> {
+    const dbName = `${this.#options.dbPrefix ?? 'quire'}:${bucket}/${name}`;
+    const env: DexieEnvironment | undefined =
+      this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
+    const db = await openCollectionDb(dbName, options.indexes ?? [], env);
+    const local = new LocalCollection(db, this.#newId);
+    const channel = createChangeChannel(`quire-changes:${dbName}`, this.#tabId);
+    const unsubscribe = channel.subscribe((message) => emit({ source: 'tab', changes: message.changes }));
+    // Other tabs get the changes coalesced per event-loop turn (one message for a burst of writes).
+    let outgoing: { source: 'local' | 'sync'; changes: ChangeEvent['changes'] } | null = null;
+    const flush = () => {
+      if (outgoing) channel.post({ db: dbName, ...outgoing, sender: this.#tabId });
+      outgoing = null;
+    };
+    const broadcast = (event: ChangeEvent) => {
+      emit(event);
+      const source = event.source === 'sync' ? 'sync' : 'local';
+      if (outgoing && outgoing.source !== source) flush();
+      if (!outgoing) {
+        outgoing = { source, changes: [] };
+        setTimeout(flush, 0);
+      }
+      outgoing.changes.push(...event.changes);
+    };
+    const manager = this.#options.lockManager === undefined ? webLockManager() : this.#options.lockManager;
+    const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
+    const engine = new SyncEngine({
+      http: this.http,
+      db,
+      bucket,
+      collection: name,
+      pageSize: options.pageSize ?? 2000,
+      strategy: options.strategy ?? 'manual',
+      lock,
+      lockName: `quire-sync:${dbName}`,
+      batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
+      newRev: this.#newId,
+      checkReadable: options.checkReadable ?? true,
+      onChanges: (changes) => broadcast({ source: 'sync', changes }),
+    });
+    return {
+      local,
+      engine,
+      newRev: this.#newId,
+      broadcast,
+      close: async () => {
+        flush();
+        unsubscribe();
+        channel.close();
+        db.close();
+      },
+    };
+  }
+
+  /** Stops auto-sync, closes every local database and the connection pool. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#collections.values()].map((collection) => collection.close().catch(() => {})));
+    this.#collections.clear();
+    await this.http.close();
+  }
+}
+
+export function createClient(options: ClientOptions): QuireClient {
+  return new QuireClient(options);
+}

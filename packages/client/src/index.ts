@@ -1,0 +1,23 @@
+/** Public surface of @quire/client. */
+export { createClient, QuireClient, Bucket, type ClientOptions, type CollectionOptions } from './client.js';
+export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution } from './api/collection.js';
+export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
+export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';
+export { createManualOnlineSource, browserOnlineSource, type OnlineSource, type AutoSyncOptions } from './sync/scheduler.js';
+export { Remote, type ServerInfo, type Permissions, type KintoObject, type ObjectResponse, type WriteOptions, type ListOptions } from './remote/remote.js';
+export { endpoints } from './transport/endpoints.js';
+export type { Auth } from './transport/auth.js';
+export type { FetchLike } from './transport/http.js';
+export type { BatchRequest, BatchResponse } from './transport/batch.js';
+export type { LockManagerLike } from './tabs/locks.js';
+export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
+export {
+  QuireError,
+  NetworkError,
+  TimeoutError,
+  ServerError,
+  PreconditionFailedError,
+  BackoffError,
+  StoreError,
+  SyncAbortedError,
+} from './errors.js';

@@ -1,0 +1,201 @@
+/**
+ * Orchestrates one sync of one collection: pull → resolve conflicts → push (again when the local
+ * side won a conflict) → pull our own writes and concurrent ones → drop records no longer
+ * readable. Holds the cross-tab sync lock for the whole run. Per-record failures never throw;
+ * they are reported in the SyncResult.
+ */
+import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
+import type { CollectionDb } from '../store/db.js';
+import { writeCheckpoint, writeSyncState } from '../store/meta.js';
+import type { HttpTransport } from '../transport/http.js';
+import type { SyncLock } from '../tabs/locks.js';
+import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
+import { pull } from './pull.js';
+import { push } from './push.js';
+import { dropUnreadable, removeMissing } from './readable.js';
+
+export interface SyncProgress {
+  phase: 'pull' | 'push';
+  done: number;
+  /** From `Total-Objects` when the server sends it, else what is known so far. */
+  total: number;
+}
+
+export interface SyncOptions {
+  strategy?: ConflictStrategy;
+  /** Only bring server changes down; local changes stay pending. */
+  pullOnly?: boolean;
+  /** Sync even if the server asked to back off (use sparingly). */
+  ignoreBackoff?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (progress: SyncProgress) => void;
+}
+
+export interface ConflictReport extends Conflict {
+  /** How it was settled: `manual` ones wait in `collection.conflicts()`. */
+  resolution: 'remote' | 'local' | 'merged' | 'manual';
+}
+
+export interface SyncErrorReport {
+  id?: string;
+  status?: number;
+  code?: string;
+  message: string;
+  body?: unknown;
+}
+
+export interface SyncResult {
+  /** No error and no conflict left for the app. */
+  ok: boolean;
+  /** Server changes applied locally (creations, updates, deletions). */
+  pulled: number;
+  /** Local changes the server accepted. */
+  pushed: number;
+  conflicts: ConflictReport[];
+  errors: SyncErrorReport[];
+  /** Server changes with no local effect (already known, unknown tombstones, waiting conflicts). */
+  skipped: number;
+  /** Records dropped because the server no longer lets us read them. */
+  removed: number;
+  /** The server answered 304: nothing changed remotely. */
+  notModified: boolean;
+}
+
+export interface ChangeNotice {
+  type: 'create' | 'update' | 'delete';
+  id: string;
+}
+
+export interface SyncEngineOptions {
+  http: HttpTransport;
+  db: CollectionDb;
+  bucket: string;
+  collection: string;
+  pageSize: number;
+  strategy: ConflictStrategy;
+  lock: SyncLock;
+  lockName: string;
+  batchSize: () => Promise<number | null>;
+  newRev: () => string;
+  /** Check for records that lost read permission after each sync (default true). */
+  checkReadable: boolean;
+  onChanges: (changes: ChangeNotice[]) => void;
+}
+
+const RESOLUTION_NAMES = { remote: 'remote', local: 'local', merged: 'merged', defer: 'manual' } as const;
+const MAX_PUSH_ROUNDS = 3;
+
+export class SyncEngine {
+  readonly #options: SyncEngineOptions;
+
+  constructor(options: SyncEngineOptions) {
+    this.#options = options;
+  }
+
+  async sync(options: SyncOptions = {}): Promise<SyncResult> {
+    const { http } = this.#options;
+    const wait = http.backoff.remaining();
+    if (wait > 0 && !options.ignoreBackoff) throw new BackoffError(wait);
+    try {
+      return await this.#options.lock.run(this.#options.lockName, () => this.#run(options), options.signal);
+    } catch (error) {
+      if (options.signal?.aborted && !(error instanceof QuireError)) throw new SyncAbortedError();
+      throw error;
+    }
+  }
+
+  async #run(options: SyncOptions): Promise<SyncResult> {
+    const { http, db, bucket, collection } = this.#options;
+    const strategy = options.strategy ?? this.#options.strategy;
+    const signal = options.signal ? { signal: options.signal } : {};
+    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false };
+    let requeued = false;
+
+    const settle = async (conflicts: Conflict[]) => {
+      for (const conflict of conflicts) {
+        const resolution = await chooseResolution(strategy, conflict);
+        if (await applyResolution(db, conflict, resolution, this.#options.newRev)) requeued = true;
+        result.conflicts.push({ ...conflict, resolution: RESOLUTION_NAMES[resolution.kind] });
+        this.#options.onChanges([{ type: 'update', id: conflict.id }]);
+      }
+    };
+
+    const pullOnce = async () => {
+      const outcome = await pull({
+        http,
+        db,
+        bucket,
+        collection,
+        pageSize: this.#options.pageSize,
+        ...signal,
+        onPage: async (page, progress) => {
+          result.pulled += page.applied.length;
+          result.skipped += page.skipped;
+          if (page.applied.length) this.#options.onChanges(page.applied);
+          await settle(page.conflicts);
+          options.onProgress?.({ phase: 'pull', ...progress });
+        },
+      });
+      return outcome;
+    };
+
+    try {
+      result.notModified = (await pullOnce()).notModified;
+    } catch (error) {
+      if (error instanceof ServerError && error.status === 403) {
+        // We may no longer read this collection at all: nothing synced stays visible.
+        const gone = await removeMissing(db, () => false);
+        await db.transaction('rw', db.$meta, async () => {
+          await writeSyncState(db, { since: null, etag: null, lastSyncAt: null });
+          await writeCheckpoint(db, null);
+        });
+        result.removed = gone.length;
+        if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
+        result.errors.push({ status: 403, code: error.code, message: error.message, body: error.body });
+        result.ok = false;
+        return result;
+      }
+      throw error;
+    }
+
+    if (!options.pullOnly && (await db.$outbox.count()) > 0) {
+      const batchSize = await this.#options.batchSize();
+      for (let round = 0; round < MAX_PUSH_ROUNDS; round++) {
+        requeued = false;
+        await push({
+          http,
+          db,
+          bucket,
+          collection,
+          batchSize,
+          newRev: this.#options.newRev,
+          ...signal,
+          onChunk: async (chunk, progress) => {
+            result.pushed += chunk.published.length;
+            for (const error of chunk.errors) {
+              const body = error.body as { message?: string } | null;
+              result.errors.push({ id: error.id, status: error.status, message: body?.message ?? `HTTP ${error.status}`, body: error.body });
+            }
+            await settle(chunk.conflicts);
+            options.onProgress?.({ phase: 'push', ...progress });
+          },
+        });
+        if (!requeued) break;
+      }
+      // Our writes moved the collection timestamp: fetch them (and anything concurrent) now.
+      if (result.pushed > 0) {
+        const before = result.pulled;
+        await pullOnce();
+        result.notModified = result.notModified && result.pulled === before;
+      }
+    }
+
+    if (this.#options.checkReadable) {
+      const gone = await dropUnreadable({ http, db, bucket, collection, ...signal });
+      result.removed += gone.length;
+      if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
+    }
+    result.ok = result.errors.length === 0 && result.conflicts.every((conflict) => conflict.resolution !== 'manual');
+    return result;
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Automatic sync: when the network comes back, on an interval, and shortly after local writes
+ * (debounced). Failures retry with exponential backoff; a server-requested pause (BackoffError)
+ * is always waited out. The online source is injectable (Node has no `online` events).
+ */
+import { BackoffError } from '../errors.js';
+import { exponentialDelay } from '../transport/backoff.js';
+
+export interface OnlineSource {
+  isOnline(): boolean;
+  subscribe(listener: (online: boolean) => void): () => void;
+}
+
+/** `navigator.onLine` + window events in browsers; always online elsewhere. */
+export function browserOnlineSource(): OnlineSource {
+  const target = globalThis as { addEventListener?: Window['addEventListener']; removeEventListener?: Window['removeEventListener']; navigator?: { onLine?: boolean } };
+  return {
+    isOnline: () => target.navigator?.onLine ?? true,
+    subscribe(listener) {
+      if (!target.addEventListener || !target.removeEventListener) return () => {};
+      const on = () => listener(true);
+      const off = () => listener(false);
+      target.addEventListener('online', on);
+      target.addEventListener('offline', off);
+      return () => {
+        target.removeEventListener!('online', on);
+        target.removeEventListener!('offline', off);
+      };
+    },
+  };
+}
+
+/** An online source driven by the app (Node, tests). */
+export function createManualOnlineSource(initial = true): OnlineSource & { set(online: boolean): void } {
+  let online = initial;
+  const listeners = new Set<(online: boolean) => void>();
+  return {
+    isOnline: () => online,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    set(value) {
+      if (value === online) return;
+      online = value;
+      for (const listener of listeners) listener(value);
+    },
+  };
+}
+
+export interface AutoSyncOptions {
+  /** Sync every `intervalMs` (default 60 s; 0 disables). */
+  intervalMs?: number;
+  /** Sync this long after the last local write (default 1 s; null disables). */
+  debounceMs?: number | null;
+  /** First retry delay after a failure, doubled each time (default 1 s) up to `maxBackoffMs` (default 5 min). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  online?: OnlineSource;
+}
+
+export class SyncScheduler {
+  readonly #run: () => Promise<unknown>;
+  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs'>> & { debounceMs: number | null };
+  readonly #onError: (error: unknown) => void;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #failures = 0;
+  #running = false;
+  #rerun = false;
+  #stopped = true;
+  #unsubscribe: () => void = () => {};
+
+  constructor(run: () => Promise<unknown>, options: AutoSyncOptions, onError: (error: unknown) => void) {
+    this.#run = run;
+    this.#onError = onError;
+    this.#options = {
+      intervalMs: options.intervalMs ?? 60_000,
+      debounceMs: options.debounceMs === undefined ? 1_000 : options.debounceMs,
+      backoffMs: options.backoffMs ?? 1_000,
+      maxBackoffMs: options.maxBackoffMs ?? 300_000,
+      online: options.online ?? browserOnlineSource(),
+    };
+  }
+
+  get failures(): number {
+    return this.#failures;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#unsubscribe = this.#options.online.subscribe((online) => {
+      if (online) this.#schedule(0);
+      else this.#clear();
+    });
+    this.#schedule(0);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#unsubscribe();
+    this.#clear();
+  }
+
+  /** A local write happened: sync soon (debounced). */
+  notifyLocalWrite(): void {
+    if (this.#stopped || this.#options.debounceMs === null || this.#failures > 0) return;
+    this.#schedule(this.#options.debounceMs);
+  }
+
+  #clear(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #schedule(delay: number): void {
+    if (this.#stopped) return;
+    this.#clear();
+    this.#timer = setTimeout(() => void this.#tick(), delay);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  async #tick(): Promise<void> {
+    this.#timer = null;
+    if (this.#stopped || !this.#options.online.isOnline()) return;
+    if (this.#running) {
+      this.#rerun = true;
+      return;
+    }
+    this.#running = true;
+    let retryDelay: number | null = null;
+    try {
+      await this.#run();
+      this.#failures = 0;
+    } catch (error) {
+      this.#failures++;
+      retryDelay = exponentialDelay(this.#failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs);
+      if (error instanceof BackoffError) retryDelay = Math.max(retryDelay, error.retryAfter);
+      this.#onError(error);
+    } finally {
+      this.#running = false;
+    }
+    if (retryDelay !== null) this.#schedule(retryDelay);
+    else if (this.#rerun) {
+      this.#rerun = false;
+      this.#schedule(0);
+    } else if (this.#options.intervalMs > 0) this.#schedule(this.#options.intervalMs);
+  }
+}

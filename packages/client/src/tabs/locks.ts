@@ -1,0 +1,77 @@
+/**
+ * One tab syncs a collection at a time. Web Locks (`navigator.locks`) when the platform has them;
+ * otherwise a lease record in the collection's own IndexedDB (`$locks`), taken in a read-write
+ * transaction (IndexedDB serialises those across tabs and processes), renewed while held and
+ * expiring if its holder dies.
+ */
+import type { Table } from 'dexie';
+import type { LockEntry } from '../store/types.js';
+
+export interface SyncLock {
+  /** Runs `fn` while holding the lock named `name`; waits for it when another holder has it. */
+  run<T>(name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+}
+
+/** The subset of the Web Locks API we use (injectable). */
+export interface LockManagerLike {
+  request<T>(name: string, options: { mode: 'exclusive'; signal?: AbortSignal }, fn: () => Promise<T>): Promise<T>;
+}
+
+export function webLockManager(): LockManagerLike | null {
+  const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks;
+  return locks && typeof locks.request === 'function' ? locks : null;
+}
+
+export function createWebLock(manager: LockManagerLike): SyncLock {
+  return {
+    run: (name, fn, signal) => manager.request(name, { mode: 'exclusive', ...(signal ? { signal } : {}) }, fn),
+  };
+}
+
+export interface LeaseLockOptions {
+  table: Table<LockEntry, string>;
+  owner: string;
+  /** Lease length; renewed every third of it while held (default 10 s). */
+  ttlMs?: number;
+  pollMs?: number;
+  now?: () => number;
+}
+
+export function createLeaseLock(options: LeaseLockOptions): SyncLock {
+  const ttl = options.ttlMs ?? 10_000;
+  const poll = options.pollMs ?? 25;
+  const now = options.now ?? Date.now;
+  const { table, owner } = options;
+
+  const tryAcquire = (name: string) =>
+    table.db.transaction('rw', table, async () => {
+      const current = await table.get(name);
+      if (current && current.owner !== owner && current.expires > now()) return false;
+      await table.put({ name, owner, expires: now() + ttl });
+      return true;
+    });
+
+  return {
+    async run(name, fn, signal) {
+      let wait = poll;
+      while (!(await tryAcquire(name))) {
+        signal?.throwIfAborted();
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(wait * 2, 500);
+      }
+      const renew = setInterval(() => {
+        void table.update(name, { expires: now() + ttl }).catch(() => {});
+      }, ttl / 3);
+      try {
+        return await fn();
+      } finally {
+        clearInterval(renew);
+        await table.db
+          .transaction('rw', table, async () => {
+            if ((await table.get(name))?.owner === owner) await table.delete(name);
+          })
+          .catch(() => {});
+      }
+    },
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * The only caller of `fetch`: URL building, auth, timeouts, JSON, `Backoff`/`Retry-After`, retries
+ * of idempotent requests, and the mapping of error statuses to typed errors. Browsers use the
+ * global `fetch`; Node uses undici with a keep-alive pool (unless a `fetch` is injected).
+ */
+import { BackoffError, NetworkError, PreconditionFailedError, QuireError, ServerError, SyncAbortedError, TimeoutError } from '../errors.js';
+import { type Auth, authorizationHeader } from './auth.js';
+import { BackoffState, exponentialDelay, parseRetryAfter } from './backoff.js';
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface HttpOptions {
+  /** Server root including the version prefix, e.g. `https://host/v1`. */
+  remote: string;
+  auth?: Auth;
+  /** Injected fetch (tests, custom agents). Default: global fetch in browsers, undici in Node. */
+  fetch?: FetchLike;
+  /** Per-request timeout (default 30 s). */
+  timeoutMs?: number;
+  /** Retries of idempotent requests after a network error, and of any request after 503/409/429 with Retry-After (default 2). */
+  retries?: number;
+  /** Longest `Retry-After` we wait in-process; longer ones raise BackoffError (default 10 s). */
+  maxRetryAfterMs?: number;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** Injected for tests. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface HttpRequest {
+  method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path below `remote` (starting with `/`), or an absolute URL (Next-Page). */
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  headers?: Record<string, string>;
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+const RETRY_AFTER_STATUSES = new Set([409, 429, 503]);
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function isNode(): boolean {
+  return typeof process !== 'undefined' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+}
+
+interface Pool {
+  fetch: FetchLike;
+  close(): Promise<void>;
+}
+
+async function createNodePool(): Promise<Pool> {
+  const undici = await import('undici');
+  const agent = new undici.Agent({ keepAliveTimeout: 30_000, connections: 16 });
+  return {
+    fetch: (input, init) => undici.fetch(input, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>,
+    close: () => agent.close(),
+  };
+}
+
+export class HttpTransport {
+  readonly remote: string;
+  readonly backoff = new BackoffState();
+  readonly #options: HttpOptions;
+  #pool: Promise<Pool> | null = null;
+
+  constructor(options: HttpOptions) {
+    this.remote = options.remote.replace(/\/+$/, '');
+    this.#options = options;
+  }
+
+  #fetch(): Promise<FetchLike> {
+    if (this.#options.fetch) return Promise.resolve(this.#options.fetch);
+    this.#pool ??= isNode()
+      ? createNodePool()
+      : Promise.resolve({ fetch: (input: string, init: RequestInit) => globalThis.fetch(input, init), close: async () => {} });
+    return this.#pool.then((pool) => pool.fetch);
+  }
+
+  url(path: string, query?: HttpRequest['query']): string {
+    const url = /^https?:\/\//.test(path) ? new URL(path) : new URL(this.remote + path);
+    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    return url.toString();
+  }
+
+  /** Sends a request; resolves for 2xx and 304, throws a typed error otherwise. */
+  async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
+    const method = request.method ?? 'GET';
+    const retries = this.#options.retries ?? 2;
+    const sleep = this.#options.sleep ?? defaultSleep;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#once<T>(method, request);
+      } catch (error) {
+        if (attempt >= retries || request.signal?.aborted) throw error;
+        if (error instanceof ServerError && RETRY_AFTER_STATUSES.has(error.status)) {
+          const wait = parseRetryAfter(error.headers.get('retry-after'));
+          if (wait === null) throw error;
+          if (wait > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(wait);
+          await sleep(wait);
+          continue;
+        }
+        if ((error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method)) {
+          await sleep(exponentialDelay(attempt, 100, 2_000));
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  async #once<T>(method: string, request: HttpRequest): Promise<HttpResponse<T>> {
+    const fetch = await this.#fetch();
+    const headers: Record<string, string> = { Accept: 'application/json', ...this.#options.headers, ...request.headers };
+    const authorization = await authorizationHeader(this.#options.auth);
+    if (authorization) headers.Authorization = authorization;
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      body = JSON.stringify(request.body);
+      headers['Content-Type'] = 'application/json';
+    }
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(request.signal?.reason);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    let timedOut = false;
+    const timeoutMs = this.#options.timeoutMs ?? 30_000;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(this.url(request.path, request.query), { method, headers, body, signal: controller.signal });
+        // Read the whole body inside the timeout: a connection cut mid-body is a network error.
+        text = method === 'HEAD' || response.status === 304 ? '' : await response.text();
+      } catch (error) {
+        if (timedOut) throw new TimeoutError(`No response within ${timeoutMs} ms: ${method} ${request.path}`);
+        if (error instanceof QuireError) throw error;
+        if (request.signal?.aborted) throw new SyncAbortedError(`${method} ${request.path} aborted`);
+        throw new NetworkError(`${method} ${request.path} failed: ${(error as Error).message}`, { cause: error });
+      }
+      this.backoff.observe(response.headers);
+      let parsed: unknown = null;
+      if (text !== '') {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+      }
+      if (response.status === 412) throw new PreconditionFailedError(parsed, response.headers);
+      if (response.status >= 400) throw new ServerError(response.status, parsed, response.headers);
+      return { status: response.status, headers: response.headers, body: parsed as T };
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = null;
+    if (pool) await (await pool).close();
+  }
+}
+
+/** `"123"` → 123 (ETag of a Kinto list or object), null when absent or not a quoted integer. */
+export function parseETag(value: string | null): number | null {
+  if (value === null) return null;
+  const match = /^(?:W\/)?"?(\d+)"?$/.exec(value.trim());
+  return match ? Number(match[1]) : null;
+}

@@ -1,0 +1,130 @@
+/**
+ * The built browser bundle in a real Chromium (Debian's, driven by playwright-core): a page syncs
+ * a collection from the server into real IndexedDB, writes offline-first, pushes, and finds its
+ * replica again after a reload. Skips with a printed reason when Chromium is missing, unless
+ * QUIRE_TEST_REQUIRE_BROWSER=1 (CI), where that is a failure.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createCollection, raw, seed, uniqueName } from './support/server.js';
+
+const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) {
+  const message = `browser test: Chromium not found at ${CHROMIUM}`;
+  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
+  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
+}
+
+const url = inject('quireUrl');
+const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+
+const PAGE = `<!doctype html><meta charset="utf-8"><title>quire e2e</title>
+<script type="module">
+  import { createClient } from './quire-client.js';
+  window.quire = async (remote, bucket, action) => {
+    const client = createClient({ remote, auth: { type: 'basic', username: 'browser', password: 'secret' } });
+    const items = client.bucket(bucket).collection('items', { indexes: ['n'], pageSize: 100 });
+    const before = await items.count();
+    const progress = [];
+    let result = null;
+    if (action === 'sync' || action === 'write-and-sync') {
+      if (action === 'write-and-sync') await items.create({ id: 'from-browser', n: -1 });
+      result = await items.sync({ onProgress: (p) => progress.push(p.done + '/' + p.total) });
+    }
+    const lowest = (await items.list({ index: 'n', limit: 3 })).map((r) => r.n);
+    const after = await items.count();
+    const databases = (await indexedDB.databases()).map((d) => d.name);
+    await client.close();
+    return { before, after, result, progress, lowest, databases, hasLocks: !!navigator.locks };
+  };
+  window.ready = true;
+</script>`;
+
+describe.skipIf(!available)('in a real browser', () => {
+  let staticServer: Server;
+  let origin: string;
+  let outDir: string;
+  let browser: import('playwright-core').Browser;
+
+  beforeAll(async () => {
+    outDir = mkdtempSync(join(tmpdir(), 'quire-client-e2e-'));
+    const { build } = await import('tsup');
+    await build({
+      entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
+      outDir,
+      format: ['esm'],
+      platform: 'browser',
+      target: 'es2022',
+      noExternal: ['dexie'],
+      external: ['undici'],
+      config: false,
+      silent: true,
+      dts: false,
+    });
+    const files: Record<string, { type: string; body: string | Buffer }> = {
+      '/': { type: 'text/html', body: PAGE },
+      '/quire-client.js': { type: 'text/javascript', body: readFileSync(join(outDir, 'quire-client.js')) },
+    };
+    staticServer = createServer((request, response) => {
+      const file = files[request.url ?? '/'];
+      if (!file) return void response.writeHead(404).end();
+      response.writeHead(200, { 'Content-Type': file.type }).end(file.body);
+    });
+    await new Promise<void>((resolve) => staticServer.listen(0, '127.0.0.1', resolve));
+    const address = staticServer.address() as { port: number };
+    origin = `http://127.0.0.1:${address.port}`;
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => staticServer?.close(resolve));
+    if (outDir) rmSync(outDir, { recursive: true, force: true });
+  });
+
+  it('syncs a collection into real IndexedDB, pushes a local write and keeps the replica across reloads', async () => {
+    const bucket = uniqueName('browser');
+    await createCollection(url, bucket, 'items', 'browser');
+    await seed(url, bucket, 'items', 250, (i) => ({ id: `r${i}`, n: i }), 'browser');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(origin);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+
+    type Outcome = { before: number; after: number; result: { ok: boolean; pulled: number; pushed: number } | null; progress: string[]; lowest: number[]; databases: string[]; hasLocks: boolean };
+    const run = (action: string) =>
+      page.evaluate(([remote, b, a]) => (window as unknown as { quire: (...args: string[]) => Promise<unknown> }).quire(remote!, b!, a!), [url, bucket, action]) as Promise<Outcome>;
+
+    const first = await run('sync');
+    expect(first.before).toBe(0);
+    expect(first.result).toMatchObject({ ok: true, pulled: 250, pushed: 0 });
+    expect(first.after).toBe(250);
+    expect(first.progress).toEqual(['100/250', '200/250', '250/250']);
+    expect(first.lowest).toEqual([0, 1, 2]);
+    expect(first.databases).toContain(`quire:${bucket}/items`);
+    expect(first.hasLocks).toBe(true);
+
+    const second = await run('write-and-sync');
+    expect(second.result).toMatchObject({ ok: true, pushed: 1 });
+    expect((await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-browser`, undefined, 'browser')).body.data.n).toBe(-1);
+
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    const third = await run('read');
+    expect(third.before).toBe(251);
+    expect(third.lowest).toEqual([-1, 0, 1]);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
