@@ -9,7 +9,7 @@ import type { Identity } from '../auth/policy.js';
 import { ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { validateId } from '../resource/body.js';
-import { baseUrl, denied } from '../resource/handlers.js';
+import { baseUrl, denied, effectiveLimit } from '../resource/handlers.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { checkListPreconditions, parsePreconditions } from '../resource/preconditions.js';
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
@@ -64,13 +64,6 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
     return 'shared';
   }
 
-  function effectiveLimit(requested: number | null): number {
-    const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = settings;
-    let limit = requested ?? paginateBy;
-    if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
-    return limit ? Math.min(limit, maxFetch) : maxFetch;
-  }
-
   async function handle(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
     const identity = request.identity;
     const bucketId = (request.params as Record<string, string>).bucket_id ?? '';
@@ -110,7 +103,7 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
       if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
         throw invalidParameter('querystring', null, '_token was already used or has expired.');
       }
-      const limit = effectiveLimit(query.requestedLimit);
+      const limit = effectiveLimit(services, query.requestedLimit);
       const page = await session.list(scope, {
         filters,
         sorting: query.sorting,

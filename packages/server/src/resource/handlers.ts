@@ -89,7 +89,7 @@ export function baseUrl(services: Services, request: FastifyRequest): string {
 }
 
 /** Page size of §7.6: `_limit` capped by `paginate_by`, everything capped by the fetch size. */
-function effectiveLimit(services: Services, requested: number | null): number {
+export function effectiveLimit(services: Services, requested: number | null): number {
   const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = services.settings;
   let limit = requested ?? paginateBy;
   if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidParameter } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { IMPLIED_PERMISSIONS } from '../permission/authorizer.js';
-import { baseUrl, denied } from '../resource/handlers.js';
+import { baseUrl, denied, effectiveLimit } from '../resource/handlers.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parseListQuery, projectFields } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
@@ -50,8 +50,7 @@ export function registerPermissions(app: FastifyInstance): void {
 
     const grants = authorizer.settingsGrants(principals);
     const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
-    const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = settings;
-    const limit = Math.min(query.requestedLimit ?? paginateBy ?? maxFetch, paginateBy ?? maxFetch, maxFetch);
+    const limit = effectiveLimit(services, query.requestedLimit);
 
     const page = await withSession(storage, 'read', (session) =>
       session.listPermissionEntries({
