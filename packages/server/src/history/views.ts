@@ -9,8 +9,7 @@ import type { Identity } from '../auth/policy.js';
 import { ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { validateId } from '../resource/body.js';
-import { baseUrl, denied, effectiveLimit } from '../resource/handlers.js';
-import { encodeToken, nextPageUrl } from '../resource/pagination.js';
+import { denied, readPage, sendCount } from '../resource/handlers.js';
 import { checkListPreconditions, parsePreconditions } from '../resource/preconditions.js';
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
@@ -94,31 +93,8 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
       if (method !== 'DELETE' && identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
       if (outcome === 'not-modified') return reply.code(304).send();
 
-      if (method === 'HEAD') {
-        const total = await session.count(scope, filters);
-        reply.header('Total-Objects', String(total));
-        reply.header('Total-Records', String(total));
-        return reply.send();
-      }
-      if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
-        throw invalidParameter('querystring', null, '_token was already used or has expired.');
-      }
-      const limit = effectiveLimit(services, query.requestedLimit);
-      const page = await session.list(scope, {
-        filters,
-        sorting: query.sorting,
-        ...(query.token ? { after: query.token.lastObject } : {}),
-        limit: limit + 1,
-        includeDeleted: method === 'GET' && query.includeDeleted,
-      });
-      const hasMore = page.length > limit;
-      const items = hasMore ? page.slice(0, limit) : page;
-      if (hasMore) {
-        const last = items[items.length - 1] as Record<string, unknown>;
-        const token = encodeToken(last, query.sorting, (query.token?.offset ?? 0) + items.length + 1);
-        if (method === 'DELETE') await session.storeNonce(token.nonce, settings.pagination_token_validity_seconds);
-        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
-      }
+      if (method === 'HEAD') return sendCount(reply, session, scope, filters);
+      const items = await readPage(services, request, reply, session, scope, query, filters, method);
 
       let shown: Array<Record<string, unknown>>;
       if (method === 'DELETE') {
@@ -128,14 +104,14 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
           sorting: query.sorting,
         });
         const byId = new Map(items.map((item) => [item.id, withoutPrincipals(item) as StoredObject]));
+        const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
         events.emit(request, {
           resourceName: HISTORY_RESOURCE,
           parentId: bucketUri,
           action: 'delete',
-          timestamp: tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp),
+          timestamp: newest,
           impactedObjects: tombstones.map((tombstone) => ({ new: tombstone, old: byId.get(tombstone.id) ?? tombstone })),
         });
-        const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
         reply.header('ETag', `"${newest}"`);
         reply.header('Last-Modified', new Date(newest).toUTCString());
         shown = tombstones as unknown as Array<Record<string, unknown>>;

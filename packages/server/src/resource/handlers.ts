@@ -12,7 +12,7 @@ import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
-import type { Permissions, Scope, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
+import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
 import {
   applyPatch,
   parseWriteBody,
@@ -94,6 +94,49 @@ export function effectiveLimit(services: Services, requested: number | null): nu
   let limit = requested ?? paginateBy;
   if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
   return limit ? Math.min(limit, maxFetch) : maxFetch;
+}
+
+/**
+ * One page of a listing (§7.6, §7.7): the objects after the token, at most a page, and the
+ * Next-Page header when more follow. Plural DELETE tokens are single-use — replaying one would
+ * delete another page — so the token's nonce is consumed here and the next one stored.
+ */
+export async function readPage(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: StorageSession,
+  scope: Scope,
+  query: ListQuery,
+  filters: Filter[],
+  method: 'GET' | 'DELETE',
+): Promise<Array<StoredObject | Tombstone>> {
+  if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
+    throw invalidParameter('querystring', null, '_token was already used or has expired.');
+  }
+  const limit = effectiveLimit(services, query.requestedLimit);
+  const page = await session.list(scope, {
+    filters,
+    sorting: query.sorting,
+    ...(query.token ? { after: query.token.lastObject } : {}),
+    limit: limit + 1,
+    includeDeleted: method === 'GET' && query.includeDeleted,
+  });
+  if (page.length <= limit) return page;
+  const items = page.slice(0, limit);
+  const offset = (query.token?.offset ?? 0) + items.length + 1;
+  const token = encodeToken(items[items.length - 1] as Record<string, unknown>, query.sorting, offset);
+  if (method === 'DELETE') await session.storeNonce(token.nonce, services.settings.pagination_token_validity_seconds);
+  reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+  return items;
+}
+
+/** `HEAD` of a listing: the count of what the filters select, in both header spellings. */
+export async function sendCount(reply: FastifyReply, session: StorageSession, scope: Scope, filters: Filter[]) {
+  const total = await session.count(scope, filters);
+  reply.header('Total-Objects', String(total));
+  reply.header('Total-Records', String(total));
+  return reply.send();
 }
 
 /** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */
@@ -206,37 +249,8 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const filters = [...query.filters];
       if (access.kind === 'some') filters.push({ field: 'id', operator: 'in', value: access.ids });
 
-      if (method === 'HEAD') {
-        const total = access.kind === 'some' && access.ids.length === 0 ? 0 : await session.count(scope, filters);
-        reply.header('Total-Objects', String(total));
-        reply.header('Total-Records', String(total));
-        return reply.send();
-      }
-
-      // Plural DELETE tokens are single-use (§7.7): replaying one would delete another page.
-      if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
-        throw invalidParameter('querystring', null, '_token was already used or has expired.');
-      }
-      const limit = effectiveLimit(services, query.requestedLimit);
-      const page =
-        access.kind === 'some' && access.ids.length === 0
-          ? []
-          : await session.list(scope, {
-              filters,
-              sorting: query.sorting,
-              ...(query.token ? { after: query.token.lastObject } : {}),
-              limit: limit + 1,
-              includeDeleted: method === 'GET' && query.includeDeleted,
-            });
-      const hasMore = page.length > limit;
-      const items = hasMore ? page.slice(0, limit) : page;
-      if (hasMore) {
-        const last = items[items.length - 1] as Record<string, unknown>;
-        const offset = (query.token?.offset ?? 0) + items.length + 1;
-        const token = encodeToken(last, query.sorting, offset);
-        if (method === 'DELETE') await session.storeNonce(token.nonce, services.settings.pagination_token_validity_seconds);
-        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
-      }
+      if (method === 'HEAD') return sendCount(reply, session, scope, filters);
+      const items = await readPage(services, request, reply, session, scope, query, filters, method);
 
       if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
       if (events.wants('read', def.name)) {
