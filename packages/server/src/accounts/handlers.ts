@@ -12,17 +12,24 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import mergePatch from 'json-merge-patch';
-import { isDeepStrictEqual } from 'node:util';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
 import { isPlainObject, rejectUnknownKeys, suppliedTimestamp, userFields } from '../resource/body.js';
-import { baseUrl, denied } from '../resource/handlers.js';
-import { encodeToken, nextPageUrl } from '../resource/pagination.js';
+import { denied, readPage, sendCount } from '../resource/handlers.js';
+import {
+  assertBodyMatchesId,
+  mergePermissions,
+  patchResponseData,
+  patchType,
+  responseBehavior,
+  setTimestampHeaders,
+  writeOptions,
+} from '../resource/object-responses.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../resource/preconditions.js';
 import { parseListQuery, projectFields } from '../resource/querystring.js';
-import type { Filter, Permissions, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
+import type { Filter, Permissions, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_SCOPE, accountIdOf, accountUri, accountUserId } from './ids.js';
 import { MailError } from '../mail/mailer.js';
 import type { AccountMails } from './mails.js';
@@ -83,16 +90,6 @@ export function mailUnavailable(error: unknown, retryAfterSeconds: number): unkn
 
 function holdsAny(principals: readonly string[], granted: readonly string[] | undefined): boolean {
   return (granted ?? []).some((principal) => principals.includes(principal));
-}
-
-function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
-  reply.header('ETag', `"${timestamp}"`);
-  reply.header('Last-Modified', new Date(timestamp).toUTCString());
-}
-
-function writeOptions(supplied: number | undefined, existing: StoredObject | null): WriteOptions {
-  if (supplied === undefined || (existing && supplied <= existing.last_modified)) return {};
-  return { lastModified: supplied };
 }
 
 function validateAccountId(id: unknown): string {
@@ -254,31 +251,11 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       // Users see their own account only (none for users of other policies).
       const visible = all || (ownId !== null && (await may(session, identity, ownId, 'read')));
       if (!all) filters.push({ field: 'id', operator: 'in', value: visible && ownId !== null ? [ownId] : [] });
-      if (method === 'HEAD') {
-        const total = visible ? await session.count(ACCOUNT_SCOPE, filters) : 0;
-        reply.header('Total-Objects', String(total));
-        reply.header('Total-Records', String(total));
-        return reply.send();
-      }
+      // Invisible: the `in` filter above selects nothing.
+      if (method === 'HEAD') return sendCount(reply, session, ACCOUNT_SCOPE, filters);
       if (!visible) return { data: [] };
-
-      const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = settings;
-      const requested = query.requestedLimit;
-      const limit = Math.min(requested !== null && paginateBy !== null ? Math.min(requested, paginateBy) : (requested ?? paginateBy ?? maxFetch), maxFetch);
-      const page = await session.list(ACCOUNT_SCOPE, {
-        filters,
-        sorting: query.sorting,
-        ...(query.token ? { after: query.token.lastObject } : {}),
-        limit: limit + 1,
-        includeDeleted: query.includeDeleted,
-      });
-      const items = (page.length > limit ? page.slice(0, limit) : page) as Array<Record<string, unknown>>;
-      if (page.length > limit) {
-        const offset = (query.token?.offset ?? 0) + items.length + 1;
-        const token = encodeToken(items[items.length - 1] as Record<string, unknown>, query.sorting, offset);
-        reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
-      }
-      const shown = items.map(publicAccount);
+      const items = await readPage(services, request, reply, session, ACCOUNT_SCOPE, query, filters, 'GET');
+      const shown = items.map((item) => publicAccount(item as Record<string, unknown>));
       return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
     });
   }
@@ -363,7 +340,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
           validateAccountId(id);
         }
         checkObjectPreconditions(preconditions, existing, existing && publicAccount(existing), { method: 'PUT' });
-        if (body.data?.id !== undefined && body.data.id !== id) throw invalidParameter('body', 'id', 'Object id does not match existing object');
+        assertBodyMatchesId(body.data, id);
         if (!existing) checkCreation(identity, id);
         return storeAccount(session, identity, id, existing, body, reply);
       });
@@ -375,12 +352,9 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const identity = request.identity;
       const id = (request.params as { account_id: string }).account_id;
       const preconditions = parsePreconditions(request.headers);
-      const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
-      if (!['full', 'light', 'diff'].includes(behavior)) {
-        throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
-      }
-      const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
-      if (type === 'application/json-patch+json') {
+      const behavior = responseBehavior(request);
+      const type = patchType(request);
+      if (type === 'json-patch') {
         // Account data has one meaningful field: JSON-Patch is not offered here.
         throw new ApiError(415, ERRNO.INVALID_PARAMETERS, {
           error: 'Invalid parameters',
@@ -399,39 +373,25 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         if (access === 'allowed') checkOwnId(identity, id);
         else usedTemporaryPassword = true;
         checkObjectPreconditions(preconditions, existing, publicAccount(existing), { method: 'PATCH' });
-        if (body.data?.id !== undefined && body.data.id !== id) throw invalidParameter('body', 'id', 'Object id does not match existing object');
+        assertBodyMatchesId(body.data, id);
 
         const sent = body.data ?? {};
         const current = publicAccount(userFields(existing));
         const changes = publicAccount(userFields(sent));
-        const merged = type === 'application/merge-patch+json'
+        const merged = type === 'merge-patch'
           ? (mergePatch.apply(structuredClone(current), changes) as Record<string, unknown>)
           : { ...current, ...changes };
         const password = Object.hasOwn(sent, 'password') ? requirePassword(sent) : null;
         const data = await accountData(merged, existing, identity, password);
         const stored = await session.update(ACCOUNT_SCOPE, id, data, writeOptions(suppliedTimestamp(body.data), existing));
 
-        const acl = { ...(await aclOf(session, id)) };
-        for (const [name, principals] of Object.entries(body.permissions ?? {})) {
-          // application/json ignores null values; merge-patch clears the permission (§4.4).
-          if (principals !== null) acl[name] = principals;
-          else if (type === 'application/merge-patch+json') delete acl[name];
-        }
+        const acl = mergePermissions(await aclOf(session, id), body.permissions ?? {}, type);
         acl.write = [...new Set([...(acl.write ?? []), accountUserId(id)])];
         await session.setPermissions(accountUri(id), acl);
         emitChange(request, 'update', stored, existing);
         setTimestampHeaders(reply, stored.last_modified);
 
-        const shown = publicAccount(stored);
-        if (behavior === 'full') return { data: shown, permissions: acl };
-        // light: the sent fields whose value changed; diff: those stored unlike sent (§4.5).
-        const partial: Record<string, unknown> = {};
-        for (const key of Object.keys(changes)) {
-          if (!Object.hasOwn(shown, key)) continue;
-          const reference = behavior === 'light' ? existing[key] : changes[key];
-          if (!isDeepStrictEqual(shown[key], reference)) partial[key] = shown[key];
-        }
-        return { data: partial, permissions: acl };
+        return { data: patchResponseData(behavior, changes, publicAccount(stored), existing), permissions: acl };
       });
       await afterPasswordChange(id, usedTemporaryPassword);
       return result;

@@ -10,6 +10,7 @@ import { ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { validateId } from '../resource/body.js';
 import { denied, readPage, sendCount } from '../resource/handlers.js';
+import { setTimestampHeaders } from '../resource/object-responses.js';
 import { checkListPreconditions, parsePreconditions } from '../resource/preconditions.js';
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
@@ -88,8 +89,7 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
       }
       const timestamp = await session.resourceTimestamp(scope);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
-      reply.header('ETag', `"${timestamp}"`);
-      reply.header('Last-Modified', new Date(timestamp).toUTCString());
+      setTimestampHeaders(reply, timestamp);
       if (method !== 'DELETE' && identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
       if (outcome === 'not-modified') return reply.code(304).send();
 
@@ -112,8 +112,7 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
           timestamp: newest,
           impactedObjects: tombstones.map((tombstone) => ({ new: tombstone, old: byId.get(tombstone.id) ?? tombstone })),
         });
-        reply.header('ETag', `"${newest}"`);
-        reply.header('Last-Modified', new Date(newest).toUTCString());
+        setTimestampHeaders(reply, newest);
         shown = tombstones as unknown as Array<Record<string, unknown>>;
       } else shown = items.map(withoutPrincipals);
       return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };

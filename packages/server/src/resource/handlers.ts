@@ -7,21 +7,28 @@
  * then the parents' existence, then the object, then preconditions.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDeepStrictEqual } from 'node:util';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
-import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone, WriteOptions } from '../storage/types.js';
+import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
 import {
   applyPatch,
   parseWriteBody,
   suppliedTimestamp,
   userFields,
   validateId,
-  type PatchType,
 } from './body.js';
 import { objectRef, type ObjectRef, type ResourceDefinition } from './definition.js';
+import {
+  assertBodyMatchesId,
+  mergePermissions,
+  patchResponseData,
+  patchType,
+  responseBehavior,
+  setTimestampHeaders,
+  writeOptions,
+} from './object-responses.js';
 import { encodeToken, nextPageUrl } from './pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from './preconditions.js';
 import { parseListQuery, projectFields, type ListQuery } from './querystring.js';
@@ -71,11 +78,6 @@ async function ensureParents(session: StorageSession, parent: ObjectRef | null):
     const found = await session.get(scopeOf(ref), ref.id);
     if (!found) throw objectNotFound(ref.def.name, ref.id, ERRNO.MISSING_RESOURCE);
   }
-}
-
-function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
-  reply.header('ETag', `"${timestamp}"`);
-  reply.header('Last-Modified', new Date(timestamp).toUTCString());
 }
 
 function setCacheHeaders(reply: FastifyReply, identity: Identity): void {
@@ -139,12 +141,6 @@ export async function sendCount(reply: FastifyReply, session: StorageSession, sc
   return reply.send();
 }
 
-/** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */
-function writeOptions(supplied: number | undefined, existing: StoredObject | null): WriteOptions {
-  if (supplied === undefined || (existing && supplied <= existing.last_modified)) return {};
-  return { lastModified: supplied };
-}
-
 /** Adds the author to `write` (rule 1, setting `explicit_permissions`). */
 function withAuthor(services: Services, identity: Identity, acl: Permissions): Permissions {
   if (!services.settings.explicit_permissions || identity.userId === null) return acl;
@@ -162,19 +158,6 @@ function cleanAcl(acl: Permissions): Permissions {
 
 async function aclOf(session: StorageSession, uri: string): Promise<Permissions> {
   return (await session.getPermissions([uri])).get(uri) ?? {};
-}
-
-function patchType(request: FastifyRequest): PatchType {
-  const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
-  if (type === 'application/merge-patch+json') return 'merge-patch';
-  if (type === 'application/json-patch+json') return 'json-patch';
-  return 'json';
-}
-
-function assertBodyMatchesId(data: Record<string, unknown> | undefined, id: string): void {
-  if (data && data.id !== undefined && data.id !== id) {
-    throw invalidParameter('body', 'id', 'Object id does not match existing object');
-  }
 }
 
 export function createResourceHandlers(services: Services, def: ResourceDefinition) {
@@ -363,10 +346,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const identity = request.identity;
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
-      const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
-      if (!['full', 'light', 'diff'].includes(behavior)) {
-        throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
-      }
+      const behavior = responseBehavior(request);
       const type = patchType(request);
       return events.withSession(storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
@@ -380,35 +360,16 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
         const stored = await session.update(scopeOf(ref), ref.id, data, writeOptions(suppliedTimestamp(patched.sentData), existing));
 
-        let acl: Permissions;
-        if (patched.replacePermissions) acl = patched.replacePermissions;
-        else {
-          acl = { ...previousAcl };
-          for (const [name, principals] of Object.entries(patched.permissions ?? {})) {
-            // application/json ignores null values; merge-patch clears the permission (§4.4).
-            if (principals === null) {
-              if (type === 'merge-patch') delete acl[name];
-            } else acl[name] = principals;
-          }
-        }
-        acl = cleanAcl(withAuthor(services, identity, acl));
+        const merged = patched.replacePermissions ?? mergePermissions(previousAcl, patched.permissions ?? {}, type);
+        const acl = cleanAcl(withAuthor(services, identity, merged));
         await session.setPermissions(ref.uri, acl);
         await def.afterWrite?.(session, ref.uri, stored);
         events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
         setTimestampHeaders(reply, stored.last_modified);
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);
-        if (behavior === 'full') return { data: stored, permissions };
-        // light: the sent fields whose value changed; diff: the sent fields stored differently
-        // from what was sent (§4.5).
         const sent = type === 'json-patch' ? {} : userFields(patched.sentData);
-        const shown: Record<string, unknown> = {};
-        for (const key of Object.keys(sent)) {
-          if (!Object.hasOwn(stored, key)) continue;
-          const reference = behavior === 'light' ? existing[key] : sent[key];
-          if (!isDeepStrictEqual(stored[key], reference)) shown[key] = stored[key];
-        }
-        return { data: shown, permissions };
+        return { data: patchResponseData(behavior, sent, stored, existing), permissions };
       });
     },
 

@@ -1,0 +1,77 @@
+/**
+ * Protocol rules every object endpoint applies, whatever stores the object (the generic
+ * resource engine, the accounts plugin): timestamp headers, the client-timestamp rule, the
+ * body-id check, the PATCH content types and `Response-Behavior`, and the permissions a PATCH
+ * merges.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDeepStrictEqual } from 'node:util';
+import { invalidParameter } from '../errors.js';
+import type { Permissions, StoredObject, WriteOptions } from '../storage/types.js';
+import type { PatchType } from './body.js';
+
+export function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
+  reply.header('ETag', `"${timestamp}"`);
+  reply.header('Last-Modified', new Date(timestamp).toUTCString());
+}
+
+/** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */
+export function writeOptions(supplied: number | undefined, existing: StoredObject | null): WriteOptions {
+  if (supplied === undefined || (existing && supplied <= existing.last_modified)) return {};
+  return { lastModified: supplied };
+}
+
+export function assertBodyMatchesId(data: Record<string, unknown> | undefined, id: string): void {
+  if (data && data.id !== undefined && data.id !== id) {
+    throw invalidParameter('body', 'id', 'Object id does not match existing object');
+  }
+}
+
+/** The PATCH flavour named by `Content-Type` (content negotiation has refused the others). */
+export function patchType(request: FastifyRequest): PatchType {
+  const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/merge-patch+json') return 'merge-patch';
+  if (type === 'application/json-patch+json') return 'json-patch';
+  return 'json';
+}
+
+export type ResponseBehavior = 'full' | 'light' | 'diff';
+
+/** The `Response-Behavior` header of a PATCH (§4.5); another value is a 400. */
+export function responseBehavior(request: FastifyRequest): ResponseBehavior {
+  const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
+  if (behavior !== 'full' && behavior !== 'light' && behavior !== 'diff') {
+    throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
+  }
+  return behavior;
+}
+
+/**
+ * The `data` a PATCH answers with (§4.5): everything (`full`); the sent fields whose value
+ * changed (`light`); the sent fields stored differently from what was sent (`diff`).
+ */
+export function patchResponseData(
+  behavior: ResponseBehavior,
+  sent: Record<string, unknown>,
+  stored: Record<string, unknown>,
+  existing: Record<string, unknown>,
+): Record<string, unknown> {
+  if (behavior === 'full') return stored;
+  const shown: Record<string, unknown> = {};
+  for (const key of Object.keys(sent)) {
+    if (!Object.hasOwn(stored, key)) continue;
+    const reference = behavior === 'light' ? existing[key] : sent[key];
+    if (!isDeepStrictEqual(stored[key], reference)) shown[key] = stored[key];
+  }
+  return shown;
+}
+
+/** The permissions sent with a PATCH, merged into the current ones: `null` clears a permission only with merge-patch (§4.4). */
+export function mergePermissions(current: Permissions, sent: Record<string, string[] | null>, type: PatchType): Permissions {
+  const acl = { ...current };
+  for (const [name, principals] of Object.entries(sent)) {
+    if (principals !== null) acl[name] = principals;
+    else if (type === 'merge-patch') delete acl[name];
+  }
+  return acl;
+}
