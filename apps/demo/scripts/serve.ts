@@ -1,0 +1,94 @@
+/**
+ * The demo's launcher (the README's first command): the Quire server on the embedded store, with
+ * open sign-up through the accounts plugin (`quire.settings.json`), and the built demo app served
+ * by a second, static-only HTTP server. The app finds the API through `/config.json`.
+ *
+ * Two servers rather than one: the API server stays exactly what production runs (no static files
+ * behind its auth and JSON hooks); the app reaches it with CORS like any third-party client would.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, type Settings } from '@quire/server';
+import Fastify, { type FastifyInstance } from 'fastify';
+
+const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const DEMO_SETTINGS_FILE = resolve(appRoot, 'quire.settings.json');
+
+export interface DemoOptions {
+  /** Server settings (default: `QUIRE_*` variables, then `QUIRE_CONFIG` or `quire.settings.json`). */
+  settings?: Settings;
+  /** Directory of the built app (default `apps/demo/dist`). */
+  appDir?: string;
+  appHost?: string;
+  /** Port of the app (default `QUIRE_DEMO_PORT` or 8080; 0 picks a free one). */
+  appPort?: number;
+}
+
+export interface RunningDemo {
+  apiUrl: string;
+  appUrl: string;
+  close(): Promise<void>;
+}
+
+function urlOf(app: FastifyInstance, host: string, suffix: string): string {
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return `http://${host}:${port}${suffix}`;
+}
+
+export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo> {
+  const settings =
+    options.settings ?? resolveSecrets(loadSettings({ configFile: process.env.QUIRE_CONFIG ?? DEMO_SETTINGS_FILE }));
+  const appDir = options.appDir ?? resolve(appRoot, 'dist');
+  if (!existsSync(resolve(appDir, 'index.html'))) {
+    throw new Error(`The demo app is not built (${appDir}/index.html is missing): run \`pnpm --filter @quire/demo build\`.`);
+  }
+
+  const storage = await createStorageFromSettings(settings);
+  const api = await buildServer({ settings, storage });
+  await api.listen({ host: settings.host, port: settings.port });
+  const apiUrl = urlOf(api, settings.host, '/v1');
+
+  const appHost = options.appHost ?? settings.host;
+  const web = Fastify({ logger: false });
+  web.get('/config.json', async () => ({ remote: apiUrl }));
+  await web.register(fastifyStatic, { root: appDir, index: 'index.html' });
+  // A client-side route reloaded in the browser still gets the app.
+  web.setNotFoundHandler((_request, reply) => reply.sendFile('index.html'));
+  await web.listen({ host: appHost, port: options.appPort ?? Number(process.env.QUIRE_DEMO_PORT ?? 8080) });
+
+  return {
+    apiUrl,
+    appUrl: urlOf(web, appHost, '/'),
+    async close() {
+      await web.close();
+      await api.close();
+      await storage.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const demo = await startDemo();
+  const settings = loadSettings({ configFile: process.env.QUIRE_CONFIG ?? DEMO_SETTINGS_FILE });
+  const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${resolve(settings.data_dir)}`;
+  console.log(`Quire API:  ${demo.apiUrl}/ (${where})`);
+  console.log(`Demo app:   ${demo.appUrl}  <- open it in two browser windows (one private) to be two users`);
+  let closing = false;
+  const stop = () => {
+    if (closing) return;
+    closing = true;
+    void demo.close().then(() => process.exit(0));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}
