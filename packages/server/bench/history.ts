@@ -22,12 +22,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { HISTORY_TOPIC } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
 
 type Backend = 'postgresql' | 'embedded';
@@ -67,9 +69,26 @@ async function serve(config: ChildConfig): Promise<void> {
   };
   process.on('message', (message) => {
     if (message === 'stop') void stop();
+    if (message === 'drained') void reportDrain(storage);
   });
   process.on('disconnect', () => void stop());
   process.send!({ port: address.port });
+}
+
+/**
+ * How long after a run the history still had entries pending (drain lag): the write
+ * throughput must not be bought by letting the outbox grow.
+ */
+async function reportDrain(storage: Storage): Promise<void> {
+  const started = performance.now();
+  while ((await storage.outboxKeys(HISTORY_TOPIC)).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  process.send!({ lagMs: performance.now() - started });
+}
+
+async function drainReport(child: ChildProcess): Promise<{ lagMs: number }> {
+  const reply = new Promise<{ lagMs: number }>((resolve) => child.once('message', (message) => resolve(message as never)));
+  child.send('drained');
+  return reply;
 }
 
 async function startChild(config: ChildConfig): Promise<{ child: ChildProcess; port: number }> {
@@ -166,12 +185,16 @@ async function main(): Promise<void> {
       servers.push({ history, child, port, schema, dataDir });
     }
     console.log(`${backend}, ${connections} connections, ${rounds} alternating rounds of ${duration} s per mode and workload`);
-    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | errors |');
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | errors | history lag after a run (max) |');
+    console.log('|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS) {
       const samples: Result[][] = [[], []];
+      let maxLag = 0;
       for (let round = 0; round < rounds; round++) {
-        for (const [index, server] of servers.entries()) samples[index]!.push(await run(server.port, duration, connections, workload.request));
+        for (const [index, server] of servers.entries()) {
+          samples[index]!.push(await run(server.port, duration, connections, workload.request));
+          if (server.history) maxLag = Math.max(maxLag, (await drainReport(server.child)).lagMs);
+        }
       }
       const [off, on] = samples.map((results) => ({
         rps: median(results.map((r) => r.rps)),
@@ -181,7 +204,7 @@ async function main(): Promise<void> {
       }));
       const change = ((on!.rps - off!.rps) / off!.rps) * 100;
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.errors + on!.errors} |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {

@@ -160,6 +160,9 @@ export const SETTINGS = {
   history_enabled: { type: 'boolean', default: false, description: 'Keep a change log per bucket at `/buckets/<bid>/history` (capability `history`).' },
   history_exclude_resources: { type: 'list', default: [], description: 'URIs of buckets, collections or objects whose changes history does not record.' },
   history_exclude_user_ids: { type: 'list', default: [], description: 'User ids whose changes history does not record.' },
+  history_drain_batch_size: { type: 'integer', default: 500, min: 1, max: 100000, description: 'Pending history entries moved into the history per transaction after commit.' },
+  history_drain_delay_ms: { type: 'integer', default: 50, min: 0, max: 60000, description: 'How long after a commit its history entries wait to be moved together with the next commits’ (readers of the history never wait for it).' },
+  history_drain_interval_seconds: { type: 'number', default: 30, min: 0.1, description: 'How often a process looks for pending history entries left by another (stopped) process.' },
   openid_providers: {
     type: 'json',
     default: [],
@@ -265,6 +268,9 @@ export interface Settings {
   history_enabled: boolean;
   history_exclude_resources: string[];
   history_exclude_user_ids: string[];
+  history_drain_batch_size: number;
+  history_drain_delay_ms: number;
+  history_drain_interval_seconds: number;
   /** Validated by auth/openid/providers.ts when the server is built. */
   openid_providers: unknown[];
   openid_cache_max_entries: number;

@@ -1,15 +1,24 @@
 /**
  * The history plugin (protocol-reference §13.3), on when `history_enabled`: a change log per
- * bucket, written in each change's transaction and served at `/buckets/<bid>/history`.
+ * bucket, enqueued in each change's transaction, drained into the history right after
+ * commit, and served at `/buckets/<bid>/history`.
  */
 import type { FastifyInstance } from 'fastify';
+import { HistoryDrainer } from './drainer.js';
 import { createHistoryListener } from './listener.js';
 import { registerHistoryRoutes } from './views.js';
 
 export function registerHistory(app: FastifyInstance): void {
-  const { settings, events, capabilities } = app.services;
+  const { settings, events, capabilities, storage } = app.services;
   if (!settings.history_enabled) return;
-  events.subscribe(createHistoryListener(settings));
+  const drainer = new HistoryDrainer(storage, {
+    batchSize: settings.history_drain_batch_size,
+    delayMs: settings.history_drain_delay_ms,
+    sweepIntervalMs: settings.history_drain_interval_seconds * 1000,
+    log: () => app.log,
+  });
+  events.subscribe(createHistoryListener(settings, drainer));
+  app.addHook('onReady', async () => drainer.start());
   capabilities.history = { description: 'Track changes on data.', url: 'https://kinto.readthedocs.io/en/latest/api/1.x/history.html' };
-  registerHistoryRoutes(app);
+  registerHistoryRoutes(app, drainer);
 }

@@ -1,24 +1,18 @@
 /**
- * The history plugin's writer (protocol-reference §13.3): an in-transaction subscriber that
- * stores one entry per impacted bucket/collection/group/record, in the bucket's `history`
- * scope. It runs before commit, so an entry exists exactly when its change does.
+ * The history plugin's writer (protocol-reference §13.3), an event subscriber in two halves:
  *
- * Cost per request (a whole batch is one): one ACL read and one insert statement per bucket
- * for all its entries, whose timestamps follow the bucket's history sequence like any object's.
+ * - in the transaction, it appends the request's entries to the outbox, one row per bucket,
+ *   with a snapshot of the permissions of the objects concerned (one statement, which
+ *   touches no shared row: writes to different collections of a bucket never wait on each
+ *   other because of history);
+ * - after commit, it asks the drainer (drainer.ts) to move them into the bucket's history,
+ *   where they get their timestamps. Readers drain first, so a committed change is always
+ *   in the history its author reads next.
  */
-import { randomUUID } from 'node:crypto';
 import type { Settings } from '../config.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
-import type { Permissions, StorageSession } from '../storage/types.js';
-
-export const HISTORY_RESOURCE = 'history';
-
-/**
- * Principals who may read an entry, kept in the entry itself (one insert, no ACE rows). The
- * leading underscore keeps it out of reach of filters (reserved `_` parameters are ignored);
- * the view strips it from every answer.
- */
-export const READ_PRINCIPALS_FIELD = '_read_principals';
+import type { StorageSession } from '../storage/types.js';
+import { HISTORY_TOPIC, type HistoryDrainer, type PendingEntry } from './drainer.js';
 
 const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records' };
 
@@ -27,10 +21,6 @@ export const HISTORY_RESOURCES: ReadonlySet<string> = new Set(Object.keys(PLURAL
 /** `2026-11-21T21:54:56.205000+00:00`: ISO-8601 UTC with microseconds, as Kinto writes `date`. */
 function isoDate(now: Date): string {
   return now.toISOString().replace(/Z$/, '000+00:00');
-}
-
-function readersOf(acl: Permissions | undefined): string[] {
-  return [...(acl?.read ?? []), ...(acl?.write ?? [])];
 }
 
 interface Target {
@@ -43,7 +33,7 @@ interface Target {
   collectionUri: string | null;
 }
 
-export function createHistoryListener(settings: Settings): EventSubscriber {
+export function createHistoryListener(settings: Settings, drainer: HistoryDrainer): EventSubscriber {
   const excludedResources = new Set(settings.history_exclude_resources);
   const excludedUsers = new Set(settings.history_exclude_user_ids);
 
@@ -73,25 +63,24 @@ export function createHistoryListener(settings: Settings): EventSubscriber {
     return targets;
   }
 
-  function entryOf(target: Target, acls: Map<string, Permissions>, date: string): Record<string, unknown> {
+  /** The entry as the change left it; the drainer adds its permissions and readers. */
+  function pendingEntryOf(target: Target, date: string): PendingEntry {
     const { payload } = target.event;
     const resourceName = payload.resource_name;
-    // Visible to whoever could read the bucket, the collection or the object at that time.
-    const readers = new Set([
-      ...readersOf(acls.get(target.bucketUri)),
-      ...(target.collectionUri !== null ? readersOf(acls.get(target.collectionUri)) : []),
-      ...readersOf(acls.get(target.uri)),
-    ]);
     return {
-      action: payload.action,
-      resource_name: resourceName,
       uri: target.uri,
-      user_id: payload.user_id,
-      date,
-      target: { data: target.data, permissions: acls.get(target.uri) ?? {} },
-      ...(target.collectionUri !== null ? { collection_id: target.collectionUri.split('/')[4] } : {}),
-      [`${resourceName}_id`]: target.id,
-      [READ_PRINCIPALS_FIELD]: [...readers].sort(),
+      bucketUri: target.bucketUri,
+      collectionUri: target.collectionUri,
+      entry: {
+        action: payload.action,
+        resource_name: resourceName,
+        uri: target.uri,
+        user_id: payload.user_id,
+        date,
+        target: { data: target.data },
+        ...(target.collectionUri !== null ? { collection_id: target.collectionUri.split('/')[4] } : {}),
+        [`${resourceName}_id`]: target.id,
+      },
     };
   }
 
@@ -99,26 +88,28 @@ export function createHistoryListener(settings: Settings): EventSubscriber {
     name: 'history',
     actions: new Set(['create', 'update', 'delete']),
     resources: HISTORY_RESOURCES,
-    // All the events of a request (a whole batch) at once: one ACL read, one insert per bucket.
+    // All the events of a request (a whole batch) at once: one outbox statement.
     async inTransaction(events: ResourceEvent[], session: StorageSession) {
       const targets = events.flatMap(targetsOf);
       if (targets.length === 0) return;
-      const uris = new Set<string>();
-      for (const target of targets) {
-        uris.add(target.uri).add(target.bucketUri);
-        if (target.collectionUri !== null) uris.add(target.collectionUri);
-      }
-      const acls = await session.getPermissions([...uris]);
       const date = isoDate(new Date());
-      const byBucket = new Map<string, Array<{ id: string; data: Record<string, unknown> }>>();
+      const byBucket = new Map<string, { entries: PendingEntry[]; uris: Set<string> }>();
       for (const target of targets) {
-        const entries = byBucket.get(target.bucketUri) ?? [];
-        entries.push({ id: randomUUID(), data: entryOf(target, acls, date) });
-        byBucket.set(target.bucketUri, entries);
+        let pending = byBucket.get(target.bucketUri);
+        if (!pending) byBucket.set(target.bucketUri, (pending = { entries: [], uris: new Set([target.bucketUri]) }));
+        pending.entries.push(pendingEntryOf(target, date));
+        pending.uris.add(target.uri);
+        if (target.collectionUri !== null) pending.uris.add(target.collectionUri);
       }
-      for (const [bucketUri, entries] of byBucket) {
-        await session.insertMany({ resourceName: HISTORY_RESOURCE, parentId: bucketUri }, entries);
-      }
+      await session.enqueue(
+        HISTORY_TOPIC,
+        [...byBucket].map(([bucketUri, { entries, uris }]) => ({ key: bucketUri, payload: entries, permissionsOf: [...uris] })),
+      );
     },
+    afterCommit(events: ResourceEvent[]) {
+      const buckets = new Set(events.flatMap(targetsOf).map((target) => target.bucketUri));
+      for (const bucketUri of buckets) drainer.schedule(bucketUri);
+    },
+    close: () => drainer.close(),
   };
 }

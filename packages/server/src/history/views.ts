@@ -15,7 +15,8 @@ import { checkListPreconditions, parsePreconditions } from '../resource/precondi
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
 import type { Filter, Scope, StorageSession, StoredObject, Tombstone } from '../storage/types.js';
-import { HISTORY_RESOURCE, READ_PRINCIPALS_FIELD } from './listener.js';
+import { batchSession } from '../request-context.js';
+import { HISTORY_RESOURCE, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
 
 /** Fields entries may be filtered and sorted on (`target` and any path below it). */
 const ENTRY_FIELDS = new Set([
@@ -51,7 +52,7 @@ function withoutPrincipals(entry: StoredObject | Tombstone): Record<string, unkn
   return shown;
 }
 
-export function registerHistoryRoutes(app: FastifyInstance): void {
+export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrainer): void {
   const services = app.services;
   const { storage, settings, events } = services;
 
@@ -72,6 +73,11 @@ export function registerHistoryRoutes(app: FastifyInstance): void {
     const userFilters = checkQuery(query);
     const preconditions = parsePreconditions(request.headers);
     const scope: Scope = { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
+
+    // Read your writes: what committed before this request is moved into the history first.
+    // Not inside a batch, whose open transaction the drain would have to wait for; a batch
+    // reads the history as the drains after the previous requests left it.
+    if (!batchSession()) await drainer.drainPending(bucketUri);
 
     return events.withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
       const visibility = await access(session, identity, bucketUri, method === 'DELETE');

@@ -752,6 +752,81 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
       });
     });
 
+    section('outbox', () => {
+      test('enqueue keeps items in order per key, with a snapshot of the permissions asked for', async () => {
+        const topic = `t-${randomUUID()}`;
+        const bucket = `/buckets/${randomUUID()}`;
+        await storage.setPermissions(bucket, { write: ['bob', 'alice'], read: ['carol'] });
+        await storage.setPermissions(`${bucket}/collections/c`, { read: ['dave'] });
+        await storage.enqueue(topic, [
+          { key: bucket, payload: { n: 1 }, permissionsOf: [bucket, `${bucket}/collections/c`, `${bucket}/collections/none`] },
+          { key: `${bucket}x`, payload: { n: 2 } },
+        ]);
+        await storage.enqueue(topic, [{ key: bucket, payload: [{ n: 3 }] }]);
+        // The snapshot is the enqueuing transaction's: later changes do not alter it.
+        await storage.setPermissions(bucket, { write: ['zed'] });
+
+        expect(await storage.outboxKeys(topic)).toEqual([bucket, `${bucket}x`].sort());
+        expect(await storage.outboxKeys(topic, bucket)).toEqual([bucket]);
+        expect(await storage.outboxKeys(topic, `${bucket}y`)).toEqual([]);
+        const items = await storage.takeFromOutbox(topic, bucket, 10);
+        expect(items.map((item) => item.payload)).toEqual([{ n: 1 }, [{ n: 3 }]]);
+        expect(items[0]!.seq).toBeLessThan(items[1]!.seq);
+        expect(items[0]!.permissions).toEqual({
+          [bucket]: { read: ['carol'], write: ['alice', 'bob'] },
+          [`${bucket}/collections/c`]: { read: ['dave'] },
+        });
+        expect(items[1]!.permissions).toEqual({});
+        expect(await storage.takeFromOutbox(topic, bucket, 10)).toEqual([]);
+        expect(await storage.outboxKeys(topic)).toEqual([`${bucket}x`]);
+      });
+
+      test('takeFromOutbox takes at most limit items, oldest first, and gives them back on rollback', async () => {
+        const topic = `t-${randomUUID()}`;
+        await storage.enqueue(topic, [1, 2, 3, 4, 5].map((n) => ({ key: 'k', payload: n })));
+        await expect(
+          storage.transaction(async (session) => {
+            expect((await session.takeFromOutbox(topic, 'k', 2)).map((item) => item.payload)).toEqual([1, 2]);
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect((await storage.takeFromOutbox(topic, 'k', 3)).map((item) => item.payload)).toEqual([1, 2, 3]);
+        expect((await storage.takeFromOutbox(topic, 'k', 3)).map((item) => item.payload)).toEqual([4, 5]);
+        expect(await storage.outboxKeys(topic)).toEqual([]);
+      });
+
+      test('deleteTree drops the items keyed by the tree, flush drops every item', async () => {
+        const topic = `t-${randomUUID()}`;
+        const bucket = `/buckets/${randomUUID()}`;
+        await storage.enqueue(topic, [
+          { key: bucket, payload: 'bucket' },
+          { key: `${bucket}/collections/c`, payload: 'child' },
+          { key: `${bucket}x`, payload: 'sibling' },
+        ]);
+        await storage.deleteTree(bucket);
+        expect(await storage.outboxKeys(topic)).toEqual([`${bucket}x`]);
+        await storage.flush();
+        expect(await storage.outboxKeys(topic)).toEqual([]);
+      });
+
+      test('lockScope makes writers of the scope wait until the transaction ends', async () => {
+        const order: string[] = [];
+        let locked!: () => void;
+        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+        const holder = storage.transaction(async (session) => {
+          await session.lockScope(scope);
+          locked();
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          order.push('holder done');
+        });
+        await lockTaken;
+        await storage.create(scope, 'w', {});
+        order.push('writer done');
+        await holder;
+        expect(order).toEqual(['holder done', 'writer done']);
+      });
+    });
+
     section('purgeDeleted', () => {
       test('removes the tombstones of the scope and counts them', async () => {
         await seed({ a: {}, b: {}, c: {} });

@@ -103,6 +103,22 @@ export interface WriteOptions {
   lastModified?: number;
 }
 
+/** An item to append to the outbox. `key` is an object URI: deleteTree(uri) drops its items. */
+export interface OutboxInput {
+  key: string;
+  payload: unknown;
+  /** URIs whose current ACEs are stored with the item. */
+  permissionsOf?: string[];
+}
+
+export interface OutboxItem {
+  seq: number;
+  key: string;
+  payload: unknown;
+  /** The ACEs of `permissionsOf` at enqueue time (URIs without any are absent). */
+  permissions: Record<string, Permissions>;
+}
+
 /** Access control entries of one object: permission name → principals. */
 export type Permissions = Record<string, string[]>;
 
@@ -148,8 +164,8 @@ export interface StorageSession {
 
   /**
    * Hard-deletes (no tombstones) every object and tombstone whose parentId is `uri` or starts
-   * with `uri + '/'`, and every access control entry and group membership of those objects —
-   * a cascade delete.
+   * with `uri + '/'`, every access control entry and group membership of those objects, and
+   * the outbox items keyed by `uri` or below it — a cascade delete.
    */
   deleteTree(uri: string): Promise<void>;
 
@@ -169,6 +185,30 @@ export interface StorageSession {
    * with `uri + '/'`.
    */
   deletePermissionsTree(uri: string): Promise<void>;
+
+  // --- the outbox: work stored in a transaction, applied after commit (history) ---
+
+  /**
+   * Appends items to the outbox in one statement. Each item keeps a snapshot of the ACEs of
+   * its `permissionsOf` URIs as this transaction sees them (so the drainer needs no reads of
+   * a past state). Items are drained per (topic, key) in the order they were enqueued.
+   */
+  enqueue(topic: string, items: OutboxInput[]): Promise<void>;
+
+  /**
+   * Removes and returns the oldest `limit` items of (topic, key), in order. Inside a
+   * transaction they stay locked until it ends, and come back if it rolls back.
+   */
+  takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]>;
+
+  /** Keys that have items waiting in `topic` (only `key` itself, when given). */
+  outboxKeys(topic: string, key?: string): Promise<string[]>;
+
+  /**
+   * Locks the scope's timestamp as a write would, until the transaction ends: writers of the
+   * scope (and other lockers) wait. Lets a drainer serialise with the scope's writers.
+   */
+  lockScope(scope: Scope): Promise<void>;
 
   /** Remembers a single-use token nonce for `ttlSeconds`. */
   storeNonce(nonce: string, ttlSeconds: number): Promise<void>;

@@ -13,6 +13,8 @@ import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '.
 import type {
   Filter,
   ListOptions,
+  OutboxInput,
+  OutboxItem,
   PermissionEntriesQuery,
   PermissionEntry,
   Permissions,
@@ -218,6 +220,9 @@ class SqlSession implements StorageSession {
 
   async deleteTree(uri: string): Promise<void> {
     this.#assertWritable();
+    // Outbox items first: a drainer holding some of them is waited for, and the objects it
+    // stored are then visible to (and removed by) the next statement.
+    await this.#query(`DELETE FROM outbox WHERE key = $1 OR key LIKE $2 ESCAPE '\\'`, [uri, likePrefix(`${uri}/`)]);
     // The scope timestamps stay: a collection deleted then re-created keeps increasing
     // timestamps, so clients holding an old ETag never mistake new data for old.
     await this.#query(`DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`, [
@@ -272,6 +277,59 @@ class SqlSession implements StorageSession {
     const params = [uri, likePrefix(`${uri}/`)];
     await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, params);
     await this.#query(`DELETE FROM group_members WHERE group_uri = $1 OR group_uri LIKE $2 ESCAPE '\\'`, params);
+  }
+
+  async enqueue(topic: string, items: OutboxInput[]): Promise<void> {
+    this.#assertWritable();
+    if (items.length === 0) return;
+    const rows = items.map(({ key, payload, permissionsOf = [] }) => ({ key, payload, permissionsOf }));
+    // One statement: the ACEs of every URI asked for, read once through the primary key
+    // (`= ANY`), then the items, each with `{uri: {permission: [principals]}}` of its URIs.
+    const uris = [...new Set(rows.flatMap((row) => row.permissionsOf))];
+    await this.#query(
+      `WITH acl AS (
+         SELECT object_id, jsonb_object_agg(permission, principals) AS permissions FROM (
+           SELECT object_id, permission, jsonb_agg(principal ORDER BY principal) AS principals
+           FROM access_control_entries WHERE object_id = ANY($3::text[])
+           GROUP BY object_id, permission
+         ) AS aces GROUP BY object_id
+       )
+       INSERT INTO outbox (topic, key, payload, permissions)
+       SELECT $1, item->>'key', item->'payload', COALESCE((
+         SELECT jsonb_object_agg(acl.object_id, acl.permissions) FROM acl
+         WHERE acl.object_id IN (SELECT jsonb_array_elements_text(item->'permissionsOf'))
+       ), '{}'::jsonb)
+       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS items(item, position)
+       ORDER BY position`,
+      [topic, JSON.stringify(rows), uris],
+    );
+  }
+
+  async takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]> {
+    this.#assertWritable();
+    const rows = await this.#query<{ seq: string | number; key: string; payload: unknown; permissions: Record<string, Permissions> }>(
+      `DELETE FROM outbox WHERE seq IN (
+         SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
+       )
+       RETURNING seq, key, payload, permissions`,
+      [topic, key, limit],
+    );
+    return rows.map((row) => ({ ...row, seq: Number(row.seq) })).sort((a, b) => a.seq - b.seq);
+  }
+
+  async outboxKeys(topic: string, key?: string): Promise<string[]> {
+    const rows = await this.#query<{ key: string }>(
+      key === undefined
+        ? 'SELECT DISTINCT key FROM outbox WHERE topic = $1 ORDER BY key'
+        : 'SELECT key FROM outbox WHERE topic = $1 AND key = $2 LIMIT 1',
+      key === undefined ? [topic] : [topic, key],
+    );
+    return rows.map((row) => row.key);
+  }
+
+  async lockScope(scope: Scope): Promise<void> {
+    this.#assertWritable();
+    await this.#lockScope(scope);
   }
 
   async storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
@@ -609,6 +667,22 @@ export class SqlStorage implements Storage {
 
   deleteTree(uri: string): Promise<void> {
     return this.transaction((session) => session.deleteTree(uri));
+  }
+
+  enqueue(topic: string, items: OutboxInput[]): Promise<void> {
+    return this.transaction((session) => session.enqueue(topic, items));
+  }
+
+  takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]> {
+    return this.transaction((session) => session.takeFromOutbox(topic, key, limit));
+  }
+
+  outboxKeys(topic: string, key?: string): Promise<string[]> {
+    return this.#reader.outboxKeys(topic, key);
+  }
+
+  lockScope(scope: Scope): Promise<void> {
+    return this.transaction((session) => session.lockScope(scope));
   }
 
   purgeDeleted(scope: Scope, before?: number): Promise<number> {

@@ -1,0 +1,175 @@
+/**
+ * Moves pending history entries from the outbox into each bucket's history (an object scope
+ * `/buckets/<bid>` × `history`), where they get their timestamps.
+ *
+ * Per bucket, one transaction at a time across every process: it first locks the history
+ * scope, then takes the oldest pending rows. Entries are therefore stored in the order their
+ * changes committed (two changes of one object commit in order, and enqueue in order), and
+ * their timestamps follow commit order like any object's, so `_since` on the history never
+ * misses an entry. Within a process, requests for a bucket being drained coalesce into one
+ * more run after the current one.
+ *
+ * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Permissions, Scope, Storage } from '../storage/types.js';
+
+export const HISTORY_TOPIC = 'history';
+export const HISTORY_RESOURCE = 'history';
+
+/**
+ * Principals who may read an entry, kept in the entry itself (one insert, no ACE rows). The
+ * leading underscore keeps it out of reach of filters (reserved `_` parameters are ignored);
+ * the view strips it from every answer.
+ */
+export const READ_PRINCIPALS_FIELD = '_read_principals';
+
+/** An entry as enqueued by the writer: everything but the permissions-derived fields. */
+export interface PendingEntry {
+  uri: string;
+  bucketUri: string;
+  /** The record's collection URI (record entries only). */
+  collectionUri: string | null;
+  entry: Record<string, unknown> & { target: { data: Record<string, unknown> } };
+}
+
+export function historyScope(bucketUri: string): Scope {
+  return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
+}
+
+function readersOf(acl: Permissions | undefined): string[] {
+  return [...(acl?.read ?? []), ...(acl?.write ?? [])];
+}
+
+/** The stored entry: the object's permissions, and who could read it when it changed. */
+function completeEntry(pending: PendingEntry, permissions: Record<string, Permissions>): Record<string, unknown> {
+  const readers = new Set([
+    ...readersOf(permissions[pending.bucketUri]),
+    ...(pending.collectionUri !== null ? readersOf(permissions[pending.collectionUri]) : []),
+    ...readersOf(permissions[pending.uri]),
+  ]);
+  return {
+    ...pending.entry,
+    target: { ...pending.entry.target, permissions: permissions[pending.uri] ?? {} },
+    [READ_PRINCIPALS_FIELD]: [...readers].sort(),
+  };
+}
+
+export interface HistoryDrainerOptions {
+  batchSize: number;
+  /** How long a drain asked for after a commit waits, gathering the next commits' entries. */
+  delayMs: number;
+  sweepIntervalMs: number;
+  log: () => FastifyBaseLogger | undefined;
+}
+
+export class HistoryDrainer {
+  readonly #storage: Storage;
+  readonly #options: HistoryDrainerOptions;
+  /** Buckets being drained by this process, and whether another run was asked for meanwhile. */
+  readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
+  readonly #scheduled = new Map<string, NodeJS.Timeout>();
+  #sweeper: NodeJS.Timeout | null = null;
+  #closed = false;
+
+  constructor(storage: Storage, options: HistoryDrainerOptions) {
+    this.#storage = storage;
+    this.#options = options;
+  }
+
+  /** Starts the periodic sweep (and runs one now). */
+  start(): void {
+    if (this.#sweeper || this.#closed) return;
+    const sweep = () => {
+      this.drainAll().catch((error: unknown) => this.#options.log()?.error({ err: error }, 'history: sweep failed'));
+    };
+    this.#sweeper = setInterval(sweep, this.#options.sweepIntervalMs);
+    this.#sweeper.unref();
+    sweep();
+  }
+
+  /**
+   * After a commit: drains the bucket `delayMs` later, so that one run moves the entries of
+   * every commit made meanwhile (one transaction for many writes instead of one each).
+   */
+  schedule(bucketUri: string): void {
+    if (this.#scheduled.has(bucketUri) || this.#closed) return;
+    const timer = setTimeout(() => {
+      this.#scheduled.delete(bucketUri);
+      this.drain(bucketUri).catch((error: unknown) => this.#options.log()?.error({ err: error, bucket: bucketUri }, 'history: entries left pending'));
+    }, this.#options.delayMs);
+    this.#scheduled.set(bucketUri, timer);
+  }
+
+  /**
+   * Resolves once every entry of `bucketUri` committed before the call is in its history
+   * (a run already going may have started too early: one more follows it).
+   */
+  drain(bucketUri: string): Promise<void> {
+    const running = this.#running.get(bucketUri);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const state = { again: false, done: Promise.resolve() };
+    state.done = (async () => {
+      try {
+        do {
+          state.again = false;
+          await this.#drainBucket(bucketUri);
+        } while (state.again && !this.#closed);
+      } finally {
+        this.#running.delete(bucketUri);
+      }
+    })();
+    this.#running.set(bucketUri, state);
+    return state.done;
+  }
+
+  /** `drain()` when something is pending for the bucket: one indexed read otherwise. */
+  async drainPending(bucketUri: string): Promise<void> {
+    if (this.#running.has(bucketUri) || (await this.#storage.outboxKeys(HISTORY_TOPIC, bucketUri)).length > 0) {
+      await this.drain(bucketUri);
+    }
+  }
+
+  async drainAll(): Promise<void> {
+    const keys = await this.#storage.outboxKeys(HISTORY_TOPIC);
+    await Promise.all(keys.map((key) => this.drain(key)));
+  }
+
+  /** Stops the sweep and waits for the runs in progress (server shutdown). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#sweeper) clearInterval(this.#sweeper);
+    // What was scheduled runs now rather than waiting for the next process's sweep.
+    for (const [bucketUri, timer] of this.#scheduled) {
+      clearTimeout(timer);
+      void this.drain(bucketUri).catch(() => {});
+    }
+    this.#scheduled.clear();
+    await Promise.allSettled([...this.#running.values()].map((state) => state.done));
+  }
+
+  async #drainBucket(bucketUri: string): Promise<void> {
+    const { batchSize } = this.#options;
+    const scope = historyScope(bucketUri);
+    for (;;) {
+      const taken = await this.#storage.transaction(async (session) => {
+        await session.lockScope(scope);
+        const items = await session.takeFromOutbox(HISTORY_TOPIC, bucketUri, batchSize);
+        if (items.length === 0) return 0;
+        // The bucket was deleted since (its history with it): drop its late entries.
+        const bucketId = bucketUri.slice('/buckets/'.length);
+        if (!(await session.get({ resourceName: 'bucket', parentId: '' }, bucketId))) return items.length;
+        const entries = items.flatMap((item) =>
+          (item.payload as PendingEntry[]).map((pending) => ({ id: randomUUID(), data: completeEntry(pending, item.permissions) })),
+        );
+        await session.insertMany(scope, entries);
+        return items.length;
+      });
+      if (taken < batchSize) return;
+    }
+  }
+}

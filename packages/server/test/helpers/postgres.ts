@@ -1,0 +1,36 @@
+/**
+ * PostgreSQL for server tests: the URL, why it cannot be used (undefined when it answers), and
+ * throw-away schemas. CI sets QUIRE_TEST_REQUIRE_PG, where a missing server is a failure.
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+
+export const PG_URL = process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+
+export async function postgresUnavailable(file: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return undefined;
+  } catch (error) {
+    const reason = `PostgreSQL unreachable at ${PG_URL} (${error instanceof Error ? error.message : String(error)})`;
+    if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`${file}: ${reason} and QUIRE_TEST_REQUIRE_PG is set`);
+    console.warn(`${file}: PostgreSQL parts skipped: ${reason}. Set QUIRE_TEST_PG_URL.`);
+    return reason;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export const newSchemaName = (): string => `quire_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
