@@ -3,7 +3,7 @@
  * with `history_enabled` off, then on.
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/history.ts \
- *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] \
+ *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] [--rate N] \
  *     [--url postgresql://postgres@127.0.0.1:5432/test]
  *
  * Workloads (autocannon, C connections; R alternating rounds of S seconds per mode, medians
@@ -18,7 +18,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,7 @@ async function serve(config: ChildConfig): Promise<void> {
   process.on('message', (message) => {
     if (message === 'stop') void stop();
     if (message === 'drained') void reportDrain(storage);
+    if (message === 'cpu') process.send!({ cpuMs: cpuMs(process.cpuUsage()) });
   });
   process.on('disconnect', () => void stop());
   process.send!({ port: address.port });
@@ -83,6 +84,41 @@ async function reportDrain(storage: Storage): Promise<void> {
   const started = performance.now();
   while ((await storage.outboxKeys(HISTORY_TOPIC)).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   process.send!({ lagMs: performance.now() - started });
+}
+
+const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
+
+/** CPU time of every PostgreSQL process on this machine, in ms (Linux /proc; 0 elsewhere). */
+async function postgresCpuMs(): Promise<number> {
+  let total = 0;
+  const ticks = 100; // USER_HZ on Linux
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    total += ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks; // utime + stime
+  }
+  return total;
+}
+
+async function childCpuMs(child: ChildProcess): Promise<number> {
+  const reply = new Promise<number>((resolve) => child.once('message', (message) => resolve((message as { cpuMs: number }).cpuMs)));
+  child.send('cpu');
+  return reply;
+}
+
+/**
+ * One run, with the CPU the server process and PostgreSQL spent per request: unlike
+ * throughput, that cost does not depend on what else the machine is doing.
+ */
+async function measuredRun(child: ChildProcess, ...args: Parameters<typeof run>): Promise<Result & { cpuPerRequestMs: number }> {
+  const [serverBefore, postgresBefore] = [await childCpuMs(child), await postgresCpuMs()];
+  const result = await run(...args);
+  const [serverAfter, postgresAfter] = [await childCpuMs(child), await postgresCpuMs()];
+  const requests = result.rps * args[1];
+  return { ...result, cpuPerRequestMs: (serverAfter - serverBefore + postgresAfter - postgresBefore) / Math.max(1, requests) };
 }
 
 async function drainReport(child: ChildProcess): Promise<{ lagMs: number }> {
@@ -120,11 +156,12 @@ interface Result {
   errors: number;
 }
 
-async function run(port: number, duration: number, connections: number, request: () => { method: string; path: string; body: string }): Promise<Result> {
+async function run(port: number, duration: number, connections: number, rate: number | undefined, request: () => { method: string; path: string; body: string }): Promise<Result> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     duration,
     connections,
+    ...(rate ? { overallRate: rate } : {}),
     headers: { authorization: AUTH, 'content-type': 'application/json' },
     requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, ...request() }) }],
   } as never);
@@ -167,6 +204,9 @@ async function main(): Promise<void> {
       duration: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '5' },
       connections: { type: 'string', default: '10' },
+      // Requests per second for all connections together (unset: as fast as the server goes).
+      // Below saturation, the latencies show what a write costs more, free of queueing.
+      rate: { type: 'string' },
       url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
     },
   });
@@ -174,6 +214,7 @@ async function main(): Promise<void> {
   const duration = Number(values.duration);
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
+  const rate = values.rate === undefined ? undefined : Number(values.rate);
   // Both servers run side by side and the runs alternate (off, on, off, on...), so that a change
   // of machine load affects both modes alike; medians over the rounds are reported.
   const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
@@ -184,15 +225,15 @@ async function main(): Promise<void> {
       const { child, port } = await startChild({ backend, url: values.url!, schema, dataDir, history });
       servers.push({ history, child, port, schema, dataDir });
     }
-    console.log(`${backend}, ${connections} connections, ${rounds} alternating rounds of ${duration} s per mode and workload`);
-    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | errors | history lag after a run (max) |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
+    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | CPU ms/request off → on (server + PostgreSQL) | errors | history lag after a run (max) |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS) {
-      const samples: Result[][] = [[], []];
+      const samples: Array<Array<Result & { cpuPerRequestMs: number }>> = [[], []];
       let maxLag = 0;
       for (let round = 0; round < rounds; round++) {
         for (const [index, server] of servers.entries()) {
-          samples[index]!.push(await run(server.port, duration, connections, workload.request));
+          samples[index]!.push(await measuredRun(server.child, server.port, duration, connections, rate, workload.request));
           if (server.history) maxLag = Math.max(maxLag, (await drainReport(server.child)).lagMs);
         }
       }
@@ -201,10 +242,12 @@ async function main(): Promise<void> {
         p50: median(results.map((r) => r.p50)),
         p99: median(results.map((r) => r.p99)),
         errors: results.reduce((sum, r) => sum + r.errors, 0),
+        cpu: median(results.map((r) => r.cpuPerRequestMs)),
       }));
+      const cpuChange = ((on!.cpu - off!.cpu) / off!.cpu) * 100;
       const change = ((on!.rps - off!.rps) / off!.rps) * 100;
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.cpu.toFixed(2)} → ${on!.cpu.toFixed(2)} (${cpuChange >= 0 ? '+' : ''}${cpuChange.toFixed(1)}%) | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {
