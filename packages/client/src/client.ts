@@ -87,14 +87,19 @@ export class QuireClient {
     return new Bucket(this, name);
   }
 
-  /** The same `Collection` object for the same bucket/collection (options of the first call win). */
+  /**
+   * The same `Collection` object for the same bucket/collection (options of the first call win),
+   * until it is closed: the next call opens a new one.
+   */
   collection<T extends Record<string, unknown> = Record<string, unknown>>(bucket: string, name: string, options: CollectionOptions = {}): Collection<T> {
     const key = `${bucket}/${name}`;
     const existing = this.#collections.get(key);
     if (existing) return existing as unknown as Collection<T>;
     let collection!: Collection<T>;
     const parts = this.#open(bucket, name, options, (event) => collection.emit('change', event));
-    collection = new Collection<T>(bucket, name, parts);
+    collection = new Collection<T>(bucket, name, parts, () => {
+      if (this.#collections.get(key) === (collection as unknown as Collection<never>)) this.#collections.delete(key);
+    });
     parts.catch(() => {});
     this.#collections.set(key, collection as unknown as Collection<never>);
     return collection;

@@ -41,6 +41,20 @@ describe('sync with a real server', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('after close(), the client opens a fresh collection object on the same replica', async () => {
+    const bucket = await setup();
+    const client = makeClient(server.url);
+    const first = client.bucket(bucket).collection<Todo>('todos');
+    expect(client.bucket(bucket).collection<Todo>('todos')).toBe(first);
+    const created = await first.create({ title: 'kept' });
+    await first.close();
+    const reopened = client.bucket(bucket).collection<Todo>('todos');
+    expect(reopened).not.toBe(first);
+    expect(await reopened.get(created.id)).toEqual(created);
+    expect(await reopened.pending()).toBe(1);
+    await client.close();
+  });
+
   it('pulls server creations, updates and deletions (tombstones) into the replica', async () => {
     const bucket = await setup();
     await seed(server.url, bucket, 'todos', 5, (i) => ({ id: `r${i}`, title: `t${i}` }));

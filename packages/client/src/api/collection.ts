@@ -43,15 +43,18 @@ export class Collection<T extends Record<string, unknown> = Record<string, unkno
   readonly bucket: string;
   readonly name: string;
   readonly #parts: Promise<CollectionParts>;
+  readonly #onClose: () => void;
   readonly #listeners = new Map<keyof CollectionEvents, Set<Listener<never>>>();
   #inflight: Promise<SyncResult> | null = null;
   #queued: Promise<SyncResult> | null = null;
   #scheduler: SyncScheduler | null = null;
 
-  constructor(bucket: string, name: string, parts: Promise<CollectionParts>) {
+  /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
+  constructor(bucket: string, name: string, parts: Promise<CollectionParts>, onClose: () => void = () => {}) {
     this.bucket = bucket;
     this.name = name;
     this.#parts = parts;
+    this.#onClose = onClose;
   }
 
   on<K extends keyof CollectionEvents>(event: K, listener: Listener<CollectionEvents[K]>): () => void {
@@ -219,6 +222,7 @@ export class Collection<T extends Record<string, unknown> = Record<string, unkno
 
   async close(): Promise<void> {
     this.stopAutoSync();
+    this.#onClose();
     await (await this.#parts).close();
   }
 }
