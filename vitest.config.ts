@@ -19,6 +19,6 @@ function conformanceProject(backend: 'embedded' | 'postgresql') {
 
 export default defineConfig({
   test: {
-    projects: ['packages/server', 'packages/client', conformanceProject('embedded'), conformanceProject('postgresql')],
+    projects: ['packages/server', 'packages/client', 'apps/demo', conformanceProject('embedded'), conformanceProject('postgresql')],
   },
 });

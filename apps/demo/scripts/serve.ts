@@ -71,6 +71,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
 }
 
 async function main(): Promise<void> {
+  // `pnpm start` runs this from apps/demo: keep the data where the command was typed.
+  process.env.QUIRE_DATA_DIR ??= resolve(process.env.INIT_CWD ?? process.cwd(), '.quire-data');
   const demo = await startDemo();
   const settings = loadSettings({ configFile: process.env.QUIRE_CONFIG ?? DEMO_SETTINGS_FILE });
   const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${resolve(settings.data_dir)}`;

@@ -1,0 +1,173 @@
+/**
+ * One session's data: the Quire client, the user's list registry, one collection per list, and
+ * their automatic sync. It follows the registry: every list in it gets its collection tracked by
+ * the status bar and (for accounts) auto-synced; a list leaving the registry stops syncing.
+ * After each registry sync it looks for lists shared with the user, and drops lists whose share
+ * was revoked (see lists.ts).
+ */
+import { type Collection, createClient, type LocalRecord, type QuireClient, type SyncResult } from '@quire/client';
+import type { AppConfig } from './config.js';
+import { describeError } from './errors.js';
+import { newId } from './ids.js';
+import { checkShares } from './lists.js';
+import { type Item, type ListEntry, REGISTRY_COLLECTION } from './model.js';
+import type { Session } from './session.js';
+import { SyncStatus } from './sync-status.js';
+
+/** Sync every 3 s and 300 ms after a local write: another user's changes show up quickly. */
+const AUTO_SYNC = { intervalMs: 3_000, debounceMs: 300 } as const;
+/** Small pages make a long first sync report its progress often. */
+const ITEM_PAGE_SIZE = 500;
+
+export type ListRecord = LocalRecord<ListEntry>;
+
+export interface Notice {
+  id: string;
+  message: string;
+}
+
+interface TrackedList {
+  entry: ListRecord;
+  items: Collection<Item>;
+  stop: () => void;
+}
+
+function isListEntry(record: ListRecord): boolean {
+  return typeof record.bucket === 'string' && typeof record.collection === 'string' && typeof record.title === 'string';
+}
+
+export class Workspace {
+  readonly session: Session;
+  readonly client: QuireClient;
+  readonly registry: Collection<ListEntry>;
+  readonly status: SyncStatus;
+  readonly #lists = new Map<string, TrackedList>();
+  readonly #noticeListeners = new Set<(notice: Notice) => void>();
+  #stopRegistry: () => void = () => {};
+  #checking: Promise<void> | null = null;
+
+  constructor(config: AppConfig, session: Session) {
+    this.session = session;
+    const account = session.kind === 'account' ? session : null;
+    // One set of IndexedDB databases per user and server (the bucket id differs between servers).
+    const dbPrefix = account ? `quire-demo:${account.username}:${account.bucket}` : 'quire-demo:local';
+    this.client = createClient({
+      remote: config.remote,
+      ...(account ? { auth: { type: 'basic' as const, username: account.username, password: account.password } } : {}),
+      dbPrefix,
+      newId,
+    });
+    // Registry conflicts (the same shared list added by two devices at once) are not worth asking about.
+    this.registry = this.client.bucket('default').collection<ListEntry>(REGISTRY_COLLECTION, { strategy: 'server-wins' });
+    this.status = new SyncStatus(account ? 'account' : 'local', dbPrefix);
+  }
+
+  get isLocal(): boolean {
+    return this.session.kind === 'local';
+  }
+
+  /** The user's personal bucket id (what `default` stands for on the server). */
+  get myBucket(): string | null {
+    return this.session.kind === 'account' ? this.session.bucket : null;
+  }
+
+  get username(): string | null {
+    return this.session.kind === 'account' ? this.session.username : null;
+  }
+
+  /** The collection holding a list's items (manual conflict resolution: the user chooses). */
+  items(entry: Pick<ListEntry, 'bucket' | 'collection'>): Collection<Item> {
+    return this.client.bucket(entry.bucket).collection<Item>(entry.collection, { strategy: 'manual', pageSize: ITEM_PAGE_SIZE });
+  }
+
+  start(): void {
+    this.status.track(this.registry, () => 'your lists');
+    const subscription = this.registry.watch().subscribe({
+      next: (entries) => this.#followRegistry(entries.filter(isListEntry)),
+      error: (error: unknown) => this.notify(`Your lists cannot be read from this browser's storage: ${describeError(error)}`),
+    });
+    const stopChecks = this.registry.on('sync', () => void this.checkShares());
+    this.#stopRegistry = () => {
+      subscription.unsubscribe();
+      stopChecks();
+    };
+    if (!this.isLocal) this.registry.startAutoSync(AUTO_SYNC);
+  }
+
+  /** Syncs everything now (the "Sync now" button). Failures show through the status bar. */
+  async syncNow(): Promise<void> {
+    if (this.isLocal) return;
+    await Promise.allSettled([this.registry.sync(), ...[...this.#lists.values()].map((list) => list.items.sync())]);
+    await this.checkShares();
+  }
+
+  /** Looks for lists shared with the user and for revoked shares (one at a time). */
+  checkShares(): Promise<void> {
+    if (this.isLocal || !navigator.onLine) return Promise.resolve();
+    // A failed check (a local write refused…) is simply made again after the next registry sync.
+    this.#checking ??= checkShares(this)
+      .catch((error: unknown) => console.warn('Checking shared lists failed:', error))
+      .finally(() => (this.#checking = null));
+    return this.#checking;
+  }
+
+  /** Stops syncing a list, forgets its local copy and removes it from the registry. */
+  async dropList(entry: ListRecord, notice?: string): Promise<void> {
+    const items = this.items(entry);
+    items.stopAutoSync();
+    await items.clear();
+    if (await this.registry.get(entry.id)) await this.registry.delete(entry.id);
+    if (notice) this.notify(notice);
+  }
+
+  notify(message: string): void {
+    const notice = { id: newId(), message };
+    for (const listener of this.#noticeListeners) listener(notice);
+  }
+
+  onNotice(listener: (notice: Notice) => void): () => void {
+    this.#noticeListeners.add(listener);
+    return () => this.#noticeListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#stopRegistry();
+    for (const list of this.#lists.values()) list.stop();
+    this.#lists.clear();
+    this.status.close();
+    this.#noticeListeners.clear();
+    await this.client.close();
+  }
+
+  #followRegistry(entries: ListRecord[]): void {
+    const present = new Set(entries.map((entry) => entry.id));
+    for (const entry of entries) {
+      const known = this.#lists.get(entry.id);
+      if (known) {
+        known.entry = entry;
+        continue;
+      }
+      const items = this.items(entry);
+      const tracked: TrackedList = { entry, items, stop: () => {} };
+      this.status.track(items, () => `“${tracked.entry.title}”`);
+      const stopListening = items.on('sync', (result) => this.#afterListSync(tracked, result));
+      if (!this.isLocal) items.startAutoSync(AUTO_SYNC);
+      tracked.stop = () => {
+        stopListening();
+        items.stopAutoSync();
+        this.status.untrack(items);
+      };
+      this.#lists.set(entry.id, tracked);
+    }
+    for (const [id, list] of this.#lists) {
+      if (present.has(id)) continue;
+      list.stop();
+      this.#lists.delete(id);
+    }
+  }
+
+  /** A shared list refused with 403 may have been revoked: check now rather than at the next registry sync. */
+  #afterListSync(list: TrackedList, result: SyncResult): void {
+    if (list.entry.role !== 'owner' && result.errors.some((error) => error.status === 403)) void this.checkShares();
+  }
+}
