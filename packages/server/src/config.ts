@@ -161,7 +161,7 @@ export const SETTINGS = {
   history_exclude_resources: { type: 'list', default: [], description: 'URIs of buckets, collections or objects whose changes history does not record.' },
   history_exclude_user_ids: { type: 'list', default: [], description: 'User ids whose changes history does not record.' },
   history_drain_batch_size: { type: 'integer', default: 500, min: 1, max: 100000, description: 'Pending history entries moved into the history per transaction after commit.' },
-  history_drain_delay_ms: { type: 'integer', default: 50, min: 0, max: 60000, description: 'How long after a commit its history entries wait to be moved together with the next commits’ (readers of the history never wait for it).' },
+  history_drain_delay_ms: { type: 'integer', default: 200, min: 0, max: 60000, description: 'How long after a commit its history entries wait to be moved together with the next commits’ (readers of the history never wait for it).' },
   history_drain_interval_seconds: { type: 'number', default: 30, min: 0.1, description: 'How often a process looks for pending history entries left by another (stopped) process.' },
   openid_providers: {
     type: 'json',

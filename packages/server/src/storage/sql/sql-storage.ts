@@ -27,7 +27,7 @@ import type {
 } from '../types.js';
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
-import { sqlState, type Row, type SqlConnection, type SqlDriver } from './drivers/types.js';
+import { sqlState, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 
@@ -281,40 +281,33 @@ class SqlSession implements StorageSession {
 
   async enqueue(topic: string, items: OutboxInput[]): Promise<void> {
     this.#assertWritable();
-    if (items.length === 0) return;
-    const rows = items.map(({ key, payload, permissionsOf = [] }) => ({ key, payload, permissionsOf }));
-    // One statement: the ACEs of every URI asked for, read once through the primary key
-    // (`= ANY`), then the items, each with `{uri: {permission: [principals]}}` of its URIs.
-    const uris = [...new Set(rows.flatMap((row) => row.permissionsOf))];
-    await this.#query(
-      `WITH acl AS (
-         SELECT object_id, jsonb_object_agg(permission, principals) AS permissions FROM (
-           SELECT object_id, permission, jsonb_agg(principal ORDER BY principal) AS principals
-           FROM access_control_entries WHERE object_id = ANY($3::text[])
-           GROUP BY object_id, permission
-         ) AS aces GROUP BY object_id
-       )
-       INSERT INTO outbox (topic, key, payload, permissions)
-       SELECT $1, item->>'key', item->'payload', COALESCE((
-         SELECT jsonb_object_agg(acl.object_id, acl.permissions) FROM acl
-         WHERE acl.object_id IN (SELECT jsonb_array_elements_text(item->'permissionsOf'))
-       ), '{}'::jsonb)
-       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS items(item, position)
-       ORDER BY position`,
-      [topic, JSON.stringify(rows), uris],
-    );
+    // One small prepared statement per item (requests touch one bucket, so one item): the row
+    // and the ACEs of its URIs as `[uri, permission, principal]` triples, reshaped when taken.
+    // (A single set-returning statement for all items took six times as long to plan and run.)
+    for (const { key, payload, permissionsOf = [] } of items) {
+      await this.#query(
+        `INSERT INTO outbox (topic, key, payload, permissions) VALUES ($1, $2, $3::jsonb, COALESCE((
+           SELECT jsonb_agg(jsonb_build_array(object_id, permission, principal))
+           FROM access_control_entries WHERE object_id = ANY($4::text[])
+         ), '[]'::jsonb))`,
+        [topic, key, JSON.stringify(payload), permissionsOf],
+        { prepare: 'quire_outbox_enqueue' },
+      );
+    }
   }
 
   async takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]> {
     this.#assertWritable();
-    const rows = await this.#query<{ seq: string | number; key: string; payload: unknown; permissions: Record<string, Permissions> }>(
+    const rows = await this.#query<{ seq: string | number; key: string; payload: unknown; permissions: Array<[string, string, string]> }>(
       `DELETE FROM outbox WHERE seq IN (
          SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
        )
        RETURNING seq, key, payload, permissions`,
       [topic, key, limit],
     );
-    return rows.map((row) => ({ ...row, seq: Number(row.seq) })).sort((a, b) => a.seq - b.seq);
+    return rows
+      .map((row) => ({ seq: Number(row.seq), key: row.key, payload: row.payload, permissions: permissionsOfTriples(row.permissions) }))
+      .sort((a, b) => a.seq - b.seq);
   }
 
   async outboxKeys(topic: string, key?: string): Promise<string[]> {
@@ -536,9 +529,9 @@ class SqlSession implements StorageSession {
     return row;
   }
 
-  async #query<R extends Row>(text: string, params: readonly unknown[]): Promise<R[]> {
+  async #query<R extends Row>(text: string, params: readonly unknown[], options?: QueryOptions): Promise<R[]> {
     try {
-      return await this.#db.query<R>(text, params);
+      return await this.#db.query<R>(text, params, options);
     } catch (error) {
       if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
       throw error;
@@ -763,6 +756,17 @@ export async function createPgliteStorage(options: PgliteDriverOptions = {}): Pr
     throw error;
   }
   return new SqlStorage(driver);
+}
+
+/** `[uri, permission, principal]` triples → `{uri: {permission: [principals, sorted]}}`. */
+function permissionsOfTriples(triples: Array<[string, string, string]>): Record<string, Permissions> {
+  const byUri: Record<string, Permissions> = {};
+  for (const [uri, permission, principal] of triples) {
+    const permissions = (byUri[uri] ??= {});
+    (permissions[permission] ??= []).push(principal);
+  }
+  for (const permissions of Object.values(byUri)) for (const principals of Object.values(permissions)) principals.sort();
+  return byUri;
 }
 
 function toLiveObject(row: ObjectRow): StoredObject {

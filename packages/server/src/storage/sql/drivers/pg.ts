@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { toBackendError, transactionMode, type Row, type SqlConnection, type SqlDriver } from './types.js';
+import { toBackendError, transactionMode, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -37,9 +37,11 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
   pool.on('error', () => {});
 
   const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
-    async query<R extends Row>(text: string, params: readonly unknown[] = []) {
+    async query<R extends Row>(text: string, params: readonly unknown[] = [], options: QueryOptions = {}) {
       try {
-        return (await client.query<R>(text, params as unknown[])).rows;
+        const values = params as unknown[];
+        const result = options.prepare ? await client.query<R>({ name: options.prepare, text, values }) : await client.query<R>(text, values);
+        return result.rows;
       } catch (error) {
         throw toBackendError('postgresql', error);
       }

@@ -8,9 +8,17 @@ import { BackendError } from '../../errors.js';
 
 export type Row = Record<string, unknown>;
 
+export interface QueryOptions {
+  /**
+   * Keep the statement prepared on each connection under this name (a constant text only):
+   * later runs skip parsing and planning. Drivers without named statements ignore it.
+   */
+  prepare?: string;
+}
+
 export interface SqlConnection {
   /** Runs one parameterised statement (`$1`, `$2`…) and returns its rows. */
-  query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  query<R extends Row = Row>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>;
 }
