@@ -16,7 +16,7 @@
  * As in bench/http.ts the server runs in a CHILD process, so that autocannon's parsing does
  * not share the server's event loop. PostgreSQL: a fresh schema per mode, dropped at the end.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,6 +31,7 @@ import { loadSettings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { HISTORY_TOPIC } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
+import { askChild, childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 
 type Backend = 'postgresql' | 'embedded';
 
@@ -59,31 +60,20 @@ async function serve(config: ChildConfig): Promise<void> {
   const headers = { authorization: AUTH, 'content-type': 'application/json' };
   await app.inject({ method: 'PUT', url: '/v1/buckets/bench', headers, payload: {} });
   for (let i = 0; i < COLLECTIONS; i++) await app.inject({ method: 'PUT', url: `/v1/buckets/bench/collections/c${i}`, headers, payload: {} });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no TCP port');
-  const stop = async () => {
-    await app.close();
-    await storage.close();
-    process.exit(0);
-  };
-  process.on('message', (message) => {
-    if (message === 'stop') void stop();
-    if (message === 'drained') void reportDrain(storage);
-    if (message === 'cpu') process.send!({ cpuMs: cpuMs(process.cpuUsage()) });
+  await serveInChild(app, storage, {
+    drained: () => drainLag(storage),
+    cpu: () => ({ cpuMs: cpuMs(process.cpuUsage()) }),
   });
-  process.on('disconnect', () => void stop());
-  process.send!({ port: address.port });
 }
 
 /**
  * How long after a run the history still had entries pending (drain lag): the write
  * throughput must not be bought by letting the outbox grow.
  */
-async function reportDrain(storage: Storage): Promise<void> {
+async function drainLag(storage: Storage): Promise<{ lagMs: number }> {
   const started = performance.now();
   while ((await storage.outboxKeys(HISTORY_TOPIC)).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  process.send!({ lagMs: performance.now() - started });
+  return { lagMs: performance.now() - started };
 }
 
 const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
@@ -104,9 +94,7 @@ async function postgresCpuMs(): Promise<number> {
 }
 
 async function childCpuMs(child: ChildProcess): Promise<number> {
-  const reply = new Promise<number>((resolve) => child.once('message', (message) => resolve((message as { cpuMs: number }).cpuMs)));
-  child.send('cpu');
-  return reply;
+  return (await askChild<{ cpuMs: number }>(child, 'cpu')).cpuMs;
 }
 
 /**
@@ -119,34 +107,6 @@ async function measuredRun(child: ChildProcess, ...args: Parameters<typeof run>)
   const [serverAfter, postgresAfter] = [await childCpuMs(child), await postgresCpuMs()];
   const requests = result.rps * args[1];
   return { ...result, cpuPerRequestMs: (serverAfter - serverBefore + postgresAfter - postgresBefore) / Math.max(1, requests) };
-}
-
-async function drainReport(child: ChildProcess): Promise<{ lagMs: number }> {
-  const reply = new Promise<{ lagMs: number }>((resolve) => child.once('message', (message) => resolve(message as never)));
-  child.send('drained');
-  return reply;
-}
-
-async function startChild(config: ChildConfig): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
-    execArgv: process.execArgv,
-    env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message) => resolve((message as { port: number }).port));
-    child.once('exit', (code) => reject(new Error(`server process exited (${code}) before listening`)));
-  });
-  return { child, port };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface Result {
@@ -222,7 +182,7 @@ async function main(): Promise<void> {
     for (const history of [false, true]) {
       const schema = `quire_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
       const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
-      const { child, port } = await startChild({ backend, url: values.url!, schema, dataDir, history });
+      const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history });
       servers.push({ history, child, port, schema, dataDir });
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
@@ -234,7 +194,7 @@ async function main(): Promise<void> {
       for (let round = 0; round < rounds; round++) {
         for (const [index, server] of servers.entries()) {
           samples[index]!.push(await measuredRun(server.child, server.port, duration, connections, rate, workload.request));
-          if (server.history) maxLag = Math.max(maxLag, (await drainReport(server.child)).lagMs);
+          if (server.history) maxLag = Math.max(maxLag, (await askChild<{ lagMs: number }>(server.child, 'drained')).lagMs);
         }
       }
       const [off, on] = samples.map((results) => ({
@@ -252,7 +212,7 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const server of servers) {
-      await stopChild(server.child);
+      await stopServerChild(server.child);
       if (backend === 'postgresql') {
         const client = new pg.Client({ connectionString: values.url });
         await client.connect();
@@ -263,8 +223,8 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) {
-  await serve(JSON.parse(process.env.QUIRE_BENCH_CHILD ?? '{}') as ChildConfig);
+if (isServerChild()) {
+  await serve(childConfig<ChildConfig>());
 } else {
   await main();
 }

@@ -30,7 +30,7 @@
  * data directory in the temp folder (the child must reopen what the parent loaded), removed at
  * the end.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -45,6 +45,7 @@ import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
+import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 
 type Backend = 'postgresql' | 'embedded';
 
@@ -88,20 +89,7 @@ async function serve(config: ChildConfig): Promise<void> {
     config.backend === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, poolSize: 10 })
       : await createPgliteStorage({ dataDir: config.dataDir });
-  const app = await buildServer({ settings: settingsFor(), storage, logger: false });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no TCP port');
-  const stop = async () => {
-    await app.close();
-    await storage.close();
-    process.exit(0);
-  };
-  process.on('message', (message) => {
-    if (message === 'stop') void stop();
-  });
-  process.on('disconnect', () => void stop()); // the parent died
-  process.send!({ port: address.port });
+  await serveInChild(await buildServer({ settings: settingsFor(), storage, logger: false }), storage);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,29 +155,6 @@ async function loadRecords(sql: SqlClient, n: number, author: string): Promise<v
   await sql.query('ANALYZE objects');
   await sql.query('ANALYZE access_control_entries');
   await sql.query('ANALYZE timestamps');
-}
-
-async function startChild(config: ChildConfig): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
-    execArgv: process.execArgv,
-    env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message) => resolve((message as { port: number }).port));
-    child.once('exit', (code) => reject(new Error(`server process exited (${code}) before listening`)));
-    child.once('error', reject);
-  });
-  return { child, port };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface Row {
@@ -351,7 +316,7 @@ async function main(): Promise<void> {
 
     // 2. The server, in its own process.
     started = performance.now();
-    const server = await startChild(config);
+    const server = await startServerChild(fileURLToPath(import.meta.url), config);
     child = server.child;
     const origin = `http://127.0.0.1:${server.port}`;
     console.log(`  server listening on ${origin} (pid ${child.pid}) after ${formatNumber(performance.now() - started)} ms`);
@@ -416,7 +381,7 @@ async function main(): Promise<void> {
       ),
     );
   } finally {
-    if (child) await stopChild(child);
+    if (child) await stopServerChild(child);
     await cleanUp(config);
   }
 
@@ -461,8 +426,8 @@ async function cleanUp(config: ChildConfig): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) {
-  await serve(JSON.parse(process.env.QUIRE_BENCH_CHILD ?? '{}') as ChildConfig);
+if (isServerChild()) {
+  await serve(childConfig<ChildConfig>());
 } else {
   await main();
 }

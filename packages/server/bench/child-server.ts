@@ -1,0 +1,69 @@
+/**
+ * A benchmark's server runs in a CHILD process, so that the load generator's parsing does not
+ * share the server's event loop. The bench script forks itself with `--serve`; the child gets
+ * its config in `QUIRE_BENCH_CHILD`, listens on a free port, and answers messages over IPC.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import type { FastifyInstance } from 'fastify';
+import type { Storage } from '../src/storage/types.js';
+
+/** True in the forked child. */
+export const isServerChild = (): boolean => process.argv.includes('--serve');
+
+/** The config the parent passed to `startServerChild`. */
+export function childConfig<T>(): T {
+  return JSON.parse(process.env.QUIRE_BENCH_CHILD ?? '{}') as T;
+}
+
+/**
+ * In the child: listens, tells the parent its port, stops on 'stop' (or when the parent dies),
+ * and answers every other message named in `replies` with what its function returns.
+ */
+export async function serveInChild(app: FastifyInstance, storage: Storage, replies: Record<string, () => unknown> = {}): Promise<void> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no TCP port');
+  const stop = async () => {
+    await app.close();
+    await storage.close();
+    process.exit(0);
+  };
+  process.on('message', (message) => {
+    if (message === 'stop') void stop();
+    const reply = replies[String(message)];
+    if (reply) void Promise.resolve(reply()).then((value) => process.send!(value));
+  });
+  process.on('disconnect', () => void stop()); // the parent died
+  process.send!({ port: address.port });
+}
+
+/** In the parent: forks `script` (the bench itself) as the server child and waits for its port. */
+export async function startServerChild(script: string, config: unknown): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(script, ['--serve'], {
+    execArgv: process.execArgv,
+    env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`server process exited (${code}) before listening`)));
+    child.once('error', reject);
+  });
+  return { child, port };
+}
+
+/** Sends `message` to the child and resolves with its reply (one question at a time). */
+export function askChild<T>(child: ChildProcess, message: string): Promise<T> {
+  const reply = new Promise<T>((resolve) => child.once('message', (value) => resolve(value as T)));
+  child.send(message);
+  return reply;
+}
+
+export async function stopServerChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.send('stop');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
