@@ -87,7 +87,7 @@ describe('history drain on the embedded store', { timeout: 60_000 }, () => {
     const writer = await server();
     await writer.inject({ method: 'PUT', url: '/v1/buckets/left', headers: alice });
     const pending = (n: number): PendingEntry => ({
-      uri: `/buckets/left/collections/c/records/r${n}`, bucketUri: '/buckets/left', collectionUri: '/buckets/left/collections/c',
+      uri: `/buckets/left/collections/c/records/r${n}`, readerUris: ['/buckets/left', '/buckets/left/collections/c', `/buckets/left/collections/c/records/r${n}`],
       entry: { action: 'create', resource_name: 'record', uri: `/buckets/left/collections/c/records/r${n}`, user_id: 'x', date: '', target: { data: { id: `r${n}`, n } } },
     });
     // What a process that stopped between commit and drain leaves behind.

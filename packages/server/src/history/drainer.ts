@@ -3,7 +3,8 @@
  * `/buckets/<bid>` × `history`), where they get their timestamps.
  *
  * Per bucket, one transaction at a time across every process: it first locks the history
- * scope, then takes the oldest pending rows. Entries are therefore stored in the order their
+ * scope, then takes the oldest pending rows; the entries are completed and stored by the
+ * database itself (`moveOutboxToScope`), without coming back to this process. Entries are therefore stored in the order their
  * changes committed (two changes of one object commit in order, and enqueue in order), and
  * their timestamps follow commit order like any object's, so `_since` on the history never
  * misses an entry. Within a process, requests for a bucket being drained coalesce into one
@@ -11,9 +12,8 @@
  *
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
  */
-import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Permissions, Scope, Storage } from '../storage/types.js';
+import type { OutboxEntry, Scope, Storage } from '../storage/types.js';
 
 export const HISTORY_TOPIC = 'history';
 export const HISTORY_RESOURCE = 'history';
@@ -25,35 +25,17 @@ export const HISTORY_RESOURCE = 'history';
  */
 export const READ_PRINCIPALS_FIELD = '_read_principals';
 
-/** An entry as enqueued by the writer: everything but the permissions-derived fields. */
-export interface PendingEntry {
-  uri: string;
-  bucketUri: string;
-  /** The record's collection URI (record entries only). */
-  collectionUri: string | null;
+/**
+ * An entry as enqueued by the writer: everything but what comes from permissions, which the
+ * storage adds when it moves the entry (`moveOutboxToScope`): the object's own permissions,
+ * and who could read it (readers and writers of the bucket, collection and object).
+ */
+export interface PendingEntry extends OutboxEntry {
   entry: Record<string, unknown> & { target: { data: Record<string, unknown> } };
 }
 
 export function historyScope(bucketUri: string): Scope {
   return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
-}
-
-function readersOf(acl: Permissions | undefined): string[] {
-  return [...(acl?.read ?? []), ...(acl?.write ?? [])];
-}
-
-/** The stored entry: the object's permissions, and who could read it when it changed. */
-function completeEntry(pending: PendingEntry, permissions: Record<string, Permissions>): Record<string, unknown> {
-  const readers = new Set([
-    ...readersOf(permissions[pending.bucketUri]),
-    ...(pending.collectionUri !== null ? readersOf(permissions[pending.collectionUri]) : []),
-    ...readersOf(permissions[pending.uri]),
-  ]);
-  return {
-    ...pending.entry,
-    target: { ...pending.entry.target, permissions: permissions[pending.uri] ?? {} },
-    [READ_PRINCIPALS_FIELD]: [...readers].sort(),
-  };
 }
 
 export interface HistoryDrainerOptions {
@@ -154,21 +136,14 @@ export class HistoryDrainer {
 
   async #drainBucket(bucketUri: string): Promise<void> {
     const { batchSize } = this.#options;
-    const scope = historyScope(bucketUri);
+    const target = {
+      scope: historyScope(bucketUri),
+      // The bucket was deleted since (its history with it): its late entries are dropped.
+      whileExists: { scope: { resourceName: 'bucket', parentId: '' }, id: bucketUri.slice('/buckets/'.length) },
+      readersField: READ_PRINCIPALS_FIELD,
+    };
     for (;;) {
-      const taken = await this.#storage.transaction(async (session) => {
-        await session.lockScope(scope);
-        const items = await session.takeFromOutbox(HISTORY_TOPIC, bucketUri, batchSize);
-        if (items.length === 0) return 0;
-        // The bucket was deleted since (its history with it): drop its late entries.
-        const bucketId = bucketUri.slice('/buckets/'.length);
-        if (!(await session.get({ resourceName: 'bucket', parentId: '' }, bucketId))) return items.length;
-        const entries = items.flatMap((item) =>
-          (item.payload as PendingEntry[]).map((pending) => ({ id: randomUUID(), data: completeEntry(pending, item.permissions) })),
-        );
-        await session.insertMany(scope, entries);
-        return items.length;
-      });
+      const taken = await this.#storage.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
       if (taken < batchSize) return;
     }
   }

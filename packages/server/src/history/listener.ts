@@ -63,14 +63,13 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
     return targets;
   }
 
-  /** The entry as the change left it; the drainer adds its permissions and readers. */
+  /** The entry as the change left it; its permissions are added when it is moved (drainer.ts). */
   function pendingEntryOf(target: Target, date: string): PendingEntry {
     const { payload } = target.event;
     const resourceName = payload.resource_name;
     return {
       uri: target.uri,
-      bucketUri: target.bucketUri,
-      collectionUri: target.collectionUri,
+      readerUris: [target.bucketUri, ...(target.collectionUri !== null ? [target.collectionUri] : []), target.uri],
       entry: {
         action: payload.action,
         resource_name: resourceName,
@@ -93,17 +92,19 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
       const targets = events.flatMap(targetsOf);
       if (targets.length === 0) return;
       const date = isoDate(new Date());
-      const byBucket = new Map<string, { entries: PendingEntry[]; uris: Set<string> }>();
+      const byBucket = new Map<string, PendingEntry[]>();
       for (const target of targets) {
-        let pending = byBucket.get(target.bucketUri);
-        if (!pending) byBucket.set(target.bucketUri, (pending = { entries: [], uris: new Set([target.bucketUri]) }));
-        pending.entries.push(pendingEntryOf(target, date));
-        pending.uris.add(target.uri);
-        if (target.collectionUri !== null) pending.uris.add(target.collectionUri);
+        let entries = byBucket.get(target.bucketUri);
+        if (!entries) byBucket.set(target.bucketUri, (entries = []));
+        entries.push(pendingEntryOf(target, date));
       }
       await session.enqueue(
         HISTORY_TOPIC,
-        [...byBucket].map(([bucketUri, { entries, uris }]) => ({ key: bucketUri, payload: entries, permissionsOf: [...uris] })),
+        [...byBucket].map(([bucketUri, entries]) => ({
+          key: bucketUri,
+          payload: entries,
+          permissionsOf: [...new Set(entries.flatMap((entry) => entry.readerUris))],
+        })),
       );
     },
     afterCommit(events: ResourceEvent[]) {

@@ -753,45 +753,99 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
     });
 
     section('outbox', () => {
-      test('enqueue keeps items in order per key, with a snapshot of the permissions asked for', async () => {
+      /** Where `moveOutboxToScope` stores the entries of `bucket` (a history-like scope). */
+      const targetOf = (bucket: string) => ({
+        scope: { parentId: bucket, resourceName: 'entries' },
+        whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: bucket.split('/')[2]! },
+        readersField: '_readers',
+      });
+      const entry = (uri: string, n: number, readerUris: string[] = [uri]) => ({ uri, readerUris, entry: { n, target: { data: { n } } } });
+      const newBucket = async () => {
+        const id = randomUUID();
+        await storage.create({ parentId: '', resourceName: 'bucket' }, id, {});
+        return `/buckets/${id}`;
+      };
+
+      test('moveOutboxToScope stores the entries in order, with permissions from the snapshot taken at commit', async () => {
         const topic = `t-${randomUUID()}`;
-        const bucket = `/buckets/${randomUUID()}`;
+        const bucket = await newBucket();
+        const collection = `${bucket}/collections/c`;
+        const target = targetOf(bucket);
+        const before = await storage.create(target.scope, 'existing', {});
         await storage.setPermissions(bucket, { write: ['bob', 'alice'], read: ['carol'] });
-        await storage.setPermissions(`${bucket}/collections/c`, { read: ['dave'] });
-        await storage.enqueue(topic, [
-          { key: bucket, payload: { n: 1 }, permissionsOf: [bucket, `${bucket}/collections/c`, `${bucket}/collections/none`] },
-          { key: `${bucket}x`, payload: { n: 2 } },
-        ]);
-        await storage.enqueue(topic, [{ key: bucket, payload: [{ n: 3 }] }]);
-        // The snapshot is the enqueuing transaction's: later changes do not alter it.
+        await storage.setPermissions(collection, { read: ['dave', 'bob'], 'record:create': ['erin'] });
+        await storage.transaction(async (session) => {
+          await session.enqueue(topic, [
+            { key: bucket, payload: [entry(`${collection}/records/r1`, 1, [bucket, collection, `${collection}/records/r1`]), entry(collection, 2)], permissionsOf: [bucket, collection, `${collection}/records/r1`] },
+            { key: `${bucket}x`, payload: [entry('/other', 0)] },
+          ]);
+          // Taken as the transaction commits: this later change is in the snapshot.
+          await session.setPermissions(`${collection}/records/r1`, { write: ['frank'] });
+        });
+        await storage.enqueue(topic, [{ key: bucket, payload: [entry(`${bucket}/groups/g`, 3)] }]);
+        // A change after the commit is not.
         await storage.setPermissions(bucket, { write: ['zed'] });
 
         expect(await storage.outboxKeys(topic)).toEqual([bucket, `${bucket}x`].sort());
         expect(await storage.outboxKeys(topic, bucket)).toEqual([bucket]);
         expect(await storage.outboxKeys(topic, `${bucket}y`)).toEqual([]);
-        const items = await storage.takeFromOutbox(topic, bucket, 10);
-        expect(items.map((item) => item.payload)).toEqual([{ n: 1 }, [{ n: 3 }]]);
-        expect(items[0]!.seq).toBeLessThan(items[1]!.seq);
-        expect(items[0]!.permissions).toEqual({
-          [bucket]: { read: ['carol'], write: ['alice', 'bob'] },
-          [`${bucket}/collections/c`]: { read: ['dave'] },
-        });
-        expect(items[1]!.permissions).toEqual({});
-        expect(await storage.takeFromOutbox(topic, bucket, 10)).toEqual([]);
+        expect(await storage.moveOutboxToScope(topic, bucket, 10, target)).toBe(2);
         expect(await storage.outboxKeys(topic)).toEqual([`${bucket}x`]);
+
+        const stored = (await storage.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] })).filter((object) => object.id !== 'existing');
+        expect(stored.map((object) => (object as StoredObject).n)).toEqual([1, 2, 3]);
+        expect(stored[0]!.last_modified).toBeGreaterThan(before.last_modified);
+        expect(new Set(stored.map((object) => object.last_modified)).size).toBe(3);
+        expect(await storage.resourceTimestamp(target.scope)).toBe(stored[2]!.last_modified);
+        expect(stored[0]).toMatchObject({
+          target: { data: { n: 1 }, permissions: { write: ['frank'] } },
+          _readers: ['alice', 'bob', 'carol', 'dave', 'frank'],
+        });
+        expect(stored[1]).toMatchObject({ target: { data: { n: 2 }, permissions: { read: ['bob', 'dave'], 'record:create': ['erin'] } }, _readers: ['bob', 'dave'] });
+        // Its item asked for no permissions: none are known.
+        expect(stored[2]).toMatchObject({ target: { data: { n: 3 }, permissions: {} }, _readers: [] });
+        expect(await storage.moveOutboxToScope(topic, bucket, 10, target)).toBe(0);
       });
 
-      test('takeFromOutbox takes at most limit items, oldest first, and gives them back on rollback', async () => {
+      test('moveOutboxToScope takes at most limit items, oldest first, and gives them back on rollback', async () => {
         const topic = `t-${randomUUID()}`;
-        await storage.enqueue(topic, [1, 2, 3, 4, 5].map((n) => ({ key: 'k', payload: n })));
+        const bucket = await newBucket();
+        const target = targetOf(bucket);
+        await storage.enqueue(topic, [1, 2, 3, 4, 5].map((n) => ({ key: bucket, payload: [entry(`/e${n}`, n)] })));
+        const storedNumbers = async () => (await storage.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] })).map((object) => (object as StoredObject).n);
         await expect(
           storage.transaction(async (session) => {
-            expect((await session.takeFromOutbox(topic, 'k', 2)).map((item) => item.payload)).toEqual([1, 2]);
+            expect(await session.moveOutboxToScope(topic, bucket, 2, target)).toBe(2);
             throw new Error('rolled back');
           }),
         ).rejects.toThrow('rolled back');
-        expect((await storage.takeFromOutbox(topic, 'k', 3)).map((item) => item.payload)).toEqual([1, 2, 3]);
-        expect((await storage.takeFromOutbox(topic, 'k', 3)).map((item) => item.payload)).toEqual([4, 5]);
+        expect(await storedNumbers()).toEqual([]);
+        expect(await storage.moveOutboxToScope(topic, bucket, 3, target)).toBe(3);
+        expect(await storedNumbers()).toEqual([1, 2, 3]);
+        expect(await storage.moveOutboxToScope(topic, bucket, 3, target)).toBe(2);
+        expect(await storedNumbers()).toEqual([1, 2, 3, 4, 5]);
+        expect(await storage.outboxKeys(topic)).toEqual([]);
+      });
+
+      test('moveOutboxToScope drops the items of an object that is gone', async () => {
+        const topic = `t-${randomUUID()}`;
+        const bucket = await newBucket();
+        const target = targetOf(bucket);
+        await storage.enqueue(topic, [{ key: bucket, payload: [entry('/e', 1)] }]);
+        await storage.delete(target.whileExists.scope, target.whileExists.id);
+        expect(await storage.moveOutboxToScope(topic, bucket, 10, target)).toBe(1);
+        expect(await storage.list(target.scope)).toEqual([]);
+        expect(await storage.outboxKeys(topic)).toEqual([]);
+      });
+
+      test('an item is enqueued with its transaction only', async () => {
+        const topic = `t-${randomUUID()}`;
+        await expect(
+          storage.transaction(async (session) => {
+            await session.enqueue(topic, [{ key: 'k', payload: [] }]);
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
         expect(await storage.outboxKeys(topic)).toEqual([]);
       });
 
@@ -807,23 +861,6 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.outboxKeys(topic)).toEqual([`${bucket}x`]);
         await storage.flush();
         expect(await storage.outboxKeys(topic)).toEqual([]);
-      });
-
-      test('lockScope makes writers of the scope wait until the transaction ends', async () => {
-        const order: string[] = [];
-        let locked!: () => void;
-        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-        const holder = storage.transaction(async (session) => {
-          await session.lockScope(scope);
-          locked();
-          await new Promise((resolve) => setTimeout(resolve, 150));
-          order.push('holder done');
-        });
-        await lockTaken;
-        await storage.create(scope, 'w', {});
-        order.push('writer done');
-        await holder;
-        expect(order).toEqual(['holder done', 'writer done']);
       });
     });
 

@@ -111,12 +111,21 @@ export interface OutboxInput {
   permissionsOf?: string[];
 }
 
-export interface OutboxItem {
-  seq: number;
-  key: string;
-  payload: unknown;
-  /** The ACEs of `permissionsOf` at enqueue time (URIs without any are absent). */
-  permissions: Record<string, Permissions>;
+/** An element of an outbox item's payload, for `moveOutboxToScope`. */
+export interface OutboxEntry {
+  /** The object whose ACEs become `entry.target.permissions`. */
+  uri: string;
+  /** Objects whose readers and writers are listed in the stored object. */
+  readerUris: string[];
+  entry: Record<string, unknown> & { target: Record<string, unknown> };
+}
+
+export interface OutboxTarget {
+  scope: Scope;
+  /** The object the scope belongs to: items are dropped once it is gone. */
+  whileExists: { scope: Scope; id: string };
+  /** The field of each stored object that receives the readers. */
+  readersField: string;
 }
 
 /** Access control entries of one object: permission name → principals. */
@@ -189,26 +198,27 @@ export interface StorageSession {
   // --- the outbox: work stored in a transaction, applied after commit (history) ---
 
   /**
-   * Appends items to the outbox in one statement. Each item keeps a snapshot of the ACEs of
-   * its `permissionsOf` URIs as this transaction sees them (so the drainer needs no reads of
-   * a past state). Items are drained per (topic, key) in the order they were enqueued.
+   * Appends items to the outbox as the transaction commits (on PostgreSQL in the COMMIT's own
+   * round trip; a failure rolls the transaction back). Each item keeps a snapshot of the ACEs
+   * of its `permissionsOf` URIs as this transaction leaves them (so the drainer needs no reads
+   * of a past state). Items are drained per (topic, key) in the order they were enqueued.
    */
   enqueue(topic: string, items: OutboxInput[]): Promise<void>;
 
   /**
-   * Removes and returns the oldest `limit` items of (topic, key), in order. Inside a
-   * transaction they stay locked until it ends, and come back if it rolls back.
+   * Moves the oldest `limit` items of (topic, key) into `target.scope`, in the database, in
+   * order. Each element of an item's payload (an array of `OutboxEntry`) becomes an object of
+   * the scope with a new id and the next timestamp (above every timestamp of the scope, which
+   * stays locked until the transaction ends); its data is the element's `entry`, with
+   * `entry.target.permissions` set to the ACEs of `uri` and `target.readersField` to the sorted
+   * principals holding `read` or `write` on one of `readerUris`, both from the item's snapshot.
+   * Items are dropped without a trace when `target.whileExists` no longer exists. Returns the
+   * number of items taken.
    */
-  takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]>;
+  moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number>;
 
   /** Keys that have items waiting in `topic` (only `key` itself, when given). */
   outboxKeys(topic: string, key?: string): Promise<string[]>;
-
-  /**
-   * Locks the scope's timestamp as a write would, until the transaction ends: writers of the
-   * scope (and other lockers) wait. Lets a drainer serialise with the scope's writers.
-   */
-  lockScope(scope: Scope): Promise<void>;
 
   /** Remembers a single-use token nonce for `ttlSeconds`. */
   storeNonce(nonce: string, ttlSeconds: number): Promise<void>;

@@ -14,7 +14,7 @@ import type {
   Filter,
   ListOptions,
   OutboxInput,
-  OutboxItem,
+  OutboxTarget,
   PermissionEntriesQuery,
   PermissionEntry,
   Permissions,
@@ -27,7 +27,7 @@ import type {
 } from '../types.js';
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
-import { sqlState, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './drivers/types.js';
+import { sqlState, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 
@@ -72,10 +72,10 @@ type SessionMode = 'write' | 'read' | 'snapshot';
 
 /** The operations, run on one connection: a write transaction, a snapshot or autocommit reads. */
 class SqlSession implements StorageSession {
-  readonly #db: SqlConnection;
+  readonly #db: SqlConnection | SqlTransaction;
   readonly #mode: SessionMode;
 
-  constructor(db: SqlConnection, mode: SessionMode) {
+  constructor(db: SqlConnection | SqlTransaction, mode: SessionMode) {
     this.#db = db;
     this.#mode = mode;
   }
@@ -284,8 +284,11 @@ class SqlSession implements StorageSession {
     // One small prepared statement per item (requests touch one bucket, so one item): the row
     // and the ACEs of its URIs as `[uri, permission, principal]` triples, reshaped when taken.
     // (A single set-returning statement for all items took six times as long to plan and run.)
+    // It runs at commit, in COMMIT's round trip: the snapshot sees the transaction's last ACEs.
+    const db = this.#db;
+    if (!('beforeCommit' in db)) throw new StorageError('enqueue needs a write transaction');
     for (const { key, payload, permissionsOf = [] } of items) {
-      await this.#query(
+      db.beforeCommit(
         `INSERT INTO outbox (topic, key, payload, permissions) VALUES ($1, $2, $3::jsonb, COALESCE((
            SELECT jsonb_agg(jsonb_build_array(object_id, permission, principal))
            FROM access_control_entries WHERE object_id = ANY($4::text[])
@@ -296,18 +299,51 @@ class SqlSession implements StorageSession {
     }
   }
 
-  async takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]> {
+  async moveOutboxToScope(topic: string, key: string, limit: number, { scope, whileExists, readersField }: OutboxTarget): Promise<number> {
     this.#assertWritable();
-    const rows = await this.#query<{ seq: string | number; key: string; payload: unknown; permissions: Array<[string, string, string]> }>(
-      `DELETE FROM outbox WHERE seq IN (
-         SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
+    // The lock comes first: two movers of one scope take their items one after the other,
+    // so the timestamps follow the order of the items.
+    const { current, now } = await this.#lockScope(scope);
+    // One statement, the data never leaves the database: take the items, expand their entries,
+    // add the permissions from each item's snapshot of `[uri, permission, principal]` triples,
+    // store them at first, first + 1..., and move the scope timestamp to the last one.
+    const [row] = await this.#query<{ taken: number }>(
+      `WITH taken AS (
+         DELETE FROM outbox WHERE seq IN (
+           SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
+         )
+         RETURNING seq, payload, permissions
+       ),
+       pending AS (
+         SELECT taken.seq, element.position, element.value AS pending, taken.permissions
+         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload) WITH ORDINALITY AS element(value, position)
+         WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
+       ),
+       stored AS (
+         INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+         SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY seq, position) - 1,
+           (pending->'entry') || jsonb_build_object(
+             'target', (pending->'entry'->'target') || jsonb_build_object('permissions', COALESCE((
+               SELECT jsonb_object_agg(permission, principals) FROM (
+                 SELECT ace->>1 AS permission, jsonb_agg(ace->>2 ORDER BY ace->>2) AS principals
+                 FROM jsonb_array_elements(permissions) AS ace WHERE ace->>0 = pending->>'uri' GROUP BY ace->>1
+               ) AS acl), '{}'::jsonb)),
+             $10::text, COALESCE((
+               SELECT jsonb_agg(DISTINCT ace->>2 ORDER BY ace->>2) FROM jsonb_array_elements(permissions) AS ace
+               WHERE ace->>1 IN ('read', 'write') AND ace->>0 IN (SELECT jsonb_array_elements_text(pending->'readerUris'))
+             ), '[]'::jsonb)),
+           FALSE
+         FROM pending
+         RETURNING last_modified
+       ),
+       stamped AS (
+         UPDATE timestamps SET last_modified = (SELECT max(last_modified) FROM stored)
+         WHERE parent_id = $4 AND resource_name = $5 AND EXISTS (SELECT 1 FROM stored)
        )
-       RETURNING seq, key, payload, permissions`,
-      [topic, key, limit],
+       SELECT count(*)::int AS taken FROM taken`,
+      [topic, key, limit, scope.parentId, scope.resourceName, Math.max(now, current + 1), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id, readersField],
     );
-    return rows
-      .map((row) => ({ seq: Number(row.seq), key: row.key, payload: row.payload, permissions: permissionsOfTriples(row.permissions) }))
-      .sort((a, b) => a.seq - b.seq);
+    return row?.taken ?? 0;
   }
 
   async outboxKeys(topic: string, key?: string): Promise<string[]> {
@@ -318,11 +354,6 @@ class SqlSession implements StorageSession {
       key === undefined ? [topic] : [topic, key],
     );
     return rows.map((row) => row.key);
-  }
-
-  async lockScope(scope: Scope): Promise<void> {
-    this.#assertWritable();
-    await this.#lockScope(scope);
   }
 
   async storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
@@ -666,16 +697,12 @@ export class SqlStorage implements Storage {
     return this.transaction((session) => session.enqueue(topic, items));
   }
 
-  takeFromOutbox(topic: string, key: string, limit: number): Promise<OutboxItem[]> {
-    return this.transaction((session) => session.takeFromOutbox(topic, key, limit));
+  moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number> {
+    return this.transaction((session) => session.moveOutboxToScope(topic, key, limit, target));
   }
 
   outboxKeys(topic: string, key?: string): Promise<string[]> {
     return this.#reader.outboxKeys(topic, key);
-  }
-
-  lockScope(scope: Scope): Promise<void> {
-    return this.transaction((session) => session.lockScope(scope));
   }
 
   purgeDeleted(scope: Scope, before?: number): Promise<number> {
@@ -759,16 +786,6 @@ export async function createPgliteStorage(options: PgliteDriverOptions = {}): Pr
 }
 
 /** `[uri, permission, principal]` triples → `{uri: {permission: [principals, sorted]}}`. */
-function permissionsOfTriples(triples: Array<[string, string, string]>): Record<string, Permissions> {
-  const byUri: Record<string, Permissions> = {};
-  for (const [uri, permission, principal] of triples) {
-    const permissions = (byUri[uri] ??= {});
-    (permissions[permission] ??= []).push(principal);
-  }
-  for (const permissions of Object.values(byUri)) for (const principals of Object.values(permissions)) principals.sort();
-  return byUri;
-}
-
 function toLiveObject(row: ObjectRow): StoredObject {
   return { ...row.data, id: row.id, last_modified: row.last_modified };
 }

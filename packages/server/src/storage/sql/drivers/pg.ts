@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { toBackendError, transactionMode, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './types.js';
+import { toBackendError, transactionMode, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -30,18 +30,24 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
     max: poolSize,
     connectionTimeoutMillis: 10_000,
     types,
+    // node-postgres's pipeline mode: a query is sent without waiting for the previous one's
+    // answer. Awaited queries behave as before; `beforeCommit` statements travel with COMMIT.
+    pipeline: true,
     ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
   });
   // An idle connection dropped by the server: the pool discards it and reconnects on the next
   // checkout. Without a listener the 'error' event would crash the process.
   pool.on('error', () => {});
 
+  const send = <R extends Row>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[], options: QueryOptions) => {
+    const values = params as unknown[];
+    return options.prepare ? client.query<R>({ name: options.prepare, text, values }) : client.query<R>(text, values);
+  };
+
   const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
     async query<R extends Row>(text: string, params: readonly unknown[] = [], options: QueryOptions = {}) {
       try {
-        const values = params as unknown[];
-        const result = options.prepare ? await client.query<R>({ name: options.prepare, text, values }) : await client.query<R>(text, values);
-        return result.rows;
+        return (await send<R>(client, text, params, options)).rows;
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
@@ -65,12 +71,20 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
-      const tx = wrap(client);
+      const deferred: DeferredStatement[] = [];
+      const tx: SqlTransaction = {
+        ...wrap(client),
+        beforeCommit: (text, params = [], queryOptions = {}) => void deferred.push({ text, params, options: queryOptions }),
+      };
       let broken = false;
       try {
         await tx.query(`BEGIN ${transactionMode(options)}`);
         const result = await fn(tx);
-        await tx.query('COMMIT');
+        // One round trip: the deferred writes and COMMIT are sent together. If one of them
+        // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
+        const answers = await Promise.allSettled([...deferred.map((statement) => send(client, statement.text, statement.params, statement.options)), client.query('COMMIT')]);
+        const failed = answers.find((answer) => answer.status === 'rejected');
+        if (failed) throw toBackendError('postgresql', failed.reason);
         return result;
       } catch (error) {
         // A connection that cannot even roll back is destroyed rather than returned to the pool.

@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { toBackendError, transactionMode, type Row, type SqlConnection, type SqlDriver } from './types.js';
+import { toBackendError, transactionMode, type DeferredStatement, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
 export interface PgliteDriverOptions {
   /** Directory holding the database; in memory when omitted. */
@@ -38,14 +38,22 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
       let fromFn = false;
       try {
         return await db.transaction(async (tx) => {
-          const connection = wrap(tx);
+          const deferred: DeferredStatement[] = [];
+          const connection: SqlTransaction = {
+            ...wrap(tx),
+            beforeCommit: (text, params = []) => void deferred.push({ text, params, options: {} }),
+          };
           await connection.query(`SET TRANSACTION ${transactionMode(options)}`);
+          let result: Awaited<ReturnType<typeof fn>>;
           try {
-            return await fn(connection);
+            result = await fn(connection);
           } catch (error) {
             fromFn = true;
             throw error;
           }
+          // In process there is no round trip to save: the deferred writes simply run last.
+          for (const statement of deferred) await connection.query(statement.text, statement.params);
+          return result;
         });
       } catch (error) {
         throw fromFn ? error : toBackendError('pglite', error);

@@ -23,6 +23,16 @@ export interface SqlConnection {
   exec(script: string): Promise<void>;
 }
 
+/** A transaction's connection. */
+export interface SqlTransaction extends SqlConnection {
+  /**
+   * Runs a write whose result nobody reads just before COMMIT, in the same round trip where the
+   * driver can (PostgreSQL pipelines it with the COMMIT). If it fails, the transaction rolls
+   * back and `transaction()` rejects with its error.
+   */
+  beforeCommit(text: string, params?: readonly unknown[], options?: QueryOptions): void;
+}
+
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
 export interface TransactionOptions {
@@ -37,8 +47,14 @@ export interface SqlDriver extends SqlConnection {
    * Runs `fn` between BEGIN and COMMIT on one connection; rolls back and rethrows when `fn`
    * throws. Errors thrown by `fn` itself are rethrown unchanged.
    */
-  transaction<T>(fn: (connection: SqlConnection) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(fn: (connection: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
+}
+
+export interface DeferredStatement {
+  text: string;
+  params: readonly unknown[];
+  options: QueryOptions;
 }
 
 /** The SQLSTATE of a driver failure (`40001`, `23505`…), if the database reported one. */
