@@ -6,6 +6,7 @@ import { BackendError, MigrationRequiredError, ObjectNotFoundError, UnicityError
 import { describeStorage, randomScope } from '../testing.js';
 import type { Storage, StoredObject, Tombstone } from '../types.js';
 import { createPgDriver } from './drivers/pg.js';
+import { describeDriver } from './drivers/testing.js';
 import { checkMigrations, loadMigrations, migrate } from './migrate.js';
 import { createPostgresStorage, type SqlStorage } from './sql-storage.js';
 
@@ -67,6 +68,10 @@ if (reason !== undefined) {
   });
 
   describeStorage('postgresql', storage);
+  describeDriver('postgresql', async () => {
+    await storage(); // creates the schema
+    return createPgDriver({ url, schema, poolSize: 2 });
+  });
 
   describe('postgresql migrations', () => {
     it('two processes migrating at once apply each migration once, and migrating again does nothing', async () => {

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeStorage, randomScope } from '../testing.js';
+import { createPgliteDriver } from './drivers/pglite.js';
+import { describeDriver } from './drivers/testing.js';
 import { createPgliteStorage, type SqlStorage } from './sql-storage.js';
 
 // One in-memory database for the file: starting PGlite takes a while, and every test of the
@@ -16,6 +18,7 @@ afterAll(async () => {
 });
 
 describeStorage('pglite', storage);
+describeDriver('pglite', async () => createPgliteDriver());
 
 describe('pglite persistence', () => {
   let dataDir: string;
