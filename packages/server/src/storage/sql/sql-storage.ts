@@ -27,7 +27,7 @@ import type {
 } from '../types.js';
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
-import { sqlState, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
+import { sqlState, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 
@@ -281,10 +281,9 @@ class SqlSession implements StorageSession {
 
   async enqueue(topic: string, items: OutboxInput[]): Promise<void> {
     this.#assertWritable();
-    // One small prepared statement per item (requests touch one bucket, so one item): the row
-    // and the ACEs of its URIs as `[uri, permission, principal]` triples, reshaped when taken.
-    // (A single set-returning statement for all items took six times as long to plan and run.)
-    // It runs at commit, in COMMIT's round trip: the snapshot sees the transaction's last ACEs.
+    // One small statement per item (requests touch one bucket, so one item): the row and the
+    // ACEs of its URIs as `[uri, permission, principal]` triples, expanded when moved. It runs
+    // at commit, in COMMIT's round trip: the snapshot sees the transaction's last ACEs.
     const db = this.#db;
     if (!('beforeCommit' in db)) throw new StorageError('enqueue needs a write transaction');
     for (const { key, payload, permissionsOf = [] } of items) {
@@ -294,7 +293,6 @@ class SqlSession implements StorageSession {
            FROM access_control_entries WHERE object_id = ANY($4::text[])
          ), '[]'::jsonb))`,
         [topic, key, JSON.stringify(payload), permissionsOf],
-        { prepare: 'quire_outbox_enqueue' },
       );
     }
   }
@@ -560,9 +558,9 @@ class SqlSession implements StorageSession {
     return row;
   }
 
-  async #query<R extends Row>(text: string, params: readonly unknown[], options?: QueryOptions): Promise<R[]> {
+  async #query<R extends Row>(text: string, params: readonly unknown[]): Promise<R[]> {
     try {
-      return await this.#db.query<R>(text, params, options);
+      return await this.#db.query<R>(text, params);
     } catch (error) {
       if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
       throw error;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { toBackendError, transactionMode, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
+import { toBackendError, transactionMode, type DeferredStatement, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -39,15 +39,10 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
   // checkout. Without a listener the 'error' event would crash the process.
   pool.on('error', () => {});
 
-  const send = <R extends Row>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[], options: QueryOptions) => {
-    const values = params as unknown[];
-    return options.prepare ? client.query<R>({ name: options.prepare, text, values }) : client.query<R>(text, values);
-  };
-
   const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
-    async query<R extends Row>(text: string, params: readonly unknown[] = [], options: QueryOptions = {}) {
+    async query<R extends Row>(text: string, params: readonly unknown[] = []) {
       try {
-        return (await send<R>(client, text, params, options)).rows;
+        return (await client.query<R>(text, params as unknown[])).rows;
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
@@ -74,7 +69,7 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       const deferred: DeferredStatement[] = [];
       const tx: SqlTransaction = {
         ...wrap(client),
-        beforeCommit: (text, params = [], queryOptions = {}) => void deferred.push({ text, params, options: queryOptions }),
+        beforeCommit: (text, params = []) => void deferred.push({ text, params }),
       };
       let broken = false;
       try {
@@ -82,7 +77,7 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
         const result = await fn(tx);
         // One round trip: the deferred writes and COMMIT are sent together. If one of them
         // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
-        const answers = await Promise.allSettled([...deferred.map((statement) => send(client, statement.text, statement.params, statement.options)), client.query('COMMIT')]);
+        const answers = await Promise.allSettled([...deferred.map((statement) => client.query(statement.text, statement.params as unknown[])), client.query('COMMIT')]);
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
         return result;

@@ -41,7 +41,7 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
           const deferred: DeferredStatement[] = [];
           const connection: SqlTransaction = {
             ...wrap(tx),
-            beforeCommit: (text, params = []) => void deferred.push({ text, params, options: {} }),
+            beforeCommit: (text, params = []) => void deferred.push({ text, params }),
           };
           await connection.query(`SET TRANSACTION ${transactionMode(options)}`);
           let result: Awaited<ReturnType<typeof fn>>;

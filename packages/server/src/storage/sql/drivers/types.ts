@@ -8,17 +8,14 @@ import { BackendError } from '../../errors.js';
 
 export type Row = Record<string, unknown>;
 
-export interface QueryOptions {
-  /**
-   * Keep the statement prepared on each connection under this name (a constant text only):
-   * later runs skip parsing and planning. Drivers without named statements ignore it.
-   */
-  prepare?: string;
-}
-
 export interface SqlConnection {
-  /** Runs one parameterised statement (`$1`, `$2`…) and returns its rows. */
-  query<R extends Row = Row>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
+  /**
+   * Runs one parameterised statement (`$1`, `$2`…) and returns its rows. Statements are never
+   * kept prepared under a name: a named statement's generic plan, chosen while a table is
+   * small, stays with the connection as the table grows (a sequential scan on every call
+   * until an ANALYZE happens to invalidate it — never, where autovacuum is off).
+   */
+  query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>;
 }
@@ -30,7 +27,7 @@ export interface SqlTransaction extends SqlConnection {
    * driver can (PostgreSQL pipelines it with the COMMIT). If it fails, the transaction rolls
    * back and `transaction()` rejects with its error.
    */
-  beforeCommit(text: string, params?: readonly unknown[], options?: QueryOptions): void;
+  beforeCommit(text: string, params?: readonly unknown[]): void;
 }
 
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
@@ -54,7 +51,6 @@ export interface SqlDriver extends SqlConnection {
 export interface DeferredStatement {
   text: string;
   params: readonly unknown[];
-  options: QueryOptions;
 }
 
 /** The SQLSTATE of a driver failure (`40001`, `23505`…), if the database reported one. */
