@@ -3,7 +3,8 @@
  * with `history_enabled` off, then on.
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/history.ts \
- *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] [--rate N] \
+ *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] [--rate N] [--workload TEXT] \
+ *     [--history-settings '{"history_drain_delay_ms": 1000}'] \
  *     [--url postgresql://postgres@127.0.0.1:5432/test]
  *
  * Workloads (autocannon, C connections; R alternating rounds of S seconds per mode, medians
@@ -41,6 +42,8 @@ interface ChildConfig {
   schema: string;
   dataDir: string;
   history: boolean;
+  /** Settings of the server with history on (e.g. `{"history_drain_delay_ms": 1000}`). */
+  historySettings: Record<string, unknown>;
 }
 
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -55,7 +58,7 @@ async function openStorage(config: ChildConfig): Promise<Storage> {
 
 async function serve(config: ChildConfig): Promise<void> {
   const storage = await openStorage(config);
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent', history_enabled: config.history } });
+  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent', history_enabled: config.history, ...(config.history ? config.historySettings : {}) } });
   const app = await buildServer({ settings, storage, logger: false });
   const headers = { authorization: AUTH, 'content-type': 'application/json' };
   await app.inject({ method: 'PUT', url: '/v1/buckets/bench', headers, payload: {} });
@@ -88,7 +91,9 @@ async function postgresCpuMs(): Promise<number> {
     const close = stat.lastIndexOf(')');
     if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
     const fields = stat.slice(close + 2).split(' ');
-    total += ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks; // utime + stime
+    // utime + stime, and cutime + cstime: the postmaster's reaped children, so that a backend
+    // that exits during a run (idle connection closed) still counts.
+    total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / ticks;
   }
   return total;
 }
@@ -101,12 +106,33 @@ async function childCpuMs(child: ChildProcess): Promise<number> {
  * One run, with the CPU the server process and PostgreSQL spent per request: unlike
  * throughput, that cost does not depend on what else the machine is doing.
  */
-async function measuredRun(child: ChildProcess, ...args: Parameters<typeof run>): Promise<Result & { cpuPerRequestMs: number }> {
-  const [serverBefore, postgresBefore] = [await childCpuMs(child), await postgresCpuMs()];
+/** Where PostgreSQL's write-ahead log ends now (null on the embedded store). */
+async function walPosition(wal: pg.Client | null): Promise<string | null> {
+  return wal ? (await wal.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn : null;
+}
+
+async function walBytesSince(wal: pg.Client | null, from: string | null): Promise<number> {
+  if (!wal || from === null) return 0;
+  return Number((await wal.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS bytes', [from])).rows[0]!.bytes);
+}
+
+interface Measured extends Result {
+  serverCpuMs: number;
+  postgresCpuMs: number;
+  /** WAL written per request: what the commits have to flush to disk. */
+  walBytes: number;
+}
+
+/**
+ * One run, with the CPU the server process and PostgreSQL spent per request, and the WAL
+ * written: unlike throughput, these do not depend on what else the machine is doing.
+ */
+async function measuredRun(child: ChildProcess, wal: pg.Client | null, ...args: Parameters<typeof run>): Promise<Measured> {
+  const [serverBefore, postgresBefore, walBefore] = [await childCpuMs(child), await postgresCpuMs(), await walPosition(wal)];
   const result = await run(...args);
-  const [serverAfter, postgresAfter] = [await childCpuMs(child), await postgresCpuMs()];
-  const requests = result.rps * args[1];
-  return { ...result, cpuPerRequestMs: (serverAfter - serverBefore + postgresAfter - postgresBefore) / Math.max(1, requests) };
+  const [serverAfter, postgresAfter, walBytes] = [await childCpuMs(child), await postgresCpuMs(), await walBytesSince(wal, walBefore)];
+  const requests = Math.max(1, result.rps * args[1]);
+  return { ...result, serverCpuMs: (serverAfter - serverBefore) / requests, postgresCpuMs: (postgresAfter - postgresBefore) / requests, walBytes: walBytes / requests };
 }
 
 interface Result {
@@ -167,6 +193,10 @@ async function main(): Promise<void> {
       // Requests per second for all connections together (unset: as fast as the server goes).
       // Below saturation, the latencies show what a write costs more, free of queueing.
       rate: { type: 'string' },
+      // Settings of the server with history on, as JSON.
+      'history-settings': { type: 'string', default: '{}' },
+      // Runs only the workloads whose name contains this text.
+      workload: { type: 'string', default: '' },
       url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
     },
   });
@@ -175,25 +205,30 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
   const rate = values.rate === undefined ? undefined : Number(values.rate);
-  // Both servers run side by side and the runs alternate (off, on, off, on...), so that a change
-  // of machine load affects both modes alike; medians over the rounds are reported.
+  // Both servers run side by side and the runs alternate, so that a change of machine load
+  // affects both modes alike; medians over the rounds are reported.
   const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
+  const wal = backend === 'postgresql' ? new pg.Client({ connectionString: values.url }) : null;
+  await wal?.connect();
   try {
     for (const history of [false, true]) {
       const schema = `quire_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
       const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
-      const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history });
+      const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history, historySettings: JSON.parse(values['history-settings']!) });
       servers.push({ history, child, port, schema, dataDir });
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
-    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | CPU ms/request off → on (server + PostgreSQL) | errors | history lag after a run (max) |');
-    console.log('|---|---|---|---|---|---|---|---|---|');
-    for (const workload of WORKLOADS) {
-      const samples: Array<Array<Result & { cpuPerRequestMs: number }>> = [[], []];
+    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | CPU ms/request off → on (server + PostgreSQL) | WAL KB/request off → on | errors | history lag after a run (max) |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const workload of WORKLOADS.filter((candidate) => candidate.name.includes(values.workload!))) {
+      const samples: Measured[][] = [[], []];
       let maxLag = 0;
       for (let round = 0; round < rounds; round++) {
-        for (const [index, server] of servers.entries()) {
-          samples[index]!.push(await measuredRun(server.child, server.port, duration, connections, rate, workload.request));
+        // ABBA order (off, on, on, off...): whatever the previous run leaves behind (dirty
+        // buffers, WAL to flush, a checkpoint) falls on both modes alike.
+        const order = round % 2 === 0 ? [...servers.entries()] : [...servers.entries()].reverse();
+        for (const [index, server] of order) {
+          samples[index]!.push(await measuredRun(server.child, wal, server.port, duration, connections, rate, workload.request));
           if (server.history) maxLag = Math.max(maxLag, (await askChild<{ lagMs: number }>(server.child, 'drained')).lagMs);
         }
       }
@@ -202,15 +237,20 @@ async function main(): Promise<void> {
         p50: median(results.map((r) => r.p50)),
         p99: median(results.map((r) => r.p99)),
         errors: results.reduce((sum, r) => sum + r.errors, 0),
-        cpu: median(results.map((r) => r.cpuPerRequestMs)),
+        server: median(results.map((r) => r.serverCpuMs)),
+        postgres: median(results.map((r) => r.postgresCpuMs)),
+        wal: median(results.map((r) => r.walBytes)),
       }));
-      const cpuChange = ((on!.cpu - off!.cpu) / off!.cpu) * 100;
+      const cpu = (mode: typeof off) => mode!.server + mode!.postgres;
+      const cpuChange = ((cpu(on) - cpu(off)) / cpu(off)) * 100;
+      const split = (mode: typeof off) => `${cpu(mode).toFixed(2)} (${mode!.server.toFixed(2)} + ${mode!.postgres.toFixed(2)})`;
       const change = ((on!.rps - off!.rps) / off!.rps) * 100;
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${off!.cpu.toFixed(2)} → ${on!.cpu.toFixed(2)} (${cpuChange >= 0 ? '+' : ''}${cpuChange.toFixed(1)}%) | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${split(off)} → ${split(on)}, ${cpuChange >= 0 ? '+' : ''}${cpuChange.toFixed(1)}% | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {
+    await wal?.end();
     for (const server of servers) {
       await stopServerChild(server.child);
       if (backend === 'postgresql') {
