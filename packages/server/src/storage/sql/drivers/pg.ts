@@ -75,9 +75,18 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       try {
         await tx.query(`BEGIN ${transactionMode(options)}`);
         const result = await fn(tx);
-        // One round trip: the deferred writes and COMMIT are sent together. If one of them
-        // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
-        const answers = await Promise.allSettled([...deferred.map((statement) => client.query(statement.text, statement.params as unknown[])), client.query('COMMIT')]);
+        // One round trip: the deferred writes and COMMIT are sent together (in one write: the
+        // socket is corked while the pipeline takes them). If one of them fails, PostgreSQL
+        // answers the COMMIT with a rollback; its error is what we report.
+        const { stream } = (client as unknown as pg.Client).connection;
+        stream.cork();
+        let sent: Array<Promise<unknown>>;
+        try {
+          sent = [...deferred.map((statement) => client.query(statement.text, statement.params as unknown[])), client.query('COMMIT')];
+        } finally {
+          stream.uncork();
+        }
+        const answers = await Promise.allSettled(sent);
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
         return result;
