@@ -3,12 +3,12 @@
  * `/buckets/<bid>` × `history`), where they get their timestamps.
  *
  * Per bucket, one transaction at a time across every process: it first locks the history
- * scope, then takes the oldest pending rows; the entries are completed and stored by the
- * database itself (`moveOutboxToScope`), without coming back to this process. Entries are therefore stored in the order their
- * changes committed (two changes of one object commit in order, and enqueue in order), and
- * their timestamps follow commit order like any object's, so `_since` on the history never
- * misses an entry. Within a process, requests for a bucket being drained coalesce into one
- * more run after the current one.
+ * scope, then takes the oldest pending rows, which the database itself completes and stores
+ * (`moveOutboxToScope`: the entries never come back to this process). Entries are therefore
+ * stored in the order their changes committed (two changes of one object commit in order, and
+ * enqueue in order), and their timestamps follow commit order like any object's, so `_since`
+ * on the history never misses an entry. Within a process, requests for a bucket being
+ * drained coalesce into one more run after the current one.
  *
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
  */

@@ -152,7 +152,7 @@ export interface StorageSession {
   /**
    * Stores new objects (ids not yet used in the scope; an object of the same id is replaced) in
    * one step, with consecutive fresh timestamps in the given order, the scope timestamp ending
-   * at the last one. For append-only logs such as history entries: one statement for many.
+   * at the last one: one statement for many (bulk loads, e.g. the client benchmark's seed).
    */
   insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]>;
 
