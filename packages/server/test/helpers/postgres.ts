@@ -25,12 +25,17 @@ export async function postgresUnavailable(file: string): Promise<string | undefi
 
 export const newSchemaName = (): string => `quire_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
 
-export async function dropSchema(schema: string): Promise<void> {
+/** Runs SQL as an administrator, outside any test schema. */
+export async function runAsAdmin(sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await client.query(sql);
   } finally {
     await client.end();
   }
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  await runAsAdmin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 }

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendError, MigrationRequiredError, ObjectNotFoundError, UnicityError } from '../errors.js';
 import { describeStorage, randomScope } from '../testing.js';
@@ -9,46 +7,17 @@ import { createPgDriver } from './drivers/pg.js';
 import { describeDriver } from './drivers/testing.js';
 import { checkMigrations, loadMigrations, migrate } from './migrate.js';
 import { createPostgresStorage, type SqlStorage } from './sql-storage.js';
+import { dropSchema, newSchemaName, PG_URL as url, postgresUnavailable, runAsAdmin } from '../../../test/helpers/postgres.js';
 
-const url = process.env['QUIRE_TEST_PG_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/test';
-const newSchema = () => `quire_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-
-/** Why PostgreSQL cannot be used, or undefined when it answers. */
-async function unreachable(): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
-/** Runs SQL as an administrator, outside any test schema. */
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-const reason = await unreachable();
+const reason = await postgresUnavailable('pg.test.ts');
 
 if (reason !== undefined) {
-  // CI sets QUIRE_TEST_REQUIRE_PG: there, a missing PostgreSQL is a failure, not a skip.
-  if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${url}: ${reason}`);
-  console.warn(`pg.test.ts skipped: PostgreSQL unreachable at ${url} (${reason}). Set QUIRE_TEST_PG_URL.`);
+  // postgresUnavailable threw where CI requires PostgreSQL (QUIRE_TEST_REQUIRE_PG) and printed why.
   describe.skip('postgresql (unreachable)', () => {
     it('needs a PostgreSQL server', () => {});
   });
 } else {
-  const schema = newSchema();
+  const schema = newSchemaName();
   const extraSchemas: string[] = [];
   const opened: SqlStorage[] = [];
 
@@ -64,7 +33,7 @@ if (reason !== undefined) {
 
   afterAll(async () => {
     await Promise.all(opened.map((each) => each.close()));
-    for (const name of [schema, ...extraSchemas]) await admin(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+    for (const name of [schema, ...extraSchemas]) await dropSchema(name);
   });
 
   describeStorage('postgresql', storage);
@@ -75,9 +44,9 @@ if (reason !== undefined) {
 
   describe('postgresql migrations', () => {
     it('two processes migrating at once apply each migration once, and migrating again does nothing', async () => {
-      const fresh = newSchema();
+      const fresh = newSchemaName();
       extraSchemas.push(fresh);
-      await admin(`CREATE SCHEMA ${fresh}`);
+      await runAsAdmin(`CREATE SCHEMA ${fresh}`);
       const drivers = [createPgDriver({ url, schema: fresh }), createPgDriver({ url, schema: fresh })];
       try {
         await expect(checkMigrations(drivers[0]!)).rejects.toThrow(MigrationRequiredError);
@@ -93,9 +62,9 @@ if (reason !== undefined) {
     });
 
     it('refuses to start on a schema that is not migrated unless autoMigrate is set', async () => {
-      const fresh = newSchema();
+      const fresh = newSchemaName();
       extraSchemas.push(fresh);
-      await admin(`CREATE SCHEMA ${fresh}`);
+      await runAsAdmin(`CREATE SCHEMA ${fresh}`);
       await expect(createPostgresStorage({ url, schema: fresh })).rejects.toThrow(MigrationRequiredError);
       const migrated = await createPostgresStorage({ url, schema: fresh, autoMigrate: true });
       await migrated.close();
