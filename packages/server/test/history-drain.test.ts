@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
-import { HISTORY_TOPIC, type PendingEntry } from '../src/history/drainer.js';
+import { HISTORY_TOPIC } from '../src/history/drainer.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { basicAuth, testSettings, useEmbeddedStore } from './helpers/embedded-server.js';
@@ -86,9 +86,11 @@ describe('history drain on the embedded store', { timeout: 60_000 }, () => {
   it('entries left pending by a stopped process are drained at start, and by the first reader', async () => {
     const writer = await server();
     await writer.inject({ method: 'PUT', url: '/v1/buckets/left', headers: alice });
-    const pending = (n: number): PendingEntry => ({
-      uri: `/buckets/left/collections/c/records/r${n}`, readerUris: ['/buckets/left', '/buckets/left/collections/c', `/buckets/left/collections/c/records/r${n}`],
-      entry: { action: 'create', resource_name: 'record', uri: `/buckets/left/collections/c/records/r${n}`, user_id: 'x', date: '', target: { data: { id: `r${n}`, n } } },
+    const aliceId = await userId(writer, alice);
+    const pending = (n: number) => ({
+      action: 'create', resource_name: 'record', uri: `/buckets/left/collections/c/records/r${n}`, user_id: 'x', date: '',
+      target: { data: { id: `r${n}`, n }, permissions: {} },
+      _read_principals: [aliceId],
     });
     // What a process that stopped between commit and drain leaves behind.
     await store.storage.enqueue(HISTORY_TOPIC, [{ key: '/buckets/left', payload: [pending(1), pending(2)] }]);

@@ -3,17 +3,17 @@
  * `/buckets/<bid>` × `history`), where they get their timestamps.
  *
  * Per bucket, one transaction at a time across every process: it first locks the history
- * scope, then takes the oldest pending rows, which the database itself completes and stores
- * (`moveOutboxToScope`: the entries never come back to this process). Entries are therefore
- * stored in the order their changes committed (two changes of one object commit in order, and
- * enqueue in order), and their timestamps follow commit order like any object's, so `_since`
- * on the history never misses an entry. Within a process, requests for a bucket being
+ * scope, then takes the oldest pending rows and stores their entries (`moveOutboxToScope`:
+ * the entries never come back to this process). Entries are therefore stored in the order
+ * their changes committed (two changes of one object commit in order, and enqueue in order),
+ * and their timestamps follow commit order like any object's, so `_since` on the history
+ * never misses an entry. Within a process, requests for a bucket being
  * drained coalesce into one more run after the current one.
  *
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { OutboxEntry, Scope, Storage } from '../storage/types.js';
+import type { Scope, Storage } from '../storage/types.js';
 
 export const HISTORY_TOPIC = 'history';
 export const HISTORY_RESOURCE = 'history';
@@ -24,15 +24,6 @@ export const HISTORY_RESOURCE = 'history';
  * the view strips it from every answer.
  */
 export const READ_PRINCIPALS_FIELD = '_read_principals';
-
-/**
- * An entry as enqueued by the writer: everything but what comes from permissions, which the
- * storage adds when it moves the entry (`moveOutboxToScope`): the object's own permissions,
- * and who could read it (readers and writers of the bucket, collection and object).
- */
-export interface PendingEntry extends OutboxEntry {
-  entry: Record<string, unknown> & { target: { data: Record<string, unknown> } };
-}
 
 export function historyScope(bucketUri: string): Scope {
   return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
@@ -140,7 +131,6 @@ export class HistoryDrainer {
       scope: historyScope(bucketUri),
       // The bucket was deleted since (its history with it): its late entries are dropped.
       whileExists: { scope: { resourceName: 'bucket', parentId: '' }, id: bucketUri.slice('/buckets/'.length) },
-      readersField: READ_PRINCIPALS_FIELD,
     };
     for (;;) {
       const taken = await this.#storage.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);

@@ -1,18 +1,19 @@
 /**
  * The history plugin's writer (protocol-reference §13.3), an event subscriber in two halves:
  *
- * - in the transaction, it appends the request's entries to the outbox, one row per bucket,
- *   with a snapshot of the permissions of the objects concerned (one statement, which
- *   touches no shared row: writes to different collections of a bucket never wait on each
- *   other because of history);
+ * - in the transaction, it builds the request's entries, with the permissions of their
+ *   objects as the transaction leaves them (from the ACLs it already read to authorise the
+ *   request and wrote: no query), and appends them to the outbox, one row per bucket (one
+ *   plain INSERT sent with COMMIT, which touches no shared row: writes to different
+ *   collections of a bucket never wait on each other because of history);
  * - after commit, it asks the drainer (drainer.ts) to move them into the bucket's history,
  *   where they get their timestamps. Readers drain first, so a committed change is always
  *   in the history its author reads next.
  */
 import type { Settings } from '../config.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
-import type { StorageSession } from '../storage/types.js';
-import { HISTORY_TOPIC, type HistoryDrainer, type PendingEntry } from './drainer.js';
+import type { Permissions, StorageSession } from '../storage/types.js';
+import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
 
 const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records' };
 
@@ -63,23 +64,29 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
     return targets;
   }
 
-  /** The entry as the change left it; its permissions are added when it is moved (drainer.ts). */
-  function pendingEntryOf(target: Target, date: string): PendingEntry {
+  /** Objects whose readers and writers may read the entry (§13.3): bucket, collection, itself. */
+  function readerUrisOf(target: Target): string[] {
+    return [target.bucketUri, ...(target.collectionUri !== null ? [target.collectionUri] : []), target.uri];
+  }
+
+  function entryOf(target: Target, date: string, acls: Map<string, Permissions>): Record<string, unknown> {
     const { payload } = target.event;
     const resourceName = payload.resource_name;
+    const readers = new Set<string>();
+    for (const uri of readerUrisOf(target)) {
+      const acl = acls.get(uri) ?? {};
+      for (const principal of [...(acl.read ?? []), ...(acl.write ?? [])]) readers.add(principal);
+    }
     return {
+      action: payload.action,
+      resource_name: resourceName,
       uri: target.uri,
-      readerUris: [target.bucketUri, ...(target.collectionUri !== null ? [target.collectionUri] : []), target.uri],
-      entry: {
-        action: payload.action,
-        resource_name: resourceName,
-        uri: target.uri,
-        user_id: payload.user_id,
-        date,
-        target: { data: target.data },
-        ...(target.collectionUri !== null ? { collection_id: target.collectionUri.split('/')[4] } : {}),
-        [`${resourceName}_id`]: target.id,
-      },
+      user_id: payload.user_id,
+      date,
+      target: { data: target.data, permissions: acls.get(target.uri) ?? {} },
+      ...(target.collectionUri !== null ? { collection_id: target.collectionUri.split('/')[4] } : {}),
+      [`${resourceName}_id`]: target.id,
+      [READ_PRINCIPALS_FIELD]: [...readers].sort(),
     };
   }
 
@@ -92,19 +99,17 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
       const targets = events.flatMap(targetsOf);
       if (targets.length === 0) return;
       const date = isoDate(new Date());
-      const byBucket = new Map<string, PendingEntry[]>();
+      // As this transaction leaves them; they were read to authorise it or written by it.
+      const acls = await session.getPermissions([...new Set(targets.flatMap(readerUrisOf))]);
+      const byBucket = new Map<string, Array<Record<string, unknown>>>();
       for (const target of targets) {
         let entries = byBucket.get(target.bucketUri);
         if (!entries) byBucket.set(target.bucketUri, (entries = []));
-        entries.push(pendingEntryOf(target, date));
+        entries.push(entryOf(target, date, acls));
       }
       await session.enqueue(
         HISTORY_TOPIC,
-        [...byBucket].map(([bucketUri, entries]) => ({
-          key: bucketUri,
-          payload: entries,
-          permissionsOf: [...new Set(entries.flatMap((entry) => entry.readerUris))],
-        })),
+        [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries })),
       );
     },
     afterCommit(events: ResourceEvent[]) {

@@ -757,34 +757,26 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
       const targetOf = (bucket: string) => ({
         scope: { parentId: bucket, resourceName: 'entries' },
         whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: bucket.split('/')[2]! },
-        readersField: '_readers',
       });
-      const entry = (uri: string, n: number, readerUris: string[] = [uri]) => ({ uri, readerUris, entry: { n, target: { data: { n } } } });
+      const entry = (uri: string, n: number) => ({ uri, n });
       const newBucket = async () => {
         const id = randomUUID();
         await storage.create({ parentId: '', resourceName: 'bucket' }, id, {});
         return `/buckets/${id}`;
       };
 
-      test('moveOutboxToScope stores the entries in order, with permissions from the snapshot taken at commit', async () => {
+      test('moveOutboxToScope stores the objects of the items in order, at increasing timestamps', async () => {
         const topic = `t-${randomUUID()}`;
         const bucket = await newBucket();
-        const collection = `${bucket}/collections/c`;
         const target = targetOf(bucket);
         const before = await storage.create(target.scope, 'existing', {});
-        await storage.setPermissions(bucket, { write: ['bob', 'alice'], read: ['carol'] });
-        await storage.setPermissions(collection, { read: ['dave', 'bob'], 'record:create': ['erin'] });
         await storage.transaction(async (session) => {
           await session.enqueue(topic, [
-            { key: bucket, payload: [entry(`${collection}/records/r1`, 1, [bucket, collection, `${collection}/records/r1`]), entry(collection, 2)], permissionsOf: [bucket, collection, `${collection}/records/r1`] },
+            { key: bucket, payload: [entry('/r1', 1), entry('/c', 2)] },
             { key: `${bucket}x`, payload: [entry('/other', 0)] },
           ]);
-          // Taken as the transaction commits: this later change is in the snapshot.
-          await session.setPermissions(`${collection}/records/r1`, { write: ['frank'] });
         });
-        await storage.enqueue(topic, [{ key: bucket, payload: [entry(`${bucket}/groups/g`, 3)] }]);
-        // A change after the commit is not.
-        await storage.setPermissions(bucket, { write: ['zed'] });
+        await storage.enqueue(topic, [{ key: bucket, payload: [{ uri: '/g', n: 3, nested: { list: [1, 'two'] } }] }]);
 
         expect(await storage.outboxKeys(topic)).toEqual([bucket, `${bucket}x`].sort());
         expect(await storage.outboxKeys(topic, bucket)).toEqual([bucket]);
@@ -796,14 +788,9 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(stored.map((object) => (object as StoredObject).n)).toEqual([1, 2, 3]);
         expect(stored[0]!.last_modified).toBeGreaterThan(before.last_modified);
         expect(new Set(stored.map((object) => object.last_modified)).size).toBe(3);
+        expect(new Set(stored.map((object) => object.id)).size).toBe(3);
         expect(await storage.resourceTimestamp(target.scope)).toBe(stored[2]!.last_modified);
-        expect(stored[0]).toMatchObject({
-          target: { data: { n: 1 }, permissions: { write: ['frank'] } },
-          _readers: ['alice', 'bob', 'carol', 'dave', 'frank'],
-        });
-        expect(stored[1]).toMatchObject({ target: { data: { n: 2 }, permissions: { read: ['bob', 'dave'], 'record:create': ['erin'] } }, _readers: ['bob', 'dave'] });
-        // Its item asked for no permissions: none are known.
-        expect(stored[2]).toMatchObject({ target: { data: { n: 3 }, permissions: {} }, _readers: [] });
+        expect(stored[2]).toMatchObject({ uri: '/g', n: 3, nested: { list: [1, 'two'] } });
         expect(await storage.moveOutboxToScope(topic, bucket, 10, target)).toBe(0);
       });
 
@@ -915,6 +902,30 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         await storage.deletePermissionsTree(uri);
         permissions = await storage.getPermissions([uri, `${uri}x`]);
         expect([...permissions.values()]).toEqual([{}, { read: ['p'] }]);
+      });
+
+      test('in a transaction, get gives what the transaction read and wrote, as the database would', async () => {
+        const uri = root();
+        const collection = `${uri}/collections/c`;
+        const record = `${collection}/records/r`;
+        await storage.setPermissions(uri, { write: ['owner'] });
+        await storage.setPermissions(collection, { read: ['reader'] });
+        await storage.setPermissions(record, { write: ['author'] });
+        const seen = await storage.transaction(async (session) => {
+          const first = await session.getPermissions([uri, collection]);
+          first.get(uri)!.write!.push('mutated by the caller');
+          await session.setPermissions(`${uri}/groups/g`, { write: ['z', 'a', 'a'], read: [] });
+          await session.deletePermissionsTree(collection);
+          const afterDelete = await session.getPermissions([uri, collection, record, `${uri}/groups/g`]);
+          await session.setPermissions(collection, { read: ['new-reader'] });
+          await session.deleteTree(uri);
+          return { afterDelete, afterTree: await session.getPermissions([uri, collection, `${uri}/groups/g`]) };
+        });
+        expect(Object.fromEntries(seen.afterDelete)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [record]: {}, [`${uri}/groups/g`]: { write: ['a', 'z'] } });
+        // deleteTree removes what is below the object, not its own ACL.
+        expect(Object.fromEntries(seen.afterTree)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [`${uri}/groups/g`]: {} });
+        const committed = await storage.getPermissions([uri, collection, record, `${uri}/groups/g`]);
+        expect(Object.fromEntries(committed)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [record]: {}, [`${uri}/groups/g`]: {} });
       });
 
       test('listAuthorizedIds finds direct children granted to one of the principals', async () => {

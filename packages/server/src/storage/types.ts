@@ -103,29 +103,19 @@ export interface WriteOptions {
   lastModified?: number;
 }
 
-/** An item to append to the outbox. `key` is an object URI: deleteTree(uri) drops its items. */
+/**
+ * An item to append to the outbox. `key` is an object URI: deleteTree(uri) drops its items.
+ * For `moveOutboxToScope`, `payload` is the array of objects to store.
+ */
 export interface OutboxInput {
   key: string;
   payload: unknown;
-  /** URIs whose current ACEs are stored with the item. */
-  permissionsOf?: string[];
-}
-
-/** An element of an outbox item's payload, for `moveOutboxToScope`. */
-export interface OutboxEntry {
-  /** The object whose ACEs become `entry.target.permissions`. */
-  uri: string;
-  /** Objects whose readers and writers are listed in the stored object. */
-  readerUris: string[];
-  entry: Record<string, unknown> & { target: Record<string, unknown> };
 }
 
 export interface OutboxTarget {
   scope: Scope;
   /** The object the scope belongs to: items are dropped once it is gone. */
   whileExists: { scope: Scope; id: string };
-  /** The field of each stored object that receives the readers. */
-  readersField: string;
 }
 
 /** Access control entries of one object: permission name → principals. */
@@ -183,7 +173,10 @@ export interface StorageSession {
 
   // --- access control entries, keyed by object URI (e.g. `/buckets/b/collections/c`) ---
 
-  /** ACEs of several objects at once (missing objects map to `{}`). */
+  /**
+   * ACEs of several objects at once (missing objects map to `{}`; principals sorted). In a
+   * transaction, an ACL it already read or wrote comes from memory: what it saw and left.
+   */
   getPermissions(uris: string[]): Promise<Map<string, Permissions>>;
 
   /** Replaces every ACE of the object; permissions with empty lists are dropped. */
@@ -199,21 +192,17 @@ export interface StorageSession {
 
   /**
    * Appends items to the outbox as the transaction commits (on PostgreSQL in the COMMIT's own
-   * round trip; a failure rolls the transaction back). Each item keeps a snapshot of the ACEs
-   * of its `permissionsOf` URIs as this transaction leaves them (so the drainer needs no reads
-   * of a past state). Items are drained per (topic, key) in the order they were enqueued.
+   * round trip; a failure rolls the transaction back). Items are drained per (topic, key) in
+   * the order they were enqueued.
    */
   enqueue(topic: string, items: OutboxInput[]): Promise<void>;
 
   /**
    * Moves the oldest `limit` items of (topic, key) into `target.scope`, in the database, in
-   * order. Each element of an item's payload (an array of `OutboxEntry`) becomes an object of
-   * the scope with a new id and the next timestamp (above every timestamp of the scope, which
-   * stays locked until the transaction ends); its data is the element's `entry`, with
-   * `entry.target.permissions` set to the ACEs of `uri` and `target.readersField` to the sorted
-   * principals holding `read` or `write` on one of `readerUris`, both from the item's snapshot.
-   * Items are dropped without a trace when `target.whileExists` no longer exists. Returns the
-   * number of items taken.
+   * order. Each element of an item's payload (an array of objects) becomes an object of the
+   * scope with that data, a new id and the next timestamp (above every timestamp of the scope,
+   * which stays locked until the transaction ends). Items are dropped without a trace when
+   * `target.whileExists` no longer exists. Returns the number of items taken.
    */
   moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number>;
 

@@ -54,13 +54,14 @@ export async function loadMigrations(dir = migrationsDir()): Promise<Migration[]
 }
 
 /**
- * Applies the pending migrations and returns their names. Safe to run from several processes
- * at once: each migration transaction first takes an advisory lock (per schema), then checks
- * whether another process applied it meanwhile.
+ * Applies the pending migrations (up to version `upTo`: tests of a migration) and returns
+ * their names. Safe to run from several processes at once: each migration transaction first
+ * takes an advisory lock (per schema), then checks whether another process applied it
+ * meanwhile.
  */
-export async function migrate(driver: SqlDriver): Promise<string[]> {
+export async function migrate(driver: SqlDriver, { upTo = Infinity }: { upTo?: number } = {}): Promise<string[]> {
   const applied: string[] = [];
-  for (const migration of await loadMigrations()) {
+  for (const migration of (await loadMigrations()).filter(({ version }) => version <= upTo)) {
     const done = await driver.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext('quire.migrate:' || coalesce(current_schema(), '')))`);
       await tx.exec(CREATE_MIGRATIONS_TABLE);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeStorage, randomScope } from '../testing.js';
 import { createPgliteDriver } from './drivers/pglite.js';
 import { describeDriver } from './drivers/testing.js';
+import { migrate } from './migrate.js';
 import { createPgliteStorage, type SqlStorage } from './sql-storage.js';
 
 // One in-memory database for the file: starting PGlite takes a while, and every test of the
@@ -50,4 +51,39 @@ describe('pglite persistence', () => {
       await second.close();
     }
   }, 30_000); // two PGlite boots: slow on a loaded 2-core machine
+});
+
+describe('pglite migrations', () => {
+  it('4 completes the history entries an older server left pending in the outbox', async () => {
+    const driver = createPgliteDriver();
+    try {
+      expect(await migrate(driver, { upTo: 3 })).toHaveLength(3);
+      const record = '/buckets/b/collections/c/records/r';
+      const pending = [
+        { uri: record, readerUris: ['/buckets/b', '/buckets/b/collections/c', record], entry: { action: 'create', target: { data: { id: 'r' } } } },
+        { uri: '/buckets/b/collections/c', readerUris: ['/buckets/b', '/buckets/b/collections/c'], entry: { action: 'update', target: { data: { id: 'c' } } } },
+      ];
+      const snapshot = [
+        ['/buckets/b', 'write', 'alice'],
+        ['/buckets/b/collections/c', 'read', 'bob'],
+        [record, 'write', 'carol'],
+        [record, 'read', 'dave'],
+      ];
+      await driver.query(`INSERT INTO outbox (topic, key, payload, permissions) VALUES ('history', '/buckets/b', $1::jsonb, $2::jsonb)`, [
+        JSON.stringify(pending),
+        JSON.stringify(snapshot),
+      ]);
+
+      expect(await migrate(driver)).toContain('004-outbox-complete-entries');
+      const [row] = await driver.query<{ payload: unknown }>('SELECT payload FROM outbox');
+      expect(row!.payload).toEqual([
+        { action: 'create', target: { data: { id: 'r' }, permissions: { read: ['dave'], write: ['carol'] } }, _read_principals: ['alice', 'bob', 'carol', 'dave'] },
+        { action: 'update', target: { data: { id: 'c' }, permissions: { read: ['bob'] } }, _read_principals: ['alice', 'bob'] },
+      ]);
+      const columns = await driver.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox' ORDER BY column_name`);
+      expect(columns.map((column) => column.column_name)).toEqual(['key', 'payload', 'seq', 'topic']);
+    } finally {
+      await driver.close();
+    }
+  }, 30_000);
 });

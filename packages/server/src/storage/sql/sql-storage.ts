@@ -34,6 +34,21 @@ import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 /** The database clock in integer milliseconds. */
 const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
 
+/** A copy of an ACL, so that callers never change the session's memo. */
+function copyAcl(acl: Permissions): Permissions {
+  return Object.fromEntries(Object.entries(acl).map(([permission, principals]) => [permission, [...principals]]));
+}
+
+/** An ACL as the database gives it back: principals sorted and unique, no empty permission. */
+function normalisedAcl(acl: Permissions): Permissions {
+  const normalised: Permissions = {};
+  for (const permission of Object.keys(acl).sort()) {
+    const principals = [...new Set(acl[permission])].sort();
+    if (principals.length > 0) normalised[permission] = principals;
+  }
+  return normalised;
+}
+
 /** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
 const TOMBSTONE_DATA = '{"deleted": true}';
 
@@ -74,10 +89,18 @@ type SessionMode = 'write' | 'read' | 'snapshot';
 class SqlSession implements StorageSession {
   readonly #db: SqlConnection | SqlTransaction;
   readonly #mode: SessionMode;
+  /**
+   * The ACLs this transaction has read or written, by URI (not kept by autocommit reads). A
+   * request reads its object's ancestors' ACLs to authorise it and writes the object's own;
+   * the next sub-requests of a batch and the history writer find them here instead of asking
+   * the database again. Within a transaction they are what it saw and left.
+   */
+  readonly #acls: Map<string, Permissions> | null;
 
   constructor(db: SqlConnection | SqlTransaction, mode: SessionMode) {
     this.#db = db;
     this.#mode = mode;
+    this.#acls = mode === 'read' ? null : new Map();
   }
 
   async resourceTimestamp(scope: Scope): Promise<number> {
@@ -231,6 +254,7 @@ class SqlSession implements StorageSession {
     ]);
     await this.#query(`DELETE FROM access_control_entries WHERE object_id LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
     await this.#query(`DELETE FROM group_members WHERE group_uri LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
+    this.#forgetAcls(uri, false);
   }
 
   async purgeDeleted(scope: Scope, before?: number): Promise<number> {
@@ -248,16 +272,27 @@ class SqlSession implements StorageSession {
   }
 
   async getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
-    const result = new Map<string, Permissions>(uris.map((uri) => [uri, {}]));
+    const result = new Map<string, Permissions>();
+    const missing: string[] = [];
+    for (const uri of uris) {
+      const known = this.#acls?.get(uri);
+      if (known) result.set(uri, copyAcl(known));
+      else {
+        result.set(uri, {});
+        missing.push(uri);
+      }
+    }
+    if (missing.length === 0) return result;
     const rows = await this.#query<{ object_id: string; permission: string; principal: string }>(
       `SELECT object_id, permission, principal FROM access_control_entries
-       WHERE object_id = ANY($1::text[]) ORDER BY object_id, permission, principal`,
-      [uris],
+       WHERE object_id = ANY($1::text[]) ORDER BY object_id, permission, principal COLLATE "C"`,
+      [missing],
     );
     for (const { object_id, permission, principal } of rows) {
       const permissions = result.get(object_id)!;
       (permissions[permission] ??= []).push(principal);
     }
+    for (const uri of missing) this.#acls?.set(uri, copyAcl(result.get(uri)!));
     return result;
   }
 
@@ -270,6 +305,7 @@ class SqlSession implements StorageSession {
        ON CONFLICT DO NOTHING`,
       [uri, JSON.stringify(permissions)],
     );
+    this.#acls?.set(uri, normalisedAcl(permissions));
   }
 
   async deletePermissionsTree(uri: string): Promise<void> {
@@ -277,61 +313,47 @@ class SqlSession implements StorageSession {
     const params = [uri, likePrefix(`${uri}/`)];
     await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, params);
     await this.#query(`DELETE FROM group_members WHERE group_uri = $1 OR group_uri LIKE $2 ESCAPE '\\'`, params);
+    this.#forgetAcls(uri, true);
+  }
+
+  /** Records in the memo that the ACLs below `uri` (and of `uri` itself, if asked) are gone. */
+  #forgetAcls(uri: string, itself: boolean): void {
+    if (!this.#acls) return;
+    const prefix = `${uri}/`;
+    for (const known of this.#acls.keys()) if (known.startsWith(prefix)) this.#acls.set(known, {});
+    if (itself) this.#acls.set(uri, {});
   }
 
   async enqueue(topic: string, items: OutboxInput[]): Promise<void> {
     this.#assertWritable();
-    // One small statement per item (requests touch one bucket, so one item): the row and the
-    // ACEs of its URIs as `[uri, permission, principal]` triples, expanded when moved. It runs
-    // at commit, in COMMIT's round trip: the snapshot sees the transaction's last ACEs.
+    // A plain INSERT per item (requests touch one bucket, so one item), run at commit in
+    // COMMIT's own round trip.
     const db = this.#db;
     if (!('beforeCommit' in db)) throw new StorageError('enqueue needs a write transaction');
-    for (const { key, payload, permissionsOf = [] } of items) {
-      db.beforeCommit(
-        `INSERT INTO outbox (topic, key, payload, permissions) VALUES ($1, $2, $3::jsonb, COALESCE((
-           SELECT jsonb_agg(jsonb_build_array(object_id, permission, principal))
-           FROM access_control_entries WHERE object_id = ANY($4::text[])
-         ), '[]'::jsonb))`,
-        [topic, key, JSON.stringify(payload), permissionsOf],
-      );
+    for (const { key, payload } of items) {
+      db.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3::jsonb)', [topic, key, JSON.stringify(payload)]);
     }
   }
 
-  async moveOutboxToScope(topic: string, key: string, limit: number, { scope, whileExists, readersField }: OutboxTarget): Promise<number> {
+  async moveOutboxToScope(topic: string, key: string, limit: number, { scope, whileExists }: OutboxTarget): Promise<number> {
     this.#assertWritable();
     // The lock comes first: two movers of one scope take their items one after the other,
     // so the timestamps follow the order of the items.
     const { current, now } = await this.#lockScope(scope);
-    // One statement, the data never leaves the database: take the items, expand their entries,
-    // add the permissions from each item's snapshot of `[uri, permission, principal]` triples,
-    // store them at first, first + 1..., and move the scope timestamp to the last one.
+    // One statement, the data never leaves the database: take the items, store each element
+    // of their payloads at first, first + 1..., and move the scope timestamp to the last one.
     const [row] = await this.#query<{ taken: number }>(
       `WITH taken AS (
          DELETE FROM outbox WHERE seq IN (
            SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
          )
-         RETURNING seq, payload, permissions
-       ),
-       pending AS (
-         SELECT taken.seq, element.position, element.value AS pending, taken.permissions
-         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload) WITH ORDINALITY AS element(value, position)
-         WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
+         RETURNING seq, payload
        ),
        stored AS (
          INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
-         SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY seq, position) - 1,
-           (pending->'entry') || jsonb_build_object(
-             'target', (pending->'entry'->'target') || jsonb_build_object('permissions', COALESCE((
-               SELECT jsonb_object_agg(permission, principals) FROM (
-                 SELECT ace->>1 AS permission, jsonb_agg(ace->>2 ORDER BY ace->>2) AS principals
-                 FROM jsonb_array_elements(permissions) AS ace WHERE ace->>0 = pending->>'uri' GROUP BY ace->>1
-               ) AS acl), '{}'::jsonb)),
-             $10::text, COALESCE((
-               SELECT jsonb_agg(DISTINCT ace->>2 ORDER BY ace->>2) FROM jsonb_array_elements(permissions) AS ace
-               WHERE ace->>1 IN ('read', 'write') AND ace->>0 IN (SELECT jsonb_array_elements_text(pending->'readerUris'))
-             ), '[]'::jsonb)),
-           FALSE
-         FROM pending
+         SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY taken.seq, element.position) - 1, element.value, FALSE
+         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload) WITH ORDINALITY AS element(value, position)
+         WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
          RETURNING last_modified
        ),
        stamped AS (
@@ -339,7 +361,7 @@ class SqlSession implements StorageSession {
          WHERE parent_id = $4 AND resource_name = $5 AND EXISTS (SELECT 1 FROM stored)
        )
        SELECT count(*)::int AS taken FROM taken`,
-      [topic, key, limit, scope.parentId, scope.resourceName, Math.max(now, current + 1), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id, readersField],
+      [topic, key, limit, scope.parentId, scope.resourceName, Math.max(now, current + 1), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id],
     );
     return row?.taken ?? 0;
   }
