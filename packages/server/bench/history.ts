@@ -102,10 +102,6 @@ async function childCpuMs(child: ChildProcess): Promise<number> {
   return (await askChild<{ cpuMs: number }>(child, 'cpu')).cpuMs;
 }
 
-/**
- * One run, with the CPU the server process and PostgreSQL spent per request: unlike
- * throughput, that cost does not depend on what else the machine is doing.
- */
 /** Where PostgreSQL's write-ahead log ends now (null on the embedded store). */
 async function walPosition(wal: pg.Client | null): Promise<string | null> {
   return wal ? (await wal.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn : null;
@@ -183,6 +179,30 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/**
+ * The change from off to on as `+x% [low, high]`: the median of the per-round ratios (each
+ * round runs both modes back to back, so a ratio cancels what the machine did then) and a 95%
+ * bootstrap interval of that median. An interval that holds 0 means no change this run could
+ * tell from the machine's noise (runs on another day may still differ more than that).
+ */
+function pairedChange(off: number[], on: number[]): string {
+  const ratios = off.map((value, i) => on[i]! / value);
+  const estimates = Array.from({ length: 2000 }, () => median(ratios.map(() => ratios[Math.floor(Math.random() * ratios.length)]!))).sort((a, b) => a - b);
+  const percent = (ratio: number) => `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(1)}%`;
+  return `${percent(median(ratios))} [${percent(estimates[50]!)}, ${percent(estimates[1949]!)}]`;
+}
+
+/**
+ * Autovacuum is off on the CI machines (and may be anywhere): between rounds the bench does
+ * what it would do in a deployment, so that neither mode runs on a growing pile of dead rows.
+ */
+async function vacuum(client: pg.Client, schemas: string[]): Promise<void> {
+  for (const schema of schemas) {
+    const tables = await client.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = $1', [schema]);
+    for (const { name } of tables.rows) await client.query(`VACUUM (ANALYZE) ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)}`);
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -208,6 +228,7 @@ async function main(): Promise<void> {
   // Both servers run side by side and the runs alternate, so that a change of machine load
   // affects both modes alike; medians over the rounds are reported.
   const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
+  // The bench's own PostgreSQL connection: WAL positions, and the vacuum between rounds.
   const wal = backend === 'postgresql' ? new pg.Client({ connectionString: values.url }) : null;
   await wal?.connect();
   try {
@@ -218,7 +239,8 @@ async function main(): Promise<void> {
       servers.push({ history, child, port, schema, dataDir });
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
-    console.log('| workload | req/s off | req/s on | change | p50 off → on (ms) | p99 off → on (ms) | CPU ms/request off → on (server + PostgreSQL) | WAL KB/request off → on | errors | history lag after a run (max) |');
+    console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');
+    console.log('| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p99 off → on (ms) | WAL KB/request off → on | errors | history lag after a run (max) |');
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS.filter((candidate) => candidate.name.includes(values.workload!))) {
       const samples: Measured[][] = [[], []];
@@ -231,6 +253,7 @@ async function main(): Promise<void> {
           samples[index]!.push(await measuredRun(server.child, wal, server.port, duration, connections, rate, workload.request));
           if (server.history) maxLag = Math.max(maxLag, (await askChild<{ lagMs: number }>(server.child, 'drained')).lagMs);
         }
+        if (wal) await vacuum(wal, servers.map((server) => server.schema));
       }
       const [off, on] = samples.map((results) => ({
         rps: median(results.map((r) => r.rps)),
@@ -242,11 +265,12 @@ async function main(): Promise<void> {
         wal: median(results.map((r) => r.walBytes)),
       }));
       const cpu = (mode: typeof off) => mode!.server + mode!.postgres;
-      const cpuChange = ((cpu(on) - cpu(off)) / cpu(off)) * 100;
       const split = (mode: typeof off) => `${cpu(mode).toFixed(2)} (${mode!.server.toFixed(2)} + ${mode!.postgres.toFixed(2)})`;
-      const change = ((on!.rps - off!.rps) / off!.rps) * 100;
+      const [offRuns, onRuns] = samples as [Measured[], Measured[]];
+      const rpsChange = pairedChange(offRuns.map((r) => r.rps), onRuns.map((r) => r.rps));
+      const cpuChange = pairedChange(offRuns.map((r) => r.serverCpuMs + r.postgresCpuMs), onRuns.map((r) => r.serverCpuMs + r.postgresCpuMs));
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} | ${on!.rps.toFixed(0)} | ${change >= 0 ? '+' : ''}${change.toFixed(1)}% | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${split(off)} → ${split(on)}, ${cpuChange >= 0 ? '+' : ''}${cpuChange.toFixed(1)}% | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ${split(on)} | ${cpuChange} | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {
