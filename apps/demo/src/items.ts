@@ -13,8 +13,19 @@ function checkTitle(title: string): string {
   return text;
 }
 
-export async function addItem(items: Collection<Item>, existing: readonly ItemRecord[], title: string): Promise<ItemRecord> {
-  return items.create({ title: checkTitle(title), done: 0, position: positionAtEnd(existing) });
+// Adds to one list run one after another: someone typing fast submits the next task before the
+// previous one is stored, and each must be placed after the one before it.
+const pendingAdds = new WeakMap<Collection<Item>, Promise<unknown>>();
+
+/** Appends a task, placed after every task stored so far (including adds still in flight). */
+export function addItem(items: Collection<Item>, title: string): Promise<ItemRecord> {
+  const text = checkTitle(title);
+  const previous = pendingAdds.get(items) ?? Promise.resolve();
+  const added = previous
+    .catch(() => undefined)
+    .then(async () => items.create({ title: text, done: 0, position: positionAtEnd(await items.list()) }));
+  pendingAdds.set(items, added);
+  return added;
 }
 
 export async function renameItem(items: Collection<Item>, id: string, title: string): Promise<void> {

@@ -351,14 +351,18 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await visible(page.getByText('These lists are stored in this browser and never synced.'));
     await page.getByLabel('New list').fill('Packing');
     await page.getByRole('button', { name: 'Create list' }).click();
-    await page.getByLabel('New task').fill('Passport');
-    await page.getByRole('button', { name: 'Add task' }).click();
-    await page.getByLabel('New task').fill('Charger');
-    await page.getByRole('button', { name: 'Add task' }).click();
-    await poll(() => taskTitles(page)).toEqual(['Passport', 'Charger']);
+    // Typed one after another without waiting: each add clears the field at once, none is lost
+    // and they keep the order they were typed in.
+    const packing = ['Passport', 'Charger', 'Adapter'];
+    for (const title of packing) {
+      await page.getByLabel('New task').fill(title);
+      await page.getByRole('button', { name: 'Add task' }).click();
+    }
+    await poll(() => taskTitles(page)).toEqual(packing);
+    expect(await page.getByLabel('New task').inputValue()).toBe('');
     expect(await page.getByRole('button', { name: 'Share…' }).count()).toBe(0);
     await page.reload();
-    await poll(() => taskTitles(page)).toEqual(['Passport', 'Charger']);
+    await poll(() => taskTitles(page)).toEqual(packing);
     await screenshot(page, '10-local-only');
     expect(apiRequests).toEqual([]);
   });

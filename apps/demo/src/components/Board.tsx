@@ -149,9 +149,17 @@ export function Board({ workspace, entry, online, onDeleted }: Props) {
           class="add-item inline"
           onSubmit={(event) => {
             event.preventDefault();
+            // Clear the field at once so the next task can be typed while this one is stored;
+            // give the text back if it could not be added (and nothing new was typed since).
+            const title = newTitle;
+            setNewTitle('');
             void run(async () => {
-              await addItem(items, sorted, newTitle);
-              setNewTitle('');
+              try {
+                await addItem(items, title);
+              } catch (caught) {
+                setNewTitle((typed) => (typed === '' ? title : typed));
+                throw caught;
+              }
             });
           }}
         >
