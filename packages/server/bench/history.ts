@@ -7,7 +7,9 @@
  *     [--history-settings '{"history_drain_delay_ms": 1000}'] \
  *     [--url postgresql://postgres@127.0.0.1:5432/test]
  *
- * Workloads (autocannon, C connections; R alternating rounds of S seconds per mode, medians
+ * Workloads (autocannon, C connections, as fast as the server goes; with `--rate N`, an
+ * open-loop load of N evenly spaced requests per second instead, for latencies under a load
+ * below saturation. R alternating rounds of S seconds per mode after a warm-up, medians
  * reported; one fresh store per mode, both servers up side by side):
  *   - POST one record, always to the same collection;
  *   - POST one record to one of 20 collections of the same bucket (history entries of a
@@ -19,6 +21,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,12 +141,14 @@ interface Result {
   errors: number;
 }
 
-async function run(port: number, duration: number, connections: number, rate: number | undefined, request: () => { method: string; path: string; body: string }): Promise<Result> {
+type RequestSpec = () => { method: string; path: string; body: string };
+
+async function run(port: number, duration: number, connections: number, rate: number | undefined, request: RequestSpec): Promise<Result> {
+  if (rate) return pacedRun(port, duration, rate, request);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     duration,
     connections,
-    ...(rate ? { overallRate: rate } : {}),
     headers: { authorization: AUTH, 'content-type': 'application/json' },
     requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, ...request() }) }],
   } as never);
@@ -151,7 +156,50 @@ async function run(port: number, duration: number, connections: number, rate: nu
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors };
 }
 
-const WORKLOADS: Array<{ name: string; request: () => { method: string; path: string; body: string } }> = [
+/**
+ * A fixed offered load, open loop: request i leaves at start + i/rate whether or not the
+ * earlier ones were answered (a slower server faces a growing queue, as with real users),
+ * each on a free keep-alive connection. autocannon's `overallRate` instead sends each
+ * second's quota in a burst at the top of the second, which measures queueing in the burst.
+ * Latency runs from the request's departure to the end of its response.
+ */
+async function pacedRun(port: number, duration: number, rate: number, request: RequestSpec): Promise<Result> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
+  const latencies: number[] = [];
+  let errors = 0;
+  const send = (spec: ReturnType<RequestSpec>) =>
+    new Promise<void>((resolve) => {
+      const sent = performance.now();
+      const outgoing = http.request({ host: '127.0.0.1', port, agent, method: spec.method, path: spec.path, headers: { authorization: AUTH, 'content-type': 'application/json' } }, (response) => {
+        response.resume();
+        response.on('end', () => {
+          if (response.statusCode! >= 400) errors++;
+          else latencies.push(performance.now() - sent);
+          resolve();
+        });
+      });
+      outgoing.on('error', () => {
+        errors++;
+        resolve();
+      });
+      outgoing.end(spec.body);
+    });
+  const pending: Array<Promise<void>> = [];
+  const start = performance.now();
+  const total = Math.round(rate * duration);
+  for (let i = 0; i < total; i++) {
+    const wait = start + (i * 1000) / rate - performance.now();
+    if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    pending.push(send(request()));
+  }
+  await Promise.all(pending);
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  return { rps: latencies.length / duration, p50: at(0.5), p99: at(0.99), errors };
+}
+
+const WORKLOADS: Array<{ name: string; request: RequestSpec }> = [
   { name: 'POST record, one collection', request: () => ({ method: 'POST', path: '/v1/buckets/bench/collections/c0/records', body: '{"data":{"title":"x","n":1}}' }) },
   {
     name: `POST record, ${COLLECTIONS} collections`,
@@ -210,8 +258,8 @@ async function main(): Promise<void> {
       duration: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '5' },
       connections: { type: 'string', default: '10' },
-      // Requests per second for all connections together (unset: as fast as the server goes).
-      // Below saturation, the latencies show what a write costs more, free of queueing.
+      // Offered requests per second, paced (unset: autocannon as fast as the server goes).
+      // Below saturation, the latencies show what a write costs more under a steady load.
       rate: { type: 'string' },
       // Settings of the server with history on, as JSON.
       'history-settings': { type: 'string', default: '{}' },
@@ -240,11 +288,14 @@ async function main(): Promise<void> {
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
     console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');
-    console.log('| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p99 off → on (ms) | WAL KB/request off → on | errors | history lag after a run (max) |');
-    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    console.log('| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p50 change | p99 off → on (ms) | p99 change | WAL KB/request off → on | errors | history lag after a run (max) |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS.filter((candidate) => candidate.name.includes(values.workload!))) {
       const samples: Measured[][] = [[], []];
       let maxLag = 0;
+      // Unrecorded warm-up: the first seconds of a workload run on cold JIT, caches and pool.
+      for (const server of servers) await run(server.port, Math.min(duration, 2), connections, rate, workload.request);
+      if (wal) await vacuum(wal, servers.map((server) => server.schema));
       for (let round = 0; round < rounds; round++) {
         // ABBA order (off, on, on, off...): whatever the previous run leaves behind (dirty
         // buffers, WAL to flush, a checkpoint) falls on both modes alike.
@@ -269,8 +320,11 @@ async function main(): Promise<void> {
       const [offRuns, onRuns] = samples as [Measured[], Measured[]];
       const rpsChange = pairedChange(offRuns.map((r) => r.rps), onRuns.map((r) => r.rps));
       const cpuChange = pairedChange(offRuns.map((r) => r.serverCpuMs + r.postgresCpuMs), onRuns.map((r) => r.serverCpuMs + r.postgresCpuMs));
+      const p50Change = pairedChange(offRuns.map((r) => r.p50), onRuns.map((r) => r.p50));
+      const p99Change = pairedChange(offRuns.map((r) => r.p99), onRuns.map((r) => r.p99));
+      const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ${split(on)} | ${cpuChange} | ${off!.p50} → ${on!.p50} | ${off!.p99} → ${on!.p99} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ${split(on)} | ${cpuChange} | ${ms(off!.p50)} → ${ms(on!.p50)} | ${p50Change} | ${ms(off!.p99)} → ${ms(on!.p99)} | ${p99Change} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {
