@@ -20,7 +20,7 @@ import { createNotFoundHandler } from './http/redirects.js';
 import { splitUrl } from './http/url.js';
 import { createListeners } from './listeners/config.js';
 import { Authorizer } from './permission/authorizer.js';
-import { batchSession, type Services } from './request-context.js';
+import { attachBatch, batchSession, type Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
@@ -110,8 +110,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 
   // One autocommit query per authenticated request; inside a batch, through its transaction
   // (on PGlite the store itself waits for that transaction to end).
-  const membershipReader = () => batchSession() ?? services.storage;
+  app.decorateRequest('batch', null);
   app.addHook('onRequest', async (request, reply) => {
+    attachBatch(request);
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
     // than matching `/v1/buckets/` as a bucket with an empty id.
@@ -119,8 +120,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
-    const ip = batchSession() ? undefined : request.ip;
-    request.identity = await authenticate(services.policies, { headers: request.headers, ...(ip ? { ip } : {}) }, membershipReader);
+    const batch = batchSession(request);
+    const auth = { headers: request.headers, ...(batch ? { batch } : { ip: request.ip }) };
+    request.identity = await authenticate(services.policies, auth, batch ?? services.storage);
   });
 
   registerOpenApi(app);

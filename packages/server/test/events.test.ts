@@ -167,6 +167,40 @@ describe('events (§10)', { timeout: 30_000 }, () => {
     expect((await app.inject({ method: 'GET', url: '/v1/buckets/b/collections/c/records/ok1', headers: alice })).statusCode).toBe(404);
   });
 
+  // Sub-requests find the batch's transaction through a header naming the batch
+  // (request-context.ts). Nobody else can use it: not a client, not a sub-request.
+  it('the batch header does nothing on a request that is not part of a batch', async () => {
+    const forged = { ...alice, 'x-quire-batch': 'a-batch-that-does-not-exist' };
+    const injected = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/forged1', headers: forged });
+    expect(injected.statusCode).toBe(201);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    const overHttp = await fetch(`http://127.0.0.1:${port}/v1/buckets/b/collections/c/records/forged2`, { method: 'PUT', headers: forged });
+    expect(overHttp.status).toBe(201);
+    for (const id of ['forged1', 'forged2']) {
+      expect((await app.inject({ method: 'GET', url: `/v1/buckets/b/collections/c/records/${id}`, headers: alice })).statusCode).toBe(200);
+    }
+    // Each one a request of its own, committed at once.
+    const created = recorder.committed.flat().filter((event) => event.payload.action === 'create');
+    expect(created.map((event) => event.impactedObjects[0]!.new.id)).toEqual(['forged1', 'forged2']);
+  });
+
+  it('a sub-request naming another batch in its headers still runs in its own batch (rolled back with it)', async () => {
+    recorder.failOn = 'boom3';
+    const res = await app.inject({
+      method: 'POST', url: '/v1/batch', headers: alice,
+      payload: {
+        requests: [
+          { method: 'PUT', path: '/buckets/b/collections/c/records/ok3', headers: { 'X-Quire-Batch': 'another-batch' } },
+          { method: 'PUT', path: '/buckets/b/collections/c/records/boom3' },
+        ],
+      },
+    });
+    expect(res.statusCode).toBe(500);
+    recorder.failOn = null;
+    expect((await app.inject({ method: 'GET', url: '/v1/buckets/b/collections/c/records/ok3', headers: alice })).statusCode).toBe(404);
+  });
+
   it('refused requests emit nothing', async () => {
     const res = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/r1', headers: alice, payload: { data: 'nope' } });
     expect(res.statusCode).toBe(400);

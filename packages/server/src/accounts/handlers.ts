@@ -107,12 +107,13 @@ function requirePassword(data: Record<string, unknown>): string {
 export function createAccountHandlers(services: Services, policy: AccountPolicy, mails: AccountMails | null) {
   const { storage, settings, authorizer, events } = services;
   /** Sessions that deliver the account events (§10) to the configured listeners. */
-  const withSession = <T>(mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>) => events.withSession(storage, mode, fn);
+  const withSession = <T>(request: FastifyRequest, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>) =>
+    events.withSession(request, storage, mode, fn);
 
   /** Events carry the account without its password hash, as the responses do. */
-  function emitChange(request: FastifyRequest, action: 'create' | 'update' | 'delete', stored: StoredObject | Tombstone, old: StoredObject | null): void {
+  function emitChange(session: StorageSession, request: FastifyRequest, action: 'create' | 'update' | 'delete', stored: StoredObject | Tombstone, old: StoredObject | null): void {
     const shown = (object: StoredObject | Tombstone) => publicAccount({ ...object }) as StoredObject;
-    events.emit(request, {
+    events.emit(session, request, {
       resourceName: 'account',
       parentId: ACCOUNT_SCOPE.parentId,
       action,
@@ -201,7 +202,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     const owner = accountUserId(id);
     acl.write = [...new Set([...(acl.write ?? []), owner])];
     await session.setPermissions(accountUri(id), acl);
-    emitChange(reply.request, existing ? 'update' : 'create', stored, existing);
+    emitChange(session, reply.request, existing ? 'update' : 'create', stored, existing);
 
     if (!existing && settings.account_validation && mails) {
       const key = await createActivationKey(session, settings, id);
@@ -240,7 +241,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     const preconditions = parsePreconditions(request.headers);
     const ownId = accountIdOf(identity.userId);
 
-    return withSession('read', async (session) => {
+    return withSession(request, 'read', async (session) => {
       const timestamp = await session.resourceTimestamp(ACCOUNT_SCOPE);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
@@ -286,7 +287,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
           : invalidParameter('body', 'data.id', 'Accounts must have an ID.');
       }
       const id = validateAccountId(givenId);
-      const result = await withSession('write', async (session) => {
+      const result = await withSession(request, 'write', async (session) => {
         const existing = await session.get(ACCOUNT_SCOPE, id);
         if (existing) {
           // POST of an existing id answers it unchanged (§2), to those who may read it.
@@ -308,7 +309,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const id = (request.params as { account_id: string }).account_id;
       const preconditions = parsePreconditions(request.headers);
       const query = parseListQuery(splitUrl(request.raw.url).query);
-      return withSession('read', async (session) => {
+      return withSession(request, 'read', async (session) => {
         if (!(await may(session, identity, id, 'read'))) throw denied(services, identity);
         validateAccountId(id);
         const account = await session.get(ACCOUNT_SCOPE, id);
@@ -329,7 +330,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const preconditions = parsePreconditions(request.headers);
       const body = parseBody(request.body, { patch: false });
       let usedTemporaryPassword = false;
-      const result = await withSession('write', async (session) => {
+      const result = await withSession(request, 'write', async (session) => {
         const existing = await session.get(ACCOUNT_SCOPE, id);
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') {
           const access = await requireWrite(session, request, id, body.data);
@@ -365,7 +366,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const body = parseBody(request.body, { patch: true });
       if (body.data === undefined && body.permissions === undefined) throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
       let usedTemporaryPassword = false;
-      const result = await withSession('write', async (session) => {
+      const result = await withSession(request, 'write', async (session) => {
         const existing = await session.get(ACCOUNT_SCOPE, id);
         const access = await requireWrite(session, request, id, body.data);
         validateAccountId(id);
@@ -388,7 +389,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         const acl = mergePermissions(await aclOf(session, id), body.permissions ?? {}, type);
         acl.write = [...new Set([...(acl.write ?? []), accountUserId(id)])];
         await session.setPermissions(accountUri(id), acl);
-        emitChange(request, 'update', stored, existing);
+        emitChange(session, request, 'update', stored, existing);
         setTimestampHeaders(reply, stored.last_modified);
 
         return { data: patchResponseData(behavior, changes, publicAccount(stored), existing), permissions: acl };
@@ -402,7 +403,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const id = (request.params as { account_id: string }).account_id;
       const preconditions = parsePreconditions(request.headers);
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
-      const result = await withSession('write', async (session) => {
+      const result = await withSession(request, 'write', async (session) => {
         if (!(await may(session, identity, id, 'write'))) throw denied(services, identity);
         validateAccountId(id);
         const existing = await session.get(ACCOUNT_SCOPE, id);
@@ -412,7 +413,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         const tombstone = await session.delete(ACCOUNT_SCOPE, id, writeOptions(suppliedValue, existing));
         // As Kinto: the account's own ACEs go; its principal stays wherever others listed it.
         await session.deletePermissionsTree(accountUri(id));
-        emitChange(request, 'delete', tombstone, existing);
+        emitChange(session, request, 'delete', tombstone, existing);
         setTimestampHeaders(reply, tombstone.last_modified);
         return { data: tombstone };
       });

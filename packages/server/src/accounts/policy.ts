@@ -7,7 +7,6 @@
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AuthPolicy } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
-import { batchSession } from '../request-context.js';
 import type { Storage } from '../storage/types.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
@@ -53,7 +52,7 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
     challenge: 'Basic realm="Realm"',
     credentials,
     limiter,
-    async authenticate({ headers, ip: address }) {
+    async authenticate({ headers, ip: address, batch }) {
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
       const { username: id, password } = given;
@@ -65,7 +64,7 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
       if (credentials.has(id, password)) return accountUserId(id);
 
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
-      const account = await (batchSession() ?? storage).get(ACCOUNT_SCOPE, id);
+      const account = await (batch ?? storage).get(ACCOUNT_SCOPE, id);
       if (!account || typeof account.password !== 'string') return null;
       if (settings.account_validation && account.validated === false) return null;
       if (!(await verifyPassword(account.password, password))) {

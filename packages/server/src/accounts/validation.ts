@@ -38,12 +38,12 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
   return {
     async validate(request: FastifyRequest) {
       const { account_id: id, key } = request.params as { account_id: string; key: string };
-      const account = await events.withSession(storage, 'write', async (session) => {
+      const account = await events.withSession(request, storage, 'write', async (session) => {
         const existing = await session.get(ACCOUNT_SCOPE, id);
         if (!existing || !(await consumeActivationKey(session, id, key))) throw keyMismatch();
         const { id: _id, last_modified: _lastModified, ...data } = existing;
         const updated = await session.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
-        events.emit(request, {
+        events.emit(session, request, {
           resourceName: 'account',
           parentId: ACCOUNT_SCOPE.parentId,
           action: 'update',
@@ -66,7 +66,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
       if (!emailPattern.test(id)) {
         throw invalidParameter('body', 'data.id', `The user id should match ${settings.account_validation_email_regexp}.`);
       }
-      const issued = await events.withSession(storage, 'write', async (session) => {
+      const issued = await events.withSession(request, storage, 'write', async (session) => {
         const account = await session.get(ACCOUNT_SCOPE, id);
         if (!account) return null;
         return { account, password: await createTemporaryPassword(session, settings, id, account.last_modified) };

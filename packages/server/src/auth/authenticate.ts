@@ -12,12 +12,12 @@ import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, 
 export async function authenticate(
   policies: AuthPolicy[],
   request: AuthRequest,
-  groupsReader: () => Pick<StorageSession, 'listGroupsOf'>,
+  groupsReader: Pick<StorageSession, 'listGroupsOf'>,
 ): Promise<Identity> {
   for (const policy of policies) {
     const userId = await policy.authenticate(request);
     if (!userId) continue;
-    const groups = await groupsReader().listGroupsOf([userId, AUTHENTICATED]);
+    const groups = await groupsReader.listGroupsOf([userId, AUTHENTICATED]);
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;

@@ -1,3 +1,5 @@
+import type { StorageSession } from '../storage/types.js';
+
 /** An authentication policy reads request headers and names the user, or declines. */
 export interface AuthPolicy {
   /** Prefix of the user ids it produces (`basicauth` → `basicauth:<hmac>`). */
@@ -20,6 +22,8 @@ export interface AuthRequest {
    * come from the loopback address, whose allowance they must not exhaust.
    */
   ip?: string;
+  /** The transaction of the batch the request belongs to: reads go through it. */
+  batch?: StorageSession;
 }
 
 /** Who is calling: the user id (null when anonymous) and every principal it holds. */

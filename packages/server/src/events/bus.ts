@@ -6,9 +6,10 @@
  * request), and after commit (never delays nor fails the response).
  *
  * Usage from a view: open the storage session with `events.withSession()` instead of
- * `withSession()`, and call `events.emit()` once the change is stored.
+ * `withSession()`, and call `events.emit(session, ...)` once the change is stored. A request's
+ * events are gathered by its session (the batch's, for a batch), not through AsyncLocalStorage,
+ * whose async hooks would cost every promise (see request-context.ts).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { splitUrl } from '../http/url.js';
 import { batchSession } from '../request-context.js';
@@ -21,7 +22,7 @@ class EventCollector {
   readonly #byKey = new Map<string, ResourceEvent>();
 
   add(event: ResourceEvent): void {
-    const key = JSON.stringify([event.payload.resource_name, event.parentId, event.payload.action]);
+    const key = `${event.payload.action} ${event.payload.resource_name} ${event.parentId}`;
     const existing = this.#byKey.get(key);
     // Same key: one event, impacted objects concatenated, payload of the first occurrence.
     if (existing) existing.impactedObjects.push(...event.impactedObjects);
@@ -31,8 +32,6 @@ class EventCollector {
     }
   }
 }
-
-const collectorScope = new AsyncLocalStorage<EventCollector>();
 
 export interface EmitOptions {
   resourceName: string;
@@ -62,6 +61,8 @@ function eventUri(request: FastifyRequest): string {
 
 export class EventBus {
   readonly #subscribers: EventSubscriber[] = [];
+  /** The events of each open session run by `run()`. */
+  readonly #collectors = new WeakMap<StorageSession, EventCollector>();
   readonly #log: () => FastifyBaseLogger | undefined;
 
   constructor(log: () => FastifyBaseLogger | undefined = () => undefined) {
@@ -86,8 +87,8 @@ export class EventBus {
    * batch delivers the events), else on its own snapshot/transaction, delivering the events it
    * emitted before commit and after commit.
    */
-  withSession<T>(storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
-    const batch = batchSession();
+  withSession<T>(request: FastifyRequest, storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    const batch = batchSession(request);
     if (batch) return fn(batch);
     return this.run(storage, mode, fn);
   }
@@ -96,14 +97,17 @@ export class EventBus {
   async run<T>(storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
     if (this.#subscribers.length === 0) return mode === 'read' ? storage.snapshot(fn) : storage.transaction(fn);
     let collector = new EventCollector();
-    const body = (session: StorageSession) => {
+    const body = async (session: StorageSession) => {
       // A snapshot may run `fn` again (uninitialised scope): start over each attempt.
       collector = new EventCollector();
-      return collectorScope.run(collector, async () => {
+      this.#collectors.set(session, collector);
+      try {
         const value = await fn(session);
         await this.#deliverInTransaction(collector.events, session);
         return value;
-      });
+      } finally {
+        this.#collectors.delete(session);
+      }
     };
     const result = await (mode === 'read' ? storage.snapshot(body) : storage.transaction(body));
     this.#deliverAfterCommit(collector.events);
@@ -111,12 +115,12 @@ export class EventBus {
   }
 
   /**
-   * Records an event of the current request. Call it once the change is stored, inside
-   * `withSession()`/`run()`. Does nothing when no subscriber wants it.
+   * Records an event of `request`. Call it once the change is stored, with the session
+   * `withSession()`/`run()` gave. Does nothing when no subscriber wants it.
    */
-  emit(request: FastifyRequest, options: EmitOptions): void {
+  emit(session: StorageSession, request: FastifyRequest, options: EmitOptions): void {
     if (!this.wants(options.action, options.resourceName)) return;
-    const collector = collectorScope.getStore();
+    const collector = this.#collectors.get(session);
     if (!collector) throw new Error(`event ${options.resourceName}/${options.action} emitted outside events.withSession()`);
     const payload: EventPayload = {
       // The URL's ids, named `<resource>_id` by the routes already (§10.2).

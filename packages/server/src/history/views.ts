@@ -77,9 +77,9 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
     // Read your writes: what committed before this request is moved into the history first.
     // Not inside a batch, whose open transaction the drain would have to wait for; a batch
     // reads the history as the drains after the previous requests left it.
-    if (!batchSession()) await drainer.drainPending(bucketUri);
+    if (!batchSession(request)) await drainer.drainPending(bucketUri);
 
-    return events.withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
+    return events.withSession(request, storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
       const visibility = await access(session, identity, bucketUri, method === 'DELETE');
       const filters = [...userFilters];
       if (visibility === 'shared') {
@@ -111,7 +111,7 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
         });
         const byId = new Map(items.map((item) => [item.id, withoutPrincipals(item) as StoredObject]));
         const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
-        events.emit(request, {
+        events.emit(session, request, {
           resourceName: HISTORY_RESOURCE,
           parentId: bucketUri,
           action: 'delete',

@@ -195,7 +195,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const acl = cleanAcl(withAuthor(services, identity, given ?? previousAcl));
     await session.setPermissions(ref.uri, acl);
     await def.afterWrite?.(session, ref.uri, stored);
-    events.emit(reply.request, {
+    events.emit(session, reply.request, {
       resourceName: def.name, parentId: ref.parentUri, action: existing ? 'update' : 'create', timestamp: stored.last_modified,
       impactedObjects: [existing ? { new: stored, old: existing } : { new: stored }],
     });
@@ -213,7 +213,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
     const permission = method === 'DELETE' ? 'write' : 'read';
 
-    return events.withSession(storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
+    return events.withSession(request, storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
       const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
       if (access.kind === 'none') throw denied(services, identity);
       await ensureParents(session, parent);
@@ -237,7 +237,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
 
       if (method === 'DELETE') return deleteListed(session, scope, items as StoredObject[], query, reply, timestamp);
       if (events.wants('read', def.name)) {
-        events.emit(request, { resourceName: def.name, parentId: scope.parentId, action: 'read', timestamp, impactedObjects: items.map((item) => ({ new: item })) });
+        events.emit(session, request, { resourceName: def.name, parentId: scope.parentId, action: 'read', timestamp, impactedObjects: items.map((item) => ({ new: item })) });
       }
       return { data: query.fields ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[])) : items };
     });
@@ -256,7 +256,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     }
     const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
     const previous = new Map(items.map((item) => [item.id, item]));
-    events.emit(reply.request, {
+    events.emit(session, reply.request, {
       resourceName: def.name, parentId: scope.parentId, action: 'delete', timestamp: newest,
       impactedObjects: tombstones.map((tombstone) => ({ new: tombstone, old: previous.get(tombstone.id) ?? tombstone })),
     });
@@ -283,7 +283,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       if (givenId !== undefined) validateId(givenId);
       const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
 
-      return events.withSession(storage, 'write', async (session) => {
+      return events.withSession(request, storage, 'write', async (session) => {
         const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
@@ -291,7 +291,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
           checkObjectPreconditions(preconditions, existing, existing, { method: 'POST' });
           setTimestampHeaders(reply, existing.last_modified);
           const acl = await aclOf(session, ref.uri);
-          events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: existing.last_modified, impactedObjects: [{ new: existing }] });
+          events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: existing.last_modified, impactedObjects: [{ new: existing }] });
           return { data: existing, permissions: authorizer.visiblePermissions(identity.principals, acl) };
         }
         await requireCreate(session, identity, parent);
@@ -306,7 +306,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const query = parseListQuery(splitUrl(request.raw.url).query);
-      return events.withSession(storage, 'read', async (session) => {
+      return events.withSession(request, storage, 'read', async (session) => {
         await requireObject(session, identity, ref, 'read');
         const object = await session.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);
@@ -315,7 +315,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         setCacheHeaders(reply, identity);
         if (outcome === 'not-modified') return reply.code(304).send();
         const acl = await aclOf(session, ref.uri);
-        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: object.last_modified, impactedObjects: [{ new: object }] });
+        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: object.last_modified, impactedObjects: [{ new: object }] });
         const data = query.fields ? projectFields(object, query.fields) : object;
         return { data, permissions: authorizer.visiblePermissions(identity.principals, acl) };
       });
@@ -326,7 +326,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const body = parseWriteBody(request.body, def);
-      return events.withSession(storage, 'write', async (session) => {
+      return events.withSession(request, storage, 'write', async (session) => {
         const existing = await session.get(scopeOf(ref), ref.id);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
@@ -348,7 +348,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const behavior = responseBehavior(request);
       const type = patchType(request);
-      return events.withSession(storage, 'write', async (session) => {
+      return events.withSession(request, storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id);
         if (!existing) throw objectNotFound(def.name, ref.id);
@@ -364,7 +364,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const acl = cleanAcl(withAuthor(services, identity, merged));
         await session.setPermissions(ref.uri, acl);
         await def.afterWrite?.(session, ref.uri, stored);
-        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
+        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
         setTimestampHeaders(reply, stored.last_modified);
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);
@@ -378,7 +378,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
-      return events.withSession(storage, 'write', async (session) => {
+      return events.withSession(request, storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id);
         if (!existing) throw objectNotFound(def.name, ref.id);
@@ -387,7 +387,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         const tombstone = await session.delete(scopeOf(ref), ref.id, writeOptions(suppliedValue, existing));
         if (def.cascades) await session.deleteTree(ref.uri);
         await session.deletePermissionsTree(ref.uri);
-        events.emit(request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
+        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
         setTimestampHeaders(reply, tombstone.last_modified);
         return { data: tombstone };
       });

@@ -95,9 +95,10 @@ export function inheritedHeaders(request: FastifyRequest): Record<string, string
 export function registerBatch(app: FastifyInstance): void {
   const { settings, storage, events } = app.services;
 
-  async function execute(request: FastifyRequest, sub: SubRequest): Promise<SubResponse> {
+  async function execute(request: FastifyRequest, sub: SubRequest, batchHeaders: Record<string, string>): Promise<SubResponse> {
     const headers: Record<string, string> = { ...inheritedHeaders(request) };
     for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
+    Object.assign(headers, batchHeaders);
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
     const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
     const send = (url: string) => app.inject({ method: sub.method as never, url, headers, ...payload });
@@ -130,10 +131,10 @@ export function registerBatch(app: FastifyInstance): void {
     // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
     // to in-transaction listeners before the batch commits, to the others after.
     const responses = await events.run(storage, 'write', (session) =>
-      runInBatch(session, async () => {
+      runInBatch(session, async (batchHeaders) => {
         const results: SubResponse[] = [];
         for (const sub of requests) {
-          const result = await execute(request, sub);
+          const result = await execute(request, sub, batchHeaders);
           if (result.status >= 500 || result.status === 409) throw subResponseError(result);
           results.push(result);
         }

@@ -16,6 +16,7 @@ import { ID_PATTERN } from '../resource/definition.js';
 import { denied } from '../resource/handlers.js';
 import { UnicityError } from '../storage/errors.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
+import { batchHeaders } from '../request-context.js';
 import { inheritedHeaders } from './batch.js';
 
 const PREFIX = '/v1/buckets/default';
@@ -68,7 +69,7 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw error;
     }
     await session.setPermissions(uri, ownerAcl(request.identity));
-    services.events.emit(request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+    services.events.emit(session, request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
   }
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
@@ -88,7 +89,7 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw invalidParameter('path', 'id', 'Invalid collection id');
     }
 
-    await services.events.withSession(storage, 'write', async (session) => {
+    await services.events.withSession(request, storage, 'write', async (session) => {
       if (!putsBucket) await createIfMissing(request, session, 'bucket', '', bucketId, bucketUri);
       if (collectionId && !putsCollection) {
         const id = decodeURIComponent(collectionId);
@@ -101,7 +102,8 @@ export function registerDefaultBucket(app: FastifyInstance): void {
     if (rest === '' && isPlainObject(body) && isPlainObject(body.data) && body.data.id === 'default') {
       body = { ...body, data: { ...body.data, id: bucketId } };
     }
-    const headers = inheritedHeaders(request);
+    // Inside a batch, the forwarded request joins the batch's transaction.
+    const headers = { ...inheritedHeaders(request), ...batchHeaders(request) };
     if (body !== undefined) headers['content-type'] = request.headers['content-type'] ?? 'application/json';
     const response = await app.inject({
       method: request.method as never,

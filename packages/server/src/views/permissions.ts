@@ -52,7 +52,7 @@ export function registerPermissions(app: FastifyInstance): void {
     const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
     const limit = effectiveLimit(services, query.requestedLimit);
 
-    const page = await withSession(storage, 'read', (session) =>
+    const page = await withSession(request, storage, 'read', (session) =>
       session.listPermissionEntries({
         principals,
         globalGrants: grants.objects,

@@ -72,9 +72,9 @@ function registerFlush(app: FastifyInstance): void {
     url: 'https://kinto.readthedocs.io/en/latest/api/1.x/flush.html',
   };
   registerMethods(app, '/v1/__flush__', {
-    POST: async (_request: FastifyRequest, reply: FastifyReply) => {
+    POST: async (request: FastifyRequest, reply: FastifyReply) => {
       // Inside a batch the flush would wait for the batch's own transaction to end.
-      if (batchSession()) throw invalidParameter('body', 'requests', 'The __flush__ endpoint cannot be called within a batch.');
+      if (batchSession(request)) throw invalidParameter('body', 'requests', 'The __flush__ endpoint cannot be called within a batch.');
       await storage.flush();
       return reply.code(202).send({});
     },
