@@ -74,7 +74,7 @@ describe('pglite migrations', () => {
         JSON.stringify(snapshot),
       ]);
 
-      expect(await migrate(driver)).toContain('004-outbox-complete-entries');
+      expect(await migrate(driver, { upTo: 4 })).toEqual(['004-outbox-complete-entries']);
       const [row] = await driver.query<{ payload: unknown }>('SELECT payload FROM outbox');
       expect(row!.payload).toEqual([
         { action: 'create', target: { data: { id: 'r' }, permissions: { read: ['dave'], write: ['carol'] } }, _read_principals: ['alice', 'bob', 'carol', 'dave'] },
@@ -82,6 +82,31 @@ describe('pglite migrations', () => {
       ]);
       const columns = await driver.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox' ORDER BY column_name`);
       expect(columns.map((column) => column.column_name)).toEqual(['key', 'payload', 'seq', 'topic']);
+    } finally {
+      await driver.close();
+    }
+  }, 30_000);
+
+  it('5 keeps pending outbox payloads, in order, as text keyed by (topic, key, seq)', async () => {
+    const driver = createPgliteDriver();
+    try {
+      expect(await migrate(driver, { upTo: 4 })).toHaveLength(4);
+      const payloads = [[{ action: 'create', n: 1 }], [{ action: 'update', n: 2 }, { action: 'delete', n: 3 }]];
+      for (const payload of payloads) {
+        await driver.query(`INSERT INTO outbox (topic, key, payload) VALUES ('history', '/buckets/b', $1::jsonb)`, [JSON.stringify(payload)]);
+      }
+
+      expect(await migrate(driver)).toEqual(['005-outbox-text-payload']);
+      const rows = await driver.query<{ payload: unknown; type: string }>('SELECT payload::jsonb AS payload, pg_typeof(payload)::text AS type FROM outbox ORDER BY seq');
+      expect(rows).toEqual(payloads.map((payload) => ({ payload, type: 'text' })));
+      const keyColumns = await driver.query<{ column_name: string }>(
+        `SELECT kcu.column_name FROM information_schema.table_constraints tc
+         JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name
+         WHERE tc.table_name = 'outbox' AND tc.constraint_type = 'PRIMARY KEY' ORDER BY kcu.ordinal_position`,
+      );
+      expect(keyColumns.map((column) => column.column_name)).toEqual(['topic', 'key', 'seq']);
+      const indexes = await driver.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'outbox'`);
+      expect(indexes).toHaveLength(1);
     } finally {
       await driver.close();
     }

@@ -331,7 +331,7 @@ class SqlSession implements StorageSession {
     const db = this.#db;
     if (!('beforeCommit' in db)) throw new StorageError('enqueue needs a write transaction');
     for (const { key, payload } of items) {
-      db.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3::jsonb)', [topic, key, JSON.stringify(payload)]);
+      db.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)', [topic, key, JSON.stringify(payload)]);
     }
   }
 
@@ -343,16 +343,21 @@ class SqlSession implements StorageSession {
     // One statement, the data never leaves the database: take the items, store each element
     // of their payloads at first, first + 1..., and move the scope timestamp to the last one.
     const [row] = await this.#query<{ taken: number }>(
-      `WITH taken AS (
-         DELETE FROM outbox WHERE seq IN (
-           SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
-         )
+      // The oldest `limit` items are those this statement sees up to the last one chosen (rows
+      // of transactions still open are invisible to both). A range, not `seq IN (chosen)`:
+      // planned as a semi-join, that subquery is rescanned per row and each rescan skips the
+      // rows already deleted, taking more than `limit`.
+      `WITH chosen AS MATERIALIZED (
+         SELECT seq FROM outbox WHERE topic = $1 AND key = $2 ORDER BY seq LIMIT $3 FOR UPDATE
+       ),
+       taken AS (
+         DELETE FROM outbox WHERE topic = $1 AND key = $2 AND seq <= (SELECT max(seq) FROM chosen)
          RETURNING seq, payload
        ),
        stored AS (
          INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
          SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY taken.seq, element.position) - 1, element.value, FALSE
-         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload) WITH ORDINALITY AS element(value, position)
+         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload::jsonb) WITH ORDINALITY AS element(value, position)
          WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
          RETURNING last_modified
        ),
