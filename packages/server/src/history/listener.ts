@@ -37,6 +37,11 @@ interface Target {
 export function createHistoryListener(settings: Settings, drainer: HistoryDrainer): EventSubscriber {
   const excludedResources = new Set(settings.history_exclude_resources);
   const excludedUsers = new Set(settings.history_exclude_user_ids);
+  /**
+   * The buckets a request's entries went to, for its after-commit phase (keyed by the request's
+   * first event: both phases get the same events).
+   */
+  const enqueuedBuckets = new WeakMap<ResourceEvent, string[]>();
 
   /** The objects of an event that get an entry. */
   function targetsOf(event: ResourceEvent): Target[] {
@@ -111,10 +116,10 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
         HISTORY_TOPIC,
         [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries })),
       );
+      enqueuedBuckets.set(events[0]!, [...byBucket.keys()]);
     },
     afterCommit(events: ResourceEvent[]) {
-      const buckets = new Set(events.flatMap(targetsOf).map((target) => target.bucketUri));
-      for (const bucketUri of buckets) drainer.schedule(bucketUri);
+      for (const bucketUri of enqueuedBuckets.get(events[0]!) ?? []) drainer.schedule(bucketUri);
     },
     close: () => drainer.close(),
   };
