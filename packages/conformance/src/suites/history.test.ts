@@ -181,6 +181,24 @@ describe.runIf(applies)('§13.3 history', () => {
     expect((await history(bucket)).map((e) => `${e.resource_name}:${e.action}`)).toEqual(['bucket:create']);
   });
 
+  it('§8 a batch that writes into a bucket, then deletes it, leaves no entry behind', async () => {
+    const bucket = await createBucket(alice);
+    const res = await post('/batch', {
+      auth: alice,
+      body: {
+        requests: [
+          { method: 'PUT', path: `/buckets/${bucket}/collections/c` },
+          { method: 'PUT', path: `/buckets/${bucket}/collections/c/records/r`, body: { data: { n: 1 } } },
+          { method: 'DELETE', path: `/buckets/${bucket}` },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.json.responses.map((response: { status: number }) => response.status)).toEqual([201, 201, 200]);
+    await createBucket(alice, { id: bucket });
+    expect((await history(bucket)).map((e) => `${e.resource_name}:${e.action}`)).toEqual(['bucket:create']);
+  });
+
   it('§4.5 PATCH with Response-Behavior diff/light answers normally (Kinto 500s here with history on)', async () => {
     const bucket = await createBucket(alice);
     const collection = await createCollection(alice, bucket);

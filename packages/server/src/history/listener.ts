@@ -3,17 +3,19 @@
  *
  * - in the transaction, it builds the request's entries, with the permissions of their
  *   objects as the transaction leaves them (from the ACLs it already read to authorise the
- *   request and wrote: no query), and appends them to the outbox, one row per bucket (one
- *   plain INSERT sent with COMMIT, which touches no shared row: writes to different
- *   collections of a bucket never wait on each other because of history);
- * - after commit, it asks the drainer (drainer.ts) to move them into the bucket's history,
- *   where they get their timestamps. Readers drain first, so a committed change is always
- *   in the history its author reads next.
+ *   request and wrote: no query), and hands them to `appendInCommitOrder`, one item per
+ *   bucket. On PostgreSQL they go to the outbox (one plain INSERT sent with COMMIT, which
+ *   touches no shared row: writes to different collections of a bucket never wait on each
+ *   other because of history). The embedded store, whose transactions run one at a time,
+ *   stores them straight into the history with the same statement's worth of work;
+ * - after commit, it asks the drainer (drainer.ts) to move what was queued into the bucket's
+ *   history, where the entries get their timestamps. Readers drain first, so a committed
+ *   change is always in the history its author reads next.
  */
 import type { Settings } from '../config.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
-import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
+import { HISTORY_TOPIC, historyTarget, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
 
 const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records' };
 
@@ -38,8 +40,8 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
   const excludedResources = new Set(settings.history_exclude_resources);
   const excludedUsers = new Set(settings.history_exclude_user_ids);
   /**
-   * The buckets a request's entries went to, for its after-commit phase (keyed by the request's
-   * first event: both phases get the same events).
+   * The buckets a request's entries were queued for, for its after-commit phase (keyed by the
+   * request's first event: both phases get the same events).
    */
   const enqueuedBuckets = new WeakMap<ResourceEvent, string[]>();
 
@@ -50,8 +52,6 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
     const plural = PLURALS[resourceName];
     if (!plural) return [];
     if (payload.user_id !== null && excludedUsers.has(payload.user_id)) return [];
-    // A deleted bucket takes its history with it (cascade): nothing left to record into.
-    if (resourceName === 'bucket' && payload.action === 'delete') return [];
 
     // parentId: '' (buckets), '/buckets/b' (collections, groups), '/buckets/b/collections/c' (records).
     const parentBucket = parentId.split('/')[2];
@@ -101,7 +101,19 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
     resources: HISTORY_RESOURCES,
     // All the events of a request (a whole batch) at once: one outbox statement.
     async inTransaction(events: ResourceEvent[], session: StorageSession) {
-      const targets = events.flatMap(targetsOf);
+      let targets: Target[] = [];
+      for (const event of events) {
+        if (event.payload.resource_name === 'bucket' && event.payload.action === 'delete') {
+          // A bucket deleted later in the request (a batch) takes the entries before it along
+          // with its history; left to the drain, they would reach a bucket re-created since.
+          // Events are grouped as in Kinto (bus.ts): an object grouped with an event that came
+          // before the deletion goes with it, even if a sub-request re-created the bucket first.
+          const gone = new Set(event.impactedObjects.map((impacted) => `/buckets/${String(impacted.new.id)}`));
+          targets = targets.filter((target) => !gone.has(target.bucketUri));
+        } else {
+          targets.push(...targetsOf(event));
+        }
+      }
       if (targets.length === 0) return;
       const date = isoDate(new Date());
       // As this transaction leaves them; they were read to authorise it or written by it.
@@ -112,11 +124,11 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
         if (!entries) byBucket.set(target.bucketUri, (entries = []));
         entries.push(entryOf(target, date, acls));
       }
-      await session.enqueue(
+      const how = await session.appendInCommitOrder(
         HISTORY_TOPIC,
-        [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries })),
+        [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries, target: historyTarget(bucketUri) })),
       );
-      enqueuedBuckets.set(events[0]!, [...byBucket.keys()]);
+      if (how === 'queued') enqueuedBuckets.set(events[0]!, [...byBucket.keys()]);
     },
     afterCommit(events: ResourceEvent[]) {
       for (const bucketUri of enqueuedBuckets.get(events[0]!) ?? []) drainer.schedule(bucketUri);
