@@ -11,11 +11,9 @@
  * drained coalesce into one more run after the current one.
  *
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
- * On the embedded store nothing is queued (`appendInCommitOrder` stores the entries as their
- * transaction commits); the sweep still moves what an older version may have left.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { OutboxTarget, Scope, Storage } from '../storage/types.js';
+import type { Scope, Storage } from '../storage/types.js';
 
 export const HISTORY_TOPIC = 'history';
 export const HISTORY_RESOURCE = 'history';
@@ -29,14 +27,6 @@ export const READ_PRINCIPALS_FIELD = '_read_principals';
 
 export function historyScope(bucketUri: string): Scope {
   return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
-}
-
-/** Where a bucket's entries go: its history, while the bucket exists (late ones are dropped). */
-export function historyTarget(bucketUri: string): OutboxTarget {
-  return {
-    scope: historyScope(bucketUri),
-    whileExists: { scope: { resourceName: 'bucket', parentId: '' }, id: bucketUri.slice('/buckets/'.length) },
-  };
 }
 
 export interface HistoryDrainerOptions {
@@ -137,7 +127,11 @@ export class HistoryDrainer {
 
   async #drainBucket(bucketUri: string): Promise<void> {
     const { batchSize } = this.#options;
-    const target = historyTarget(bucketUri);
+    const target = {
+      scope: historyScope(bucketUri),
+      // The bucket was deleted since (its history with it): its late entries are dropped.
+      whileExists: { scope: { resourceName: 'bucket', parentId: '' }, id: bucketUri.slice('/buckets/'.length) },
+    };
     for (;;) {
       const taken = await this.#storage.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
       if (taken < batchSize) return;

@@ -3,19 +3,17 @@
  *
  * - in the transaction, it builds the request's entries, with the permissions of their
  *   objects as the transaction leaves them (from the ACLs it already read to authorise the
- *   request and wrote: no query), and hands them to `appendInCommitOrder`, one item per
- *   bucket. On PostgreSQL they go to the outbox (one plain INSERT sent with COMMIT, which
- *   touches no shared row: writes to different collections of a bucket never wait on each
- *   other because of history). The embedded store, whose transactions run one at a time,
- *   stores them straight into the history with the same statement's worth of work;
- * - after commit, it asks the drainer (drainer.ts) to move what was queued into the bucket's
- *   history, where the entries get their timestamps. Readers drain first, so a committed
- *   change is always in the history its author reads next.
+ *   request and wrote: no query), and appends them to the outbox, one row per bucket (one
+ *   plain INSERT sent with COMMIT, which touches no shared row: writes to different
+ *   collections of a bucket never wait on each other because of history);
+ * - after commit, it asks the drainer (drainer.ts) to move them into the bucket's history,
+ *   where they get their timestamps. Readers drain first, so a committed change is always
+ *   in the history its author reads next.
  */
 import type { Settings } from '../config.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
-import { HISTORY_TOPIC, historyTarget, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
+import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
 
 const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records' };
 
@@ -40,8 +38,8 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
   const excludedResources = new Set(settings.history_exclude_resources);
   const excludedUsers = new Set(settings.history_exclude_user_ids);
   /**
-   * The buckets a request's entries were queued for, for its after-commit phase (keyed by the
-   * request's first event: both phases get the same events).
+   * The buckets a request's entries went to, for its after-commit phase (keyed by the request's
+   * first event: both phases get the same events).
    */
   const enqueuedBuckets = new WeakMap<ResourceEvent, string[]>();
 
@@ -105,9 +103,10 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
       for (const event of events) {
         if (event.payload.resource_name === 'bucket' && event.payload.action === 'delete') {
           // A bucket deleted later in the request (a batch) takes the entries before it along
-          // with its history; left to the drain, they would reach a bucket re-created since.
-          // Events are grouped as in Kinto (bus.ts): an object grouped with an event that came
-          // before the deletion goes with it, even if a sub-request re-created the bucket first.
+          // with its history; enqueued at commit, after the deletion cleared the outbox, they
+          // would reach the bucket once re-created. Events are grouped as in Kinto (bus.ts): an
+          // object grouped with an event that came before the deletion goes with it, even if a
+          // sub-request re-created the bucket first.
           const gone = new Set(event.impactedObjects.map((impacted) => `/buckets/${String(impacted.new.id)}`));
           targets = targets.filter((target) => !gone.has(target.bucketUri));
         } else {
@@ -124,11 +123,11 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
         if (!entries) byBucket.set(target.bucketUri, (entries = []));
         entries.push(entryOf(target, date, acls));
       }
-      const how = await session.appendInCommitOrder(
+      await session.enqueue(
         HISTORY_TOPIC,
-        [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries, target: historyTarget(bucketUri) })),
+        [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries })),
       );
-      if (how === 'queued') enqueuedBuckets.set(events[0]!, [...byBucket.keys()]);
+      enqueuedBuckets.set(events[0]!, [...byBucket.keys()]);
     },
     afterCommit(events: ResourceEvent[]) {
       for (const bucketUri of enqueuedBuckets.get(events[0]!) ?? []) drainer.schedule(bucketUri);

@@ -825,57 +825,6 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.outboxKeys(topic)).toEqual([]);
       });
 
-      test('appendInCommitOrder stores the objects in order, as the transaction commits or once moved', async () => {
-        const topic = `t-${randomUUID()}`;
-        const [bucket, other] = [await newBucket(), await newBucket()];
-        const before = await storage.create(targetOf(bucket).scope, 'existing', {});
-        const append = (key: string, payload: unknown[]) =>
-          storage.transaction((session) => session.appendInCommitOrder(topic, [{ key, payload, target: targetOf(key) }]));
-        const how = await storage.transaction((session) =>
-          session.appendInCommitOrder(topic, [
-            { key: bucket, payload: [entry('/r1', 1), entry('/c', 2)], target: targetOf(bucket) },
-            { key: other, payload: [entry('/other', 0)], target: targetOf(other) },
-          ]),
-        );
-        expect(await append(bucket, [{ uri: '/g', n: 3, nested: { list: [1, 'two'] } }])).toBe(how);
-        // Only a store whose transactions run one at a time can stamp in commit order at once.
-        expect(how).toBe(storage.backend === 'pglite' ? 'stored' : 'queued');
-        if (how === 'queued') {
-          expect(await storage.outboxKeys(topic)).toEqual([bucket, other].sort());
-          expect(await storage.moveOutboxToScope(topic, bucket, 10, targetOf(bucket))).toBe(2);
-          expect(await storage.moveOutboxToScope(topic, other, 10, targetOf(other))).toBe(1);
-        }
-        expect(await storage.outboxKeys(topic)).toEqual([]);
-
-        const target = targetOf(bucket);
-        const stored = (await storage.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] })).filter((object) => object.id !== 'existing');
-        expect(stored.map((object) => (object as StoredObject).n)).toEqual([1, 2, 3]);
-        expect(stored[0]!.last_modified).toBeGreaterThan(before.last_modified);
-        expect(new Set(stored.map((object) => object.last_modified)).size).toBe(3);
-        expect(new Set(stored.map((object) => object.id)).size).toBe(3);
-        expect(await storage.resourceTimestamp(target.scope)).toBe(stored[2]!.last_modified);
-        expect(stored[2]).toMatchObject({ uri: '/g', n: 3, nested: { list: [1, 'two'] } });
-        expect((await storage.list(targetOf(other).scope)).map((object) => (object as StoredObject).n)).toEqual([0]);
-
-        // Nothing for a transaction that rolls back, nothing once the owner is gone.
-        await expect(
-          storage.transaction(async (session) => {
-            await session.appendInCommitOrder(topic, [{ key: bucket, payload: [entry('/lost', 4)], target }]);
-            throw new Error('rolled back');
-          }),
-        ).rejects.toThrow('rolled back');
-        await storage.delete(targetOf(other).whileExists.scope, targetOf(other).whileExists.id);
-        await storage.deleteTree(other);
-        const timestamp = await storage.resourceTimestamp(targetOf(other).scope);
-        if ((await append(other, [entry('/late', 5)])) === 'queued') {
-          expect(await storage.moveOutboxToScope(topic, other, 10, targetOf(other))).toBe(1);
-        }
-        expect(await storage.list(targetOf(other).scope)).toEqual([]);
-        expect(await storage.resourceTimestamp(targetOf(other).scope)).toBe(timestamp);
-        expect(await storage.list(target.scope)).toHaveLength(4);
-        expect(await storage.outboxKeys(topic)).toEqual([]);
-      });
-
       test('an item is enqueued with its transaction only', async () => {
         const topic = `t-${randomUUID()}`;
         await expect(

@@ -118,11 +118,6 @@ export interface OutboxTarget {
   whileExists: { scope: Scope; id: string };
 }
 
-/** Objects to store in `target.scope` in commit order (`payload`: an array of their data). */
-export interface AppendInput extends OutboxInput {
-  target: OutboxTarget;
-}
-
 /** Access control entries of one object: permission name → principals. */
 export type Permissions = Record<string, string[]>;
 
@@ -201,16 +196,6 @@ export interface StorageSession {
    * the order they were enqueued.
    */
   enqueue(topic: string, items: OutboxInput[]): Promise<void>;
-
-  /**
-   * Stores each element of each item's payload as an object of the item's `target.scope`, as
-   * `moveOutboxToScope` does, in commit order: timestamps above every other of the scope, so a
-   * `_since` reader never misses one. Where transactions run one at a time (the embedded
-   * store) it is done as this transaction commits: 'stored'. Elsewhere concurrent transactions
-   * may commit in any order, so the items wait in the outbox under (topic, key) for
-   * `moveOutboxToScope` after commit: 'queued'.
-   */
-  appendInCommitOrder(topic: string, items: AppendInput[]): Promise<'stored' | 'queued'>;
 
   /**
    * Moves the oldest `limit` items of (topic, key) into `target.scope`, in the database, in

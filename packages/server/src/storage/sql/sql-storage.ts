@@ -11,7 +11,6 @@
  */
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import type {
-  AppendInput,
   Filter,
   ListOptions,
   OutboxInput,
@@ -98,14 +97,10 @@ class SqlSession implements StorageSession {
    */
   readonly #acls: Map<string, Permissions> | null;
 
-  /** Transactions run one at a time (the driver's `serialTransactions`). */
-  readonly #serial: boolean;
-
-  constructor(db: SqlConnection | SqlTransaction, mode: SessionMode, serial: boolean) {
+  constructor(db: SqlConnection | SqlTransaction, mode: SessionMode) {
     this.#db = db;
     this.#mode = mode;
     this.#acls = mode === 'read' ? null : new Map();
-    this.#serial = serial;
   }
 
   async resourceTimestamp(scope: Scope): Promise<number> {
@@ -338,43 +333,6 @@ class SqlSession implements StorageSession {
     for (const { key, payload } of items) {
       db.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)', [topic, key, JSON.stringify(payload)]);
     }
-  }
-
-  async appendInCommitOrder(topic: string, items: AppendInput[]): Promise<'stored' | 'queued'> {
-    if (!this.#serial) {
-      await this.enqueue(topic, items);
-      return 'queued';
-    }
-    this.#assertWritable();
-    const db = this.#db;
-    if (!('beforeCommit' in db)) throw new StorageError('appendInCommitOrder needs a write transaction');
-    // Last in the transaction, and no other transaction runs meanwhile: stamping now is
-    // stamping in commit order. One statement per item, as moveOutboxToScope's, with the
-    // payload as a parameter instead of outbox rows, and the scope timestamp moved in the
-    // same upsert that locks it (a statement may change a row once only).
-    for (const { payload, target } of items) {
-      const { scope, whileExists } = target;
-      db.beforeCommit(
-        `WITH element AS (
-           SELECT element.value, element.position
-           FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS element(value, position)
-           WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $4 AND resource_name = $5 AND id = $6 AND NOT deleted)
-         ),
-         counted AS (SELECT count(*) AS n FROM element),
-         stamp AS (
-           INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
-           SELECT $1, $2, ${NOW_MS} + n - 1 FROM counted WHERE n > 0
-           ON CONFLICT (parent_id, resource_name)
-             DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + (SELECT n FROM counted))
-           RETURNING t.last_modified AS last
-         )
-         INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
-         SELECT $1, $2, gen_random_uuid()::text, stamp.last - counted.n + element.position, element.value, FALSE
-         FROM stamp CROSS JOIN counted CROSS JOIN element`,
-        [scope.parentId, scope.resourceName, JSON.stringify(payload), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id],
-      );
-    }
-    return 'stored';
   }
 
   async moveOutboxToScope(topic: string, key: string, limit: number, { scope, whileExists }: OutboxTarget): Promise<number> {
@@ -650,7 +608,7 @@ export class SqlStorage implements Storage {
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.backend = driver.name;
-    this.#reader = new SqlSession(driver, 'read', driver.serialTransactions);
+    this.#reader = new SqlSession(driver, 'read');
   }
 
   /**
@@ -662,7 +620,7 @@ export class SqlStorage implements Storage {
   async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'write', this.#driver.serialTransactions)), {
+        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'write')), {
           isolation: 'read committed',
         });
       } catch (error) {
@@ -680,7 +638,7 @@ export class SqlStorage implements Storage {
   async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'snapshot', this.#driver.serialTransactions)), {
+        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'snapshot')), {
           isolation: 'repeatable read',
           readOnly: true,
         });
@@ -762,10 +720,6 @@ export class SqlStorage implements Storage {
 
   enqueue(topic: string, items: OutboxInput[]): Promise<void> {
     return this.transaction((session) => session.enqueue(topic, items));
-  }
-
-  appendInCommitOrder(topic: string, items: AppendInput[]): Promise<'stored' | 'queued'> {
-    return this.transaction((session) => session.appendInCommitOrder(topic, items));
   }
 
   moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number> {

@@ -58,7 +58,6 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
 
   return {
     name: 'postgresql',
-    serialTransactions: false,
     ...wrap(pool),
     async transaction(fn, options) {
       let client: pg.PoolClient;

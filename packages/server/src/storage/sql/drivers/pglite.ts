@@ -32,7 +32,6 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
 
   return {
     name: 'pglite',
-    serialTransactions: true,
     ...wrap(db),
     async transaction(fn, options) {
       // PGlite issues BEGIN/COMMIT/ROLLBACK itself; errors of `fn` must come back unchanged.

@@ -57,28 +57,6 @@ export function describeDriver(name: string, open: () => Promise<SqlDriver>): vo
       await db.exec(`DELETE FROM ${table}`);
     });
 
-    it('runs transactions one at a time exactly when it says so (serialTransactions)', async () => {
-      const db = await driver();
-      let releaseFirst!: () => void;
-      const firstHolds = new Promise<void>((resolve) => (releaseFirst = resolve));
-      const order: string[] = [];
-      const first = db.transaction(async (tx) => {
-        await tx.query(`INSERT INTO ${table} (n) VALUES (1)`);
-        order.push('first began');
-        await firstHolds;
-        order.push('first ends');
-      });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      const second = db.transaction(async () => void order.push('second began'));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      releaseFirst();
-      await Promise.all([first, second]);
-      expect(order).toEqual(
-        db.serialTransactions ? ['first began', 'first ends', 'second began'] : ['first began', 'second began', 'first ends'],
-      );
-      await db.exec(`DELETE FROM ${table}`);
-    });
-
     it('never runs beforeCommit statements of a transaction that throws', async () => {
       const db = await driver();
       await expect(

@@ -41,11 +41,6 @@ export interface SqlDriver extends SqlConnection {
   /** `postgresql` or `pglite`. */
   readonly name: string;
   /**
-   * Whether transactions run one at a time (PGlite's single connection): then a transaction
-   * commits in the order it ran, and work that must follow commit order can be done in it.
-   */
-  readonly serialTransactions: boolean;
-  /**
    * Runs `fn` between BEGIN and COMMIT on one connection; rolls back and rethrows when `fn`
    * throws. Errors thrown by `fn` itself are rethrown unchanged.
    */
