@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,11 +54,28 @@ describe('quire command', () => {
     const url = await first.listening;
     const put = await fetch(`${url}buckets/kept`, { method: 'PUT', headers: { Authorization: auth } });
     expect(put.status).toBe(201);
-    // A request in flight when SIGTERM arrives still gets its answer.
-    const inFlight = fetch(`${url}buckets/kept/collections/c`, { method: 'PUT', headers: { Authorization: auth } });
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    first.child.kill('SIGTERM');
-    expect((await inFlight).status).toBe(201);
+    // A request in flight when SIGTERM arrives still gets its answer. In flight for sure: the
+    // server has taken its headers (it answered `100 Continue`) and waits for its body, which
+    // is sent only after the signal. (A request merely sent a few ms before the signal may
+    // reach a closing server, which rightly answers 503.)
+    const inFlight = new Promise<number>((resolve, reject) => {
+      const body = '{}';
+      const req = http.request(`${url}buckets/kept/collections/c`, {
+        method: 'PUT',
+        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': body.length, Expect: '100-continue' },
+      });
+      req.on('continue', () => {
+        first.child.kill('SIGTERM');
+        setTimeout(() => req.end(body), 100);
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    expect(await inFlight).toBe(201);
     expect(await first.exited).toBe(0);
 
     const second = run(['start'], env);
