@@ -50,14 +50,14 @@ describe('quire command', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'quire-cli-'));
     const env = { QUIRE_DATA_DIR: dataDir, PORT: '0' };
 
-    const first = run(['start'], env);
+    const first = run(['start'], { ...env, QUIRE_LOG_LEVEL: 'info' }); // logs 'shutting down'
     const url = await first.listening;
     const put = await fetch(`${url}buckets/kept`, { method: 'PUT', headers: { Authorization: auth } });
     expect(put.status).toBe(201);
     // A request in flight when SIGTERM arrives still gets its answer. In flight for sure: the
     // server has taken its headers (it answered `100 Continue`) and waits for its body, which
-    // is sent only after the signal. (A request merely sent a few ms before the signal may
-    // reach a closing server, which rightly answers 503.)
+    // is sent once the server says it is shutting down. (A request merely sent a few ms before
+    // the signal may reach a closing server, which rightly answers 503.)
     const inFlight = new Promise<number>((resolve, reject) => {
       const body = '{}';
       const req = http.request(`${url}buckets/kept/collections/c`, {
@@ -66,7 +66,8 @@ describe('quire command', () => {
       });
       req.on('continue', () => {
         first.child.kill('SIGTERM');
-        setTimeout(() => req.end(body), 100);
+        const sendBody = () => (/shutting down/.test(first.output()) ? req.end(body) : setTimeout(sendBody, 10));
+        sendBody();
       });
       req.on('response', (res) => {
         res.resume();
