@@ -8,13 +8,11 @@
  */
 import { Buffer } from 'node:buffer';
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import KintoClient, { type AggregateResponse, type KintoObject } from 'kinto-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
 import { createPgliteStorage } from '../../src/storage/sql/sql-storage.js';
-import type { Storage } from '../../src/storage/types.js';
 
 // A type alias, not an interface: kinto-http wants records assignable to an index signature.
 type Item = {
@@ -33,8 +31,6 @@ interface Call {
 const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const BUCKET = 'compat';
 
-let app: FastifyInstance;
-let storage: Storage;
 let remote: string;
 /** Every HTTP exchange made by the clients, in order (the fetch function is wrapped). */
 const calls: Call[] = [];
@@ -78,19 +74,33 @@ let bob: KintoClient;
 let aliceId: string;
 let bobId: string;
 
-beforeAll(async () => {
-  storage = await createPgliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent' } });
-  app = await buildServer({ settings, storage, logger: false });
+/** A Quire server on a fresh embedded store, listening on a free port. */
+async function startServer(overrides: Record<string, unknown> = {}): Promise<{ url: string; stop: () => Promise<void> }> {
+  const storage = await createPgliteStorage();
+  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides } });
+  const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  remote = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`;
+  return {
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`,
+    stop: async () => {
+      await app.close();
+      await storage.close();
+    },
+  };
+}
+
+let stopServer: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  const server = await startServer();
+  remote = server.url;
+  stopServer = server.stop;
   alice = client('alice');
   bob = client('bob');
 }, 30_000);
 
 afterAll(async () => {
-  await app?.close();
-  await storage?.close();
+  await stopServer?.();
 });
 
 describe('kinto-http against Quire', () => {
@@ -484,24 +494,19 @@ describe('kinto-http against Quire', () => {
 });
 
 describe('kinto-http against Quire with history on', () => {
-  let historyApp: FastifyInstance;
-  let historyStorage: Storage;
+  let stopHistoryServer: (() => Promise<void>) | undefined;
   let writer: KintoClient;
   let stranger: KintoClient;
 
   beforeAll(async () => {
-    historyStorage = await createPgliteStorage();
-    const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', history_enabled: true } });
-    historyApp = await buildServer({ settings, storage: historyStorage, logger: false });
-    await historyApp.listen({ host: '127.0.0.1', port: 0 });
-    const server = `http://127.0.0.1:${(historyApp.server.address() as AddressInfo).port}/v1`;
-    writer = client('alice', server);
-    stranger = client('bob', server);
+    const server = await startServer({ history_enabled: true });
+    stopHistoryServer = server.stop;
+    writer = client('alice', server.url);
+    stranger = client('bob', server.url);
   }, 30_000);
 
   afterAll(async () => {
-    await historyApp?.close();
-    await historyStorage?.close();
+    await stopHistoryServer?.();
   });
 
   it('lists the history with filters and pages, and computes snapshots from it (listRecords at)', async () => {
