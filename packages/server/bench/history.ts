@@ -4,7 +4,7 @@
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/history.ts \
  *     [--backend postgresql|embedded] [--duration S] [--rounds R] [--connections C] [--rate N] [--workload TEXT] \
- *     [--history-settings '{"history_drain_delay_ms": 1000}'] \
+ *     [--history-settings '{"history_drain_delay_ms": 1000}'] [--history-preload N] \
  *     [--url postgresql://postgres@127.0.0.1:5432/test]
  *
  * Workloads (autocannon, C connections, as fast as the server goes; with `--rate N`, an
@@ -15,6 +15,9 @@
  *   - POST one record to one of 20 collections of the same bucket (history entries of a
  *     bucket share one timestamp sequence, so this shows any added contention);
  *   - POST /batch of 25 record PUTs to one collection.
+ *
+ * `--history-preload N` (PostgreSQL) first stores N entries in the bench bucket's history, as
+ * months of writes would leave it, to show whether a long history slows writes down.
  *
  * As in bench/http.ts the server runs in a CHILD process, so that autocannon's parsing does
  * not share the server's event loop. PostgreSQL: a fresh schema per mode, dropped at the end.
@@ -33,7 +36,7 @@ import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
-import { HISTORY_TOPIC } from '../src/history/drainer.js';
+import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
 import { askChild, childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 
@@ -251,6 +254,43 @@ async function vacuum(client: pg.Client, schemas: string[]): Promise<void> {
   }
 }
 
+/**
+ * Stores `count` history entries of the usual shape (a record created by the bench's user)
+ * in the bucket's history, timestamped before now so that new entries come after them, with
+ * random ids as the drainer gives them.
+ */
+async function preloadHistory(client: pg.Client, schema: string, count: number): Promise<void> {
+  const bucket = '/buckets/bench';
+  const principal = 'basicauth:' + 'f'.repeat(64);
+  const first = Date.now() - count - 1;
+  await client.query(`SET search_path = ${client.escapeIdentifier(schema)}`);
+  await client.query(
+    `INSERT INTO history (parent_id, resource_name, id, last_modified, data, deleted)
+     SELECT $1, 'history', gen_random_uuid()::text, $2::bigint + record.n, jsonb_build_object(
+       'action', 'create', 'resource_name', 'record', 'uri', $1 || '/collections/c' || record.n % 20 || '/records/' || record.id,
+       'user_id', $3::text, 'date', '2026-11-22T10:00:00.000000+00:00', 'collection_id', 'c' || record.n % 20, 'record_id', record.id,
+       'target', jsonb_build_object('data', jsonb_build_object('id', record.id, 'last_modified', $2::bigint + record.n, 'title', 'x', 'n', 1),
+                                    'permissions', jsonb_build_object('write', jsonb_build_array($3::text))),
+       $5::text, jsonb_build_array($3::text)), FALSE
+     FROM (SELECT n, gen_random_uuid()::text AS id FROM generate_series(1, $4::int) AS n) AS record`,
+    [bucket, first, principal, count, READ_PRINCIPALS_FIELD],
+  );
+  await client.query(
+    `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, 'history', $2)
+     ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(timestamps.last_modified, EXCLUDED.last_modified)`,
+    [bucket, first + count],
+  );
+  await client.query('RESET search_path');
+  // Settled, as months-old rows are: visibility map and hint bits set, dirty pages on disk.
+  await client.query(`VACUUM (ANALYZE) ${client.escapeIdentifier(schema)}.history`);
+  await client.query('CHECKPOINT');
+  const { rows } = await client.query<{ table: string; indexes: string }>(
+    `SELECT pg_size_pretty(pg_table_size($1::regclass)) AS table, pg_size_pretty(pg_indexes_size($1::regclass)) AS indexes`,
+    [`${schema}.history`],
+  );
+  console.log(`history preloaded: ${count} entries; history table ${rows[0]!.table}, its index ${rows[0]!.indexes}`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -265,6 +305,8 @@ async function main(): Promise<void> {
       'history-settings': { type: 'string', default: '{}' },
       // Runs only the workloads whose name contains this text.
       workload: { type: 'string', default: '' },
+      // Entries stored in the history before the runs (PostgreSQL only).
+      'history-preload': { type: 'string', default: '0' },
       url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
     },
   });
@@ -273,6 +315,8 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
   const rate = values.rate === undefined ? undefined : Number(values.rate);
+  const preload = Number(values['history-preload']);
+  if (preload > 0 && backend !== 'postgresql') throw new Error('--history-preload needs --backend postgresql');
   // Both servers run side by side and the runs alternate, so that a change of machine load
   // affects both modes alike; medians over the rounds are reported.
   const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
@@ -285,6 +329,7 @@ async function main(): Promise<void> {
       const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
       const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history, historySettings: JSON.parse(values['history-settings']!) });
       servers.push({ history, child, port, schema, dataDir });
+      if (history && preload > 0) await preloadHistory(wal!, schema, preload);
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
     console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');

@@ -13,10 +13,10 @@
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Scope, Storage } from '../storage/types.js';
+import { HISTORY_RESOURCE, type Scope, type Storage } from '../storage/types.js';
 
+export { HISTORY_RESOURCE };
 export const HISTORY_TOPIC = 'history';
-export const HISTORY_RESOURCE = 'history';
 
 /**
  * Principals who may read an entry, kept in the entry itself (one insert, no ACE rows). The

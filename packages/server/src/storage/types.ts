@@ -33,6 +33,13 @@ export interface Scope {
   parentId: string;
 }
 
+/**
+ * The resource of history entries (parentId: the bucket URI). Its scopes are append-only logs,
+ * filled by `moveOutboxToScope` only: `create`, `update` and `insertMany` refuse them, and
+ * `get` may scan the scope (SQL: a table of their own, indexed by timestamp; sql-storage.ts).
+ */
+export const HISTORY_RESOURCE = 'history';
+
 export type FilterOperator =
   | 'eq'
   | 'not'

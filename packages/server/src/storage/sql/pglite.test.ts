@@ -96,7 +96,7 @@ describe('pglite migrations', () => {
         await driver.query(`INSERT INTO outbox (topic, key, payload) VALUES ('history', '/buckets/b', $1::jsonb)`, [JSON.stringify(payload)]);
       }
 
-      expect(await migrate(driver)).toEqual(['005-outbox-text-payload']);
+      expect(await migrate(driver, { upTo: 5 })).toEqual(['005-outbox-text-payload']);
       const rows = await driver.query<{ payload: unknown; type: string }>('SELECT payload::jsonb AS payload, pg_typeof(payload)::text AS type FROM outbox ORDER BY seq');
       expect(rows).toEqual(payloads.map((payload) => ({ payload, type: 'text' })));
       const keyColumns = await driver.query<{ column_name: string }>(
@@ -107,6 +107,32 @@ describe('pglite migrations', () => {
       expect(keyColumns.map((column) => column.column_name)).toEqual(['topic', 'key', 'seq']);
       const indexes = await driver.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'outbox'`);
       expect(indexes).toHaveLength(1);
+    } finally {
+      await driver.close();
+    }
+  }, 30_000);
+
+  it('6 moves the history entries, live and deleted, out of the objects table into their own', async () => {
+    const driver = createPgliteDriver();
+    try {
+      expect(await migrate(driver, { upTo: 5 })).toHaveLength(5);
+      const rows = [
+        ['/buckets/b', 'history', 'e1', 10, '{"action": "create", "uri": "/buckets/b"}', false],
+        ['/buckets/b', 'history', 'e2', 12, '{"deleted": true}', true],
+        ['/buckets/b', 'collection', 'c', 11, '{}', false],
+        ['/buckets/b/collections/c', 'record', 'history', 13, '{"title": "named history"}', false],
+      ];
+      for (const row of rows) {
+        await driver.query('INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted) VALUES ($1, $2, $3, $4, $5::jsonb, $6)', row);
+      }
+
+      expect(await migrate(driver)).toEqual(['006-history-table']);
+      const listed = (table: string) => driver.query(`SELECT parent_id, resource_name, id, last_modified, data, deleted FROM ${table} ORDER BY last_modified`);
+      expect(await listed('history')).toEqual([
+        { parent_id: '/buckets/b', resource_name: 'history', id: 'e1', last_modified: 10, data: { action: 'create', uri: '/buckets/b' }, deleted: false },
+        { parent_id: '/buckets/b', resource_name: 'history', id: 'e2', last_modified: 12, data: { deleted: true }, deleted: true },
+      ]);
+      expect((await listed('objects')).map((row) => row.id)).toEqual(['c', 'history']);
     } finally {
       await driver.close();
     }

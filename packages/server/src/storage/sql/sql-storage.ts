@@ -10,26 +10,36 @@
  * (Kinto issues #602 and #3393). The clock is the database's, not the process's.
  */
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
-import type {
-  Filter,
-  ListOptions,
-  OutboxInput,
-  OutboxTarget,
-  PermissionEntriesQuery,
-  PermissionEntry,
-  Permissions,
-  Scope,
-  Storage,
-  StorageSession,
-  StoredObject,
-  Tombstone,
-  WriteOptions,
+import {
+  HISTORY_RESOURCE,
+  type Filter,
+  type ListOptions,
+  type OutboxInput,
+  type OutboxTarget,
+  type PermissionEntriesQuery,
+  type PermissionEntry,
+  type Permissions,
+  type Scope,
+  type Storage,
+  type StorageSession,
+  type StoredObject,
+  type Tombstone,
+  type WriteOptions,
 } from '../types.js';
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
 import { sqlState, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
+
+/**
+ * The table holding a scope's objects. History entries have their own (migration 006): an
+ * append-only log keyed by timestamp, so that however long it grows, writes only ever append
+ * to it, and never land among its old pages in the table every write inserts into.
+ */
+function tableOf(scope: Scope): 'objects' | 'history' {
+  return scope.resourceName === HISTORY_RESOURCE ? 'history' : 'objects';
+}
 
 /** The database clock in integer milliseconds. */
 const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
@@ -152,6 +162,7 @@ class SqlSession implements StorageSession {
 
   async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
     this.#assertWritable();
+    this.#assertNotLog(scope);
     if (objects.length === 0) return [];
     const items = objects.map(({ id, data }) => {
       const { id: _id, last_modified: _lastModified, ...attributes } = data;
@@ -184,7 +195,7 @@ class SqlSession implements StorageSession {
     if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
     const timestamp = await this.#stamp(scope, id, options?.lastModified);
     await this.#query(
-      `UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = $5
+      `UPDATE ${tableOf(scope)} SET deleted = TRUE, data = $4::jsonb, last_modified = $5
        WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
       [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
     );
@@ -201,17 +212,19 @@ class SqlSession implements StorageSession {
     const where = query.where(scope, { ...options, includeDeleted: false });
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    // Matched on the timestamp as well as the id: unique in the scope, and the one index of the
+    // history table. The scope lock keeps both from changing meanwhile.
     const rows = await this.#query<{ id: string; last_modified: number }>(
       `WITH doomed AS (
-         SELECT parent_id, resource_name, id, row_number() OVER (ORDER BY ${orderBy}) AS position
-         FROM objects WHERE ${where} ORDER BY ${orderBy} ${limit}
+         SELECT parent_id, resource_name, id, last_modified, row_number() OVER (ORDER BY ${orderBy}) AS position
+         FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}
        )
-       UPDATE objects SET deleted = TRUE, data = ${query.bind(TOMBSTONE_DATA)}::jsonb,
+       UPDATE ${tableOf(scope)} AS target SET deleted = TRUE, data = ${query.bind(TOMBSTONE_DATA)}::jsonb,
          last_modified = ${query.bind(first)}::bigint + doomed.position - 1
        FROM doomed
-       WHERE objects.parent_id = doomed.parent_id AND objects.resource_name = doomed.resource_name
-         AND objects.id = doomed.id
-       RETURNING objects.id, objects.last_modified`,
+       WHERE target.parent_id = doomed.parent_id AND target.resource_name = doomed.resource_name
+         AND target.last_modified = doomed.last_modified AND target.id = doomed.id
+       RETURNING target.id, target.last_modified`,
       query.params,
     );
     if (rows.length === 0) return [];
@@ -228,7 +241,7 @@ class SqlSession implements StorageSession {
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
     const rows = await this.#query<ObjectRow>(
-      `SELECT id, last_modified, data, deleted FROM objects WHERE ${where} ORDER BY ${orderBy} ${limit}`,
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
       query.params,
     );
     return rows.map((row) => (row.deleted ? toTombstone(row) : toLiveObject(row)));
@@ -237,7 +250,7 @@ class SqlSession implements StorageSession {
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
     const query = new QueryBuilder();
     const where = query.where(scope, { filters });
-    const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM objects WHERE ${where}`, query.params);
+    const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params);
     return row?.count ?? 0;
   }
 
@@ -248,10 +261,11 @@ class SqlSession implements StorageSession {
     await this.#query(`DELETE FROM outbox WHERE key = $1 OR key LIKE $2 ESCAPE '\\'`, [uri, likePrefix(`${uri}/`)]);
     // The scope timestamps stay: a collection deleted then re-created keeps increasing
     // timestamps, so clients holding an old ETag never mistake new data for old.
-    await this.#query(`DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`, [
-      uri,
-      likePrefix(`${uri}/`),
-    ]);
+    await this.#query(
+      `WITH entries AS (DELETE FROM history WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\')
+       DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`,
+      [uri, likePrefix(`${uri}/`)],
+    );
     await this.#query(`DELETE FROM access_control_entries WHERE object_id LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
     await this.#query(`DELETE FROM group_members WHERE group_uri LIKE $1 ESCAPE '\\'`, [likePrefix(`${uri}/`)]);
     this.#forgetAcls(uri, false);
@@ -261,7 +275,7 @@ class SqlSession implements StorageSession {
     this.#assertWritable();
     const [row] = await this.#query<{ count: number }>(
       `WITH purged AS (
-         DELETE FROM objects WHERE parent_id = $1 AND resource_name = $2 AND deleted
+         DELETE FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND deleted
            AND ($3::bigint IS NULL OR last_modified < $3::bigint)
          RETURNING 1
        )
@@ -355,7 +369,7 @@ class SqlSession implements StorageSession {
          RETURNING seq, payload
        ),
        stored AS (
-         INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+         INSERT INTO ${tableOf(scope)} (parent_id, resource_name, id, last_modified, data, deleted)
          SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY taken.seq, element.position) - 1, element.value, FALSE
          FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload::jsonb) WITH ORDINALITY AS element(value, position)
          WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
@@ -510,6 +524,7 @@ class SqlSession implements StorageSession {
 
   /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */
   async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    this.#assertNotLog(scope);
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
     const timestamp = await this.#stamp(scope, id, options?.lastModified);
     const [row] = await this.#query<ObjectRow>(
@@ -539,7 +554,7 @@ class SqlSession implements StorageSession {
     }
     if (requested < current) {
       const taken = await this.#query(
-        'SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND last_modified = $3 AND id <> $4',
+        `SELECT 1 FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND last_modified = $3 AND id <> $4`,
         [scope.parentId, scope.resourceName, requested, id],
       );
       if (taken.length === 0) return requested;
@@ -579,7 +594,7 @@ class SqlSession implements StorageSession {
 
   async #find(scope: Scope, id: string): Promise<ObjectRow | undefined> {
     const [row] = await this.#query<ObjectRow>(
-      `SELECT id, last_modified, data, deleted FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
       [scope.parentId, scope.resourceName, id],
     );
     return row;
@@ -592,6 +607,11 @@ class SqlSession implements StorageSession {
       if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
       throw error;
     }
+  }
+
+  /** History entries come from `moveOutboxToScope` only (types.ts). */
+  #assertNotLog(scope: Scope): void {
+    if (tableOf(scope) !== 'objects') throw new StorageError(`objects of ${scope.resourceName} scopes are only appended by moveOutboxToScope`);
   }
 
   #assertWritable(): void {
