@@ -105,8 +105,12 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
       let shown: Array<Record<string, unknown>>;
       if (method === 'DELETE') {
         if (items.length === 0) return { data: [] };
+        // By timestamp too: the history table's key (ids are not indexed there).
         const tombstones = await session.deleteAll(scope, {
-          filters: [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }],
+          filters: [
+            { field: 'last_modified', operator: 'in', value: items.map((item) => item.last_modified) },
+            { field: 'id', operator: 'in', value: items.map((item) => item.id) },
+          ],
           sorting: query.sorting,
         });
         const byId = new Map(items.map((item) => [item.id, withoutPrincipals(item) as StoredObject]));
