@@ -35,8 +35,9 @@ export interface Scope {
 
 /**
  * The resource of history entries (parentId: the bucket URI). Its scopes are append-only logs,
- * filled by `moveOutboxToScope` only: `create`, `update` and `insertMany` refuse them, and
- * `get` may scan the scope (SQL: a table of their own, indexed by timestamp; sql-storage.ts).
+ * filled by `moveOutboxToScope` only: `create`, `update` and `insertMany` refuse them. The SQL
+ * storage keeps them in a table of their own, indexed by timestamp only (sql-storage.ts): `get`
+ * and `delete` by id scan the scope, filter by `last_modified` too where you can.
  */
 export const HISTORY_RESOURCE = 'history';
 

@@ -162,7 +162,7 @@ class SqlSession implements StorageSession {
 
   async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
     this.#assertWritable();
-    this.#assertNotLog(scope);
+    this.#assertNotHistory(scope);
     if (objects.length === 0) return [];
     const items = objects.map(({ id, data }) => {
       const { id: _id, last_modified: _lastModified, ...attributes } = data;
@@ -524,7 +524,7 @@ class SqlSession implements StorageSession {
 
   /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */
   async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
-    this.#assertNotLog(scope);
+    this.#assertNotHistory(scope);
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
     const timestamp = await this.#stamp(scope, id, options?.lastModified);
     const [row] = await this.#query<ObjectRow>(
@@ -610,7 +610,7 @@ class SqlSession implements StorageSession {
   }
 
   /** History entries come from `moveOutboxToScope` only (types.ts). */
-  #assertNotLog(scope: Scope): void {
+  #assertNotHistory(scope: Scope): void {
     if (tableOf(scope) !== 'objects') throw new StorageError(`objects of ${scope.resourceName} scopes are only appended by moveOutboxToScope`);
   }
 
