@@ -17,7 +17,8 @@
  *   - POST /batch of 25 record PUTs to one collection.
  *
  * `--history-preload N` (PostgreSQL) first stores N entries in the bench bucket's history, as
- * months of writes would leave it, to show whether a long history slows writes down.
+ * months of writes would leave it, to show whether a long history slows writes down; it also
+ * prints the latency of a few history reads.
  *
  * As in bench/http.ts the server runs in a CHILD process, so that autocannon's parsing does
  * not share the server's event loop. PostgreSQL: a fresh schema per mode, dropped at the end.
@@ -291,6 +292,28 @@ async function preloadHistory(client: pg.Client, schema: string, count: number):
   console.log(`history preloaded: ${count} entries; history table ${rows[0]!.table}, its index ${rows[0]!.indexes}`);
 }
 
+/** Median latency of history reads on the server with history on (a long history must not slow them). */
+async function historyReadLatencies(port: number): Promise<void> {
+  const reads = {
+    'first page (newest 10)': '_limit=10',
+    'oldest 10': '_limit=10&_sort=last_modified',
+    'filtered (resource_name=record, 10)': '_limit=10&resource_name=record',
+    'count (HEAD)': '',
+  };
+  for (const [label, query] of Object.entries(reads)) {
+    const method = label.startsWith('count') ? 'HEAD' : 'GET';
+    const times: number[] = [];
+    for (let i = 0; i < 35; i++) {
+      const started = performance.now();
+      const response = await fetch(`http://127.0.0.1:${port}/v1/buckets/bench/history?${query}`, { method, headers: { authorization: AUTH } });
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`${label}: HTTP ${response.status}`);
+      if (i >= 5) times.push(performance.now() - started); // the first ones warm up
+    }
+    console.log(`history read, ${label}: ${median(times).toFixed(2)} ms (median of ${times.length})`);
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -329,7 +352,10 @@ async function main(): Promise<void> {
       const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
       const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history, historySettings: JSON.parse(values['history-settings']!) });
       servers.push({ history, child, port, schema, dataDir });
-      if (history && preload > 0) await preloadHistory(wal!, schema, preload);
+      if (history && preload > 0) {
+        await preloadHistory(wal!, schema, preload);
+        await historyReadLatencies(port);
+      }
     }
     console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
     console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');
