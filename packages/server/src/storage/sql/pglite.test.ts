@@ -7,7 +7,8 @@ import { describeStorage, randomScope } from '../testing.js';
 import { createPgliteDriver } from './drivers/pglite.js';
 import { describeDriver } from './drivers/testing.js';
 import { migrate } from './migrate.js';
-import { createPgliteStorage, type SqlStorage } from './sql-storage.js';
+import { createPgliteStorage, SqlStorage } from './sql-storage.js';
+import { HISTORY_RESOURCE } from '../types.js';
 
 // One in-memory database for the file: starting PGlite takes a while, and every test of the
 // suite works in its own random scope.
@@ -51,6 +52,28 @@ describe('pglite persistence', () => {
       await second.close();
     }
   }, 30_000); // two PGlite boots: slow on a loaded 2-core machine
+});
+
+describe('pglite tables', () => {
+  it('keeps history entries in the history table, apart from every other object', async () => {
+    const driver = createPgliteDriver();
+    const storage = new SqlStorage(driver);
+    try {
+      await migrate(driver);
+      await storage.create({ parentId: '', resourceName: 'bucket' }, 'b', {});
+      await storage.create({ parentId: '/buckets/b/collections/c', resourceName: 'record' }, 'r', {});
+      await storage.enqueue('history', [{ key: '/buckets/b', payload: [{ n: 1 }, { n: 2 }] }]);
+      const target = { scope: { parentId: '/buckets/b', resourceName: HISTORY_RESOURCE }, whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: 'b' } };
+      expect(await storage.moveOutboxToScope('history', '/buckets/b', 10, target)).toBe(1);
+
+      const objects = await driver.query<{ resource_name: string }>('SELECT resource_name FROM objects ORDER BY resource_name');
+      expect(objects.map((row) => row.resource_name)).toEqual(['bucket', 'record']);
+      const entries = await driver.query<{ parent_id: string; data: unknown }>('SELECT parent_id, data FROM history ORDER BY last_modified');
+      expect(entries).toEqual([{ parent_id: '/buckets/b', data: { n: 1 } }, { parent_id: '/buckets/b', data: { n: 2 } }]);
+    } finally {
+      await storage.close();
+    }
+  }, 30_000);
 });
 
 describe('pglite migrations', () => {
