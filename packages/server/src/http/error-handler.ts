@@ -1,11 +1,11 @@
 /**
- * The only place errors become responses: ApiError → its body; storage errors → 503 / 409;
+ * The only place errors become responses: ApiError → its body; storage errors → 503 / 409 / 404;
  * Fastify's own errors → protocol errors; anything else → 500 errno 999, logged, never leaked.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Settings } from '../config.js';
-import { ApiError, ERRNO, invalidParameter, methodNotAllowed } from '../errors.js';
-import { BackendError, UnicityError } from '../storage/errors.js';
+import { ApiError, ERRNO, invalidParameter, methodNotAllowed, objectNotFound } from '../errors.js';
+import { BackendError, ObjectNotFoundError, UnicityError } from '../storage/errors.js';
 
 export function toApiError(error: unknown, settings: Settings): ApiError {
   if (error instanceof ApiError) return error;
@@ -13,6 +13,8 @@ export function toApiError(error: unknown, settings: Settings): ApiError {
   if (error instanceof UnicityError) {
     return new ApiError(409, ERRNO.CONSTRAINT_VIOLATED, { message: 'Integrity constraint violated, please retry.', headers: retryAfter });
   }
+  // The views check first; this is a concurrent deletion that got there in between.
+  if (error instanceof ObjectNotFoundError) return objectNotFound(error.resourceName, error.id);
   if (error instanceof BackendError) {
     return new ApiError(503, ERRNO.BACKEND, {
       message: 'Service temporary unavailable due to overloading or maintenance, please retry later.',
