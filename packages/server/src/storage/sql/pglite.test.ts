@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeStorage, randomScope } from '../testing.js';
 import { createPgliteDriver } from './drivers/pglite.js';
+import type { SqlDriver } from './drivers/types.js';
+import { EmbeddedMaintenance } from './maintenance.js';
 import { describeDriver } from './drivers/testing.js';
 import { migrate } from './migrate.js';
 import { createPgliteStorage, SqlStorage } from './sql-storage.js';
@@ -70,6 +72,49 @@ describe('pglite tables', () => {
       expect(objects.map((row) => row.resource_name)).toEqual(['bucket', 'record']);
       const entries = await driver.query<{ parent_id: string; data: unknown }>('SELECT parent_id, data FROM history ORDER BY last_modified');
       expect(entries).toEqual([{ parent_id: '/buckets/b', data: { n: 1 } }, { parent_id: '/buckets/b', data: { n: 2 } }]);
+    } finally {
+      await storage.close();
+    }
+  }, 30_000);
+});
+
+describe('pglite maintenance (its stand-in for autovacuum)', () => {
+  const lookup = `SELECT id FROM objects WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r7'`;
+  async function indexOfLookup(driver: SqlDriver): Promise<string> {
+    const plan = await driver.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${lookup}`);
+    return /using (\w+)/.exec(plan[0]!['QUERY PLAN'])?.[1] ?? plan[0]!['QUERY PLAN'];
+  }
+  const fill = (driver: SqlDriver, rows: number) =>
+    driver.query(`INSERT INTO objects SELECT '/buckets/b/collections/c', 'record', 'r' || n, n, '{}', false FROM generate_series(1, ${rows}) n`);
+
+  it('analyses a store whose tables never were when it opens: a get by id uses the primary key', async () => {
+    const driver = createPgliteDriver();
+    try {
+      await migrate(driver);
+      await fill(driver, 5000);
+      await new EmbeddedMaintenance(driver).start();
+      expect(await indexOfLookup(driver)).toBe('objects_pkey');
+    } finally {
+      await driver.close();
+    }
+  }, 30_000);
+
+  it('analyses again once enough objects were written since', async () => {
+    const driver = createPgliteDriver();
+    const maintenance = new EmbeddedMaintenance(driver);
+    const storage = new SqlStorage(driver, maintenance);
+    try {
+      await migrate(driver);
+      await maintenance.start(); // analyses the empty tables
+      await fill(driver, 5000); // behind the storage's back: the statistics still say empty
+      const other = { parentId: '/buckets/b/collections/d', resourceName: 'record' };
+      // Counted in objects, not transactions: 16 transactions, 55 objects (> 50).
+      await storage.insertMany(other, Array.from({ length: 40 }, (_, i) => ({ id: `m${i}`, data: {} })));
+      for (let i = 0; i < 15; i++) await storage.create(other, `w${i}`, {});
+      await maintenance.idle();
+      expect(await indexOfLookup(driver)).toBe('objects_pkey');
+      const [objects] = await driver.query<{ rows: number }>(`SELECT reltuples::int AS rows FROM pg_class WHERE relname = 'objects'`);
+      expect(objects!.rows).toBeGreaterThanOrEqual(5000);
     } finally {
       await storage.close();
     }

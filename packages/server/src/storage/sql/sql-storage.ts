@@ -29,6 +29,7 @@ import {
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
 import { sqlState, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
+import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
 
@@ -106,6 +107,8 @@ class SqlSession implements StorageSession {
    * the database again. Within a transaction they are what it saw and left.
    */
   readonly #acls: Map<string, Permissions> | null;
+  /** Objects this session wrote (for the embedded store's maintenance). */
+  writes = 0;
 
   constructor(db: SqlConnection | SqlTransaction, mode: SessionMode) {
     this.#db = db;
@@ -185,6 +188,7 @@ class SqlSession implements StorageSession {
        RETURNING id, last_modified, data, deleted`,
       [scope.parentId, scope.resourceName, items.length, JSON.stringify(items)],
     );
+    this.writes += rows.length;
     return rows.map(toLiveObject).sort((a, b) => a.last_modified - b.last_modified);
   }
 
@@ -199,6 +203,7 @@ class SqlSession implements StorageSession {
        WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
       [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
     );
+    this.writes++;
     return { id, last_modified: timestamp, deleted: true };
   }
 
@@ -232,6 +237,7 @@ class SqlSession implements StorageSession {
       .map((row): Tombstone => ({ id: row.id, last_modified: row.last_modified, deleted: true }))
       .sort((a, b) => a.last_modified - b.last_modified);
     await this.#setScopeTimestamp(scope, tombstones.at(-1)!.last_modified);
+    this.writes += tombstones.length;
     return tombstones;
   }
 
@@ -382,6 +388,7 @@ class SqlSession implements StorageSession {
        SELECT count(*)::int AS taken FROM taken`,
       [topic, key, limit, scope.parentId, scope.resourceName, Math.max(now, current + 1), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id],
     );
+    this.writes += row?.taken ?? 0;
     return row?.taken ?? 0;
   }
 
@@ -535,6 +542,7 @@ class SqlSession implements StorageSession {
        RETURNING id, last_modified, data, deleted`,
       [scope.parentId, scope.resourceName, id, timestamp, JSON.stringify(attributes)],
     );
+    this.writes++;
     return toLiveObject(row!);
   }
 
@@ -624,11 +632,14 @@ export class SqlStorage implements Storage {
   readonly #driver: SqlDriver;
   /** Reads outside any transaction (autocommit, any pooled connection). */
   readonly #reader: SqlSession;
+  /** The embedded store's stand-in for autovacuum (maintenance.ts); PostgreSQL has its own. */
+  readonly #maintenance: EmbeddedMaintenance | undefined;
 
-  constructor(driver: SqlDriver) {
+  constructor(driver: SqlDriver, maintenance?: EmbeddedMaintenance) {
     this.#driver = driver;
     this.backend = driver.name;
     this.#reader = new SqlSession(driver, 'read');
+    this.#maintenance = maintenance;
   }
 
   /**
@@ -640,9 +651,12 @@ export class SqlStorage implements Storage {
   async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'write')), {
+        let session: SqlSession | undefined;
+        const result = await this.#driver.transaction((connection) => fn((session = new SqlSession(connection, 'write'))), {
           isolation: 'read committed',
         });
+        this.#maintenance?.written(session?.writes ?? 0);
+        return result;
       } catch (error) {
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
         await sleep(Math.random() * 20 * attempt); // jitter, so that deadlocked peers do not collide again
@@ -784,8 +798,9 @@ export class SqlStorage implements Storage {
     await this.#driver.query(`TRUNCATE ${list}`);
   }
 
-  close(): Promise<void> {
-    return this.#driver.close();
+  async close(): Promise<void> {
+    await this.#maintenance?.idle();
+    await this.#driver.close();
   }
 }
 
@@ -821,13 +836,15 @@ export async function createPostgresStorage({ autoMigrate = false, ...options }:
 /** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */
 export async function createPgliteStorage(options: PgliteDriverOptions = {}): Promise<SqlStorage> {
   const driver = createPgliteDriver(options);
+  const maintenance = new EmbeddedMaintenance(driver);
   try {
     await migrate(driver);
+    await maintenance.start();
   } catch (error) {
     await driver.close();
     throw error;
   }
-  return new SqlStorage(driver);
+  return new SqlStorage(driver, maintenance);
 }
 
 /** `[uri, permission, principal]` triples → `{uri: {permission: [principals, sorted]}}`. */
