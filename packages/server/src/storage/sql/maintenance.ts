@@ -28,12 +28,9 @@ export class EmbeddedMaintenance {
 
   /** Analyses at once a store whose tables never were (reltuples -1), else sets the threshold. */
   async start(): Promise<void> {
-    const [row] = await this.#driver.query<{ rows: number; never: boolean }>(
-      `SELECT coalesce(sum(greatest(reltuples, 0)), 0)::float8 AS rows, bool_or(reltuples < 0) AS never
-       FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace`,
-    );
-    if (row?.never) await this.run();
-    else this.#threshold = ANALYZE_THRESHOLD + ANALYZE_SCALE_FACTOR * (row?.rows ?? 0);
+    const { rows, never } = await this.#tables();
+    if (never) await this.run();
+    else this.#threshold = ANALYZE_THRESHOLD + ANALYZE_SCALE_FACTOR * rows;
   }
 
   /** A write transaction that wrote `objects` objects committed. */
@@ -53,10 +50,16 @@ export class EmbeddedMaintenance {
     if (tables.length === 0) return;
     // Names come from the catalog and are quoted, never user input.
     await this.#driver.exec(`VACUUM (ANALYZE) ${tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ')}`);
-    const [row] = await this.#driver.query<{ rows: number }>(
-      `SELECT coalesce(sum(greatest(reltuples, 0)), 0)::float8 AS rows FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace`,
+    this.#threshold = ANALYZE_THRESHOLD + ANALYZE_SCALE_FACTOR * (await this.#tables()).rows;
+  }
+
+  /** Rows stored in the schema's tables as last counted, and whether one never was. */
+  async #tables(): Promise<{ rows: number; never: boolean }> {
+    const [row] = await this.#driver.query<{ rows: number; never: boolean }>(
+      `SELECT coalesce(sum(greatest(reltuples, 0)), 0)::float8 AS rows, coalesce(bool_or(reltuples < 0), false) AS never
+       FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace`,
     );
-    this.#threshold = ANALYZE_THRESHOLD + ANALYZE_SCALE_FACTOR * (row?.rows ?? 0);
+    return row ?? { rows: 0, never: false };
   }
 
   /** Resolves once no run is under way (before closing the store). */
