@@ -97,8 +97,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
   app.decorate('services', services);
-  // Configured listeners see committed events; closing the server flushes what they hold.
-  for (const listener of createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
+  // Configured listeners, in their settings' order; closing the server flushes what they hold.
+  for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
   app.addHook('onClose', () => events.close());
   app.decorateRequest('identity', null as never);
 

@@ -8,3 +8,4 @@ export { createPgliteStorage, createPostgresStorage } from './storage/sql/sql-st
 export * from './storage/errors.js';
 export type * from './storage/types.js';
 export type { AuthPolicy, Identity } from './auth/policy.js';
+export type { CreateListener, ListenerContext, ListenerEvent, ModuleListener } from './listeners/module.js';

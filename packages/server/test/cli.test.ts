@@ -3,7 +3,7 @@
  * data kept across a restart, clear failures for bad settings.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,6 +92,20 @@ describe('quire command', () => {
     const bad = run(['start'], { QUIRE_PORT: 'eighty', QUIRE_DATA_DIR: mkdtempSync(join(tmpdir(), 'quire-cli-')) });
     expect(await bad.exited).toBe(78);
     expect(bad.output()).toMatch(/Invalid setting port/);
+  }, 30_000);
+
+  it('loads a listener module named by a path relative to the working directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quire-cli-'));
+    const file = join(dir, 'audit.jsonl');
+    const listeners = [{ name: 'audit', use: './test/fixtures/audit-listener.mjs', resources: ['bucket'], file }];
+    const server = run(['start'], { QUIRE_DATA_DIR: dir, PORT: '0', QUIRE_EVENT_LISTENERS: JSON.stringify(listeners) });
+    const url = await server.listening;
+    expect((await fetch(`${url}buckets/audited`, { method: 'PUT', headers: { Authorization: auth } })).status).toBe(201);
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { phase: string; payload?: { uri: string } });
+    expect(lines[0]).toMatchObject({ phase: 'transaction', payload: { uri: '/buckets/audited' } });
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    expect(readFileSync(file, 'utf8')).toMatch(/"phase":"closed"/);
   }, 30_000);
 
   it('requires an explicit userid secret on PostgreSQL', async () => {

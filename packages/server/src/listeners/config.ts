@@ -6,7 +6,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { ConfigError } from '../config.js';
 import { ACTIONS, type Action, type EventSubscriber } from '../events/types.js';
-import { REDIS_LISTENER_KEYS, RedisQueueListener, redisListenerOptions } from './redis.js';
+import { loadModuleListener } from './module.js';
+import { REDIS_LISTENER_KEYS, RedisQueueListener, type RedisListenerOptions, redisListenerOptions } from './redis.js';
 
 export interface ListenerConfig {
   name: string;
@@ -53,20 +54,33 @@ export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
   });
 }
 
-/** Builds the configured listeners; unknown `use` or own keys fail at boot. */
-export function createListeners(raw: unknown, log: () => FastifyBaseLogger | undefined): EventSubscriber[] {
-  // Every configuration is checked before any listener connects anywhere.
-  const factories = parseListenerConfigs(raw).map((config) => {
-    const fail = (why: string): never => {
-      throw new ConfigError(`Invalid setting event_listeners (listener "${config.name}"): ${why}`);
-    };
-    if (REDIS_USES.has(config.use)) {
-      const unknown = Object.keys(config.options).filter((key) => !REDIS_LISTENER_KEYS.includes(key));
-      if (unknown.length) fail(`unknown key(s) ${unknown.join(', ')} (known: ${REDIS_LISTENER_KEYS.join(', ')})`);
-      const options = redisListenerOptions(config, fail);
-      return () => new RedisQueueListener(config, options, log);
+/**
+ * Builds the configured listeners: the built-in Redis queue, or a module's (listeners/module.ts),
+ * in the settings' order. Anything wrong fails at boot, before a built-in listener connects.
+ */
+export async function createListeners(raw: unknown, log: () => FastifyBaseLogger | undefined): Promise<EventSubscriber[]> {
+  const configs = parseListenerConfigs(raw);
+  const failFor = (config: ListenerConfig) => (why: string): never => {
+    throw new ConfigError(`Invalid setting event_listeners (listener "${config.name}"): ${why}`);
+  };
+  const redisOptions = new Map<ListenerConfig, RedisListenerOptions>();
+  for (const config of configs) {
+    if (!REDIS_USES.has(config.use)) continue;
+    const unknown = Object.keys(config.options).filter((key) => !REDIS_LISTENER_KEYS.includes(key));
+    if (unknown.length) failFor(config)(`unknown key(s) ${unknown.join(', ')} (known: ${REDIS_LISTENER_KEYS.join(', ')})`);
+    redisOptions.set(config, redisListenerOptions(config, failFor(config)));
+  }
+  const fromModules = new Map<ListenerConfig, EventSubscriber>();
+  try {
+    for (const config of configs) {
+      if (redisOptions.has(config)) continue;
+      const listener = await loadModuleListener(config, log, failFor(config));
+      if (!listener) failFor(config)(`unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor an installed module`);
+      fromModules.set(config, listener as EventSubscriber);
     }
-    return fail(`unknown listener "${config.use}" (known: ${[...REDIS_USES].join(', ')})`);
-  });
-  return factories.map((create) => create());
+  } catch (error) {
+    await Promise.allSettled([...fromModules.values()].map((listener) => listener.close?.()));
+    throw error;
+  }
+  return configs.map((config) => fromModules.get(config) ?? new RedisQueueListener(config, redisOptions.get(config) as RedisListenerOptions, log));
 }
