@@ -64,8 +64,18 @@ export interface ErrorBody {
   details?: unknown;
 }
 
+/** Brand of ApiError, so that `instanceof` holds across duplicate copies of this package (undici's way). */
+const API_ERROR = Symbol.for('quire.ApiError');
+
 export class ApiError extends Error {
   override name = 'ApiError';
+  readonly [API_ERROR] = true;
+
+  /** True for an ApiError of any copy of this package (a listener module may bundle its own). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[API_ERROR] === true;
+  }
+
   readonly status: number;
   readonly errno: number;
   readonly error: string;
