@@ -130,6 +130,17 @@ export const SETTINGS = {
   eos_url: { type: 'string', default: null, nullable: true, description: 'URL of the end-of-service `Alert` (default `project_docs`).' },
   cors_origins: { type: 'list', default: ['*'], description: 'Allowed CORS origins (`*` or glob patterns).' },
   cors_max_age_seconds: { type: 'integer', default: 3600, min: 0, description: 'Preflight cache lifetime.' },
+  root_cache_expires_seconds: { type: 'integer', default: 86400, min: 0, description: 'In `readonly` mode, how long `GET /` may be cached (`Cache-Control: max-age`).' },
+  bucket_cache_expires_seconds: { type: 'integer', default: null, nullable: true, min: 0, description: 'How long anonymous reads of buckets may be cached (unset or 0: `no-cache, no-store`).' },
+  group_cache_expires_seconds: { type: 'integer', default: null, nullable: true, min: 0, description: 'How long anonymous reads of groups may be cached (unset or 0: `no-cache, no-store`).' },
+  collection_cache_expires_seconds: { type: 'integer', default: null, nullable: true, min: 0, description: 'How long anonymous reads of collections may be cached (unset or 0: `no-cache, no-store`).' },
+  record_cache_expires_seconds: { type: 'integer', default: null, nullable: true, min: 0, description: 'How long anonymous reads of records may be cached (unset or 0: `no-cache, no-store`); a collection’s `cache_expires` attribute wins.' },
+  record_cache_expires_seconds_by_parent: {
+    type: 'json',
+    default: {},
+    description:
+      'Per bucket or collection URI, how long anonymous reads of its records may be cached: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` (Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); a collection’s `cache_expires` wins.',
+  },
   trailing_slash_redirect_enabled: { type: 'boolean', default: true, description: 'Redirect `/path/` to `/path` when only the latter exists.' },
   trailing_slash_redirect_ttl_seconds: { type: 'integer', default: 3600, min: -1, description: 'Cache lifetime of trailing-slash redirects (-1: no cache headers).' },
   version_prefix_redirect_enabled: { type: 'boolean', default: true, description: 'Redirect paths without `/v1` to `/v1/...`.' },
@@ -247,6 +258,12 @@ export interface Settings {
   eos_url: string | null;
   cors_origins: string[];
   cors_max_age_seconds: number;
+  root_cache_expires_seconds: number;
+  bucket_cache_expires_seconds: number | null;
+  group_cache_expires_seconds: number | null;
+  collection_cache_expires_seconds: number | null;
+  record_cache_expires_seconds: number | null;
+  record_cache_expires_seconds_by_parent: Record<string, number>;
   trailing_slash_redirect_enabled: boolean;
   trailing_slash_redirect_ttl_seconds: number;
   version_prefix_redirect_enabled: boolean;
@@ -409,6 +426,13 @@ function validateSettings(settings: Settings): Settings {
   }
   if (settings.eos !== null && Number.isNaN(Date.parse(settings.eos))) {
     throw new ConfigError(`Invalid setting eos: "${settings.eos}" is not a date (YYYY-MM-DD)`);
+  }
+  const byParent: unknown = settings.record_cache_expires_seconds_by_parent;
+  const isUriMap =
+    typeof byParent === 'object' && byParent !== null && !Array.isArray(byParent) &&
+    Object.entries(byParent).every(([uri, seconds]) => /^\/buckets\/[^/]+(\/collections\/[^/]+)?$/.test(uri) && Number.isInteger(seconds) && (seconds as number) >= 0);
+  if (!isUriMap) {
+    throw new ConfigError('Invalid setting record_cache_expires_seconds_by_parent: expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}');
   }
   if (settings.http_scheme !== null && !/^https?$/.test(settings.http_scheme)) {
     throw new ConfigError('Invalid setting http_scheme: http or https');

@@ -317,6 +317,34 @@ describe('§12.5 cache headers and §12.2 Retry-After', () => {
     }
   });
 
+  it("lets anonymous readers cache a collection's records for its `cache_expires` seconds; authenticated readers never", async () => {
+    const fx = await createCollectionFixture(alice, { collection: { data: { cache_expires: 3600 }, permissions: { read: ['system.Everyone'] } } });
+    const rec = await createRecord(alice, fx.bucket, fx.collection, { n: 1 });
+    for (const path of [fx.records, fx.record(rec.id)]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('cache-control'), path).toBe('max-age=3600');
+      // Expires is the response date plus the lifetime (HTTP dates have whole seconds).
+      const lifetime = (Date.parse(res.headers.get('expires') ?? '') - Date.parse(res.headers.get('date') ?? '')) / 1000;
+      expect(Math.abs(lifetime - 3600), `Expires - Date = ${lifetime}s`).toBeLessThanOrEqual(2);
+      const cc = (await get(path, { auth: alice })).headers.get('cache-control') ?? '';
+      expect(cc.split(',').map((v) => v.trim()), path).toEqual(expect.arrayContaining(['no-cache', 'no-store']));
+    }
+  });
+
+  it('`cache_expires: 0` makes anonymous reads of the records uncacheable', async () => {
+    const fx = await createCollectionFixture(alice, { collection: { data: { cache_expires: 0 }, permissions: { read: ['system.Everyone'] } } });
+    const cc = (await get(fx.records)).headers.get('cache-control') ?? '';
+    expect(cc).not.toMatch(/max-age=[1-9]/);
+    expect(cc.split(',').map((v) => v.trim())).toContain('no-cache');
+  });
+
+  it('§4.1 refuses a collection whose `cache_expires` is not a number', async () => {
+    const bucket = await createBucket(alice);
+    const res = await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { cache_expires: 'soon' } } });
+    expectValidationError(res, { location: 'body', name: 'data.cache_expires' });
+  });
+
   it('never sends Retry-After on successful responses', async () => {
     const fx = await createCollectionFixture(alice);
     const rec = await createRecord(alice, fx.bucket, fx.collection, {});

@@ -14,6 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import mergePatch from 'json-merge-patch';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
 import { isPlainObject, rejectUnknownKeys, suppliedTimestamp, userFields } from '../resource/body.js';
@@ -245,7 +246,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const timestamp = await session.resourceTimestamp(ACCOUNT_SCOPE);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
-      if (identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+      setCacheHeaders(reply, 0); // accounts are never cacheable (§12.5)
       if (outcome === 'not-modified') return reply.code(304).send();
 
       const filters: Filter[] = [...query.filters];
@@ -316,7 +317,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         if (!account) throw objectNotFound('account', id);
         const outcome = checkObjectPreconditions(preconditions, account, publicAccount(account), { method: 'GET' });
         setTimestampHeaders(reply, account.last_modified);
-        if (identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+        setCacheHeaders(reply, 0); // accounts are never cacheable (§12.5)
         if (outcome === 'not-modified') return reply.code(304).send();
         const shown = publicAccount(account);
         const acl = await aclOf(session, id);

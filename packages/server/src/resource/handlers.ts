@@ -9,6 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { cacheLifetime, setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
 import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
@@ -72,16 +73,15 @@ export function denied(services: Services, identity: Identity): ApiError {
 }
 
 /** Every ancestor must exist: 404 (errno 111) naming the first missing one. */
-async function ensureParents(session: StorageSession, parent: ObjectRef | null): Promise<void> {
-  if (!parent) return;
+/** 404 (errno 111) unless every ancestor exists; returns the direct parent object. */
+async function ensureParents(session: StorageSession, parent: ObjectRef | null): Promise<StoredObject | null> {
+  if (!parent) return null;
+  let found: StoredObject | null = null;
   for (const ref of [...parent.ancestors, parent]) {
-    const found = await session.get(scopeOf(ref), ref.id);
+    found = await session.get(scopeOf(ref), ref.id);
     if (!found) throw objectNotFound(ref.def.name, ref.id, ERRNO.MISSING_RESOURCE);
   }
-}
-
-function setCacheHeaders(reply: FastifyReply, identity: Identity): void {
-  if (identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+  return found;
 }
 
 export function baseUrl(services: Services, request: FastifyRequest): string {
@@ -163,10 +163,11 @@ async function aclOf(session: StorageSession, uri: string): Promise<Permissions>
 export function createResourceHandlers(services: Services, def: ResourceDefinition) {
   const { storage, authorizer, events } = services;
 
+  /** The checks before touching an object; returns its parent object. */
   async function requireObject(session: StorageSession, identity: Identity, ref: ObjectRef, permission: 'read' | 'write') {
     if (!(await authorizer.can(session, identity.principals, ref, permission))) throw denied(services, identity);
     validateId(ref.id);
-    await ensureParents(session, ref.ancestors.at(-1) ?? null);
+    return ensureParents(session, ref.ancestors.at(-1) ?? null);
   }
 
   async function requireCreate(session: StorageSession, identity: Identity, parent: ObjectRef | null) {
@@ -216,7 +217,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     return events.withSession(request, storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
       const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
       if (access.kind === 'none') throw denied(services, identity);
-      await ensureParents(session, parent);
+      const parentObject = await ensureParents(session, parent);
       const timestamp = await session.resourceTimestamp(scope);
       if (query.usedDeprecatedTo) {
         reply.header(
@@ -226,7 +227,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       }
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
-      if (method !== 'DELETE') setCacheHeaders(reply, identity);
+      if (method !== 'DELETE') setCacheHeaders(reply, cacheLifetime(services.settings, identity, { resourceName: def.name, parentUri: scope.parentId, parent: parentObject }));
       if (outcome === 'not-modified') return reply.code(304).send();
 
       const filters = [...query.filters];
@@ -307,12 +308,12 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const query = parseListQuery(splitUrl(request.raw.url).query);
       return events.withSession(request, storage, 'read', async (session) => {
-        await requireObject(session, identity, ref, 'read');
+        const parentObject = await requireObject(session, identity, ref, 'read');
         const object = await session.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);
         const outcome = checkObjectPreconditions(preconditions, object, object, { method: 'GET' });
         setTimestampHeaders(reply, object.last_modified);
-        setCacheHeaders(reply, identity);
+        setCacheHeaders(reply, cacheLifetime(services.settings, identity, { resourceName: def.name, parentUri: ref.parentUri, parent: parentObject }));
         if (outcome === 'not-modified') return reply.code(304).send();
         const acl = await aclOf(session, ref.uri);
         events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: object.last_modified, impactedObjects: [{ new: object }] });

@@ -1,5 +1,6 @@
 /** `GET /v1/`: what this server is and who the caller is (protocol-reference §11.1). */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { setCacheHeaders } from '../http/cache-headers.js';
 import { baseUrl } from '../resource/handlers.js';
 import { registerMethods } from '../resource/routes.js';
 
@@ -8,7 +9,9 @@ export const HTTP_API_VERSION = '1.22';
 export function registerHello(app: FastifyInstance): void {
   const { settings, version, capabilities } = app.services;
 
-  registerMethods(app, '/v1/', { GET: async (request: FastifyRequest) => {
+  registerMethods(app, '/v1/', { GET: async (request: FastifyRequest, reply: FastifyReply) => {
+    // A read-only server's description changes only with its settings (§11.1).
+    if (settings.readonly) setCacheHeaders(reply, settings.root_cache_expires_seconds);
     const body: Record<string, unknown> = {
       project_name: settings.project_name,
       project_version: version,
