@@ -210,6 +210,54 @@ describe('events (§10)', { timeout: 30_000 }, () => {
   });
 });
 
+describe('§10.1 read events of the other resources: account, permissions, history', { timeout: 30_000 }, () => {
+  it('are emitted for subscribers that ask, without password hashes', async () => {
+    const storage = await createPgliteStorage();
+    const settings = loadSettings({
+      env: {},
+      configFile: null,
+      overrides: { userid_hmac_secret: 's', log_level: 'silent', multiauth_policies: ['account', 'basicauth'], account_create_principals: ['system.Everyone'], history_enabled: true },
+    });
+    const app = await buildServer({ settings, storage, logger: false });
+    const recorder = new Recorder();
+    recorder.actions = new Set(['read'] as const);
+    app.services.events.subscribe(recorder);
+    try {
+      await app.inject({ method: 'PUT', url: '/v1/accounts/bob', payload: { data: { password: 'bob-password' } } });
+      const bob = { authorization: `Basic ${Buffer.from('bob:bob-password').toString('base64')}` };
+      await app.inject({ method: 'PUT', url: '/v1/buckets/hb', headers: bob });
+      recorder.reset();
+
+      await app.inject({ url: '/v1/accounts/bob', headers: bob });
+      await app.inject({ url: '/v1/accounts', headers: bob });
+      await app.inject({ method: 'POST', url: '/v1/accounts', headers: bob, payload: { data: { id: 'bob', password: 'bob-password' } } });
+      await app.inject({ url: '/v1/permissions', headers: bob });
+      await app.inject({ url: '/v1/buckets/hb/history', headers: bob });
+
+      const reads = recorder.inTx.map((events) => events[0]!);
+      expect(reads.map((event) => [event.payload.resource_name, event.payload.uri])).toEqual([
+        ['account', '/accounts/bob'],
+        ['account', '/accounts'],
+        ['account', '/accounts'],
+        ['permissions', '/permissions'],
+        ['history', '/buckets/hb/history'],
+      ]);
+      expect(reads[0]!.payload).toMatchObject({ action: 'read', user_id: 'account:bob', account_id: 'bob' });
+      for (const event of reads.slice(0, 3)) {
+        expect(event.impactedObjects).toEqual([{ new: expect.objectContaining({ id: 'bob' }) }]);
+        expect(event.impactedObjects[0]!.new).not.toHaveProperty('password');
+      }
+      expect(reads[3]!.payload.timestamp).toBe(0);
+      expect(reads[3]!.impactedObjects).toContainEqual({ new: expect.objectContaining({ uri: '/buckets/hb', resource_name: 'bucket' }) });
+      expect(reads[4]!.impactedObjects).toEqual([{ new: expect.objectContaining({ action: 'create', resource_name: 'bucket', uri: '/buckets/hb' }) }]);
+      expect(reads[4]!.impactedObjects[0]!.new).not.toHaveProperty('_read_principals');
+    } finally {
+      await app.close();
+      await storage.close();
+    }
+  });
+});
+
 describe('event_listeners setting', { timeout: 60_000 }, () => {
   it('refuses unknown listeners, actions and keys at boot', async () => {
     const storage = await createPgliteStorage();

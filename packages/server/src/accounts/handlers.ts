@@ -112,8 +112,8 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     events.withSession(request, storage, mode, fn);
 
   /** Events carry the account without its password hash, as the responses do. */
+  const shown = (object: StoredObject | Tombstone) => publicAccount({ ...object }) as StoredObject;
   function emitChange(session: StorageSession, request: FastifyRequest, action: 'create' | 'update' | 'delete', stored: StoredObject | Tombstone, old: StoredObject | null): void {
-    const shown = (object: StoredObject | Tombstone) => publicAccount({ ...object }) as StoredObject;
     events.emit(session, request, {
       resourceName: 'account',
       parentId: ACCOUNT_SCOPE.parentId,
@@ -121,6 +121,11 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       timestamp: stored.last_modified,
       impactedObjects: [old ? { new: shown(stored), old: shown(old) } : { new: shown(stored) }],
     });
+  }
+  /** `read` events (§10.1), for the listeners that ask for them. */
+  function emitRead(session: StorageSession, request: FastifyRequest, timestamp: number, objects: StoredObject[]): void {
+    if (!events.wants('read', 'account')) return;
+    events.emit(session, request, { resourceName: 'account', parentId: ACCOUNT_SCOPE.parentId, action: 'read', timestamp, impactedObjects: objects.map((object) => ({ new: shown(object) })) });
   }
   const emailPattern = new RegExp(settings.account_validation_email_regexp);
 
@@ -256,9 +261,10 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       // Invisible: the `in` filter above selects nothing.
       if (method === 'HEAD') return sendCount(reply, session, ACCOUNT_SCOPE, filters);
       if (!visible) return { data: [] };
-      const items = await readPage(services, request, reply, session, ACCOUNT_SCOPE, query, filters, 'GET');
-      const shown = items.map((item) => publicAccount(item as Record<string, unknown>));
-      return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
+      const items = (await readPage(services, request, reply, session, ACCOUNT_SCOPE, query, filters, 'GET')) as StoredObject[];
+      emitRead(session, request, timestamp, items);
+      const accounts = items.map((item) => publicAccount(item));
+      return { data: query.fields ? accounts.map((item) => projectFields(item, query.fields as string[])) : accounts };
     });
   }
 
@@ -294,6 +300,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
           // POST of an existing id answers it unchanged (§2), to those who may read it.
           if (!(await may(session, identity, id, 'read'))) throw denied(services, identity);
           checkObjectPreconditions(preconditions, existing, publicAccount(existing), { method: 'POST' });
+          emitRead(session, request, existing.last_modified, [existing]);
           setTimestampHeaders(reply, existing.last_modified);
           return { data: publicAccount(existing), permissions: authorizer.visiblePermissions(identity.principals, await aclOf(session, id)) };
         }
@@ -319,9 +326,10 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         setTimestampHeaders(reply, account.last_modified);
         setCacheHeaders(reply, 0); // accounts are never cacheable (§12.5)
         if (outcome === 'not-modified') return reply.code(304).send();
-        const shown = publicAccount(account);
+        emitRead(session, request, account.last_modified, [account]);
+        const data = publicAccount(account);
         const acl = await aclOf(session, id);
-        return { data: query.fields ? projectFields(shown, query.fields) : shown, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+        return { data: query.fields ? projectFields(data, query.fields) : data, permissions: authorizer.visiblePermissions(identity.principals, acl) };
       });
     },
 

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import { ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import { validateId } from '../resource/body.js';
 import { denied, readPage, sendCount } from '../resource/handlers.js';
@@ -96,7 +97,7 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
       const timestamp = await session.resourceTimestamp(scope);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
-      if (method !== 'DELETE' && identity.userId !== null) reply.header('Cache-Control', 'no-cache, no-store');
+      if (method !== 'DELETE') setCacheHeaders(reply, 0); // entries are never cacheable (§12.5)
       if (outcome === 'not-modified') return reply.code(304).send();
 
       if (method === 'HEAD') return sendCount(reply, session, scope, filters);
@@ -124,7 +125,12 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
         });
         setTimestampHeaders(reply, newest);
         shown = tombstones as unknown as Array<Record<string, unknown>>;
-      } else shown = items.map(withoutPrincipals);
+      } else {
+        shown = items.map(withoutPrincipals);
+        if (events.wants('read', HISTORY_RESOURCE)) {
+          events.emit(session, request, { resourceName: HISTORY_RESOURCE, parentId: bucketUri, action: 'read', timestamp, impactedObjects: shown.map((entry) => ({ new: entry as StoredObject })) });
+        }
+      }
       return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
     });
   }

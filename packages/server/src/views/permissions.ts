@@ -13,8 +13,7 @@ import { baseUrl, denied, effectiveLimit } from '../resource/handlers.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parseListQuery, projectFields } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
-import { withSession } from '../request-context.js';
-import type { PermissionEntry, Sort } from '../storage/types.js';
+import type { PermissionEntry, Sort, StoredObject } from '../storage/types.js';
 
 /** The fields an entry has; filtering or sorting on another one is a 400. */
 const ENTRY_FIELDS = new Set(['uri', 'resource_name', 'permissions', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id']);
@@ -28,7 +27,7 @@ function checkField(name: string, field: string): void {
 
 export function registerPermissions(app: FastifyInstance): void {
   const { services } = app;
-  const { settings, storage, authorizer } = services;
+  const { settings, storage, authorizer, events } = services;
   if (!settings.experimental_permissions_endpoint) return;
   services.capabilities.permissions_endpoint = {
     description: 'The permissions endpoint can be used to list all user objects permissions.',
@@ -52,8 +51,8 @@ export function registerPermissions(app: FastifyInstance): void {
     const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
     const limit = effectiveLimit(services, query.requestedLimit);
 
-    const page = await withSession(request, storage, 'read', (session) =>
-      session.listPermissionEntries({
+    const page = await events.withSession(request, storage, 'read', async (session) => {
+      const entries = await session.listPermissionEntries({
         principals,
         globalGrants: grants.objects,
         implied: IMPLIED_PERMISSIONS,
@@ -62,8 +61,14 @@ export function registerPermissions(app: FastifyInstance): void {
         sorting,
         ...(query.token ? { after: query.token.lastObject } : {}),
         limit: limit + 1,
-      }),
-    );
+      });
+      // A `read` of resource `permissions` (§10.1); entries have no timestamp (Kinto's is 0).
+      if (events.wants('read', 'permissions')) {
+        const impactedObjects = entries.slice(0, limit).map((entry) => ({ new: entry as unknown as StoredObject }));
+        events.emit(session, request, { resourceName: 'permissions', parentId: '', action: 'read', timestamp: 0, impactedObjects });
+      }
+      return entries;
+    });
     const items = page.slice(0, limit);
     if (page.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
