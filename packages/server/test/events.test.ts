@@ -2,12 +2,13 @@
  * Resource events (protocol-reference §10): payloads, impacted objects, grouping per request
  * and per batch, the two delivery phases and what a failing in-transaction listener does.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
 import type { EventSubscriber, ResourceEvent } from '../src/events/types.js';
 import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
-import type { Storage } from '../src/storage/types.js';
+import { describeOnBackends } from './helpers/backends.js';
 
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
 
@@ -34,26 +35,19 @@ class Recorder implements EventSubscriber {
   }
 }
 
-describe('events (§10)', { timeout: 30_000 }, () => {
-  let storage: Storage;
-  let app: Awaited<ReturnType<typeof buildServer>>;
+describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
+  let app: FastifyInstance;
   let userId: string;
   const recorder = new Recorder();
 
   beforeAll(async () => {
-    storage = await createPgliteStorage();
-    const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent' } });
-    app = await buildServer({ settings, storage, logger: false });
+    app = await backend.serverWith({});
     app.services.events.subscribe(recorder);
     const root = await app.inject({ method: 'GET', url: '/v1/', headers: alice });
     userId = root.json().user.id;
     await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: alice });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: alice });
   }, 60_000);
-  afterAll(async () => {
-    await app.close();
-    await storage.close();
-  });
   beforeEach(() => recorder.reset());
 
   it('§10.2 a record creation: payload with the URL ids, impacted {new} (§10.3), both phases', async () => {
@@ -210,51 +204,40 @@ describe('events (§10)', { timeout: 30_000 }, () => {
   });
 });
 
-describe('§10.1 read events of the other resources: account, permissions, history', { timeout: 30_000 }, () => {
+describeOnBackends('§10.1 read events of the other resources: account, permissions, history', { timeout: 30_000 }, (backend) => {
   it('are emitted for subscribers that ask, without password hashes', async () => {
-    const storage = await createPgliteStorage();
-    const settings = loadSettings({
-      env: {},
-      configFile: null,
-      overrides: { userid_hmac_secret: 's', log_level: 'silent', multiauth_policies: ['account', 'basicauth'], account_create_principals: ['system.Everyone'], history_enabled: true },
-    });
-    const app = await buildServer({ settings, storage, logger: false });
+    const app = await backend.serverWith({ multiauth_policies: ['account', 'basicauth'], account_create_principals: ['system.Everyone'], history_enabled: true });
     const recorder = new Recorder();
     recorder.actions = new Set(['read'] as const);
     app.services.events.subscribe(recorder);
-    try {
-      await app.inject({ method: 'PUT', url: '/v1/accounts/bob', payload: { data: { password: 'bob-password' } } });
-      const bob = { authorization: `Basic ${Buffer.from('bob:bob-password').toString('base64')}` };
-      await app.inject({ method: 'PUT', url: '/v1/buckets/hb', headers: bob });
-      recorder.reset();
+    await app.inject({ method: 'PUT', url: '/v1/accounts/bob', payload: { data: { password: 'bob-password' } } });
+    const bob = { authorization: `Basic ${Buffer.from('bob:bob-password').toString('base64')}` };
+    await app.inject({ method: 'PUT', url: '/v1/buckets/hb', headers: bob });
+    recorder.reset();
 
-      await app.inject({ url: '/v1/accounts/bob', headers: bob });
-      await app.inject({ url: '/v1/accounts', headers: bob });
-      await app.inject({ method: 'POST', url: '/v1/accounts', headers: bob, payload: { data: { id: 'bob', password: 'bob-password' } } });
-      await app.inject({ url: '/v1/permissions', headers: bob });
-      await app.inject({ url: '/v1/buckets/hb/history', headers: bob });
+    await app.inject({ url: '/v1/accounts/bob', headers: bob });
+    await app.inject({ url: '/v1/accounts', headers: bob });
+    await app.inject({ method: 'POST', url: '/v1/accounts', headers: bob, payload: { data: { id: 'bob', password: 'bob-password' } } });
+    await app.inject({ url: '/v1/permissions', headers: bob });
+    await app.inject({ url: '/v1/buckets/hb/history', headers: bob });
 
-      const reads = recorder.inTx.map((events) => events[0]!);
-      expect(reads.map((event) => [event.payload.resource_name, event.payload.uri])).toEqual([
-        ['account', '/accounts/bob'],
-        ['account', '/accounts'],
-        ['account', '/accounts'],
-        ['permissions', '/permissions'],
-        ['history', '/buckets/hb/history'],
-      ]);
-      expect(reads[0]!.payload).toMatchObject({ action: 'read', user_id: 'account:bob', account_id: 'bob' });
-      for (const event of reads.slice(0, 3)) {
-        expect(event.impactedObjects).toEqual([{ new: expect.objectContaining({ id: 'bob' }) }]);
-        expect(event.impactedObjects[0]!.new).not.toHaveProperty('password');
-      }
-      expect(reads[3]!.payload.timestamp).toBe(0);
-      expect(reads[3]!.impactedObjects).toContainEqual({ new: expect.objectContaining({ uri: '/buckets/hb', resource_name: 'bucket' }) });
-      expect(reads[4]!.impactedObjects).toEqual([{ new: expect.objectContaining({ action: 'create', resource_name: 'bucket', uri: '/buckets/hb' }) }]);
-      expect(reads[4]!.impactedObjects[0]!.new).not.toHaveProperty('_read_principals');
-    } finally {
-      await app.close();
-      await storage.close();
+    const reads = recorder.inTx.map((events) => events[0]!);
+    expect(reads.map((event) => [event.payload.resource_name, event.payload.uri])).toEqual([
+      ['account', '/accounts/bob'],
+      ['account', '/accounts'],
+      ['account', '/accounts'],
+      ['permissions', '/permissions'],
+      ['history', '/buckets/hb/history'],
+    ]);
+    expect(reads[0]!.payload).toMatchObject({ action: 'read', user_id: 'account:bob', account_id: 'bob' });
+    for (const event of reads.slice(0, 3)) {
+      expect(event.impactedObjects).toEqual([{ new: expect.objectContaining({ id: 'bob' }) }]);
+      expect(event.impactedObjects[0]!.new).not.toHaveProperty('password');
     }
+    expect(reads[3]!.payload.timestamp).toBe(0);
+    expect(reads[3]!.impactedObjects).toContainEqual({ new: expect.objectContaining({ uri: '/buckets/hb', resource_name: 'bucket' }) });
+    expect(reads[4]!.impactedObjects).toEqual([{ new: expect.objectContaining({ action: 'create', resource_name: 'bucket', uri: '/buckets/hb' }) }]);
+    expect(reads[4]!.impactedObjects[0]!.new).not.toHaveProperty('_read_principals');
   });
 });
 

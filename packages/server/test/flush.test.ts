@@ -2,14 +2,13 @@
  * `POST /__flush__` (protocol-reference §13.5) on a server of its own: flushing is destructive,
  * so it never runs against the shared conformance server.
  */
-import { describe, expect, it } from 'vitest';
-import { basicAuth, useEmbeddedStore } from './helpers/embedded-server.js';
+import { expect, it } from 'vitest';
+import { describeOnBackends } from './helpers/backends.js';
+import { basicAuth } from './helpers/embedded-server.js';
 
 const alice = basicAuth('alice');
 const bob = basicAuth('bob');
-const { serverWith } = useEmbeddedStore();
-
-describe('POST /__flush__', () => {
+describeOnBackends('POST /__flush__', {}, ({ serverWith }) => {
   it('is absent by default: no capability, 404', async () => {
     const app = await serverWith({});
     expect((await app.inject({ url: '/v1/' })).json().capabilities.flush_endpoint).toBeUndefined();

@@ -3,34 +3,16 @@
  * suite cannot configure: off by default, excluded resources and user ids, entries written in
  * the change's own transaction.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../src/app.js';
-import { loadSettings, type Settings } from '../src/config.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
-import type { Storage } from '../src/storage/types.js';
+import { expect, it } from 'vitest';
+import type { Settings } from '../src/config.js';
+import { describeOnBackends } from './helpers/backends.js';
 
 const basic = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:pw`).toString('base64')}` });
 const alice = basic('alice');
 const bob = basic('bob');
 
-describe('history plugin', { timeout: 30_000 }, () => {
-  let storage: Storage;
-  const apps: Array<Awaited<ReturnType<typeof buildServer>>> = [];
-
-  async function server(overrides: Partial<Settings>) {
-    const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
-    const app = await buildServer({ settings, storage, logger: false });
-    apps.push(app);
-    return app;
-  }
-
-  beforeAll(async () => {
-    storage = await createPgliteStorage();
-  }, 60_000);
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-    await storage.close();
-  });
+describeOnBackends('history plugin', { timeout: 30_000 }, (backend) => {
+  const server = (overrides: Partial<Settings>) => backend.serverWith(overrides);
 
   it('is off by default: no capability, no endpoint, nothing stored', async () => {
     const app = await server({});
@@ -38,7 +20,7 @@ describe('history plugin', { timeout: 30_000 }, () => {
     expect(root.json().capabilities).not.toHaveProperty('history');
     await app.inject({ method: 'PUT', url: '/v1/buckets/off', headers: alice });
     expect((await app.inject({ method: 'GET', url: '/v1/buckets/off/history', headers: alice })).statusCode).toBe(404);
-    expect(await storage.list({ resourceName: 'history', parentId: '/buckets/off' })).toEqual([]);
+    expect(await backend.storage.list({ resourceName: 'history', parentId: '/buckets/off' })).toEqual([]);
   });
 
   it('history_exclude_resources and history_exclude_user_ids skip those changes', async () => {

@@ -8,12 +8,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { basicAuth, useEmbeddedStore } from './helpers/embedded-server.js';
+import { afterAll, expect, it } from 'vitest';
+import { describeOnBackends } from './helpers/backends.js';
+import { basicAuth } from './helpers/embedded-server.js';
 
 const alice = basicAuth('alice');
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
-const { serverWith } = useEmbeddedStore();
 const workDir = mkdtempSync(join(tmpdir(), 'quire-listener-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
@@ -38,9 +38,9 @@ async function eventually(check: () => void): Promise<void> {
   }
 }
 
-describe('event listeners from modules', () => {
+describeOnBackends('event listeners from modules', {}, ({ name, serverWith }) => {
   it('run in the transaction with payload and impacted objects, then after commit, then close', async () => {
-    const file = join(workDir, 'audit-1.jsonl');
+    const file = join(workDir, `audit-1-${name}.jsonl`);
     const app = await serverWith({
       event_listeners: [{ name: 'audit', use: fixture('audit-listener.mjs'), resources: ['record'], file }],
     } as never);
@@ -71,7 +71,7 @@ describe('event listeners from modules', () => {
   });
 
   it('a listener that throws fails the request with a 500 and rolls it back, batch included', async () => {
-    const file = join(workDir, 'audit-2.jsonl');
+    const file = join(workDir, `audit-2-${name}.jsonl`);
     const app = await serverWith({
       event_listeners: [{ name: 'audit', use: fixture('audit-listener.mjs'), file, refuse_field: 'secret' }],
     } as never);

@@ -8,11 +8,8 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../src/app.js';
-import { loadSettings } from '../src/config.js';
 import type { RedisQueueListener } from '../src/listeners/redis.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
-import type { Storage } from '../src/storage/types.js';
+import { describeOnBackends } from './helpers/backends.js';
 
 const url = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
@@ -32,15 +29,6 @@ async function unreachable(): Promise<string | undefined> {
   } finally {
     client.disconnect();
   }
-}
-
-async function serverWith(storage: Storage, listeners: unknown[]) {
-  const settings = loadSettings({
-    env: {},
-    configFile: null,
-    overrides: { userid_hmac_secret: 's', log_level: 'silent', event_listeners: listeners } as never,
-  });
-  return buildServer({ settings, storage, logger: false });
 }
 
 /** Pops up to `count` messages (oldest first), waiting at most `seconds` for each. */
@@ -98,8 +86,8 @@ if (reason !== undefined) {
     it('needs a Redis server', () => {});
   });
 } else {
-  describe('Redis queue listener', { timeout: 30_000 }, () => {
-    let storage: Storage;
+  describeOnBackends('Redis queue listener', { timeout: 30_000 }, (backend) => {
+    const serverWith = (listeners: unknown[]) => backend.serverWith({ event_listeners: listeners } as never);
     let worker: Redis;
     const lists: string[] = [];
     const newList = () => {
@@ -108,20 +96,18 @@ if (reason !== undefined) {
       return name;
     };
 
-    beforeAll(async () => {
-      storage = await createPgliteStorage();
+    beforeAll(() => {
       worker = new Redis(url);
-    }, 60_000);
+    });
     afterAll(async () => {
       if (lists.length) await worker.del(...lists);
       worker.disconnect();
-      await storage.close();
     });
 
     it('§10.4 LPUSHes each committed event payload as JSON; a BRPOP worker reads them in order', async () => {
       const list = newList();
       const records = newList();
-      const app = await serverWith(storage, [
+      const app = await serverWith([
         { name: 'queue', use: 'kinto_redis.listeners', url, listname: list, pool_size: 5 },
         { name: 'records', use: 'redis', url, listname: records, resources: ['record'], actions: ['create'] },
       ]);
@@ -151,7 +137,7 @@ if (reason !== undefined) {
 
     it('§10.4 a batch pushes its grouped events once committed, and nothing when rolled back', async () => {
       const list = newList();
-      const app = await serverWith(storage, [{ name: 'queue', use: 'redis', url, listname: list }]);
+      const app = await serverWith([{ name: 'queue', use: 'redis', url, listname: list }]);
       try {
         await app.inject({ method: 'PUT', url: '/v1/buckets/rb', headers: alice });
         await app.inject({ method: 'PUT', url: '/v1/buckets/rb/collections/c', headers: alice });
@@ -195,7 +181,7 @@ if (reason !== undefined) {
       const relay = new Relay();
       await relay.reservePort();
       const list = newList();
-      const app = await serverWith(storage, [
+      const app = await serverWith([
         { name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: list, max_buffer: 3, retry_min_ms: 20, retry_max_ms: 100 },
       ]);
       const listener = app.services.events.subscribers.find((s) => s.name === 'queue') as RedisQueueListener;
@@ -223,7 +209,7 @@ if (reason !== undefined) {
     it('closing the server while Redis is unreachable does not hang', async () => {
       const relay = new Relay();
       await relay.reservePort();
-      const app = await serverWith(storage, [{ name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: newList() }]);
+      const app = await serverWith([{ name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: newList() }]);
       await app.inject({ method: 'PUT', url: '/v1/buckets/rc', headers: alice });
       const started = Date.now();
       await app.close();

@@ -4,26 +4,26 @@
  * `cache_expires`): `<resource>_cache_expires_seconds`, the per-parent record lifetimes, and
  * `root_cache_expires_seconds` in readonly mode.
  */
-import { describe, expect, it } from 'vitest';
-import { basicAuth, testSettings, useEmbeddedStore } from '../../test/helpers/embedded-server.js';
+import { expect, it } from 'vitest';
+import { describeOnBackends } from '../../test/helpers/backends.js';
+import { basicAuth, testSettings } from '../../test/helpers/embedded-server.js';
 import type { Settings } from '../config.js';
 
 const alice = basicAuth('alice');
-const { serverWith } = useEmbeddedStore();
 
-/** A server with a public bucket `pub`, its public collection `<collection>` and one record `r`. */
-async function publicData(overrides: Partial<Settings>, collection = 'c', collectionData: Record<string, unknown> = {}) {
-  const app = await serverWith(overrides);
-  const everyone = { read: ['system.Everyone'] };
-  await app.inject({ method: 'PUT', url: '/v1/buckets/pub', headers: alice, payload: { permissions: everyone } });
-  await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}`, headers: alice, payload: { data: collectionData } });
-  await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}/records/r`, headers: alice, payload: { data: {} } });
-  return app;
-}
+describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
+  /** A server with a public bucket `pub`, its public collection `<collection>` and one record `r`. */
+  async function publicData(overrides: Partial<Settings>, collection = 'c', collectionData: Record<string, unknown> = {}) {
+    const app = await serverWith(overrides);
+    const everyone = { read: ['system.Everyone'] };
+    await app.inject({ method: 'PUT', url: '/v1/buckets/pub', headers: alice, payload: { permissions: everyone } });
+    await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}`, headers: alice, payload: { data: collectionData } });
+    await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}/records/r`, headers: alice, payload: { data: {} } });
+    return app;
+  }
 
-const cacheControl = (response: { headers: Record<string, unknown> }) => response.headers['cache-control'];
+  const cacheControl = (response: { headers: Record<string, unknown> }) => response.headers['cache-control'];
 
-describe('cache headers (§12.5)', () => {
   it('anonymous reads are not cacheable by default, like authenticated ones', async () => {
     const app = await publicData({});
     for (const url of ['/v1/buckets/pub', '/v1/buckets/pub/collections', '/v1/buckets/pub/collections/c/records', '/v1/buckets/pub/collections/c/records/r']) {

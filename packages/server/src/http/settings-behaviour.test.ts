@@ -2,28 +2,14 @@
  * Behaviours switched on by settings, which the deployment-agnostic conformance suite cannot
  * turn on: Backoff, end-of-service Alert / 410, readonly mode, paginate_by, heartbeat failure.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { describeOnBackends } from '../../test/helpers/backends.js';
+import { testSettings } from '../../test/helpers/embedded-server.js';
 import { buildServer } from '../app.js';
-import { loadSettings, type Settings } from '../config.js';
-import { createPgliteStorage } from '../storage/sql/sql-storage.js';
-import type { Storage } from '../storage/types.js';
 
 const auth = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
-let storage: Storage;
 
-beforeAll(async () => {
-  storage = await createPgliteStorage();
-});
-afterAll(async () => {
-  await storage.close();
-});
-
-async function serverWith(overrides: Partial<Settings>, store: Storage = storage) {
-  const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
-  return buildServer({ settings, storage: store, logger: false });
-}
-
-describe('settings that shape responses', () => {
+describeOnBackends('settings that shape responses', {}, ({ serverWith }) => {
   it('sends Backoff on every response when `backoff` is set, and never Retry-After on success', async () => {
     const app = await serverWith({ backoff: 60 });
     for (const url of ['/v1/', '/v1/buckets', '/v1/nowhere']) {
@@ -90,16 +76,23 @@ describe('settings that shape responses', () => {
   });
 });
 
-describe('__heartbeat__', () => {
+describeOnBackends('__heartbeat__', {}, (backend) => {
+  it('answers 200 with every probe true', async () => {
+    const app = await backend.serverWith({});
+    const response = await app.inject({ url: '/v1/__heartbeat__' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ storage: true, permission: true });
+  });
+
   it('answers 503 with the probe results when the backend fails', async () => {
-    const broken = new Proxy(storage, {
+    const broken = new Proxy(backend.storage, {
       get(target, property, receiver) {
         if (property === 'ping') return async () => false;
         const value = Reflect.get(target, property, receiver) as unknown;
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const app = await serverWith({}, broken);
+    const app = await buildServer({ settings: testSettings({}), storage: broken, logger: false });
     const response = await app.inject({ url: '/v1/__heartbeat__' });
     expect(response.statusCode).toBe(503);
     expect(response.json()).toEqual({ storage: false, permission: true });
