@@ -230,3 +230,29 @@ describe.runIf(applies)('§13.3 history', () => {
     expect((await history(bucket, '', carol)).map((e) => e.record_id)).toEqual(['mine']);
   });
 });
+
+const trimCount = info.capabilities.history?.auto_trim_max_count;
+const trimUsers = info.capabilities.history?.auto_trim_user_ids;
+const trims =
+  applies &&
+  applicable(typeof trimCount === 'number' && trimCount <= 50, 'history auto-trim (§13.3)', 'capability history has no auto_trim_max_count (or above 50: too many writes)') &&
+  applicable(
+    trimUsers === undefined || (Array.isArray(trimUsers) && trimUsers.includes(await userId(alice))),
+    'history auto-trim (§13.3)',
+    'auto_trim_user_ids does not list the identity this suite writes with',
+  );
+
+describe.runIf(trims)('§13.3 history auto-trim (capability `auto_trim_max_count`)', () => {
+  it('keeps only the newest `auto_trim_max_count` entries of a kind of object', async () => {
+    const keep = trimCount as number;
+    const bucket = await createBucket(alice);
+    const collection = await createCollection(alice, bucket);
+    const created: string[] = [];
+    for (let i = 0; i < keep + 2; i++) {
+      const res = await post(`/buckets/${bucket}/collections/${collection}/records`, { auth: alice, body: { data: { i } } });
+      created.push(res.json.data.id);
+    }
+    const records = (await history(bucket, '?resource_name=record&_sort=last_modified')).map((entry) => entry.record_id);
+    expect(records).toEqual(created.slice(-keep));
+  });
+});

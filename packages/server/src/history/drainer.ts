@@ -13,7 +13,7 @@
  * Rows left by a stopped process are picked up by the periodic sweep (and by any reader).
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { HISTORY_RESOURCE, type Scope, type Storage } from '../storage/types.js';
+import { HISTORY_RESOURCE, type Filter, type Scope, type Storage, type StorageSession } from '../storage/types.js';
 
 export { HISTORY_RESOURCE };
 export const HISTORY_TOPIC = 'history';
@@ -29,7 +29,17 @@ export function historyScope(bucketUri: string): Scope {
   return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
 }
 
+/** `history_auto_trim_*`: the newest `keep` entries per kind of object (and per listed user). */
+export interface HistoryTrim {
+  keep: number;
+  /** The kinds of objects entries are about (`resource_name`). */
+  resourceNames: Iterable<string>;
+  /** Only these users' entries are trimmed, `keep` per user; empty: every entry. */
+  userIds: string[];
+}
+
 export interface HistoryDrainerOptions {
+  trim: HistoryTrim | null;
   batchSize: number;
   /** How long a drain asked for after a commit waits, gathering the next commits' entries. */
   delayMs: number;
@@ -132,9 +142,28 @@ export class HistoryDrainer {
       // The bucket was deleted since (its history with it): its late entries are dropped.
       whileExists: { scope: { resourceName: 'bucket', parentId: '' }, id: bucketUri.slice('/buckets/'.length) },
     };
+    const { trim } = this.#options;
     for (;;) {
-      const taken = await this.#storage.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
+      const taken = await this.#storage.transaction(async (session) => {
+        const moved = await session.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
+        // In the same transaction, under the history scope's lock: no two trims of a bucket
+        // interleave, and the new entries become visible with the old ones already gone.
+        if (moved > 0 && trim) await trimHistory(session, target.scope, trim);
+        return moved;
+      });
       if (taken < batchSize) return;
     }
+  }
+}
+
+/**
+ * Kinto's auto-trim, per kind of object — and per user when trimming by user: the older
+ * entries beyond `keep` are deleted. Off the request path: the drainer runs it after commit.
+ */
+async function trimHistory(session: StorageSession, scope: Scope, { keep, resourceNames, userIds }: HistoryTrim): Promise<void> {
+  for (const resourceName of resourceNames) {
+    const byResource: Filter = { field: 'resource_name', operator: 'eq', value: resourceName };
+    if (userIds.length === 0) await session.trimScope(scope, keep, [byResource]);
+    for (const userId of userIds) await session.trimScope(scope, keep, [byResource, { field: 'user_id', operator: 'eq', value: userId }]);
   }
 }

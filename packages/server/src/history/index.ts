@@ -5,13 +5,17 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { HistoryDrainer } from './drainer.js';
-import { createHistoryListener } from './listener.js';
+import { createHistoryListener, HISTORY_RESOURCES } from './listener.js';
 import { registerHistoryRoutes } from './views.js';
 
 export function registerHistory(app: FastifyInstance): void {
   const { settings, events, capabilities, storage } = app.services;
   if (!settings.history_enabled) return;
+  const trim = settings.history_auto_trim_max_count === null
+    ? null
+    : { keep: settings.history_auto_trim_max_count, resourceNames: HISTORY_RESOURCES, userIds: settings.history_auto_trim_user_ids };
   const drainer = new HistoryDrainer(storage, {
+    trim,
     batchSize: settings.history_drain_batch_size,
     delayMs: settings.history_drain_delay_ms,
     sweepIntervalMs: settings.history_drain_interval_seconds * 1000,
@@ -19,6 +23,12 @@ export function registerHistory(app: FastifyInstance): void {
   });
   events.subscribe(createHistoryListener(settings, drainer));
   app.addHook('onReady', async () => drainer.start());
-  capabilities.history = { description: 'Track changes on data.', url: 'https://kinto.readthedocs.io/en/latest/api/1.x/history.html' };
+  capabilities.history = {
+    description: 'Track changes on data.',
+    url: 'https://kinto.readthedocs.io/en/latest/api/1.x/history.html',
+    // As Kinto shows its trimming settings.
+    ...(trim ? { auto_trim_max_count: trim.keep } : {}),
+    ...(trim && trim.userIds.length ? { auto_trim_user_ids: trim.userIds } : {}),
+  };
   registerHistoryRoutes(app, drainer);
 }

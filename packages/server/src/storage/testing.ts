@@ -941,6 +941,33 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
       });
     });
 
+    section('trimScope', () => {
+      test('hard-deletes the matching objects but the newest `keep`, and counts them', async () => {
+        // Created in this order, so a1 is the oldest.
+        for (const [id, kind] of [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['a3', 'a'], ['b2', 'b'], ['a4', 'a']]) await storage.create(scope, id!, { kind });
+        const other = randomScope();
+        await storage.create(other, 'a0', { kind: 'a' });
+        expect(await storage.trimScope(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }])).toBe(2);
+        // The two newest of kind a, every b; no tombstone left behind; other scopes untouched.
+        expect(ids(await storage.list(scope, { includeDeleted: true })).sort()).toEqual(['a3', 'a4', 'b1', 'b2']);
+        expect(ids(await storage.list(other))).toEqual(['a0']);
+        // Nothing more to trim; fewer than `keep` matches is nothing to trim either.
+        expect(await storage.trimScope(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }])).toBe(0);
+        expect(await storage.trimScope(scope, 5)).toBe(0);
+        expect(await storage.trimScope(scope, 1)).toBe(3);
+        expect(ids(await storage.list(scope, { includeDeleted: true }))).toEqual(['a4']);
+      });
+
+      test('leaves tombstones alone and refuses to keep nothing', async () => {
+        await seed({ a: {}, b: {}, c: {} });
+        const tombstone = await storage.delete(scope, 'a');
+        expect(await storage.trimScope(scope, 1)).toBe(1);
+        // Newest first: the tombstone of a is newer than c.
+        expect(await storage.list(scope, { includeDeleted: true })).toEqual([tombstone, expect.objectContaining({ id: 'c' })]);
+        await expect(storage.trimScope(scope, 0)).rejects.toThrow(StorageError);
+      });
+    });
+
     section('permissions', () => {
       const root = () => `/buckets/${randomUUID()}`;
 

@@ -179,6 +179,13 @@ export interface StorageSession {
   /** Removes tombstones of the scope older than `before` (all when omitted). Returns how many. */
   purgeDeleted(scope: Scope, before?: number): Promise<number>;
 
+  /**
+   * Hard-deletes (no tombstones) the live objects of the scope that match `filters`, but the
+   * newest `keep` of them (by timestamp; `keep` ≥ 1). Returns how many were deleted. The
+   * history's auto-trim: old entries are dropped, not announced.
+   */
+  trimScope(scope: Scope, keep: number, filters?: Filter[]): Promise<number>;
+
   // --- access control entries, keyed by object URI (e.g. `/buckets/b/collections/c`) ---
 
   /**

@@ -291,6 +291,27 @@ class SqlSession implements StorageSession {
     return row?.count ?? 0;
   }
 
+  async trimScope(scope: Scope, keep: number, filters: Filter[] = []): Promise<number> {
+    this.#assertWritable();
+    if (!Number.isInteger(keep) || keep < 1) throw new StorageError(`trimScope keeps at least one object (asked ${keep})`);
+    const query = new QueryBuilder();
+    const where = query.where(scope, { filters });
+    // The newest `keep` are found walking the timestamp index backwards; the older matches
+    // are deleted in the same statement.
+    const [row] = await this.#query<{ count: number }>(
+      `WITH oldest_kept AS (
+         SELECT last_modified FROM ${tableOf(scope)} WHERE ${where} ORDER BY last_modified DESC OFFSET ${query.bind(keep - 1)} LIMIT 1
+       ),
+       trimmed AS (
+         DELETE FROM ${tableOf(scope)} WHERE ${where} AND last_modified < (SELECT last_modified FROM oldest_kept) RETURNING 1
+       )
+       SELECT count(*)::int AS count FROM trimmed`,
+      query.params,
+    );
+    this.writes += row?.count ?? 0;
+    return row?.count ?? 0;
+  }
+
   async getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
     const result = new Map<string, Permissions>();
     const missing: string[] = [];
@@ -766,6 +787,10 @@ export class SqlStorage implements Storage {
 
   purgeDeleted(scope: Scope, before?: number): Promise<number> {
     return this.transaction((session) => session.purgeDeleted(scope, before));
+  }
+
+  trimScope(scope: Scope, keep: number, filters?: Filter[]): Promise<number> {
+    return this.transaction((session) => session.trimScope(scope, keep, filters));
   }
 
   setPermissions(uri: string, permissions: Permissions): Promise<void> {
