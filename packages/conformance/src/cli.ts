@@ -25,6 +25,10 @@ Options:
   --report <formats>       Write reports: json, junit, html (comma-separated, or repeat).
   --output <dir>           Directory of the report files (default: current directory).
   --max-body-bytes <n>     The deployment's request body limit, to check its 413 answer.
+  --backoff <seconds>      The deployment sends Backoff: <seconds> on every response (its backoff
+                           setting, without a percentage): check that it does.
+  --allow-flush            Run the flush check (capability "flush_endpoint"): POST /__flush__
+                           DELETES EVERYTHING on the deployment. Test servers only.
   -h, --help               This help.
 
 Exit status: 0 when nothing failed unexpectedly, 1 on unexpected failures, 2 on a usage or
@@ -62,6 +66,8 @@ async function main(): Promise<number> {
         report: { type: 'string', multiple: true },
         output: { type: 'string' },
         'max-body-bytes': { type: 'string' },
+        backoff: { type: 'string' },
+        'allow-flush': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -82,6 +88,11 @@ async function main(): Promise<number> {
   if (values['max-body-bytes'] !== undefined) {
     maxBodyBytes = Number(values['max-body-bytes']);
     if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) fail('--max-body-bytes must be a positive integer');
+  }
+  let backoffSeconds: number | undefined;
+  if (values.backoff !== undefined) {
+    backoffSeconds = Number(values.backoff);
+    if (!Number.isSafeInteger(backoffSeconds) || backoffSeconds < 0) fail('--backoff must be a whole number of seconds');
   }
 
   let signals = 0;
@@ -106,6 +117,8 @@ async function main(): Promise<number> {
       ...(values.output ? { outputDir: values.output } : {}),
       ...(suites.length ? { suites } : {}),
       ...(maxBodyBytes ? { maxBodyBytes } : {}),
+      ...(backoffSeconds !== undefined ? { backoffSeconds } : {}),
+      allowFlush: Boolean(values['allow-flush']),
       onInterruptible: (fn) => {
         interrupt = fn;
       },

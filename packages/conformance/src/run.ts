@@ -45,6 +45,10 @@ export interface RunOptions {
   suites?: string[];
   /** The deployment's body limit in bytes, to check its 413 answer (not advertised by `GET /`). */
   maxBodyBytes?: number;
+  /** The deployment's `Backoff` seconds when it sends them on every response (§12.1). */
+  backoffSeconds?: number;
+  /** Run the destructive flush check (§13.5): wipes the whole deployment. */
+  allowFlush?: boolean;
   /** Where progress goes (default: stdout). */
   out?: Writable;
   /** Called with a function that interrupts the run (cleanup and reports still happen). */
@@ -169,7 +173,7 @@ export async function cleanupJournal(base: string, journal: string): Promise<num
   return leftovers;
 }
 
-const ENV_KEYS = ['QUIRE_CONFORMANCE_URL', 'QUIRE_CONFORMANCE_USERS', 'QUIRE_CONFORMANCE_USERS_DISPOSABLE', 'QUIRE_CONFORMANCE_READ_ONLY', 'QUIRE_CONFORMANCE_JOURNAL', 'QUIRE_CONFORMANCE_MAX_BODY_BYTES'] as const;
+const ENV_KEYS = ['QUIRE_CONFORMANCE_URL', 'QUIRE_CONFORMANCE_USERS', 'QUIRE_CONFORMANCE_USERS_DISPOSABLE', 'QUIRE_CONFORMANCE_READ_ONLY', 'QUIRE_CONFORMANCE_JOURNAL', 'QUIRE_CONFORMANCE_MAX_BODY_BYTES', 'QUIRE_CONFORMANCE_BACKOFF', 'QUIRE_CONFORMANCE_ALLOW_FLUSH'] as const;
 
 export async function runConformance(options: RunOptions): Promise<RunResult> {
   const out = options.out ?? process.stdout;
@@ -177,6 +181,7 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   const startedAt = new Date();
   const expectations = typeof options.expectations === 'string' ? loadExpectations(options.expectations) : options.expectations;
 
+  if (options.allowFlush && options.readOnly) throw new Error('--allow-flush wipes the deployment; it cannot be combined with --read-only');
   const server = await readServer(base);
   const { root: _root, ...serverSummary } = server;
   out.write(`Target ${base}: ${server.project_name ?? '?'} ${server.project_version ?? ''}, HTTP API ${server.http_api_version ?? '?'}\n`);
@@ -213,6 +218,11 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   if (options.readOnly) process.env['QUIRE_CONFORMANCE_READ_ONLY'] = '1';
   else delete process.env['QUIRE_CONFORMANCE_READ_ONLY'];
   if (options.maxBodyBytes) process.env['QUIRE_CONFORMANCE_MAX_BODY_BYTES'] = String(options.maxBodyBytes);
+  if (options.backoffSeconds !== undefined) process.env['QUIRE_CONFORMANCE_BACKOFF'] = String(options.backoffSeconds);
+  else delete process.env['QUIRE_CONFORMANCE_BACKOFF'];
+  // Only ever on request: a flush wipes the deployment.
+  if (options.allowFlush) process.env['QUIRE_CONFORMANCE_ALLOW_FLUSH'] = '1';
+  else delete process.env['QUIRE_CONFORMANCE_ALLOW_FLUSH'];
 
   const reporter = new ConformanceReporter(out, expectations);
   let vitest: Vitest | undefined;

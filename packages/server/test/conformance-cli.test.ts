@@ -2,8 +2,9 @@
  * The conformance CLI (`quire-conformance`, packages/conformance/src/cli.ts) run as operators
  * run it: a child process against a live server, here ours on the embedded store and on
  * PostgreSQL. Asserts zero unexpected failures, readable reports, that an expectations file
- * turns a deliberate failure green, that --read-only creates nothing, and that the run leaves
- * no bucket behind.
+ * turns a deliberate failure green, that --read-only creates nothing, that the run leaves
+ * no bucket behind, and that the checks of the operating modes (readonly, end of service,
+ * Backoff, history auto-trim, flush) run and pass against servers in those modes.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
-import { loadSettings } from '../src/config.js';
+import { loadSettings, type Settings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
 
@@ -27,26 +28,20 @@ const FULL_RUN_MS = 300_000;
 interface Target {
   url: string;
   storage: Storage;
-  stop(): Promise<void>;
+  /** Closes the server (not its store, which the caller owns). */
+  close(): Promise<void>;
 }
 
-async function startServer(storage: Storage): Promise<Target> {
+async function startServer(storage: Storage, overrides: Partial<Settings> = {}): Promise<Target> {
   const settings = loadSettings({
     env: {},
-    overrides: { userid_hmac_secret: 'conformance-cli-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES },
+    overrides: { userid_hmac_secret: 'conformance-cli-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES, ...overrides },
   });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
-  return {
-    url: `http://127.0.0.1:${address.port}/v1`,
-    storage,
-    stop: async () => {
-      await app.close();
-      await storage.close();
-    },
-  };
+  return { url: `http://127.0.0.1:${address.port}/v1`, storage, close: () => app.close() };
 }
 
 interface CliResult {
@@ -98,7 +93,10 @@ function readJsonReport(dir: string): any {
   return JSON.parse(readFileSync(join(dir, 'conformance-report.json'), 'utf8'));
 }
 
-function describeFullRun(backend: string, open: () => Promise<{ storage: Storage; dispose?: () => Promise<void> } | string>) {
+/** Opens a store for a block of runs, or says why it cannot (the block is then skipped). */
+type OpenStore = () => Promise<{ storage: Storage; dispose?: () => Promise<void> } | string>;
+
+function describeFullRun(backend: string, open: OpenStore) {
   describe(`quire-conformance against Quire on ${backend}`, () => {
     let target: Target | undefined;
     let dispose: (() => Promise<void>) | undefined;
@@ -117,7 +115,8 @@ function describeFullRun(backend: string, open: () => Promise<{ storage: Storage
     }, 60_000);
 
     afterAll(async () => {
-      await target?.stop();
+      await target?.close();
+      await target?.storage.close();
       await dispose?.();
       rmSync(out, { recursive: true, force: true });
     });
@@ -153,9 +152,10 @@ function describeFullRun(backend: string, open: () => Promise<{ storage: Storage
   });
 }
 
-describeFullRun('the embedded store', async () => ({ storage: await createPgliteStorage() }));
+const openEmbedded: OpenStore = async () => ({ storage: await createPgliteStorage() });
 
-describeFullRun('PostgreSQL', async () => {
+/** A fresh schema, or why PostgreSQL cannot be used (a failure under QUIRE_TEST_REQUIRE_PG). */
+const openPostgres: OpenStore = async () => {
   const probe = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
   try {
     await probe.connect();
@@ -172,7 +172,88 @@ describeFullRun('PostgreSQL', async () => {
       await probe.end();
     },
   };
-});
+};
+
+describeFullRun('the embedded store', openEmbedded);
+describeFullRun('PostgreSQL', openPostgres);
+
+/**
+ * The checks that apply only to deployments in a given mode, each run against a server in that
+ * mode (one store per backend, shared by the runs; the flush, which wipes it, comes last).
+ */
+function describeModeRuns(backend: string, open: OpenStore) {
+  describe(`quire-conformance against Quire in its operating modes, on ${backend}`, () => {
+    let storage: Storage | undefined;
+    let dispose: (() => Promise<void>) | undefined;
+    let skipReason: string | undefined;
+    const out = mkdtempSync(join(tmpdir(), `quire-conformance-modes-${backend.replace(/\W+/g, '-')}-`));
+
+    beforeAll(async () => {
+      const opened = await open();
+      if (typeof opened === 'string') {
+        skipReason = opened;
+        console.warn(`[conformance-cli modes:${backend}] SKIPPED: ${opened}`);
+        return;
+      }
+      ({ storage, dispose } = opened);
+    }, 60_000);
+
+    afterAll(async () => {
+      await storage?.close();
+      await dispose?.();
+      rmSync(out, { recursive: true, force: true });
+    });
+
+    /** Runs the CLI with `args` against a server started with `overrides`; returns the JSON report. */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    async function runAgainst(name: string, overrides: Partial<Settings>, args: string[]): Promise<any> {
+      const target = await startServer(storage as Storage, overrides);
+      try {
+        const dir = join(out, name);
+        const res = await runCli([target.url, ...args, '--report', 'json', '--output', dir]);
+        expect(res.code, `${res.stdout}\n${res.stderr}`).toBe(0);
+        const report = readJsonReport(dir);
+        expect(report.summary.unexpected).toBe(0);
+        return report;
+      } finally {
+        await target.close();
+      }
+    }
+
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const outcomes = (report: any, file: string): string[] => report.tests.filter((t: { id: string }) => t.id.startsWith(`${file} >`)).map((t: { outcome: string }) => t.outcome);
+
+    it('readonly, end of service and Backoff: every operations check runs and passes', async (ctx) => {
+      if (skipReason) return ctx.skip(skipReason);
+      const modes = { readonly: true, eos: '2999-12-31', eos_message: 'Moving to a new home', backoff: 30 };
+      const report = await runAgainst('modes', modes, ['operations', 'root', 'http', '--read-only', '--backoff', '30']);
+      const operations = outcomes(report, 'operations.test.ts');
+      expect(operations.length).toBeGreaterThanOrEqual(10);
+      expect(operations.every((outcome) => outcome === 'passed'), operations.join(', ')).toBe(true);
+      // Nothing was written, the readonly probes included.
+      expect(await countBuckets(storage as Storage)).toBe(0);
+    }, FULL_RUN_MS);
+
+    it('history auto-trim: the history checks pass, the trim check included', async (ctx) => {
+      if (skipReason) return ctx.skip(skipReason);
+      const report = await runAgainst('trim', { history_enabled: true, history_auto_trim_max_count: 10 }, ['history']);
+      const trim = report.tests.filter((t: { id: string }) => t.id.includes('history auto-trim'));
+      expect(trim.map((t: { outcome: string }) => t.outcome)).toEqual(['passed']);
+      expect(outcomes(report, 'history.test.ts').filter((outcome) => outcome !== 'passed')).toEqual([]);
+    }, FULL_RUN_MS);
+
+    it('--allow-flush: the destructive flush check runs and passes', async (ctx) => {
+      if (skipReason) return ctx.skip(skipReason);
+      const report = await runAgainst('flush', { flush_endpoint_enabled: true }, ['flush', '--allow-flush']);
+      const flush = outcomes(report, 'flush.test.ts');
+      expect(flush.length).toBeGreaterThanOrEqual(3);
+      expect(flush.every((outcome) => outcome === 'passed'), flush.join(', ')).toBe(true);
+    }, FULL_RUN_MS);
+  });
+}
+
+describeModeRuns('the embedded store', openEmbedded);
+describeModeRuns('PostgreSQL', openPostgres);
 
 describe('quire-conformance options (embedded store)', () => {
   let target: Target;
@@ -183,7 +264,8 @@ describe('quire-conformance options (embedded store)', () => {
   }, 60_000);
 
   afterAll(async () => {
-    await target?.stop();
+    await target?.close();
+    await target?.storage.close();
     rmSync(out, { recursive: true, force: true });
   });
 

@@ -129,8 +129,8 @@ function operations(method: string, path: string, body: any): SubRequest[] {
  * would touch their own data (`DELETE /buckets` deletes all their buckets; writes in their
  * personal `default` bucket).
  */
-function guard(ops: SubRequest[], method: string): void {
-  if (process.env['QUIRE_CONFORMANCE_READ_ONLY'] === '1') {
+function guard(ops: SubRequest[], method: string, readonlyProbe: boolean): void {
+  if (process.env['QUIRE_CONFORMANCE_READ_ONLY'] === '1' && !readonlyProbe) {
     if (!SAFE_METHODS.has(method)) throw new SkipSignal('read-only mode: this check writes');
     // Even a GET creates the caller's personal bucket on first access (§13.1).
     if (ops.some((op) => /^\/buckets\/default(\/|$)/.test(op.path))) throw new SkipSignal('read-only mode: this check writes');
@@ -197,6 +197,11 @@ export interface RequestOptions {
   /** A user (Basic Auth), a literal Authorization header value, or nothing (anonymous). */
   auth?: User | string | null | undefined;
   redirect?: 'manual' | 'follow';
+  /**
+   * A write sent to a server that declares itself readonly (§12.7), to check that it refuses
+   * it: sent even in read-only mode. Only for `suites/operations.test.ts`, on random ids.
+   */
+  readonlyProbe?: boolean;
 }
 
 export interface HttpResponse {
@@ -250,7 +255,7 @@ export async function request(
 
   const verb = method.toUpperCase();
   const ops = operations(verb, path, options.body);
-  guard(ops, verb);
+  guard(ops, verb, options.readonlyProbe === true);
   const authorization = headers.get('authorization');
   trackBefore(ops, authorization);
 
