@@ -1,0 +1,42 @@
+/**
+ * `GET /` capabilities (protocol-reference §11.1, §13): exactly the features the settings
+ * enable, each with a description and a url.
+ */
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedStore } from '../../test/helpers/embedded-server.js';
+
+const { serverWith } = useEmbeddedStore();
+
+async function capabilities(overrides: Parameters<typeof serverWith>[0]): Promise<Record<string, Record<string, unknown>>> {
+  const app = await serverWith(overrides);
+  try {
+    return (await app.inject({ url: '/v1/' })).json().capabilities;
+  } finally {
+    await app.close();
+  }
+}
+
+describe('GET / capabilities', () => {
+  it('by default: Basic Auth, the personal bucket and the permissions endpoint', async () => {
+    expect(Object.keys(await capabilities({})).sort()).toEqual(['basicauth', 'default_bucket', 'permissions_endpoint']);
+  });
+
+  it('with every optional feature off: none', async () => {
+    const off = { multiauth_policies: ['account'], default_bucket_enabled: false, experimental_permissions_endpoint: false };
+    // Accounts is a policy here: its capability is the only one.
+    expect(Object.keys(await capabilities(off))).toEqual(['accounts']);
+  });
+
+  it('with every optional feature on: each, with a description and a url', async () => {
+    const all = await capabilities({
+      multiauth_policies: ['account', 'basicauth'],
+      history_enabled: true,
+      flush_endpoint_enabled: true,
+      experimental_collection_schema_validation: true,
+    });
+    expect(Object.keys(all).sort()).toEqual(['accounts', 'basicauth', 'default_bucket', 'flush_endpoint', 'history', 'permissions_endpoint', 'schema']);
+    for (const [name, entry] of Object.entries(all)) {
+      expect(entry, name).toMatchObject({ description: expect.any(String), url: expect.stringMatching(/^https?:\/\//) });
+    }
+  });
+});
