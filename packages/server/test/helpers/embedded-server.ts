@@ -1,6 +1,8 @@
 /**
- * One in-memory embedded store per test file (opened before its tests, closed after), and
+ * One store per test file or describe block (opened before its tests, closed after), and
  * servers built on it with settings overrides — the set-up most server tests share.
+ * `useEmbeddedStore()` is the in-memory embedded store; `helpers/backends.ts` runs a block on
+ * each store (embedded and PostgreSQL) through the same `useStore()`.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
@@ -21,27 +23,49 @@ export function basicAuth(user: string, password = 'pw'): { authorization: strin
 
 export interface EmbeddedStore {
   readonly storage: Storage;
-  /** A server (not listening; use `inject`) on the file's store. */
+  /** A server (not listening; use `inject`) on the block's store; closed after the block if still open. */
   serverWith(overrides?: Partial<Settings>): Promise<FastifyInstance>;
 }
 
-/** Call at the top of a file or describe block. */
-export function useEmbeddedStore(): EmbeddedStore {
-  let storage: Storage | undefined;
+/** A store as `useStore()` opens it: `dispose` runs after the store is closed (e.g. drops its schema). */
+export interface OpenedStore {
+  storage: Storage;
+  dispose?: () => Promise<void>;
+}
+
+/**
+ * Opens a store with `open` before the enclosing block's tests; after them closes the servers
+ * made by `serverWith` (a test that failed half-way may leave one open; close() is idempotent),
+ * then the store, then runs its `dispose`. Call at the top of a file or describe block.
+ */
+export function useStore(open: () => Promise<OpenedStore>): EmbeddedStore {
+  let opened: OpenedStore | undefined;
+  const servers: FastifyInstance[] = [];
   beforeAll(async () => {
-    storage = await createPgliteStorage();
+    opened = await open();
   }, 60_000);
   afterAll(async () => {
-    await storage?.close();
+    await Promise.all(servers.map((app) => app.close()));
+    await opened?.storage.close();
+    await opened?.dispose?.();
   });
-  const opened = (): Storage => {
-    if (!storage) throw new Error('useEmbeddedStore: the store opens in beforeAll');
-    return storage;
+  const storage = (): Storage => {
+    if (!opened) throw new Error('useStore: the store opens in beforeAll');
+    return opened.storage;
   };
   return {
     get storage() {
-      return opened();
+      return storage();
     },
-    serverWith: (overrides = {}) => buildServer({ settings: testSettings(overrides), storage: opened(), logger: false }),
+    async serverWith(overrides = {}) {
+      const app = await buildServer({ settings: testSettings(overrides), storage: storage(), logger: false });
+      servers.push(app);
+      return app;
+    },
   };
+}
+
+/** An in-memory embedded store (PGlite) for the enclosing file or describe block. */
+export function useEmbeddedStore(): EmbeddedStore {
+  return useStore(async () => ({ storage: await createPgliteStorage() }));
 }
