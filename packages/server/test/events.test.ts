@@ -3,11 +3,9 @@
  * and per batch, the two delivery phases and what a failing in-transaction listener does.
  */
 import type { FastifyInstance } from 'fastify';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildServer } from '../src/app.js';
+import { beforeAll, beforeEach, expect, it } from 'vitest';
 import { loadSettings } from '../src/config.js';
 import type { EventSubscriber, ResourceEvent } from '../src/events/types.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
 import { describeOnBackends } from './helpers/backends.js';
 
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
@@ -241,20 +239,14 @@ describeOnBackends('§10.1 read events of the other resources: account, permissi
   });
 });
 
-describe('event_listeners setting', { timeout: 60_000 }, () => {
+describeOnBackends('event_listeners setting', { timeout: 60_000 }, ({ serverWith }) => {
   it('refuses unknown listeners, actions and keys at boot', async () => {
-    const storage = await createPgliteStorage();
-    try {
-      const build = (event_listeners: unknown) =>
-        buildServer({ settings: loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', event_listeners } as never }), storage, logger: false });
-      await expect(build([{ name: 'x', use: 'nope' }])).rejects.toThrow(/unknown listener "nope"/);
-      await expect(build([{ name: 'x', use: 'redis', actions: ['explode'] }])).rejects.toThrow(/unknown action/);
-      await expect(build([{ name: 'x', use: 'redis', colour: 'red' }])).rejects.toThrow(/unknown key\(s\) colour/);
-      await expect(build([{ name: 'x', use: 'redis', url: 'http://x' }])).rejects.toThrow(/redis:\/\//);
-      await expect(build({ name: 'x' })).rejects.toThrow(/JSON array/);
-      expect(() => loadSettings({ env: { QUIRE_EVENT_LISTENERS: '[{' }, configFile: null })).toThrow(/expected JSON/);
-    } finally {
-      await storage.close();
-    }
+    const build = (event_listeners: unknown) => serverWith({ event_listeners } as never);
+    await expect(build([{ name: 'x', use: 'nope' }])).rejects.toThrow(/unknown listener "nope"/);
+    await expect(build([{ name: 'x', use: 'redis', actions: ['explode'] }])).rejects.toThrow(/unknown action/);
+    await expect(build([{ name: 'x', use: 'redis', colour: 'red' }])).rejects.toThrow(/unknown key\(s\) colour/);
+    await expect(build([{ name: 'x', use: 'redis', url: 'http://x' }])).rejects.toThrow(/redis:\/\//);
+    await expect(build({ name: 'x' })).rejects.toThrow(/JSON array/);
+    expect(() => loadSettings({ env: { QUIRE_EVENT_LISTENERS: '[{' }, configFile: null })).toThrow(/expected JSON/);
   });
 });

@@ -1,9 +1,9 @@
 /**
  * The history's write path (history/listener.ts + drainer.ts): entries are enqueued in the
  * change's transaction and moved into the history after commit. These tests check what that
- * design must keep: read-your-writes, permissions as they were at the change, entries left by a
- * stopped process, bucket deletion, and — on PostgreSQL with two server processes — entry order
- * and `_since` polling under concurrent writers.
+ * design must keep, on both stores: read-your-writes, permissions as they were at the change,
+ * entries left by a stopped process, bucket deletion; and — on PostgreSQL with two server
+ * processes — entry order and `_since` polling under concurrent writers.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
@@ -12,8 +12,9 @@ import { buildServer } from '../src/app.js';
 import { HISTORY_TOPIC } from '../src/history/drainer.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
-import { basicAuth, testSettings, useEmbeddedStore } from './helpers/embedded-server.js';
-import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from './helpers/postgres.js';
+import { describeOnBackends, postgresSkipReason } from './helpers/backends.js';
+import { basicAuth, testSettings } from './helpers/embedded-server.js';
+import { dropSchema, newSchemaName, PG_URL } from './helpers/postgres.js';
 
 const alice = basicAuth('alice');
 const bob = basicAuth('bob');
@@ -39,17 +40,8 @@ async function waitFor(condition: () => Promise<boolean>, what: string): Promise
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('history drain on the embedded store', { timeout: 60_000 }, () => {
-  const store = useEmbeddedStore();
-  const apps: FastifyInstance[] = [];
-  const server = async () => {
-    const app = await store.serverWith({ history_enabled: true });
-    apps.push(app);
-    return app;
-  };
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-  });
+describeOnBackends('history drain', { timeout: 60_000 }, (store) => {
+  const server = () => store.serverWith({ history_enabled: true });
 
   it('a committed change is in the history its author reads next, and the outbox is then empty', async () => {
     const app = await server();
@@ -114,9 +106,7 @@ describe('history drain on the embedded store', { timeout: 60_000 }, () => {
   });
 });
 
-const pgReason = await postgresUnavailable('history-drain.test.ts');
-
-describe.skipIf(pgReason !== undefined)('history drain on PostgreSQL, two server processes', { timeout: 120_000 }, () => {
+describe.skipIf(postgresSkipReason !== undefined)('history drain on PostgreSQL, two server processes', { timeout: 120_000 }, () => {
   const schema = newSchemaName();
   const storages: Storage[] = [];
   const apps: FastifyInstance[] = [];
@@ -124,7 +114,7 @@ describe.skipIf(pgReason !== undefined)('history drain on PostgreSQL, two server
   afterAll(async () => {
     for (const app of apps) await app.close();
     for (const storage of storages) await storage.close();
-    if (!pgReason) await dropSchema(schema);
+    await dropSchema(schema);
   });
 
   it('entries follow the order of the changes, and _since polling during the writes misses none', async () => {
