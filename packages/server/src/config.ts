@@ -45,6 +45,12 @@ export const SETTINGS = {
   storage_max_fetch_size: { type: 'integer', default: 10000, min: 1, description: 'Hard cap on objects read per page.' },
   paginate_by: { type: 'integer', default: null, nullable: true, min: 1, description: 'Server page size (unset: `storage_max_fetch_size`).' },
   batch_max_requests: { type: 'integer', default: 25, nullable: true, min: 0, description: 'Maximum sub-requests per `POST /batch` (0 or null: unlimited). Public in `GET /`.' },
+  batch_timeout_seconds: {
+    type: 'number',
+    default: 30,
+    min: 0.01,
+    description: 'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose client went away is rolled back at once).',
+  },
   max_body_bytes: { type: 'integer', default: 10 * 1024 * 1024, min: 1024, description: 'Largest request body accepted; larger ones get 413.' },
   pagination_token_validity_seconds: { type: 'integer', default: 600, min: 1, description: 'Lifetime of a plural-DELETE pagination token.' },
   readonly: { type: 'boolean', default: false, description: 'Refuse every write with 405.' },
@@ -208,6 +214,7 @@ export interface Settings {
   storage_max_fetch_size: number;
   paginate_by: number | null;
   batch_max_requests: number | null;
+  batch_timeout_seconds: number;
   max_body_bytes: number;
   pagination_token_validity_seconds: number;
   readonly: boolean;

@@ -39,6 +39,7 @@ const REASONS: Record<number, string> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
+  499: 'Client Closed Request',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
   507: 'Insufficient Storage',

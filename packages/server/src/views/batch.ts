@@ -5,12 +5,14 @@
  * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
  * clients cannot rely on that state, so we refuse it whole.)
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, invalidParameter } from '../errors.js';
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
 import { runInBatch } from '../request-context.js';
 import { registerMethods } from '../resource/routes.js';
 
+const BATCH_PATH = '/v1/batch';
 const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
 const BATCH_KEYS: ReadonlySet<string> = new Set(['defaults', 'requests']);
 const REQUEST_KEYS: ReadonlySet<string> = new Set(['method', 'path', 'headers', 'body']);
@@ -68,10 +70,9 @@ function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
     const subBody = request.body;
     if (subBody !== undefined && !isPlainObject(subBody)) throw invalidParameter('body', `${name}.body`, 'body must be a JSON object');
     const prefixed = /^\/v1(\/|\?|$)/.test(path) ? path : `/v1${path}`;
-    // Only the batch endpoint itself is refused. (Kinto refuses any path *containing* "/batch",
-    // e.g. a collection named "batched" — a bug we do not copy.)
-    const pathOnly = prefixed.split('?')[0]?.replace(/\/+$/, '');
-    if (pathOnly === '/v1/batch') throw invalidParameter('body', 'requests', 'Recursive call on /batch endpoint is forbidden.');
+    // Only the batch endpoint itself is refused, however the path is written. (Kinto refuses
+    // any path *containing* "/batch", e.g. a collection named "batched" — a bug we do not copy.)
+    if (routedPath(prefixed) === BATCH_PATH) throw recursiveBatch();
     return {
       method,
       path: prefixed,
@@ -80,6 +81,26 @@ function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
       body: subBody && Object.keys(subBody).length > 0 ? subBody : undefined,
     };
   });
+}
+
+function recursiveBatch(): ApiError {
+  return invalidParameter('body', 'requests', 'Recursive call on /batch endpoint is forbidden.');
+}
+
+/**
+ * The route `path` reaches, as the router and the redirects see it: resolved like a URL (dot
+ * segments, no fragment), percent-decoded, duplicate and trailing slashes dropped (the
+ * not-found handler redirects those, and a batch follows one redirect).
+ */
+export function routedPath(path: string): string {
+  const { pathname } = new URL(path, 'http://batch.invalid');
+  let decoded = pathname;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    // Malformed escapes: the router answers 400 for such a path, never a route.
+  }
+  return decoded.replace(/\/{2,}/g, '/').replace(/(.)\/+$/, '$1');
 }
 
 /** The caller's headers (credentials included) for an internal sub-request, minus the body's. */
@@ -126,23 +147,86 @@ export function registerBatch(app: FastifyInstance): void {
     return { status: response.statusCode, path: safeDecode(path.split('?')[0] ?? path), headers: responseHeaders, body };
   }
 
-  registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest) => {
+  registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest, reply: FastifyReply) => {
+    // Whatever path led a sub-request here, a batch never runs inside a batch: it would wait
+    // on its own transaction (the embedded store) or take one more connection per level.
+    if (request.batch) throw recursiveBatch();
     const requests = parseBatch(request.body, settings.batch_max_requests);
-    // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
-    // to in-transaction listeners before the batch commits, to the others after.
-    const responses = await events.run(storage, 'write', (session) =>
-      runInBatch(session, async (batchHeaders) => {
-        const results: SubResponse[] = [];
-        for (const sub of requests) {
-          const result = await execute(request, sub, batchHeaders);
-          if (result.status >= 500 || result.status === 409) throw subResponseError(result);
-          results.push(result);
-        }
-        return results;
-      }),
-    );
-    return { responses };
+    const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
+    try {
+      // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
+      // to in-transaction listeners before the batch commits, to the others after.
+      const responses = await events.run(storage, 'write', (session) =>
+        runInBatch(session, async (batchHeaders) => {
+          const results: SubResponse[] = [];
+          for (const sub of requests) {
+            await deadline.check();
+            const result = await execute(request, sub, batchHeaders);
+            if (result.status >= 500 || result.status === 409) throw subResponseError(result);
+            results.push(result);
+          }
+          await deadline.check(); // nothing is committed for a client gone or past the budget
+          return results;
+        }),
+      );
+      return { responses };
+    } finally {
+      deadline.clear();
+    }
   } });
+}
+
+/**
+ * When a batch must stop: its client went away (nobody would read the answer, and its locks
+ * would be held for nothing) or it ran past `batch_timeout_seconds`. Checked before each
+ * sub-request and before commit; throwing rolls the transaction back.
+ */
+const YIELD_EVERY_MS = 5;
+
+class BatchDeadline {
+  readonly #expiresAt: number;
+  readonly #seconds: number;
+  readonly #retryAfter: number;
+  readonly #reply: FastifyReply;
+  #clientGone = false;
+  #lastYield = performance.now();
+  readonly #onClose = () => {
+    if (!this.#reply.raw.writableFinished) this.#clientGone = true;
+  };
+
+  constructor(reply: FastifyReply, seconds: number, retryAfter: number) {
+    this.#reply = reply;
+    this.#seconds = seconds;
+    this.#retryAfter = retryAfter;
+    this.#expiresAt = performance.now() + seconds * 1000;
+    reply.raw.on('close', this.#onClose);
+  }
+
+  /**
+   * Throws when the batch must stop. An in-process store answers without ever leaving the
+   * microtask queue, so the batch first lets the event loop poll I/O now and then: that is how
+   * a closed connection is noticed, and how other requests keep being served meanwhile.
+   */
+  async check(): Promise<void> {
+    if (performance.now() - this.#lastYield > YIELD_EVERY_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.#lastYield = performance.now();
+    }
+    if (this.#clientGone) {
+      // Never sent: there is nobody to send it to. Status 499 as proxies log a client gone.
+      throw new ApiError(499, ERRNO.UNDEFINED, { message: 'The client closed the connection: the batch was rolled back.' });
+    }
+    if (performance.now() > this.#expiresAt) {
+      throw new ApiError(503, ERRNO.BACKEND, {
+        message: `The batch ran longer than batch_timeout_seconds (${this.#seconds} s) and was rolled back: send fewer requests per batch.`,
+        headers: { 'Retry-After': String(this.#retryAfter) },
+      });
+    }
+  }
+
+  clear(): void {
+    this.#reply.raw.off('close', this.#onClose);
+  }
 }
 
 function subResponseError(result: SubResponse): ApiError {
