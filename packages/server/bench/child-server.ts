@@ -18,14 +18,15 @@ export function childConfig<T>(): T {
 /**
  * In the child: listens, tells the parent its port, stops on 'stop' (or when the parent dies),
  * and answers every other message named in `replies` with what its function returns.
+ * `storage` is null for a server without one (bench/throughput.ts's bare Fastify ceiling).
  */
-export async function serveInChild(app: FastifyInstance, storage: Storage, replies: Record<string, () => unknown> = {}): Promise<void> {
+export async function serveInChild(app: FastifyInstance, storage: Pick<Storage, 'close'> | null, replies: Record<string, () => unknown> = {}): Promise<void> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no TCP port');
   const stop = async () => {
     await app.close();
-    await storage.close();
+    await storage?.close();
     process.exit(0);
   };
   process.on('message', (message) => {
@@ -37,10 +38,13 @@ export async function serveInChild(app: FastifyInstance, storage: Storage, repli
   process.send!({ port: address.port });
 }
 
-/** In the parent: forks `script` (the bench itself) as the server child and waits for its port. */
-export async function startServerChild(script: string, config: unknown): Promise<{ child: ChildProcess; port: number }> {
+/**
+ * In the parent: forks `script` (the bench itself) as the server child and waits for its port.
+ * `execArgv` adds Node options to the child's (e.g. `--cpu-prof`).
+ */
+export async function startServerChild(script: string, config: unknown, execArgv: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(script, ['--serve'], {
-    execArgv: process.execArgv,
+    execArgv: [...process.execArgv, ...execArgv],
     env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

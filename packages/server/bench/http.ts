@@ -4,7 +4,7 @@
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/http.ts \
  *     [--backend postgresql|embedded] [--records N] [--duration S] [--connections C] \
  *     [--samples K] [--url postgresql://postgres@127.0.0.1:5432/test]
- *   or from the root: pnpm bench --backend embedded --records 20000
+ *   or from the root: pnpm --filter @quire/server bench:pages --backend embedded --records 20000
  * (tsx is a devDependency of this package: `--import tsx` resolves from packages/server only.)
  *
  * Defaults: postgresql, 1,000,000 records (embedded: 100,000), 5 s × 20 connections per
@@ -31,7 +31,7 @@
  * the end.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,13 +39,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import pg from 'pg';
 import { buildServer } from '../src/app.js';
-import { loadSettings } from '../src/config.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
+import { AUTH, benchSettings, formatNumber, load, recordId } from './support.js';
 
 type Backend = 'postgresql' | 'embedded';
 
@@ -57,8 +57,6 @@ interface ChildConfig {
   dataDir: string;
 }
 
-const SECRET = 'bench-secret';
-const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
 const BUCKET = 'bench';
 const COLLECTION = 'items';
 const COLLECTION_URI = `/buckets/${BUCKET}/collections/${COLLECTION}`;
@@ -70,15 +68,7 @@ const WALK_PAGE = 10_000;
 const PAGE_SIZES = [100, WALK_PAGE];
 const CHANGE_SET = 10;
 
-function settingsFor() {
-  return loadSettings({ env: {}, overrides: { userid_hmac_secret: SECRET, log_level: 'silent' } });
-}
-
-/** The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates. Same as the SQL below. */
-function recordId(i: number): string {
-  const hex = createHash('md5').update(`bench-${i}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+/** recordId(i) of bench/support.ts, in SQL. */
 const SQL_RECORD_ID = `md5('bench-' || i)::uuid::text`;
 
 // ---------------------------------------------------------------------------------------------
@@ -89,7 +79,7 @@ async function serve(config: ChildConfig): Promise<void> {
     config.backend === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, poolSize: 10 })
       : await createPgliteStorage({ dataDir: config.dataDir });
-  await serveInChild(await buildServer({ settings: settingsFor(), storage, logger: false }), storage);
+  await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,7 +92,7 @@ interface SqlClient {
 
 /** Creates the schema, then the bucket and collection through the API (in process); returns the author's user id. */
 async function createContainers(storage: Storage): Promise<string> {
-  const app = await buildServer({ settings: settingsFor(), storage, logger: false });
+  const app = await buildServer({ settings: benchSettings(), storage, logger: false });
   try {
     const headers = { authorization: AUTH, 'content-type': 'application/json' };
     const hello = await app.inject({ method: 'GET', url: '/v1/', headers });
@@ -163,27 +153,13 @@ interface Row {
   detail: string;
 }
 
-function formatNumber(value: number, digits = 0): string {
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-/** Runs autocannon and checks that every answer has the expected status. */
-async function load(
-  name: string,
-  options: autocannon.Options,
-  expected: number,
-): Promise<Row> {
-  const result = await autocannon({ ...options, headers: { authorization: AUTH, ...options.headers } });
-  const counts = Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, stat.count ?? 0] as const);
-  const good = counts.find(([code]) => Number(code) === expected)?.[1] ?? 0;
-  const bad = counts.filter(([code]) => Number(code) !== expected);
-  if (bad.length > 0 || result.errors > 0 || good === 0) {
-    throw new Error(`${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors`);
-  }
+/** An autocannon run (every answer must have the expected status) as a row. */
+async function loadRow(name: string, options: autocannon.Options, expected: number): Promise<Row> {
+  const { count, requestsPerSecond, p50, p99 } = await load(name, options, expected);
   return {
     scenario: name,
-    value: `${formatNumber(good / result.duration)} req/s`,
-    detail: `${expected} ×${formatNumber(good)}; latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms`,
+    value: `${formatNumber(requestsPerSecond)} req/s`,
+    detail: `${expected} ×${formatNumber(count)}; latency p50 ${p50} ms, p99 ${p99} ms`,
   };
 }
 
@@ -333,7 +309,7 @@ async function main(): Promise<void> {
     // 4. Single-record GET, random records.
     const cannon = { url: origin, connections, duration };
     rows.push(
-      await load(
+      await loadRow(
         'GET one record (random ids)',
         {
           ...cannon,
@@ -353,7 +329,7 @@ async function main(): Promise<void> {
     const etag = head.headers.get('etag')!;
     const since = etag.replaceAll('"', '');
     rows.push(
-      await load(
+      await loadRow(
         '_since poll, no change (If-None-Match → 304)',
         { ...cannon, url: `${origin}${RECORDS_PATH}?_since=${since}`, headers: { 'if-none-match': etag } },
         304,
@@ -374,7 +350,7 @@ async function main(): Promise<void> {
     const changed = ((await check.json()) as { data: unknown[] }).data.length;
     if (changed !== CHANGE_SET) throw new Error(`_since returned ${changed} changes, expected ${CHANGE_SET}`);
     rows.push(
-      await load(
+      await loadRow(
         `_since poll, ${CHANGE_SET} changes (200)`,
         { ...cannon, url: `${origin}${RECORDS_PATH}?_since=${since}`, headers: { 'if-none-match': etag } },
         200,

@@ -1,0 +1,43 @@
+/** Helpers shared by the HTTP benchmarks (bench/http.ts, bench/throughput.ts). */
+import { createHash } from 'node:crypto';
+import autocannon from 'autocannon';
+import { loadSettings } from '../src/config.js';
+
+/** Basic auth of the user every benchmark writes and reads as. */
+export const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
+
+/** The settings of a benchmarked Quire server: defaults, no logging. */
+export function benchSettings() {
+  return loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench-secret', log_level: 'silent' } });
+}
+
+/** The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates. bench/http.ts computes the same in SQL. */
+export function recordId(i: number): string {
+  const hex = createHash('md5').update(`bench-${i}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function formatNumber(value: number, digits = 0): string {
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+export interface LoadResult {
+  /** Answers with the expected status. */
+  count: number;
+  requestsPerSecond: number;
+  /** Latency percentiles, in ms (autocannon's resolution: whole milliseconds). */
+  p50: number;
+  p99: number;
+}
+
+/** Runs autocannon (authenticated as the bench user) and fails unless every answer has the expected status. */
+export async function load(name: string, options: autocannon.Options, expected: number): Promise<LoadResult> {
+  const result = await autocannon({ ...options, headers: { authorization: AUTH, ...options.headers } });
+  const counts = Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, stat.count ?? 0] as const);
+  const good = counts.find(([code]) => Number(code) === expected)?.[1] ?? 0;
+  const bad = counts.filter(([code]) => Number(code) !== expected);
+  if (bad.length > 0 || result.errors > 0 || good === 0) {
+    throw new Error(`${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors (timeouts included)`);
+  }
+  return { count: good, requestsPerSecond: good / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+}
