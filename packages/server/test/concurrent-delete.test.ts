@@ -1,7 +1,8 @@
 /**
  * Two deletions of one record at once, from two processes (PostgreSQL): the one that commits
- * second finds a tombstone once it holds the collection's lock, and answers 404 like any
- * deletion of a missing record, not 500. The other process is plain SQL held open mid-way.
+ * second reads the record once the first releases it (a write reads its object locked), finds a
+ * tombstone and answers 404 like any deletion of a missing record, not 500. The other process
+ * is plain SQL held open mid-way.
  */
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -46,7 +47,7 @@ describe.skipIf(pgReason !== undefined)('concurrent deletions of a record, on Po
       await other.query(`UPDATE timestamps SET last_modified = last_modified + 1 WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record'`);
       await other.query(`UPDATE objects SET deleted = TRUE, data = '{"deleted": true}' WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r'`);
 
-      // Ours still sees r alive, then waits for the collection's lock.
+      // Ours waits for the record the other holds.
       const deletion = app.inject({ method: 'DELETE', url: '/v1/buckets/b/collections/c/records/r', headers: alice });
       for (let waiting = 0; waiting === 0; ) {
         await new Promise((resolve) => setTimeout(resolve, 20));

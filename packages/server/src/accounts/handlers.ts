@@ -18,7 +18,7 @@ import { setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
 import { isPlainObject, rejectUnknownKeys, suppliedTimestamp, userFields } from '../resource/body.js';
-import { denied, readPage, sendCount } from '../resource/handlers.js';
+import { denied, FOR_UPDATE, readPage, sendCount } from '../resource/handlers.js';
 import {
   assertBodyMatchesId,
   mergePermissions,
@@ -295,7 +295,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       }
       const id = validateAccountId(givenId);
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id);
+        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers it unchanged (§2), to those who may read it.
           if (!(await may(session, identity, id, 'read'))) throw denied(services, identity);
@@ -340,7 +340,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const body = parseBody(request.body, { patch: false });
       let usedTemporaryPassword = false;
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id);
+        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') {
           const access = await requireWrite(session, request, id, body.data);
           if (access === 'allowed') checkOwnId(identity, id);
@@ -376,7 +376,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       if (body.data === undefined && body.permissions === undefined) throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
       let usedTemporaryPassword = false;
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id);
+        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         const access = await requireWrite(session, request, id, body.data);
         validateAccountId(id);
         if (!existing) throw objectNotFound('account', id);
@@ -415,7 +415,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const result = await withSession(request, 'write', async (session) => {
         if (!(await may(session, identity, id, 'write'))) throw denied(services, identity);
         validateAccountId(id);
-        const existing = await session.get(ACCOUNT_SCOPE, id);
+        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!existing) throw objectNotFound('account', id);
         checkObjectPreconditions(preconditions, existing, publicAccount(existing), { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;

@@ -12,6 +12,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import type { Services } from '../request-context.js';
 import { isPlainObject } from '../resource/body.js';
+import { FOR_UPDATE } from '../resource/handlers.js';
 import { publicAccount } from './handlers.js';
 import { ACCOUNT_SCOPE } from './ids.js';
 import type { AccountMails } from './mails.js';
@@ -39,7 +40,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
     async validate(request: FastifyRequest) {
       const { account_id: id, key } = request.params as { account_id: string; key: string };
       const account = await events.withSession(request, storage, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id);
+        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!existing || !(await consumeActivationKey(session, id, key))) throw keyMismatch();
         const { id: _id, last_modified: _lastModified, ...data } = existing;
         const updated = await session.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
@@ -67,7 +68,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
         throw invalidParameter('body', 'data.id', `The user id should match ${settings.account_validation_email_regexp}.`);
       }
       const issued = await events.withSession(request, storage, 'write', async (session) => {
-        const account = await session.get(ACCOUNT_SCOPE, id);
+        const account = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!account) return null;
         return { account, password: await createTemporaryPassword(session, settings, id, account.last_modified) };
       });

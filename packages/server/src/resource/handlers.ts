@@ -12,7 +12,7 @@ import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js'
 import { cacheLifetime, setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
-import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
+import type { Filter, Permissions, ReadOptions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
 import {
   applyPatch,
   parseWriteBody,
@@ -35,6 +35,13 @@ import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } 
 import { parseListQuery, projectFields, type ListQuery } from './querystring.js';
 
 type Params = Record<string, string>;
+
+/**
+ * How a write reads the object it changes: locked until commit, so that its preconditions and
+ * the write are one atomic step (exactly one of racing `If-Match` writes wins), and a PATCH
+ * applies to the version it replaces.
+ */
+export const FOR_UPDATE: ReadOptions = { forUpdate: true };
 
 export function scopeOf(ref: { def: ResourceDefinition; parentUri: string }): Scope {
   return { resourceName: ref.def.name, parentId: ref.parentUri };
@@ -285,7 +292,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
 
       return events.withSession(request, storage, 'write', async (session) => {
-        const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id);
+        const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
           await requireObject(session, identity, ref, 'read');
@@ -328,7 +335,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const body = parseWriteBody(request.body, def);
       return events.withSession(request, storage, 'write', async (session) => {
-        const existing = await session.get(scopeOf(ref), ref.id);
+        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') await requireObject(session, identity, ref, 'write');
@@ -351,7 +358,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const type = patchType(request);
       return events.withSession(request, storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id);
+        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'PATCH' });
         const previousAcl = await aclOf(session, ref.uri);
@@ -381,7 +388,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
       return events.withSession(request, storage, 'write', async (session) => {
         await requireObject(session, identity, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id);
+        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;

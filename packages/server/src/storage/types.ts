@@ -100,6 +100,11 @@ export interface ListOptions {
   includeDeleted?: boolean;
 }
 
+export interface ReadOptions {
+  /** Lock what is read until the transaction ends (see `get`); ignored outside a transaction. */
+  forUpdate?: boolean;
+}
+
 export interface WriteOptions {
   /**
    * A client-supplied `last_modified` (protocol-reference §5.2, the 1.18 rule): used as the
@@ -138,8 +143,14 @@ export interface StorageSession {
    */
   resourceTimestamp(scope: Scope): Promise<number>;
 
-  /** Live object or null (tombstones are not returned). */
-  get(scope: Scope, id: string): Promise<StoredObject | null>;
+  /**
+   * Live object or null (tombstones are not returned). With `forUpdate` in a transaction, what
+   * it returns stays true until commit: the object's row (live or tombstone) is locked, and
+   * when there is none, the scope is — so a concurrent writer of that object waits, then reads
+   * what this transaction left. Read the object to change this way before deciding anything
+   * from it (preconditions, patches): the decision and the write are then one atomic step.
+   */
+  get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null>;
 
   /** Creates a live object; replaces a tombstone of the same id. Throws UnicityError if live. */
   create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject>;

@@ -17,6 +17,7 @@ import {
   type OutboxInput,
   type OutboxTarget,
   type PermissionEntriesQuery,
+  type ReadOptions,
   type PermissionEntry,
   type Permissions,
   type Scope,
@@ -141,8 +142,15 @@ class SqlSession implements StorageSession {
     return row.last_modified;
   }
 
-  async get(scope: Scope, id: string): Promise<StoredObject | null> {
-    const row = await this.#find(scope, id);
+  async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
+    const lock = options?.forUpdate === true && this.#mode === 'write';
+    let row = await this.#find(scope, id, lock);
+    if (lock && !row) {
+      // Nothing to lock: hold the scope instead, then look again (a creation that committed
+      // while we waited for the scope is visible to this new statement).
+      await this.#lockScope(scope);
+      row = await this.#find(scope, id, true);
+    }
     return row && !row.deleted ? toLiveObject(row) : null;
   }
 
@@ -621,9 +629,9 @@ class SqlSession implements StorageSession {
     ]);
   }
 
-  async #find(scope: Scope, id: string): Promise<ObjectRow | undefined> {
+  async #find(scope: Scope, id: string, forUpdate = false): Promise<ObjectRow | undefined> {
     const [row] = await this.#query<ObjectRow>(
-      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND id = $3${forUpdate ? ' FOR UPDATE' : ''}`,
       [scope.parentId, scope.resourceName, id],
     );
     return row;
@@ -709,8 +717,8 @@ export class SqlStorage implements Storage {
     return this.#reader.resourceTimestamp(scope);
   }
 
-  get(scope: Scope, id: string): Promise<StoredObject | null> {
-    return this.#reader.get(scope, id);
+  get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
+    return this.#reader.get(scope, id, options);
   }
 
   list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>> {
