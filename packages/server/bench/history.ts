@@ -26,7 +26,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,7 @@ import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/s
 import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
 import { askChild, childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
+import { childCpuMs, cpuReply, postgresCpuMs } from './support.js';
 
 type Backend = 'postgresql' | 'embedded';
 
@@ -72,7 +73,7 @@ async function serve(config: ChildConfig): Promise<void> {
   for (let i = 0; i < COLLECTIONS; i++) await app.inject({ method: 'PUT', url: `/v1/buckets/bench/collections/c${i}`, headers, payload: {} });
   await serveInChild(app, storage, {
     drained: () => drainLag(storage),
-    cpu: () => ({ cpuMs: cpuMs(process.cpuUsage()) }),
+    ...cpuReply,
   });
 }
 
@@ -84,29 +85,6 @@ async function drainLag(storage: Storage): Promise<{ lagMs: number }> {
   const started = performance.now();
   while ((await storage.outboxKeys(HISTORY_TOPIC)).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   return { lagMs: performance.now() - started };
-}
-
-const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
-
-/** CPU time of every PostgreSQL process on this machine, in ms (Linux /proc; 0 elsewhere). */
-async function postgresCpuMs(): Promise<number> {
-  let total = 0;
-  const ticks = 100; // USER_HZ on Linux
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid)) continue;
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const close = stat.lastIndexOf(')');
-    if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
-    const fields = stat.slice(close + 2).split(' ');
-    // utime + stime, and cutime + cstime: the postmaster's reaped children, so that a backend
-    // that exits during a run (idle connection closed) still counts.
-    total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / ticks;
-  }
-  return total;
-}
-
-async function childCpuMs(child: ChildProcess): Promise<number> {
-  return (await askChild<{ cpuMs: number }>(child, 'cpu')).cpuMs;
 }
 
 /** Where PostgreSQL's write-ahead log ends now (null on the embedded store). */

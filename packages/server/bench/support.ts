@@ -1,7 +1,10 @@
 /** Helpers shared by the HTTP benchmarks (bench/http.ts, bench/throughput.ts). */
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import autocannon from 'autocannon';
 import { loadSettings } from '../src/config.js';
+import { askChild } from './child-server.js';
 
 /** Basic auth of the user every benchmark writes and reads as. */
 export const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -40,4 +43,31 @@ export async function load(name: string, options: autocannon.Options, expected: 
     throw new Error(`${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors (timeouts included)`);
   }
   return { count: good, requestsPerSecond: good / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+export const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
+
+/** What a server child answers to 'cpu': its own CPU time so far (see `childCpuMs`). */
+export const cpuReply = { cpu: () => ({ cpuMs: cpuMs(process.cpuUsage()) }) };
+
+/** The CPU time the server child has used so far, in ms (it must serve `cpuReply`). */
+export async function childCpuMs(child: ChildProcess): Promise<number> {
+  return (await askChild<{ cpuMs: number }>(child, 'cpu')).cpuMs;
+}
+
+/** CPU time of every PostgreSQL process on this machine, in ms (Linux /proc; 0 elsewhere). */
+export async function postgresCpuMs(): Promise<number> {
+  let total = 0;
+  const ticks = 100; // USER_HZ on Linux
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    // utime + stime, and cutime + cstime: the postmaster's reaped children, so that a backend
+    // that exits during a run (idle connection closed) still counts.
+    total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / ticks;
+  }
+  return total;
 }

@@ -59,7 +59,7 @@ import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
-import { AUTH, benchSettings, formatNumber, load, recordId, type LoadResult } from './support.js';
+import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
 
 const SERVERS = ['ceiling', 'postgresql', 'embedded'] as const;
 type ServerName = (typeof SERVERS)[number];
@@ -122,7 +122,7 @@ async function serve(config: ChildConfig): Promise<void> {
     config.server === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
       : await createPgliteStorage({ dataDir: config.dataDir });
-  await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage);
+  await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage, cpuReply);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,6 +252,9 @@ interface Options {
 
 interface Measure extends LoadResult {
   recordsPerSecond?: number;
+  /** CPU time per request of the server process, and of every PostgreSQL process (ms). */
+  serverCpuMs?: number;
+  postgresCpuMs?: number;
 }
 
 /** Starts one server, runs the workloads against it, stops it and removes its data. */
@@ -284,10 +287,17 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
       const name = `${server}, ${WORKLOAD_NAMES[workload.key]}`;
       // Not measured: lets the JIT compile this workload's code paths and the pool open its connections.
       await load(`${name} (warm-up)`, { ...cannon, duration: WARM_UP_SECONDS }, workload.expected);
+      const cpuBefore = server === 'ceiling' ? null : { server: await childCpuMs(child), postgres: await postgresCpuMs() };
       const result: Measure = await load(name, cannon, workload.expected);
+      if (cpuBefore) {
+        // CPU per request tells changes apart even when another process shares the machine.
+        result.serverCpuMs = ((await childCpuMs(child)) - cpuBefore.server) / result.count;
+        result.postgresCpuMs = ((await postgresCpuMs()) - cpuBefore.postgres) / result.count;
+      }
       if (workload.recordsPerRequest) result.recordsPerSecond = result.requestsPerSecond * workload.recordsPerRequest;
       results.set(workload.key, result);
-      console.log(`  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+      const cpu = result.serverCpuMs === undefined ? '' : `, CPU per request ${formatNumber(result.serverCpuMs, 3)} ms server + ${formatNumber(result.postgresCpuMs!, 3)} ms PostgreSQL`;
+      console.log(`  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`);
     }
   } finally {
     if (child) await stopServerChild(child);
@@ -408,6 +418,7 @@ async function main(): Promise<void> {
         ...(result.recordsPerSecond ? { recordsPerSecond: result.recordsPerSecond } : {}),
         p50: result.p50,
         p99: result.p99,
+        ...(result.serverCpuMs === undefined ? {} : { serverCpuMsPerRequest: result.serverCpuMs, postgresCpuMsPerRequest: result.postgresCpuMs }),
         ...(server !== 'ceiling' && ceiling ? { ofCeiling: rps / ceiling.requestsPerSecond } : {}),
         ...(server === 'embedded' && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
       });
