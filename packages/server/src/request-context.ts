@@ -75,11 +75,11 @@ export function batchHeaders(request: FastifyRequest): Record<string, string> {
   return request.batch ? { [BATCH_HEADER]: request.batch.token } : {};
 }
 
-/** Runs `fn` on the batch's transaction, else on a snapshot (reads) or a new transaction (writes). */
+/** Runs `fn` on the batch's transaction, else on plain reads (`Storage.read`) or a new transaction (writes). */
 export function withSession<T>(request: FastifyRequest, storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
   const batch = batchSession(request);
   if (batch) return fn(batch);
-  return mode === 'read' ? storage.snapshot(fn) : storage.transaction(fn);
+  return mode === 'read' ? storage.read(fn) : storage.transaction(fn);
 }
 
 declare module 'fastify' {

@@ -84,7 +84,7 @@ export class EventBus {
 
   /**
    * Like `withSession()` of request-context: runs `fn` on the batch's transaction if any (the
-   * batch delivers the events), else on its own snapshot/transaction, delivering the events it
+   * batch delivers the events), else on its own reads/transaction, delivering the events it
    * emitted before commit and after commit.
    */
   withSession<T>(request: FastifyRequest, storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
@@ -95,10 +95,10 @@ export class EventBus {
 
   /** Runs `fn` in a new session that gathers every event emitted inside it (batch.ts, withSession). */
   async run<T>(storage: Storage, mode: 'read' | 'write', fn: (session: StorageSession) => Promise<T>): Promise<T> {
-    if (this.#subscribers.length === 0) return mode === 'read' ? storage.snapshot(fn) : storage.transaction(fn);
+    if (this.#subscribers.length === 0) return mode === 'read' ? storage.read(fn) : storage.transaction(fn);
     let collector = new EventCollector();
     const body = async (session: StorageSession) => {
-      // A snapshot may run `fn` again (uninitialised scope): start over each attempt.
+      // A transaction may run `fn` again (a deadlock retried): start over each attempt.
       collector = new EventCollector();
       this.#collectors.set(session, collector);
       try {
@@ -109,7 +109,7 @@ export class EventBus {
         this.#collectors.delete(session);
       }
     };
-    const result = await (mode === 'read' ? storage.snapshot(body) : storage.transaction(body));
+    const result = await (mode === 'read' ? storage.read(body) : storage.transaction(body));
     this.#deliverAfterCommit(collector.events);
     return result;
   }

@@ -300,6 +300,15 @@ export interface Storage extends StorageSession {
    */
   snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
 
+  /**
+   * Runs `fn` on plain reads, without a transaction: each statement sees what was committed when
+   * it started. Cheaper than `snapshot()` (no transaction to open and end); what it must not be
+   * used for is reading a scope's objects before its timestamp — read the timestamp first, and
+   * an ETag never claims a change the listing did not show (it may show a newer one, which the
+   * next `_since` poll gives again).
+   */
+  read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+
   /** true when the backend answers. */
   ping(): Promise<boolean>;
 

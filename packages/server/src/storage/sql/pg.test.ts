@@ -78,6 +78,90 @@ if (reason !== undefined) {
     });
   });
 
+  describe('postgresql shared read cache, across processes', () => {
+    const bucket = { resourceName: 'bucket', parentId: '' };
+
+    /** Polls `read` until it gives `expected` (the other process's notification arrived), at most 5 s. */
+    async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
+      const deadline = performance.now() + 5_000;
+      for (;;) {
+        const value = await read();
+        if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected)) return expect(value).toEqual(expected);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+
+    /** A storage whose notification channel is up (its cache answers from then on). */
+    async function listening(): Promise<SqlStorage> {
+      const before = (await listenerPids()).length;
+      const store = await open(2);
+      await eventually(async () => (await listenerPids()).length > before, true);
+      return store;
+    }
+
+    async function listenerPids(): Promise<number[]> {
+      const admin = createPgDriver({ url, poolSize: 1 });
+      try {
+        const rows = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN "quire_cache"'`);
+        return rows.map((row) => row.pid);
+      } finally {
+        await admin.close();
+      }
+    }
+
+    it('a change committed by one process reaches what the other has cached: objects, ACLs and groups', async () => {
+      const [a, b] = [await listening(), await listening()];
+      const id = `cached-${randomScope().parentId.split('/')[2]}`;
+      const uri = `/buckets/${id}`;
+      await a.create(bucket, id, { v: 1 });
+      await a.setPermissions(uri, { write: ['alice'] });
+      // Read by b: now cached there.
+      expect(await b.get(bucket, id)).toMatchObject({ v: 1 });
+      expect((await b.getPermissions([uri])).get(uri)).toEqual({ write: ['alice'] });
+      expect(await b.listGroupsOf(['carol'])).toEqual([]);
+      // Changed by a: b sees it once the notification arrives, never the old value for long.
+      await a.update(bucket, id, { v: 2 });
+      await a.setPermissions(uri, { write: ['bob'] });
+      await a.setGroupMembers(`${uri}/groups/g`, ['carol']);
+      await eventually(async () => (await b.get(bucket, id))?.v, 2);
+      await eventually(async () => (await b.getPermissions([uri])).get(uri), { write: ['bob'] });
+      await eventually(() => b.listGroupsOf(['carol']), [`${uri}/groups/g`]);
+      // Nothing is announced for a transaction that rolled back.
+      await a.transaction(async (session) => {
+        await session.update(bucket, id, { v: 3 });
+        throw new Error('rolled back');
+      }).catch(() => {});
+      expect((await b.get(bucket, id))?.v).toBe(2);
+    });
+
+    it('without its notification channel a process reads the database, and caches again once it is back', async () => {
+      const [a, b] = [await listening(), await listening()];
+      const id = `dropped-${randomScope().parentId.split('/')[2]}`;
+      await a.create(bucket, id, { v: 1 });
+      expect(await b.get(bucket, id)).toMatchObject({ v: 1 });
+      // Every channel connection is cut (as a database restart would): changes made meanwhile
+      // cannot be announced, so no process may answer from what it cached before.
+      await runAsAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN "quire_cache"'`);
+      await a.update(bucket, id, { v: 2 });
+      await eventually(async () => (await b.get(bucket, id))?.v, 2);
+      // The channels come back by themselves, and the caches with them.
+      await eventually(async () => (await listenerPids()).length >= 2, true);
+      expect(await b.get(bucket, id)).toMatchObject({ v: 2 }); // cached again
+      await a.update(bucket, id, { v: 3 });
+      await eventually(async () => (await b.get(bucket, id))?.v, 3);
+    });
+
+    it('a dropped shared connection fails only what was on it, and the next statement reconnects', async () => {
+      const store = await open(2);
+      const scope = randomScope();
+      await store.create(scope, 'x', { v: 1 });
+      await runAsAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`);
+      // The first statement may meet the dead connection (a BackendError, never a crash).
+      await store.get(scope, 'x').catch((error: unknown) => expect(error).toBeInstanceOf(BackendError));
+      expect(await store.get(scope, 'x')).toMatchObject({ v: 1 });
+    });
+  });
+
   describe('postgresql concurrency', () => {
     it('retries a transaction that lost a deadlock', async () => {
       const store = await storage();

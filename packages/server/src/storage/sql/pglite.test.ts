@@ -102,7 +102,7 @@ describe('pglite maintenance (its stand-in for autovacuum)', () => {
   it('analyses again once enough objects were written since', async () => {
     const driver = createPgliteDriver();
     const maintenance = new EmbeddedMaintenance(driver);
-    const storage = new SqlStorage(driver, maintenance);
+    const storage = new SqlStorage(driver, { maintenance });
     try {
       await migrate(driver);
       await maintenance.start(); // analyses the empty tables

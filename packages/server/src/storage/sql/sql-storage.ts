@@ -29,10 +29,20 @@ import {
 } from '../types.js';
 import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
-import { sqlState, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
+import { sqlState, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
+import {
+  decodeInvalidations,
+  encodeInvalidations,
+  isCachedAclUri,
+  isCachedResource,
+  NOTIFY_CHANNEL,
+  objectKey,
+  SharedCache,
+  type Invalidation,
+} from './shared-cache.js';
 
 /**
  * The table holding a scope's objects. History entries have their own (migration 006): an
@@ -63,6 +73,9 @@ function normalisedAcl(acl: Permissions): Permissions {
 
 /** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
 const TOMBSTONE_DATA = '{"deleted": true}';
+
+/** Statements whose text is built per call (filters, sorting): not kept prepared. */
+const DYNAMIC: QueryOptions = { dynamic: true };
 
 const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
 const MAX_TRANSACTION_ATTEMPTS = 4;
@@ -97,24 +110,70 @@ class UninitialisedScope extends Error {
 
 type SessionMode = 'write' | 'read' | 'snapshot';
 
+/** What every session of one storage shares. */
+interface SessionContext {
+  cache: SharedCache;
+  /** The statement announcing invalidations to the other processes (none: one process only). */
+  notify?: (payload: string) => DeferredStatement;
+}
+
 /** The operations, run on one connection: a write transaction, a snapshot or autocommit reads. */
 class SqlSession implements StorageSession {
   readonly #db: SqlConnection | SqlTransaction;
   readonly #mode: SessionMode;
+  readonly #context: SessionContext;
   /**
-   * The ACLs this transaction has read or written, by URI (not kept by autocommit reads). A
-   * request reads its object's ancestors' ACLs to authorise it and writes the object's own;
-   * the next sub-requests of a batch and the history writer find them here instead of asking
-   * the database again. Within a transaction they are what it saw and left.
+   * The ACLs this session has read or written, by URI (not kept by the storage's shared
+   * reader). A request reads its object's ancestors' ACLs to authorise it and writes the
+   * object's own; the next sub-requests of a batch and the history writer find them here
+   * instead of asking again. Within a transaction they are what it saw and left.
    */
   readonly #acls: Map<string, Permissions> | null;
+  /**
+   * ACLs written but not yet sent: they go in one statement, at commit (with COMMIT, no round
+   * trip of their own) or before the first statement that reads the table.
+   */
+  readonly #pendingAcls = new Map<string, Permissions>();
+  /** What this transaction changed of what the shared cache holds. */
+  readonly #invalidations: Invalidation[] = [];
+  /** Set by a change too wide to track (a tree, every group): the shared cache is no longer asked. */
+  #bypassCache = false;
   /** Objects this session wrote (for the embedded store's maintenance). */
   writes = 0;
 
-  constructor(db: SqlConnection | SqlTransaction, mode: SessionMode) {
+  constructor(db: SqlConnection | SqlTransaction, mode: SessionMode, context: SessionContext, { memo = true } = {}) {
     this.#db = db;
     this.#mode = mode;
-    this.#acls = mode === 'read' ? null : new Map();
+    this.#context = context;
+    this.#acls = memo ? new Map() : null;
+    if ('atCommit' in db) db.atCommit(() => this.#atCommit());
+  }
+
+  /** What the shared cache must forget once this transaction committed. */
+  get invalidations(): readonly Invalidation[] {
+    return this.#invalidations;
+  }
+
+  /** The statements that end the transaction: pending ACLs, then the announcement. */
+  #atCommit(): DeferredStatement[] {
+    const statements: DeferredStatement[] = [];
+    const acls = this.#takePendingAcls();
+    if (acls) statements.push(acls);
+    if (this.#invalidations.length > 0 && this.#context.notify) statements.push(this.#context.notify(encodeInvalidations(this.#invalidations)));
+    return statements;
+  }
+
+  #invalidate(invalidation: Invalidation): void {
+    this.#invalidations.push(invalidation);
+    if (invalidation.kind !== 'object' && invalidation.kind !== 'acl') this.#bypassCache = true;
+  }
+
+  /** Whether the shared cache may answer for `key`: not once this transaction changed it. */
+  #cacheable(kind: 'object' | 'acl', key: string): boolean {
+    if (this.#bypassCache) return false;
+    return !this.#invalidations.some((invalidation) =>
+      invalidation.kind === kind && (kind === 'object' ? (invalidation as { key: string }).key : (invalidation as { uri: string }).uri) === key,
+    );
   }
 
   async resourceTimestamp(scope: Scope): Promise<number> {
@@ -127,47 +186,71 @@ class SqlSession implements StorageSession {
       if (!row) throw new UninitialisedScope(scope);
       return row.last_modified;
     }
-    // Two statements: under READ COMMITTED the SELECT sees a row a concurrent writer
-    // committed while the INSERT waited for it.
-    await this.#query(
-      `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
-       ON CONFLICT (parent_id, resource_name) DO NOTHING`,
-      params,
-    );
-    const [row] = await this.#query<{ last_modified: number }>(
-      'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
-      params,
-    );
-    if (!row) throw new BackendError(`the timestamp of ${scope.parentId}/${scope.resourceName} vanished`);
-    return row.last_modified;
+    // One statement: the stored timestamp, or `now` stored for a scope never seen. The insert
+    // of a concurrent first reader makes ours do nothing while our SELECT does not see it yet
+    // (same snapshot): then a second look finds it.
+    for (let attempt = 1; ; attempt++) {
+      const [row] = await this.#query<{ last_modified: number }>(
+        `WITH stored AS (
+           INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+           ON CONFLICT (parent_id, resource_name) DO NOTHING RETURNING last_modified
+         )
+         SELECT last_modified FROM stored
+         UNION ALL SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2`,
+        params,
+      );
+      if (row) return row.last_modified;
+      if (attempt === 3) throw new BackendError(`the timestamp of ${scope.parentId}/${scope.resourceName} vanished`);
+    }
   }
 
   async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
     const lock = options?.forUpdate === true && this.#mode === 'write';
-    let row = await this.#find(scope, id, lock);
-    if (lock && !row) {
-      // Nothing to lock: hold the scope instead, then look again (a creation that committed
-      // while we waited for the scope is visible to this new statement).
-      await this.#lockScope(scope);
-      row = await this.#find(scope, id, true);
+    if (lock) {
+      let row = await this.#find(scope, id, true);
+      if (!row) {
+        // Nothing to lock: hold the scope instead, then look again (a creation that committed
+        // while we waited for the scope is visible to this new statement).
+        await this.#lockScope(scope);
+        row = await this.#find(scope, id, true);
+      }
+      return row && !row.deleted ? toLiveObject(row) : null;
     }
-    return row && !row.deleted ? toLiveObject(row) : null;
+    if (!isCachedResource(scope.resourceName)) {
+      const row = await this.#find(scope, id);
+      return row && !row.deleted ? toLiveObject(row) : null;
+    }
+    const { cache } = this.#context;
+    const key = objectKey(scope.parentId, scope.resourceName, id);
+    const useCache = this.#cacheable('object', key);
+    const cached = useCache ? cache.object(key) : undefined;
+    if (cached !== undefined) return cached && toLiveObject({ ...cached, deleted: false });
+    const token = cache.token;
+    const row = await this.#find(scope, id);
+    const live = row && !row.deleted ? row : null;
+    if (useCache) cache.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: live.data });
+    return live && toLiveObject(live);
   }
 
   async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
-    // Lock first, check next: a concurrent create of the same id is then visible, and a
-    // refused create leaves the scope timestamp untouched.
+    if (options?.lastModified === undefined) {
+      // One statement: checks that the id is free, bumps the scope timestamp (locking it) and
+      // stores the object (replacing a tombstone). Nothing comes back when the id is taken.
+      const stored = await this.#writeFresh(scope, id, data, 'create');
+      if (stored) return stored;
+    }
+    // Taken, or so it seemed: lock, then look (what concurrent writers committed is then
+    // visible and stays so), and refuse with the live object or write after all.
     await this.#lockScope(scope);
     const existing = await this.#find(scope, id);
-    if (existing && !existing.deleted) {
-      throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
-    }
+    if (existing && !existing.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
     return this.#write(scope, id, data, options);
   }
 
   async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
+    if (options?.lastModified === undefined) return (await this.#writeFresh(scope, id, data, 'update'))!;
     return this.#write(scope, id, data, options);
   }
 
@@ -197,11 +280,32 @@ class SqlSession implements StorageSession {
       [scope.parentId, scope.resourceName, items.length, JSON.stringify(items)],
     );
     this.writes += rows.length;
+    for (const row of rows) this.#changedObject(scope, row.id);
     return rows.map(toLiveObject).sort((a, b) => a.last_modified - b.last_modified);
   }
 
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     this.#assertWritable();
+    if (options?.lastModified === undefined && tableOf(scope) === 'objects') {
+      // One statement: bump the scope timestamp (locking it) and leave the tombstone there,
+      // unless the object is not live (then nothing changes).
+      const [row] = await this.#query<{ last_modified: number }>(
+        `WITH stamp AS (
+           INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
+           SELECT $1, $2, ${NOW_MS} WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)
+           ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+           RETURNING t.last_modified
+         )
+         UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = stamp.last_modified FROM stamp
+         WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted
+         RETURNING objects.last_modified`,
+        [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA],
+      );
+      if (!row) throw new ObjectNotFoundError(scope.resourceName, id);
+      this.writes++;
+      this.#changedObject(scope, id);
+      return { id, last_modified: row.last_modified, deleted: true };
+    }
     await this.#lockScope(scope);
     const existing = await this.#find(scope, id);
     if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
@@ -212,6 +316,7 @@ class SqlSession implements StorageSession {
       [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
     );
     this.writes++;
+    this.#changedObject(scope, id);
     return { id, last_modified: timestamp, deleted: true };
   }
 
@@ -239,6 +344,7 @@ class SqlSession implements StorageSession {
          AND target.last_modified = doomed.last_modified AND target.id = doomed.id
        RETURNING target.id, target.last_modified`,
       query.params,
+      DYNAMIC,
     );
     if (rows.length === 0) return [];
     const tombstones = rows
@@ -246,6 +352,7 @@ class SqlSession implements StorageSession {
       .sort((a, b) => a.last_modified - b.last_modified);
     await this.#setScopeTimestamp(scope, tombstones.at(-1)!.last_modified);
     this.writes += tombstones.length;
+    for (const tombstone of tombstones) this.#changedObject(scope, tombstone.id);
     return tombstones;
   }
 
@@ -257,6 +364,7 @@ class SqlSession implements StorageSession {
     const rows = await this.#query<ObjectRow>(
       `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
       query.params,
+      DYNAMIC,
     );
     return rows.map((row) => (row.deleted ? toTombstone(row) : toLiveObject(row)));
   }
@@ -264,12 +372,14 @@ class SqlSession implements StorageSession {
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
     const query = new QueryBuilder();
     const where = query.where(scope, { filters });
-    const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params);
+    const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params, DYNAMIC);
     return row?.count ?? 0;
   }
 
   async deleteTree(uri: string): Promise<void> {
     this.#assertWritable();
+    await this.#sendPendingAcls(); // else they would be written after the deletion
+    this.#invalidate({ kind: 'tree', uri });
     // Outbox items first: a drainer holding some of them is waited for, and the objects it
     // stored are then visible to (and removed by) the next statement.
     await this.#query(`DELETE FROM outbox WHERE key = $1 OR key LIKE $2 ESCAPE '\\'`, [uri, likePrefix(`${uri}/`)]);
@@ -315,6 +425,7 @@ class SqlSession implements StorageSession {
        )
        SELECT count(*)::int AS count FROM trimmed`,
       query.params,
+      DYNAMIC,
     );
     this.writes += row?.count ?? 0;
     return row?.count ?? 0;
@@ -323,8 +434,9 @@ class SqlSession implements StorageSession {
   async getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
     const result = new Map<string, Permissions>();
     const missing: string[] = [];
+    const { cache } = this.#context;
     for (const uri of uris) {
-      const known = this.#acls?.get(uri);
+      const known = this.#acls?.get(uri) ?? (isCachedAclUri(uri) && this.#cacheable('acl', uri) ? cache.acl(uri) : undefined);
       if (known) result.set(uri, copyAcl(known));
       else {
         result.set(uri, {});
@@ -332,6 +444,7 @@ class SqlSession implements StorageSession {
       }
     }
     if (missing.length === 0) return result;
+    const token = cache.token;
     const rows = await this.#query<{ object_id: string; permission: string; principal: string }>(
       `SELECT object_id, permission, principal FROM access_control_entries
        WHERE object_id = ANY($1::text[]) ORDER BY object_id, permission, principal COLLATE "C"`,
@@ -341,27 +454,69 @@ class SqlSession implements StorageSession {
       const permissions = result.get(object_id)!;
       (permissions[permission] ??= []).push(principal);
     }
-    for (const uri of missing) this.#acls?.set(uri, copyAcl(result.get(uri)!));
+    for (const uri of missing) {
+      this.#acls?.set(uri, copyAcl(result.get(uri)!));
+      if (isCachedAclUri(uri) && this.#cacheable('acl', uri)) cache.storeAcl(token, uri, copyAcl(result.get(uri)!));
+    }
     return result;
   }
 
   async setPermissions(uri: string, permissions: Permissions): Promise<void> {
     this.#assertWritable();
-    await this.#query('DELETE FROM access_control_entries WHERE object_id = $1', [uri]);
-    await this.#query(
-      `INSERT INTO access_control_entries (object_id, permission, principal)
-       SELECT $1, entry.key, jsonb_array_elements_text(entry.value) FROM jsonb_each($2::jsonb) AS entry
-       ON CONFLICT DO NOTHING`,
-      [uri, JSON.stringify(permissions)],
-    );
-    this.#acls?.set(uri, normalisedAcl(permissions));
+    const acl = normalisedAcl(permissions);
+    this.#pendingAcls.set(uri, acl);
+    this.#acls?.set(uri, acl);
+    if (isCachedAclUri(uri)) this.#invalidate({ kind: 'acl', uri });
+  }
+
+  /** The statement writing every pending ACL (each replaces the object's entries), if any. */
+  #takePendingAcls(): DeferredStatement | null {
+    if (this.#pendingAcls.size === 0) return null;
+    // Parallel arrays rather than JSON: the planner knows their length (a jsonb function is
+    // guessed at 100 rows apiece, and a guess of a million rows once made it JIT-compile).
+    const entries: [string[], string[], string[]] = [[], [], []];
+    for (const [uri, acl] of this.#pendingAcls) {
+      for (const [permission, principals] of Object.entries(acl)) {
+        for (const principal of principals) {
+          entries[0].push(uri);
+          entries[1].push(permission);
+          entries[2].push(principal);
+        }
+      }
+    }
+    const uris = [...this.#pendingAcls.keys()];
+    this.#pendingAcls.clear();
+    return {
+      text: `WITH wanted AS (
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[]) AS wanted(object_id, permission, principal)
+             ),
+             dropped AS (
+               DELETE FROM access_control_entries AS old
+               WHERE old.object_id = ANY($1::text[])
+                 AND NOT EXISTS (SELECT 1 FROM wanted WHERE (wanted.object_id, wanted.permission, wanted.principal) = (old.object_id, old.permission, old.principal))
+             )
+             INSERT INTO access_control_entries (object_id, permission, principal) SELECT object_id, permission, principal FROM wanted
+             ON CONFLICT DO NOTHING`,
+      params: [uris, ...entries],
+    };
+  }
+
+  /** Sends the pending ACLs now: a statement is about to read or change the table. */
+  async #sendPendingAcls(): Promise<void> {
+    const statement = this.#takePendingAcls();
+    if (statement) await this.#query(statement.text, statement.params);
   }
 
   async deletePermissionsTree(uri: string): Promise<void> {
     this.#assertWritable();
+    await this.#sendPendingAcls();
+    this.#invalidate({ kind: 'tree', uri });
     const params = [uri, likePrefix(`${uri}/`)];
-    await this.#query(`DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`, params);
-    await this.#query(`DELETE FROM group_members WHERE group_uri = $1 OR group_uri LIKE $2 ESCAPE '\\'`, params);
+    await this.#query(
+      `WITH members AS (DELETE FROM group_members WHERE group_uri = $1 OR group_uri LIKE $2 ESCAPE '\\')
+       DELETE FROM access_control_entries WHERE object_id = $1 OR object_id LIKE $2 ESCAPE '\\'`,
+      params,
+    );
     this.#forgetAcls(uri, true);
   }
 
@@ -450,22 +605,31 @@ class SqlSession implements StorageSession {
 
   async setGroupMembers(groupUri: string, members: string[]): Promise<void> {
     this.#assertWritable();
-    await this.#query('DELETE FROM group_members WHERE group_uri = $1', [groupUri]);
+    this.#invalidate({ kind: 'groups' });
     await this.#query(
-      `INSERT INTO group_members (group_uri, principal) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
+      `WITH dropped AS (DELETE FROM group_members WHERE group_uri = $1 AND NOT (principal = ANY($2::text[])))
+       INSERT INTO group_members (group_uri, principal) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
       [groupUri, members],
     );
   }
 
   async listGroupsOf(principals: string[]): Promise<string[]> {
+    const { cache } = this.#context;
+    const key = principals.join('\n');
+    const cached = this.#bypassCache ? undefined : cache.groups(key);
+    if (cached) return [...cached];
+    const token = cache.token;
     const rows = await this.#query<{ group_uri: string }>(
       'SELECT DISTINCT group_uri FROM group_members WHERE principal = ANY($1::text[]) ORDER BY group_uri',
       [principals],
     );
-    return rows.map((row) => row.group_uri);
+    const groups = rows.map((row) => row.group_uri);
+    if (!this.#bypassCache) cache.storeGroups(token, key, groups);
+    return [...groups];
   }
 
   async listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+    await this.#sendPendingAcls();
     const prefix = `${parentUri}/${childPath}/`;
     const rows = await this.#query<{ id: string }>(
       // A caller in thousands of groups has thousands of principals: join them (hashed) rather
@@ -481,6 +645,7 @@ class SqlSession implements StorageSession {
   }
 
   async listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+    await this.#sendPendingAcls();
     const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
     const principals = builder.bind(query.principals);
     const grants = builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })));
@@ -550,6 +715,7 @@ class SqlSession implements StorageSession {
        ORDER BY ${builder.orderBy(query.sorting)}
        ${limit}`,
       builder.params,
+      DYNAMIC,
     );
     return rows.map(({ permissions, ...fields }) => {
       const entry: Record<string, unknown> = {};
@@ -558,7 +724,44 @@ class SqlSession implements StorageSession {
     });
   }
 
-  /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */
+  /**
+   * Stores the object with a fresh timestamp, in one statement: bumps the scope timestamp
+   * (locking it until commit, as every write does) and upserts the row at that timestamp. To
+   * `create`, the id must be free (no live object): else nothing is bumped nor written, and
+   * null comes back.
+   */
+  async #writeFresh(scope: Scope, id: string, data: Record<string, unknown>, mode: 'create' | 'update'): Promise<StoredObject | null> {
+    this.#assertNotHistory(scope);
+    const { id: _id, last_modified: _lastModified, ...attributes } = data;
+    const create = mode === 'create';
+    const [row] = await this.#query<ObjectRow>(
+      `WITH stamp AS (
+         INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
+         SELECT $1, $2, ${NOW_MS}
+         ${create ? 'WHERE NOT EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)' : ''}
+         ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+         RETURNING t.last_modified
+       )
+       INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       SELECT $1, $2, $3, stamp.last_modified, $4::jsonb, FALSE FROM stamp
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       ${create ? 'WHERE objects.deleted' : ''}
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, id, JSON.stringify(attributes)],
+    );
+    if (!row) return null;
+    this.writes++;
+    this.#changedObject(scope, id);
+    return toLiveObject(row);
+  }
+
+  /** Records a change of a cached object (buckets, collections). */
+  #changedObject(scope: Scope, id: string): void {
+    if (isCachedResource(scope.resourceName)) this.#invalidate({ kind: 'object', key: objectKey(scope.parentId, scope.resourceName, id) });
+  }
+
+  /** Creates or replaces the live object `id` with the requested timestamp (§5.2). */
   async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertNotHistory(scope);
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
@@ -572,6 +775,7 @@ class SqlSession implements StorageSession {
       [scope.parentId, scope.resourceName, id, timestamp, JSON.stringify(attributes)],
     );
     this.writes++;
+    this.#changedObject(scope, id);
     return toLiveObject(row!);
   }
 
@@ -637,9 +841,9 @@ class SqlSession implements StorageSession {
     return row;
   }
 
-  async #query<R extends Row>(text: string, params: readonly unknown[]): Promise<R[]> {
+  async #query<R extends Row>(text: string, params: readonly unknown[], options?: QueryOptions): Promise<R[]> {
     try {
-      return await this.#db.query<R>(text, params);
+      return await this.#db.query<R>(text, params, options);
     } catch (error) {
       if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
       throw error;
@@ -656,19 +860,37 @@ class SqlSession implements StorageSession {
   }
 }
 
+export interface SqlStorageOptions {
+  /** The embedded store's stand-in for autovacuum (maintenance.ts); PostgreSQL has its own. */
+  maintenance?: EmbeddedMaintenance;
+  /** Entries of each kind in the shared read cache (shared-cache.ts). */
+  cacheMaxEntries?: number;
+}
+
 export class SqlStorage implements Storage {
   readonly backend: string;
   readonly #driver: SqlDriver;
   /** Reads outside any transaction (autocommit, any pooled connection). */
   readonly #reader: SqlSession;
-  /** The embedded store's stand-in for autovacuum (maintenance.ts); PostgreSQL has its own. */
   readonly #maintenance: EmbeddedMaintenance | undefined;
+  readonly #cache: SharedCache;
+  readonly #context: SessionContext;
 
-  constructor(driver: SqlDriver, maintenance?: EmbeddedMaintenance) {
+  constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000 }: SqlStorageOptions = {}) {
     this.#driver = driver;
     this.backend = driver.name;
-    this.#reader = new SqlSession(driver, 'read');
     this.#maintenance = maintenance;
+    // Several processes may share the database: the cache waits for the channel that tells
+    // it what they change. Alone in the process (PGlite), it has nothing to wait for.
+    const shared = driver.listen !== undefined && driver.notify !== undefined;
+    this.#cache = new SharedCache({ maxEntries: cacheMaxEntries, enabled: !shared });
+    this.#context = { cache: this.#cache, ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}) };
+    driver.listen?.(NOTIFY_CHANNEL, {
+      message: (payload) => this.#cache.invalidate(decodeInvalidations(payload)),
+      connected: () => this.#cache.setEnabled(true),
+      disconnected: () => this.#cache.setEnabled(false),
+    });
+    this.#reader = new SqlSession(driver, 'read', this.#context, { memo: false });
   }
 
   /**
@@ -679,9 +901,9 @@ export class SqlStorage implements Storage {
    */
   async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      let session: SqlSession | undefined;
       try {
-        let session: SqlSession | undefined;
-        const result = await this.#driver.transaction((connection) => fn((session = new SqlSession(connection, 'write'))), {
+        const result = await this.#driver.transaction((connection) => fn((session = new SqlSession(connection, 'write', this.#context))), {
           isolation: 'read committed',
         });
         this.#maintenance?.written(session?.writes ?? 0);
@@ -689,6 +911,9 @@ export class SqlStorage implements Storage {
       } catch (error) {
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
         await sleep(Math.random() * 20 * attempt); // jitter, so that deadlocked peers do not collide again
+      } finally {
+        // Committed or not (a failed COMMIT may still have committed): forget what it touched.
+        if (session) this.#cache.invalidate(session.invalidations);
       }
     }
   }
@@ -701,7 +926,7 @@ export class SqlStorage implements Storage {
   async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'snapshot')), {
+        return await this.#driver.transaction((connection) => fn(new SqlSession(connection, 'snapshot', this.#context)), {
           isolation: 'repeatable read',
           readOnly: true,
         });
@@ -711,6 +936,11 @@ export class SqlStorage implements Storage {
         await this.#reader.resourceTimestamp(error.scope);
       }
     }
+  }
+
+  /** Autocommit reads, with the session's own ACL memo: no transaction, no round trip for it. */
+  async read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    return fn(new SqlSession(this.#driver, 'read', this.#context));
   }
 
   resourceTimestamp(scope: Scope): Promise<number> {
@@ -828,7 +1058,13 @@ export class SqlStorage implements Storage {
     );
     if (tables.length === 0) return;
     const list = tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ');
-    await this.#driver.query(`TRUNCATE ${list}`);
+    const everything = encodeInvalidations([{ kind: 'all' }]);
+    await this.#driver.transaction(async (tx) => {
+      await tx.query(`TRUNCATE ${list}`, [], DYNAMIC);
+      const notify = this.#driver.notify?.(NOTIFY_CHANNEL, everything);
+      if (notify) tx.beforeCommit(notify.text, notify.params);
+    });
+    this.#cache.invalidate([{ kind: 'all' }]);
   }
 
   async close(): Promise<void> {
@@ -877,7 +1113,7 @@ export async function createPgliteStorage(options: PgliteDriverOptions = {}): Pr
     await driver.close();
     throw error;
   }
-  return new SqlStorage(driver, maintenance);
+  return new SqlStorage(driver, { maintenance });
 }
 
 /** `[uri, permission, principal]` triples → `{uri: {permission: [principals, sorted]}}`. */

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { toBackendError, transactionMode, type DeferredStatement, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
+import { SharedConnections } from './pg-shared.js';
+import { toBackendError, transactionMode, type ChannelListener, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -21,28 +23,119 @@ const types = {
 // Lower-case identifiers only: the name goes unquoted into the startup `options` string.
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** Names of the prepared statements, by text: the same name on every connection. */
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `quire_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * The connections' startup `options`: those of the URL (`?options=...`), then ours. Prepared
+ * statements keep no generic plan (see SqlConnection.query). No JIT: our statements are short,
+ * and a row estimate off by much once made one spend 15 ms compiling a 50 µs insert. Tests pick
+ * a schema.
+ */
+function startupOptions(url: string, schema: string | undefined): string {
+  let fromUrl = '';
+  try {
+    fromUrl = new URL(url).searchParams.get('options') ?? '';
+  } catch {
+    // Not a URL the WHATWG parser takes (node-postgres may still): no options from it.
+  }
+  return [fromUrl, '-c plan_cache_mode=force_custom_plan -c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
+}
+
 export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
   }
+  const connection = { connectionString: url, types, options: startupOptions(url, schema) };
+  // A fifth of the connections (at least one) is shared by the short autocommit statements
+  // (pg-shared.ts); transactions and statements built per request take one of the others.
+  const sharedCount = Math.max(1, Math.round(poolSize / 5));
+  const shared = new SharedConnections(connection, sharedCount);
   const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
+    ...connection,
+    max: Math.max(1, poolSize - sharedCount),
     connectionTimeoutMillis: 10_000,
-    types,
     // node-postgres's pipeline mode: a query is sent without waiting for the previous one's
     // answer. Awaited queries behave as before; `beforeCommit` statements travel with COMMIT.
     pipeline: true,
-    ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
   });
   // An idle connection dropped by the server: the pool discards it and reconnects on the next
   // checkout. Without a listener the 'error' event would crash the process.
   pool.on('error', () => {});
 
+  const listeners: Array<() => Promise<void>> = [];
+
+  /** A LISTEN connection kept up until the returned stop function is called. */
+  function listenForever(channel: string, listener: ChannelListener): () => Promise<void> {
+    let stopped = false;
+    let current: pg.Client | null = null;
+    let wake: (() => void) | null = null;
+    const pause = (ms: number) => new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    const run = async () => {
+      for (let failures = 0; !stopped; ) {
+        const client = new pg.Client({ connectionString: url, options: startupOptions(url, schema), types });
+        const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+        client.on('error', () => {}); // a dropped connection ends it: 'end' below reconnects
+        try {
+          await client.connect();
+          if (stopped) throw new Error('stopped');
+          const [{ schema: own }] = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows as [{ schema: string }];
+          client.on('notification', ({ channel: from, payload = '' }) => {
+            const space = payload.indexOf(' ');
+            if (from === channel && payload.slice(0, space) === own) listener.message(payload.slice(space + 1));
+          });
+          await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+          if (stopped) throw new Error('stopped');
+          current = client;
+          failures = 0;
+          listener.connected();
+          await ended;
+          current = null;
+          listener.disconnected();
+        } catch {
+          failures++;
+          await client.end().catch(() => {});
+        }
+        if (!stopped) await pause(Math.min(5_000, 50 * 2 ** failures));
+      }
+    };
+    const running = run();
+    return async () => {
+      stopped = true;
+      wake?.();
+      await current?.end().catch(() => {});
+      await running;
+    };
+  }
+
+  /** Sends one statement (prepared under its name unless dynamic) without waiting. */
+  const send = <R extends Row>(client: pg.Pool | pg.PoolClient | SharedConnections, text: string, params: readonly unknown[] = [], options: QueryOptions = {}) => {
+    const name = options.dynamic ? undefined : statementName(text);
+    const config: pg.QueryConfig = { text, values: params as unknown[], ...(name ? { name } : {}) };
+    return client instanceof SharedConnections ? client.query<R>(config) : client.query<R>(config);
+  };
+
   const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
-    async query<R extends Row>(text: string, params: readonly unknown[] = []) {
+    async query<R extends Row>(text: string, params?: readonly unknown[], options?: QueryOptions) {
       try {
-        return (await client.query<R>(text, params as unknown[])).rows;
+        // Outside a transaction, a fixed statement (short by design) goes on a shared connection.
+        const via = client === pool && !options?.dynamic ? shared : client;
+        return (await send<R>(via, text, params, options)).rows;
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
@@ -66,39 +159,77 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
-      const deferred: DeferredStatement[] = [];
-      const tx: SqlTransaction = {
-        ...wrap(client),
-        beforeCommit: (text, params = []) => void deferred.push({ text, params }),
-      };
-      let broken = false;
-      try {
-        await tx.query(`BEGIN ${transactionMode(options)}`);
-        const result = await fn(tx);
-        // One round trip: the deferred writes and COMMIT are sent together (in one write: the
-        // socket is corked while the pipeline takes them). If one of them fails, PostgreSQL
-        // answers the COMMIT with a rollback; its error is what we report.
-        const { stream } = (client as unknown as pg.Client).connection;
+      const { stream } = (client as unknown as pg.Client).connection;
+      /** Statements sent together, in one socket write (the pipeline takes them while corked). */
+      const sendTogether = (statements: Array<() => Promise<unknown>>) => {
         stream.cork();
-        let sent: Array<Promise<unknown>>;
         try {
-          sent = [...deferred.map((statement) => client.query(statement.text, statement.params as unknown[])), client.query('COMMIT')];
+          return statements.map((statement) => statement());
         } finally {
           stream.uncork();
         }
-        const answers = await Promise.allSettled(sent);
+      };
+      // BEGIN leaves with the transaction's first statement, or with COMMIT: no round trip of
+      // its own. Its failure (a broken connection) fails that statement too; it is awaited at the end.
+      const state: { begun: Promise<unknown> | null } = { begun: null };
+      const begin = () => (state.begun = client.query(`BEGIN ${transactionMode(options)}`));
+      const deferred: DeferredStatement[] = [];
+      const builders: Array<() => DeferredStatement[]> = [];
+      const tx: SqlTransaction = {
+        async query<R extends Row>(text: string, params?: readonly unknown[], queryOptions?: QueryOptions) {
+          try {
+            if (state.begun) return (await send<R>(client, text, params, queryOptions)).rows;
+            const [, first] = sendTogether([begin, () => send<R>(client, text, params, queryOptions)]);
+            return ((await first) as pg.QueryResult<R>).rows;
+          } catch (error) {
+            throw toBackendError('postgresql', error);
+          }
+        },
+        exec: wrap(client).exec,
+        beforeCommit: (text, params = []) => void deferred.push({ text, params }),
+        atCommit: (build) => void builders.push(build),
+      };
+      let broken = false;
+      try {
+        const result = await fn(tx);
+        for (const build of builders) deferred.push(...build());
+        const { begun } = state;
+        if (!begun && deferred.length === 0) return result; // nothing was sent: nothing to commit
+        // One round trip: the deferred writes and COMMIT are sent together. If one of them
+        // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
+        const answers = await Promise.allSettled([
+          ...(begun ? [begun] : []),
+          ...sendTogether([
+            ...(begun ? [] : [begin]),
+            ...deferred.map((statement) => () => send(client, statement.text, statement.params)),
+            () => client.query('COMMIT'),
+          ]),
+        ]);
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
         return result;
       } catch (error) {
         // A connection that cannot even roll back is destroyed rather than returned to the pool.
-        await client.query('ROLLBACK').catch(() => (broken = true));
+        const { begun } = state;
+        if (begun) {
+          await begun.catch(() => {});
+          await client.query('ROLLBACK').catch(() => (broken = true));
+        }
         throw error;
       } finally {
         client.release(broken);
       }
     },
+    listen(channel, listener) {
+      listeners.push(listenForever(channel, listener));
+    },
+    notify(channel, payload) {
+      // Channels are per database: the schema goes with the payload, listeners keep their own.
+      return { text: `SELECT pg_notify($1, current_schema() || ' ' || $2)`, params: [channel, payload] };
+    },
     async close() {
+      await Promise.all(listeners.map((stop) => stop()));
+      await shared.close();
       await pool.end();
     },
   };

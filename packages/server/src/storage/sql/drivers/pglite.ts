@@ -39,9 +39,11 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
       try {
         return await db.transaction(async (tx) => {
           const deferred: DeferredStatement[] = [];
+          const builders: Array<() => DeferredStatement[]> = [];
           const connection: SqlTransaction = {
             ...wrap(tx),
             beforeCommit: (text, params = []) => void deferred.push({ text, params }),
+            atCommit: (build) => void builders.push(build),
           };
           await connection.query(`SET TRANSACTION ${transactionMode(options)}`);
           let result: Awaited<ReturnType<typeof fn>>;
@@ -52,6 +54,7 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
             throw error;
           }
           // In process there is no round trip to save: the deferred writes simply run last.
+          for (const build of builders) deferred.push(...build());
           for (const statement of deferred) await connection.query(statement.text, statement.params);
           return result;
         });

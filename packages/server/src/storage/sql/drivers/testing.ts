@@ -39,6 +39,18 @@ export function describeDriver(name: string, open: () => Promise<SqlDriver>): vo
       await db.exec(`DELETE FROM ${table}`);
     });
 
+    it('runs atCommit statements after the beforeCommit ones, built when the transaction ends', async () => {
+      const db = await driver();
+      const pending: number[] = [];
+      await db.transaction(async (tx) => {
+        tx.atCommit(() => pending.map((n) => ({ text: `INSERT INTO ${table} (n) VALUES ($1)`, params: [n] })));
+        tx.beforeCommit(`INSERT INTO ${table} (n) VALUES ($1)`, [1]);
+        pending.push(2, 3); // decided after atCommit was called: still written
+      });
+      expect(await rows()).toEqual([1, 2, 3]);
+      await db.exec(`DELETE FROM ${table}`);
+    });
+
     it('rolls everything back when a beforeCommit statement fails, and reports its error', async () => {
       const db = await driver();
       const failure = await db
