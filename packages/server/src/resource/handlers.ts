@@ -189,11 +189,12 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     existing: StoredObject | null,
     body: ReturnType<typeof parseWriteBody>,
     reply: FastifyReply,
+    { newId = false } = {},
   ) {
     const previousAcl = existing ? await aclOf(session, ref.uri) : {};
     let data = userFields(body.data ?? (existing ? existing : {}));
     if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
-    const options = writeOptions(suppliedTimestamp(body.data), existing);
+    const options = { ...writeOptions(suppliedTimestamp(body.data), existing), newId };
     const stored = existing
       ? await session.update(scopeOf(ref), ref.id, data, options)
       : await session.create(scopeOf(ref), ref.id, data, options);
@@ -305,7 +306,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         await requireCreate(session, identity, parent);
         await ensureParents(session, parent);
         checkObjectPreconditions(preconditions, null, null, { method: 'POST' });
-        return writeObject(session, identity, ref, null, body, reply);
+        return writeObject(session, identity, ref, null, body, reply, { newId: givenId === undefined });
       });
     },
 

@@ -1175,6 +1175,74 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.resourceTimestamp(scope)).toBe(before);
       });
 
+      test('many writes in one transaction: increasing timestamps, seen by its own reads, stored as it left them', async () => {
+        await storage.create(scope, 'old', { v: 0 });
+        const other = randomScope();
+        const outcome = await storage.transaction(async (session) => {
+          const written = [
+            await session.create(scope, 'a', { v: 1 }),
+            await session.create(scope, 'fresh', { v: 2 }, { newId: true }),
+            await session.update(scope, 'a', { v: 3 }),
+            await session.update(other, 'elsewhere', { v: 4 }),
+            await session.delete(scope, 'old'),
+            await session.update(scope, 'b', { nested: { list: [1, 2] } }),
+          ];
+          const refused = await session.create(scope, 'a', {}).catch((e: unknown) => e);
+          const missing = await session.delete(scope, 'old').catch((e: unknown) => e);
+          return {
+            written,
+            refused,
+            missing,
+            a: await session.get(scope, 'a', { forUpdate: true }),
+            old: await session.get(scope, 'old'),
+            timestamp: await session.resourceTimestamp(scope),
+            listed: await session.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }),
+            count: await session.count(scope),
+          };
+        });
+        const stamps = outcome.written.filter((_, i) => i !== 3).map((object) => object.last_modified);
+        expect(stamps).toEqual([...stamps].sort((x, y) => x - y));
+        expect(new Set(stamps).size).toBe(stamps.length);
+        expect(outcome.refused).toBeInstanceOf(UnicityError);
+        expect((outcome.refused as UnicityError).existing).toMatchObject({ id: 'a', v: 3 });
+        expect(outcome.missing).toBeInstanceOf(ObjectNotFoundError);
+        expect(outcome.a).toMatchObject({ id: 'a', v: 3 });
+        expect(outcome.old).toBeNull();
+        expect(outcome.timestamp).toBe(Math.max(...stamps));
+        expect(outcome.count).toBe(3);
+        expect(ids(outcome.listed)).toEqual(['fresh', 'a', 'old', 'b']);
+        // What the transaction left is what is stored, the scope timestamp included.
+        expect(await storage.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] })).toEqual(outcome.listed);
+        expect(await storage.resourceTimestamp(scope)).toBe(outcome.timestamp);
+        expect(await storage.get(other, 'elsewhere')).toMatchObject({ v: 4 });
+        expect(await storage.get(scope, 'b')).toEqual({ id: 'b', last_modified: stamps.at(-1), nested: { list: [1, 2] } });
+      });
+
+      test('a new id that is taken after all fails the transaction with UnicityError', async () => {
+        await storage.create(scope, 'taken', { v: 1 });
+        const error = await storage
+          .transaction(async (session) => {
+            await session.create(scope, 'before', {});
+            await session.create(scope, 'taken', { v: 2 }, { newId: true });
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(UnicityError);
+        expect(await storage.get(scope, 'taken')).toMatchObject({ v: 1 });
+        expect(await storage.get(scope, 'before')).toBeNull();
+      });
+
+      test('objects returned by a transaction are copies: changing them changes nothing stored', async () => {
+        await storage.transaction(async (session) => {
+          const created = await session.create(scope, 'a', { list: [1] });
+          (created.list as number[]).push(2);
+          const read = (await session.get(scope, 'a'))!;
+          expect(read.list).toEqual([1]);
+          (read.list as number[]).push(3);
+          expect((await session.get(scope, 'a', { forUpdate: true }))!.list).toEqual([1]);
+        });
+        expect((await storage.get(scope, 'a'))!.list).toEqual([1]);
+      });
+
       test('concurrent transactions on one scope all commit with unique timestamps', async () => {
         const written = await Promise.all(
           Array.from({ length: 8 }, (_, i) =>

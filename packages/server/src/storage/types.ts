@@ -114,6 +114,12 @@ export interface WriteOptions {
    * replaced by a fresh timestamp when equal to the scope timestamp.
    */
   lastModified?: number;
+  /**
+   * The id was just generated for this creation (random: a UUID, or a bucket's 8-character
+   * name): no object has it, so the backend need not look. Should one have it after all, the transaction fails with a
+   * UnicityError (at the latest when it commits).
+   */
+  newId?: boolean;
 }
 
 /**

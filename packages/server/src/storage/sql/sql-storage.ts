@@ -33,6 +33,7 @@ import { sqlState, type DeferredStatement, type QueryOptions, type Row, type Sql
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
+import { PendingWrites } from './pending-writes.js';
 import {
   decodeInvalidations,
   encodeInvalidations,
@@ -134,6 +135,13 @@ class SqlSession implements StorageSession {
    * trip of their own) or before the first statement that reads the table.
    */
   readonly #pendingAcls = new Map<string, Permissions>();
+  /** Object writes not sent yet, and the scopes this transaction holds (pending-writes.ts). */
+  readonly #pending = new PendingWrites();
+  /**
+   * Objects this transaction read locked (`forUpdate`) or wrote, as it left them (null: none):
+   * nobody else can change them before it ends.
+   */
+  readonly #locked = new Map<string, ObjectRow | null>();
   /** What this transaction changed of what the shared cache holds. */
   readonly #invalidations: Invalidation[] = [];
   /** Set by a change too wide to track (a tree, every group): the shared cache is no longer asked. */
@@ -154,9 +162,11 @@ class SqlSession implements StorageSession {
     return this.#invalidations;
   }
 
-  /** The statements that end the transaction: pending ACLs, then the announcement. */
+  /** The statements that end the transaction: pending objects, pending ACLs, then the announcement. */
   #atCommit(): DeferredStatement[] {
     const statements: DeferredStatement[] = [];
+    const objects = this.#pending.take();
+    if (objects) statements.push(objects);
     const acls = this.#takePendingAcls();
     if (acls) statements.push(acls);
     if (this.#invalidations.length > 0 && this.#context.notify) statements.push(this.#context.notify(encodeInvalidations(this.#invalidations)));
@@ -176,8 +186,43 @@ class SqlSession implements StorageSession {
     );
   }
 
+  /** Sends the pending object writes now: a statement is about to read or stamp the objects. */
+  async #sendPendingWrites(): Promise<void> {
+    const statement = this.#pending.take();
+    if (statement) await this.#query(statement.text, statement.params);
+  }
+
+  /** What this transaction knows of an object without asking: what it wrote, or read locked. */
+  #known(scope: Scope, id: string): { row: ObjectRow | null } | undefined {
+    const key = objectKey(scope.parentId, scope.resourceName, id);
+    return this.#locked.has(key) ? { row: this.#locked.get(key)! } : undefined;
+  }
+
+  /** The next timestamp of the scope; the first one bumps it in the database, which locks it. */
+  async #allocate(scope: Scope): Promise<number> {
+    const next = this.#pending.next(scope.parentId, scope.resourceName);
+    if (next !== undefined) return next;
+    const stamped = await this.#bumpScope(scope);
+    this.#pending.hold(scope.parentId, scope.resourceName, stamped);
+    return stamped;
+  }
+
+  /** Queues the write of a live object at the scope's next timestamp; returns it as stored. */
+  async #queueWrite(scope: Scope, id: string, data: Record<string, unknown>, { fresh = false } = {}): Promise<StoredObject> {
+    this.#assertNotHistory(scope);
+    const lastModified = await this.#allocate(scope);
+    const { id: _id, last_modified: _lastModified, ...attributes } = structuredClone(data);
+    this.#pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified, data: attributes, deleted: false, fresh });
+    this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), { id, last_modified: lastModified, data: attributes, deleted: false });
+    this.writes++;
+    this.#changedObject(scope, id);
+    return { ...structuredClone(attributes), id, last_modified: lastModified };
+  }
+
   async resourceTimestamp(scope: Scope): Promise<number> {
     const params = [scope.parentId, scope.resourceName];
+    const held = this.#pending.timestamp(scope.parentId, scope.resourceName);
+    if (held !== undefined) return held;
     if (this.#mode === 'snapshot') {
       const [row] = await this.#query<{ last_modified: number }>(
         'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
@@ -205,16 +250,19 @@ class SqlSession implements StorageSession {
   }
 
   async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
-    const lock = options?.forUpdate === true && this.#mode === 'write';
-    if (lock) {
+    const known = this.#known(scope, id);
+    if (known) return known.row && !known.row.deleted ? toLiveObject(structuredClone(known.row)) : null;
+    if (options?.forUpdate === true && this.#mode === 'write') {
       let row = await this.#find(scope, id, true);
-      if (!row) {
+      if (!row && this.#pending.timestamp(scope.parentId, scope.resourceName) === undefined) {
         // Nothing to lock: hold the scope instead, then look again (a creation that committed
         // while we waited for the scope is visible to this new statement).
-        await this.#lockScope(scope);
+        const { current, now } = await this.#lockScope(scope);
+        this.#pending.hold(scope.parentId, scope.resourceName, current, Math.max(now, current + 1));
         row = await this.#find(scope, id, true);
       }
-      return row && !row.deleted ? toLiveObject(row) : null;
+      this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), row ?? null);
+      return row && !row.deleted ? toLiveObject(structuredClone(row)) : null;
     }
     if (!isCachedResource(scope.resourceName)) {
       const row = await this.#find(scope, id);
@@ -235,13 +283,18 @@ class SqlSession implements StorageSession {
   async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
     if (options?.lastModified === undefined) {
-      // One statement: checks that the id is free, bumps the scope timestamp (locking it) and
-      // stores the object (replacing a tombstone). Nothing comes back when the id is taken.
+      // Known free (read locked, or a new id): queued. Else one statement checks that the id is
+      // free, bumps the scope timestamp (locking it) and stores the object (replacing a
+      // tombstone); nothing comes back when the id is taken.
+      const known = this.#known(scope, id);
+      if (known?.row && !known.row.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
+      if (known || options?.newId) return this.#queueWrite(scope, id, data, { fresh: !known });
       const stored = await this.#writeFresh(scope, id, data, 'create');
       if (stored) return stored;
     }
     // Taken, or so it seemed: lock, then look (what concurrent writers committed is then
     // visible and stays so), and refuse with the live object or write after all.
+    await this.#sendPendingWrites();
     await this.#lockScope(scope);
     const existing = await this.#find(scope, id);
     if (existing && !existing.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
@@ -250,7 +303,7 @@ class SqlSession implements StorageSession {
 
   async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
-    if (options?.lastModified === undefined) return (await this.#writeFresh(scope, id, data, 'update'))!;
+    if (options?.lastModified === undefined) return this.#queueWrite(scope, id, data);
     return this.#write(scope, id, data, options);
   }
 
@@ -258,6 +311,9 @@ class SqlSession implements StorageSession {
     this.#assertWritable();
     this.#assertNotHistory(scope);
     if (objects.length === 0) return [];
+    await this.#sendPendingWrites();
+    this.#pending.release(scope.parentId, scope.resourceName);
+    this.#forgetLocked();
     const items = objects.map(({ id, data }) => {
       const { id: _id, last_modified: _lastModified, ...attributes } = data;
       return { id, data: attributes };
@@ -286,6 +342,20 @@ class SqlSession implements StorageSession {
 
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     this.#assertWritable();
+    const known = options?.lastModified === undefined && tableOf(scope) === 'objects' ? this.#known(scope, id) : undefined;
+    if (known) {
+      // Read locked or written by this transaction: the tombstone is queued like any write.
+      if (!known.row || known.row.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
+      const lastModified = await this.#allocate(scope);
+      this.#pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified, data: { deleted: true }, deleted: true, fresh: false });
+      this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), { id, last_modified: lastModified, data: { deleted: true }, deleted: true });
+      this.writes++;
+      this.#changedObject(scope, id);
+      return { id, last_modified: lastModified, deleted: true };
+    }
+    await this.#sendPendingWrites(); // what follows stamps the scope in the database
+    this.#pending.release(scope.parentId, scope.resourceName);
+    this.#locked.delete(objectKey(scope.parentId, scope.resourceName, id));
     if (options?.lastModified === undefined && tableOf(scope) === 'objects') {
       // One statement: bump the scope timestamp (locking it) and leave the tombstone there,
       // unless the object is not live (then nothing changes).
@@ -302,6 +372,7 @@ class SqlSession implements StorageSession {
         [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA],
       );
       if (!row) throw new ObjectNotFoundError(scope.resourceName, id);
+      this.#pending.hold(scope.parentId, scope.resourceName, row.last_modified);
       this.writes++;
       this.#changedObject(scope, id);
       return { id, last_modified: row.last_modified, deleted: true };
@@ -322,6 +393,9 @@ class SqlSession implements StorageSession {
 
   async deleteAll(scope: Scope, options: Omit<ListOptions, 'includeDeleted'> = {}): Promise<Tombstone[]> {
     this.#assertWritable();
+    await this.#sendPendingWrites();
+    this.#pending.release(scope.parentId, scope.resourceName);
+    this.#forgetLocked();
     const { current, now } = await this.#lockScope(scope);
     const first = Math.max(now, current + 1);
     // Tombstones get first, first + 1, … in sorting order. The new timestamps exceed every
@@ -357,6 +431,7 @@ class SqlSession implements StorageSession {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
+    await this.#sendPendingWrites();
     const query = new QueryBuilder();
     const where = query.where(scope, options);
     const orderBy = query.orderBy(options.sorting);
@@ -370,6 +445,7 @@ class SqlSession implements StorageSession {
   }
 
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
+    await this.#sendPendingWrites();
     const query = new QueryBuilder();
     const where = query.where(scope, { filters });
     const [row] = await this.#query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params, DYNAMIC);
@@ -378,7 +454,10 @@ class SqlSession implements StorageSession {
 
   async deleteTree(uri: string): Promise<void> {
     this.#assertWritable();
-    await this.#sendPendingAcls(); // else they would be written after the deletion
+    // What is pending goes first, else it would be written after the deletion.
+    await this.#sendPendingWrites();
+    await this.#sendPendingAcls();
+    this.#forgetLocked();
     this.#invalidate({ kind: 'tree', uri });
     // Outbox items first: a drainer holding some of them is waited for, and the objects it
     // stored are then visible to (and removed by) the next statement.
@@ -397,6 +476,8 @@ class SqlSession implements StorageSession {
 
   async purgeDeleted(scope: Scope, before?: number): Promise<number> {
     this.#assertWritable();
+    await this.#sendPendingWrites();
+    this.#forgetLocked();
     const [row] = await this.#query<{ count: number }>(
       `WITH purged AS (
          DELETE FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND deleted
@@ -411,6 +492,8 @@ class SqlSession implements StorageSession {
 
   async trimScope(scope: Scope, keep: number, filters: Filter[] = []): Promise<number> {
     this.#assertWritable();
+    await this.#sendPendingWrites();
+    this.#forgetLocked();
     if (!Number.isInteger(keep) || keep < 1) throw new StorageError(`trimScope keeps at least one object (asked ${keep})`);
     const query = new QueryBuilder();
     const where = query.where(scope, { filters });
@@ -541,6 +624,8 @@ class SqlSession implements StorageSession {
 
   async moveOutboxToScope(topic: string, key: string, limit: number, { scope, whileExists }: OutboxTarget): Promise<number> {
     this.#assertWritable();
+    await this.#sendPendingWrites();
+    this.#pending.release(scope.parentId, scope.resourceName);
     // The lock comes first: two movers of one scope take their items one after the other,
     // so the timestamps follow the order of the items.
     const { current, now } = await this.#lockScope(scope);
@@ -645,6 +730,7 @@ class SqlSession implements StorageSession {
   }
 
   async listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+    await this.#sendPendingWrites();
     await this.#sendPendingAcls();
     const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
     const principals = builder.bind(query.principals);
@@ -732,6 +818,8 @@ class SqlSession implements StorageSession {
    */
   async #writeFresh(scope: Scope, id: string, data: Record<string, unknown>, mode: 'create' | 'update'): Promise<StoredObject | null> {
     this.#assertNotHistory(scope);
+    await this.#sendPendingWrites(); // this statement stamps the scope in the database
+    this.#pending.release(scope.parentId, scope.resourceName);
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
     const create = mode === 'create';
     const [row] = await this.#query<ObjectRow>(
@@ -751,9 +839,16 @@ class SqlSession implements StorageSession {
       [scope.parentId, scope.resourceName, id, JSON.stringify(attributes)],
     );
     if (!row) return null;
+    this.#pending.hold(scope.parentId, scope.resourceName, row.last_modified);
+    this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), row);
     this.writes++;
     this.#changedObject(scope, id);
-    return toLiveObject(row);
+    return toLiveObject(structuredClone(row));
+  }
+
+  /** Rows read locked are still locked, but a statement may have changed them: read them again. */
+  #forgetLocked(): void {
+    this.#locked.clear();
   }
 
   /** Records a change of a cached object (buckets, collections). */
@@ -764,6 +859,9 @@ class SqlSession implements StorageSession {
   /** Creates or replaces the live object `id` with the requested timestamp (§5.2). */
   async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertNotHistory(scope);
+    await this.#sendPendingWrites();
+    this.#pending.release(scope.parentId, scope.resourceName);
+    this.#locked.delete(objectKey(scope.parentId, scope.resourceName, id));
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
     const timestamp = await this.#stamp(scope, id, options?.lastModified);
     const [row] = await this.#query<ObjectRow>(
@@ -909,6 +1007,8 @@ export class SqlStorage implements Storage {
         this.#maintenance?.written(session?.writes ?? 0);
         return result;
       } catch (error) {
+        // A queued write that met a taken key failed the COMMIT's round trip.
+        if (sqlState(error) === '23505' && !(error instanceof UnicityError)) throw new UnicityError('integrity constraint violated', undefined, { cause: error });
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
         await sleep(Math.random() * 20 * attempt); // jitter, so that deadlocked peers do not collide again
       } finally {
