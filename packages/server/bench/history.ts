@@ -36,7 +36,9 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
-import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { EMBEDDED_FILE } from '../src/storage/factory.js';
+import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
 import { askChild, childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
@@ -61,7 +63,7 @@ const BATCH_SIZE = 25;
 async function openStorage(config: ChildConfig): Promise<Storage> {
   return config.backend === 'postgresql'
     ? createPostgresStorage({ url: config.url, schema: config.schema, poolSize: 10, autoMigrate: true })
-    : createPgliteStorage({ dataDir: config.dataDir });
+    : createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
 }
 
 async function serve(config: ChildConfig): Promise<void> {

@@ -19,16 +19,17 @@
  * The server runs in a CHILD process: autocannon parses every response and would otherwise
  * compete with the server for one event loop, so the numbers would measure both at once.
  *
- * Loading N records through HTTP would take far too long, so they are inserted with SQL, in the
- * exact shape the SQL storage writes them (see storage/sql/migrations/001-initial.sql and
- * sql-storage.ts): one `objects` row per record (attributes in `data` without id and
+ * Loading N records through HTTP would take far too long. On PostgreSQL they are inserted with
+ * SQL, in the exact shape the SQL storage writes them (see storage/sql/migrations/001-initial.sql
+ * and sql-storage.ts): one `objects` row per record (attributes in `data` without id and
  * last_modified, timestamps unique in the scope), the author's `write` ACE on each record, and
- * the scope's `timestamps` row at the newest timestamp. The bucket and the collection are
- * created through the HTTP API (in process, with inject) beforehand.
+ * the scope's `timestamps` row at the newest timestamp. On the embedded store (SQLite, in
+ * process) the storage's own API loads the same, chunk by chunk. The bucket and the collection
+ * are created through the HTTP API (in process, with inject) beforehand.
  *
- * PostgreSQL: a fresh schema `quire_bench_<random>`, dropped at the end. Embedded: a PGlite
- * data directory in the temp folder (the child must reopen what the parent loaded), removed at
- * the end.
+ * PostgreSQL: a fresh schema `quire_bench_<random>`, dropped at the end. Embedded: a data
+ * directory in the temp folder (the child must reopen what the parent loaded), removed at the
+ * end.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -38,11 +39,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { PGlite } from '@electric-sql/pglite';
 import type autocannon from 'autocannon';
 import pg from 'pg';
 import { buildServer } from '../src/app.js';
-import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { EMBEDDED_FILE } from '../src/storage/factory.js';
+import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 import { AUTH, benchSettings, formatNumber, load, recordId } from './support.js';
@@ -78,7 +80,7 @@ async function serve(config: ChildConfig): Promise<void> {
   const storage: Storage =
     config.backend === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, poolSize: 10 })
-      : await createPgliteStorage({ dataDir: config.dataDir });
+      : await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
   await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage);
 }
 
@@ -90,8 +92,28 @@ interface SqlClient {
   close(): Promise<void>;
 }
 
+/**
+ * The embedded store's load, through its own API (in process, a statement costs microseconds):
+ * the same records, ACEs and timestamps as loadRecords, chunk by chunk.
+ */
+async function loadEmbedded(storage: Storage, n: number, author: string): Promise<void> {
+  const scope = { resourceName: 'record', parentId: COLLECTION_URI };
+  for (let from = 1; from <= n; from += CHUNK) {
+    const to = Math.min(n, from + CHUNK - 1);
+    const objects = Array.from({ length: to - from + 1 }, (_, k) => {
+      const i = from + k;
+      return { id: recordId(i), data: { title: `Record number ${i}`, n: i % 100, done: i % 2 === 0, tags: [`t${i % 7}`, `t${i % 11}`], body: 'lorem ipsum '.repeat(8) } };
+    });
+    await storage.transaction(async (session) => {
+      await session.insertMany(scope, objects);
+      for (const { id } of objects) await session.setPermissions(`${COLLECTION_URI}/records/${id}`, { write: [author] });
+    });
+    console.log(`  inserted ${formatNumber(to)} / ${formatNumber(n)} records`);
+  }
+}
+
 /** Creates the schema, then the bucket and collection through the API (in process); returns the author's user id. */
-async function createContainers(storage: Storage): Promise<string> {
+async function createContainers(storage: Storage, load?: (author: string) => Promise<void>): Promise<string> {
   const app = await buildServer({ settings: benchSettings(), storage, logger: false });
   try {
     const headers = { authorization: AUTH, 'content-type': 'application/json' };
@@ -101,6 +123,7 @@ async function createContainers(storage: Storage): Promise<string> {
       const response = await app.inject({ method: 'PUT', url, headers, payload: {} });
       if (response.statusCode !== 201) throw new Error(`PUT ${url}: ${response.statusCode} ${response.body}`);
     }
+    await load?.(userId);
     return userId;
   } finally {
     await app.close();
@@ -277,16 +300,17 @@ async function main(): Promise<void> {
   try {
     // 1. Schema, bucket, collection (through the API), then the records (SQL).
     let started = performance.now();
-    const author = await createContainers(
-      backend === 'postgresql'
-        ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 2 })
-        : await createPgliteStorage({ dataDir: config.dataDir }),
-    );
-    const sql = await openSql(config);
-    try {
-      await loadRecords(sql, total, author);
-    } finally {
-      await sql.close();
+    if (backend === 'postgresql') {
+      const author = await createContainers(await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 2 }));
+      const sql = await openSql(config);
+      try {
+        await loadRecords(sql, total, author);
+      } finally {
+        await sql.close();
+      }
+    } else {
+      const storage = await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
+      await createContainers(storage, (author) => loadEmbedded(storage, total, author));
     }
     console.log(`  loaded in ${formatNumber((performance.now() - started) / 1000, 1)} s`);
 
@@ -374,16 +398,9 @@ async function main(): Promise<void> {
 }
 
 async function openSql(config: ChildConfig): Promise<SqlClient> {
-  if (config.backend === 'postgresql') {
-    const client = new pg.Client({ connectionString: config.url, options: `-c search_path=${config.schema}` });
-    await client.connect();
-    return { query: (text, params) => client.query(text, params), close: () => client.end() };
-  }
-  const db = new PGlite(config.dataDir);
-  return {
-    query: (text, params) => db.query<Record<string, unknown>>(text, params),
-    close: () => db.close(),
-  };
+  const client = new pg.Client({ connectionString: config.url, options: `-c search_path=${config.schema}` });
+  await client.connect();
+  return { query: (text, params) => client.query(text, params), close: () => client.end() };
 }
 
 async function cleanUp(config: ChildConfig): Promise<void> {

@@ -9,7 +9,8 @@
  * passes the `--` on, and a leading `--` is skipped here).
  *
  * Options:
- *   --only ceiling,postgresql,embedded   servers to run (default: all three, in this order)
+ *   --only ceiling,postgresql,embedded   servers to run (default: these three, in this order; also
+ *                                        `pglite`, the embedded store of earlier versions)
  *   --workloads get,page,poll,post,batch workloads to run (default: all five)
  *   --connections C                      autocannon connections (default 16)
  *   --duration S                         seconds per timed run (default 6)
@@ -38,7 +39,8 @@
  *               machines better than req/s does.
  *   postgresql  Quire on PostgreSQL (pool of 10) in a fresh schema `quire_bench_<random>`,
  *               dropped at the end; skipped, with the reason, when PostgreSQL does not answer.
- *   embedded    Quire on the embedded store (PGlite) in a temporary directory, removed at the end.
+ *   embedded    Quire on the embedded store (SQLite) in a temporary directory, removed at the end.
+ *   pglite      the same on PGlite, the embedded store it replaced (for comparison).
  * Each Quire server is set up through its API first: bucket `bench`, collections `items` (1,000
  * records, created by /batch requests of 25 PUTs), `writes` and `batches`.
  *
@@ -57,11 +59,15 @@ import type autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildServer } from '../src/app.js';
+import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
 
-const SERVERS = ['ceiling', 'postgresql', 'embedded'] as const;
+const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite'] as const;
+/** Run unless `--only` says otherwise; `pglite` (the embedded store before SQLite) only on demand. */
+const DEFAULT_SERVERS = 'ceiling,postgresql,embedded';
 type ServerName = (typeof SERVERS)[number];
 const WORKLOAD_KEYS = ['get', 'page', 'poll', 'post', 'batch'] as const;
 type WorkloadKey = (typeof WORKLOAD_KEYS)[number];
@@ -121,7 +127,9 @@ async function serve(config: ChildConfig): Promise<void> {
   const storage =
     config.server === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
-      : await createPgliteStorage({ dataDir: config.dataDir });
+      : config.server === 'pglite'
+        ? await createPgliteStorage({ dataDir: config.dataDir })
+        : await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
   await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage, cpuReply);
 }
 
@@ -263,14 +271,14 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
     server,
     url: options.url,
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
-    dataDir: server === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
+    dataDir: server === 'embedded' || server === 'pglite' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
   };
   const profileDir = options.profileDir && server !== 'ceiling' ? join(options.profileDir, server) : null;
   let child: ChildProcess | null = null;
   const results = new Map<WorkloadKey, Measure>();
   try {
     const started = performance.now();
-    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}`, embedded: config.dataDir }[server];
+    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}`, embedded: config.dataDir, pglite: config.dataDir }[server];
     const serverChild = await startServerChild(fileURLToPath(import.meta.url), config, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     child = serverChild.child;
     const origin = `http://127.0.0.1:${serverChild.port}`;
@@ -302,7 +310,7 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
   } finally {
     if (child) await stopServerChild(child);
     if (server === 'postgresql') await dropSchema(config);
-    if (server === 'embedded') await rm(config.dataDir, { recursive: true, force: true });
+    if (config.dataDir) await rm(config.dataDir, { recursive: true, force: true });
   }
   if (profileDir) console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
   return results;
@@ -365,7 +373,7 @@ async function main(): Promise<void> {
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const servers = listOption('only', values.only, SERVERS);
+  const servers = listOption('only', values.only ?? DEFAULT_SERVERS, SERVERS);
   const options: Options = {
     connections: positiveInteger('connections', values.connections),
     duration: positiveInteger('duration', values.duration),
@@ -396,6 +404,7 @@ async function main(): Promise<void> {
     ceiling: 'ceiling req/s · p50/p99 ms',
     postgresql: 'postgresql req/s (% of ceiling) · p50/p99 ms',
     embedded: 'embedded req/s (% of ceiling, % of postgresql) · p50/p99 ms',
+    pglite: 'pglite req/s (% of ceiling, % of postgresql) · p50/p99 ms',
   };
   const json: Array<Record<string, unknown>> = [];
   const rows = options.keys.map((key) => {
@@ -407,7 +416,7 @@ async function main(): Promise<void> {
       const rps = result.requestsPerSecond;
       const ratios = [
         server !== 'ceiling' && ceiling ? percent(rps, ceiling.requestsPerSecond) : null,
-        server === 'embedded' && postgresql ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql` : null,
+        (server === 'embedded' || server === 'pglite') && postgresql ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql` : null,
       ].filter((ratio) => ratio !== null);
       const records = result.recordsPerSecond ? ` = ${formatNumber(result.recordsPerSecond)} records/s` : '';
       json.push({
@@ -420,7 +429,7 @@ async function main(): Promise<void> {
         p99: result.p99,
         ...(result.serverCpuMs === undefined ? {} : { serverCpuMsPerRequest: result.serverCpuMs, postgresCpuMsPerRequest: result.postgresCpuMs }),
         ...(server !== 'ceiling' && ceiling ? { ofCeiling: rps / ceiling.requestsPerSecond } : {}),
-        ...(server === 'embedded' && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
+        ...((server === 'embedded' || server === 'pglite') && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
       });
       return `${formatNumber(rps)}${records}${ratios.length > 0 ? ` (${ratios.join(', ')})` : ''} · ${result.p50}/${result.p99}`;
     });

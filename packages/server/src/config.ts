@@ -33,10 +33,16 @@ export const SETTINGS = {
     default: null,
     nullable: true,
     secret: true,
-    description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (PGlite) lives in `data_dir`.',
+    description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (SQLite) lives in `data_dir`.',
   },
   data_dir: { type: 'string', default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' },
   storage_pool_size: { type: 'integer', default: 10, min: 1, max: 1000, description: 'PostgreSQL connection pool size per process.' },
+  storage_cache_max_entries: {
+    type: 'integer',
+    default: 10000,
+    min: 0,
+    description: 'PostgreSQL: users’ groups, ACLs of buckets, collections and groups, and buckets and collections kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY.',
+  },
   storage_auto_migrate: {
     type: 'boolean',
     default: false,
@@ -210,6 +216,7 @@ export interface Settings {
   storage_url: string | null;
   data_dir: string;
   storage_pool_size: number;
+  storage_cache_max_entries: number;
   storage_auto_migrate: boolean;
   storage_max_fetch_size: number;
   paginate_by: number | null;

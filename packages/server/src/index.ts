@@ -5,6 +5,7 @@ export { ApiError, ERRNO } from './errors.js';
 export { resolveSecrets } from './secrets.js';
 export { createStorageFromSettings } from './storage/factory.js';
 export { createPgliteStorage, createPostgresStorage } from './storage/sql/sql-storage.js';
+export { createSqliteStorage } from './storage/sqlite/sqlite-storage.js';
 export * from './storage/errors.js';
 export type * from './storage/types.js';
 export type { AuthPolicy, Identity } from './auth/policy.js';

@@ -9,7 +9,7 @@ import KintoClient from 'kinto-http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 
 let app: FastifyInstance;
@@ -17,7 +17,7 @@ let storage: Storage;
 let remote: string;
 
 beforeAll(async () => {
-  storage = await createPgliteStorage();
+  storage = await createSqliteStorage();
   const settings = loadSettings({
     env: {},
     configFile: null,

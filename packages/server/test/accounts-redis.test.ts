@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 
 const url = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -45,7 +45,7 @@ if (reason !== undefined) {
     let apps: Array<Awaited<ReturnType<typeof buildServer>>>;
 
     beforeAll(async () => {
-      storage = await createPgliteStorage();
+      storage = await createSqliteStorage();
       const settings = loadSettings({
         env: {},
         configFile: null,

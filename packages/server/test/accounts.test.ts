@@ -10,7 +10,7 @@ import { ACCOUNT_SCOPE } from '../src/accounts/ids.js';
 import { buildServer } from '../src/app.js';
 import { loadSettings, type Settings } from '../src/config.js';
 import type { ResourceEvent } from '../src/events/types.js';
-import { createPgliteStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 
 type App = Awaited<ReturnType<typeof buildServer>>;
@@ -78,7 +78,7 @@ async function userOf(app: App, headers: Record<string, string>): Promise<string
 // One embedded store for the file (each describe uses its own account ids).
 let storage: Storage;
 beforeAll(async () => {
-  storage = await createPgliteStorage();
+  storage = await createSqliteStorage();
 }, 60_000);
 afterAll(async () => {
   await storage.close();

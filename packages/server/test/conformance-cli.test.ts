@@ -16,7 +16,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings, type Settings } from '../src/config.js';
-import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 
 const SERVER_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -152,7 +153,7 @@ function describeFullRun(backend: string, open: OpenStore) {
   });
 }
 
-const openEmbedded: OpenStore = async () => ({ storage: await createPgliteStorage() });
+const openEmbedded: OpenStore = async () => ({ storage: await createSqliteStorage() });
 
 /** A fresh schema, or why PostgreSQL cannot be used (a failure under QUIRE_TEST_REQUIRE_PG). */
 const openPostgres: OpenStore = async () => {
@@ -260,7 +261,7 @@ describe('quire-conformance options (embedded store)', () => {
   const out = mkdtempSync(join(tmpdir(), 'quire-conformance-cli-options-'));
 
   beforeAll(async () => {
-    target = await startServer(await createPgliteStorage());
+    target = await startServer(await createSqliteStorage());
   }, 60_000);
 
   afterAll(async () => {

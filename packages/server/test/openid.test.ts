@@ -12,7 +12,7 @@ import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { ConfigError, loadSettings, type Settings } from '../src/config.js';
-import { createPgliteStorage, type SqlStorage } from '../src/storage/sql/sql-storage.js';
+import { createSqliteStorage, type SqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 
 const CLIENT_SECRET = 'quire-client-secret-do-not-log';
 const CALLBACK = 'http://app.test/#/auth/tokens=';
@@ -102,7 +102,7 @@ class TestProvider {
 }
 
 /** Server under test on a loopback port, its logs captured. */
-async function startQuire(settings: Settings, storage: SqlStorage) {
+async function startQuire(settings: Settings, storage: SqliteStorage) {
   let logs = '';
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -188,14 +188,14 @@ const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
 describe('OpenID Connect policy against a real provider', () => {
   const provider = new TestProvider();
-  let storage: SqlStorage;
+  let storage: SqliteStorage;
   let quire: Awaited<ReturnType<typeof startQuire>>;
   let app: FastifyInstance;
   let aliceTokens: Record<string, string>;
 
   beforeAll(async () => {
     await provider.start();
-    storage = await createPgliteStorage();
+    storage = await createSqliteStorage();
     quire = await startQuire(quireSettings(provider.issuer), storage);
     app = quire.app;
   }, 60_000);
@@ -449,7 +449,7 @@ describe('OpenID Connect policy against a real provider', () => {
 
 describe('OpenID settings', () => {
   it('fails at boot when the provider cannot be reached or is misconfigured', async () => {
-    const storage = await createPgliteStorage();
+    const storage = await createSqliteStorage();
     try {
       const unreachable = quireSettings('http://127.0.0.1:9', { multiauth_policies: ['idp'], openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c' }] });
       await expect(buildServer({ settings: unreachable, storage, logger: false })).rejects.toThrow(/OpenID provider idp: cannot read its configuration/);

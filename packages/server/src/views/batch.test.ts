@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../app.js';
 import { loadSettings } from '../config.js';
 import { BackendError } from '../storage/errors.js';
-import { createPgliteStorage } from '../storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 import type { Storage, StorageSession } from '../storage/types.js';
 
 const auth = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
@@ -40,7 +40,7 @@ describe('POST /batch atomicity', () => {
   let app: Awaited<ReturnType<typeof buildServer>>;
 
   beforeAll(async () => {
-    storage = await createPgliteStorage();
+    storage = await createSqliteStorage();
     const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent' } });
     app = await buildServer({ settings, storage: failingOn(storage), logger: false });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: auth });

@@ -12,7 +12,7 @@ import KintoClient, { type AggregateResponse, type KintoObject } from 'kinto-htt
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
-import { createPgliteStorage } from '../../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 
 // A type alias, not an interface: kinto-http wants records assignable to an index signature.
 type Item = {
@@ -76,7 +76,7 @@ let bobId: string;
 
 /** A Quire server on a fresh embedded store, listening on a free port. */
 async function startServer(overrides: Record<string, unknown> = {}): Promise<{ url: string; stop: () => Promise<void> }> {
-  const storage = await createPgliteStorage();
+  const storage = await createSqliteStorage();
   const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides } });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });

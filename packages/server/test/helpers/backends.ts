@@ -1,6 +1,6 @@
 /**
  * Server feature tests that must hold on both stores: `describeOnBackends()` runs a block once
- * on the embedded store (in-memory PGlite) and once on PostgreSQL (a fresh schema, dropped
+ * on the embedded store (SQLite, in a temporary file) and once on PostgreSQL (a fresh schema, dropped
  * afterwards), each with a store of its own. Without a reachable PostgreSQL the second copy is
  * skipped with the reason printed — a failure where CI sets QUIRE_TEST_REQUIRE_PG.
  *
@@ -11,7 +11,11 @@
  * Destructure `storage` only inside hooks and tests: the store opens in `beforeAll`.
  */
 import { describe } from 'vitest';
-import { createPgliteStorage, createPostgresStorage } from '../../src/storage/sql/sql-storage.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPostgresStorage } from '../../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 import { type EmbeddedStore, useStore } from './embedded-server.js';
 import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from './postgres.js';
 
@@ -30,7 +34,11 @@ export const postgresSkipReason = await postgresUnavailable('server feature test
 
 function useBackend(name: BackendName): Backend {
   const store = useStore(async () => {
-    if (name === 'embedded') return { storage: await createPgliteStorage() };
+    if (name === 'embedded') {
+      // On a file, as `quire start` runs it: reads on their own connections beside the writer.
+      const dir = await mkdtemp(join(tmpdir(), 'quire-embedded-'));
+      return { storage: await createSqliteStorage({ path: join(dir, 'quire.sqlite') }), dispose: () => rm(dir, { recursive: true, force: true }) };
+    }
     const schema = newSchemaName();
     const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 8 }).catch(async (error: unknown) => {
       await dropSchema(schema).catch(() => {});

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
 import { buildServer } from '../../src/app.js';
 import { loadSettings, type Settings } from '../../src/config.js';
-import { createPgliteStorage } from '../../src/storage/sql/sql-storage.js';
+import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../src/storage/types.js';
 
 /** Quiet settings with a fixed Basic Auth secret, plus `overrides`. */
@@ -65,7 +65,7 @@ export function useStore(open: () => Promise<OpenedStore>): EmbeddedStore {
   };
 }
 
-/** An in-memory embedded store (PGlite) for the enclosing file or describe block. */
+/** An in-memory embedded store (SQLite) for the enclosing file or describe block. */
 export function useEmbeddedStore(): EmbeddedStore {
-  return useStore(async () => ({ storage: await createPgliteStorage() }));
+  return useStore(async () => ({ storage: await createSqliteStorage() }));
 }

@@ -51,7 +51,7 @@ export function isCachedAclUri(uri: string): boolean {
 }
 
 export interface SharedCacheOptions {
-  /** Entries per kind (objects, ACLs, users' groups). */
+  /** Entries per kind (objects, ACLs, users' groups); 0 turns the cache off. */
   maxEntries: number;
   /** Off until the caller turns it on (PostgreSQL: once the notification channel listens). */
   enabled: boolean;
@@ -64,12 +64,15 @@ export class SharedCache {
   /** Moves on every invalidation: a read begun before it must not be stored. */
   #generation = 0;
   #enabled: boolean;
+  readonly #off: boolean;
 
   constructor({ maxEntries, enabled }: SharedCacheOptions) {
-    this.#objects = new LRUCache({ max: maxEntries });
-    this.#acls = new LRUCache({ max: maxEntries });
-    this.#groups = new LRUCache({ max: maxEntries });
-    this.#enabled = enabled;
+    const max = Math.max(1, maxEntries);
+    this.#objects = new LRUCache({ max });
+    this.#acls = new LRUCache({ max });
+    this.#groups = new LRUCache({ max });
+    this.#off = maxEntries === 0;
+    this.#enabled = enabled && !this.#off;
   }
 
   /** Taken before reading the database; `store*` only keeps a value read under the same token. */
@@ -135,7 +138,7 @@ export class SharedCache {
   /** Turns the cache on or off; either way it starts empty (what it held may be stale). */
   setEnabled(enabled: boolean): void {
     this.invalidate([{ kind: 'all' }]);
-    this.#enabled = enabled;
+    this.#enabled = enabled && !this.#off;
   }
 }
 

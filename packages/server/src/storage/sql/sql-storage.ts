@@ -1173,13 +1173,13 @@ export class SqlStorage implements Storage {
   }
 }
 
-export interface PostgresStorageOptions extends PgDriverOptions {
+export interface PostgresStorageOptions extends PgDriverOptions, Pick<SqlStorageOptions, 'cacheMaxEntries'> {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
 }
 
 /** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
-export async function createPostgresStorage({ autoMigrate = false, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
+export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
   const driver = createPgDriver(options); // validates the schema name used below
   try {
     if (autoMigrate) {
@@ -1199,7 +1199,7 @@ export async function createPostgresStorage({ autoMigrate = false, ...options }:
     await driver.close();
     throw error;
   }
-  return new SqlStorage(driver);
+  return new SqlStorage(driver, { cacheMaxEntries });
 }
 
 /** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */

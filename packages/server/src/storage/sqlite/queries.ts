@@ -1,0 +1,432 @@
+/**
+ * SQL for filters, sorting and keyset pagination in SQLite's dialect: the SQLite twin of
+ * sql/queries.ts, with the same semantics (types.ts).
+ *
+ * Security rule: every value AND every field path is a bound parameter; a path is bound as a
+ * JSON path (`$."a"."b"`) whose keys are quoted and escaped as JSON strings (jsonPaths), so a
+ * hostile field name is just a key that matches nothing. Only fixed fragments are written into the SQL text.
+ * (SQLite's path parser stops a quoted key at an escaped NUL, `\u0000`: a key containing NUL
+ * may match a longer key. Harmless, and no such key is expected.)
+ *
+ * Values compare by a key of two SQL values, compared as a row value `(rank, value)`:
+ * - rank: null 0 < string 1 < number 2 < boolean 3 < array 4 < object 5 (SQL NULL when the
+ *   field is missing: a missing field then matches no comparison and sorts last ascending,
+ *   first descending, with NULLS LAST / NULLS FIRST);
+ * - value: the string (code point order, PostgreSQL's "C" collation), the number, 0/1 for
+ *   false/true, 0 for null; for an array or an object, a blob in jsonb's order (jsonb.ts).
+ * This is jsonb's order. Comparisons with a scalar, the common case, skip the key: they read the
+ * value's type, then the value if its type has the rank of the scalar's (a JSON lookup costs
+ * ~70 ns a row); `contains` of scalars looks each up among the elements in SQL; only arrays and
+ * objects go through the JavaScript functions of jsonb.ts.
+ *
+ * One difference from PostgreSQL: `like` folds case for ASCII letters only (SQLite's LIKE
+ * without ICU), as PostgreSQL does under the C locale but not under a UTF-8 one.
+ */
+import type { Filter, ListOptions, Scope, Sort } from '../types.js';
+import type { SqlValue } from './connection.js';
+import { jsonbSortKey } from './jsonb.js';
+
+/** How a JSON value is read in SQL: from a path into a document, or from a `json_each` row. */
+interface JsonSql {
+  /** `json_type()`: 'null', 'true', 'false', 'integer', 'real', 'text', 'array', 'object'; NULL when missing. */
+  readonly type: string;
+  /** The SQL value of a scalar (text, number, 0/1). */
+  readonly atom: string;
+  /** The JSON text of an array or object. */
+  readonly json: string;
+}
+
+/** How one field is read from a row. */
+export interface FieldRef {
+  /** The field as JSON (an object may lack it), or undefined for a column (always there). */
+  readonly value?: JsonSql;
+  /** A typed column (id, last_modified), compared natively when the value has its type. */
+  readonly column?: { readonly sql: string; readonly type: 'text' | 'integer' };
+  /** `(rank, value)` as SQL. */
+  readonly key: readonly [string, string];
+  /** The elements of the field as a table (`json_each`), when it is JSON. */
+  readonly elements?: string;
+}
+
+type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
+
+const RANK_BY_TYPE: ReadonlyArray<[string, number]> = [
+  ['null', 0],
+  ['text', 1],
+  ['integer', 2],
+  ['real', 2],
+  ['false', 3],
+  ['true', 3],
+  ['array', 4],
+  ['object', 5],
+];
+
+function keyOf(value: JsonSql): [string, string] {
+  const rank = `(CASE ${value.type} ${RANK_BY_TYPE.map(([type, rank]) => `WHEN '${type}' THEN ${rank}`).join(' ')} END)`;
+  return [rank, `(CASE ${value.type} WHEN 'null' THEN 0 WHEN 'array' THEN quire_jsonb_key(${value.json}) WHEN 'object' THEN quire_jsonb_key(${value.json}) ELSE ${value.atom} END)`];
+}
+
+/** The value at a bound JSON path of a document (a JSONB column or JSON text). */
+function atPath(document: string, path: string): JsonSql {
+  return {
+    type: `json_type(${document}, ${path})`,
+    atom: `json_extract(${document}, ${path})`,
+    json: `json_extract(${document}, ${path})`,
+  };
+}
+
+/** The element of a `json_each` row aliased `alias`. */
+function element(alias: string): JsonSql {
+  return {
+    type: `${alias}.type`,
+    atom: `${alias}.atom`,
+    json: `${alias}.value`,
+  };
+}
+
+/** A text column, never NULL. */
+export function textColumn(sql: string): FieldRef {
+  return { column: { sql, type: 'text' }, key: ['1', sql] };
+}
+
+/** A text column that may be NULL (the field is missing), e.g. `bucket_id` of a permission entry. */
+export function nullableTextColumn(sql: string): FieldRef {
+  const value: JsonSql = { type: `(CASE WHEN ${sql} IS NOT NULL THEN 'text' END)`, atom: sql, json: `json_quote(${sql})` };
+  return { value, key: keyOf(value) };
+}
+
+/** A column of JSON text, e.g. the permissions of a permission entry. */
+export function jsonColumn(sql: string): FieldRef {
+  const value = atPath(sql, "'$'");
+  return { value, key: keyOf(value), elements: `json_each(${sql})` };
+}
+
+const OBJECT_COLUMNS: Readonly<Record<string, FieldRef>> = {
+  id: textColumn('id'),
+  last_modified: { column: { sql: 'last_modified', type: 'integer' }, key: ['2', 'last_modified'] },
+};
+
+/** The number segments of a path read both as a key and as an index (2^n candidate paths); later ones are keys. */
+const MAX_INDEX_SEGMENTS = 3;
+
+/**
+ * The JSON paths a dotted field name may address, each key quoted: `person.name` →
+ * `$."person"."name"`. PostgreSQL's `#>` reads a number segment as an index in an array and as a
+ * key in an object, so `tags.0` gives `$."tags"."0"` and `$."tags"[0]` (`-1`: `[#-1]`, the last
+ * element); at most one of them exists in a given document.
+ */
+function jsonPaths(field: string): string[] {
+  let paths = ['$'];
+  let indexes = 0;
+  for (const key of field.split('.')) {
+    const asKey = `.${JSON.stringify(key)}`;
+    const index = /^-?\d+$/.test(key) && indexes < MAX_INDEX_SEGMENTS ? Number(key) : undefined;
+    if (index === undefined || !Number.isSafeInteger(index)) {
+      paths = paths.map((path) => path + asKey);
+    } else {
+      indexes++;
+      const asIndex = index >= 0 ? `[${index}]` : `[#${index}]`;
+      paths = paths.flatMap((path) => [path + asKey, path + asIndex]);
+    }
+  }
+  return paths;
+}
+
+/** Turns a `like` value into a LIKE pattern (ESCAPE '\'): `*` is the only wildcard. */
+function likePattern(value: string): string {
+  const escaped = value.replace(/[\\%_]/g, (char) => `\\${char}`);
+  return escaped.includes('*') ? escaped.replaceAll('*', '%') : `%${escaped}%`;
+}
+
+/**
+ * The URIs below `uri` (starting with `uri + '/'`) are the strings in [uri + '/', uri + '0')
+ * in binary order ('0' follows '/'): a range the indexes serve, where LIKE would be
+ * case-insensitive in SQLite and need escaping.
+ */
+export function belowRange(uri: string): [string, string] {
+  return [`${uri}/`, `${uri}0`];
+}
+
+/** Whether `value` can be compared to the column natively (same result as the key, and indexed). */
+function fitsColumn(ref: FieldRef, value: unknown): value is string | number {
+  if (ref.column?.type === 'text') return typeof value === 'string';
+  if (ref.column?.type === 'integer') return Number.isSafeInteger(value);
+  return false;
+}
+
+export interface QueryBuilderOptions {
+  /** The SQL of the JSON document fields are read from (default: the `data` column). */
+  document?: string;
+  /** The fields read from columns of the row (default: `id` and `last_modified` of the objects). */
+  columns?: Readonly<Record<string, FieldRef>>;
+}
+
+/** Collects the named parameters of one statement and builds its conditions. */
+export class QueryBuilder {
+  readonly params: Record<string, SqlValue> = {};
+  #count = 0;
+  readonly #paths = new Map<string, string>();
+  readonly #document: string;
+  readonly #columns: Readonly<Record<string, FieldRef>>;
+
+  constructor({ document = 'data', columns = OBJECT_COLUMNS }: QueryBuilderOptions = {}) {
+    this.#document = document;
+    this.#columns = columns;
+  }
+
+  /** Binds a value and returns its placeholder. */
+  bind(value: SqlValue): string {
+    const name = `p${++this.#count}`;
+    this.params[name] = value;
+    return `@${name}`;
+  }
+
+  /** Binds a JSON value as text. */
+  bindJson(value: unknown): string {
+    return this.bind(JSON.stringify(value ?? null));
+  }
+
+  field(field: string): FieldRef {
+    const column = Object.hasOwn(this.#columns, field) ? this.#columns[field] : undefined;
+    if (column) return column;
+    let path = this.#paths.get(field);
+    if (path === undefined) {
+      const candidates = jsonPaths(field).map((candidate) => this.bind(candidate));
+      // The one of the candidate paths that exists (the last, when none does).
+      const last = candidates.pop()!;
+      const tries = candidates.map((candidate) => `WHEN json_type(${this.#document}, ${candidate}) IS NOT NULL THEN ${candidate}`);
+      path = tries.length === 0 ? last : `(CASE ${tries.join(' ')} ELSE ${last} END)`;
+      this.#paths.set(field, path);
+    }
+    const value = atPath(this.#document, path);
+    return { value, key: keyOf(value), elements: `json_each(${this.#document}, ${path})` };
+  }
+
+  /** The key of a JSON value given by the caller. */
+  #keyOfValue(value: unknown): [string, string] {
+    if (value === null || value === undefined) return ['0', '0'];
+    if (typeof value === 'string') return ['1', this.bind(value)];
+    if (typeof value === 'number') return ['2', this.bind(value)];
+    if (typeof value === 'boolean') return ['3', value ? '1' : '0'];
+    return [Array.isArray(value) ? '4' : '5', this.bind(jsonbSortKey(JSON.stringify(value)))];
+  }
+
+  /** `WHERE` conditions selecting the scope's objects matching the options. */
+  where(scope: Scope, { filters = [], sorting, after, includeDeleted = false }: ListOptions): string {
+    const conditions = [`parent_id = ${this.bind(scope.parentId)}`, `resource_name = ${this.bind(scope.resourceName)}`];
+    if (!includeDeleted) conditions.push('NOT deleted');
+    for (const filter of filters) conditions.push(this.filter(filter));
+    if (after !== undefined) conditions.push(this.after(sortingOrDefault(sorting), after));
+    return conditions.join(' AND ');
+  }
+
+  filter({ field, operator, value }: Filter): string {
+    const ref = this.field(field);
+    switch (operator) {
+      case 'eq':
+        return this.#compare(ref, '=', value, false);
+      case 'not':
+        return this.#compare(ref, '<>', value, true);
+      case 'lt':
+        return this.#compare(ref, '<', value, false);
+      case 'max':
+        return this.#compare(ref, '<=', value, false);
+      case 'gt':
+        return this.#compare(ref, '>', value, true);
+      case 'min':
+        return this.#compare(ref, '>=', value, true);
+      case 'in':
+        return this.#inList(ref, toArray(value));
+      case 'exclude':
+        return `NOT ${this.#inList(ref, toArray(value))}`;
+      case 'like': {
+        const pattern = this.bind(likePattern(String(value)));
+        if (ref.column) return ref.column.type === 'text' ? `${ref.column.sql} LIKE ${pattern} ESCAPE '\\'` : 'FALSE';
+        // The type test second: most rows fail the LIKE already.
+        return `(${ref.value!.atom} LIKE ${pattern} ESCAPE '\\' AND ${ref.value!.type} = 'text')`;
+      }
+      case 'has':
+        if (!ref.value) return value ? 'TRUE' : 'FALSE';
+        return `${ref.value.type} IS ${value ? 'NOT NULL' : 'NULL'}`;
+      case 'contains': {
+        if (!ref.value || !ref.elements) return 'FALSE';
+        const wanted = unique(toArray(value));
+        const isArray = `${ref.value.type} = 'array'`;
+        if (wanted.every(isScalar)) {
+          // One lookup among the field's elements per wanted value.
+          const each = wanted.map((one) => `EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#equalsScalar(element('held'), one)})`);
+          return `(${[isArray, ...each].join(' AND ')})`;
+        }
+        return `(${isArray} AND quire_jsonb_contains(${ref.value.json}, ${this.bindJson(wanted)}, 0))`;
+      }
+      case 'contains_any': {
+        if (!ref.value || !ref.elements) return 'FALSE';
+        const wanted = toArray(value);
+        const isArray = `${ref.value.type} = 'array'`;
+        if (wanted.every(isScalar)) return `(${isArray} AND EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#inScalars(element('held'), wanted)}))`;
+        return `(${isArray} AND quire_jsonb_contains(${ref.value.json}, ${this.bindJson(wanted)}, 1))`;
+      }
+      default:
+        throw new TypeError(`unknown filter operator ${JSON.stringify(operator satisfies never)}`);
+    }
+  }
+
+  /** `ORDER BY` list; missing fields last ascending, first descending. */
+  orderBy(sorting: Sort[] | undefined): string {
+    return sortingOrDefault(sorting)
+      .map(({ field, direction }) => {
+        const ref = this.field(field);
+        if (ref.column) return `${ref.column.sql} ${direction === 1 ? 'ASC' : 'DESC'}`;
+        const [rank, value] = ref.key;
+        return direction === 1 ? `${rank} ASC NULLS LAST, ${value} ASC` : `${rank} DESC NULLS FIRST, ${value} DESC`;
+      })
+      .join(', ');
+  }
+
+  /**
+   * Keyset continuation: rows strictly after `after` in `sorting` order, i.e.
+   * OR over k of (f1 same as v1 AND … AND f(k-1) same as v(k-1) AND fk beyond vk),
+   * where a key absent from `after` means the last row lacked that field.
+   */
+  after(sorting: Sort[], after: Record<string, unknown>): string {
+    const branches: string[] = [];
+    for (let k = 0; k < sorting.length; k++) {
+      const beyond = this.#beyond(sorting[k]!, after);
+      if (beyond === 'FALSE') continue;
+      const same = sorting.slice(0, k).map((sort) => this.#same(sort, after));
+      if (same.includes('FALSE')) continue;
+      branches.push(`(${[...same, beyond].join(' AND ')})`);
+    }
+    return branches.length > 0 ? `(${branches.join(' OR ')})` : 'FALSE';
+  }
+
+  #same({ field }: Sort, after: Record<string, unknown>): string {
+    const ref = this.field(field);
+    const value = Object.hasOwn(after, field) ? after[field] : undefined;
+    if (value === undefined) return ref.value ? `${ref.value.type} IS NULL` : 'FALSE';
+    return this.#compare(ref, '=', value, false);
+  }
+
+  #beyond({ field, direction }: Sort, after: Record<string, unknown>): string {
+    const ref = this.field(field);
+    const value = Object.hasOwn(after, field) ? after[field] : undefined;
+    if (direction === 1) {
+      // Ascending, missing last: after a missing value comes nothing; after a value come
+      // greater values, then the missing ones.
+      if (value === undefined) return 'FALSE';
+      return this.#compare(ref, '>', value, true);
+    }
+    // Descending, missing first: after a missing value comes every present one.
+    if (value === undefined) return ref.value ? `${ref.value.type} IS NOT NULL` : 'TRUE';
+    return this.#compare(ref, '<', value, false);
+  }
+
+  /**
+   * The field compared to `value`, by column when the value has the column's type (uses the
+   * indexes), else by key; `missing` is the result for an object lacking the field.
+   */
+  #compare(ref: FieldRef, op: Comparison, value: unknown, missing: boolean): string {
+    if (fitsColumn(ref, value)) return `${ref.column!.sql} ${op} ${this.bind(value)}`;
+    if (ref.value && isScalar(value)) {
+      if (op === '=') return this.#equalsScalar(ref.value, value);
+      return this.#compareScalar(ref.value, op, value, missing);
+    }
+    const condition = `(${ref.key.join(', ')}) ${op} (${this.#keyOfValue(value).join(', ')})`;
+    return ref.value && missing ? `(${ref.value.type} IS NULL OR ${condition})` : condition;
+  }
+
+  /**
+   * A JSON value compared to a scalar, reading the value once or twice rather than building its
+   * key: a value of another rank compares by rank (known here), one of the same rank by value.
+   */
+  #compareScalar(json: JsonSql, op: Comparison, value: Scalar, missing: boolean): string {
+    const rank = rankOf(value);
+    const same = value === null ? String(compareNumbers(0, op, 0)) : `${json.atom} ${op} ${this.#atomOf(value)}`;
+    const branches = RANK_BY_TYPE.map(([type, typeRank]) => `WHEN '${type}' THEN ${typeRank === rank ? same : String(compareNumbers(typeRank, op, rank))}`);
+    return `(CASE ${json.type} ${branches.join(' ')} ELSE ${String(missing)} END)`;
+  }
+
+  /** A JSON value equal to a scalar: the value test first, as most rows fail it. */
+  #equalsScalar(json: JsonSql, value: Scalar): string {
+    if (value === null) return `${json.type} = 'null'`;
+    if (typeof value === 'boolean') return `${json.type} = '${value}'`;
+    return `(${json.atom} = ${this.bind(value)} AND ${json.type} IN (${typesOf(rankOf(value))}))`;
+  }
+
+  /** A JSON value among scalars (never NULL: false for a missing value). */
+  #inScalars(json: JsonSql, values: Scalar[]): string {
+    const strings = values.filter((value) => typeof value === 'string');
+    const numbers = values.filter((value) => typeof value === 'number');
+    const constants = [true, false, null].filter((constant) => values.includes(constant));
+    // Terms ORed rather than a CASE by type: SQLite then builds each list once per statement.
+    const terms: string[] = [];
+    if (strings.length > 0) terms.push(`(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(strings)})) AND ${json.type} = 'text')`);
+    if (numbers.length > 0) terms.push(`(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(numbers)})) AND ${json.type} IN (${typesOf(2)}))`);
+    if (constants.length > 0) terms.push(`${json.type} IN (${constants.map((constant) => `'${String(constant)}'`).join(', ')})`);
+    return terms.length > 0 ? `coalesce(${terms.join(' OR ')}, FALSE)` : 'FALSE';
+  }
+
+  /** The field among `values` (never NULL: false for a missing field). */
+  #inList(ref: FieldRef, values: unknown[]): string {
+    if (ref.column && values.every((value) => fitsColumn(ref, value))) {
+      return `(${ref.column.sql} IN (SELECT value FROM json_each(${this.bindJson(values)})))`;
+    }
+    if (ref.value && values.every(isScalar)) return this.#inScalars(ref.value, values);
+    const candidates = `SELECT ${keyOf(element('candidate')).join(', ')} FROM json_each(${this.bindJson(values)}) AS candidate`;
+    return `coalesce((${ref.key.join(', ')}) IN (${candidates}), FALSE)`;
+  }
+
+  /** A scalar as SQL: booleans are 0/1, as `json_extract` gives them. */
+  #atomOf(value: string | number | boolean): string {
+    return typeof value === 'boolean' ? (value ? '1' : '0') : this.bind(value);
+  }
+}
+
+type Scalar = string | number | boolean | null;
+
+function isScalar(value: unknown): value is Scalar {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+function rankOf(value: Scalar): number {
+  if (value === null) return 0;
+  return typeof value === 'string' ? 1 : typeof value === 'number' ? 2 : 3;
+}
+
+/** The `json_type()` names of a rank, as an SQL list. */
+function typesOf(rank: number): string {
+  return RANK_BY_TYPE.filter(([, typeRank]) => typeRank === rank)
+    .map(([type]) => `'${type}'`)
+    .join(', ');
+}
+
+function compareNumbers(a: number, op: Comparison, b: number): boolean {
+  switch (op) {
+    case '=':
+      return a === b;
+    case '<>':
+      return a !== b;
+    case '<':
+      return a < b;
+    case '>':
+      return a > b;
+    case '<=':
+      return a <= b;
+    case '>=':
+      return a >= b;
+  }
+}
+
+/** Distinct JSON values (by their JSON text). */
+function unique(values: unknown[]): unknown[] {
+  return [...new Map(values.map((value) => [JSON.stringify(value), value])).values()];
+}
+
+/** Callers end their sorting with last_modified; without one, newest first (Kinto's default). */
+function sortingOrDefault(sorting: Sort[] | undefined): Sort[] {
+  return sorting && sorting.length > 0 ? sorting : [{ field: 'last_modified', direction: -1 }];
+}
+
+function toArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [value];
+}
