@@ -11,8 +11,10 @@
  * lock from its first statement, against other processes too. Reads outside a transaction run
  * on a read-only connection of their own (WAL lets them read while the writer writes; as each
  * runs whole, one connection serves them all), and a snapshot holds a read-only connection of a
- * small pool between BEGIN and COMMIT for the duration of its `fn`. An in-memory store (no path:
- * tests) has one connection, and everything takes turns on it.
+ * small pool between BEGIN and COMMIT for the duration of its `fn`. So a long transaction (a big
+ * batch) never makes a read wait, but the first read of a scope that has no timestamp yet
+ * stores one, a write, which does. An in-memory store (no path: tests) has one connection, and
+ * everything takes turns on it.
  *
  * Timestamps (protocol-reference §5): writers are serialised by the write lock, so a
  * transaction reads a scope timestamp nobody can change before it commits, and stamps with
