@@ -20,6 +20,18 @@ import type { Action, EventPayload, EventSubscriber, ImpactedObject, ResourceEve
 class EventCollector {
   readonly events: ResourceEvent[] = [];
   readonly #byKey = new Map<string, ResourceEvent>();
+  /** Timestamps to read once the change is stamped: before delivery. */
+  readonly #stamps: Array<() => void> = [];
+
+  stampLater(payload: EventPayload, timestamp: () => number): void {
+    this.#stamps.push(() => (payload.timestamp = timestamp()));
+  }
+
+  /** The events, with every timestamp known (call once they are stamped). */
+  stamped(): ResourceEvent[] {
+    for (const stamp of this.#stamps.splice(0)) stamp();
+    return this.events;
+  }
 
   add(event: ResourceEvent): void {
     const key = `${event.payload.action} ${event.payload.resource_name} ${event.parentId}`;
@@ -38,7 +50,8 @@ export interface EmitOptions {
   /** Storage parent of the impacted objects. */
   parentId: string;
   action: Action;
-  timestamp: number;
+  /** A function when the timestamp is known only once the change commits (stampAtCommit). */
+  timestamp: number | (() => number);
   impactedObjects: ImpactedObject[];
 }
 
@@ -77,6 +90,11 @@ export class EventBus {
     return this.#subscribers;
   }
 
+  /** Whether some subscriber runs in the transaction (then changes must be stamped before commit). */
+  get hasInTransactionSubscribers(): boolean {
+    return this.#subscribers.some((subscriber) => subscriber.inTransaction !== undefined);
+  }
+
   /** Whether some subscriber listens to `action` on `resourceName` (skip building events otherwise). */
   wants(action: Action, resourceName: string): boolean {
     return this.#subscribers.some((subscriber) => subscriber.actions.has(action) && (subscriber.resources === null || subscriber.resources.has(resourceName)));
@@ -103,14 +121,15 @@ export class EventBus {
       this.#collectors.set(session, collector);
       try {
         const value = await fn(session);
-        await this.#deliverInTransaction(collector.events, session);
+        // Only changes stamped at once are delivered here (stampAtCommit is for requests with no such listener).
+        if (this.hasInTransactionSubscribers) await this.#deliverInTransaction(collector.stamped(), session);
         return value;
       } finally {
         this.#collectors.delete(session);
       }
     };
     const result = await (mode === 'read' ? storage.read(body) : storage.transaction(body));
-    this.#deliverAfterCommit(collector.events);
+    this.#deliverAfterCommit(collector.stamped());
     return result;
   }
 
@@ -122,15 +141,17 @@ export class EventBus {
     if (!this.wants(options.action, options.resourceName)) return;
     const collector = this.#collectors.get(session);
     if (!collector) throw new Error(`event ${options.resourceName}/${options.action} emitted outside events.withSession()`);
+    const { timestamp } = options;
     const payload: EventPayload = {
       // The URL's ids, named `<resource>_id` by the routes already (§10.2).
       ...(request.params as Record<string, string>),
       action: options.action,
       resource_name: options.resourceName,
-      timestamp: options.timestamp,
+      timestamp: typeof timestamp === 'number' ? timestamp : Number.NaN,
       uri: eventUri(request),
       user_id: request.identity?.userId ?? null,
     };
+    if (typeof timestamp === 'function') collector.stampLater(payload, timestamp);
     collector.add({ payload, parentId: options.parentId, impactedObjects: [...options.impactedObjects] });
   }
 

@@ -181,7 +181,19 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     if (!(await authorizer.canCreate(session, identity.principals, def.name, parent))) throw denied(services, identity);
   }
 
-  /** Stores data + ACL for a PUT/POST creation or replacement and answers 201/200. */
+  /**
+   * Runs a write: `fn` decides and stores it in a transaction and returns how to answer once it
+   * has committed. A write of its own is stamped at commit (stampAtCommit: the collection stays
+   * locked only while the database commits), so its timestamp is known only then; in a batch,
+   * or with a listener that runs in the transaction, it is stamped at once.
+   */
+  async function write(request: FastifyRequest, fn: (session: StorageSession, stampAtCommit: boolean) => Promise<() => unknown>) {
+    const stampAtCommit = !request.batch && !events.hasInTransactionSubscribers;
+    const answer = await events.withSession(request, storage, 'write', (session) => fn(session, stampAtCommit));
+    return answer();
+  }
+
+  /** Stores data + ACL for a PUT/POST creation or replacement; answers 201/200 once committed. */
   async function writeObject(
     session: StorageSession,
     identity: Identity,
@@ -189,12 +201,12 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     existing: StoredObject | null,
     body: ReturnType<typeof parseWriteBody>,
     reply: FastifyReply,
-    { newId = false } = {},
+    { newId = false, stampAtCommit = false } = {},
   ) {
     const previousAcl = existing ? await aclOf(session, ref.uri) : {};
     let data = userFields(body.data ?? (existing ? existing : {}));
     if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
-    const options = { ...writeOptions(suppliedTimestamp(body.data), existing), newId };
+    const options = { ...writeOptions(suppliedTimestamp(body.data), existing), newId, stampAtCommit };
     const stored = existing
       ? await session.update(scopeOf(ref), ref.id, data, options)
       : await session.create(scopeOf(ref), ref.id, data, options);
@@ -205,13 +217,15 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     await session.setPermissions(ref.uri, acl);
     await def.afterWrite?.(session, ref.uri, stored);
     events.emit(session, reply.request, {
-      resourceName: def.name, parentId: ref.parentUri, action: existing ? 'update' : 'create', timestamp: stored.last_modified,
+      resourceName: def.name, parentId: ref.parentUri, action: existing ? 'update' : 'create', timestamp: () => stored.last_modified,
       impactedObjects: [existing ? { new: stored, old: existing } : { new: stored }],
     });
-
-    setTimestampHeaders(reply, stored.last_modified);
-    reply.code(existing ? 200 : 201);
-    return { data: stored, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+    const permissions = authorizer.visiblePermissions(identity.principals, acl);
+    return () => {
+      setTimestampHeaders(reply, stored.last_modified);
+      reply.code(existing ? 200 : 201);
+      return { data: stored, permissions };
+    };
   }
 
   async function listObjects(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
@@ -292,7 +306,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       if (givenId !== undefined) validateId(givenId);
       const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
 
-      return events.withSession(request, storage, 'write', async (session) => {
+      return write(request, async (session, stampAtCommit) => {
         const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
@@ -301,12 +315,13 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
           setTimestampHeaders(reply, existing.last_modified);
           const acl = await aclOf(session, ref.uri);
           events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'read', timestamp: existing.last_modified, impactedObjects: [{ new: existing }] });
-          return { data: existing, permissions: authorizer.visiblePermissions(identity.principals, acl) };
+          const permissions = authorizer.visiblePermissions(identity.principals, acl);
+          return () => ({ data: existing, permissions });
         }
         await requireCreate(session, identity, parent);
         await ensureParents(session, parent);
         checkObjectPreconditions(preconditions, null, null, { method: 'POST' });
-        return writeObject(session, identity, ref, null, body, reply, { newId: givenId === undefined });
+        return writeObject(session, identity, ref, null, body, reply, { newId: givenId === undefined, stampAtCommit });
       });
     },
 
@@ -335,7 +350,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const body = parseWriteBody(request.body, def);
-      return events.withSession(request, storage, 'write', async (session) => {
+      return write(request, async (session, stampAtCommit) => {
         const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
@@ -347,7 +362,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         }
         checkObjectPreconditions(preconditions, existing, existing, { method: 'PUT' });
         assertBodyMatchesId(body.data, ref.id);
-        return writeObject(session, identity, ref, existing, body, reply);
+        return writeObject(session, identity, ref, existing, body, reply, { stampAtCommit });
       });
     },
 
@@ -357,7 +372,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const behavior = responseBehavior(request);
       const type = patchType(request);
-      return events.withSession(request, storage, 'write', async (session) => {
+      return write(request, async (session, stampAtCommit) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
@@ -367,18 +382,20 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         assertBodyMatchesId(patched.sentData, ref.id);
         let data = userFields(patched.data);
         if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
-        const stored = await session.update(scopeOf(ref), ref.id, data, writeOptions(suppliedTimestamp(patched.sentData), existing));
+        const stored = await session.update(scopeOf(ref), ref.id, data, { ...writeOptions(suppliedTimestamp(patched.sentData), existing), stampAtCommit });
 
         const merged = patched.replacePermissions ?? mergePermissions(previousAcl, patched.permissions ?? {}, type);
         const acl = cleanAcl(withAuthor(services, identity, merged));
         await session.setPermissions(ref.uri, acl);
         await def.afterWrite?.(session, ref.uri, stored);
-        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
-        setTimestampHeaders(reply, stored.last_modified);
+        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: () => stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
 
         const permissions = authorizer.visiblePermissions(identity.principals, acl);
         const sent = type === 'json-patch' ? {} : userFields(patched.sentData);
-        return { data: patchResponseData(behavior, sent, stored, existing), permissions };
+        return () => {
+          setTimestampHeaders(reply, stored.last_modified);
+          return { data: patchResponseData(behavior, sent, stored, existing), permissions };
+        };
       });
     },
 
@@ -387,18 +404,20 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRefFromParams(def, request.params as Params);
       const preconditions = parsePreconditions(request.headers);
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
-      return events.withSession(request, storage, 'write', async (session) => {
+      return write(request, async (session, stampAtCommit) => {
         await requireObject(session, identity, ref, 'write');
         const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
-        const tombstone = await session.delete(scopeOf(ref), ref.id, writeOptions(suppliedValue, existing));
+        const tombstone = await session.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
         if (def.cascades) await session.deleteTree(ref.uri);
         await session.deletePermissionsTree(ref.uri);
-        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
-        setTimestampHeaders(reply, tombstone.last_modified);
-        return { data: tombstone };
+        events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: () => tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
+        return () => {
+          setTimestampHeaders(reply, tombstone.last_modified);
+          return { data: tombstone };
+        };
       });
     },
   };

@@ -1218,6 +1218,26 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(await storage.get(scope, 'b')).toEqual({ id: 'b', last_modified: stamps.at(-1), nested: { list: [1, 2] } });
       });
 
+      test('stampAtCommit: the objects handed out get their timestamps by the end, increasing, and the scope follows', async () => {
+        await storage.create(scope, 'x', { v: 0 });
+        const before = await storage.resourceTimestamp(scope);
+        const handed = await storage.transaction(async (session) => {
+          const old = await session.get(scope, 'x', { forUpdate: true });
+          expect(old).toMatchObject({ v: 0 });
+          return [
+            await session.update(scope, 'x', { v: 1 }, { stampAtCommit: true }),
+            await session.create(scope, 'y', { v: 2 }, { newId: true, stampAtCommit: true }),
+            await session.delete(scope, 'x', { stampAtCommit: true }),
+          ];
+        });
+        const stamps = handed.map((object) => object.last_modified);
+        expect(stamps.every((stamp) => Number.isSafeInteger(stamp) && stamp > before)).toBe(true);
+        expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+        expect(await storage.get(scope, 'y')).toEqual(handed[1]);
+        expect(await storage.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: -1 }] })).toEqual([handed[2], handed[1]]);
+        expect(await storage.resourceTimestamp(scope)).toBe(Math.max(...stamps));
+      });
+
       test('a new id that is taken after all fails the transaction with UnicityError', async () => {
         await storage.create(scope, 'taken', { v: 1 });
         const error = await storage

@@ -120,6 +120,15 @@ export interface WriteOptions {
    * UnicityError (at the latest when it commits).
    */
   newId?: boolean;
+  /**
+   * Stamp the object when the transaction commits, in the statement that stores it, rather
+   * than now: the scope's lock is then held only while the database commits, not from this
+   * write on. The object returned has `last_modified` NaN until the transaction has committed,
+   * then the real value (that same object is updated): for a caller that reads it only after
+   * the commit (not inside a batch, nor for listeners that run in the transaction). A backend
+   * may stamp at once.
+   */
+  stampAtCommit?: boolean;
 }
 
 /**

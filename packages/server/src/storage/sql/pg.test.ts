@@ -241,12 +241,20 @@ if (reason !== undefined) {
           const start = performance.now();
           const roll = Math.random();
           try {
+            // Half the updates and deletions stamped at commit, as a request's own write is.
+            const stampAtCommit = Math.random() < 0.5;
             const written =
               roll < 0.5
-                ? await process.update(scope, id, { roll })
+                ? await process.transaction(async (session) => {
+                    await session.get(scope, id, { forUpdate: true });
+                    return session.update(scope, id, { roll }, { stampAtCommit });
+                  })
                 : roll < 0.75
                   ? await process.create(scope, id, { roll })
-                  : await process.delete(scope, id);
+                  : await process.transaction(async (session) => {
+                      await session.get(scope, id, { forUpdate: true });
+                      return session.delete(scope, id, { stampAtCommit });
+                    });
             writes.push({ id, ts: written.last_modified, start });
           } catch (error) {
             // Racing writers: creating a live object or deleting a deleted one is refused.

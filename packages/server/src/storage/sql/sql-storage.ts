@@ -33,7 +33,7 @@ import { sqlState, type DeferredStatement, type QueryOptions, type Row, type Sql
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
-import { PendingWrites } from './pending-writes.js';
+import { NOW_MS, PendingWrites } from './pending-writes.js';
 import {
   decodeInvalidations,
   encodeInvalidations,
@@ -54,8 +54,6 @@ function tableOf(scope: Scope): 'objects' | 'history' {
   return scope.resourceName === HISTORY_RESOURCE ? 'history' : 'objects';
 }
 
-/** The database clock in integer milliseconds. */
-const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
 
 /** A copy of an ACL, so that callers never change the session's memo. */
 function copyAcl(acl: Permissions): Permissions {
@@ -165,8 +163,7 @@ class SqlSession implements StorageSession {
   /** The statements that end the transaction: pending objects, pending ACLs, then the announcement. */
   #atCommit(): DeferredStatement[] {
     const statements: DeferredStatement[] = [];
-    const objects = this.#pending.take();
-    if (objects) statements.push(objects);
+    statements.push(...this.#pending.take());
     const acls = this.#takePendingAcls();
     if (acls) statements.push(acls);
     if (this.#invalidations.length > 0 && this.#context.notify) statements.push(this.#context.notify(encodeInvalidations(this.#invalidations)));
@@ -188,8 +185,10 @@ class SqlSession implements StorageSession {
 
   /** Sends the pending object writes now: a statement is about to read or stamp the objects. */
   async #sendPendingWrites(): Promise<void> {
-    const statement = this.#pending.take();
-    if (statement) await this.#query(statement.text, statement.params);
+    for (const statement of this.#pending.take()) {
+      const rows = await this.#query(statement.text, statement.params); // not inside `onRows?.(…)`, which would skip it
+      statement.onRows?.(rows);
+    }
   }
 
   /** What this transaction knows of an object without asking: what it wrote, or read locked. */
@@ -207,20 +206,46 @@ class SqlSession implements StorageSession {
     return stamped;
   }
 
-  /** Queues the write of a live object at the scope's next timestamp; returns it as stored. */
-  async #queueWrite(scope: Scope, id: string, data: Record<string, unknown>, { fresh = false } = {}): Promise<StoredObject> {
+  /**
+   * The timestamp of the next write to the scope: from the scope when this transaction holds
+   * it; else, if the caller takes it at commit (`late`) and the scope has no early write of
+   * this transaction, NaN until then; else bumped in the database now.
+   */
+  async #stampFor(scope: Scope, late: boolean | undefined): Promise<number> {
+    const held = this.#pending.next(scope.parentId, scope.resourceName);
+    if (held !== undefined) return held;
+    if (late && this.#mode === 'write') return Number.NaN;
+    // An early stamp after late ones of the same scope: send those first (they hold it then).
+    if (this.#pending.hasLate(scope.parentId, scope.resourceName)) {
+      await this.#sendPendingWrites();
+      return this.#pending.next(scope.parentId, scope.resourceName)!;
+    }
+    return this.#allocate(scope);
+  }
+
+  /** Queues a write (a live object or a tombstone) and returns the object handed out for it. */
+  async #queue<T extends { last_modified: number }>(scope: Scope, id: string, data: Record<string, unknown>, deleted: boolean, fresh: boolean, late: boolean | undefined, shape: (lastModified: number) => T): Promise<T> {
     this.#assertNotHistory(scope);
-    const lastModified = await this.#allocate(scope);
-    const { id: _id, last_modified: _lastModified, ...attributes } = structuredClone(data);
-    this.#pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified, data: attributes, deleted: false, fresh });
-    this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), { id, last_modified: lastModified, data: attributes, deleted: false });
+    const lastModified = await this.#stampFor(scope, late);
+    const row: ObjectRow = { id, last_modified: lastModified, data, deleted };
+    const object = shape(lastModified);
+    const stamped = Number.isNaN(lastModified) ? [row, object] : undefined;
+    this.#pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified: stamped ? null : lastModified, stamped, data, deleted, fresh });
+    this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), row);
     this.writes++;
     this.#changedObject(scope, id);
-    return { ...structuredClone(attributes), id, last_modified: lastModified };
+    return object;
+  }
+
+  /** Queues the write of a live object at the scope's next timestamp; returns it as stored. */
+  #queueWrite(scope: Scope, id: string, data: Record<string, unknown>, { fresh = false, late }: { fresh?: boolean; late?: boolean } = {}): Promise<StoredObject> {
+    const { id: _id, last_modified: _lastModified, ...attributes } = structuredClone(data);
+    return this.#queue(scope, id, attributes, false, fresh, late, (lastModified) => ({ ...structuredClone(attributes), id, last_modified: lastModified }));
   }
 
   async resourceTimestamp(scope: Scope): Promise<number> {
     const params = [scope.parentId, scope.resourceName];
+    if (this.#pending.hasLate(scope.parentId, scope.resourceName)) await this.#sendPendingWrites();
     const held = this.#pending.timestamp(scope.parentId, scope.resourceName);
     if (held !== undefined) return held;
     if (this.#mode === 'snapshot') {
@@ -288,7 +313,7 @@ class SqlSession implements StorageSession {
       // tombstone); nothing comes back when the id is taken.
       const known = this.#known(scope, id);
       if (known?.row && !known.row.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
-      if (known || options?.newId) return this.#queueWrite(scope, id, data, { fresh: !known });
+      if (known || options?.newId) return this.#queueWrite(scope, id, data, { fresh: !known, late: options?.stampAtCommit });
       const stored = await this.#writeFresh(scope, id, data, 'create');
       if (stored) return stored;
     }
@@ -303,7 +328,7 @@ class SqlSession implements StorageSession {
 
   async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#assertWritable();
-    if (options?.lastModified === undefined) return this.#queueWrite(scope, id, data);
+    if (options?.lastModified === undefined) return this.#queueWrite(scope, id, data, { late: options?.stampAtCommit });
     return this.#write(scope, id, data, options);
   }
 
@@ -346,12 +371,7 @@ class SqlSession implements StorageSession {
     if (known) {
       // Read locked or written by this transaction: the tombstone is queued like any write.
       if (!known.row || known.row.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
-      const lastModified = await this.#allocate(scope);
-      this.#pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified, data: { deleted: true }, deleted: true, fresh: false });
-      this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), { id, last_modified: lastModified, data: { deleted: true }, deleted: true });
-      this.writes++;
-      this.#changedObject(scope, id);
-      return { id, last_modified: lastModified, deleted: true };
+      return this.#queue(scope, id, { deleted: true }, true, false, options?.stampAtCommit, (lastModified): Tombstone => ({ id, last_modified: lastModified, deleted: true }));
     }
     await this.#sendPendingWrites(); // what follows stamps the scope in the database
     this.#pending.release(scope.parentId, scope.resourceName);

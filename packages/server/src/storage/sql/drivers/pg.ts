@@ -197,16 +197,15 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
         if (!begun && deferred.length === 0) return result; // nothing was sent: nothing to commit
         // One round trip: the deferred writes and COMMIT are sent together. If one of them
         // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
+        const written = deferred.map((statement) => () => send(client, statement.text, statement.params));
         const answers = await Promise.allSettled([
           ...(begun ? [begun] : []),
-          ...sendTogether([
-            ...(begun ? [] : [begin]),
-            ...deferred.map((statement) => () => send(client, statement.text, statement.params)),
-            () => client.query('COMMIT'),
-          ]),
+          ...sendTogether([...(begun ? [] : [begin]), ...written, () => client.query('COMMIT')]),
         ]);
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
+        const results = answers.slice(answers.length - 1 - deferred.length, -1);
+        deferred.forEach((statement, i) => statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows));
         return result;
       } catch (error) {
         // A connection that cannot even roll back is destroyed rather than returned to the pool.

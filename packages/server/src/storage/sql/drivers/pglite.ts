@@ -36,8 +36,9 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
     async transaction(fn, options) {
       // PGlite issues BEGIN/COMMIT/ROLLBACK itself; errors of `fn` must come back unchanged.
       let fromFn = false;
+      const committed: Array<() => void> = [];
       try {
-        return await db.transaction(async (tx) => {
+        const value = await db.transaction(async (tx) => {
           const deferred: DeferredStatement[] = [];
           const builders: Array<() => DeferredStatement[]> = [];
           const connection: SqlTransaction = {
@@ -55,9 +56,14 @@ export function createPgliteDriver({ dataDir }: PgliteDriverOptions = {}): SqlDr
           }
           // In process there is no round trip to save: the deferred writes simply run last.
           for (const build of builders) deferred.push(...build());
-          for (const statement of deferred) await connection.query(statement.text, statement.params);
+          for (const statement of deferred) {
+            const rows = await connection.query(statement.text, statement.params);
+            committed.push(() => statement.onRows?.(rows));
+          }
           return result;
         });
+        for (const inform of committed) inform();
+        return value;
       } catch (error) {
         throw fromFn ? error : toBackendError('pglite', error);
       }

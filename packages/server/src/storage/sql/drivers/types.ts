@@ -82,6 +82,8 @@ export interface SqlDriver extends SqlConnection {
 export interface DeferredStatement {
   text: string;
   params: readonly unknown[];
+  /** Given the statement's rows once the transaction has committed. */
+  onRows?: (rows: Row[]) => void;
 }
 
 /** The SQLSTATE of a driver failure (`40001`, `23505`…), if the database reported one. */
