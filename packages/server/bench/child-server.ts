@@ -4,8 +4,10 @@
  * its config in `QUIRE_BENCH_CHILD`, listens on a free port, and answers messages over IPC.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Storage } from '../src/storage/types.js';
+import { runCluster } from '../src/workers.js';
 
 /** True in the forked child. */
 export const isServerChild = (): boolean => process.argv.includes('--serve');
@@ -36,6 +38,49 @@ export async function serveInChild(app: FastifyInstance, storage: Pick<Storage, 
   });
   process.on('disconnect', () => void stop()); // the parent died
   process.send!({ port: address.port });
+}
+
+/**
+ * serveInChild with `workers` processes on one port (src/workers.ts, as `quire start` runs
+ * them): each worker runs `open` for an app and storage of its own and listens. The primary
+ * tells the parent the port, stops the workers on 'stop' (or when the parent dies), and answers
+ * 'cpu' (see `cpuReply` in support.ts) with the CPU time of all its processes: its own (it hands
+ * connections over) and each worker's, which it asks them for.
+ */
+export async function serveClusterInChild(workers: number, open: () => Promise<{ app: FastifyInstance; storage: Pick<Storage, 'close'> }>): Promise<void> {
+  const servers = await runCluster({
+    workers,
+    startWorker: async () => {
+      const { app, storage } = await open();
+      process.on('SIGTERM', () => void app.close().then(() => storage.close()).then(() => process.exit(0)));
+      process.on('message', (message) => {
+        if (message === 'cpu') process.send!(ownCpuMs());
+      });
+      await app.listen({ host: '127.0.0.1', port: 0 }); // the primary picks the port once, for all
+    },
+    log: (line) => console.error(`bench server: ${line}`),
+  });
+  if (!servers) return; // a worker
+  const workersCpuMs = () =>
+    Promise.all(
+      Object.values(cluster.workers ?? {}).map(
+        (worker) => new Promise<number>((resolve) => {
+          worker!.once('message', (ms: number) => resolve(ms));
+          worker!.send('cpu');
+        }),
+      ),
+    );
+  process.on('message', (message) => {
+    if (message === 'stop') servers.stop();
+    if (message === 'cpu') void workersCpuMs().then((each) => process.send!({ cpuMs: ownCpuMs() + each.reduce((sum, ms) => sum + ms, 0) }));
+  });
+  process.on('disconnect', () => servers.stop()); // the parent died
+  process.send!({ port: servers.port });
+}
+
+function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 }
 
 /**

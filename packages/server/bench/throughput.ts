@@ -16,6 +16,10 @@
  *   --duration S                         seconds per timed run (default 6)
  *   --url URL                            PostgreSQL (default: $QUIRE_BENCH_URL, $QUIRE_TEST_PG_URL,
  *                                        or postgresql://postgres@127.0.0.1:5432/test)
+ *   --workers N                          server processes of the PostgreSQL server (default 1): N > 1
+ *                                        runs N workers on one port as `quire start` does with
+ *                                        `workers` (src/workers.ts); its CPU is then the sum over the
+ *                                        primary and the workers. The embedded stores stay one process.
  *   --json PATH                          also write the results as JSON to PATH
  *   --cpu-prof                           run the Quire servers under `node --cpu-prof`; prints
  *                                        where the .cpuprofile files went
@@ -37,7 +41,7 @@
  *               machine. Quire's figures are also given as a % of it: how much of that Quire's own
  *               work (auth, permissions, validation, storage) leaves, which compares across
  *               machines better than req/s does.
- *   postgresql  Quire on PostgreSQL (pool of 10) in a fresh schema `quire_bench_<random>`,
+ *   postgresql  Quire on PostgreSQL (pool of 10 per process) in a fresh schema `quire_bench_<random>`,
  *               dropped at the end; skipped, with the reason, when PostgreSQL does not answer.
  *   embedded    Quire on the embedded store (SQLite) in a temporary directory, removed at the end.
  *   pglite      the same on PGlite, the embedded store it replaced (for comparison).
@@ -62,7 +66,7 @@ import { buildServer } from '../src/app.js';
 import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
-import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
+import { childConfig, isServerChild, serveClusterInChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
 
 const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite'] as const;
@@ -78,6 +82,8 @@ interface ChildConfig {
   url: string;
   schema: string;
   dataDir: string;
+  /** Server processes (above 1: a cluster, PostgreSQL only). */
+  workers: number;
 }
 
 const RECORDS = 1_000;
@@ -124,6 +130,13 @@ function ceilingApp(): FastifyInstance {
 
 async function serve(config: ChildConfig): Promise<void> {
   if (config.server === 'ceiling') return serveInChild(ceilingApp(), null);
+  if (config.server === 'postgresql' && config.workers > 1) {
+    // Every worker migrates the fresh schema: migrate() serialises them with an advisory lock.
+    return serveClusterInChild(config.workers, async () => {
+      const storage = await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 });
+      return { app: await buildServer({ settings: benchSettings(), storage, logger: false }), storage };
+    });
+  }
   const storage =
     config.server === 'postgresql'
       ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
@@ -254,6 +267,8 @@ interface Options {
   duration: number;
   url: string;
   keys: WorkloadKey[];
+  /** Server processes of the PostgreSQL server. */
+  workers: number;
   /** Where the Quire children write CPU profiles, if profiling. */
   profileDir: string | null;
 }
@@ -272,13 +287,14 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
     url: options.url,
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
     dataDir: server === 'embedded' || server === 'pglite' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
+    workers: server === 'postgresql' ? options.workers : 1,
   };
   const profileDir = options.profileDir && server !== 'ceiling' ? join(options.profileDir, server) : null;
   let child: ChildProcess | null = null;
   const results = new Map<WorkloadKey, Measure>();
   try {
     const started = performance.now();
-    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}`, embedded: config.dataDir, pglite: config.dataDir }[server];
+    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}, ${config.workers} process${config.workers > 1 ? 'es' : ''}`, embedded: config.dataDir, pglite: config.dataDir }[server];
     const serverChild = await startServerChild(fileURLToPath(import.meta.url), config, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     child = serverChild.child;
     const origin = `http://127.0.0.1:${serverChild.port}`;
@@ -369,6 +385,7 @@ async function main(): Promise<void> {
       connections: { type: 'string', default: '16' },
       duration: { type: 'string', default: '6' },
       url: { type: 'string', default: process.env.QUIRE_BENCH_URL ?? process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
+      workers: { type: 'string', default: '1' },
       json: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
     },
@@ -379,12 +396,14 @@ async function main(): Promise<void> {
     duration: positiveInteger('duration', values.duration),
     url: values.url,
     keys: listOption('workloads', values.workloads, WORKLOAD_KEYS),
+    workers: positiveInteger('workers', values.workers),
     profileDir: values['cpu-prof'] ? await mkdtemp(join(tmpdir(), 'quire-bench-prof-')) : null,
   };
   const date = new Date().toISOString();
   const header =
     `Quire throughput, ${date}; Node ${process.version}, ${cpus().length} CPUs; ` +
-    `autocannon ${options.connections} connections × ${options.duration} s per workload (after ${WARM_UP_SECONDS} s of warm-up)`;
+    `autocannon ${options.connections} connections × ${options.duration} s per workload (after ${WARM_UP_SECONDS} s of warm-up); ` +
+    `postgresql in ${options.workers} process${options.workers > 1 ? 'es' : ''}`;
   console.log(`${header}\n`);
 
   const results = new Map<ServerName, Map<WorkloadKey, Measure>>();
@@ -452,6 +471,7 @@ async function main(): Promise<void> {
       connections: options.connections,
       duration: options.duration,
       warmUp: WARM_UP_SECONDS,
+      postgresqlWorkers: options.workers,
       skipped: Object.fromEntries(skipped),
       results: json,
     };

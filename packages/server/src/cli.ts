@@ -1,15 +1,17 @@
 #!/usr/bin/env node
 /**
- * `quire start` — serve the API (graceful shutdown on SIGTERM/SIGINT: in-flight requests finish).
+ * `quire start` — serve the API (graceful shutdown on SIGTERM/SIGINT: in-flight requests finish),
+ * in `workers` processes on one port (workers.ts) when that setting is above 1.
  * `quire migrate` — apply pending PostgreSQL migrations.
  * Options: `--config <file.json>`; every setting also comes from `QUIRE_<NAME>`.
  */
 import { parseArgs } from 'node:util';
 import { buildServer } from './app.js';
-import { ConfigError, loadSettings, redactSettings } from './config.js';
+import { ConfigError, loadSettings, redactSettings, type Settings } from './config.js';
 import { resolveSecrets } from './secrets.js';
 import { MigrationRequiredError } from './storage/errors.js';
-import { createStorageFromSettings } from './storage/factory.js';
+import { createStorageFromSettings, type StorageFactoryOptions } from './storage/factory.js';
+import { runCluster } from './workers.js';
 
 const USAGE = `Usage: quire <start|migrate> [--config settings.json]
 
@@ -36,7 +38,29 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const storage = await createStorageFromSettings(settings);
+  if (settings.workers === 1) {
+    const port = await startServer(settings);
+    const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`;
+    console.log(`Quire is listening on http://${settings.host}:${port}/v1/ (${where})`);
+    return -1;
+  }
+  const cluster = await runCluster({
+    workers: settings.workers,
+    // Checked (and with storage_auto_migrate, migrated) once, here, before forking: a schema
+    // that needs migrating or a database that does not answer is then one clear error, where
+    // workers would each report it and be restarted until the primary gives up. (The advisory
+    // lock of migrate() would keep concurrent migrations by the workers safe, not quiet.)
+    prepare: async () => (await createStorageFromSettings(settings)).close(),
+    startWorker: () => startServer(settings, { migrate: false }),
+    log: (line) => console.error(`quire: ${line}`),
+  });
+  if (cluster) console.log(`Quire is listening on http://${settings.host}:${cluster.port}/v1/ (PostgreSQL, ${settings.workers} workers)`);
+  return -1;
+}
+
+/** Opens the store, builds the app and listens; stops gracefully on SIGTERM/SIGINT. Returns the port. */
+async function startServer(settings: Settings, storageOptions: StorageFactoryOptions = {}): Promise<number> {
+  const storage = await createStorageFromSettings(settings, storageOptions);
   const app = await buildServer({ settings, storage });
   app.log.info({ settings: redactSettings(settings), backend: storage.backend }, 'settings loaded');
 
@@ -59,10 +83,7 @@ async function main(argv: string[]): Promise<number> {
 
   await app.listen({ host: settings.host, port: settings.port });
   const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : settings.port;
-  const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`;
-  console.log(`Quire is listening on http://${settings.host}:${port}/v1/ (${where})`);
-  return -1;
+  return typeof address === 'object' && address ? address.port : settings.port;
 }
 
 main(process.argv.slice(2)).then(

@@ -35,6 +35,18 @@ describe('settings', () => {
     expect(() => loadSettings({ env, configFile: null })).toThrow(message);
   });
 
+  it('reads workers as a positive integer or auto (one per core); above 1 on PostgreSQL only', async () => {
+    const { availableParallelism } = await import('node:os');
+    const postgres = { QUIRE_STORAGE_URL: 'postgresql://h/db' };
+    expect(loadSettings({ env: {}, configFile: null }).workers).toBe(1);
+    expect(loadSettings({ env: { ...postgres, QUIRE_WORKERS: '3' }, configFile: null }).workers).toBe(3);
+    expect(loadSettings({ env: { ...postgres, QUIRE_WORKERS: 'auto' }, configFile: null }).workers).toBe(availableParallelism());
+    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '0' }, configFile: null })).toThrow(/workers .*at least 1/);
+    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '1.5' }, configFile: null })).toThrow(/expected an integer or auto/);
+    expect(() => loadSettings({ env: { QUIRE_WORKERS: '2' }, configFile: null })).toThrow(ConfigError);
+    expect(() => loadSettings({ env: { QUIRE_WORKERS: '2' }, configFile: null })).toThrow(/workers = 2 needs PostgreSQL/);
+  });
+
   it('reads a JSON config file below the environment, and refuses unknown keys', async () => {
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');

@@ -4,6 +4,7 @@
  * the defaults below. Bad settings fail at boot with a clear message (ConfigError).
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -19,6 +20,8 @@ interface SettingSpec {
   max?: number;
   /** Secrets are never logged nor shown. */
   secret?: boolean;
+  /** An integer setting that also accepts `auto`, which stands for what this returns. */
+  auto?: () => number;
   description: string;
 }
 
@@ -36,6 +39,14 @@ export const SETTINGS = {
     description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (SQLite) lives in `data_dir`.',
   },
   data_dir: { type: 'string', default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' },
+  workers: {
+    type: 'integer',
+    default: 1,
+    min: 1,
+    max: 1024,
+    auto: availableParallelism,
+    description: 'Server processes `quire start` runs on the one port (`auto`: one per core). Above 1, PostgreSQL only; each has its own pool of `storage_pool_size` connections.',
+  },
   storage_pool_size: { type: 'integer', default: 10, min: 1, max: 1000, description: 'PostgreSQL connection pool size per process.' },
   storage_cache_max_entries: {
     type: 'integer',
@@ -215,6 +226,8 @@ export interface Settings {
   port: number;
   storage_url: string | null;
   data_dir: string;
+  /** `auto` is resolved to the number of cores. */
+  workers: number;
   storage_pool_size: number;
   storage_cache_max_entries: number;
   storage_auto_migrate: boolean;
@@ -346,9 +359,11 @@ function coerce(name: string, spec: SettingSpec, raw: unknown, source: string): 
     }
     case 'integer':
     case 'number': {
+      if (spec.auto && typeof raw === 'string' && raw.trim().toLowerCase() === 'auto') return spec.auto();
+      const expected = (what: string) => (spec.auto ? 'an integer or auto' : what);
       const value = typeof raw === 'number' ? raw : Number(String(raw).trim());
-      if (!Number.isFinite(value)) fail(`expected a number, got ${JSON.stringify(raw)}`);
-      if (spec.type === 'integer' && !Number.isInteger(value)) fail(`expected an integer, got ${JSON.stringify(raw)}`);
+      if (!Number.isFinite(value)) fail(`expected ${expected('a number')}, got ${JSON.stringify(raw)}`);
+      if (spec.type === 'integer' && !Number.isInteger(value)) fail(`expected ${expected('an integer')}, got ${JSON.stringify(raw)}`);
       if (spec.min !== undefined && value < spec.min) fail(`must be at least ${spec.min}`);
       if (spec.max !== undefined && value > spec.max) fail(`must be at most ${spec.max}`);
       return value;
@@ -436,6 +451,9 @@ export function loadSettings(options: LoadSettingsOptions = {}): Settings {
 function validateSettings(settings: Settings): Settings {
   if (settings.storage_url && !/^postgres(ql)?:\/\//.test(settings.storage_url)) {
     throw new ConfigError('Invalid setting storage_url: only postgresql:// URLs are supported (leave it unset for the embedded store)');
+  }
+  if (settings.workers > 1 && !settings.storage_url) {
+    throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
   }
   if (!Array.isArray(settings.openid_providers)) throw new ConfigError('Invalid setting openid_providers: expected a JSON array');
   // Each OpenID provider is a policy of its own name (as `multiauth.policy.<name>` in Kinto).
