@@ -331,6 +331,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const query = parseListQuery(splitUrl(request.raw.url).query);
       return events.withSession(request, storage, 'read', async (session) => {
+        await session.preload?.(scopeOf(ref), ref.id, ref.uri); // the object and its ACL in one go
         const parentObject = await requireObject(session, identity, ref, 'read');
         const object = await session.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);

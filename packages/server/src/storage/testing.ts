@@ -1278,6 +1278,27 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
       });
     });
 
+    section('preload', () => {
+      test('a preloaded object and ACL read the same as without: live, deleted and missing', async () => {
+        await storage.create(scope, 'live', { v: 1 });
+        await storage.create(scope, 'gone', { v: 2 });
+        await storage.delete(scope, 'gone');
+        const uri = (id: string) => `${scope.parentId}/records/${id}`;
+        await storage.setPermissions(uri('live'), { write: ['b', 'a'], read: ['c'] });
+        for (const id of ['live', 'gone', 'missing']) {
+          const [plain, preloaded] = await Promise.all(
+            [false, true].map((preload) =>
+              storage.read(async (session) => {
+                if (preload) await session.preload?.(scope, id, uri(id));
+                return { object: await session.get(scope, id), acl: (await session.getPermissions([uri(id)])).get(uri(id)) };
+              }),
+            ),
+          );
+          expect(preloaded, id).toEqual(plain);
+        }
+      });
+    });
+
     section('snapshot', () => {
       test('the timestamp and the objects read in a snapshot belong to the same moment', async () => {
         await seed({ a: {}, b: {} });

@@ -159,6 +159,13 @@ export interface StorageSession {
   resourceTimestamp(scope: Scope): Promise<number>;
 
   /**
+   * A hint: the caller is about to read this object (`get`) and its ACL (`getPermissions` of
+   * `uri`). A backend may fetch both at once and answer those calls from memory; it may also
+   * do nothing. Reads only (ignored in a transaction).
+   */
+  preload?(scope: Scope, id: string, uri: string): Promise<void>;
+
+  /**
    * Live object or null (tombstones are not returned). With `forUpdate` in a transaction, what
    * it returns stays true until commit: the object's row (live or tombstone) is locked, and
    * when there is none, the scope is — so a concurrent writer of that object waits, then reads

@@ -137,7 +137,7 @@ class SqlSession implements StorageSession {
   readonly #pending = new PendingWrites();
   /**
    * Objects this transaction read locked (`forUpdate`) or wrote, as it left them (null: none):
-   * nobody else can change them before it ends.
+   * nobody else can change them before it ends. In a read session: those it preloaded.
    */
   readonly #locked = new Map<string, ObjectRow | null>();
   /** What this transaction changed of what the shared cache holds. */
@@ -297,12 +297,32 @@ class SqlSession implements StorageSession {
     const key = objectKey(scope.parentId, scope.resourceName, id);
     const useCache = this.#cacheable('object', key);
     const cached = useCache ? cache.object(key) : undefined;
-    if (cached !== undefined) return cached && toLiveObject({ ...cached, deleted: false });
+    if (cached !== undefined) return cached && toLiveObject(structuredClone({ ...cached, deleted: false }));
     const token = cache.token;
     const row = await this.#find(scope, id);
     const live = row && !row.deleted ? row : null;
     if (useCache) cache.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: live.data });
     return live && toLiveObject(live);
+  }
+
+  /**
+   * Reads the object and its ACL in one statement (a read session only): the `get` and the
+   * `getPermissions` of it that follow answer from memory. A single-record GET is then one
+   * statement, its ancestors' ACLs and objects coming from the shared cache.
+   */
+  async preload(scope: Scope, id: string, uri: string): Promise<void> {
+    if (this.#mode === 'write' || !this.#acls || isCachedResource(scope.resourceName) || tableOf(scope) !== 'objects') return;
+    const [row] = await this.#query<ObjectRow & { acl: Array<[string, string]> }>(
+      `SELECT o.id, o.last_modified, o.data, o.deleted,
+         (SELECT coalesce(jsonb_agg(jsonb_build_array(a.permission, a.principal) ORDER BY a.permission, a.principal COLLATE "C"), '[]')
+          FROM access_control_entries a WHERE a.object_id = $4) AS acl
+       FROM (VALUES (1)) AS one LEFT JOIN objects o ON o.parent_id = $1 AND o.resource_name = $2 AND o.id = $3`,
+      [scope.parentId, scope.resourceName, id, uri],
+    );
+    const acl: Permissions = {};
+    for (const [permission, principal] of row!.acl) (acl[permission] ??= []).push(principal);
+    this.#acls.set(uri, acl);
+    this.#locked.set(objectKey(scope.parentId, scope.resourceName, id), row!.id === null ? null : { id: row!.id, last_modified: row!.last_modified, data: row!.data, deleted: row!.deleted });
   }
 
   async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
