@@ -3,53 +3,23 @@
  * on PostgreSQL, a killed worker replaced, SIGTERM stopping them all, workers that cannot start
  * not restarted forever, and clear refusals of what cannot work.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useCli } from './helpers/cli.js';
 import { dropSchema, newSchemaName, PG_URL, postgresUnavailable, runAsAdmin } from './helpers/postgres.js';
 
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const auth = `Basic ${Buffer.from('alice:secret').toString('base64')}`;
 const pgReason = await postgresUnavailable('cli-workers.test.ts');
-const children: ChildProcess[] = [];
+const start = useCli();
 
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-function run(env: Record<string, string>) {
-  const { QUIRE_STORAGE_URL: _url, QUIRE_CONFIG: _config, ...inherited } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'start'], {
-    cwd: packageDir, // `--import tsx` resolves from here
-    env: { ...inherited, QUIRE_LOG_LEVEL: 'warn', QUIRE_HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    child.stdout.on('data', () => {
-      const match = /listening on (http:\/\/\S+\/v1\/)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on('exit', () => reject(new Error(`server exited:\n${output}`)));
-  });
-  listening.catch(() => undefined); // awaited only by the tests that expect a start
-  return { child, exited, listening, output: () => output };
-}
+/** `quire start` on 127.0.0.1 with `env`. */
+const run = (env: Record<string, string>) => start(['start'], { QUIRE_HOST: '127.0.0.1', ...env });
 
 /** One request on a connection of its own: the primary hands each new connection to a worker in turn. */
 function request(method: string, url: string): Promise<{ status: number; body: string }> {

@@ -2,48 +2,15 @@
  * The `quire` command as an operator runs it: start on the embedded store, graceful SIGTERM,
  * data kept across a restart, clear failures for bad settings.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useCli } from './helpers/cli.js';
 
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const auth = `Basic ${Buffer.from('alice:secret').toString('base64')}`;
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-    cwd: packageDir, // `--import tsx` resolves from here (pnpm does not hoist it to the root)
-    env: { ...process.env, QUIRE_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    child.stdout.on('data', () => {
-      const match = /listening on (http:\/\/\S+\/v1\/)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on('exit', () => reject(new Error(`server exited:\n${output}`)));
-  });
-  listening.catch(() => undefined); // awaited only by the tests that expect a start
-  return { child, exited, listening, output: () => output };
-}
+const run = useCli();
 
 describe('quire command', () => {
   it('keeps data across a restart and finishes in-flight requests on SIGTERM', async () => {

@@ -1,13 +1,15 @@
 /**
- * The SQL storage backend: one implementation of `Storage` over PostgreSQL in production and
- * PGlite (embedded PostgreSQL) by default, through the `SqlDriver` primitive.
+ * The SQL storage backend: one implementation of `Storage` over PostgreSQL, and over PGlite
+ * (embedded PostgreSQL) for the data directories of earlier versions, through the `SqlDriver`
+ * primitive.
  *
- * Timestamps (protocol-reference §5): each scope has a row in `timestamps`. A write first
- * upserts that row, which row-locks it until commit, then stamps its object with
- * max(database now, scope timestamp + 1). Writers to one scope therefore serialise, even
- * across server processes, and a `_since` poll reading the scope timestamp and the objects
- * from one snapshot can never return an ETag that a later-committing write undercuts
- * (Kinto issues #602 and #3393). The clock is the database's, not the process's.
+ * Timestamps (protocol-reference §5): each scope has a row in `timestamps`. A write bumps that
+ * row to max(database now, scope timestamp + 1), which row-locks it until commit, and stamps
+ * its object with it (pending-writes.ts: the transaction's next writes to the scope take the
+ * next values; a request's own write is bumped and stored by its final statement). Writers to
+ * one scope therefore serialise, even across server processes, and a `_since` poll that reads
+ * the scope timestamp before the objects can never return an ETag that a later-committing
+ * write undercuts (Kinto issues #602 and #3393). The clock is the database's, not the process's.
  */
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import {
@@ -21,7 +23,6 @@ import {
   type PermissionEntry,
   type Permissions,
   type Scope,
-  type Storage,
   type StorageSession,
   type StoredObject,
   type Tombstone,
@@ -33,6 +34,7 @@ import { sqlState, type DeferredStatement, type QueryOptions, type Row, type Sql
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
+import { SessionStorage } from '../session-storage.js';
 import { NOW_MS, PendingWrites } from './pending-writes.js';
 import {
   decodeInvalidations,
@@ -1005,7 +1007,7 @@ export interface SqlStorageOptions {
   cacheMaxEntries?: number;
 }
 
-export class SqlStorage implements Storage {
+export class SqlStorage extends SessionStorage {
   readonly backend: string;
   readonly #driver: SqlDriver;
   /** Reads outside any transaction (autocommit, any pooled connection). */
@@ -1015,6 +1017,7 @@ export class SqlStorage implements Storage {
   readonly #context: SessionContext;
 
   constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000 }: SqlStorageOptions = {}) {
+    super();
     this.#driver = driver;
     this.backend = driver.name;
     this.#maintenance = maintenance;
@@ -1083,100 +1086,8 @@ export class SqlStorage implements Storage {
     return fn(new SqlSession(this.#driver, 'read', this.#context));
   }
 
-  resourceTimestamp(scope: Scope): Promise<number> {
-    return this.#reader.resourceTimestamp(scope);
-  }
-
-  get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
-    return this.#reader.get(scope, id, options);
-  }
-
-  list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>> {
-    return this.#reader.list(scope, options);
-  }
-
-  count(scope: Scope, filters?: Filter[]): Promise<number> {
-    return this.#reader.count(scope, filters);
-  }
-
-  getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
-    return this.#reader.getPermissions(uris);
-  }
-
-  listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
-    return this.#reader.listAuthorizedIds(parentUri, childPath, principals, permissions);
-  }
-
-  listGroupsOf(principals: string[]): Promise<string[]> {
-    return this.#reader.listGroupsOf(principals);
-  }
-
-  listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
-    return this.#reader.listPermissionEntries(query);
-  }
-
-  setGroupMembers(groupUri: string, members: string[]): Promise<void> {
-    return this.transaction((session) => session.setGroupMembers(groupUri, members));
-  }
-
-  storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
-    return this.transaction((session) => session.storeNonce(nonce, ttlSeconds));
-  }
-
-  consumeNonce(nonce: string): Promise<boolean> {
-    return this.transaction((session) => session.consumeNonce(nonce));
-  }
-
-  create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
-    return this.transaction((session) => session.create(scope, id, data, options));
-  }
-
-  update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
-    return this.transaction((session) => session.update(scope, id, data, options));
-  }
-
-  insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
-    return this.transaction((session) => session.insertMany(scope, objects));
-  }
-
-  delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
-    return this.transaction((session) => session.delete(scope, id, options));
-  }
-
-  deleteAll(scope: Scope, options?: Omit<ListOptions, 'includeDeleted'>): Promise<Tombstone[]> {
-    return this.transaction((session) => session.deleteAll(scope, options));
-  }
-
-  deleteTree(uri: string): Promise<void> {
-    return this.transaction((session) => session.deleteTree(uri));
-  }
-
-  enqueue(topic: string, items: OutboxInput[]): Promise<void> {
-    return this.transaction((session) => session.enqueue(topic, items));
-  }
-
-  moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number> {
-    return this.transaction((session) => session.moveOutboxToScope(topic, key, limit, target));
-  }
-
-  outboxKeys(topic: string, key?: string): Promise<string[]> {
-    return this.#reader.outboxKeys(topic, key);
-  }
-
-  purgeDeleted(scope: Scope, before?: number): Promise<number> {
-    return this.transaction((session) => session.purgeDeleted(scope, before));
-  }
-
-  trimScope(scope: Scope, keep: number, filters?: Filter[]): Promise<number> {
-    return this.transaction((session) => session.trimScope(scope, keep, filters));
-  }
-
-  setPermissions(uri: string, permissions: Permissions): Promise<void> {
-    return this.transaction((session) => session.setPermissions(uri, permissions));
-  }
-
-  deletePermissionsTree(uri: string): Promise<void> {
-    return this.transaction((session) => session.deletePermissionsTree(uri));
+  protected readOnce<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    return fn(this.#reader);
   }
 
   async ping(): Promise<boolean> {

@@ -34,12 +34,12 @@ import {
   type Permissions,
   type ReadOptions,
   type Scope,
-  type Storage,
   type StorageSession,
   type StoredObject,
   type Tombstone,
   type WriteOptions,
 } from '../types.js';
+import { SessionStorage } from '../session-storage.js';
 import { Connection, Pool, type Row } from './connection.js';
 import { registerJsonbFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
@@ -527,7 +527,7 @@ class SqliteSession implements StorageSession {
   }
 }
 
-export class SqliteStorage implements Storage {
+export class SqliteStorage extends SessionStorage {
   readonly backend = 'sqlite';
   /** The writer connection, one holder at a time. */
   readonly #writer: Pool;
@@ -542,6 +542,7 @@ export class SqliteStorage implements Storage {
   #closing: Promise<void> | undefined;
 
   constructor(writer: Connection, options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined }) {
+    super();
     this.#lockTimeoutMs = options.lockTimeoutMs;
     const busy = 'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
@@ -659,100 +660,8 @@ export class SqliteStorage implements Storage {
     return new SqliteSession(this.#readerConnection, 'read', { memo, storeTimestamp });
   }
 
-  resourceTimestamp(scope: Scope): Promise<number> {
-    return this.#read((session) => session.resourceTimestamp(scope));
-  }
-
-  get(scope: Scope, id: string): Promise<StoredObject | null> {
-    return this.#read((session) => session.get(scope, id));
-  }
-
-  list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>> {
-    return this.#read((session) => session.list(scope, options));
-  }
-
-  count(scope: Scope, filters?: Filter[]): Promise<number> {
-    return this.#read((session) => session.count(scope, filters));
-  }
-
-  getPermissions(uris: string[]): Promise<Map<string, Permissions>> {
-    return this.#read((session) => session.getPermissions(uris));
-  }
-
-  listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
-    return this.#read((session) => session.listAuthorizedIds(parentUri, childPath, principals, permissions));
-  }
-
-  listGroupsOf(principals: string[]): Promise<string[]> {
-    return this.#read((session) => session.listGroupsOf(principals));
-  }
-
-  listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
-    return this.#read((session) => session.listPermissionEntries(query));
-  }
-
-  outboxKeys(topic: string, key?: string): Promise<string[]> {
-    return this.#read((session) => session.outboxKeys(topic, key));
-  }
-
-  setGroupMembers(groupUri: string, members: string[]): Promise<void> {
-    return this.transaction((session) => session.setGroupMembers(groupUri, members));
-  }
-
-  storeNonce(nonce: string, ttlSeconds: number): Promise<void> {
-    return this.transaction((session) => session.storeNonce(nonce, ttlSeconds));
-  }
-
-  consumeNonce(nonce: string): Promise<boolean> {
-    return this.transaction((session) => session.consumeNonce(nonce));
-  }
-
-  create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
-    return this.transaction((session) => session.create(scope, id, data, options));
-  }
-
-  update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
-    return this.transaction((session) => session.update(scope, id, data, options));
-  }
-
-  insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
-    return this.transaction((session) => session.insertMany(scope, objects));
-  }
-
-  delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
-    return this.transaction((session) => session.delete(scope, id, options));
-  }
-
-  deleteAll(scope: Scope, options?: Omit<ListOptions, 'includeDeleted'>): Promise<Tombstone[]> {
-    return this.transaction((session) => session.deleteAll(scope, options));
-  }
-
-  deleteTree(uri: string): Promise<void> {
-    return this.transaction((session) => session.deleteTree(uri));
-  }
-
-  enqueue(topic: string, items: OutboxInput[]): Promise<void> {
-    return this.transaction((session) => session.enqueue(topic, items));
-  }
-
-  moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number> {
-    return this.transaction((session) => session.moveOutboxToScope(topic, key, limit, target));
-  }
-
-  purgeDeleted(scope: Scope, before?: number): Promise<number> {
-    return this.transaction((session) => session.purgeDeleted(scope, before));
-  }
-
-  trimScope(scope: Scope, keep: number, filters?: Filter[]): Promise<number> {
-    return this.transaction((session) => session.trimScope(scope, keep, filters));
-  }
-
-  setPermissions(uri: string, permissions: Permissions): Promise<void> {
-    return this.transaction((session) => session.setPermissions(uri, permissions));
-  }
-
-  deletePermissionsTree(uri: string): Promise<void> {
-    return this.transaction((session) => session.deletePermissionsTree(uri));
+  protected readOnce<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+    return this.#read(fn);
   }
 
   /** A read of the store (harmless on the in-memory store's connection even mid-transaction). */
