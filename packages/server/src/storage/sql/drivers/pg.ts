@@ -37,7 +37,7 @@ function statementName(text: string): string {
 
 /**
  * The connections' startup `options`: those of the URL (`?options=...`), then ours. Prepared
- * statements keep no generic plan (see SqlConnection.query). No JIT: our statements are short,
+ * statements may keep generic plans (see SqlConnection.query). No JIT: our statements are short,
  * and a row estimate off by much once made one spend 15 ms compiling a 50 µs insert. Tests pick
  * a schema.
  */
@@ -48,7 +48,7 @@ function startupOptions(url: string, schema: string | undefined): string {
   } catch {
     // Not a URL the WHATWG parser takes (node-postgres may still): no options from it.
   }
-  return [fromUrl, '-c plan_cache_mode=force_custom_plan -c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
+  return [fromUrl, '-c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
 }
 
 export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions): SqlDriver {

@@ -21,8 +21,10 @@ export interface SqlConnection {
    * Runs one parameterised statement (`$1`, `$2`…) and returns its rows. On PostgreSQL the
    * fixed statements are prepared under a name once per connection: an unnamed statement cost
    * 250 µs per call against 110 µs named (a primary-key lookup, this 2-vCPU VM). Their plans
-   * stay custom (`plan_cache_mode = force_custom_plan`): a generic plan chosen while a table is
-   * small would otherwise stay with the connection as the table grows.
+   * use PostgreSQL's default plan cache: after five custom plans a statement may keep a generic
+   * one, which PostgreSQL throws away whenever the table's statistics change (autoanalyze as it
+   * grows). Planning was most of a primary-key lookup's cost: forcing custom plans made a
+   * single-record GET cost 0.31 ms of PostgreSQL CPU, against 0.17 ms with generic plans.
    */
   query<R extends Row = Row>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
   /** Runs a script of several statements without parameters (migrations). */
