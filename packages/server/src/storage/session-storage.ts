@@ -128,3 +128,10 @@ export abstract class SessionStorage implements Storage {
     return this.transaction((session) => session.deletePermissionsTree(uri));
   }
 }
+
+/** Records in a session's ACL memo that the ACLs below `uri` (and of `uri` itself, if asked) are gone. */
+export function forgetAclsBelow(acls: Map<string, Permissions>, uri: string, itself: boolean): void {
+  const prefix = `${uri}/`;
+  for (const known of acls.keys()) if (known.startsWith(prefix)) acls.set(known, {});
+  if (itself) acls.set(uri, {});
+}

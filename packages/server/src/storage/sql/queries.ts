@@ -12,6 +12,7 @@
  * order is exactly the protocol's. A missing field is SQL NULL, which sorts last ascending and
  * first descending, as the protocol wants.
  */
+import { keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
 /** How one field path is read from a row. */
@@ -167,21 +168,9 @@ export class QueryBuilder {
       .join(', ');
   }
 
-  /**
-   * Keyset continuation: rows strictly after `after` in `sorting` order, i.e.
-   * OR over k of (f1 same as v1 AND … AND f(k-1) same as v(k-1) AND fk beyond vk),
-   * where a key absent from `after` means the last row lacked that field.
-   */
+  /** Keyset continuation: rows strictly after `after` in `sorting` order (see keyset.ts). */
   after(sorting: Sort[], after: Record<string, unknown>): string {
-    const branches: string[] = [];
-    for (let k = 0; k < sorting.length; k++) {
-      const beyond = this.#beyond(sorting[k]!, after);
-      if (beyond === 'FALSE') continue;
-      const same = sorting.slice(0, k).map((sort) => this.#same(sort, after));
-      if (same.includes('FALSE')) continue;
-      branches.push(`(${[...same, beyond].join(' AND ')})`);
-    }
-    return branches.length > 0 ? `(${branches.join(' OR ')})` : 'FALSE';
+    return keysetCondition(sorting, (sort) => this.#same(sort, after), (sort) => this.#beyond(sort, after));
   }
 
   #same({ field }: Sort, after: Record<string, unknown>): string {
@@ -218,11 +207,6 @@ export class QueryBuilder {
     // Equality needs no wrapping: only jsonb's ordering of top-level values is off.
     return `${ref.jsonb} IN (SELECT jsonb_array_elements(${this.bindJson(values)}))`;
   }
-}
-
-/** Callers end their sorting with last_modified; without one, newest first (Kinto's default). */
-function sortingOrDefault(sorting: Sort[] | undefined): Sort[] {
-  return sorting && sorting.length > 0 ? sorting : [{ field: 'last_modified', direction: -1 }];
 }
 
 function orMissing(ref: FieldRef, condition: string): string {

@@ -34,7 +34,7 @@ import { sqlState, type DeferredStatement, type QueryOptions, type Row, type Sql
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { likePrefix, nullableTextColumn, QueryBuilder } from './queries.js';
-import { SessionStorage } from '../session-storage.js';
+import { forgetAclsBelow, SessionStorage } from '../session-storage.js';
 import { NOW_MS, PendingWrites } from './pending-writes.js';
 import {
   decodeInvalidations,
@@ -645,12 +645,8 @@ class SqlSession implements StorageSession {
     this.#forgetAcls(uri, true);
   }
 
-  /** Records in the memo that the ACLs below `uri` (and of `uri` itself, if asked) are gone. */
   #forgetAcls(uri: string, itself: boolean): void {
-    if (!this.#acls) return;
-    const prefix = `${uri}/`;
-    for (const known of this.#acls.keys()) if (known.startsWith(prefix)) this.#acls.set(known, {});
-    if (itself) this.#acls.set(uri, {});
+    if (this.#acls) forgetAclsBelow(this.#acls, uri, itself);
   }
 
   async enqueue(topic: string, items: OutboxInput[]): Promise<void> {

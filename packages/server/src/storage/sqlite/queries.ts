@@ -22,6 +22,7 @@
  * One difference from PostgreSQL: `like` folds case for ASCII letters only (SQLite's LIKE
  * without ICU), as PostgreSQL does under the C locale but not under a UTF-8 one.
  */
+import { keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 import type { SqlValue } from './connection.js';
 import { jsonbSortKey } from './jsonb.js';
@@ -283,21 +284,9 @@ export class QueryBuilder {
       .join(', ');
   }
 
-  /**
-   * Keyset continuation: rows strictly after `after` in `sorting` order, i.e.
-   * OR over k of (f1 same as v1 AND … AND f(k-1) same as v(k-1) AND fk beyond vk),
-   * where a key absent from `after` means the last row lacked that field.
-   */
+  /** Keyset continuation: rows strictly after `after` in `sorting` order (see keyset.ts). */
   after(sorting: Sort[], after: Record<string, unknown>): string {
-    const branches: string[] = [];
-    for (let k = 0; k < sorting.length; k++) {
-      const beyond = this.#beyond(sorting[k]!, after);
-      if (beyond === 'FALSE') continue;
-      const same = sorting.slice(0, k).map((sort) => this.#same(sort, after));
-      if (same.includes('FALSE')) continue;
-      branches.push(`(${[...same, beyond].join(' AND ')})`);
-    }
-    return branches.length > 0 ? `(${branches.join(' OR ')})` : 'FALSE';
+    return keysetCondition(sorting, (sort) => this.#same(sort, after), (sort) => this.#beyond(sort, after));
   }
 
   #same({ field }: Sort, after: Record<string, unknown>): string {
@@ -420,11 +409,6 @@ function compareNumbers(a: number, op: Comparison, b: number): boolean {
 /** Distinct JSON values (by their JSON text). */
 function unique(values: unknown[]): unknown[] {
   return [...new Map(values.map((value) => [JSON.stringify(value), value])).values()];
-}
-
-/** Callers end their sorting with last_modified; without one, newest first (Kinto's default). */
-function sortingOrDefault(sorting: Sort[] | undefined): Sort[] {
-  return sorting && sorting.length > 0 ? sorting : [{ field: 'last_modified', direction: -1 }];
 }
 
 function toArray(value: unknown): unknown[] {

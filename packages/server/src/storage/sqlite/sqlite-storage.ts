@@ -39,7 +39,7 @@ import {
   type Tombstone,
   type WriteOptions,
 } from '../types.js';
-import { SessionStorage } from '../session-storage.js';
+import { forgetAclsBelow, SessionStorage } from '../session-storage.js';
 import { Connection, Pool, type Row } from './connection.js';
 import { registerJsonbFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
@@ -342,12 +342,8 @@ class SqliteSession implements StorageSession {
     this.#forgetAcls(uri, true);
   }
 
-  /** Records in the memo that the ACLs below `uri` (and of `uri` itself, if asked) are gone. */
   #forgetAcls(uri: string, itself: boolean): void {
-    if (!this.#acls) return;
-    const prefix = `${uri}/`;
-    for (const known of this.#acls.keys()) if (known.startsWith(prefix)) this.#acls.set(known, {});
-    if (itself) this.#acls.set(uri, {});
+    if (this.#acls) forgetAclsBelow(this.#acls, uri, itself);
   }
 
   async enqueue(topic: string, items: OutboxInput[]): Promise<void> {
