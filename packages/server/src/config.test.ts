@@ -1,3 +1,6 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadSettings, redactSettings, SETTINGS } from './config.js';
 
@@ -59,6 +62,24 @@ describe('settings', () => {
     expect(settings.batch_max_requests).toBe(7);
     writeFileSync(file, JSON.stringify({ pagniate_by: 50 }));
     expect(() => loadSettings({ env: {}, configFile: file })).toThrow(/Unknown setting/);
+  });
+
+  it('refuses unknown QUIRE_* variables, naming the closest setting', () => {
+    expect(() => loadSettings({ env: { QUIRE_STORAGE_URI: 'postgresql://db/quire' } })).toThrow(
+      /Unknown environment variable QUIRE_STORAGE_URI \(did you mean QUIRE_STORAGE_URL\?\)/,
+    );
+    expect(() => loadSettings({ env: { QUIRE_BATCH_MAX_REQUEST: '10', QUIRE_PORT: '1' } })).toThrow(/QUIRE_BATCH_MAX_REQUEST \(did you mean QUIRE_BATCH_MAX_REQUESTS\?\)/);
+    expect(() => loadSettings({ env: { QUIRE_WHATEVER_ELSE_ENTIRELY: 'x' } })).toThrow(/QUIRE_WHATEVER_ELSE_ENTIRELY: not a setting/);
+    // Variables of the tests, the conformance suite, the benches and the CLI are not settings.
+    const others = { QUIRE_CONFIG: '', QUIRE_COMMIT: 'abc', QUIRE_TEST_PG_URL: 'x', QUIRE_CONFORMANCE_URL: 'x', QUIRE_BENCH_CHILD: '1', HOME: '/root' };
+    expect(loadSettings({ env: others }).port).toBe(8888);
+  });
+
+  it('names the closest setting for an unknown key of the config file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'quire-config-'));
+    const file = join(dir, 'settings.json');
+    await writeFile(file, JSON.stringify({ storage_uri: 'postgresql://db/quire' }));
+    expect(() => loadSettings({ env: {}, configFile: file })).toThrow(/storage_uri \(did you mean storage_url\?\)/);
   });
 
   it('never shows secrets', () => {

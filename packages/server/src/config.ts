@@ -418,8 +418,11 @@ export function loadSettings(options: LoadSettingsOptions = {}): Settings {
       throw new ConfigError(`Config file ${file} must hold a JSON object of settings`);
     }
     const unknown = Object.keys(fromFile).filter((key) => !Object.hasOwn(SETTINGS, key));
-    if (unknown.length) throw new ConfigError(`Unknown setting(s) in ${file}: ${unknown.join(', ')}`);
+    if (unknown.length) {
+      throw new ConfigError(`Unknown setting(s) in ${file}: ${unknown.map((key) => `${key}${suggestion(key, (name) => name)}`).join(', ')}`);
+    }
   }
+  refuseUnknownVariables(env);
 
   const settings: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(SETTINGS) as Array<[string, SettingSpec]>) {
@@ -446,6 +449,51 @@ export function loadSettings(options: LoadSettingsOptions = {}): Settings {
     settings[name] = coerce(name, SETTINGS[name as SettingName] as SettingSpec, value, 'overrides');
   }
   return validateSettings(settings as unknown as Settings);
+}
+
+/**
+ * `QUIRE_*` variables that are not settings: read by the CLI, the version, the tests, the
+ * conformance suite, the benches and the demo. Any other `QUIRE_*` name is a mistake, refused:
+ * a typo such as QUIRE_STORAGE_URI would otherwise put production on the embedded store.
+ */
+const OTHER_VARIABLES = new Set(['QUIRE_CONFIG', 'QUIRE_COMMIT', 'QUIRE_URL', 'QUIRE_DEMO_PORT', 'QUIRE_CHROMIUM_PATH']);
+const OTHER_PREFIXES = ['QUIRE_TEST_', 'QUIRE_CONFORMANCE_', 'QUIRE_BENCH_'];
+
+function refuseUnknownVariables(env: NodeJS.ProcessEnv): void {
+  const unknown = Object.keys(env).filter(
+    (name) =>
+      name.startsWith('QUIRE_') &&
+      !OTHER_VARIABLES.has(name) &&
+      !OTHER_PREFIXES.some((prefix) => name.startsWith(prefix)) &&
+      !Object.hasOwn(SETTINGS, name.slice('QUIRE_'.length).toLowerCase()),
+  );
+  if (unknown.length === 0) return;
+  const named = unknown.sort().map((name) => `${name}${suggestion(name.slice('QUIRE_'.length).toLowerCase(), (setting) => `QUIRE_${setting.toUpperCase()}`)}`);
+  throw new ConfigError(`Unknown environment variable${unknown.length > 1 ? 's' : ''} ${named.join(', ')}: not a setting (see the README's settings table)`);
+}
+
+/** ` (did you mean X?)` for the closest setting name, if one is close enough to be a typo. */
+function suggestion(name: string, show: (setting: string) => string): string {
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const setting of Object.keys(SETTINGS)) {
+    const distance = editDistance(name.toLowerCase(), setting);
+    if (distance < bestDistance) [best, bestDistance] = [setting, distance];
+  }
+  return best !== null && bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? ` (did you mean ${show(best)}?)` : '';
+}
+
+/** Levenshtein distance, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 function validateSettings(settings: Settings): Settings {
