@@ -12,6 +12,7 @@ import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { ApiError, ERRNO } from './errors.js';
 import { EventBus } from './events/bus.js';
+import { registerChanges } from './changes/index.js';
 import { registerHistory } from './history/index.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
@@ -133,6 +134,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerPermissions(app);
   registerDefaultBucket(app);
   registerHistory(app);
+  registerChanges(app);
   registerAccounts(app);
   for (const def of RESOURCES) registerResource(app, def);
 

@@ -183,6 +183,13 @@ export const SETTINGS = {
     description: 'Validate records against their collection’s `schema`, and children against their bucket’s `collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
   },
   schema_validator_cache_size: { type: 'integer', default: 256, min: 1, description: 'Compiled JSON schemas kept in memory per process (least recently used dropped first).' },
+  changes_enabled: { type: 'boolean', default: true, description: 'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): one entry per collection with its records’ timestamp, polled or followed as server-sent events.' },
+  changes_resources: { type: 'list', default: [], description: 'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone (kinto-changes’ `changes.resources`). Empty: every collection the caller may read.' },
+  changes_stream_max_per_process: { type: 'integer', default: 10000, min: 1, description: 'Open change streams per server process; one more is answered 503 with `Retry-After`.' },
+  changes_stream_max_per_user: { type: 'integer', default: 20, min: 1, description: 'Open change streams per user (or per address for anonymous callers); one more is answered 429.' },
+  changes_stream_heartbeat_seconds: { type: 'number', default: 15, min: 0.1, description: 'How often an open change stream sends a comment line, so that proxies keep it open.' },
+  changes_stream_max_buffer_bytes: { type: 'integer', default: 1048576, min: 1, description: 'Bytes a change stream may have waiting to be written; a reader that falls further behind is disconnected (it resumes with `Last-Event-ID`).' },
+  changes_stream_coalesce_ms: { type: 'integer', default: 5, min: 0, description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period).' },
   flush_endpoint_enabled: { type: 'boolean', default: false, description: 'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.' },
   event_listeners: {
     type: 'json',
@@ -314,6 +321,13 @@ export interface Settings {
   log_level: string;
   experimental_collection_schema_validation: boolean;
   schema_validator_cache_size: number;
+  changes_enabled: boolean;
+  changes_resources: string[];
+  changes_stream_max_per_process: number;
+  changes_stream_max_per_user: number;
+  changes_stream_heartbeat_seconds: number;
+  changes_stream_max_buffer_bytes: number;
+  changes_stream_coalesce_ms: number;
   flush_endpoint_enabled: boolean;
   /** Validated by listeners/config.ts when the server is built. */
   event_listeners: unknown[];

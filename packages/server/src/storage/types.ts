@@ -331,6 +331,13 @@ export interface Storage extends StorageSession {
    */
   read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
 
+  /**
+   * Where several processes share the store (PostgreSQL): a channel between them, LISTEN/NOTIFY.
+   * `listen` keeps a connection of its own, reconnecting until the store closes; `notify` sends
+   * at once (autocommit). Absent where the store lives in one process only.
+   */
+  readonly channels?: StoreChannels;
+
   /** true when the backend answers. */
   ping(): Promise<boolean>;
 
@@ -338,4 +345,16 @@ export interface Storage extends StorageSession {
   flush(): Promise<void>;
 
   close(): Promise<void>;
+}
+
+/** What a notification channel tells its listener (the SQL drivers' `ChannelListener`). */
+export interface StoreChannelListener {
+  message(payload: string): void;
+  connected(): void;
+  disconnected(): void;
+}
+
+export interface StoreChannels {
+  listen(channel: string, listener: StoreChannelListener): void;
+  notify(channel: string, payload: string): Promise<void>;
 }

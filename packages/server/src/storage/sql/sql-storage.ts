@@ -24,6 +24,7 @@ import {
   type Permissions,
   type Scope,
   type StorageSession,
+  type StoreChannels,
   type StoredObject,
   type Tombstone,
   type WriteOptions,
@@ -1011,6 +1012,7 @@ export class SqlStorage extends SessionStorage {
   readonly #maintenance: EmbeddedMaintenance | undefined;
   readonly #cache: SharedCache;
   readonly #context: SessionContext;
+  readonly channels?: StoreChannels;
 
   constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000 }: SqlStorageOptions = {}) {
     super();
@@ -1028,6 +1030,15 @@ export class SqlStorage extends SessionStorage {
       disconnected: () => this.#cache.setEnabled(false),
     });
     this.#reader = new SqlSession(driver, 'read', this.#context, { memo: false });
+    if (shared) {
+      this.channels = {
+        listen: (channel, listener) => driver.listen!(channel, listener),
+        notify: async (channel, payload) => {
+          const statement = driver.notify!(channel, payload);
+          await driver.query(statement.text, statement.params);
+        },
+      };
+    }
   }
 
   /**

@@ -1,0 +1,187 @@
+/**
+ * The entries of the change monitor (`/buckets/monitor/collections/changes/records`), as the
+ * original server's `kinto-changes` plugin shapes them: one per collection,
+ * `{id, last_modified, bucket, collection, host}`, where `last_modified` is the timestamp of the
+ * collection's records (its ETag) and `id` the UUID written from the MD5 of `host + collection URI`,
+ * so that an entry keeps its id for the life of the collection, on every server sharing `http_host`.
+ *
+ * Who sees what: with `changes_resources` empty, the collections whose records the caller may
+ * read (read or write on the bucket or the collection, or by the `*_principals` settings); with
+ * it set, exactly the named buckets' collections and the named collections, to everyone, as the
+ * original plugin does.
+ */
+import { createHash } from 'node:crypto';
+import type { Settings } from '../config.js';
+import { invalidParameter } from '../errors.js';
+import { getPath, type ListQuery } from '../resource/querystring.js';
+import type { Filter, Permissions, Sort, StorageSession } from '../storage/types.js';
+
+export interface ChangeEntry {
+  id: string;
+  last_modified: number;
+  bucket: string;
+  collection: string;
+  host: string;
+}
+
+/** The fields an entry has (filtering on another one is accepted and matches nothing, as Kinto does). */
+export const ENTRY_FIELDS = ['id', 'last_modified', 'bucket', 'collection', 'host'];
+
+export function collectionUri(bucket: string, collection: string): string {
+  return `/buckets/${bucket}/collections/${collection}`;
+}
+
+/** `kinto-changes`: `str(UUID(md5(http_host + collection_uri).hexdigest()))`. */
+export function entryId(host: string, bucket: string, collection: string): string {
+  const hex = createHash('md5').update(host + collectionUri(bucket, collection), 'utf8').digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function makeEntry(host: string, bucket: string, collection: string, lastModified: number): ChangeEntry {
+  return { id: entryId(host, bucket, collection), last_modified: lastModified, bucket, collection, host };
+}
+
+/** The `changes_resources` setting parsed: bucket ids whose every collection is listed, and single collections. */
+export interface MonitoredResources {
+  buckets: Set<string>;
+  collections: Set<string>;
+}
+
+export function parseResources(uris: string[]): MonitoredResources | null {
+  if (uris.length === 0) return null;
+  const resources: MonitoredResources = { buckets: new Set(), collections: new Set() };
+  for (const raw of uris) {
+    const uri = raw.replace(/^\/v1(?=\/)/, '');
+    const collection = /^\/buckets\/([^/]+)\/collections\/([^/]+)$/.exec(uri);
+    const bucket = /^\/buckets\/([^/]+)$/.exec(uri);
+    if (collection) resources.collections.add(collectionUri(collection[1]!, collection[2]!));
+    else if (bucket) resources.buckets.add(bucket[1]!);
+    else throw new Error(`changes_resources: ${raw} is neither a bucket nor a collection URI`);
+  }
+  return resources;
+}
+
+export function isMonitored(resources: MonitoredResources | null, bucket: string, collection: string): boolean {
+  return resources === null || resources.buckets.has(bucket) || resources.collections.has(collectionUri(bucket, collection));
+}
+
+/** Whether `principals` may read the records of the collection, from the bucket's and the collection's ACLs. */
+export function mayRead(settings: Settings, principals: string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
+  const holds = (list: readonly string[] | undefined) => list?.some((principal) => principals.includes(principal)) ?? false;
+  return (
+    holds(settings.bucket_read_principals) ||
+    holds(settings.bucket_write_principals) ||
+    holds(settings.collection_read_principals) ||
+    holds(settings.collection_write_principals) ||
+    holds(bucketAcl?.read) ||
+    holds(bucketAcl?.write) ||
+    holds(collectionAcl?.read) ||
+    holds(collectionAcl?.write)
+  );
+}
+
+/** A collection of the monitor, with the ACLs that decide who sees it. */
+export interface MonitoredCollection {
+  entry: ChangeEntry;
+  bucketAcl: Permissions | undefined;
+  collectionAcl: Permissions | undefined;
+}
+
+/**
+ * Every monitored collection with its records' timestamp (one scope-timestamp read each) and
+ * its ACLs. `only`: restrict to these collection URIs.
+ */
+export async function readCollections(session: StorageSession, host: string, resources: MonitoredResources | null): Promise<MonitoredCollection[]> {
+  const buckets = (await session.list({ resourceName: 'bucket', parentId: '' })).filter((bucket) => !('deleted' in bucket && bucket.deleted));
+  const result: MonitoredCollection[] = [];
+  for (const bucket of buckets) {
+    const bucketUri = `/buckets/${bucket.id}`;
+    const collections = (await session.list({ resourceName: 'collection', parentId: bucketUri }))
+      .filter((collection) => !('deleted' in collection && collection.deleted))
+      .filter((collection) => isMonitored(resources, bucket.id, collection.id));
+    if (collections.length === 0) continue;
+    const uris = collections.map((collection) => collectionUri(bucket.id, collection.id));
+    const acls = await session.getPermissions([bucketUri, ...uris]);
+    for (const collection of collections) {
+      const uri = collectionUri(bucket.id, collection.id);
+      const timestamp = await session.resourceTimestamp({ resourceName: 'record', parentId: uri });
+      result.push({ entry: makeEntry(host, bucket.id, collection.id, timestamp), bucketAcl: acls.get(bucketUri), collectionAcl: acls.get(uri) });
+    }
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters, sorting and pages over entries in memory (a few hundred or thousand at most).
+
+function compareValues(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === undefined) return -1;
+  if (b === undefined) return 1;
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'number') return -1; // numbers before strings, as jsonb orders them
+  if (typeof b === 'number') return 1;
+  return String(a) < String(b) ? -1 : 1;
+}
+
+function likePattern(value: unknown): RegExp {
+  const text = String(value);
+  const escaped = text.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*');
+  return new RegExp(text.includes('*') ? `^${escaped}$` : escaped, 'i');
+}
+
+export function matchesFilter(entry: ChangeEntry, filter: Filter): boolean {
+  const value = getPath(entry as unknown as Record<string, unknown>, filter.field);
+  const target = filter.value;
+  const same = (a: unknown, b: unknown) => a === b || (typeof a === 'number' && typeof b === 'string' && String(a) === b) || (typeof b === 'number' && typeof a === 'string' && a === String(b));
+  switch (filter.operator) {
+    case 'eq':
+      return same(value, target);
+    case 'not':
+      return !same(value, target);
+    case 'lt':
+      return value !== undefined && compareValues(value, target) < 0;
+    case 'gt':
+      return value !== undefined && compareValues(value, target) > 0;
+    case 'min':
+      return value !== undefined && compareValues(value, target) >= 0;
+    case 'max':
+      return value !== undefined && compareValues(value, target) <= 0;
+    case 'in':
+      return Array.isArray(target) && target.some((item) => same(value, item));
+    case 'exclude':
+      return !(Array.isArray(target) && target.some((item) => same(value, item)));
+    case 'like':
+      return value !== undefined && likePattern(target).test(String(value));
+    case 'has':
+      return (value !== undefined) === (target === true || target === 'true' || target === 1);
+    default:
+      throw invalidParameter('querystring', filter.field, `Unsupported filter on the change monitor: ${filter.operator}`);
+  }
+}
+
+function compareEntries(a: ChangeEntry, b: ChangeEntry, sorting: Sort[]): number {
+  for (const sort of sorting) {
+    const order = compareValues(getPath(a as never, sort.field), getPath(b as never, sort.field));
+    if (order !== 0) return order * sort.direction;
+  }
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The entries the query selects, sorted; `after` continues a page (keyset on the sort fields, then id). */
+export function selectEntries(entries: ChangeEntry[], query: Pick<ListQuery, 'filters' | 'sorting' | 'token'>): ChangeEntry[] {
+  let selected = entries.filter((entry) => query.filters.every((filter) => matchesFilter(entry, filter)));
+  selected.sort((a, b) => compareEntries(a, b, query.sorting));
+  const after = query.token?.lastObject;
+  if (after) {
+    const sorting = query.sorting;
+    selected = selected.filter((entry) => {
+      for (const sort of sorting) {
+        const order = compareValues(getPath(entry as never, sort.field), after[sort.field]);
+        if (order !== 0) return order * sort.direction > 0;
+      }
+      return typeof after.id === 'string' ? entry.id > after.id : false;
+    });
+  }
+  return selected;
+}
