@@ -18,6 +18,8 @@ import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
+import { Metrics, registerMetrics } from './observability/metrics.js';
+import { loggerOptions, registerRequestLog } from './observability/request-log.js';
 import { splitUrl } from './http/url.js';
 import { createListeners } from './listeners/config.js';
 import { Authorizer } from './permission/authorizer.js';
@@ -66,11 +68,13 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const settings = options.settings ?? loadSettings();
   let app: FastifyInstance | undefined;
   const events = new EventBus(() => app?.log);
+  const metrics = settings.metrics_enabled ? new Metrics(options.storage) : null;
+  const storage = metrics ? metrics.instrument(options.storage) : options.storage;
   const services: Services = {
     settings,
-    storage: options.storage,
+    storage,
     authorizer: new Authorizer(settings),
-    policies: createPolicies(settings, options.storage),
+    policies: createPolicies(settings, storage),
     version: VERSION,
     capabilities: {},
     events,
@@ -80,10 +84,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
 
   app = Fastify({
-    logger:
-      options.logger === false
-        ? false
-        : { level: settings.log_level, ...(typeof options.logger === 'object' ? options.logger : {}) },
+    logger: options.logger === false ? false : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
+    // observability/request-log.ts writes one line per request instead of Fastify's two.
+    disableRequestLogging: true,
     bodyLimit: settings.max_body_bytes,
     exposeHeadRoutes: false,
     routerOptions: { maxParamLength: 4096 },
@@ -104,6 +107,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app.decorateRequest('identity', null as never);
 
   registerErrorHandler(app, settings);
+  registerRequestLog(app);
+  registerMetrics(app, settings, metrics);
   registerHeaders(app, settings);
   registerContentNegotiation(app);
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));

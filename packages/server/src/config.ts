@@ -176,7 +176,17 @@ export const SETTINGS = {
   version_json_path: { type: 'string', default: null, nullable: true, description: 'File served by `/__version__` (unset: built from the package version).' },
   heartbeat_timeout_seconds: { type: 'number', default: 10, min: 0.1, description: 'Time limit of each `__heartbeat__` check.' },
   shutdown_timeout_seconds: { type: 'number', default: 30, min: 0, description: 'On SIGTERM, how long in-flight requests may take to finish.' },
-  log_level: { type: 'string', default: 'info', description: 'pino log level (`fatal`…`trace`, `silent`).' },
+  log_level: { type: 'string', default: 'info', description: 'pino log level (`fatal`…`trace`, `silent`). One line per request at `info`; health checks, 304 polls and batch sub-requests at `debug`.' },
+  log_format: { type: 'string', default: 'auto', description: '`json` (one JSON object per line), `pretty` (pino-pretty), or `auto`: pretty when standard output is a terminal.' },
+  metrics_enabled: { type: 'boolean', default: false, description: 'Serve Prometheus metrics at `/__metrics__` (request counts and latencies by route, batch sizes, storage time, pool, `_since` polls, login failures, process).' },
+  metrics_port: {
+    type: 'integer',
+    default: null,
+    nullable: true,
+    min: 0,
+    max: 65535,
+    description: 'Serve the metrics on this port only (on `host`), not on the API’s: keeps them private. Needed with `workers` above 1 (the primary process answers for all workers).',
+  },
   experimental_collection_schema_validation: {
     type: 'boolean',
     default: false,
@@ -319,6 +329,9 @@ export interface Settings {
   heartbeat_timeout_seconds: number;
   shutdown_timeout_seconds: number;
   log_level: string;
+  log_format: 'auto' | 'json' | 'pretty';
+  metrics_enabled: boolean;
+  metrics_port: number | null;
   experimental_collection_schema_validation: boolean;
   schema_validator_cache_size: number;
   changes_enabled: boolean;
@@ -524,6 +537,12 @@ function validateSettings(settings: Settings): Settings {
     if (!POLICIES.has(policy) && !openidNames.includes(policy)) {
       throw new ConfigError(`Invalid setting multiauth_policies: unknown policy "${policy}" (known: ${[...POLICIES].join(', ')})`);
     }
+  }
+  if (!['auto', 'json', 'pretty'].includes(settings.log_format)) {
+    throw new ConfigError(`Invalid setting log_format: "${settings.log_format}" (auto, json or pretty)`);
+  }
+  if (settings.metrics_enabled && settings.workers > 1 && settings.metrics_port === null) {
+    throw new ConfigError(`metrics_enabled with workers = ${settings.workers} needs metrics_port: each worker counts its own requests, and the primary answers for all of them on that port`);
   }
   if (!LOG_LEVELS.has(settings.log_level)) {
     throw new ConfigError(`Invalid setting log_level: "${settings.log_level}" (one of ${[...LOG_LEVELS].join(', ')})`);

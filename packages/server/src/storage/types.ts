@@ -345,6 +345,18 @@ export interface Storage extends StorageSession {
   flush(): Promise<void>;
 
   close(): Promise<void>;
+
+  /** The connection pool's state, for metrics (absent where there is no pool). */
+  stats?(): PoolStats | null;
+}
+
+export interface PoolStats {
+  /** Connections open. */
+  total: number;
+  /** Of those, idle. */
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
 }
 
 /** What a notification channel tells its listener (the SQL drivers' `ChannelListener`). */

@@ -22,6 +22,7 @@ import {
   type ReadOptions,
   type PermissionEntry,
   type Permissions,
+  type PoolStats,
   type Scope,
   type StorageSession,
   type StoreChannels,
@@ -1095,6 +1096,10 @@ export class SqlStorage extends SessionStorage {
 
   protected readOnce<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     return fn(this.#reader);
+  }
+
+  stats(): PoolStats | null {
+    return this.#driver.stats?.() ?? null;
   }
 
   async ping(): Promise<boolean> {

@@ -226,6 +226,10 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       // Channels are per database: the schema goes with the payload, listeners keep their own.
       return { text: `SELECT pg_notify($1, current_schema() || ' ' || $2)`, params: [channel, payload] };
     },
+    stats() {
+      // The shared connections count as busy: they are always open, and shared by design.
+      return { total: pool.totalCount + sharedCount, idle: pool.idleCount, waiting: pool.waitingCount };
+    },
     async close() {
       await Promise.all(listeners.map((stop) => stop()));
       await shared.close();

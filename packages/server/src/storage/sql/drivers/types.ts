@@ -5,6 +5,7 @@
  */
 
 import { BackendError } from '../../errors.js';
+import type { PoolStats } from '../../types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -77,6 +78,8 @@ export interface SqlDriver extends SqlConnection {
    * statement that sends to it from a transaction, as it commits.
    */
   listen?(channel: string, listener: ChannelListener): void;
+  /** The pool's connections, for metrics (where there is a pool). */
+  stats?(): PoolStats;
   notify?(channel: string, payload: string): DeferredStatement;
   close(): Promise<void>;
 }

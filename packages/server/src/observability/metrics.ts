@@ -1,0 +1,192 @@
+/**
+ * Prometheus metrics (prom-client), one registry per app: request counts and latencies by route
+ * pattern, batch sizes, storage transaction time, `_since` polls answered 304 or 200, login
+ * failures, and the process's own. Labels are bounded: a route *pattern* (`/v1/buckets/:bid`),
+ * never a path, so no bucket or record id ever becomes a label value.
+ *
+ * Served at `/__metrics__` on the API's port, or only on `metrics_port` (so it needn't be
+ * public). With several workers the primary answers on `metrics_port` for all of them
+ * (workers.ts, prom-client's AggregatorRegistry).
+ */
+import cluster from 'node:cluster';
+import { createServer, type Server } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Settings } from '../config.js';
+import type { Storage, StorageSession } from '../storage/types.js';
+
+export const METRICS_PATH = '/__metrics__';
+
+/** Latency buckets (seconds): sub-millisecond reads to slow batches. */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'quire_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status (batch sub-requests included).',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly requestDuration = new Histogram({
+    name: 'quire_http_request_duration_seconds',
+    help: 'Time from request to response, by method, route pattern and status class.',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly batchSize = new Histogram({
+    name: 'quire_batch_requests',
+    help: 'Sub-requests per POST /batch.',
+    buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    registers: [this.registry],
+  });
+  readonly sincePolls = new Counter({
+    name: 'quire_since_polls_total',
+    help: 'GETs of a list with _since, by answer: changed (200) or not_modified (304).',
+    labelNames: ['answer'] as const,
+    registers: [this.registry],
+  });
+  readonly storageDuration = new Histogram({
+    name: 'quire_storage_session_duration_seconds',
+    help: 'Time spent in a storage session (a transaction, a snapshot or a plain read), by kind.',
+    labelNames: ['kind'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly storageErrors = new Counter({
+    name: 'quire_storage_session_errors_total',
+    help: 'Storage sessions that failed (rolled back), by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly loginFailures = new Counter({
+    name: 'quire_login_failures_total',
+    help: 'Requests whose credentials were refused (401: rejected) or not even checked after too many failures (429: throttled), by scheme.',
+    labelNames: ['scheme', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(storage: Storage) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'quire_' });
+    const stats = storage.stats?.bind(storage);
+    if (stats) {
+      // Read when scraped, not kept up to date on every checkout.
+      new Gauge({
+        name: 'quire_storage_pool_connections',
+        help: 'Database connections of this process, by state (total, idle, waiting clients).',
+        labelNames: ['state'] as const,
+        registers: [this.registry],
+        collect() {
+          const pool = stats();
+          if (!pool) return;
+          this.set({ state: 'total' }, pool.total);
+          this.set({ state: 'idle' }, pool.idle);
+          this.set({ state: 'waiting' }, pool.waiting);
+        },
+      });
+    }
+  }
+
+  /**
+   * The storage with its sessions timed. A proxy, not a changed object: one store may serve
+   * several apps (tests, embedding). Other members are the store's own, bound to it.
+   */
+  instrument(storage: Storage): Storage {
+    const timed = new Map<PropertyKey, unknown>();
+    for (const kind of ['transaction', 'snapshot', 'read'] as const) {
+      const run = storage[kind].bind(storage) as <T>(fn: (session: StorageSession) => Promise<T>) => Promise<T>;
+      timed.set(kind, async <T>(fn: (session: StorageSession) => Promise<T>): Promise<T> => {
+        const end = this.storageDuration.startTimer({ kind });
+        try {
+          return await run(fn);
+        } catch (error) {
+          this.storageErrors.inc({ kind });
+          throw error;
+        } finally {
+          end();
+        }
+      });
+    }
+    return new Proxy(storage, {
+      get(target, property) {
+        if (timed.has(property)) return timed.get(property);
+        const value: unknown = Reflect.get(target, property, target);
+        if (typeof value !== 'function') return value;
+        const bound = (value as (...args: unknown[]) => unknown).bind(target);
+        timed.set(property, bound);
+        return bound;
+      },
+    });
+  }
+
+  /** Counts one answered request. */
+  observe(request: FastifyRequest, reply: FastifyReply): void {
+    const method = request.method;
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = reply.statusCode;
+    this.requests.inc({ method, route, status: String(status) });
+    this.requestDuration.observe({ method, route, status_class: `${Math.floor(status / 100)}xx` }, reply.elapsedTime / 1000);
+    if (method === 'GET' && (status === 200 || status === 304) && hasSince(request.url)) {
+      this.sincePolls.inc({ answer: status === 304 ? 'not_modified' : 'changed' });
+    }
+    if (route === '/v1/batch' && method === 'POST' && status === 200) {
+      const subRequests = (request.body as { requests?: unknown } | undefined)?.requests;
+      if (Array.isArray(subRequests)) this.batchSize.observe(subRequests.length);
+    }
+    // Credentials were sent and refused (401), or refused unread because of too many failures (429).
+    const authorization = request.headers.authorization;
+    if ((status === 401 || status === 429) && typeof authorization === 'string' && request.batch === null) {
+      const scheme = /^(basic|bearer)\s/i.exec(authorization)?.[1]?.toLowerCase() ?? 'other';
+      this.loginFailures.inc({ scheme, reason: status === 401 ? 'rejected' : 'throttled' });
+    }
+  }
+}
+
+function hasSince(url: string): boolean {
+  const query = url.indexOf('?');
+  return query >= 0 && /(?:^|&)_since=/.test(url.slice(query + 1));
+}
+
+/**
+ * Counts every answered request of the app and serves the registry, on the API's port or on
+ * `metrics_port`. (The app's storage was wrapped by `instrument` when services were made.)
+ */
+export function registerMetrics(app: FastifyInstance, settings: Settings, metrics: Metrics | null): void {
+  if (!metrics) return;
+  app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
+
+  if (settings.metrics_port === null) {
+    app.get(METRICS_PATH, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  } else if (cluster.isWorker) {
+    // The primary serves metrics_port and asks each worker for its registry over IPC.
+    AggregatorRegistry.setRegistries([metrics.registry]);
+  } else {
+    let server: Server | undefined;
+    app.addHook('onListen', async () => {
+      server = await serveMetrics(metrics.registry, settings.host, settings.metrics_port!);
+    });
+    app.addHook('onClose', async () => {
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    });
+  }
+}
+
+/** A bare HTTP server answering the registry's metrics at `/__metrics__` (and 404 elsewhere). */
+export async function serveMetrics(registry: { metrics(): Promise<string>; contentType: string }, host: string, port: number): Promise<Server> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== METRICS_PATH) {
+      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 404, errno: 111, error: 'Not Found', message: `Metrics are at ${METRICS_PATH}` }));
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (error: Error) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics unavailable: ${error.message}`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,56 @@
+/**
+ * One log line per request (Fastify's own two lines are off): method, route pattern, status,
+ * duration, a hash of the user id (never the id: it may be an e-mail address) and the request
+ * id, which is taken from `X-Request-Id` when a proxy sends one and returned in that header.
+ * Health checks, 304 polls and batch sub-requests log at debug level: a client polling every
+ * few seconds must not fill the log. Failures (5xx) log at error level.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Settings } from '../config.js';
+
+const QUIET_ROUTES = new Set(['/v1/__heartbeat__', '/v1/__lbheartbeat__', '/v1/__version__']);
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** Pino options for the app's logger: level from settings; pretty lines on a terminal. */
+export function loggerOptions(settings: Settings, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const pretty = settings.log_format === 'pretty' || (settings.log_format === 'auto' && process.stdout.isTTY === true);
+  return {
+    level: settings.log_level,
+    // Credentials never reach the log, whatever logs a request.
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+    ...overrides,
+  };
+}
+
+export function registerRequestLog(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => logRequest(request, reply));
+}
+
+function logRequest(request: FastifyRequest, reply: FastifyReply): void {
+  const route = request.routeOptions.url ?? 'unmatched';
+  const status = reply.statusCode;
+  const quiet = status === 304 || QUIET_ROUTES.has(route) || request.batch !== null;
+  const level = status >= 500 ? 'error' : quiet ? 'debug' : 'info';
+  const userid = request.identity?.userId;
+  request.log[level](
+    {
+      method: request.method,
+      route,
+      status,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+      ...(userid ? { user: userHash(userid) } : {}),
+    },
+    `${request.method} ${route} ${status}`,
+  );
+}
+
+/** A short, stable pseudonym of a user id: enough to follow one user through the log. */
+function userHash(userid: string): string {
+  return createHash('sha256').update(userid).digest('base64url').slice(0, 12);
+}
