@@ -59,10 +59,3 @@ export function serverRoot(): string {
   return baseUrl().replace(/\/v1$/, '');
 }
 
-/**
- * Which implementation is under test. Only used to skip the few tests where Quire deliberately
- * departs from a known bug of the original Kinto (`QUIRE_CONFORMANCE_TARGET=kinto`).
- */
-export function target(): 'quire' | 'kinto' {
-  return process.env['QUIRE_CONFORMANCE_TARGET'] === 'kinto' ? 'kinto' : 'quire';
-}

@@ -4,6 +4,7 @@
  *
  *   {
  *     "target": "our staging (Kinto 19)",
+ *     "extends": "kinto-26.3-common",
  *     "deviations": [
  *       { "test": "batch.test.ts > §8.1 batch request validation > *", "reason": "limit raised on purpose" },
  *       { "test": "/If-Match .* deleted record/i", "reason": "answers 404, see ticket 123" }
@@ -14,8 +15,14 @@
  * report): a glob where `*` stands for any text, or a regular expression between slashes
  * (searched anywhere in the id). A listed test that fails is an "expected deviation"; one that
  * passes is reported as "unexpectedly passed" so the file can be tidied, without failing the run.
+ * `extends` (a name or a path, relative to the file) adds the deviations of another file first.
+ *
+ * The package ships files for known servers in `expectations/` (see `shippedExpectations()`):
+ * `--expectations kinto-26.3` names `expectations/kinto-26.3.json`.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { packageRoot } from '../package-root.js';
 
 export interface Deviation {
   test: string;
@@ -73,7 +80,7 @@ function compile(pattern: string): (id: string) => boolean {
   return (id) => glob.test(id);
 }
 
-export function parseExpectations(text: string, file = '(inline)'): Expectations {
+export function parseExpectations(text: string, file = '(inline)', seen: string[] = []): Expectations {
   let parsed: unknown;
   try {
     parsed = JSON.parse(stripJsonComments(text));
@@ -82,12 +89,21 @@ export function parseExpectations(text: string, file = '(inline)'): Expectations
   }
   const list = (parsed as { deviations?: unknown })?.deviations;
   if (!Array.isArray(list)) throw new Error(`expectations file ${file}: needs a "deviations" list`);
-  const deviations: Deviation[] = list.map((d: unknown, i: number) => {
+  const own: Deviation[] = list.map((d: unknown, i: number) => {
     const { test, reason } = (d ?? {}) as { test?: unknown; reason?: unknown };
     if (typeof test !== 'string' || test === '') throw new Error(`expectations file ${file}: deviations[${i}].test must be a non-empty string`);
     if (typeof reason !== 'string' || reason.trim() === '') throw new Error(`expectations file ${file}: deviations[${i}].reason must say why`);
     return { test, reason };
   });
+  const base = (parsed as { extends?: unknown }).extends;
+  let inherited: Deviation[] = [];
+  if (base !== undefined) {
+    if (typeof base !== 'string' || base === '') throw new Error(`expectations file ${file}: "extends" must name a file`);
+    const path = resolveExpectations(base, file === '(inline)' ? process.cwd() : dirname(file));
+    if (seen.includes(path)) throw new Error(`expectations file ${file}: "extends" loops back to ${path}`);
+    inherited = loadExpectations(path, [...seen, file]).deviations;
+  }
+  const deviations = [...inherited, ...own];
   const matchers = deviations.map((d) => ({ d, test: compile(d.test) }));
   return {
     file,
@@ -96,6 +112,38 @@ export function parseExpectations(text: string, file = '(inline)'): Expectations
   };
 }
 
-export function loadExpectations(path: string): Expectations {
-  return parseExpectations(readFileSync(path, 'utf8'), path);
+/** The `expectations/` folder of the package (next to `src/` and `dist/`). */
+export function shippedExpectationsDir(): string {
+  return join(packageRoot(), 'expectations');
+}
+
+/** Names of the expectation files shipped with the package (`kinto-26.3`, …). */
+export function shippedExpectations(): string[] {
+  try {
+    return readdirSync(shippedExpectationsDir())
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => f.slice(0, -'.json'.length))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * A path (absolute, or relative to `from`) when such a file exists, else the name of a shipped
+ * file (`kinto-26.3` → `expectations/kinto-26.3.json`).
+ */
+export function resolveExpectations(nameOrPath: string, from = process.cwd()): string {
+  const path = isAbsolute(nameOrPath) ? nameOrPath : resolve(from, nameOrPath);
+  if (existsSync(path)) return path;
+  if (/^[\w.-]+$/.test(nameOrPath)) {
+    const shipped = join(shippedExpectationsDir(), nameOrPath.endsWith('.json') ? nameOrPath : `${nameOrPath}.json`);
+    if (existsSync(shipped)) return shipped;
+  }
+  const names = shippedExpectations();
+  throw new Error(`expectations: no file ${path}${names.length ? `, and no shipped expectations named ${JSON.stringify(nameOrPath)} (shipped: ${names.join(', ')})` : ''}`);
+}
+
+export function loadExpectations(path: string, seen: string[] = []): Expectations {
+  return parseExpectations(readFileSync(path, 'utf8'), path, seen);
 }

@@ -3,7 +3,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { serverInfo, applicable } from '../harness/capabilities.js';
-import { target } from '../harness/config.js';
 import { createBucket, createCollectionFixture, createRecord, randomId, trackBucket } from '../harness/fixtures.js';
 import { get, post } from '../harness/http.js';
 import { expectApiError, expectValidationError } from '../harness/matchers.js';
@@ -233,8 +232,24 @@ describe('§8.1 batch request validation', () => {
   });
 
   it('refuses methods outside GET HEAD DELETE TRACE POST PUT PATCH (upper case)', async () => {
-    for (const method of ['FOO', 'get', 'OPTIONS', '']) {
+    for (const method of ['FOO', 'get', 'OPTIONS']) {
       expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ method, path: '/' }] } }), { location: 'body' });
+    }
+  });
+
+  it('refuses an empty method (400), or reads it as absent, i.e. GET (the original does): both accepted', async () => {
+    // §8.1 lists the methods and makes `method` optional (default GET); an empty string is
+    // neither. The original's validation (colander) reads "" as a missing value, as it does
+    // for every optional string, and runs a GET: harmless, so it is allowed.
+    const res = await post('/batch', { auth: alice, body: { requests: [{ method: '', path: '/' }] } });
+    if (res.status === 400) {
+      expectValidationError(res, { location: 'body' });
+    } else {
+      expect(res.status, res.text.slice(0, 300)).toBe(200);
+      const [sub] = res.json.responses as Sub[];
+      expect(sub.status).toBe(200);
+      expect(sub.path).toBe('/v1/');
+      expect(sub.body.http_api_version).toBeTypeOf('string');
     }
   });
 
@@ -281,22 +296,22 @@ describe('§8.1 batch request validation', () => {
     }
   });
 
-  it.skipIf(target() === 'kinto')(
-    'accepts ids that merely contain "batch" (Quire refuses only the batch endpoint; the original Kinto refuses any path containing /batch, skipped with QUIRE_CONFORMANCE_TARGET=kinto)',
-    async () => {
-      const bucket = await createBucket(alice, { id: randomId('batchy') });
-      const res = await post('/batch', {
-        auth: alice,
-        body: {
-          requests: [
-            { method: 'PUT', path: `/buckets/${bucket}/collections/batched` },
-            { method: 'GET', path: `/buckets/${bucket}/collections/batched` },
-            { method: 'DELETE', path: `/buckets/${bucket}/collections/batched` },
-          ],
-        },
-      });
-      expect(res.status).toBe(200);
-      expect(res.json.responses.map((r: Sub) => r.status)).toEqual([201, 200, 200]);
-    },
-  );
+  // The original refuses every sub-request whose path merely contains "/batch" (a collection
+  // named "batched" included): a false positive of its recursion check, listed in its
+  // expectations file (expectations/kinto-26.3-common.json).
+  it('accepts ids that merely contain "batch": only a sub-request to the batch endpoint itself is recursive', async () => {
+    const bucket = await createBucket(alice, { id: randomId('batchy') });
+    const res = await post('/batch', {
+      auth: alice,
+      body: {
+        requests: [
+          { method: 'PUT', path: `/buckets/${bucket}/collections/batched` },
+          { method: 'GET', path: `/buckets/${bucket}/collections/batched` },
+          { method: 'DELETE', path: `/buckets/${bucket}/collections/batched` },
+        ],
+      },
+    });
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    expect(res.json.responses.map((r: Sub) => r.status)).toEqual([201, 200, 200]);
+  });
 });

@@ -19,9 +19,15 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(res.json.project_docs).toBeTypeOf('string');
   });
 
-  it('announces http_api_version as the string "1.22"', async () => {
+  it('announces http_api_version as a "MAJOR.MINOR" string: 1.22, or a later 1.x (the original 26.x says 1.23): both accepted', async () => {
+    // Clients compare the version (kinto-http.js splits it on "."): a later minor version of
+    // the same major keeps 1.22's contract (1.23 only adds the `config` field).
     const res = await get('/');
-    expect(res.json.http_api_version).toBe('1.22');
+    const version = res.json.http_api_version;
+    expect(version).toBeTypeOf('string');
+    const m = /^1\.(\d+)$/.exec(version);
+    expect(m, `http_api_version ${JSON.stringify(version)}`).not.toBeNull();
+    expect(Number(m?.[1])).toBeGreaterThanOrEqual(22);
   });
 
   it('gives an absolute url ending with /v1/ (DOC≠CODE: with the trailing slash)', async () => {
