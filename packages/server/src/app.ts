@@ -14,6 +14,7 @@ import { ApiError, ERRNO } from './errors.js';
 import { EventBus } from './events/bus.js';
 import { registerChanges } from './changes/index.js';
 import { registerHistory } from './history/index.js';
+import { createClientErrorHandler, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
@@ -88,6 +89,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     // observability/request-log.ts writes one line per request instead of Fastify's two.
     disableRequestLogging: true,
     bodyLimit: settings.max_body_bytes,
+    // A request without Host is answered (URLs then name the listening address: base-url.ts),
+    // rather than with Node's empty-bodied 400.
+    http: { maxHeaderSize: settings.max_header_bytes, requireHostHeader: false },
+    // What Node's HTTP parser refuses gets the protocol's error body too.
+    clientErrorHandler: createClientErrorHandler(settings),
     exposeHeadRoutes: false,
     routerOptions: { maxParamLength: 4096 },
     requestIdHeader: 'x-request-id',
@@ -101,6 +107,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
   app.decorate('services', services);
+  app.server.on('checkExpectation', refuseExpectation);
   // Configured listeners, in their settings' order; closing the server flushes what they hold.
   for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
   app.addHook('onClose', () => events.close());

@@ -1,11 +1,13 @@
 /**
  * Content negotiation (protocol-reference §3): JSON bodies only (three PATCH types), 415 for
- * anything else sent with a body, 406 when the client cannot accept JSON. Bodies are parsed
- * with secure-json-parse so `__proto__` / `constructor.prototype` keys cannot pollute objects.
+ * anything else sent with a body, 406 when the client cannot accept JSON. Bodies are measured
+ * first (`max_json_depth`, `max_json_keys`: json-limits.ts), then parsed with secure-json-parse
+ * so `__proto__` / `constructor.prototype` keys cannot pollute objects.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { invalidParameter, invalidParameters } from '../errors.js';
+import { describeExcess, measureJsonText, type JsonLimits } from './json-limits.js';
 
 const JSON_TYPE = 'application/json';
 const PATCH_TYPES = [JSON_TYPE, 'application/merge-patch+json', 'application/json-patch+json'];
@@ -47,12 +49,17 @@ function findUnstorableString(value: unknown): string | null {
 }
 
 export function registerContentNegotiation(app: FastifyInstance): void {
+  const { settings } = app.services;
+  const limits: JsonLimits = { maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
   app.decorateRequest('unsupportedContentType', null);
   app.removeAllContentTypeParsers();
 
   app.addContentTypeParser(PATCH_TYPES, { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    // Before parsing: the parser and the checks below recurse, and their time grows with the keys.
+    const excess = measureJsonText(text, limits);
+    if (excess) return done(invalidParameter('body', '', `Invalid JSON: ${describeExcess(excess, limits)}`), undefined);
     try {
       const parsed: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
       const bad = findUnstorableString(parsed);
