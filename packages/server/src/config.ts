@@ -59,6 +59,12 @@ export const SETTINGS = {
     default: false,
     description: 'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
   },
+  storage_reconnect_max_delay_seconds: {
+    type: 'number',
+    default: 2,
+    min: 0.05,
+    description: 'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
+  },
   storage_max_fetch_size: { type: 'integer', default: 10000, min: 1, description: 'Hard cap on objects read per page.' },
   paginate_by: { type: 'integer', default: null, nullable: true, min: 1, description: 'Server page size (unset: `storage_max_fetch_size`).' },
   batch_max_requests: { type: 'integer', default: 25, nullable: true, min: 0, description: 'Maximum sub-requests per `POST /batch` (0 or null: unlimited). Public in `GET /`.' },
@@ -248,6 +254,7 @@ export interface Settings {
   storage_pool_size: number;
   storage_cache_max_entries: number;
   storage_auto_migrate: boolean;
+  storage_reconnect_max_delay_seconds: number;
   storage_max_fetch_size: number;
   paginate_by: number | null;
   batch_max_requests: number | null;

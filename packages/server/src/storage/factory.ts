@@ -31,6 +31,7 @@ export async function createStorageFromSettings(settings: Settings, options: Sto
       poolSize: settings.storage_pool_size,
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
+      reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
     });
   }
   const dataDir = resolve(settings.data_dir);

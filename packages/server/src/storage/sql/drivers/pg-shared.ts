@@ -9,7 +9,9 @@
  *
  * Only short statements belong here: one slow statement delays those queued behind it on its
  * connection. A statement goes to the connection with the fewest in flight; a connection that
- * fails is replaced by the next statement (those in flight on it fail).
+ * fails is replaced by the next statement (those in flight on it fail). While the database is
+ * away, opening one is retried with backoff (50 ms, doubling up to `maxRetryDelayMs`), not by
+ * every statement: meanwhile statements fail at once (the request answers 503).
  */
 import pg from 'pg';
 
@@ -22,14 +24,22 @@ interface Shared {
   corked: boolean;
 }
 
+const FIRST_RETRY_DELAY_MS = 50;
+
 export class SharedConnections {
   readonly #config: pg.ClientConfig;
   readonly #slots: Array<Shared | null>;
+  readonly #maxRetryDelayMs: number;
   #closed = false;
+  /** Opens that failed in a row, the last one's error, and when the next may be tried. */
+  #failures = 0;
+  #lastError: unknown = null;
+  #retryAt = 0;
 
-  constructor(config: pg.ClientConfig, count: number) {
+  constructor(config: pg.ClientConfig, count: number, { maxRetryDelayMs = 2_000 }: { maxRetryDelayMs?: number } = {}) {
     this.#config = config;
     this.#slots = Array.from({ length: count }, () => null);
+    this.#maxRetryDelayMs = maxRetryDelayMs;
   }
 
   async query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
@@ -60,17 +70,27 @@ export class SharedConnections {
     });
   }
 
-  /** The least busy connection, opening one where a slot is empty or broken. */
+  /**
+   * The least busy connection, opening one where a slot is empty or broken (unless opening
+   * failed lately: then only the live ones, and none may be left).
+   */
   #pick(): Shared {
     if (this.#closed) throw new Error('the storage is closed');
+    const mayOpen = Date.now() >= this.#retryAt;
     let best: Shared | null = null;
     for (let i = 0; i < this.#slots.length; i++) {
       let slot = this.#slots[i] ?? null;
-      if (!slot || slot.broken) slot = this.#slots[i] = this.#open();
+      if (!slot || slot.broken) {
+        if (!mayOpen) continue;
+        slot?.client.end().catch(() => {}); // broken by an error, its socket may still be open
+        slot = this.#slots[i] = this.#open();
+      }
       if (slot.inFlight === 0) return slot;
       if (!best || slot.inFlight < best.inFlight) best = slot;
     }
-    return best!;
+    if (best) return best;
+    const reason = this.#lastError instanceof Error ? this.#lastError.message : String(this.#lastError);
+    throw new Error(`no connection to PostgreSQL (next attempt in ${this.#retryAt - Date.now()} ms): ${reason}`, { cause: this.#lastError });
   }
 
   #open(): Shared {
@@ -79,10 +99,18 @@ export class SharedConnections {
     // A dropped connection must not crash the process: mark it, the next statement opens another.
     client.on('error', () => void (shared.broken = true));
     client.on('end', () => void (shared.broken = true));
-    shared.ready = client.connect().then(() => undefined, (error: unknown) => {
-      shared.broken = true;
-      throw error;
-    });
+    shared.ready = client.connect().then(
+      () => {
+        this.#failures = 0;
+      },
+      (error: unknown) => {
+        shared.broken = true;
+        this.#failures++;
+        this.#lastError = error;
+        this.#retryAt = Date.now() + Math.min(this.#maxRetryDelayMs, FIRST_RETRY_DELAY_MS * 2 ** (this.#failures - 1));
+        throw error;
+      },
+    );
     return shared;
   }
 

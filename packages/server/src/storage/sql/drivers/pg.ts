@@ -10,7 +10,15 @@ export interface PgDriverOptions {
   poolSize?: number;
   /** Schema holding Quire's tables (set as `search_path`); tests use a fresh one per file. */
   schema?: string;
+  /**
+   * Longest wait between attempts to reopen a broken connection that is kept open (the shared
+   * ones, the LISTEN one); the waits start at 50 ms and double. Default 2 s.
+   */
+  reconnectMaxDelayMs?: number;
 }
+
+/** How long opening a connection may take before the attempt fails (the request answers 503). */
+const CONNECTION_TIMEOUT_MS = 10_000;
 
 const INT8_OID = 20;
 // Our int8 columns hold millisecond timestamps, far below 2^53: read them as numbers. Scoped
@@ -51,26 +59,29 @@ function startupOptions(url: string, schema: string | undefined): string {
   return [fromUrl, '-c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
 }
 
-export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions): SqlDriver {
+export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs = 2_000 }: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
   }
-  const connection = { connectionString: url, types, options: startupOptions(url, schema) };
+  const connection = { connectionString: url, types, options: startupOptions(url, schema), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
   // A fifth of the connections (at least one) is shared by the short autocommit statements
   // (pg-shared.ts); transactions and statements built per request take one of the others.
   const sharedCount = Math.max(1, Math.round(poolSize / 5));
-  const shared = new SharedConnections(connection, sharedCount);
+  const shared = new SharedConnections(connection, sharedCount, { maxRetryDelayMs: reconnectMaxDelayMs });
   const pool = new pg.Pool({
     ...connection,
     max: Math.max(1, poolSize - sharedCount),
-    connectionTimeoutMillis: 10_000,
     // node-postgres's pipeline mode: a query is sent without waiting for the previous one's
     // answer. Awaited queries behave as before; `beforeCommit` statements travel with COMMIT.
     pipeline: true,
   });
-  // An idle connection dropped by the server: the pool discards it and reconnects on the next
-  // checkout. Without a listener the 'error' event would crash the process.
+  // A connection that drops (PostgreSQL restarting: 57P01, or a socket closed) emits 'error',
+  // and an 'error' event without a listener ends the process. The pool listens only while a
+  // connection is idle (it then discards it, reconnecting on the next checkout): this one also
+  // covers a checked-out connection, whose queries in flight fail instead (the transaction
+  // rejects, the request answers 503) and which the pool discards when it is released.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
 
   const listeners: Array<() => Promise<void>> = [];
 
@@ -88,7 +99,7 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
     });
     const run = async () => {
       for (let failures = 0; !stopped; ) {
-        const client = new pg.Client({ connectionString: url, options: startupOptions(url, schema), types });
+        const client = new pg.Client(connection);
         const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
         client.on('error', () => {}); // a dropped connection ends it: 'end' below reconnects
         try {
@@ -111,7 +122,7 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
           failures++;
           await client.end().catch(() => {});
         }
-        if (!stopped) await pause(Math.min(5_000, 50 * 2 ** failures));
+        if (!stopped) await pause(Math.min(reconnectMaxDelayMs, 50 * 2 ** failures));
       }
     };
     const running = run();
@@ -172,7 +183,13 @@ export function createPgDriver({ url, poolSize = 10, schema }: PgDriverOptions):
       // BEGIN leaves with the transaction's first statement, or with COMMIT: no round trip of
       // its own. Its failure (a broken connection) fails that statement too; it is awaited at the end.
       const state: { begun: Promise<unknown> | null } = { begun: null };
-      const begin = () => (state.begun = client.query(`BEGIN ${transactionMode(options)}`));
+      const begin = () => {
+        state.begun = client.query(`BEGIN ${transactionMode(options)}`);
+        // Awaited only when the transaction ends: until then, its failure (the connection
+        // dropped) must not count as an unhandled rejection, which would end the process.
+        state.begun.catch(() => {});
+        return state.begun;
+      };
       const deferred: DeferredStatement[] = [];
       const builders: Array<() => DeferredStatement[]> = [];
       const tx: SqlTransaction = {
