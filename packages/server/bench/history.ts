@@ -325,6 +325,7 @@ async function main(): Promise<void> {
   const servers: Array<{ history: boolean; child: ChildProcess; port: number; schema: string; dataDir: string }> = [];
   // The bench's own PostgreSQL connection: WAL positions, and the vacuum between rounds.
   const wal = backend === 'postgresql' ? new pg.Client({ connectionString: values.url }) : null;
+  wal?.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
   await wal?.connect();
   try {
     for (const history of [false, true]) {
@@ -384,6 +385,7 @@ async function main(): Promise<void> {
       await stopServerChild(server.child);
       if (backend === 'postgresql') {
         const client = new pg.Client({ connectionString: values.url });
+        client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
         await client.connect();
         await client.query(`DROP SCHEMA IF EXISTS ${server.schema} CASCADE`);
         await client.end();

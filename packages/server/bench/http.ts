@@ -399,6 +399,7 @@ async function main(): Promise<void> {
 
 async function openSql(config: ChildConfig): Promise<SqlClient> {
   const client = new pg.Client({ connectionString: config.url, options: `-c search_path=${config.schema}` });
+  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
   await client.connect();
   return { query: (text, params) => client.query(text, params), close: () => client.end() };
 }
@@ -406,6 +407,7 @@ async function openSql(config: ChildConfig): Promise<SqlClient> {
 async function cleanUp(config: ChildConfig): Promise<void> {
   if (config.backend === 'postgresql') {
     const client = new pg.Client({ connectionString: config.url });
+    client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
     await client.connect();
     try {
       await client.query(`DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);

@@ -59,6 +59,7 @@ const storage = await createPostgresStorage({ url: values.url, schema, autoMigra
 const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent' } });
 const app = await buildServer({ settings, storage, logger: false });
 const client = new pg.Client({ connectionString: values.url, options: `-c search_path=${schema}` });
+client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
 await client.connect();
 try {
   const base = await app.listen({ host: '127.0.0.1', port: 0 });

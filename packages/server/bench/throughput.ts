@@ -335,6 +335,7 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
 /** Why PostgreSQL cannot be used, or null when it answers. */
 async function postgresProblem(url: string): Promise<string | null> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
   try {
     await client.connect();
   } catch (error) {
@@ -346,6 +347,7 @@ async function postgresProblem(url: string): Promise<string | null> {
 
 async function dropSchema(config: ChildConfig): Promise<void> {
   const client = new pg.Client({ connectionString: config.url });
+  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
   await client.connect();
   try {
     await client.query(`DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);

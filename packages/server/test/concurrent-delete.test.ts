@@ -5,13 +5,12 @@
  * is plain SQL held open mid-way.
  */
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { basicAuth, testSettings } from './helpers/embedded-server.js';
-import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from './helpers/postgres.js';
+import { dropSchema, newSchemaName, PG_URL, postgresUnavailable, testClient } from './helpers/postgres.js';
 
 const alice = { ...basicAuth('alice'), 'content-type': 'application/json' };
 const pgReason = await postgresUnavailable('concurrent-delete.test.ts');
@@ -36,8 +35,8 @@ describe.skipIf(pgReason !== undefined)('concurrent deletions of a record, on Po
     for (const url of ['/v1/buckets/b', '/v1/buckets/b/collections/c', '/v1/buckets/b/collections/c/records/r']) {
       expect((await app.inject({ method: 'PUT', url, headers: alice })).statusCode).toBe(201);
     }
-    const other = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
-    const watcher = new pg.Client({ connectionString: PG_URL });
+    const other = testClient({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    const watcher = testClient({ connectionString: PG_URL });
     await other.connect();
     await watcher.connect();
     try {

@@ -12,18 +12,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings, type Settings } from '../src/config.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
+import { dropSchema, PG_URL, testClient } from './helpers/postgres.js';
 
 const SERVER_DIR = fileURLToPath(new URL('..', import.meta.url));
 const CLI = fileURLToPath(new URL('../../conformance/src/cli.ts', import.meta.url));
 const MAX_BODY_BYTES = 256 * 1024;
-const PG_URL = process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const FULL_RUN_MS = 300_000;
 
 interface Target {
@@ -157,22 +156,19 @@ const openEmbedded: OpenStore = async () => ({ storage: await createSqliteStorag
 
 /** A fresh schema, or why PostgreSQL cannot be used (a failure under QUIRE_TEST_REQUIRE_PG). */
 const openPostgres: OpenStore = async () => {
-  const probe = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  // Closed at once: a connection left idle for the run dies with any PostgreSQL restart.
+  const probe = testClient({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
   try {
     await probe.connect();
   } catch (error) {
     if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${PG_URL}: ${(error as Error).message}`);
     return `PostgreSQL unreachable at ${PG_URL} (${(error as Error).message})`;
+  } finally {
+    await probe.end().catch(() => {});
   }
   const schema = `quire_cli_${randomBytes(6).toString('hex')}`;
   const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 10 });
-  return {
-    storage,
-    dispose: async () => {
-      await probe.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await probe.end();
-    },
-  };
+  return { storage, dispose: () => dropSchema(schema) };
 };
 
 describeFullRun('the embedded store', openEmbedded);

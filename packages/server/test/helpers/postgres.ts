@@ -7,8 +7,20 @@ import pg from 'pg';
 
 export const PG_URL = process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 
+/**
+ * A `pg.Client` for test code, listening for 'error'. PostgreSQL ending a session (a restart,
+ * pg_terminate_backend, an idle timeout) makes its client emit 'error', and an 'error' event
+ * without a listener ends the process: in a global setup, the whole vitest run. Here the
+ * client's next query fails instead. Use it for every client a test opens.
+ */
+export function testClient(config: string | pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config);
+  client.on('error', () => {});
+  return client;
+}
+
 export async function postgresUnavailable(file: string): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  const client = testClient({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
   try {
     await client.connect();
     await client.query('SELECT 1');
@@ -27,7 +39,7 @@ export const newSchemaName = (): string => `quire_test_${randomUUID().replaceAll
 
 /** Runs SQL as an administrator, outside any test schema. */
 export async function runAsAdmin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL });
+  const client = testClient({ connectionString: PG_URL });
   await client.connect();
   try {
     await client.query(sql);
