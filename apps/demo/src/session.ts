@@ -80,6 +80,8 @@ export function endSession(session: Session): void {
 }
 
 function loginFailure(error: unknown): never {
+  // Quire refuses a wrong password for an existing account with 401 (Kinto: as anonymous, below).
+  if (error instanceof ServerError && error.status === 401) throw new UserError('Wrong username or password.');
   if (error instanceof ServerError && error.status === 429) throw new UserError('Too many failed attempts. Wait a few minutes and try again.');
   if (error instanceof QuireError && error.code.startsWith('QUIRE_ERR_TRANSPORT')) {
     throw new UserError('Cannot reach the Quire server. Logging in needs a connection (lists you already opened here work offline).');

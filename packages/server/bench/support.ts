@@ -3,15 +3,15 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import autocannon from 'autocannon';
-import { loadSettings } from '../src/config.js';
+import { loadSettings, type Settings } from '../src/config.js';
 import { askChild } from './child-server.js';
 
 /** Basic auth of the user every benchmark writes and reads as. */
 export const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
 
 /** The settings of a benchmarked Quire server: defaults, no logging. */
-export function benchSettings() {
-  return loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench-secret', log_level: 'silent' } });
+export function benchSettings(overrides: Partial<Settings> = {}) {
+  return loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench-secret', log_level: 'silent', ...overrides } });
 }
 
 /** The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates. bench/http.ts computes the same in SQL. */

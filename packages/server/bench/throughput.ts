@@ -45,6 +45,9 @@
  *               dropped at the end; skipped, with the reason, when PostgreSQL does not answer.
  *   embedded    Quire on the embedded store (SQLite) in a temporary directory, removed at the end.
  *   pglite      the same on PGlite, the embedded store it replaced (for comparison).
+ *   observed    Quire on PostgreSQL as operators run it: metrics on (`metrics_enabled`) and one
+ *               log line per request at `info` (written to /dev/null); compare with postgresql
+ *               in the same run (`--only ceiling,postgresql,observed`) for the cost of both.
  * Each Quire server is set up through its API first: bucket `bench`, collections `items` (1,000
  * records, created by /batch requests of 25 PUTs), `writes` and `batches`.
  *
@@ -53,6 +56,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,7 +73,7 @@ import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { childConfig, isServerChild, serveClusterInChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
 
-const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite'] as const;
+const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite', 'observed'] as const;
 /** Run unless `--only` says otherwise; `pglite` (the embedded store before SQLite) only on demand. */
 const DEFAULT_SERVERS = 'ceiling,postgresql,embedded';
 type ServerName = (typeof SERVERS)[number];
@@ -130,20 +134,23 @@ function ceilingApp(): FastifyInstance {
 
 async function serve(config: ChildConfig): Promise<void> {
   if (config.server === 'ceiling') return serveInChild(ceilingApp(), null);
-  if (config.server === 'postgresql' && config.workers > 1) {
+  const onPostgresql = config.server === 'postgresql' || config.server === 'observed';
+  const settings = config.server === 'observed' ? benchSettings({ metrics_enabled: true, log_level: 'info', log_format: 'json' }) : benchSettings();
+  const logger = config.server === 'observed' ? { stream: createWriteStream('/dev/null') } : false;
+  if (onPostgresql && config.workers > 1) {
     // Every worker migrates the fresh schema: migrate() serialises them with an advisory lock.
     return serveClusterInChild(config.workers, async () => {
       const storage = await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 });
-      return { app: await buildServer({ settings: benchSettings(), storage, logger: false }), storage };
+      return { app: await buildServer({ settings, storage, logger }), storage };
     });
   }
   const storage =
-    config.server === 'postgresql'
+    onPostgresql
       ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
       : config.server === 'pglite'
         ? await createPgliteStorage({ dataDir: config.dataDir })
         : await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
-  await serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage, cpuReply);
+  await serveInChild(await buildServer({ settings, storage, logger }), storage, cpuReply);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,14 +294,14 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
     url: options.url,
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
     dataDir: server === 'embedded' || server === 'pglite' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
-    workers: server === 'postgresql' ? options.workers : 1,
+    workers: server === 'postgresql' || server === 'observed' ? options.workers : 1,
   };
   const profileDir = options.profileDir && server !== 'ceiling' ? join(options.profileDir, server) : null;
   let child: ChildProcess | null = null;
   const results = new Map<WorkloadKey, Measure>();
   try {
     const started = performance.now();
-    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}, ${config.workers} process${config.workers > 1 ? 'es' : ''}`, embedded: config.dataDir, pglite: config.dataDir }[server];
+    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}, ${config.workers} process${config.workers > 1 ? 'es' : ''}`, embedded: config.dataDir, pglite: config.dataDir, observed: `schema ${config.schema}, metrics and logs on` }[server];
     const serverChild = await startServerChild(fileURLToPath(import.meta.url), config, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     child = serverChild.child;
     const origin = `http://127.0.0.1:${serverChild.port}`;
@@ -325,7 +332,7 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
     }
   } finally {
     if (child) await stopServerChild(child);
-    if (server === 'postgresql') await dropSchema(config);
+    if (server === 'postgresql' || server === 'observed') await dropSchema(config);
     if (config.dataDir) await rm(config.dataDir, { recursive: true, force: true });
   }
   if (profileDir) console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
@@ -411,7 +418,7 @@ async function main(): Promise<void> {
   const results = new Map<ServerName, Map<WorkloadKey, Measure>>();
   const skipped = new Map<ServerName, string>();
   for (const server of servers) {
-    const problem = server === 'postgresql' ? await postgresProblem(options.url) : null;
+    const problem = server === 'postgresql' || server === 'observed' ? await postgresProblem(options.url) : null;
     if (problem) {
       skipped.set(server, problem);
       console.log(`${server}: skipped, ${problem}`);
@@ -426,6 +433,7 @@ async function main(): Promise<void> {
     postgresql: 'postgresql req/s (% of ceiling) · p50/p99 ms',
     embedded: 'embedded req/s (% of ceiling, % of postgresql) · p50/p99 ms',
     pglite: 'pglite req/s (% of ceiling, % of postgresql) · p50/p99 ms',
+    observed: 'observed req/s (% of ceiling, % of postgresql) · p50/p99 ms',
   };
   const json: Array<Record<string, unknown>> = [];
   const rows = options.keys.map((key) => {
@@ -437,7 +445,7 @@ async function main(): Promise<void> {
       const rps = result.requestsPerSecond;
       const ratios = [
         server !== 'ceiling' && ceiling ? percent(rps, ceiling.requestsPerSecond) : null,
-        (server === 'embedded' || server === 'pglite') && postgresql ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql` : null,
+        server !== 'ceiling' && server !== 'postgresql' && postgresql ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql` : null,
       ].filter((ratio) => ratio !== null);
       const records = result.recordsPerSecond ? ` = ${formatNumber(result.recordsPerSecond)} records/s` : '';
       json.push({
@@ -450,7 +458,7 @@ async function main(): Promise<void> {
         p99: result.p99,
         ...(result.serverCpuMs === undefined ? {} : { serverCpuMsPerRequest: result.serverCpuMs, postgresCpuMsPerRequest: result.postgresCpuMs }),
         ...(server !== 'ceiling' && ceiling ? { ofCeiling: rps / ceiling.requestsPerSecond } : {}),
-        ...((server === 'embedded' || server === 'pglite') && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
+        ...(server !== 'ceiling' && server !== 'postgresql' && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
       });
       return `${formatNumber(rps)}${records}${ratios.length > 0 ? ` (${ratios.join(', ')})` : ''} · ${result.p50}/${result.p99}`;
     });

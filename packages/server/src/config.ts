@@ -112,8 +112,13 @@ export const SETTINGS = {
   account_read_principals: { type: 'list', default: [], description: 'Principals granted read on every account (they list all accounts).' },
   account_write_principals: { type: 'list', default: [], description: 'Account administrators: write on every account, create accounts for others.' },
   account_cache_ttl_seconds: { type: 'integer', default: 30, min: 0, description: 'How long a verified account password is remembered by a process (0: check the hash on every request).' },
-  account_login_max_failures: { type: 'integer', default: 10, min: 1, description: 'Wrong passwords allowed per account within `account_login_window_seconds` before its logins get 429.' },
-  account_login_max_failures_per_ip: { type: 'integer', default: 50, min: 1, description: 'Wrong account passwords allowed per client address within the window before its logins get 429.' },
+  account_login_max_failures: {
+    type: 'integer',
+    default: 10,
+    min: 1,
+    description: 'Failed logins allowed per account and client address within `account_login_window_seconds` before that address’s logins to that account get 429 (the owner, elsewhere, is not blocked).',
+  },
+  account_login_max_failures_per_ip: { type: 'integer', default: 50, min: 1, description: 'Failed account logins allowed per client address (IPv6: per /64), whatever the account, within the window before its logins get 429.' },
   account_login_window_seconds: { type: 'integer', default: 900, min: 1, description: 'Window of the login failure limits (also the longest `Retry-After`).' },
   account_login_limiter_redis_url: {
     type: 'string',

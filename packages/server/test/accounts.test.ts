@@ -309,7 +309,7 @@ describe('login failure limits', () => {
     await app?.close();
     app = null;
   });
-  it('answers 429 errno 117 with Retry-After once an account used up its wrong passwords, even with the right one', async () => {
+  it('answers 429 errno 117 with Retry-After once an address used up its wrong passwords for an account, even with the right one', async () => {
     app = await buildServer({ storage, logger: false, settings: settingsWith({ account_login_max_failures: 3, account_login_window_seconds: 60 }) });
     await app.inject({ method: 'PUT', url: '/v1/accounts/erin', payload: { data: { password: 'right' } } });
     for (let attempt = 0; attempt < 3; attempt++) expect(await userOf(app, basic('erin', `wrong-${attempt}`))).toBeUndefined();

@@ -270,11 +270,11 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
 
   /**
    * After a password change or a deletion: this process forgets the remembered password; a
-   * password reset also clears the failures that locked the account.
+   * password reset also clears the failures that locked the account from the caller's address.
    */
-  async function afterPasswordChange(id: string, reset: boolean): Promise<void> {
+  async function afterPasswordChange(request: FastifyRequest, id: string, reset: boolean): Promise<void> {
     policy.credentials.forget(id);
-    if (reset) await policy.limiter.recordSuccess(id);
+    if (reset) await policy.limiter.forgetFailures(id, policy.loginAddress({ headers: request.headers, ...(request.batch ? {} : { ip: request.ip }) }));
   }
 
   return {
@@ -354,7 +354,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         if (!existing) checkCreation(identity, id);
         return storeAccount(session, identity, id, existing, body, reply);
       });
-      await afterPasswordChange(id, usedTemporaryPassword);
+      await afterPasswordChange(request, id, usedTemporaryPassword);
       return result;
     },
 
@@ -403,7 +403,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
 
         return { data: patchResponseData(behavior, changes, publicAccount(stored), existing), permissions: acl };
       });
-      await afterPasswordChange(id, usedTemporaryPassword);
+      await afterPasswordChange(request, id, usedTemporaryPassword);
       return result;
     },
 
@@ -426,7 +426,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
         setTimestampHeaders(reply, tombstone.last_modified);
         return { data: tombstone };
       });
-      await afterPasswordChange(id, false);
+      await afterPasswordChange(request, id, false);
       return result;
     },
   };

@@ -1,14 +1,26 @@
 /**
- * Limits wrong account passwords, per account id and per client address, so that passwords
- * cannot be guessed at speed. Over a limit, logins with Basic credentials for that account (or
- * from that address) get 429 errno 117 with `Retry-After` until the window ends — also with the
+ * Limits failed account logins so that passwords cannot be guessed at speed, without letting
+ * anyone lock an account's owner out:
+ * - per (account, client address) pair: `account_login_max_failures`. Failures from one address
+ *   block that address's logins to that account only, so the owner, from their usual address,
+ *   is never blocked by someone else's failures (a limit per account alone lets anybody lock
+ *   out anybody with a few wrong passwords).
+ * - per client address, whatever the account: `account_login_max_failures_per_ip`, so that one
+ *   address cannot try a few passwords on many accounts.
+ * An IPv6 client is counted by its /64 network: one host commonly holds a whole /64.
+ *
+ * Over a limit, logins with Basic credentials for that account from that address (or from that
+ * address at all) get 429 errno 117 with `Retry-After` until the window ends — also with the
  * right password, else a guesser would learn which guess was right.
  *
  * Counters live in memory (per process) or, with `account_login_limiter_redis_url`, in Redis,
- * shared by every process. Successful logins cost one counter read per key, no write; a
- * success resets the account's counter. If Redis fails, logins are not limited (logged): the
- * limiter must not take authentication down with it.
+ * shared by every process. A login answered from the verified-password cache costs one counter
+ * read per key; a password check counts as a failure first and is given back when right. A
+ * success resets its pair's counter, and only gives back the address its own point (an
+ * attacker's own account must not refill the address's allowance). If Redis fails, logins are
+ * not limited (logged): the limiter must not take authentication down with it.
  */
+import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Settings } from '../config.js';
@@ -18,8 +30,27 @@ export interface LoginLimiterLogger {
   warn(object: Record<string, unknown>, message: string): void;
 }
 
+/**
+ * The key an address is counted under: an IPv4 address itself (IPv4-mapped IPv6 included), the
+ * /64 network of an IPv6 address. Other strings (e.g. the batch pseudo-address) as they are.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped?.[1]) return mapped[1];
+  const plain = address.split('%')[0] ?? address; // zone index of a link-local address
+  if (!isIPv6(plain)) return address;
+  const [head = '', tail] = plain.split('::');
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const before = groups(head);
+  const after = tail === undefined ? [] : groups(tail);
+  // Only the first four groups matter; an embedded IPv4 tail (two groups) sits after them.
+  const missing = 8 - before.length - after.length - (after.at(-1)?.includes('.') ? 1 : 0);
+  const full = [...before, ...Array<string>(Math.max(missing, 0)).fill('0'), ...after];
+  return `${full.slice(0, 4).map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
+}
+
 export class LoginLimiter {
-  readonly #byAccount: RateLimiterAbstract;
+  readonly #byPair: RateLimiterAbstract;
   readonly #byAddress: RateLimiterAbstract;
   readonly #redis: Redis | null;
   #logger: LoginLimiterLogger | null = null;
@@ -34,7 +65,7 @@ export class LoginLimiter {
       this.#redis
         ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix, points, duration })
         : new RateLimiterMemory({ keyPrefix, points, duration });
-    this.#byAccount = make('quire-login-account', settings.account_login_max_failures);
+    this.#byPair = make('quire-login-account-ip', settings.account_login_max_failures);
     this.#byAddress = make('quire-login-ip', settings.account_login_max_failures_per_ip);
   }
 
@@ -42,28 +73,36 @@ export class LoginLimiter {
     this.#logger = logger;
   }
 
-  /** Throws 429 when the account or the address used up its failures. */
-  async assertAllowed(accountId: string, address: string | undefined): Promise<void> {
-    const [account, client] = await Promise.all([
-      this.#state(this.#byAccount, accountId),
-      address === undefined ? null : this.#state(this.#byAddress, address),
-    ]);
-    const waits = [account, client].filter((wait): wait is number => wait !== null);
-    if (waits.length === 0) return;
-    const seconds = Math.max(1, Math.ceil(Math.max(...waits) / 1000));
-    throw new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
-      message: 'Too many failed login attempts, retry later.',
-      headers: { 'Retry-After': String(seconds) },
-    });
+  /** Throws 429 when this address used up its failures, on this account or on all. Reads only. */
+  async assertAllowed(accountId: string, address: string): Promise<void> {
+    const key = addressKey(address);
+    tooMany(await Promise.all([this.#state(this.#byPair, pairKey(accountId, key)), this.#state(this.#byAddress, key)]));
   }
 
-  async recordFailure(accountId: string, address: string | undefined): Promise<void> {
-    await Promise.all([this.#penalize(this.#byAccount, accountId), address === undefined ? null : this.#penalize(this.#byAddress, address)]);
+  /**
+   * Counts a password check about to be made as a failure, and throws 429 if that goes over a
+   * limit. Counted before the check, atomically (also in Redis), so that guesses sent in
+   * parallel cannot all pass `assertAllowed` first; a right password gives it back.
+   */
+  async countAttempt(accountId: string, address: string): Promise<void> {
+    const key = addressKey(address);
+    tooMany(await Promise.all([this.#consume(this.#byPair, pairKey(accountId, key)), this.#consume(this.#byAddress, key)]));
   }
 
-  async recordSuccess(accountId: string): Promise<void> {
+  /** The password counted by `countAttempt` was right: its pair starts afresh, the address gets its point back. */
+  async attemptSucceeded(accountId: string, address: string): Promise<void> {
+    const key = addressKey(address);
     try {
-      await this.#byAccount.delete(accountId);
+      await Promise.all([this.#byPair.delete(pairKey(accountId, key)), this.#byAddress.reward(key, 1)]);
+    } catch (error) {
+      this.#storeFailed(error);
+    }
+  }
+
+  /** A password reset from this address: the failures of its pair are forgotten. */
+  async forgetFailures(accountId: string, address: string): Promise<void> {
+    try {
+      await this.#byPair.delete(pairKey(accountId, addressKey(address)));
     } catch (error) {
       this.#storeFailed(error);
     }
@@ -84,15 +123,33 @@ export class LoginLimiter {
     }
   }
 
-  async #penalize(limiter: RateLimiterAbstract, key: string): Promise<void> {
+  /** Adds a point; milliseconds until the key may log in again when that went over the limit. */
+  async #consume(limiter: RateLimiterAbstract, key: string): Promise<number | null> {
     try {
-      await limiter.penalty(key, 1);
+      const state = await limiter.penalty(key, 1);
+      return state.consumedPoints > limiter.points ? Math.max(state.msBeforeNext, 1000) : null;
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) this.#storeFailed(error);
+      return null;
     }
   }
 
   #storeFailed(error: unknown): void {
     this.#logger?.warn({ error: (error as Error)?.message }, 'login limiter store unavailable: logins not limited');
   }
+}
+
+/** 429 errno 117 with the longest of the waits, if any. */
+function tooMany(waits: Array<number | null>): void {
+  const longest = Math.max(0, ...waits.filter((wait): wait is number => wait !== null));
+  if (longest === 0) return;
+  throw new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
+    message: 'Too many failed login attempts, retry later.',
+    headers: { 'Retry-After': String(Math.max(1, Math.ceil(longest / 1000))) },
+  });
+}
+
+/** Account ids cannot hold a space: the pair's key is unambiguous. */
+function pairKey(accountId: string, addressKey: string): string {
+  return `${accountId} ${addressKey}`;
 }

@@ -1,15 +1,23 @@
 /**
  * The `account` authentication policy (protocol-reference §9.1, §13.2): Basic Auth whose user
  * name is an account id and whose password matches the account's argon2 hash; the user id is
- * `account:<id>`. Anything else declines (the next policy may accept the credentials). An
- * account awaiting validation cannot log in (a missing `validated` counts as validated).
+ * `account:<id>`. An account awaiting validation cannot log in (a missing `validated` counts as
+ * validated).
+ *
+ * Credentials that name an existing account and do not log in answer 401. Deliberate difference
+ * (README): Kinto declines them, and `basicauth` then makes a mistyped password another, empty
+ * user — whose writes land elsewhere — while an attacker's guesses never see a failure.
+ * A name that is no account is declined when `basicauth` comes later (it is that policy's user:
+ * the answer shows then whether an account has the name). Otherwise it is refused the same way.
  */
 import { parseBasicAuthorization } from '../auth/basicauth.js';
-import type { AuthPolicy } from '../auth/policy.js';
+import type { AuthPolicy, AuthRequest } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
+import { ApiError, ERRNO } from '../errors.js';
 import type { Storage } from '../storage/types.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
+import { BATCH_ADDRESS, LoginAddresses } from './login-addresses.js';
 import { LoginLimiter } from './login-limiter.js';
 import { verifyPassword } from './password.js';
 
@@ -20,7 +28,11 @@ export interface AccountPolicy extends AuthPolicy {
   /** Shared with the account endpoints, which forget an account's entries when it changes. */
   readonly credentials: VerifiedCredentialsCache;
   readonly limiter: LoginLimiter;
+  /** The client address a request's login counts against (a batch sub-request: its batch's). */
+  loginAddress(request: AuthRequest): string;
 }
+
+const CHALLENGE = 'Basic realm="Realm"';
 
 /** Boot-time checks Kinto makes too: a misconfiguration fails loudly rather than half-working. */
 function checkSettings(settings: Settings): void {
@@ -47,33 +59,55 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
   checkSettings(settings);
   const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds);
   const limiter = new LoginLimiter(settings);
+  // A batch's sub-requests run within its time budget after the batch's own login.
+  const addresses = new LoginAddresses(settings.batch_timeout_seconds + 5);
+  const policies = settings.multiauth_policies;
+  const basicAuthAfter = policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
+
+  const loginAddress = ({ headers, ip }: AuthRequest): string => {
+    if (ip !== undefined) return ip;
+    const given = parseBasicAuthorization(headers.authorization);
+    return given ? addresses.addressOf(given.username, given.password) : BATCH_ADDRESS;
+  };
+
   return {
     name: ACCOUNT_POLICY,
-    challenge: 'Basic realm="Realm"',
+    challenge: CHALLENGE,
     credentials,
     limiter,
-    async authenticate({ headers, ip: address, batch }) {
+    loginAddress,
+    async authenticate({ headers, ip, batch }) {
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
       const { username: id, password } = given;
+      const address = ip ?? addresses.addressOf(id, password);
       // A temporary password (validation flow) is a UUID4 checked by the account endpoints, not
       // here: it must get through even when forgotten passwords used up the account's limit.
       // Guessing in that 122-bit space needs no limit.
-      const limited = !(settings.account_validation && TEMPORARY_PASSWORD.test(password));
-      if (limited) await limiter.assertAllowed(id, address);
-      if (credentials.has(id, password)) return accountUserId(id);
+      const temporary = settings.account_validation && TEMPORARY_PASSWORD.test(password);
+      if (!temporary) await limiter.assertAllowed(id, address);
+      if (credentials.has(id, password)) {
+        if (ip !== undefined) addresses.remember(id, password, ip);
+        return accountUserId(id);
+      }
 
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
       const account = await (batch ?? storage).get(ACCOUNT_SCOPE, id);
-      if (!account || typeof account.password !== 'string') return null;
-      if (settings.account_validation && account.validated === false) return null;
-      if (!(await verifyPassword(account.password, password))) {
-        if (limited) await limiter.recordFailure(id, address);
-        return null;
+      if (!account && basicAuthAfter) return null;
+      if (!temporary) await limiter.countAttempt(id, address);
+      const matches = typeof account?.password === 'string' && (await verifyPassword(account.password, password));
+      if (matches && !temporary) await limiter.attemptSucceeded(id, address);
+      if (matches && !(settings.account_validation && account?.validated === false)) {
+        credentials.remember(id, password);
+        if (ip !== undefined) addresses.remember(id, password, ip);
+        return accountUserId(id);
       }
-      credentials.remember(id, password);
-      await limiter.recordSuccess(id);
-      return accountUserId(id);
+      if (temporary) return null;
+      // Not a fall-through to `basicauth` (see above): the caller learns that the login failed.
+      throw new ApiError(401, ERRNO.MISSING_AUTH_TOKEN, {
+        message: 'Please authenticate yourself to use this endpoint.',
+        headers: { 'WWW-Authenticate': CHALLENGE },
+      });
     },
   };
 }

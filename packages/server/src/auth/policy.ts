@@ -8,7 +8,11 @@ export interface AuthPolicy {
   readonly capability?: { description: string; url: string; [extra: string]: unknown };
   /** `WWW-Authenticate` challenge sent with 401 responses. */
   readonly challenge: string;
-  /** The prefixed user id, or null when the request carries no credentials this policy accepts. */
+  /**
+   * The prefixed user id, or null when the request carries no credentials this policy accepts
+   * (the next policy may). Throws an ApiError to refuse them outright (e.g. the account policy:
+   * 401 for a wrong password, 429 over the login limits).
+   */
   authenticate(request: AuthRequest): Promise<string | null>;
   /** Work done once before the server accepts requests (e.g. OpenID discovery); failing stops the boot. */
   init?(): Promise<void>;
@@ -19,7 +23,8 @@ export interface AuthRequest {
   headers: Record<string, string | string[] | undefined>;
   /**
    * The client's address (for login limits). Absent for batch sub-requests: injected, they all
-   * come from the loopback address, whose allowance they must not exhaust.
+   * come from the loopback address, whose allowance they must not exhaust (the account policy
+   * counts them against their batch's address: accounts/login-addresses.ts).
    */
   ip?: string;
   /** The transaction of the batch the request belongs to: reads go through it. */

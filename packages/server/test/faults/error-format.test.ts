@@ -6,9 +6,8 @@
  * written byte by byte on a socket.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { listen } from '../helpers/from-address.js';
 import { basicAuth, useEmbeddedStore } from '../helpers/embedded-server.js';
-import { protocolErrorProblem, rawRequest, type RawResponse } from './protocol.js';
+import { listen, protocolErrorProblem, rawRequest, type RawResponse } from './protocol.js';
 
 const AUTH = basicAuth('alice').authorization;
 

@@ -2,7 +2,14 @@
  * What every error must look like (protocol-reference §1.1), and requests written byte by byte
  * on a socket: malformed HTTP that no client library would send.
  */
-import { connect } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+
+/** Listens on 127.0.0.1 (port 0) and returns the port. */
+export async function listen(app: FastifyInstance): Promise<number> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return (app.server.address() as AddressInfo).port;
+}
 
 /** The errno table of protocol-reference §1.2. */
 export const ERRNOS: ReadonlySet<number> = new Set([104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 121, 122, 201, 202, 999]);
