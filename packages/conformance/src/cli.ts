@@ -4,6 +4,7 @@
  * deployment and exits non-zero on any unexpected failure. See README.md.
  */
 import { parseArgs } from 'node:util';
+import { shippedExpectations } from './report/expectations.js';
 import { toTable } from './report/table.js';
 import { REPORT_FORMATS, runConformance, type Credentials, type ReportFormat } from './run.js';
 
@@ -16,14 +17,24 @@ restrict the run to those files.
 Options:
   --user name:password     Credentials of an existing user (repeat: two or more users are
                            needed for the permission checks). Not needed when the deployment
-                           offers Basic Auth identities (capability "basicauth").
+                           offers Basic Auth identities (capability "basicauth"). A check that
+                           needs more identities than given is skipped, saying so.
                            Also: QUIRE_CONFORMANCE_USER_1, QUIRE_CONFORMANCE_USER_2, … (name:password).
-  --create-accounts        Create throwaway accounts through the accounts plugin (capability
-                           "accounts"), deleted at the end.
+  --create-accounts        Identities are throwaway accounts (capability "accounts", anonymous
+                           sign-up), created as the checks use them and deleted at the end.
+  --accounts-admin id:password
+                           An account listed in account_write_principals: runs the accounts
+                           administration checks (also QUIRE_CONFORMANCE_ACCOUNTS_ADMIN).
+  --bucket-reader name:password
+                           An identity granted read on every bucket by the settings
+                           (bucket_read_principals): runs the "globally granted principal"
+                           checks (also QUIRE_CONFORMANCE_BUCKET_READER).
   --read-only              Run only the checks that write nothing (creates no bucket).
-  --expectations <file>    Known deviations of the target (JSON: {"deviations":[{"test","reason"}]}).
+  --expectations <name|file>
+                           Known deviations of the target: a JSON file, or the name of one
+                           shipped with the suite (${shippedExpectations().join(', ') || 'none'}).
   --report <formats>       Write reports: json, junit, html (comma-separated, or repeat).
-  --output <dir>           Directory of the report files (default: current directory).
+  --output <dir>           Directory of the report files (default: the current directory).
   --max-body-bytes <n>     The deployment's request body limit, to check its 413 answer.
   --backoff <seconds>      The deployment sends Backoff: <seconds> on every response (its backoff
                            setting, without a percentage): check that it does.
@@ -61,6 +72,8 @@ async function main(): Promise<number> {
       options: {
         user: { type: 'string', multiple: true },
         'create-accounts': { type: 'boolean' },
+        'accounts-admin': { type: 'string' },
+        'bucket-reader': { type: 'string' },
         'read-only': { type: 'boolean' },
         expectations: { type: 'string' },
         report: { type: 'string', multiple: true },
@@ -84,6 +97,8 @@ async function main(): Promise<number> {
   const reports = (values.report ?? []).flatMap((r) => r.split(',')).map((r) => r.trim()).filter(Boolean);
   for (const r of reports) if (!REPORT_FORMATS.includes(r as ReportFormat)) fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
   const users = [...(values.user ?? []).map((u) => parseCredentials(u, '--user')), ...credentialsFromEnv()];
+  const accountsAdmin = values['accounts-admin'] !== undefined ? parseCredentials(values['accounts-admin'], '--accounts-admin') : undefined;
+  const bucketReader = values['bucket-reader'] !== undefined ? parseCredentials(values['bucket-reader'], '--bucket-reader') : undefined;
   let maxBodyBytes: number | undefined;
   if (values['max-body-bytes'] !== undefined) {
     maxBodyBytes = Number(values['max-body-bytes']);
@@ -111,6 +126,8 @@ async function main(): Promise<number> {
       baseUrl,
       users,
       createAccounts: Boolean(values['create-accounts']),
+      ...(accountsAdmin ? { accountsAdmin } : {}),
+      ...(bucketReader ? { bucketReader } : {}),
       readOnly: Boolean(values['read-only']),
       ...(values.expectations ? { expectations: values.expectations } : {}),
       reports: reports as ReportFormat[],
@@ -125,6 +142,11 @@ async function main(): Promise<number> {
     });
     process.stdout.write(`\n${toTable(report)}\n`);
     for (const e of report.runErrors) process.stdout.write(`Run error: ${e.split('\n')[0]}\n`);
+    const listed = report.tests.filter((t) => t.outcome === 'expected-failure' || t.outcome === 'unexpected-pass');
+    if (listed.length) {
+      process.stdout.write(`\nListed in ${report.mode.expectationsFile ?? 'the expectations'}:\n`);
+      for (const t of listed) process.stdout.write(`  ${t.outcome === 'expected-failure' ? 'expected deviation ' : 'UNEXPECTEDLY PASSED'}  ${t.id}\n`);
+    }
     const s = report.summary;
     process.stdout.write(
       `${report.interrupted ? 'INTERRUPTED' : s.unexpected === 0 ? 'OK' : 'FAILED'}: ${s.passed} passed, ${s.failed} failed, ${s['expected-failure']} expected deviations, ` +

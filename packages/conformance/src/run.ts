@@ -6,12 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { createVitest, type Vitest } from 'vitest/node';
 import { normaliseBaseUrl } from './harness/config.js';
-import { loadExpectations, type Expectations } from './report/expectations.js';
+import { packageRoot } from './package-root.js';
+import { loadExpectations, resolveExpectations, type Expectations } from './report/expectations.js';
 import { toHtml } from './report/html.js';
 import { toJson } from './report/json.js';
 import { toJUnit } from './report/junit.js';
@@ -32,13 +32,27 @@ export interface RunOptions {
   baseUrl: string;
   /** Credentials of existing users (for deployments without `basicauth`). */
   users?: Credentials[];
-  /** Create throwaway accounts through the accounts plugin (capability `accounts`), deleted at the end. */
+  /**
+   * Create throwaway accounts through the accounts plugin (capability `accounts`, anonymous
+   * sign-up): each check's identities are new accounts, created on first use, deleted after
+   * their file and at the end of the run.
+   */
   createAccounts?: boolean;
+  /** An administrator account (`id:password`, listed in `account_write_principals`): runs the accounts administration checks. */
+  accountsAdmin?: Credentials;
+  /** An identity granted `read` on every bucket by the settings (`bucket_read_principals`): runs the "globally granted principal" checks. */
+  bucketReader?: Credentials;
   /** Only the checks that write nothing. */
   readOnly?: boolean;
-  /** Expectations (known deviations): a parsed object or the path of the file. */
+  /**
+   * Expectations (known deviations): a parsed object, the path of a file, or the name of a file
+   * shipped in the package's `expectations/` folder (`kinto-26.3`).
+   */
   expectations?: Expectations | string;
-  /** Report files to write, into `outputDir` (default: the current directory). */
+  /**
+   * Report files to write, into `outputDir`: by default the current directory, or, when that
+   * is inside this package (a package script), the directory the script was started from.
+   */
   reports?: ReportFormat[];
   outputDir?: string;
   /** Suite name filters (e.g. `records`, `batch`): runs only the matching files. */
@@ -63,7 +77,32 @@ export interface RunResult {
   exitCode: number;
 }
 
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PACKAGE_ROOT = packageRoot();
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * Where relative paths given by the user start: the current directory, except when it is this
+ * package's own folder (`pnpm --filter @quire/conformance conformance …` runs there): then the
+ * directory pnpm or npm was started from (INIT_CWD). Nothing a run writes lands in the package.
+ */
+export function invocationDir(): string {
+  const cwd = process.cwd();
+  if (!isInside(cwd, PACKAGE_ROOT)) return cwd;
+  const init = process.env['INIT_CWD'];
+  if (init && !isInside(resolve(init), PACKAGE_ROOT)) return resolve(init);
+  return cwd;
+}
+
+/** The report directory: as given (relative to `invocationDir()`), else `invocationDir()`, never this package's folder. */
+export function reportDir(outputDir?: string): string {
+  if (outputDir !== undefined) return resolve(invocationDir(), outputDir);
+  const dir = invocationDir();
+  return isInside(dir, PACKAGE_ROOT) ? join(tmpdir(), 'quire-conformance-reports') : dir;
+}
 
 function toolVersion(): string {
   try {
@@ -113,73 +152,106 @@ export async function readServer(base: string): Promise<ServerSummary & { root: 
   };
 }
 
-/** Enough throwaway accounts for the busiest suite (alice, bob and a few more per file). */
-const ACCOUNTS_TO_CREATE = 8;
-
-async function createAccounts(base: string): Promise<Credentials[]> {
-  const created: Credentials[] = [];
-  for (let i = 0; i < ACCOUNTS_TO_CREATE; i++) {
-    const c = { name: `conf-${randomBytes(6).toString('hex')}`, password: `pw-${randomBytes(12).toString('hex')}` };
-    const res = await fetchJson(`${base}/accounts/${c.name}`, {
-      method: 'PUT',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ data: { password: c.password } }),
-    });
-    if (res.status !== 201) {
-      await deleteAccounts(base, created);
-      throw new Error(`--create-accounts: PUT /accounts/${c.name} answered ${res.status} ${JSON.stringify(res.json)} (does the deployment allow anonymous sign-up?)`);
-    }
-    created.push(c);
+/**
+ * `--create-accounts`: checks once, before the run, that an anonymous caller may sign up and
+ * that the new account authenticates at once (the workers then create accounts as the checks
+ * need them). The probe account is deleted right away.
+ */
+async function probeAccountSignUp(base: string): Promise<void> {
+  const c = { name: `conf-${randomBytes(8).toString('hex')}`, password: `pw-${randomBytes(12).toString('hex')}` };
+  const res = await fetchJson(`${base}/accounts/${c.name}`, {
+    method: 'PUT',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ data: { password: c.password } }),
+  });
+  if (res.status !== 201) {
+    throw new Error(`--create-accounts: PUT /accounts/${c.name} answered ${res.status} ${JSON.stringify(res.json)} (does the deployment allow anonymous sign-up?)`);
   }
-  return created;
+  try {
+    const who = await fetchJson(`${base}/`, { headers: { Authorization: basic(c) } });
+    if (who.status !== 200) {
+      throw new Error(`--create-accounts: GET / with a new account answered ${who.status} ${JSON.stringify(who.json)} (a login limit on this client address?)`);
+    }
+    if (who.json?.user?.id !== `account:${c.name}`) {
+      throw new Error(`--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(who.json?.user?.id ?? null)}); do accounts need validation first?`);
+    }
+  } finally {
+    await deleteAccounts(base, [c]);
+  }
 }
 
 async function deleteAccounts(base: string, accounts: Credentials[]): Promise<void> {
-  await Promise.all(accounts.map((c) => fetch(`${base}/accounts/${c.name}`, { method: 'DELETE', headers: { Authorization: basic(c) } }).then((r) => r.text()).catch(() => undefined)));
+  await Promise.all(accounts.map((c) => fetch(`${base}/accounts/${encodeURIComponent(c.name)}`, { method: 'DELETE', headers: { Authorization: basic(c) } }).then((r) => r.text()).catch(() => undefined)));
 }
 
 /**
- * Deletes every bucket listed in the journal (written by the workers before each creation).
- * Returns how many still existed, i.e. were left behind by an interrupted file.
+ * Deletes every bucket listed in the journal (written by the workers before each creation),
+ * then every throwaway account it lists. Returns how many buckets still existed, i.e. were left
+ * behind by an interrupted file.
  */
 export async function cleanupJournal(base: string, journal: string): Promise<number> {
   if (!existsSync(journal)) return 0;
   const seen = new Set<string>();
-  const entries: { id: string; authorization: string | null }[] = [];
+  const buckets: { id: string; authorization: string | null }[] = [];
+  const accounts: { account: string; authorization: string }[] = [];
   for (const line of readFileSync(journal, 'utf8').split('\n')) {
     if (!line.trim() || seen.has(line)) continue;
     seen.add(line);
     try {
-      entries.push(JSON.parse(line));
+      const entry = JSON.parse(line) as { id?: string; account?: string; authorization: string | null };
+      if (typeof entry.account === 'string' && entry.authorization) accounts.push({ account: entry.account, authorization: entry.authorization });
+      else if (typeof entry.id === 'string') buckets.push({ id: entry.id, authorization: entry.authorization });
     } catch {
       // A line cut by a killed worker: nothing to delete from it.
     }
   }
   let leftovers = 0;
-  const queue = [...entries];
-  const worker = async () => {
-    for (let e = queue.shift(); e; e = queue.shift()) {
-      const headers: Record<string, string> = e.authorization ? { Authorization: e.authorization } : {};
-      try {
-        const res = await fetch(`${base}/buckets/${encodeURIComponent(e.id)}`, { method: 'DELETE', headers });
-        await res.text();
-        if (res.status === 200) leftovers += 1;
-      } catch {
-        // Unreachable server: nothing more we can do.
-      }
-    }
+  const drain = async <T>(queue: T[], remove: (item: T) => Promise<void>) => {
+    const worker = async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await remove(item);
+    };
+    await Promise.all(Array.from({ length: 4 }, worker));
   };
-  await Promise.all(Array.from({ length: 4 }, worker));
+  await drain(buckets, async (e) => {
+    const headers: Record<string, string> = e.authorization ? { Authorization: e.authorization } : {};
+    try {
+      const res = await fetch(`${base}/buckets/${encodeURIComponent(e.id)}`, { method: 'DELETE', headers });
+      await res.text();
+      if (res.status === 200) leftovers += 1;
+    } catch {
+      // Unreachable server: nothing more we can do.
+    }
+  });
+  // After the buckets: deleting those needed the accounts. Already deleted by their file: 401/404.
+  await drain(accounts, async (e) => {
+    try {
+      await (await fetch(`${base}/accounts/${encodeURIComponent(e.account)}`, { method: 'DELETE', headers: { Authorization: e.authorization } })).text();
+    } catch {
+      // Unreachable server: nothing more we can do.
+    }
+  });
   return leftovers;
 }
 
-const ENV_KEYS = ['QUIRE_CONFORMANCE_URL', 'QUIRE_CONFORMANCE_USERS', 'QUIRE_CONFORMANCE_USERS_DISPOSABLE', 'QUIRE_CONFORMANCE_READ_ONLY', 'QUIRE_CONFORMANCE_JOURNAL', 'QUIRE_CONFORMANCE_MAX_BODY_BYTES', 'QUIRE_CONFORMANCE_BACKOFF', 'QUIRE_CONFORMANCE_ALLOW_FLUSH'] as const;
+const ENV_KEYS = [
+  'QUIRE_CONFORMANCE_URL',
+  'QUIRE_CONFORMANCE_USERS',
+  'QUIRE_CONFORMANCE_USERS_DISPOSABLE',
+  'QUIRE_CONFORMANCE_CREATE_ACCOUNTS',
+  'QUIRE_CONFORMANCE_ACCOUNTS_ADMIN',
+  'QUIRE_CONFORMANCE_BUCKET_READER',
+  'QUIRE_CONFORMANCE_READ_ONLY',
+  'QUIRE_CONFORMANCE_JOURNAL',
+  'QUIRE_CONFORMANCE_MAX_BODY_BYTES',
+  'QUIRE_CONFORMANCE_BACKOFF',
+  'QUIRE_CONFORMANCE_ALLOW_FLUSH',
+] as const;
 
 export async function runConformance(options: RunOptions): Promise<RunResult> {
   const out = options.out ?? process.stdout;
   const base = normaliseBaseUrl(options.baseUrl);
   const startedAt = new Date();
-  const expectations = typeof options.expectations === 'string' ? loadExpectations(options.expectations) : options.expectations;
+  const expectations = typeof options.expectations === 'string' ? loadExpectations(resolveExpectations(options.expectations, invocationDir())) : options.expectations;
 
   if (options.allowFlush && options.readOnly) throw new Error('--allow-flush wipes the deployment; it cannot be combined with --read-only');
   const server = await readServer(base);
@@ -188,15 +260,13 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   out.write(`Capabilities: ${server.capabilities.join(', ') || '(none)'}\n`);
 
   let identities: RunReport['mode']['identities'] = 'basicauth';
-  let users: Credentials[] = options.users ?? [];
-  let created: Credentials[] = [];
+  const users: Credentials[] = options.users ?? [];
   if (users.length > 0) {
     identities = 'given';
   } else if (options.createAccounts) {
     if (!server.capabilities.includes('accounts')) throw new Error('--create-accounts: the deployment has no "accounts" capability');
     if (options.readOnly) throw new Error('--create-accounts writes; it cannot be combined with --read-only');
-    created = await createAccounts(base);
-    users = created;
+    await probeAccountSignUp(base);
     identities = 'created-accounts';
   } else if (!server.capabilities.includes('basicauth')) {
     throw new Error(
@@ -204,7 +274,9 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
         `give --user name:password (twice or more)${server.capabilities.includes('accounts') ? ', or --create-accounts' : ''}`,
     );
   }
-  out.write(`Identities: ${identities === 'basicauth' ? 'random Basic Auth users' : identities === 'given' ? `${users.length} given user(s)` : `${users.length} throwaway accounts`}${options.readOnly ? '; read-only mode' : ''}\n`);
+  out.write(
+    `Identities: ${identities === 'basicauth' ? 'random Basic Auth users' : identities === 'given' ? `${users.length} given user(s)` : 'throwaway accounts, created as the checks use them'}${options.readOnly ? '; read-only mode' : ''}\n`,
+  );
 
   const workDir = mkdtempSync(join(tmpdir(), 'quire-conformance-'));
   const journal = join(workDir, 'created-buckets.jsonl');
@@ -213,8 +285,11 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   process.env['QUIRE_CONFORMANCE_JOURNAL'] = journal;
   if (users.length) process.env['QUIRE_CONFORMANCE_USERS'] = JSON.stringify(users);
   else delete process.env['QUIRE_CONFORMANCE_USERS'];
-  if (identities === 'created-accounts') process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] = '1';
-  else delete process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'];
+  delete process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'];
+  if (identities === 'created-accounts') process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'] = '1';
+  else delete process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'];
+  if (options.accountsAdmin) process.env['QUIRE_CONFORMANCE_ACCOUNTS_ADMIN'] = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
+  if (options.bucketReader) process.env['QUIRE_CONFORMANCE_BUCKET_READER'] = `${options.bucketReader.name}:${options.bucketReader.password}`;
   if (options.readOnly) process.env['QUIRE_CONFORMANCE_READ_ONLY'] = '1';
   else delete process.env['QUIRE_CONFORMANCE_READ_ONLY'];
   if (options.maxBodyBytes) process.env['QUIRE_CONFORMANCE_MAX_BODY_BYTES'] = String(options.maxBodyBytes);
@@ -244,13 +319,15 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
         include: ['src/suites/**/*.test.ts'],
         reporters: [reporter],
         watch: false,
+        // Nothing is written into the package (installed, it may be read-only): no results cache.
+        cache: false,
         testTimeout: 20_000,
         hookTimeout: 30_000,
         // Given users are shared by every file: run the files one after another.
         fileParallelism: identities !== 'given',
         passWithNoTests: false,
       },
-      { logLevel: 'error' },
+      { logLevel: 'error', cacheDir: join(workDir, 'vite-cache') },
       { stdout: out },
     );
     // vitest's logger exits the process on SIGINT/SIGTERM; the caller's handler must win so
@@ -264,7 +341,6 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   } finally {
     await vitest?.close().catch(() => undefined);
     leftovers = await cleanupJournal(base, journal);
-    if (created.length) await deleteAccounts(base, created);
     rmSync(workDir, { recursive: true, force: true });
     for (const [k, v] of Object.entries(savedEnv)) {
       if (v === undefined) delete process.env[k];
@@ -291,7 +367,7 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   report.summary = summarise(tests, report.runErrors);
 
   const files: string[] = [];
-  const dir = resolve(options.outputDir ?? '.');
+  const dir = reportDir(options.outputDir);
   if (options.reports?.length) mkdirSync(dir, { recursive: true });
   for (const format of options.reports ?? []) {
     const path = join(dir, REPORT_FILES[format]);

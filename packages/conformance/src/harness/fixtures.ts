@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll } from 'vitest';
 import { request, type HttpResponse } from './http.js';
-import { drainTracked, track } from './tracking.js';
+import { drainTracked, drainTrackedAccounts, track } from './tracking.js';
 import type { User } from './users.js';
 
 /** A random id matching the id regex of §4.2: `<prefix>-<12 hex>`. */
@@ -23,11 +23,19 @@ export function trackBucket(id: string, user: User): void {
   track(id, user.authorization);
 }
 
-/** Deletes every bucket tracked so far (http.ts tracks the ones it sees created, too). */
+/**
+ * Deletes every bucket tracked so far (http.ts tracks the ones it sees created, too), then the
+ * throwaway accounts the file created (their buckets first: deleting them needs the accounts).
+ */
 export async function cleanup(): Promise<void> {
   await Promise.all(
     drainTracked().map(({ id, authorization }) =>
       request('DELETE', `/buckets/${encodeURIComponent(id)}`, { auth: authorization }).catch(() => undefined),
+    ),
+  );
+  await Promise.all(
+    drainTrackedAccounts().map(({ account, authorization }) =>
+      request('DELETE', `/accounts/${encodeURIComponent(account)}`, { auth: authorization }).catch(() => undefined),
     ),
   );
 }

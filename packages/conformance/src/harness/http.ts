@@ -1,26 +1,22 @@
 /**
  * Raw HTTP against the server under test: global fetch, no client library, no redirects followed.
  *
- * Three duties besides sending: every exchange is recorded so that a failing test carries the
+ * Four duties besides sending: every exchange is recorded so that a failing test carries the
  * request and response that led to it (task meta `exchanges`, shown by the reports); the safety
  * guard refuses writes in read-only mode and anything that could touch data the suite did not
- * create (see `guard`); and buckets created by any means are tracked for cleanup.
+ * create (see `guard`); the identities a request uses are made ready first (identities.ts:
+ * throwaway accounts created, impossible identities turned into skips); and buckets created by
+ * any means are tracked for cleanup.
  */
 import { beforeEach } from 'vitest';
 import { baseUrl } from './config.js';
 import { track } from './tracking.js';
 import type { User } from './users.js';
 
-/** Prefix of the message of a `SkipSignal`: the reports count such a test as skipped, not failed. */
-export const SKIP_MARKER = '[conformance:skip]';
+import { prepareIdentities } from './identities.js';
+import { SkipSignal } from './skip.js';
 
-/** Thrown instead of sending a request the run must not send; the test is reported as skipped. */
-export class SkipSignal extends Error {
-  constructor(reason: string) {
-    super(`${SKIP_MARKER} ${reason}`);
-    this.name = 'SkipSignal';
-  }
-}
+export { SKIP_MARKER, SkipSignal } from './skip.js';
 
 export interface RecordedExchange {
   request: { method: string; url: string; headers: Record<string, string>; body?: string };
@@ -257,6 +253,9 @@ export async function request(
   const ops = operations(verb, path, options.body);
   guard(ops, verb, options.readonlyProbe === true);
   const authorization = headers.get('authorization');
+  // Throwaway accounts are created by their first request; identities the deployment cannot
+  // have make the check a skip (identities.ts).
+  await prepareIdentities([authorization, ...ops.map((op) => op.headers?.['Authorization'] ?? op.headers?.['authorization'])]);
   trackBefore(ops, authorization);
 
   const target = url(path);

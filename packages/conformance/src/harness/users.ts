@@ -3,16 +3,21 @@
  * authenticates and maps to a stable `basicauth:<hmac>` user id, so random pairs give distinct
  * identities. Each test file gets its own module instance, hence its own random `alice` and `bob`.
  *
- * Against a deployment without `basicauth`, the CLI passes real credentials (`--user`, or
- * accounts it created) as `QUIRE_CONFORMANCE_USERS` (JSON list of `{name, password}`): `alice`,
- * `bob` and then each `createUser()` take the next one; once they run out, `createUser()` falls
- * back to a random pair (which only authenticates with `basicauth`).
+ * Against a deployment without `basicauth`, the CLI either
+ * - passes real credentials (`--user`) as `QUIRE_CONFORMANCE_USERS` (JSON list of
+ *   `{name, password}`): `alice`, `bob` and then each `createUser()` take the next one; once
+ *   they run out, `createUser()` gives a random pair, which a check can use only where
+ *   `basicauth` is offered (else it is skipped, saying how many identities were given); or
+ * - asks for throwaway accounts (`--create-accounts`, `QUIRE_CONFORMANCE_CREATE_ACCOUNTS=1`):
+ *   every `createUser()` is a new account, created by the first request that uses it
+ *   (identities.ts), so a file has exactly as many accounts as its checks use.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { basic, request } from './http.js';
+import { registerBasicAuthPair, registerStandIn, registerThrowawayAccount } from './identities.js';
 
 export interface User {
-  /** Basic Auth user name (`user-<uuid>`). */
+  /** Basic Auth user name (`user-<uuid>`, or the account id). */
   name: string;
   password: string;
   /** Ready-made `Authorization` header value. */
@@ -31,16 +36,24 @@ function givenCredentials(): { name: string; password: string }[] {
 
 const pool = givenCredentials();
 let nextGiven = 0;
+/** Throwaway accounts, created on first use (given credentials take precedence). */
+const createAccounts = pool.length === 0 && process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'] === '1';
 
 /** True when the identities come from given credentials rather than random basicauth pairs. */
 export function usesGivenCredentials(): boolean {
   return pool.length > 0;
 }
 
+/** True when the identities are throwaway accounts created by the run (`--create-accounts`). */
+export function usesCreatedAccounts(): boolean {
+  return createAccounts;
+}
+
 /**
- * True when every identity is throwaway: random basicauth pairs, or accounts the CLI created
- * for this run (`QUIRE_CONFORMANCE_USERS_DISPOSABLE=1`). Only then may a check touch data that
- * belongs to the identity as a whole (its `default` bucket, `DELETE /buckets`).
+ * True when every identity is throwaway: random basicauth pairs, or accounts created for this
+ * run (`--create-accounts`; also given credentials flagged `QUIRE_CONFORMANCE_USERS_DISPOSABLE=1`).
+ * Only then may a check touch data that belongs to the identity as a whole (its `default`
+ * bucket, `DELETE /buckets`).
  */
 export function usesThrowawayIdentities(): boolean {
   return pool.length === 0 || process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] === '1';
@@ -52,9 +65,19 @@ export function createUser(label = 'user'): User {
     nextGiven += 1;
     return { name: given.name, password: given.password, authorization: basic(given.name, given.password), label };
   }
+  if (createAccounts) {
+    const name = `conf-${randomBytes(8).toString('hex')}`;
+    const password = `pw-${randomBytes(12).toString('hex')}`;
+    const authorization = basic(name, password);
+    registerThrowawayAccount(name, password, authorization);
+    return { name, password, authorization, label };
+  }
   const name = `user-${randomUUID()}`;
   const password = `pw-${randomUUID()}`;
-  return { name, password, authorization: basic(name, password), label };
+  const authorization = basic(name, password);
+  if (pool.length > 0) registerStandIn(authorization, pool.length);
+  else registerBasicAuthPair(authorization);
+  return { name, password, authorization, label };
 }
 
 export const alice: User = createUser('alice');
@@ -73,7 +96,7 @@ export function userId(user: User): Promise<string> {
       if (res.status !== 200 || typeof id !== 'string') {
         throw new Error(
           `conformance: GET / did not authenticate ${user.label} (status ${res.status}); ` +
-            'the suite needs the basicauth policy or valid credentials (--user)',
+            'the suite needs the basicauth policy, valid credentials (--user) or --create-accounts',
         );
       }
       return id;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { TestCase, TestModule, TestSuite } from 'vitest/node';
 import type { RecordedExchange } from '../harness/http.js';
-import { SKIP_MARKER } from '../harness/http.js';
+import { SKIP_MARKER } from '../harness/skip.js';
 import type { SkipReason } from '../harness/capabilities.js';
 import type { Expectations } from './expectations.js';
 

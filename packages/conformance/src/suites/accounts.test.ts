@@ -6,7 +6,7 @@
  * Needs the capability `accounts` and sign-up open to anonymous callers
  * (`account_create_principals` with system.Everyone); the checks that log in also need
  * accounts usable at once (`validation_enabled` false). Administrator checks run when
- * `QUIRE_CONFORMANCE_ACCOUNTS_ADMIN=<id>:<password>` names an account of
+ * `--accounts-admin <id>:<password>` (`QUIRE_CONFORMANCE_ACCOUNTS_ADMIN`) names an account of
  * `account_write_principals`.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,7 +20,7 @@ const capability = info.capabilities['accounts'];
 const offered = applicable(capability !== undefined, 'accounts (§13.2)', 'capability accounts not offered');
 const usableAtOnce = offered && applicable(capability?.['validation_enabled'] !== true, 'accounts login (§13.2)', 'accounts need e-mail validation before they can log in');
 const adminCredentials = process.env['QUIRE_CONFORMANCE_ACCOUNTS_ADMIN'] ?? '';
-const hasAdmin = usableAtOnce && applicable(adminCredentials.includes(':'), 'accounts administrators (§13.2)', 'QUIRE_CONFORMANCE_ACCOUNTS_ADMIN not set');
+const hasAdmin = usableAtOnce && applicable(adminCredentials.includes(':'), 'accounts administrators (§13.2)', 'no administrator account given: --accounts-admin id:password (QUIRE_CONFORMANCE_ACCOUNTS_ADMIN)');
 const admin = (() => {
   const colon = adminCredentials.indexOf(':');
   return { id: adminCredentials.slice(0, colon), authorization: basic(adminCredentials.slice(0, colon), adminCredentials.slice(colon + 1)) };

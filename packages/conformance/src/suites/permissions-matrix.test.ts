@@ -61,7 +61,7 @@ function call(actor: Actor, method: string, path: string, body?: unknown): Promi
 
 /** The global principal is checked only when the run knows such an identity. */
 const CHECKED: Actor[] = ['owner', 'other', 'anonymous', 'member'];
-if (applicable(reader !== null, 'globally granted principal', 'QUIRE_CONFORMANCE_BUCKET_READER not set (an identity listed in bucket_read_principals)')) {
+if (applicable(reader !== null, 'globally granted principal', 'no globally granted identity given: --bucket-reader name:password, an identity listed in bucket_read_principals (QUIRE_CONFORMANCE_BUCKET_READER)')) {
   CHECKED.push('global');
 }
 

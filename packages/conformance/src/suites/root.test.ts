@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { serverInfo, applicable } from '../harness/capabilities.js';
 import { baseUrl } from '../harness/config.js';
 import { basic, get } from '../harness/http.js';
-import { alice, bob, createUser, usesGivenCredentials } from '../harness/users.js';
+import { alice, bob, createUser, usesCreatedAccounts, usesGivenCredentials } from '../harness/users.js';
 
 const info = await serverInfo();
 
@@ -74,8 +74,8 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(String(info.capabilities['basicauth']?.['description'])).toMatch(/not for production/i);
   });
 
-  it('offers identities to the suite: the basicauth capability, or credentials were given', () => {
-    expect(info.hasCapability('basicauth') || usesGivenCredentials(), 'no basicauth capability and no --user credentials').toBe(true);
+  it('offers identities to the suite: the basicauth capability, or credentials were given, or accounts created', () => {
+    expect(info.hasCapability('basicauth') || usesGivenCredentials() || usesCreatedAccounts(), 'no basicauth capability, no --user credentials, no --create-accounts').toBe(true);
   });
 
   it('has no user field for an anonymous caller', async () => {
@@ -88,8 +88,10 @@ describe('§11.1 GET /v1/ (hello)', () => {
     const res = await get('/', { auth: alice });
     expect(res.status).toBe(200);
     const user = res.json.user;
-    // §9.1 user ids are `<policy>:<id>`; random Basic Auth pairs give `basicauth:<64 hex>`.
-    expect(user.id).toMatch(usesGivenCredentials() ? /^[a-z][a-z0-9_]*:.+$/ : /^basicauth:[0-9a-f]{64}$/);
+    // §9.1 user ids are `<policy>:<id>`; random Basic Auth pairs give `basicauth:<64 hex>`,
+    // accounts `account:<account id>`.
+    if (usesCreatedAccounts()) expect(user.id).toBe(`account:${alice.name}`);
+    else expect(user.id).toMatch(usesGivenCredentials() ? /^[a-z][a-z0-9_]*:.+$/ : /^basicauth:[0-9a-f]{64}$/);
     expect(user.principals).toEqual(expect.arrayContaining([user.id, 'system.Everyone', 'system.Authenticated']));
   });
 
