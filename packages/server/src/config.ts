@@ -75,6 +75,21 @@ export const SETTINGS = {
     description: 'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose client went away is rolled back at once).',
   },
   max_body_bytes: { type: 'integer', default: 10 * 1024 * 1024, min: 1024, description: 'Largest request body accepted; larger ones get 413.' },
+  max_header_bytes: {
+    type: 'integer',
+    default: 16 * 1024,
+    min: 1024,
+    max: 1024 * 1024,
+    description: 'Largest request line (URL, with its query string: long `in_` lists) plus headers accepted; larger ones get 431.',
+  },
+  max_json_depth: { type: 'integer', default: 100, min: 2, max: 1000, description: 'Deepest nesting of objects and arrays in a JSON body, the body itself being level 1 (and, after a PATCH, in an object’s data); deeper gets 400.' },
+  max_json_keys: {
+    type: 'integer',
+    default: 10000,
+    min: 10,
+    description: 'Most object keys and array items, all levels together, in a JSON body and in an object’s data after a PATCH; more gets 400. Bounds the time one write takes (about 10 ms per thousand top-level keys).',
+  },
+  max_json_patch_operations: { type: 'integer', default: 1000, min: 1, description: 'Most operations in one JSON-Patch (`application/json-patch+json`) body; more gets 400.' },
   pagination_token_validity_seconds: { type: 'integer', default: 600, min: 1, description: 'Lifetime of a plural-DELETE pagination token.' },
   readonly: { type: 'boolean', default: false, description: 'Refuse every write with 405.' },
   explicit_permissions: { type: 'boolean', default: true, description: 'Add the author of each write to the object’s `write` principals.' },
@@ -265,6 +280,10 @@ export interface Settings {
   batch_max_requests: number | null;
   batch_timeout_seconds: number;
   max_body_bytes: number;
+  max_header_bytes: number;
+  max_json_depth: number;
+  max_json_keys: number;
+  max_json_patch_operations: number;
   pagination_token_validity_seconds: number;
   readonly: boolean;
   explicit_permissions: boolean;
