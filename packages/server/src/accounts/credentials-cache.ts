@@ -5,7 +5,9 @@
  *
  * Entries are keyed by HMAC-SHA256(random per-process key, id NUL password): the password is
  * not kept, and the digest is useless outside this process. A Map lookup by that digest is
- * not a comparison of secrets an attacker could time: the key is unknown to them.
+ * not a comparison of secrets an attacker could time: the key is unknown to them. The digest
+ * is computed for every lookup, whether the id has entries or not, so that a miss takes as
+ * long for a name that never logged in (or is no account) as for one that did.
  *
  * Entries expire a fixed time after the check (never refreshed on use). Changing or deleting
  * an account forgets its entries here at once; other processes serving the same database keep
@@ -34,14 +36,13 @@ export class VerifiedCredentialsCache {
 
   has(id: string, password: string): boolean {
     if (this.#ttlMs === 0) return false;
-    const entries = this.#byAccount.get(id);
-    if (!entries) return false;
     const digest = this.#digest(id, password);
-    const expires = entries.get(digest);
+    const entries = this.#byAccount.get(id);
+    const expires = entries?.get(digest);
     if (expires === undefined) return false;
     if (expires > Date.now()) return true;
-    entries.delete(digest);
-    if (entries.size === 0) this.#byAccount.delete(id);
+    entries?.delete(digest);
+    if (entries?.size === 0) this.#byAccount.delete(id);
     return false;
   }
 

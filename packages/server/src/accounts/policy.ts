@@ -8,7 +8,9 @@
  * (README): Kinto declines them, and `basicauth` then makes a mistyped password another, empty
  * user — whose writes land elsewhere — while an attacker's guesses never see a failure.
  * A name that is no account is declined when `basicauth` comes later (it is that policy's user:
- * the answer shows then whether an account has the name). Otherwise it is refused the same way.
+ * the answer shows then whether an account has the name). Otherwise it is refused the same way,
+ * after checking the password against a dummy hash, so that neither the answer nor its time
+ * tells whether the name is an account.
  */
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AuthPolicy, AuthRequest } from '../auth/policy.js';
@@ -19,7 +21,7 @@ import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { BATCH_ADDRESS, LoginAddresses } from './login-addresses.js';
 import { LoginLimiter } from './login-limiter.js';
-import { verifyPassword } from './password.js';
+import { dummyHash, verifyPassword } from './password.js';
 
 const TEMPORARY_PASSWORD = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -63,6 +65,8 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
   const addresses = new LoginAddresses(settings.batch_timeout_seconds + 5);
   const policies = settings.multiauth_policies;
   const basicAuthAfter = policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
+  let dummy: Promise<string> | null = null;
+  const dummyHashOnce = () => (dummy ??= dummyHash());
 
   const loginAddress = ({ headers, ip }: AuthRequest): string => {
     if (ip !== undefined) return ip;
@@ -76,6 +80,10 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
     credentials,
     limiter,
     loginAddress,
+    async init() {
+      // Made before the first unknown name is refused, so that refusal costs one verification too.
+      if (!basicAuthAfter) await dummyHashOnce();
+    },
     async authenticate({ headers, ip, batch }) {
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
@@ -95,7 +103,10 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
       const account = await (batch ?? storage).get(ACCOUNT_SCOPE, id);
       if (!account && basicAuthAfter) return null;
       if (!temporary) await limiter.countAttempt(id, address);
-      const matches = typeof account?.password === 'string' && (await verifyPassword(account.password, password));
+      // One verification whether the name is an account or not (or holds no argon2 hash, e.g.
+      // one imported from Kinto): the time tells nothing.
+      const stored = typeof account?.password === 'string' && account.password.startsWith('$argon2') ? account.password : null;
+      const matches = (await verifyPassword(stored ?? (await dummyHashOnce()), password)) && stored !== null;
       if (matches && !temporary) await limiter.attemptSucceeded(id, address);
       if (matches && !(settings.account_validation && account?.validated === false)) {
         credentials.remember(id, password);
