@@ -4,35 +4,60 @@
  * in `workers` processes on one port (workers.ts) when that setting is above 1.
  * `quire migrate` — apply pending PostgreSQL migrations.
  * Options: `--config <file.json>`; every setting also comes from `QUIRE_<NAME>`.
+ * The commonest mistakes at start end in one line naming the setting to change, and an exit
+ * code per kind (exit-codes.ts); only the unexpected ones print a stack trace.
  */
 import { parseArgs } from 'node:util';
 import { buildServer } from './app.js';
 import { ConfigError, loadSettings, redactSettings, type Settings } from './config.js';
+import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { resolveSecrets } from './secrets.js';
-import { MigrationRequiredError } from './storage/errors.js';
-import { createStorageFromSettings, type StorageFactoryOptions } from './storage/factory.js';
+import { DatabaseUnavailableError, MigrationRequiredError } from './storage/errors.js';
+import { connectStorage, type StorageFactoryOptions } from './storage/factory.js';
+import { connectionFault, databaseName, describeTarget, rootMessage } from './storage/sql/connection-faults.js';
 import { runCluster } from './workers.js';
 
 const USAGE = `Usage: quire <start|migrate> [--config settings.json]
 
 Settings come from QUIRE_<NAME> environment variables, then the config file, then defaults.
-See the README for the full list.`;
+See the README for the full list.
+
+${EXIT_CODES_HELP}`;
+
+/** The server could not listen on its address. */
+class ListenError extends Error {
+  override name = 'ListenError';
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    options: { cause: unknown },
+  ) {
+    super(`cannot listen on ${host}:${port}`, options);
+  }
+}
+
+/** The storage_url in use, for the messages of database failures (never printed whole: it may hold a password). */
+let storageUrl: string | null = null;
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (error) {
+    console.error(`quire: ${(error as Error).message}\n\n${USAGE}`);
+    return EXIT.USAGE;
+  }
+  const { positionals, values } = parsed;
   const command = positionals[0] ?? 'start';
   if (values.help || !['start', 'migrate'].includes(command)) {
     console.log(USAGE);
-    return values.help ? 0 : 2;
+    return values.help ? 0 : EXIT.USAGE;
   }
   const settings = resolveSecrets(loadSettings({ configFile: values.config ?? process.env.QUIRE_CONFIG ?? null }));
+  storageUrl = settings.storage_url;
 
   if (command === 'migrate') {
-    const storage = await createStorageFromSettings(settings, { migrate: true });
+    const storage = await connectStorage(settings, { migrate: true });
     await storage.close();
     console.log(`Migrations applied (${settings.storage_url ? 'postgresql' : 'embedded store'}).`);
     return 0;
@@ -50,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
     // that needs migrating or a database that does not answer is then one clear error, where
     // workers would each report it and be restarted until the primary gives up. (The advisory
     // lock of migrate() would keep concurrent migrations by the workers safe, not quiet.)
-    prepare: async () => (await createStorageFromSettings(settings)).close(),
+    prepare: async () => (await connectStorage(settings)).close(),
     startWorker: () => startServer(settings, { migrate: false }),
     log: (line) => console.error(`quire: ${line}`),
   });
@@ -60,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
 
 /** Opens the store, builds the app and listens; stops gracefully on SIGTERM/SIGINT. Returns the port. */
 async function startServer(settings: Settings, storageOptions: StorageFactoryOptions = {}): Promise<number> {
-  const storage = await createStorageFromSettings(settings, storageOptions);
+  const storage = await connectStorage(settings, storageOptions);
   const app = await buildServer({ settings, storage });
   app.log.info({ settings: redactSettings(settings), backend: storage.backend }, 'settings loaded');
 
@@ -81,9 +106,50 @@ async function startServer(settings: Settings, storageOptions: StorageFactoryOpt
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  await app.listen({ host: settings.host, port: settings.port });
+  try {
+    await app.listen({ host: settings.host, port: settings.port });
+  } catch (error) {
+    await app.close().catch(() => {});
+    await storage.close().catch(() => {});
+    throw new ListenError(settings.host, settings.port, { cause: error });
+  }
   const address = app.server.address();
   return typeof address === 'object' && address ? address.port : settings.port;
+}
+
+/** The line and exit code of an expected failure (a mistake to fix, a database away); undefined for a bug. */
+function explain(error: unknown): { line: string; code: number } | undefined {
+  if (error instanceof ConfigError || error instanceof MigrationRequiredError) return { line: error.message, code: EXIT.CONFIG };
+  if (error instanceof DatabaseUnavailableError) return { line: error.message, code: EXIT.DATABASE_UNAVAILABLE };
+  if (error instanceof ListenError) {
+    const code = (error.cause as { code?: unknown } | undefined)?.code;
+    const where = error.message;
+    const line =
+      code === 'EADDRINUSE'
+        ? `${where}: the address is in use by another process (EADDRINUSE): set port (QUIRE_PORT) or host (QUIRE_HOST), or stop that process`
+        : code === 'EADDRNOTAVAIL'
+          ? `${where}: ${error.host} is not an address of this host (EADDRNOTAVAIL): set host (QUIRE_HOST)`
+          : code === 'EACCES'
+            ? `${where}: permission denied (EACCES; ports below 1024 need privileges): set port (QUIRE_PORT)`
+            : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+              ? `${where}: the host name does not resolve (${code}): set host (QUIRE_HOST)`
+              : `${where}: ${rootMessage(error.cause)}: check host (QUIRE_HOST) and port (QUIRE_PORT)`;
+    return { line, code: EXIT.CANNOT_LISTEN };
+  }
+  if (!storageUrl) return undefined;
+  const target = describeTarget(storageUrl);
+  switch (connectionFault(error)) {
+    case 'no-database': {
+      const name = databaseName(storageUrl) ?? '(the default database)';
+      return { line: `database "${name}" does not exist on PostgreSQL at ${target}: create it (e.g. createdb ${name}) or fix storage_url`, code: EXIT.CONFIG };
+    }
+    case 'credentials':
+      return { line: `PostgreSQL at ${target} refused the credentials of storage_url (${rootMessage(error)}): fix the user or password in storage_url`, code: EXIT.CONFIG };
+    case 'unavailable': // reached, then lost (e.g. while migrating)
+      return { line: `PostgreSQL at ${target} became unavailable (${rootMessage(error)}): check that the database is up, then try again`, code: EXIT.DATABASE_UNAVAILABLE };
+    default:
+      return undefined;
+  }
 }
 
 main(process.argv.slice(2)).then(
@@ -91,11 +157,12 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
-    if (error instanceof ConfigError || error instanceof MigrationRequiredError) {
-      console.error(`quire: ${error.message}`);
-      process.exit(78); // EX_CONFIG
+    const failure = explain(error);
+    if (failure) {
+      console.error(`quire: ${failure.line}`);
+      process.exit(failure.code);
     }
     console.error(error);
-    process.exit(1);
+    process.exit(EXIT.FAILURE);
   },
 );

@@ -59,6 +59,12 @@ export const SETTINGS = {
     default: false,
     description: 'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
   },
+  storage_connect_timeout_seconds: {
+    type: 'number',
+    default: 30,
+    min: 0,
+    description: 'PostgreSQL: how long `quire start` and `quire migrate` keep trying to reach an unavailable database before giving up (exit code 69), with a line on stderr per attempt (0: one attempt).',
+  },
   storage_reconnect_max_delay_seconds: {
     type: 'number',
     default: 2,
@@ -274,6 +280,7 @@ export interface Settings {
   storage_pool_size: number;
   storage_cache_max_entries: number;
   storage_auto_migrate: boolean;
+  storage_connect_timeout_seconds: number;
   storage_reconnect_max_delay_seconds: number;
   storage_max_fetch_size: number;
   paginate_by: number | null;

@@ -9,6 +9,7 @@
  * that dies loses its connections, and the one the primary may hand it before noticing the death.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { EXIT } from './exit-codes.js';
 
 export interface ClusterOptions {
   /** How many worker processes. */
@@ -38,8 +39,6 @@ const MAX_FAILED_STARTS = 5;
 const FIRST_RESTART_DELAY_MS = 100;
 const MAX_RESTART_DELAY_MS = 10_000;
 const BACKOFF_WINDOW_MS = 10_000;
-/** A worker's exit code for a bad configuration (EX_CONFIG, as the CLI uses): a restart would fail the same way. */
-const EX_CONFIG = 78;
 
 /**
  * In the primary: runs `prepare`, forks the workers and resolves once they all listen (it never
@@ -92,15 +91,17 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
         return;
       }
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
-      if (code === EX_CONFIG) {
+      // A configuration error: a restart would fail the same way.
+      if (code === EXIT.CONFIG) {
         log(`worker ${worker.process.pid} stopped on a configuration error; stopping`);
-        stop(EX_CONFIG);
+        stop(EXIT.CONFIG);
         return;
       }
       failedStarts = listened ? 0 : failedStarts + 1;
       if (failedStarts >= MAX_FAILED_STARTS) {
         log(`workers keep dying at start (${failedStarts} in a row, the last by ${how}); stopping`);
-        stop(1);
+        // The last one's reason (e.g. 71: the port is taken, 69: the database stayed away).
+        stop(code !== null && code > 0 ? code : EXIT.FAILURE);
         return;
       }
       const now = Date.now();

@@ -39,3 +39,8 @@ export class UnicityError extends StorageError {
 export class MigrationRequiredError extends StorageError {
   override name = 'MigrationRequiredError';
 }
+
+/** The database stayed unreachable for as long as the start may wait for it (`storage_connect_timeout_seconds`). */
+export class DatabaseUnavailableError extends BackendError {
+  override name = 'DatabaseUnavailableError';
+}

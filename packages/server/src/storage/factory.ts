@@ -7,7 +7,10 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config.js';
+import { DatabaseUnavailableError } from './errors.js';
+import { connectionFault, describeTarget, rootMessage } from './sql/connection-faults.js';
 import { createPgliteStorage, createPostgresStorage } from './sql/sql-storage.js';
 import { createSqliteStorage } from './sqlite/sqlite-storage.js';
 import type { Storage } from './types.js';
@@ -45,4 +48,44 @@ export async function createStorageFromSettings(settings: Settings, options: Sto
     return createPgliteStorage({ dataDir: pglite });
   }
   return createSqliteStorage({ path: resolve(dataDir, EMBEDDED_FILE) });
+}
+
+/** The first wait between attempts to reach the database at start; each failure doubles it, up to the max. */
+const FIRST_ATTEMPT_DELAY_MS = 500;
+const MAX_ATTEMPT_DELAY_MS = 5_000;
+
+/**
+ * `createStorageFromSettings` for a process that starts (`quire start`, `quire migrate`, the
+ * workers' primary): a PostgreSQL that is not there yet (starting beside us, restarting) is
+ * tried again for `storage_connect_timeout_seconds`, with a line per failed attempt, then
+ * DatabaseUnavailableError. Other failures (no such database, credentials refused, pending
+ * migrations) are thrown at once: waiting would not change them.
+ */
+export async function connectStorage(
+  settings: Settings,
+  options: StorageFactoryOptions & { log?: (line: string) => void } = {},
+): Promise<Storage> {
+  const { log = (line: string) => console.error(`quire: ${line}`), ...factoryOptions } = options;
+  const started = Date.now();
+  const deadline = started + settings.storage_connect_timeout_seconds * 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await createStorageFromSettings(settings, factoryOptions);
+    } catch (error) {
+      if (!settings.storage_url || connectionFault(error) !== 'unavailable') throw error;
+      const target = describeTarget(settings.storage_url);
+      const reason = rootMessage(error);
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        const waited = attempt === 1 ? 'one attempt' : `${attempt} attempts in ${Math.round((Date.now() - started) / 1000)} s`;
+        throw new DatabaseUnavailableError(
+          `PostgreSQL at ${target} is unavailable (${reason}; ${waited}, storage_connect_timeout_seconds = ${settings.storage_connect_timeout_seconds}): check storage_url and that the database is up`,
+          { cause: error },
+        );
+      }
+      const delay = Math.min(left, FIRST_ATTEMPT_DELAY_MS * 2 ** (attempt - 1), MAX_ATTEMPT_DELAY_MS);
+      log(`PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`);
+      await sleep(delay);
+    }
+  }
 }
