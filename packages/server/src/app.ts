@@ -14,6 +14,7 @@ import { ApiError, ERRNO } from './errors.js';
 import { EventBus } from './events/bus.js';
 import { registerChanges } from './changes/index.js';
 import { registerHistory } from './history/index.js';
+import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
@@ -146,6 +147,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerPermissions(app);
   registerDefaultBucket(app);
   registerHistory(app);
+  registerQuotas(app);
   registerChanges(app);
   registerAccounts(app);
   for (const def of RESOURCES) registerResource(app, def);

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { QuotaSettingError, validateQuotaSettings } from './quotas/settings.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -233,6 +234,11 @@ export const SETTINGS = {
   changes_stream_max_buffer_bytes: { type: 'integer', default: 1048576, min: 1, description: 'Bytes a change stream may have waiting to be written; a reader that falls further behind is disconnected (it resumes with `Last-Event-ID`).' },
   changes_stream_coalesce_ms: { type: 'integer', default: 5, min: 0, description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period).' },
   flush_endpoint_enabled: { type: 'boolean', default: false, description: 'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.' },
+  quotas_enabled: { type: 'boolean', default: false, description: 'Limit the size and number of objects per bucket and collection (capability `quotas`); over a limit, a write gets 507. Limits in `quotas_bucket`, `quotas_buckets`, `quotas_collection`, `quotas_collections` (see “Quotas”).' },
+  quotas_bucket: { type: 'json', default: {}, description: 'Limits of every bucket: `{"max_bytes": …, "max_items": …, "max_bytes_per_item": …}` (bytes of all its objects, number of records, bytes of one object); each may be left out.' },
+  quotas_buckets: { type: 'json', default: {}, description: 'Limits of given buckets, overriding `quotas_bucket` limit by limit: `{"<bid>": {"max_items": 100}}`.' },
+  quotas_collection: { type: 'json', default: {}, description: 'Limits of every collection (same keys as `quotas_bucket`: bytes of the collection and its records, number of records, bytes of one object).' },
+  quotas_collections: { type: 'json', default: {}, description: 'Limits of the collections of a bucket or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).' },
   event_listeners: {
     type: 'json',
     default: [],
@@ -380,6 +386,12 @@ export interface Settings {
   changes_stream_max_buffer_bytes: number;
   changes_stream_coalesce_ms: number;
   flush_endpoint_enabled: boolean;
+  quotas_enabled: boolean;
+  /** Validated by validateQuotaSettings (quotas/settings.ts). */
+  quotas_bucket: unknown;
+  quotas_buckets: unknown;
+  quotas_collection: unknown;
+  quotas_collections: unknown;
   /** Validated by listeners/config.ts when the server is built. */
   event_listeners: unknown[];
   history_enabled: boolean;
@@ -597,6 +609,12 @@ function validateSettings(settings: Settings): Settings {
   }
   if (settings.http_scheme !== null && !/^https?$/.test(settings.http_scheme)) {
     throw new ConfigError('Invalid setting http_scheme: http or https');
+  }
+  try {
+    validateQuotaSettings(settings);
+  } catch (error) {
+    if (error instanceof QuotaSettingError) throw new ConfigError(error.message);
+    throw error;
   }
   return settings;
 }

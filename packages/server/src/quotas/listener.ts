@@ -1,0 +1,184 @@
+/**
+ * The quotas plugin's counter (protocol-reference §13.6), an in-transaction event subscriber, as
+ * Kinto's `kinto.plugins.quotas` listener is: each change of a bucket, group, collection or
+ * record updates its bucket's counters (and its collection's), and a change that takes them
+ * past a limit fails with 507, rolling back the request — or the whole batch, whose events
+ * arrive together before its commit.
+ *
+ * Counters are objects of the store (resource `quota` under the bucket: `bucket_info` and
+ * `collection_<cid>`), read with `forUpdate` in the write's transaction: writers of one bucket
+ * wait on its counter row (or on its `quota` scope while there is none) until the first commits,
+ * then read what it left — exact under concurrent writers, on every process. Locks are always
+ * taken bucket by bucket in id order, `bucket_info` before the collections in id order, and
+ * only after the request's own writes, so two writers never wait on each other in a cycle.
+ * Deleting a bucket drops its counters with it (deleteTree); deleting a collection subtracts
+ * its counters from the bucket's and deletes them.
+ */
+import { ApiError, ERRNO } from '../errors.js';
+import type { EventSubscriber, ImpactedObject, ResourceEvent } from '../events/types.js';
+import type { Scope, StorageSession } from '../storage/types.js';
+import type { QuotaLimits } from './settings.js';
+import { objectSize } from './size.js';
+
+export const QUOTA_RESOURCE = 'quota';
+export const BUCKET_INFO_ID = 'bucket_info';
+export const QUOTA_RESOURCES: ReadonlySet<string> = new Set(['bucket', 'group', 'collection', 'record']);
+
+interface BucketInfo {
+  collection_count: number;
+  record_count: number;
+  storage_size: number;
+}
+
+interface CollectionInfo {
+  record_count: number;
+  storage_size: number;
+}
+
+export function collectionInfoId(cid: string): string {
+  return `collection_${cid}`;
+}
+
+function insufficientStorage(message: string): ApiError {
+  return new ApiError(507, ERRNO.FORBIDDEN, { message });
+}
+
+/** Bucket and collection ids of an event, from its storage parent (or the object for buckets). */
+function idsOf(event: ResourceEvent, impacted: ImpactedObject): { bid: string; cid: string | null } {
+  const name = event.payload.resource_name;
+  const parts = event.parentId.split('/'); // '', 'buckets', bid, 'collections', cid
+  if (name === 'bucket') return { bid: String(impacted.new.id), cid: null };
+  if (name === 'collection') return { bid: parts[2]!, cid: String(impacted.new.id) };
+  if (name === 'record') return { bid: parts[2]!, cid: parts[4]! };
+  return { bid: parts[2]!, cid: null };
+}
+
+/** The collection an event's limits are checked against (that of its first object). */
+function cidOf(event: ResourceEvent): string | null {
+  const impacted = event.impactedObjects[0];
+  return impacted ? idsOf(event, impacted).cid : null;
+}
+
+interface Change {
+  event: ResourceEvent;
+  impacted: ImpactedObject;
+  cid: string | null;
+}
+
+export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
+  async function applyToBucket(session: StorageSession, bid: string, changes: Change[]): Promise<void> {
+    const scope: Scope = { resourceName: QUOTA_RESOURCE, parentId: `/buckets/${bid}` };
+    const stored = await session.get(scope, BUCKET_INFO_ID, { forUpdate: true });
+    let bucket: BucketInfo = {
+      collection_count: Number(stored?.collection_count ?? 0),
+      record_count: Number(stored?.record_count ?? 0),
+      storage_size: Number(stored?.storage_size ?? 0),
+    };
+    const collectionIds = [...new Set(changes.flatMap((change) => (change.cid === null ? [] : [change.cid])))].sort();
+    const collections = new Map<string, { info: CollectionInfo; existed: boolean; deleted: boolean }>();
+    for (const cid of collectionIds) {
+      const row = await session.get(scope, collectionInfoId(cid), { forUpdate: true });
+      collections.set(cid, {
+        info: { record_count: Number(row?.record_count ?? 0), storage_size: Number(row?.storage_size ?? 0) },
+        existed: row !== null,
+        deleted: false,
+      });
+    }
+    let bucketDeleted = false;
+
+    let current: ResourceEvent | null = null;
+    const check = (cid: string | null) => {
+      const collection = cid === null ? { record_count: 0, storage_size: 0 } : collections.get(cid)!.info;
+      const maxBytes = limits.bucket(bid, 'max_bytes');
+      if (maxBytes !== null && bucket.storage_size > maxBytes) {
+        // Kinto's message, trailing space included.
+        throw insufficientStorage(`Bucket maximum total size exceeded (${bucket.storage_size} > ${maxBytes} Bytes). `);
+      }
+      const maxItems = limits.bucket(bid, 'max_items');
+      if (maxItems !== null && bucket.record_count > maxItems) {
+        throw insufficientStorage(`Bucket maximum number of objects exceeded (${bucket.record_count} > ${maxItems} objects).`);
+      }
+      const collectionMaxBytes = limits.collection(bid, cid, 'max_bytes');
+      if (collectionMaxBytes !== null && collection.storage_size > collectionMaxBytes) {
+        throw insufficientStorage(`Collection maximum size exceeded (${collection.storage_size} > ${collectionMaxBytes} Bytes).`);
+      }
+      const collectionMaxItems = limits.collection(bid, cid, 'max_items');
+      if (collectionMaxItems !== null && collection.record_count > collectionMaxItems) {
+        throw insufficientStorage(`Collection maximum number of objects exceeded (${collection.record_count} > ${collectionMaxItems} objects).`);
+      }
+    };
+
+    for (const { event, impacted, cid } of changes) {
+      // Limits are checked once per event (all its objects applied), as Kinto does.
+      if (current !== null && current !== event) check(cidOf(current));
+      current = event;
+      const { action, resource_name: name } = event.payload;
+      if (name === 'bucket' && action === 'delete') {
+        // deleteTree took the counters with the bucket.
+        bucket = { collection_count: 0, record_count: 0, storage_size: 0 };
+        for (const entry of collections.values()) entry.info = { record_count: 0, storage_size: 0 };
+        bucketDeleted = true;
+        continue;
+      }
+      if (name === 'bucket' && action === 'create') bucketDeleted = false;
+      const collection = cid === null ? null : collections.get(cid)!;
+      const oldSize = impacted.old ? objectSize(impacted.old) : 0;
+      const newSize = action === 'delete' ? 0 : objectSize(impacted.new);
+      if (action !== 'delete') {
+        const perItem = limits.collection(bid, cid, 'max_bytes_per_item') ?? limits.bucket(bid, 'max_bytes_per_item');
+        // Kinto's message, unclosed parenthesis included.
+        if (perItem !== null && newSize > perItem) throw insufficientStorage(`Maximum bytes per object exceeded (${newSize} > ${perItem} Bytes.`);
+      }
+      bucket.storage_size += newSize - oldSize;
+      if (name === 'record' || name === 'collection') collection!.info.storage_size += newSize - oldSize;
+      if (name === 'record') {
+        const delta = action === 'create' ? 1 : action === 'delete' ? -1 : 0;
+        bucket.record_count += delta;
+        collection!.info.record_count += delta;
+      }
+      if (name === 'collection' && action === 'create') {
+        bucket.collection_count += 1;
+        collection!.deleted = false;
+      }
+      if (name === 'collection' && action === 'delete') {
+        // Its records went with it (deleteTree), unannounced: take them off with its counters.
+        bucket.collection_count -= 1;
+        bucket.record_count -= collection!.info.record_count;
+        bucket.storage_size -= collection!.info.storage_size;
+        collection!.info = { record_count: 0, storage_size: 0 };
+        collection!.deleted = true;
+      }
+    }
+    if (current !== null) check(cidOf(current));
+    if (bucketDeleted) return;
+
+    await session.update(scope, BUCKET_INFO_ID, { ...bucket });
+    for (const [cid, entry] of collections) {
+      if (!entry.deleted) await session.update(scope, collectionInfoId(cid), { ...entry.info });
+      else if (entry.existed) {
+        await session.delete(scope, collectionInfoId(cid));
+        // No tombstones pile up for counters nobody polls.
+        await session.purgeDeleted(scope);
+      }
+    }
+  }
+
+  return {
+    name: 'quotas',
+    actions: new Set(['create', 'update', 'delete'] as const),
+    resources: QUOTA_RESOURCES,
+    async inTransaction(events: ResourceEvent[], session: StorageSession): Promise<void> {
+      const byBucket = new Map<string, Change[]>();
+      for (const event of events) {
+        for (const impacted of event.impactedObjects) {
+          const { bid, cid } = idsOf(event, impacted);
+          let changes = byBucket.get(bid);
+          if (!changes) byBucket.set(bid, (changes = []));
+          changes.push({ event, impacted, cid });
+        }
+      }
+      // Bucket by bucket in id order: the lock order every writer follows.
+      for (const bid of [...byBucket.keys()].sort()) await applyToBucket(session, bid, byBucket.get(bid)!);
+    },
+  };
+}
