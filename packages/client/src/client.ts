@@ -8,6 +8,7 @@ import { type DexieEnvironment, openCollectionDb } from './store/db.js';
 import { LocalCollection } from './store/local-collection.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
+import { LiveChanges, type LiveOptions } from './sync/live.js';
 import { Remote } from './remote/remote.js';
 import { createChangeChannel } from './tabs/broadcast.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
@@ -32,6 +33,8 @@ export interface ClientOptions {
   lockManager?: LockManagerLike | null;
   /** Id generator for records and internal tokens (default `crypto.randomUUID`). */
   newId?: () => string;
+  /** Live changes (the change monitor, pushed or polled) used by auto-sync. */
+  live?: LiveOptions;
 }
 
 export interface CollectionOptions {
@@ -61,6 +64,8 @@ export class Bucket {
 
 export class QuireClient {
   readonly remote: Remote;
+  /** One change-monitor connection for every auto-synced collection (`status`, `onStatus`, `onEntry`). */
+  readonly live: LiveChanges;
   readonly http: HttpTransport;
   readonly #options: ClientOptions;
   readonly #collections = new Map<string, Collection<never>>();
@@ -81,6 +86,8 @@ export class QuireClient {
       ...(options.headers ? { headers: options.headers } : {}),
     });
     this.remote = new Remote(this.http);
+    const manager = options.lockManager === undefined ? webLockManager() : options.lockManager;
+    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, options.live);
   }
 
   bucket(name: string): Bucket {
@@ -150,6 +157,7 @@ export class QuireClient {
       engine,
       newRev: this.#newId,
       broadcast,
+      live: this.live,
       close: async () => {
         flush();
         unsubscribe();
@@ -163,8 +171,19 @@ export class QuireClient {
   async close(): Promise<void> {
     await Promise.all([...this.#collections.values()].map((collection) => collection.close().catch(() => {})));
     this.#collections.clear();
+    this.live.close();
     await this.http.close();
   }
+}
+
+/** Names the connection tabs share: the server and who the user is (never the secret itself). */
+function liveKey(remote: string, auth: Auth | undefined): string {
+  if (!auth) return remote;
+  if (auth.type === 'basic') return `${remote} basic:${auth.username}`;
+  const secret = auth.type === 'bearer' ? auth.token : typeof auth.value === 'string' ? auth.value : 'dynamic';
+  let hash = 0;
+  for (let i = 0; i < secret.length; i++) hash = (Math.imul(hash, 31) + secret.charCodeAt(i)) | 0;
+  return `${remote} ${auth.type}:${(hash >>> 0).toString(36)}`;
 }
 
 export function createClient(options: ClientOptions): QuireClient {

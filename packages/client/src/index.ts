@@ -1,6 +1,7 @@
 /** Public surface of @quire/client. */
 export { createClient, QuireClient, Bucket, type ClientOptions, type CollectionOptions } from './client.js';
-export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution } from './api/collection.js';
+export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution, type RemoteChangeEvent } from './api/collection.js';
+export { LiveChanges, MONITOR_PATH, type ChangeEntry, type LiveMode, type LiveOptions, type LiveStatus } from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
 export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';
 export { createManualOnlineSource, browserOnlineSource, type OnlineSource, type AutoSyncOptions } from './sync/scheduler.js';

@@ -8,6 +8,7 @@ import type { ListQuery, LocalCollection } from '../store/local-collection.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import { applyResolution, type ConflictStrategy } from '../sync/conflicts.js';
 import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
 
 export type { ListQuery };
@@ -18,8 +19,16 @@ export interface ChangeEvent {
   changes: ChangeNotice[];
 }
 
+/** The server announced that this collection changed (live changes): a sync follows. */
+export interface RemoteChangeEvent {
+  /** The collection's timestamp on the server: the replica is current once it has pulled up to it. */
+  lastModified: number;
+  receivedAt: number;
+}
+
 export interface CollectionEvents {
   change: ChangeEvent;
+  remote: RemoteChangeEvent;
   progress: SyncProgress;
   sync: SyncResult;
   error: unknown;
@@ -31,6 +40,8 @@ export interface CollectionParts {
   newRev: () => string;
   /** Tells other tabs (and this tab's listeners) about changes. */
   broadcast: (event: ChangeEvent) => void;
+  /** The client's live changes (one connection for all its collections). */
+  live?: LiveChanges;
   close: () => Promise<void>;
 }
 
@@ -48,6 +59,8 @@ export class Collection<T extends Record<string, unknown> = Record<string, unkno
   #inflight: Promise<SyncResult> | null = null;
   #queued: Promise<SyncResult> | null = null;
   #scheduler: SyncScheduler | null = null;
+  #stopLive: () => void = () => {};
+  #liveGeneration = 0;
 
   /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
   constructor(bucket: string, name: string, parts: Promise<CollectionParts>, onClose: () => void = () => {}) {
@@ -203,14 +216,43 @@ export class Collection<T extends Record<string, unknown> = Record<string, unkno
     return run;
   }
 
-  /** Starts automatic sync (on reconnect, interval, after local writes). */
-  startAutoSync(options: AutoSyncOptions = {}): void {
-    this.#scheduler?.stop();
-    this.#scheduler = new SyncScheduler(() => this.sync(), options, () => {});
-    this.#scheduler.start();
+  /**
+   * Starts automatic sync: on reconnect, on an interval, after local writes, and — unless
+   * `live: false` — as soon as the server announces a change of this collection (live changes).
+   * Resolves to how remote changes are learnt: `stream`, `poll` (the monitor) or `none` (the interval).
+   */
+  startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
+    this.stopAutoSync();
+    const scheduler = (this.#scheduler = new SyncScheduler(() => this.sync(), options, () => {}));
+    scheduler.start();
+    if (options.live === false) return Promise.resolve('none');
+    const generation = ++this.#liveGeneration;
+    return (async () => {
+      const { live, engine } = await this.#parts;
+      if (!live || generation !== this.#liveGeneration) return 'none';
+      const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
+        this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
+        // The replica may hold that version already (the stream starts with every collection's
+        // timestamp): compare once the sync in progress, if any, has ended.
+        void (async () => {
+          await this.#inflight?.catch(() => {});
+          const pulled = await engine.pulledTimestamp();
+          if (pulled === null || entry.last_modified > pulled) scheduler.syncNow();
+        })().catch(() => scheduler.syncNow());
+      });
+      if (generation !== this.#liveGeneration) {
+        watch.stop();
+        return 'none';
+      }
+      this.#stopLive = watch.stop;
+      return watch.mode;
+    })().catch(() => 'none' as const);
   }
 
   stopAutoSync(): void {
+    this.#liveGeneration++;
+    this.#stopLive();
+    this.#stopLive = () => {};
     this.#scheduler?.stop();
     this.#scheduler = null;
   }

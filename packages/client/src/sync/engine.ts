@@ -6,7 +6,7 @@
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { CollectionDb } from '../store/db.js';
-import { writeCheckpoint, writeSyncState } from '../store/meta.js';
+import { readSyncState, writeCheckpoint, writeSyncState } from '../store/meta.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
@@ -90,6 +90,11 @@ export class SyncEngine {
 
   constructor(options: SyncEngineOptions) {
     this.#options = options;
+  }
+
+  /** The collection timestamp (ETag) of the last completed pull, or null before the first. */
+  async pulledTimestamp(): Promise<number | null> {
+    return (await readSyncState(this.#options.db)).etag;
   }
 
   async sync(options: SyncOptions = {}): Promise<SyncResult> {

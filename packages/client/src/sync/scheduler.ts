@@ -57,11 +57,17 @@ export interface AutoSyncOptions {
   backoffMs?: number;
   maxBackoffMs?: number;
   online?: OnlineSource;
+  /**
+   * Sync as soon as the server announces a change of this collection, through the change monitor
+   * (`LiveChanges`: the pushed stream when the server has one, else the monitor polled; default
+   * true). Without a monitor on the server, only `intervalMs` brings remote changes.
+   */
+  live?: boolean;
 }
 
 export class SyncScheduler {
   readonly #run: () => Promise<unknown>;
-  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs'>> & { debounceMs: number | null };
+  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs' | 'live'>> & { debounceMs: number | null };
   readonly #onError: (error: unknown) => void;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #failures = 0;
@@ -100,6 +106,13 @@ export class SyncScheduler {
     this.#stopped = true;
     this.#unsubscribe();
     this.#clear();
+  }
+
+  /** The server announced a change (live changes): sync now, or right after the sync in progress. */
+  syncNow(): void {
+    if (this.#stopped || this.#failures > 0) return;
+    if (this.#running) this.#rerun = true;
+    else this.#schedule(0);
   }
 
   /** A local write happened: sync soon (debounced). */

@@ -167,6 +167,47 @@ export class HttpTransport {
     }
   }
 
+  /**
+   * Opens a long-lived response (a server-sent event stream): resolves once the headers arrived
+   * (within `timeoutMs`), with the body left unread; `signal` ends it. Non-2xx statuses throw as
+   * `request()` does. No retries: the caller reconnects.
+   */
+  async stream(path: string, options: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+    const fetch = await this.#fetch();
+    const headers: Record<string, string> = { ...this.#options.headers, Accept: 'text/event-stream', ...options.headers };
+    const authorization = await authorizationHeader(this.#options.auth);
+    if (authorization) headers.Authorization = authorization;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(options.signal?.reason);
+    if (options.signal?.aborted) onAbort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const timeoutMs = this.#options.timeoutMs ?? 30_000;
+    const timer = setTimeout(() => controller.abort(new TimeoutError(`No response within ${timeoutMs} ms: GET ${path}`)), timeoutMs);
+    let response: Response;
+    try {
+      response = await fetch(this.url(path), { method: 'GET', headers, signal: controller.signal });
+    } catch (error) {
+      options.signal?.removeEventListener('abort', onAbort);
+      if (error instanceof QuireError) throw error;
+      if (options.signal?.aborted) throw new SyncAbortedError(`GET ${path} aborted`);
+      throw new NetworkError(`GET ${path} failed: ${(error as Error).message}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+    this.backoff.observe(response.headers);
+    if (response.status >= 400) {
+      const text = await response.text().catch(() => '');
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      throw new ServerError(response.status, parsed, response.headers);
+    }
+    return response;
+  }
+
   async close(): Promise<void> {
     const pool = this.#pool;
     this.#pool = null;

@@ -6,6 +6,8 @@ import { type ClientOptions, createClient, type QuireClient } from '../../src/in
 
 export interface TestServer {
   url: string;
+  /** Cuts every open change stream (as a restart or a proxy would). */
+  dropStreams(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -18,6 +20,10 @@ export async function startServer(overrides: Record<string, unknown> = {}): Prom
   if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
   return {
     url: `http://127.0.0.1:${address.port}/v1`,
+    async dropStreams() {
+      (app as unknown as { changesFeed?: { dropStreams(): void } }).changesFeed?.dropStreams();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    },
     async close() {
       await app.close();
       await storage.close();

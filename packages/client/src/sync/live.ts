@@ -1,0 +1,288 @@
+/**
+ * Live changes: one connection tells every auto-synced collection of a client when the server
+ * has something new for it, through the change monitor (`/buckets/monitor/collections/changes/records`,
+ * capability `changes`, compatible with the original server's kinto-changes plugin).
+ *
+ * - `stream`: the server offers the monitor as server-sent events (`capabilities.changes.stream`):
+ *   one long GET with `Accept: text/event-stream`, read with fetch streaming (browsers and Node
+ *   alike: EventSource cannot send an Authorization header). Each event is an entry
+ *   `{bucket, collection, last_modified}`; the collection it names syncs (`_since` pull), the
+ *   others do not. Reconnects with jittered exponential backoff, resuming with `Last-Event-ID`.
+ * - `poll`: the monitor without the stream: one GET every `pollMs` for all collections, with
+ *   `_since` and `If-None-Match` (a 304 when nothing changed).
+ * - `none`: no monitor (the original server without the plugin): collections keep polling
+ *   themselves on their own interval, as before.
+ *
+ * Between tabs (where the Web Locks API exists): one tab holds the connection, under a lock named
+ * after the server and the user, and forwards each entry to the other tabs on a BroadcastChannel;
+ * when it closes, another tab takes the lock over.
+ */
+import type { Remote } from '../remote/remote.js';
+import type { HttpTransport } from '../transport/http.js';
+import { exponentialDelay } from '../transport/backoff.js';
+import type { LockManagerLike } from '../tabs/locks.js';
+
+export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
+
+export interface ChangeEntry {
+  id: string;
+  last_modified: number;
+  bucket: string;
+  collection: string;
+  host?: string;
+}
+
+export type LiveMode = 'stream' | 'poll' | 'none';
+
+export interface LiveStatus {
+  /** How changes are learnt: `stream` (pushed), `poll` (the monitor, on a timer), `none` (each collection polls). */
+  mode: LiveMode;
+  /** The connection (stream) or the last poll is up. */
+  connected: boolean;
+  /** Another tab holds the connection and forwards its entries to this one. */
+  follower: boolean;
+  /** When the server last confirmed the entries are current (an event, a heartbeat or a poll), ms since epoch. */
+  lastContact: number | null;
+  /** The newest entry timestamp received (the stream's `Last-Event-ID`). */
+  lastEventId: number | null;
+}
+
+export interface LiveOptions {
+  /** Poll period of the monitor when there is no stream (default 3 s). */
+  pollMs?: number;
+  /** First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 30 s). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+type EntryListener = (entry: ChangeEntry) => void;
+type StatusListener = (status: LiveStatus) => void;
+
+interface BroadcastMessage {
+  kind: 'entry';
+  entry: ChangeEntry;
+}
+
+export class LiveChanges {
+  readonly #http: HttpTransport;
+  readonly #remote: Remote;
+  readonly #key: string;
+  readonly #locks: LockManagerLike | null;
+  readonly #options: Required<LiveOptions>;
+  readonly #watchers = new Map<string, Set<EntryListener>>();
+  readonly #entryListeners = new Set<EntryListener>();
+  readonly #statusListeners = new Set<StatusListener>();
+  #status: LiveStatus = { mode: 'none', connected: false, follower: false, lastContact: null, lastEventId: null };
+  #abort: AbortController | null = null;
+  #channel: BroadcastChannel | null = null;
+  #detected: Promise<LiveMode> | null = null;
+  /** The user's personal bucket: its entries also go to the watchers of `default/<collection>`. */
+  #personalBucket: string | null = null;
+
+  /** `key` names the connection shared by tabs: the server and the user. */
+  constructor(http: HttpTransport, remote: Remote, key: string, locks: LockManagerLike | null, options: LiveOptions = {}) {
+    this.#http = http;
+    this.#remote = remote;
+    this.#key = key;
+    this.#locks = locks;
+    this.#options = { pollMs: options.pollMs ?? 3_000, backoffMs: options.backoffMs ?? 500, maxBackoffMs: options.maxBackoffMs ?? 30_000 };
+  }
+
+  get status(): LiveStatus {
+    return { ...this.#status };
+  }
+
+  /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is retried on the next call. */
+  mode(): Promise<LiveMode> {
+    this.#detected ??= this.#remote.serverInfo().then((info) => {
+      this.#personalBucket = info.user?.bucket ?? null;
+      const changes = info.capabilities.changes as { stream?: { url?: string } } | undefined;
+      return changes ? (changes.stream?.url ? 'stream' : 'poll') : 'none';
+    });
+    this.#detected.catch(() => (this.#detected = null));
+    return this.#detected;
+  }
+
+  /** Every entry received (all collections). */
+  onEntry(listener: EntryListener): () => void {
+    this.#entryListeners.add(listener);
+    return () => this.#entryListeners.delete(listener);
+  }
+
+  onStatus(listener: StatusListener): () => void {
+    this.#statusListeners.add(listener);
+    return () => this.#statusListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` with each entry of `bucket/collection`; the connection is open while some
+   * collection watches. Resolves to the mode in use (`none`: the caller polls by itself).
+   */
+  async watch(bucket: string, collection: string, listener: EntryListener): Promise<{ mode: LiveMode; stop: () => void }> {
+    const key = `${bucket}/${collection}`;
+    let set = this.#watchers.get(key);
+    if (!set) this.#watchers.set(key, (set = new Set()));
+    set.add(listener);
+    const stop = () => {
+      const current = this.#watchers.get(key);
+      current?.delete(listener);
+      if (current?.size === 0) this.#watchers.delete(key);
+      if (this.#watchers.size === 0) this.#stop();
+    };
+    let mode: LiveMode;
+    try {
+      mode = await this.mode();
+    } catch {
+      mode = 'none';
+      this.#detected = null;
+    }
+    if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
+    return { mode, stop };
+  }
+
+  #setStatus(patch: Partial<LiveStatus>): void {
+    this.#status = { ...this.#status, ...patch };
+    for (const listener of this.#statusListeners) listener(this.status);
+  }
+
+  #dispatch(entry: ChangeEntry): void {
+    if (this.#status.lastEventId === null || entry.last_modified > this.#status.lastEventId) this.#status.lastEventId = entry.last_modified;
+    for (const listener of this.#entryListeners) listener(entry);
+    for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
+    if (entry.bucket === this.#personalBucket) for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
+  }
+
+  #start(mode: LiveMode): void {
+    const abort = (this.#abort = new AbortController());
+    this.#setStatus({ mode });
+    const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
+    if (this.#locks && Channel) {
+      // One tab leads; the others follow its broadcasts until the lock comes to them.
+      const channel = (this.#channel = new Channel(`quire-live:${this.#key}`));
+      (channel as unknown as { unref?: () => void }).unref?.();
+      channel.onmessage = (event: MessageEvent<BroadcastMessage>) => {
+        if (event.data?.kind === 'entry' && !abort.signal.aborted) {
+          this.#setStatus({ lastContact: Date.now() });
+          this.#dispatch(event.data.entry);
+        }
+      };
+      this.#setStatus({ follower: true });
+      this.#locks
+        .request(`quire-live:${this.#key}`, { mode: 'exclusive', signal: abort.signal }, async () => {
+          this.#setStatus({ follower: false });
+          await this.#lead(mode, abort.signal, (entry) => channel.postMessage({ kind: 'entry', entry } satisfies BroadcastMessage));
+        })
+        .catch(() => {});
+    } else {
+      void this.#lead(mode, abort.signal, () => {});
+    }
+  }
+
+  #stop(): void {
+    this.#abort?.abort();
+    this.#abort = null;
+    this.#channel?.close();
+    this.#channel = null;
+    this.#setStatus({ connected: false, follower: false });
+  }
+
+  /** Holds the connection until `signal` aborts, reconnecting after failures. */
+  async #lead(mode: LiveMode, signal: AbortSignal, forward: EntryListener): Promise<void> {
+    for (let failures = 0; !signal.aborted; ) {
+      try {
+        if (mode === 'stream') await this.#readStream(signal, forward, () => (failures = 0));
+        else {
+          await this.#pollOnce(signal, forward);
+          failures = 0;
+          await sleep(this.#options.pollMs, signal);
+          continue;
+        }
+      } catch {
+        failures++;
+      }
+      this.#setStatus({ connected: false });
+      if (signal.aborted) break;
+      // A stream that ended cleanly (server restart) reconnects at once the first time.
+      await sleep(failures === 0 ? 0 : exponentialDelay(failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs), signal);
+      if (failures === 0) failures = 1; // the next end in a row waits
+    }
+  }
+
+  async #readStream(signal: AbortSignal, forward: EntryListener, connected: () => void): Promise<void> {
+    const headers: Record<string, string> = {};
+    if (this.#status.lastEventId !== null) headers['Last-Event-ID'] = String(this.#status.lastEventId);
+    const response = await this.#http.stream(MONITOR_PATH, { headers, signal });
+    if (!response.body) throw new Error('the change stream has no body');
+    connected();
+    this.#setStatus({ connected: true, lastContact: Date.now() });
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const onAbort = () => void reader.cancel().catch(() => {});
+    signal.addEventListener('abort', onAbort, { once: true });
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value.replace(/\r\n?/g, '\n');
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          this.#setStatus({ lastContact: Date.now() });
+          let data = '';
+          for (const line of block.split('\n')) if (line.startsWith('data:')) data += line.slice(5).trimStart();
+          if (!data) continue; // a comment (heartbeat) or `retry:`
+          let entry: ChangeEntry;
+          try {
+            entry = JSON.parse(data) as ChangeEntry;
+          } catch {
+            continue;
+          }
+          this.#dispatch(entry);
+          forward(entry);
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  #etag: string | null = null;
+
+  async #pollOnce(signal: AbortSignal, forward: EntryListener): Promise<void> {
+    const since = this.#status.lastEventId;
+    const response = await this.#http.request<{ data: ChangeEntry[] }>({
+      path: MONITOR_PATH,
+      query: since === null ? {} : { _since: since },
+      headers: this.#etag ? { 'If-None-Match': this.#etag } : {},
+      signal,
+    });
+    this.#setStatus({ connected: true, lastContact: Date.now() });
+    if (response.status === 304) return;
+    this.#etag = response.headers.get('etag');
+    const entries = [...(response.body?.data ?? [])].sort((a, b) => a.last_modified - b.last_modified);
+    for (const entry of entries) {
+      this.#dispatch(entry);
+      forward(entry);
+    }
+  }
+
+  close(): void {
+    this.#watchers.clear();
+    this.#stop();
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    (timer as { unref?: () => void }).unref?.();
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
