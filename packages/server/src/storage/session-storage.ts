@@ -92,6 +92,10 @@ export abstract class SessionStorage implements Storage {
     return this.transaction((session) => session.insertMany(scope, objects));
   }
 
+  importObjects(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void> {
+    return this.transaction((session) => session.importObjects(scope, objects, scopeTimestamp));
+  }
+
   delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     return this.transaction((session) => session.delete(scope, id, options));
   }

@@ -157,6 +157,33 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         expect(next.last_modified).toBeGreaterThan(stamps[2]!);
       });
 
+      test('importObjects stores objects and tombstones as given and raises the scope timestamp', async () => {
+        const target = randomScope();
+        await storage.importObjects(target, [
+          { id: 'a', last_modified: 1000, v: 1, nested: { x: [1, 'y'] } },
+          { id: 'b', last_modified: 1002, deleted: true },
+          { id: 'c', last_modified: 1001 },
+        ]);
+        expect(await storage.list(target, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] })).toEqual([
+          { id: 'a', last_modified: 1000, v: 1, nested: { x: [1, 'y'] } },
+          { id: 'c', last_modified: 1001 },
+          { id: 'b', last_modified: 1002, deleted: true },
+        ]);
+        expect(await storage.resourceTimestamp(target)).toBe(1002);
+        // A given scope timestamp wins; it never goes down; the same id is replaced.
+        await storage.importObjects(target, [{ id: 'a', last_modified: 1003, v: 2 }], 5000);
+        expect(await storage.resourceTimestamp(target)).toBe(5000);
+        await storage.importObjects(target, [], 4000);
+        expect(await storage.resourceTimestamp(target)).toBe(5000);
+        expect(await storage.get(target, 'a')).toEqual({ id: 'a', last_modified: 1003, v: 2 });
+        // Later writes go above it.
+        expect((await storage.update(target, 'd', {})).last_modified).toBeGreaterThan(5000);
+        // An empty scope gets the timestamp alone.
+        const empty = randomScope();
+        await storage.importObjects(empty, [], 1234);
+        expect(await storage.resourceTimestamp(empty)).toBe(1234);
+      });
+
       test('update creates missing and deleted objects', async () => {
         expect(await storage.update(scope, 'new', { v: 1 })).toMatchObject({ id: 'new', v: 1 });
         await storage.create(scope, 'gone', { v: 1 });
@@ -915,6 +942,19 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
         await expect(storage.update(scope, 'e', { n: 1 })).rejects.toThrow(StorageError);
         await expect(storage.insertMany(scope, [{ id: 'e', data: { n: 1 } }])).rejects.toThrow(StorageError);
         expect(await storage.list(scope, { includeDeleted: true })).toEqual([]);
+      });
+
+      test('importObjects restores entries with their ids and timestamps', async () => {
+        const scope = historyOf(await newBucket());
+        await storage.importObjects(scope, [
+          { id: 'e1', last_modified: 10, n: 1 },
+          { id: 'e2', last_modified: 11, n: 2 },
+        ]);
+        expect(await storage.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] })).toEqual([
+          { id: 'e1', last_modified: 10, n: 1 },
+          { id: 'e2', last_modified: 11, n: 2 },
+        ]);
+        expect(await storage.resourceTimestamp(scope)).toBe(11);
       });
     });
 

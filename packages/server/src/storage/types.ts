@@ -187,6 +187,15 @@ export interface StorageSession {
    */
   insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]>;
 
+  /**
+   * Stores objects exactly as given — ids, `last_modified`, tombstones (`deleted: true`) — in
+   * one step, replacing an object of the same id (history entries: of the same timestamp), then
+   * raises the scope timestamp to `scopeTimestamp` (default: the largest `last_modified` given),
+   * never lowering it. For `quire import`, into a store without other objects in the scope: a
+   * timestamp another object of the scope holds fails (UnicityError). History scopes allowed.
+   */
+  importObjects(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void>;
+
   /** Deletes a live object, leaving a tombstone. Throws ObjectNotFoundError if not live. */
   delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone>;
 

@@ -389,6 +389,39 @@ class SqlSession implements StorageSession {
     return rows.map(toLiveObject).sort((a, b) => a.last_modified - b.last_modified);
   }
 
+  async importObjects(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void> {
+    this.#assertWritable();
+    await this.#sendPendingWrites();
+    this.#pending.release(scope.parentId, scope.resourceName);
+    this.#forgetLocked();
+    const table = tableOf(scope);
+    // History rows are keyed by timestamp (ids are not unique there).
+    const key = table === 'history' ? 'last_modified' : 'id';
+    let newest = scopeTimestamp ?? 0;
+    const items = objects.map((object) => {
+      const { id, last_modified: lastModified, ...attributes } = object;
+      const deleted = (object as Partial<Tombstone>).deleted === true;
+      if (scopeTimestamp === undefined) newest = Math.max(newest, lastModified);
+      return { id, last_modified: lastModified, deleted, data: deleted ? JSON.parse(TOMBSTONE_DATA) : attributes };
+    });
+    // One statement: the rows, then the scope timestamp raised (and locked, as every write does).
+    await this.#query(
+      `WITH rows AS (
+         INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted)
+         SELECT $1, $2, item->>'id', (item->>'last_modified')::bigint, item->'data', (item->>'deleted')::boolean
+         FROM jsonb_array_elements($3::jsonb) AS items(item)
+         ON CONFLICT (parent_id, resource_name, ${key})
+         DO UPDATE SET id = EXCLUDED.id, last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = EXCLUDED.deleted
+         RETURNING 1
+       )
+       INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) SELECT $1, $2, $4::bigint WHERE $4::bigint > 0
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(t.last_modified, EXCLUDED.last_modified)`,
+      [scope.parentId, scope.resourceName, JSON.stringify(items), newest],
+    );
+    this.writes += items.length;
+    for (const item of items) this.#changedObject(scope, item.id);
+  }
+
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     this.#assertWritable();
     const known = options?.lastModified === undefined && tableOf(scope) === 'objects' ? this.#known(scope, id) : undefined;

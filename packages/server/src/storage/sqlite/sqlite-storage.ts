@@ -200,6 +200,30 @@ class SqliteSession implements StorageSession {
     return objects.map(({ id, data }, position) => this.#upsert(scope, id, data, first + position));
   }
 
+  async importObjects(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void> {
+    this.#assertWritable();
+    const table = tableOf(scope);
+    // History rows are keyed by timestamp (ids are not unique there).
+    const key = table === 'history' ? 'last_modified' : 'id';
+    let newest = scopeTimestamp ?? 0;
+    for (const object of objects) {
+      const { id, last_modified: lastModified, ...attributes } = object;
+      const deleted = (object as Partial<Tombstone>).deleted === true;
+      this.#db.run(
+        `INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted) VALUES (?, ?, ?, ?, jsonb(?), ?)
+         ON CONFLICT (parent_id, resource_name, ${key}) DO UPDATE SET id = excluded.id, last_modified = excluded.last_modified, data = excluded.data, deleted = excluded.deleted`,
+        [scope.parentId, scope.resourceName, id, lastModified, deleted ? TOMBSTONE_DATA : JSON.stringify(attributes), deleted ? 1 : 0],
+      );
+      if (scopeTimestamp === undefined) newest = Math.max(newest, lastModified);
+    }
+    if (newest === 0) return;
+    this.#db.run(
+      `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES (?, ?, ?)
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = max(last_modified, excluded.last_modified)`,
+      [scope.parentId, scope.resourceName, newest],
+    );
+  }
+
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     this.#assertWritable();
     const existing = this.#find(scope, id);
