@@ -17,8 +17,22 @@ function conformanceProject(backend: 'embedded' | 'postgresql') {
   };
 }
 
+/**
+ * The conformance package's own tests: packed.test.ts packs the packages, installs them with npm
+ * into an empty folder and runs the packed CLI, server and client (minutes, mostly npm).
+ */
+const conformancePackage = {
+  test: {
+    name: 'conformance:package',
+    root: here('./packages/conformance'),
+    include: ['test/**/*.test.ts'],
+    testTimeout: 600_000,
+    hookTimeout: 1_200_000,
+  },
+};
+
 export default defineConfig({
   test: {
-    projects: ['packages/server', 'packages/client', 'apps/demo', conformanceProject('embedded'), conformanceProject('postgresql')],
+    projects: ['packages/server', 'packages/client', 'apps/demo', conformanceProject('embedded'), conformanceProject('postgresql'), conformancePackage],
   },
 });
