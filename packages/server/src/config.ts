@@ -257,6 +257,12 @@ export const SETTINGS = {
     description: 'Keep only the newest N history entries per bucket and kind of object (bucket, collection, group, record); unset: keep everything. Shown in the `history` capability.',
   },
   history_auto_trim_user_ids: { type: 'list', default: [], description: 'With `history_auto_trim_max_count`: trim only the entries of these user ids, N per user and kind of object (empty: every entry).' },
+  history_paginate_by: {
+    type: 'integer',
+    default: 1000,
+    min: 1,
+    description: 'Most entries per page of a history listing (`GET`/`DELETE /buckets/<bid>/history`), whatever `_limit` asks; the rest follows with `Next-Page`.',
+  },
   history_drain_batch_size: { type: 'integer', default: 500, min: 1, max: 100000, description: 'Pending history entries moved into the history per transaction after commit.' },
   history_drain_delay_ms: { type: 'integer', default: 200, min: 0, max: 60000, description: 'How long after a commit its history entries wait to be moved together with the next commits’ (readers of the history never wait for it).' },
   history_drain_interval_seconds: { type: 'number', default: 30, min: 0.1, description: 'How often a process looks for pending history entries left by another (stopped) process.' },
@@ -399,6 +405,7 @@ export interface Settings {
   history_exclude_user_ids: string[];
   history_auto_trim_max_count: number | null;
   history_auto_trim_user_ids: string[];
+  history_paginate_by: number;
   history_drain_batch_size: number;
   history_drain_delay_ms: number;
   history_drain_interval_seconds: number;

@@ -101,7 +101,8 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
       if (outcome === 'not-modified') return reply.code(304).send();
 
       if (method === 'HEAD') return sendCount(reply, session, scope, filters);
-      const items = await readPage(services, request, reply, session, scope, query, filters, method);
+      // Paged even when the client asks for everything: one listing stays one bounded piece of work.
+      const items = await readPage(services, request, reply, session, scope, query, filters, method, settings.history_paginate_by);
 
       let shown: Array<Record<string, unknown>>;
       if (method === 'DELETE') {

@@ -91,9 +91,23 @@ export function measureJsonValue(value: unknown, limits: JsonLimits, { depth = 1
   return null;
 }
 
+/** Object keys and array items in `value`, all levels together; counting stops past `atMost`. */
+export function countJsonKeys(value: unknown, atMost: number): number {
+  const stack: unknown[] = [value];
+  let count = 0;
+  while (stack.length > 0 && count <= atMost) {
+    const current = stack.pop();
+    if (current === null || typeof current !== 'object') continue;
+    const children: unknown[] = Array.isArray(current) ? current : Object.values(current);
+    count += children.length;
+    for (const child of children) if (child !== null && typeof child === 'object') stack.push(child);
+  }
+  return count;
+}
+
 /** The refusal's text, naming the setting to change. */
 export function describeExcess(excess: JsonLimitExceeded, limits: JsonLimits): string {
   return excess === 'depth'
-    ? `nested more than max_json_depth (${limits.maxDepth}) levels deep`
+    ? `more than max_json_depth (${limits.maxDepth}) levels of nesting`
     : `more than max_json_keys (${limits.maxKeys}) object keys and array items`;
 }

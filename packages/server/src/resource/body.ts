@@ -5,6 +5,7 @@
 import jsonPatch, { type Operation } from 'fast-json-patch';
 import mergePatch from 'json-merge-patch';
 import { invalidParameter } from '../errors.js';
+import { countJsonKeys, describeExcess, measureJsonValue, type JsonLimits } from '../http/json-limits.js';
 import type { Permissions } from '../storage/types.js';
 import { ID_PATTERN, type ResourceDefinition } from './definition.js';
 
@@ -99,16 +100,32 @@ export interface PatchResult {
   sentData: Record<string, unknown>;
 }
 
-/** Applies a PATCH body of the given type to the current object and ACL (§4.4). */
+/** Bounds of a PATCH (settings `max_json_patch_operations`, `max_json_depth`, `max_json_keys`). */
+export interface PatchLimits extends JsonLimits {
+  maxOperations: number;
+}
+
+/**
+ * Applies a PATCH body of the given type to the current object and ACL (§4.4). The body was
+ * bounded when parsed, but several PATCHes, or a JSON-Patch `copy`, can grow an object past the
+ * limits: its data must stay as it could be written in one body.
+ */
 export function applyPatch(
   type: PatchType,
   body: unknown,
   current: Record<string, unknown>,
   acl: Permissions,
   def: ResourceDefinition,
+  limits: PatchLimits,
 ): PatchResult {
-  if (type === 'json-patch') return applyJsonPatch(body, current, acl, def);
+  const result = type === 'json-patch' ? applyJsonPatch(body, current, acl, def, limits) : applyMerge(type, body, current, def);
+  // Measured as the data of a body `{"data": …}`: level 2, after one key.
+  const excess = measureJsonValue(result.data, limits, { depth: 2, keys: 1 });
+  if (excess) throw invalidParameter('body', 'data', `the patched object would have ${describeExcess(excess, limits)}`);
+  return result;
+}
 
+function applyMerge(type: 'json' | 'merge-patch', body: unknown, current: Record<string, unknown>, def: ResourceDefinition): PatchResult {
   const { data, permissions } = parseWriteBody(body, def, { patch: true });
   if (data === undefined && permissions === undefined) {
     throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
@@ -128,9 +145,12 @@ export function applyPatch(
  * principal being the rest of the path, unescaped: kinto-http sends group principals such as
  * `/buckets/b/groups/g` verbatim there, so the path is not split on its later slashes.
  */
-function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Permissions, def: ResourceDefinition): PatchResult {
+function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Permissions, def: ResourceDefinition, limits: PatchLimits): PatchResult {
   if (!Array.isArray(body) || body.length === 0) {
     throw invalidParameter('body', '', 'JSON Patch must be a non-empty list of operations');
+  }
+  if (body.length > limits.maxOperations) {
+    throw invalidParameter('body', '', `JSON Patch has more than max_json_patch_operations (${limits.maxOperations}) operations`);
   }
   const permissions = new Map(def.permissions.map((name) => [name, new Set(acl[name] ?? [])]));
   const dataOperations: Operation[] = [];
@@ -154,15 +174,35 @@ function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Pe
   }
 
   const document = { data: structuredClone(current) };
-  try {
-    // validate=true checks every operation (and `test` failures) before applying;
-    // banPrototypeModifications keeps `__proto__` paths out.
-    jsonPatch.applyPatch(document, dataOperations, true, true, true);
-  } catch (error) {
-    throw invalidParameter('body', '', `JSON Patch operation failed: ${(error as Error).message.split('\n')[0]}`);
+  // What `copy` operations duplicate: the one operation that multiplies the object's size (five
+  // hundred copies of a 2,000-key subtree are a million keys), counted before it is made.
+  let copied = 0;
+  for (const [index, operation] of dataOperations.entries()) {
+    if (operation.op === 'copy') {
+      copied += countJsonKeys(valueAt(document, operation.from), limits.maxKeys);
+      if (copied > limits.maxKeys) {
+        throw invalidParameter('body', 'data', `the patched object would have ${describeExcess('keys', limits)}`);
+      }
+    }
+    try {
+      // Validated first (a failed `test` included); banPrototypeModifications keeps `__proto__` paths out.
+      jsonPatch.applyOperation(document, operation, true, true, true, index);
+    } catch (error) {
+      throw invalidParameter('body', '', `JSON Patch operation failed: ${(error as Error).message.split('\n')[0]}`);
+    }
   }
   if (!isPlainObject(document.data)) throw invalidParameter('body', 'data', 'JSON Patch operation failed: data must stay an object');
   const replacePermissions: Permissions = {};
   for (const [name, principals] of permissions) replacePermissions[name] = [...principals];
   return { data: document.data, permissions: undefined, replacePermissions, sentData: document.data };
+}
+
+/** The value at a JSON pointer, or undefined where there is none (the operation then fails as it should). */
+function valueAt(document: unknown, pointer: unknown): unknown {
+  if (typeof pointer !== 'string') return undefined;
+  try {
+    return jsonPatch.getValueByPointer(document, pointer);
+  } catch {
+    return undefined;
+  }
 }

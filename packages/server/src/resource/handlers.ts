@@ -97,9 +97,14 @@ export function baseUrl(services: Services, request: FastifyRequest): string {
   return `${scheme}://${host}`;
 }
 
-/** Page size of §7.6: `_limit` capped by `paginate_by`, everything capped by the fetch size. */
-export function effectiveLimit(services: Services, requested: number | null): number {
-  const { paginate_by: paginateBy, storage_max_fetch_size: maxFetch } = services.settings;
+/**
+ * Page size of §7.6: `_limit` capped by `paginate_by`, everything capped by the fetch size.
+ * `pageCap` is an endpoint's own `paginate_by` (history_paginate_by), applied on top.
+ */
+export function effectiveLimit(services: Services, requested: number | null, pageCap: number | null = null): number {
+  const { storage_max_fetch_size: maxFetch } = services.settings;
+  const caps = [services.settings.paginate_by, pageCap].filter((cap): cap is number => cap !== null);
+  const paginateBy = caps.length > 0 ? Math.min(...caps) : null;
   let limit = requested ?? paginateBy;
   if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
   return limit ? Math.min(limit, maxFetch) : maxFetch;
@@ -119,11 +124,12 @@ export async function readPage(
   query: ListQuery,
   filters: Filter[],
   method: 'GET' | 'DELETE',
+  pageCap: number | null = null,
 ): Promise<Array<StoredObject | Tombstone>> {
   if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
     throw invalidParameter('querystring', null, '_token was already used or has expired.');
   }
-  const limit = effectiveLimit(services, query.requestedLimit);
+  const limit = effectiveLimit(services, query.requestedLimit, pageCap);
   const page = await session.list(scope, {
     filters,
     sorting: query.sorting,
@@ -169,6 +175,8 @@ async function aclOf(session: StorageSession, uri: string): Promise<Permissions>
 
 export function createResourceHandlers(services: Services, def: ResourceDefinition) {
   const { storage, authorizer, events } = services;
+  const { settings } = services;
+  const patchLimits = { maxOperations: settings.max_json_patch_operations, maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
 
   /** The checks before touching an object; returns its parent object. */
   async function requireObject(session: StorageSession, identity: Identity, ref: ObjectRef, permission: 'read' | 'write') {
@@ -379,7 +387,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'PATCH' });
         const previousAcl = await aclOf(session, ref.uri);
-        const patched = applyPatch(type, request.body, userFields(existing), previousAcl, def);
+        const patched = applyPatch(type, request.body, userFields(existing), previousAcl, def, patchLimits);
         assertBodyMatchesId(patched.sentData, ref.id);
         let data = userFields(patched.data);
         if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
