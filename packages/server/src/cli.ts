@@ -15,9 +15,12 @@ import { resolveSecrets } from './secrets.js';
 import { DatabaseUnavailableError, MigrationRequiredError } from './storage/errors.js';
 import { connectStorage, type StorageFactoryOptions } from './storage/factory.js';
 import { connectionFault, databaseName, describeTarget, rootMessage } from './storage/sql/connection-faults.js';
+import { runTransferCommand, TRANSFER_USAGE } from './commands/transfer.js';
 import { runCluster } from './workers.js';
 
-const USAGE = `Usage: quire <start|migrate> [--config settings.json]
+const USAGE = `Usage: quire <start|migrate|export|import> [--config settings.json]
+
+${TRANSFER_USAGE}
 
 Settings come from QUIRE_<NAME> environment variables, then the config file, then defaults.
 See the README for the full list.
@@ -40,6 +43,7 @@ class ListenError extends Error {
 let storageUrl: string | null = null;
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'export' || argv[0] === 'import') return runTransferCommand(argv[0], argv.slice(1), (url) => (storageUrl = url));
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });

@@ -1,0 +1,111 @@
+/**
+ * `quire export [--output file]` and `quire import [--input file] [--replace]`: the CLI side of
+ * src/transfer (options, files or stdio, a progress line on stderr when it is a terminal).
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { loadSettings } from '../config.js';
+import { EXIT } from '../exit-codes.js';
+import { resolveSecrets } from '../secrets.js';
+import { connectStorage } from '../storage/factory.js';
+import { exportStore } from '../transfer/export.js';
+import { ImportError, importStore } from '../transfer/import.js';
+
+export const TRANSFER_USAGE = `  quire export [--output file.ndjson] [--page-size 1000]
+      write every bucket and account (objects, tombstones, permissions, timestamps, history)
+      as NDJSON to the file or to standard output
+  quire import [--input file.ndjson] [--batch-size 1000] [--replace]
+      load an export into the configured store (migrating it first), keeping ids and
+      last_modified; a store that holds data is refused unless --replace (which empties it)`;
+
+/** A progress line on stderr, rewritten in place, at most every 250 ms; only on a terminal. */
+function progress(verb: string): { update(count: number): void; done(count: number): void } {
+  const started = Date.now();
+  let shown = 0;
+  const line = (count: number) => {
+    const seconds = (Date.now() - started) / 1000;
+    return `${verb} ${count} objects (${Math.round(count / Math.max(seconds, 0.001))}/s)`;
+  };
+  if (!process.stderr.isTTY) return { update() {}, done() {} };
+  return {
+    update(count) {
+      if (Date.now() - shown < 250) return;
+      shown = Date.now();
+      process.stderr.write(`\r${line(count)}`);
+    },
+    done(count) {
+      process.stderr.write(`\r${line(count)}\n`);
+    },
+  };
+}
+
+function positiveInteger(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`--${name} must be a whole number ≥ 1, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** Runs `quire export|import`; `onStorageUrl` lets the CLI explain database failures. Returns the exit code. */
+export async function runTransferCommand(command: 'export' | 'import', args: string[], onStorageUrl: (url: string | null) => void): Promise<number> {
+  let values;
+  let pageSize: number;
+  let batchSize: number;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        input: { type: 'string', short: 'i' },
+        replace: { type: 'boolean' },
+        'page-size': { type: 'string' },
+        'batch-size': { type: 'string' },
+      },
+    }));
+    if (command === 'export' && (values.input || values.replace || values['batch-size'])) throw new TypeError('quire export takes --output and --page-size');
+    if (command === 'import' && (values.output || values['page-size'])) throw new TypeError('quire import takes --input, --batch-size and --replace');
+    pageSize = positiveInteger('page-size', values['page-size'], 1000);
+    batchSize = positiveInteger('batch-size', values['batch-size'], 1000);
+  } catch (error) {
+    console.error(`quire ${command}: ${(error as Error).message}\n\n${TRANSFER_USAGE}`);
+    return EXIT.USAGE;
+  }
+  const settings = resolveSecrets(loadSettings({ configFile: values.config ?? process.env.QUIRE_CONFIG ?? null }));
+  onStorageUrl(settings.storage_url);
+  // Pages never larger than the store allows (storage_max_fetch_size).
+  pageSize = Math.min(pageSize, settings.storage_max_fetch_size);
+
+  if (command === 'export') {
+    const storage = await connectStorage(settings);
+    const out = values.output ? createWriteStream(values.output) : process.stdout;
+    const bar = progress('exported');
+    try {
+      const count = await exportStore(storage, out, { pageSize, onProgress: (n) => bar.update(n) });
+      bar.done(count);
+      if (out !== process.stdout) {
+        out.end();
+        await finished(out);
+      }
+    } finally {
+      await storage.close();
+    }
+    return 0;
+  }
+
+  const storage = await connectStorage(settings, { migrate: true });
+  const input = values.input ? createReadStream(values.input) : process.stdin;
+  const bar = progress('imported');
+  try {
+    const count = await importStore(storage, input, { batchSize, replace: values.replace === true, onProgress: (n) => bar.update(n) });
+    bar.done(count);
+  } catch (error) {
+    if (!(error instanceof ImportError)) throw error;
+    console.error(`quire import: ${error.message}`);
+    return EXIT.FAILURE;
+  } finally {
+    await storage.close();
+  }
+  return 0;
+}
