@@ -101,6 +101,24 @@ describe('live changes', () => {
     await server.close();
   });
 
+  it('started offline (server unreachable), it finds the stream once the server answers', async () => {
+    const bucket = uniqueName('late');
+    await createCollection(url, bucket, 'items');
+    let reachable = false;
+    const unreachableAtFirst: FetchLike = async (input, init) => {
+      if (!reachable) throw new TypeError('network down');
+      return fetch(input, init);
+    };
+    const client = makeClient(url, { fetch: unreachableAtFirst, live: { backoffMs: 50, maxBackoffMs: 200 } });
+    const items = client.bucket(bucket).collection<Item>('items');
+    expect(await items.startAutoSync({ intervalMs: 0, backoffMs: 50, maxBackoffMs: 200, online: createManualOnlineSource(true) })).toBe('none');
+    reachable = true;
+    await expect.poll(() => client.live.status.connected, { timeout: 10_000 }).toBe(true);
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/x`, { data: { n: 3 } });
+    await expect.poll(async () => (await items.get('x'))?.n, { timeout: 3000 }).toBe(3);
+    await client.close();
+  });
+
   it('without the stream, polls the monitor: one request for every collection', async () => {
     // A server whose capability has no stream (e.g. the original kinto-changes plugin).
     const bucket = uniqueName('poll');

@@ -50,7 +50,7 @@ export interface LiveStatus {
 export interface LiveOptions {
   /** Poll period of the monitor when there is no stream (default 3 s). */
   pollMs?: number;
-  /** First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 30 s). */
+  /** First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 15 s); the `online` event reconnects at once. */
   backoffMs?: number;
   maxBackoffMs?: number;
 }
@@ -78,6 +78,8 @@ export class LiveChanges {
   #detected: Promise<LiveMode> | null = null;
   /** The user's personal bucket: its entries also go to the watchers of `default/<collection>`. */
   #personalBucket: string | null = null;
+  /** A stream silent for longer (no event, no heartbeat) is taken for dead and reopened. */
+  #silenceMs = 35_000;
 
   /** `key` names the connection shared by tabs: the server and the user. */
   constructor(http: HttpTransport, remote: Remote, key: string, locks: LockManagerLike | null, options: LiveOptions = {}) {
@@ -85,7 +87,7 @@ export class LiveChanges {
     this.#remote = remote;
     this.#key = key;
     this.#locks = locks;
-    this.#options = { pollMs: options.pollMs ?? 3_000, backoffMs: options.backoffMs ?? 500, maxBackoffMs: options.maxBackoffMs ?? 30_000 };
+    this.#options = { pollMs: options.pollMs ?? 3_000, backoffMs: options.backoffMs ?? 500, maxBackoffMs: options.maxBackoffMs ?? 15_000 };
   }
 
   get status(): LiveStatus {
@@ -96,7 +98,9 @@ export class LiveChanges {
   mode(): Promise<LiveMode> {
     this.#detected ??= this.#remote.serverInfo().then((info) => {
       this.#personalBucket = info.user?.bucket ?? null;
-      const changes = info.capabilities.changes as { stream?: { url?: string } } | undefined;
+      const changes = info.capabilities.changes as { stream?: { url?: string; heartbeat_seconds?: number } } | undefined;
+      const heartbeat = changes?.stream?.heartbeat_seconds;
+      if (typeof heartbeat === 'number' && heartbeat > 0) this.#silenceMs = heartbeat * 2_000 + 5_000;
       return changes ? (changes.stream?.url ? 'stream' : 'poll') : 'none';
     });
     this.#detected.catch(() => (this.#detected = null));
@@ -133,11 +137,49 @@ export class LiveChanges {
     try {
       mode = await this.mode();
     } catch {
-      mode = 'none';
-      this.#detected = null;
+      // Offline at start (a page loaded from its service worker): find out once the server answers.
+      this.#detectLater();
+      return { mode: 'none', stop };
     }
     if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
     return { mode, stop };
+  }
+
+  #detecting = false;
+
+  /** Asks the server what it offers again, with backoff (and at once when the browser goes online), until it answers. */
+  #detectLater(): void {
+    if (this.#detecting) return;
+    this.#detecting = true;
+    const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
+    let wake: (() => void) | null = null;
+    const online = () => wake?.();
+    target.addEventListener?.('online', online);
+    void (async () => {
+      try {
+        for (let attempt = 0; this.#watchers.size > 0 && !this.#abort; attempt++) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, exponentialDelay(attempt, this.#options.backoffMs, this.#options.maxBackoffMs));
+            (timer as { unref?: () => void }).unref?.();
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          if (this.#watchers.size === 0 || this.#abort) return;
+          try {
+            const mode = await this.mode();
+            if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
+            return;
+          } catch {
+            // still unreachable
+          }
+        }
+      } finally {
+        target.removeEventListener?.('online', online);
+        this.#detecting = false;
+      }
+    })();
   }
 
   #setStatus(patch: Partial<LiveStatus>): void {
@@ -155,6 +197,12 @@ export class LiveChanges {
   #start(mode: LiveMode): void {
     const abort = (this.#abort = new AbortController());
     this.#setStatus({ mode });
+    const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
+    if (typeof target.addEventListener === 'function' && typeof target.removeEventListener === 'function') {
+      const online = () => this.reconnectNow();
+      target.addEventListener('online', online);
+      abort.signal.addEventListener('abort', () => target.removeEventListener!('online', online), { once: true });
+    }
     const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
     if (this.#locks && Channel) {
       // One tab leads; the others follow its broadcasts until the lock comes to them.
@@ -202,9 +250,11 @@ export class LiveChanges {
       }
       this.#setStatus({ connected: false });
       if (signal.aborted) break;
-      // A stream that ended cleanly (server restart) reconnects at once the first time.
-      await sleep(failures === 0 ? 0 : exponentialDelay(failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs), signal);
-      if (failures === 0) failures = 1; // the next end in a row waits
+      // A stream that ended cleanly (server restart) reconnects at once the first time; the
+      // network coming back (the browser's `online` event) ends the wait too.
+      const woken = await this.#pause(failures === 0 ? 0 : exponentialDelay(failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs), signal);
+      if (woken) failures = 0;
+      else if (failures === 0) failures = 1; // the next end in a row waits
     }
   }
 
@@ -218,11 +268,24 @@ export class LiveChanges {
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const onAbort = () => void reader.cancel().catch(() => {});
     signal.addEventListener('abort', onAbort, { once: true });
+    let silent = false;
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => {
+        silent = true;
+        onAbort();
+      }, this.#silenceMs);
+      (watchdog as { unref?: () => void }).unref?.();
+    };
+    arm();
     let buffer = '';
     try {
       for (;;) {
         const { value, done } = await reader.read();
+        if (silent) throw new Error('the change stream went silent');
         if (done) return;
+        arm();
         buffer += value.replace(/\r\n?/g, '\n');
         let end: number;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -243,11 +306,37 @@ export class LiveChanges {
         }
       }
     } finally {
+      clearTimeout(watchdog);
       signal.removeEventListener('abort', onAbort);
     }
   }
 
   #etag: string | null = null;
+  #wake: (() => void) | null = null;
+
+  /** Reconnect now (e.g. the network is back) rather than at the end of the backoff delay. */
+  reconnectNow(): void {
+    this.#wake?.();
+  }
+
+  /** Waits `ms`; resolves true when `reconnectNow()` cut the wait short. */
+  #pause(ms: number, signal: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const controller = new AbortController();
+      const onAbort = () => controller.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      let woken = false;
+      this.#wake = () => {
+        woken = true;
+        controller.abort();
+      };
+      void sleep(ms, controller.signal).then(() => {
+        signal.removeEventListener('abort', onAbort);
+        this.#wake = null;
+        resolve(woken);
+      });
+    });
+  }
 
   async #pollOnce(signal: AbortSignal, forward: EntryListener): Promise<void> {
     const since = this.#status.lastEventId;
