@@ -4,7 +4,7 @@
  * problem in plain words. Built only from the client's public events (`change`, `progress`,
  * `sync`, `error`) and counts (`pending()`, `conflicts()`) of every collection it tracks.
  */
-import type { Collection, SyncProgress, SyncResult } from '@quire/client';
+import type { Collection, LiveChanges, LiveStatus, SyncProgress, SyncResult } from '@quire/client';
 import { describeError, describeRefusedChanges } from './errors.js';
 
 export interface SyncSnapshot {
@@ -19,6 +19,8 @@ export interface SyncSnapshot {
   /** A sync in progress that reported a total (a long first sync, a large upload). */
   progress: { label: string; phase: SyncProgress['phase']; done: number; total: number } | null;
   error: string | null;
+  /** How other people's changes arrive: `stream` (pushed, connected), `poll`, or null (each list on its interval). */
+  live: 'stream' | 'poll' | null;
 }
 
 type AnyCollection = Collection<Record<string, unknown>>;
@@ -38,6 +40,7 @@ export class SyncStatus {
   readonly #onOnline = () => this.#update({ online: true });
   readonly #onOffline = () => this.#update({ online: false });
   #countTimer: ReturnType<typeof setTimeout> | null = null;
+  #stopLive: () => void = () => {};
   #closed = false;
 
   constructor(mode: SyncSnapshot['mode'], storageKey: string) {
@@ -51,6 +54,7 @@ export class SyncStatus {
       lastSyncAt: Number.isFinite(stored) && stored > 0 ? stored : null,
       progress: null,
       error: null,
+      live: null,
     };
     addEventListener('online', this.#onOnline);
     addEventListener('offline', this.#onOffline);
@@ -63,6 +67,14 @@ export class SyncStatus {
   subscribe(listener: (snapshot: SyncSnapshot) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Shows whether changes are pushed (the client's live changes connection). */
+  followLive(live: LiveChanges): void {
+    const show = (status: LiveStatus) => this.#update({ live: status.mode === 'none' || !(status.connected || status.follower) ? null : status.mode });
+    const stop = live.onStatus(show);
+    show(live.status);
+    this.#stopLive = stop;
   }
 
   /** Follows a collection; `label` names it in progress messages (e.g. the list's title). */
@@ -113,6 +125,7 @@ export class SyncStatus {
 
   close(): void {
     this.#closed = true;
+    this.#stopLive();
     for (const tracked of this.#tracked.values()) tracked.unsubscribe();
     this.#tracked.clear();
     if (this.#countTimer) clearTimeout(this.#countTimer);

@@ -14,8 +14,14 @@ import { type Item, type ListEntry, REGISTRY_COLLECTION } from './model.js';
 import type { Session } from './session.js';
 import { SyncStatus } from './sync-status.js';
 
-/** Sync every 3 s and 300 ms after a local write: another user's changes show up quickly. */
-const AUTO_SYNC = { intervalMs: 3_000, debounceMs: 300 } as const;
+/**
+ * Lists sync when the server announces a change of theirs (the change stream: another user's
+ * edit shows up within a fraction of a second) and 300 ms after a local write; the interval is
+ * only a safety net. The registry also polls every 3 s: that is when lists newly shared with the
+ * user are looked for (they are not in the user's own bucket, so no entry announces them).
+ */
+const AUTO_SYNC = { intervalMs: 30_000, debounceMs: 300 } as const;
+const REGISTRY_AUTO_SYNC = { intervalMs: 3_000, debounceMs: 300 } as const;
 /** Small pages make a long first sync report its progress often. */
 const ITEM_PAGE_SIZE = 500;
 
@@ -91,7 +97,10 @@ export class Workspace {
       subscription.unsubscribe();
       stopChecks();
     };
-    if (!this.isLocal) this.registry.startAutoSync(AUTO_SYNC);
+    if (!this.isLocal) {
+      void this.registry.startAutoSync(REGISTRY_AUTO_SYNC);
+      this.status.followLive(this.client.live);
+    }
   }
 
   /** Syncs everything now (the "Sync now" button). Failures show through the status bar. */
@@ -151,7 +160,7 @@ export class Workspace {
       const tracked: TrackedList = { entry, items, stop: () => {} };
       this.status.track(items, () => `“${tracked.entry.title}”`);
       const stopListening = items.on('sync', (result) => this.#afterListSync(tracked, result));
-      if (!this.isLocal) items.startAutoSync(AUTO_SYNC);
+      if (!this.isLocal) void items.startAutoSync(AUTO_SYNC);
       tracked.stop = () => {
         stopListening();
         items.stopAutoSync();

@@ -28,7 +28,7 @@ if (!available) {
 
 const appRoot = fileURLToPath(new URL('..', import.meta.url));
 const SCREENSHOTS = join(appRoot, 'test-artifacts', 'screenshots');
-/** How long a UI state may take to appear (auto-sync runs every 3 s; the machine is small). */
+/** How long a UI state may take to appear (changes are pushed, the registry polls every 3 s; the machine is small). */
 const WAIT = 25_000;
 const PASSWORD = 'correct-horse-42';
 const BIG_LIST_SIZE = 3000;
@@ -234,6 +234,27 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     // Bob's registry got the shared list, also on the server (his other devices will show it).
     await poll(async () => (await api(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', BOB)).body.data.length).toBe(1);
     await allSynced(page);
+  });
+
+  it("pushes one user's change to the other's window in well under a second (the change stream, not the interval)", async () => {
+    const { page } = bob;
+    // Lists poll only every 30 s: what arrives sooner was pushed.
+    await poll(() => page.locator('.status .live').innerText()).toBe('Live');
+    const latencies: number[] = [];
+    for (const [index, title] of ['Tea', 'Jam'].entries()) {
+      // Alice, from another device: straight to the server.
+      const started = Date.now();
+      const written = await api(demo.apiUrl, 'PUT', `${listPath}/records/pushed-${index}-${run}`, ALICE, { data: { title, done: 0, position: 1_000_000 + index } });
+      expect(written.status).toBe(201);
+      await visible(taskRow(page, title));
+      latencies.push(Date.now() - started);
+    }
+    console.info(`demo e2e: a write by Alice shown in Bob's window after ${latencies.join(' ms, ')} ms`);
+    expect(Math.min(...latencies)).toBeLessThan(1_000);
+    // Back to the list as the next steps expect it.
+    for (const index of [0, 1]) await api(demo.apiUrl, 'DELETE', `${listPath}/records/pushed-${index}-${run}`, ALICE);
+    await poll(() => taskTitles(page)).toEqual(['Milk', 'Coffee', 'Eggs']);
+    await poll(() => taskTitles(alice.page)).toEqual(['Milk', 'Coffee', 'Eggs']);
   });
 
   it('keeps edits made offline across an offline reload, and delivers them on reconnection', async () => {

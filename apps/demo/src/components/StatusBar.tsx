@@ -35,6 +35,11 @@ export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow
     <section class="status" aria-label="Sync status">
       <div class="status-line" role="status" aria-live="polite">
         <span class={`badge ${status.online ? 'online' : 'offline'}`}>{status.online ? 'Online' : 'Offline'}</span>
+        {status.online && status.live && (
+          <span class="live" title={status.live === 'stream' ? 'Changes by others arrive as soon as they are made' : 'Changes by others are checked every few seconds'}>
+            {status.live === 'stream' ? 'Live' : 'Polling'}
+          </span>
+        )}
         <span class="pending">
           {status.pending === 0 ? 'All changes synced' : `${plural(status.pending, 'change', 'changes')} not synced yet`}
           {!status.online && status.pending > 0 && ' (kept on this device)'}
