@@ -4,7 +4,7 @@
  * and returns the report (the `quire-conformance` CLI is a thin layer over it); the harness is
  * exported for tooling.
  */
-export { runConformance, readServer, cleanupJournal, REPORT_FORMATS, type RunOptions, type RunResult, type Credentials, type ReportFormat } from './run.js';
+export { runConformance, readServer, cleanupJournal, invocationDir, reportDir, REPORT_FORMATS, type RunOptions, type RunResult, type Credentials, type ReportFormat } from './run.js';
 export { parseExpectations, loadExpectations, resolveExpectations, shippedExpectations, type Expectations, type Deviation } from './report/expectations.js';
 export type { RunReport, TestOutcome, SectionSummary, Outcome, FailureDetail, ServerSummary } from './report/model.js';
 export { toJson } from './report/json.js';

@@ -89,19 +89,20 @@ function isInside(path: string, dir: string): boolean {
  * package's own folder (`pnpm --filter @quire/conformance conformance …` runs there): then the
  * directory pnpm or npm was started from (INIT_CWD). Nothing a run writes lands in the package.
  */
-export function invocationDir(): string {
-  const cwd = process.cwd();
+export function invocationDir(cwd = process.cwd(), initCwd = process.env['INIT_CWD']): string {
   if (!isInside(cwd, PACKAGE_ROOT)) return cwd;
-  const init = process.env['INIT_CWD'];
-  if (init && !isInside(resolve(init), PACKAGE_ROOT)) return resolve(init);
+  if (initCwd && !isInside(resolve(initCwd), PACKAGE_ROOT)) return resolve(initCwd);
   return cwd;
 }
 
-/** The report directory: as given (relative to `invocationDir()`), else `invocationDir()`, never this package's folder. */
-export function reportDir(outputDir?: string): string {
-  if (outputDir !== undefined) return resolve(invocationDir(), outputDir);
-  const dir = invocationDir();
-  return isInside(dir, PACKAGE_ROOT) ? join(tmpdir(), 'quire-conformance-reports') : dir;
+/**
+ * The report directory: as given (relative to `invocationDir()`), else `invocationDir()`; by
+ * default never this package's folder (then a folder in the system's temporary directory).
+ */
+export function reportDir(outputDir?: string, cwd = process.cwd(), initCwd = process.env['INIT_CWD']): string {
+  const from = invocationDir(cwd, initCwd);
+  if (outputDir !== undefined) return resolve(from, outputDir);
+  return isInside(from, PACKAGE_ROOT) ? join(tmpdir(), 'quire-conformance-reports') : from;
 }
 
 function toolVersion(): string {
