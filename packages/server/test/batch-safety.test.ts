@@ -62,7 +62,8 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
   let app: FastifyInstance;
 
   beforeAll(async () => {
-    app = await serverWith({ batch_max_requests: null, batch_timeout_seconds: 60 });
+    // Long batches of thousands of requests are more keys than max_json_keys lets one body hold.
+    app = await serverWith({ batch_max_requests: null, batch_timeout_seconds: 60, max_json_keys: 100_000 });
     for (const url of ['/v1/buckets/b', COLLECTION, '/v1/buckets/b/collections/other']) {
       expect((await app.inject({ method: 'PUT', url, headers: alice })).statusCode).toBe(201);
     }
@@ -146,7 +147,7 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
   });
 
   it('rolls back a batch past its time budget, with a clear error', async () => {
-    const budgeted = await serverWith({ batch_max_requests: null, batch_timeout_seconds: 0.3 });
+    const budgeted = await serverWith({ batch_max_requests: null, batch_timeout_seconds: 0.3, max_json_keys: 100_000 });
     const response = await within(
       budgeted.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: longBatch('late', 20_000) }),
       10_000,
