@@ -99,8 +99,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     routerOptions: { maxParamLength: 4096 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    // Sub-requests of a batch and clients behind proxies: trust X-Forwarded-* only when configured.
-    trustProxy: false,
+    // X-Forwarded-* (client address, scheme, host) only behind a proxy that sets them (base-url.ts).
+    trustProxy: settings.trust_proxy,
     // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
     frameworkErrors: (error, _request, reply) => {
       const apiError = toApiError(error, settings);

@@ -202,7 +202,18 @@ export const SETTINGS = {
   version_prefix_redirect_enabled: { type: 'boolean', default: true, description: 'Redirect paths without `/v1` to `/v1/...`.' },
   version_prefix_redirect_ttl_seconds: { type: 'integer', default: -1, min: -1, description: 'Cache lifetime of version-prefix redirects (-1: no cache headers).' },
   http_scheme: { type: 'string', default: null, nullable: true, description: 'Scheme used in absolute URLs (`url`, `Next-Page`) behind a proxy.' },
-  http_host: { type: 'string', default: null, nullable: true, description: 'Host used in absolute URLs behind a proxy.' },
+  http_host: {
+    type: 'string',
+    default: null,
+    nullable: true,
+    description: 'Host (and port) of the absolute URLs the server writes (`url`, `Next-Page`, redirects). Unset: the Host header when it names the address the request came in on or is in `http_allowed_hosts`, else that address (`trust_proxy`: the forwarded host).',
+  },
+  http_allowed_hosts: { type: 'list', default: [], description: 'Host header values (`name` or `name:port`) that absolute URLs may use as sent, when `http_host` is unset: the names clients reach this server by.' },
+  trust_proxy: {
+    type: 'boolean',
+    default: false,
+    description: 'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, `-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the server directly.',
+  },
   project_name: { type: 'string', default: 'quire', description: 'Name shown in `GET /`.' },
   project_docs: { type: 'string', default: DOCS, description: 'Documentation URL shown in `GET /` and alerts.' },
   error_info_link: { type: 'string', default: `${DOCS}/issues`, description: '`info` link of 500 responses.' },
@@ -372,6 +383,8 @@ export interface Settings {
   version_prefix_redirect_ttl_seconds: number;
   http_scheme: string | null;
   http_host: string | null;
+  http_allowed_hosts: string[];
+  trust_proxy: boolean;
   project_name: string;
   project_docs: string;
   error_info_link: string;

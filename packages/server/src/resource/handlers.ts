@@ -9,6 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js';
+import { baseUrl as requestBaseUrl } from '../http/base-url.js';
 import { cacheLifetime, setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
@@ -91,10 +92,9 @@ async function ensureParents(session: StorageSession, parent: ObjectRef | null):
   return found;
 }
 
+/** `scheme://host` of the absolute URLs answered to `request`: never an untrusted Host (base-url.ts). */
 export function baseUrl(services: Services, request: FastifyRequest): string {
-  const scheme = services.settings.http_scheme ?? request.protocol;
-  const host = services.settings.http_host ?? request.host;
-  return `${scheme}://${host}`;
+  return requestBaseUrl(services.settings, request);
 }
 
 /**

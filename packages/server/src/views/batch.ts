@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
+import { requestHost } from '../http/base-url.js';
 import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
 import { runInBatch } from '../request-context.js';
 import { registerMethods } from '../resource/routes.js';
@@ -103,13 +104,22 @@ export function routedPath(path: string): string {
   return decoded.replace(/\/{2,}/g, '/').replace(/(.)\/+$/, '$1');
 }
 
-/** The caller's headers (credentials included) for an internal sub-request, minus the body's. */
+/**
+ * The caller's headers (credentials included) for an internal sub-request, minus the body's.
+ * Its Host is the one the caller's URLs use (base-url.ts): an injected request's is trusted.
+ */
 export function inheritedHeaders(request: FastifyRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || name === 'content-length' || name === 'content-type' || name === 'transfer-encoding') continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
+  return withHostOf(request, headers);
+}
+
+function withHostOf(request: FastifyRequest, headers: Record<string, string>): Record<string, string> {
+  delete headers['x-forwarded-host'];
+  headers.host = requestHost(request.server.services.settings, request);
   return headers;
 }
 
@@ -120,6 +130,7 @@ export function registerBatch(app: FastifyInstance): void {
     const headers: Record<string, string> = { ...inheritedHeaders(request) };
     for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
     Object.assign(headers, batchHeaders);
+    withHostOf(request, headers); // a sub-request's own Host would reach its URLs
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
     const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
     const send = (url: string) => app.inject({ method: sub.method as never, url, headers, ...payload });

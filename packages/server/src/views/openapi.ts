@@ -4,6 +4,7 @@
  * registers, whoever registers it, with its path parameters.
  */
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { requestHost, requestScheme } from '../http/base-url.js';
 import { registerMethods } from '../resource/routes.js';
 import { HTTP_API_VERSION } from './hello.js';
 
@@ -125,9 +126,9 @@ export function registerOpenApi(app: FastifyInstance): void {
       return {
         swagger: '2.0',
         info: { title: settings.project_name, version: HTTP_API_VERSION, description: `Kinto-compatible HTTP API (${HTTP_API_VERSION}).` },
-        host: settings.http_host ?? request.host,
+        host: requestHost(settings, request),
         basePath: '/v1',
-        schemes: [settings.http_scheme ?? request.protocol],
+        schemes: [requestScheme(settings, request)],
         consumes: ['application/json'],
         produces: ['application/json'],
         securityDefinitions: { basicAuth: { type: 'basic' } },
