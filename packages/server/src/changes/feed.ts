@@ -148,7 +148,9 @@ export class ChangeFeed {
       if (!previous || previous[2] < timestamp) this.#pending.set(uri, [bucket, collection, timestamp]);
     }
     if (this.#flushTimer === null && (this.#pending.size > 0 || this.#groupsChanged)) {
-      this.#flushTimer = setTimeout(() => this.#flush(), this.#settings.changes_stream_coalesce_ms);
+      // Many streams: gather longer (1 ms per 20 streams), so that a busy collection read by
+      // thousands costs a bounded number of fan-outs per second rather than one per write.
+      this.#flushTimer = setTimeout(() => this.#flush(), this.#settings.changes_stream_coalesce_ms + Math.floor(this.#streams.size / 20));
     }
   }
 

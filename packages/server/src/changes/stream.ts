@@ -26,12 +26,24 @@ import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, matchesFilter, type ChangeEntry } from './entries.js';
 import type { ChangeFeed, FeedStream } from './feed.js';
 
+/** An entry's collection URI and event text, computed once however many streams send it. */
+const prepared = new WeakMap<ChangeEntry, { uri: string; text: string }>();
+
+function prepare(entry: ChangeEntry): { uri: string; text: string } {
+  let value = prepared.get(entry);
+  if (!value) {
+    value = { uri: collectionUri(entry.bucket, entry.collection), text: `id: ${entry.last_modified}\ndata: ${JSON.stringify(entry)}\n\n` };
+    prepared.set(entry, value);
+  }
+  return value;
+}
+
 export class EventStream implements FeedStream {
   readonly userKey: string;
   readonly #feed: ChangeFeed;
   readonly #services: Services;
   readonly #out: PassThrough;
-  readonly #socket: NodeJS.WritableStream & { writableLength: number; destroy(): void };
+  readonly #socket: NodeJS.WritableStream & { writableLength: number; headersSent?: boolean; destroy(): void };
   readonly #filters: Filter[];
   readonly #basePrincipals: string[];
   #principals: string[];
@@ -58,12 +70,12 @@ export class EventStream implements FeedStream {
 
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): void {
     if (this.#closed) return;
-    const uri = collectionUri(entry.bucket, entry.collection);
-    if ((this.#sent.get(uri) ?? -1) >= entry.last_modified) return;
-    if (!this.#filters.every((filter) => matchesFilter(entry, filter))) return;
+    const prepared = prepare(entry);
+    if ((this.#sent.get(prepared.uri) ?? -1) >= entry.last_modified) return;
+    if (this.#filters.length > 0 && !this.#filters.every((filter) => matchesFilter(entry, filter))) return;
     if (!this.#feed.visible(this.#principals, bucketAcl, collectionAcl)) return;
-    this.#sent.set(uri, entry.last_modified);
-    this.#write(`id: ${entry.last_modified}\ndata: ${JSON.stringify(entry)}\n\n`);
+    this.#sent.set(prepared.uri, entry.last_modified);
+    this.#write(prepared.text);
   }
 
   heartbeat(): void {
@@ -86,7 +98,10 @@ export class EventStream implements FeedStream {
       this.#socket.destroy();
       return;
     }
-    this.#out.write(text);
+    // Once the response has started, straight to the socket (the PassThrough only carried what
+    // was written before Fastify sent the headers).
+    if (this.#socket.headersSent && this.#out.readableLength === 0 && this.#out.writableLength === 0) this.#socket.write(text);
+    else this.#out.write(text);
   }
 
   close(): void {
