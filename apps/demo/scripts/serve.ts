@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, type Settings } from '@quire/server';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DEMO_SETTINGS_FILE = resolve(appRoot, 'quire.settings.json');
@@ -29,6 +29,8 @@ export interface DemoOptions {
 export interface RunningDemo {
   apiUrl: string;
   appUrl: string;
+  /** The API server's logger (request lines, shutdown). */
+  log: FastifyBaseLogger;
   close(): Promise<void>;
 }
 
@@ -62,6 +64,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
   return {
     apiUrl,
     appUrl: urlOf(web, appHost, '/'),
+    log: api.log,
     async close() {
       await web.close();
       await api.close();
@@ -79,13 +82,27 @@ async function main(): Promise<void> {
   console.log(`Quire API:  ${demo.apiUrl}/ (${where})`);
   console.log(`Demo app:   ${demo.appUrl}  <- open it in two browser windows (one private) to be two users`);
   let closing = false;
-  const stop = () => {
+  // As `quire start` does (cli.ts): say so, let in-flight requests finish, give up after
+  // shutdown_timeout_seconds.
+  const stop = (signal: string) => {
     if (closing) return;
     closing = true;
-    void demo.close().then(() => process.exit(0));
+    demo.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      demo.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, settings.shutdown_timeout_seconds * 1000);
+    force.unref();
+    demo.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        demo.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -2,7 +2,9 @@
 /**
  * `quire start` — serve the API (graceful shutdown on SIGTERM/SIGINT: in-flight requests finish),
  * in `workers` processes on one port (workers.ts) when that setting is above 1.
- * `quire migrate` — apply pending PostgreSQL migrations.
+ * `quire migrate` — apply pending PostgreSQL migrations, listing them.
+ * `quire export` / `quire import` — the store as NDJSON and back (commands/transfer.ts).
+ * `quire` alone prints the help.
  * Options: `--config <file.json>`; every setting also comes from `QUIRE_<NAME>`.
  * The commonest mistakes at start end in one line naming the setting to change, and an exit
  * code per kind (exit-codes.ts); only the unexpected ones print a stack trace.
@@ -16,10 +18,15 @@ import { DatabaseUnavailableError, MigrationRequiredError } from './storage/erro
 import { connectStorage, type StorageFactoryOptions } from './storage/factory.js';
 import { connectionFault, databaseName, describeTarget, rootMessage } from './storage/sql/connection-faults.js';
 import { runTransferCommand, TRANSFER_USAGE } from './commands/transfer.js';
+import { migrationReport } from './commands/migrate.js';
 import { runCluster } from './workers.js';
 
 const USAGE = `Usage: quire <start|migrate|export|import> [--config settings.json]
 
+  quire start
+      serve the API
+  quire migrate
+      apply the pending PostgreSQL migrations and list them
 ${TRANSFER_USAGE}
 
 Settings come from QUIRE_<NAME> environment variables, then the config file, then defaults.
@@ -52,10 +59,11 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.USAGE;
   }
   const { positionals, values } = parsed;
-  const command = positionals[0] ?? 'start';
-  if (values.help || !['start', 'migrate'].includes(command)) {
+  const command = positionals[0];
+  // No command: the help, rather than a server started by accident.
+  if (values.help || command === undefined || !['start', 'migrate'].includes(command)) {
     console.log(USAGE);
-    return values.help ? 0 : EXIT.USAGE;
+    return values.help || command === undefined ? 0 : EXIT.USAGE;
   }
   const settings = resolveSecrets(loadSettings({ configFile: values.config ?? process.env.QUIRE_CONFIG ?? null }));
   storageUrl = settings.storage_url;
@@ -63,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'migrate') {
     const storage = await connectStorage(settings, { migrate: true });
     await storage.close();
-    console.log(`Migrations applied (${settings.storage_url ? 'postgresql' : 'embedded store'}).`);
+    console.log(migrationReport(storage.migrationsApplied ?? [], settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`));
     return 0;
   }
 

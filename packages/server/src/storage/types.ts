@@ -347,6 +347,9 @@ export interface Storage extends StorageSession {
    */
   readonly channels?: StoreChannels;
 
+  /** Names of the migrations applied when this process opened the store (`quire migrate` lists them). */
+  readonly migrationsApplied?: readonly string[];
+
   /** true when the backend answers. */
   ping(): Promise<boolean>;
 

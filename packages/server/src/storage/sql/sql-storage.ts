@@ -1040,6 +1040,7 @@ export interface SqlStorageOptions {
 
 export class SqlStorage extends SessionStorage {
   readonly backend: string;
+  migrationsApplied: readonly string[] = [];
   readonly #driver: SqlDriver;
   /** Reads outside any transaction (autocommit, any pooled connection). */
   readonly #reader: SqlSession;
@@ -1177,6 +1178,7 @@ export interface PostgresStorageOptions extends PgDriverOptions, Pick<SqlStorage
 /** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
 export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
   const driver = createPgDriver(options); // validates the schema name used below
+  let applied: string[] = [];
   try {
     if (autoMigrate) {
       if (options.schema !== undefined) {
@@ -1187,7 +1189,7 @@ export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntri
           await tx.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
         });
       }
-      await migrate(driver);
+      applied = await migrate(driver);
     } else {
       await checkMigrations(driver);
     }
@@ -1195,21 +1197,26 @@ export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntri
     await driver.close();
     throw error;
   }
-  return new SqlStorage(driver, { cacheMaxEntries });
+  const storage = new SqlStorage(driver, { cacheMaxEntries });
+  storage.migrationsApplied = applied;
+  return storage;
 }
 
 /** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */
 export async function createPgliteStorage(options: PgliteDriverOptions = {}): Promise<SqlStorage> {
   const driver = createPgliteDriver(options);
   const maintenance = new EmbeddedMaintenance(driver);
+  let applied: string[];
   try {
-    await migrate(driver);
+    applied = await migrate(driver);
     await maintenance.start();
   } catch (error) {
     await driver.close();
     throw error;
   }
-  return new SqlStorage(driver, { maintenance });
+  const storage = new SqlStorage(driver, { maintenance });
+  storage.migrationsApplied = applied;
+  return storage;
 }
 
 /** `[uri, permission, principal]` triples → `{uri: {permission: [principals, sorted]}}`. */

@@ -549,6 +549,7 @@ class SqliteSession implements StorageSession {
 
 export class SqliteStorage extends SessionStorage {
   readonly backend = 'sqlite';
+  migrationsApplied: readonly string[] = [];
   /** The writer connection, one holder at a time. */
   readonly #writer: Pool;
   /** Connections for snapshots: a read-only pool, or (in memory) the writer. */
@@ -726,6 +727,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
   const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4 } = options;
   if (!Object.hasOwn(SYNCHRONOUS, synchronous)) throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
   const writer = new Connection(path ?? ':memory:', { busyTimeoutMs });
+  let applied: string[];
   try {
     if (path !== undefined) {
       // WAL: readers read while the writer writes, and a commit appends to one file.
@@ -734,12 +736,14 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     }
     writer.exec(`PRAGMA synchronous = ${SYNCHRONOUS[synchronous]}; PRAGMA foreign_keys = OFF`);
     configure(writer);
-    migrate(writer);
+    applied = migrate(writer);
   } catch (error) {
     writer.close();
     throw error;
   }
-  return new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path });
+  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path });
+  storage.migrationsApplied = applied;
+  return storage;
 }
 
 /** Settings of every connection (they are per connection, not stored in the file). */
@@ -753,7 +757,8 @@ function configure(connection: Connection): Connection {
  * Applies the pending migrations, each in its own BEGIN IMMEDIATE transaction (another process
  * opening the same file waits, then finds it applied). Refuses a schema newer than this code.
  */
-function migrate(connection: Connection): void {
+function migrate(connection: Connection): string[] {
+  const names: string[] = [];
   const known = new Set(MIGRATIONS.map((migration) => migration.version));
   for (const migration of MIGRATIONS) {
     connection.exec('BEGIN IMMEDIATE');
@@ -767,6 +772,7 @@ function migrate(connection: Connection): void {
       if (!applied.some(({ version }) => version === migration.version)) {
         connection.exec(migration.sql);
         connection.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [migration.version, migration.name, new Date().toISOString()]);
+        names.push(migration.name);
       }
       connection.exec('COMMIT');
     } catch (error) {
@@ -774,6 +780,7 @@ function migrate(connection: Connection): void {
       throw error;
     }
   }
+  return names;
 }
 
 /** Ends a failed transaction without hiding the failure that ended it. */
