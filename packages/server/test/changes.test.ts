@@ -177,6 +177,27 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await expect(stream.next(300)).rejects.toThrow(/no event/);
   });
 
+  it('applies a group membership change to an open stream', async () => {
+    const app = await serverWith({ changes_stream_coalesce_ms: 0 });
+    open.push(app);
+    const b = name('b');
+    const bobId = (await app.inject({ url: '/v1/', headers: bob })).json().user.id as string;
+    await put(app, `/v1/buckets/${b}`, alice);
+    await put(app, `/v1/buckets/${b}/groups/readers`, alice, { data: { members: [bobId] } });
+    await put(app, `/v1/buckets/${b}/collections/c`, alice, { permissions: { read: [`/buckets/${b}/groups/readers`] } });
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const stream = await openEventStream(`${base}${MONITOR}?bucket=${b}`, bob);
+    open.push(stream);
+    await stream.next();
+    const seen = await put(app, `/v1/buckets/${b}/collections/c/records/r1`, alice, { data: {} });
+    expect((await stream.next()).id).toBe(String(seen.data.last_modified));
+    // Bob leaves the group: the stream stops showing the collection.
+    await put(app, `/v1/buckets/${b}/groups/readers`, alice, { data: { members: [] } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await put(app, `/v1/buckets/${b}/collections/c/records/r2`, alice, { data: {} });
+    await expect(stream.next(300)).rejects.toThrow(/no event/);
+  });
+
   it('caps streams per user and per process', async () => {
     const app = await serverWith({ changes_stream_max_per_user: 1, changes_stream_max_per_process: 2 });
     open.push(app);

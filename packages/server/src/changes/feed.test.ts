@@ -1,0 +1,97 @@
+/**
+ * The feed across processes, with the notification channel played by the test: entries another
+ * process announces reach this process's streams, and a lost notification is made up for when the
+ * channel comes back (every collection's timestamp read again).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadSettings } from '../config.js';
+import { EventBus } from '../events/bus.js';
+import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
+import type { Permissions, Storage, StoreChannelListener } from '../storage/types.js';
+import type { ChangeEntry } from './entries.js';
+import { CHANGES_CHANNEL, ChangeFeed, type FeedStream } from './feed.js';
+
+class RecordingStream implements FeedStream {
+  readonly userKey = 'u';
+  readonly entries: ChangeEntry[] = [];
+  readonly #sent = new Map<string, number>();
+  offer(entry: ChangeEntry, bucketAcl: Permissions | undefined): void {
+    const key = `${entry.bucket}/${entry.collection}`;
+    if ((this.#sent.get(key) ?? -1) >= entry.last_modified || !bucketAcl?.read?.includes('u')) return;
+    this.#sent.set(key, entry.last_modified);
+    this.entries.push(entry);
+  }
+  heartbeat(): void {}
+  async refreshPrincipals(): Promise<void> {}
+  close(): void {}
+}
+
+describe('change feed and the notification channel', () => {
+  let dir: string;
+  let storage: Storage;
+  let listener: StoreChannelListener | undefined;
+  const sent: string[] = [];
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'quire-feed-'));
+    const real = await createSqliteStorage({ path: join(dir, 'q.sqlite') });
+    // The store as a PostgreSQL one looks to the feed: with a channel between processes.
+    storage = {
+      read: real.read.bind(real),
+      transaction: real.transaction.bind(real),
+      getPermissions: real.getPermissions.bind(real),
+      close: real.close.bind(real),
+      channels: {
+        listen: (channel: string, l: StoreChannelListener) => void (channel === CHANGES_CHANNEL && (listener = l)),
+        notify: async (_channel: string, payload: string) => void sent.push(payload),
+      },
+    } as unknown as Storage;
+    await storage.transaction(async (session) => {
+      await session.create({ resourceName: 'bucket', parentId: '' }, 'b', {});
+      await session.setPermissions('/buckets/b', { read: ['u'] });
+      await session.create({ resourceName: 'collection', parentId: '/buckets/b' }, 'c', {});
+    });
+  });
+
+  afterEach(async () => {
+    await storage.close();
+    await rm(dir, { recursive: true, force: true });
+    sent.length = 0;
+    listener = undefined;
+  });
+
+  it("offers what another process announces, and makes up for a lost notification when the channel is back", async () => {
+    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
+    const feed = new ChangeFeed(settings, storage, null, () => undefined);
+    feed.start(new EventBus());
+    const stream = new RecordingStream();
+    feed.add(stream);
+    expect(listener).toBeDefined();
+
+    // Another process wrote and said so.
+    const first = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r1', {}));
+    listener!.message(JSON.stringify({ o: 'another-process', e: [['b', 'c', first.last_modified]] }));
+    await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified]);
+
+    // The channel drops; a write happens meanwhile and its notification is lost.
+    listener!.disconnected();
+    const second = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r2', {}));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(stream.entries).toHaveLength(1);
+    listener!.connected();
+    await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified, second.last_modified]);
+
+    // Too many changes for one payload: "re-read everything".
+    const third = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}));
+    listener!.message(JSON.stringify({ o: 'another-process', r: 1 }));
+    await expect.poll(() => stream.entries.at(-1)?.last_modified).toBe(third.last_modified);
+    // Our own notifications are not offered twice.
+    listener!.message(JSON.stringify({ o: 'ignored-if-ours', e: [['b', 'c', third.last_modified]] }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(stream.entries).toHaveLength(3);
+    feed.close();
+  });
+});
