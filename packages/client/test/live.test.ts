@@ -3,7 +3,7 @@
  * events) when the server offers it, polled otherwise — and pulls only the collection named.
  */
 import { describe, expect, inject, it } from 'vitest';
-import { type FetchLike, createManualOnlineSource } from '../src/index.js';
+import { type FetchLike, type LockManagerLike, createManualOnlineSource } from '../src/index.js';
 import { createCollection, makeClient, raw, startServer, uniqueName } from './support/server.js';
 
 const url = inject('quireUrl');
@@ -117,6 +117,51 @@ describe('live changes', () => {
     await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/x`, { data: { n: 3 } });
     await expect.poll(async () => (await items.get('x'))?.n, { timeout: 3000 }).toBe(3);
     await client.close();
+  });
+
+  it('one tab holds the stream for all tabs; another takes over when it closes', async () => {
+    const bucket = uniqueName('tabs');
+    await createCollection(url, bucket, 'items');
+    // navigator.locks stand-in (exclusive, with abort while waiting).
+    const queues = new Map<string, Promise<unknown>>();
+    const locks: LockManagerLike = {
+      request<T>(name: string, options: { mode: 'exclusive'; signal?: AbortSignal }, fn: () => Promise<T>): Promise<T> {
+        const previous = queues.get(name) ?? Promise.resolve();
+        const run = previous.catch(() => {}).then(() => {
+          if (options.signal?.aborted) throw new Error('aborted');
+          return fn();
+        });
+        queues.set(name, run.catch(() => {}));
+        return run;
+      },
+    };
+    const streams = countingFetch(/monitor\/collections\/changes\/records/);
+    const tabA = makeClient(url, { fetch: streams.fetch, lockManager: locks, dbPrefix: 'tab-a' });
+    const tabB = makeClient(url, { fetch: streams.fetch, lockManager: locks, dbPrefix: 'tab-b' });
+    const online = createManualOnlineSource(true);
+    const a = tabA.bucket(bucket).collection<Item>('items');
+    const b = tabB.bucket(bucket).collection<Item>('items');
+    expect(await a.startAutoSync({ intervalMs: 0, online })).toBe('stream');
+    expect(await b.startAutoSync({ intervalMs: 0, online })).toBe('stream');
+    await expect.poll(() => tabA.live.status.connected, { timeout: 10_000 }).toBe(true);
+    expect(tabB.live.status).toMatchObject({ follower: true, connected: false });
+    expect(streams.count()).toBe(1);
+
+    const remoteB: number[] = [];
+    b.on('remote', (event) => remoteB.push(event.lastModified));
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/x`, { data: { n: 1 } });
+    // Tab B learns it through tab A's stream (BroadcastChannel) and pulls.
+    await expect.poll(async () => (await b.get('x'))?.n, { timeout: 5000 }).toBe(1);
+    expect(remoteB.length).toBeGreaterThan(0);
+    expect(streams.count()).toBe(1);
+
+    // Tab A closes: B takes the lock and opens its own stream.
+    await tabA.close();
+    await expect.poll(() => tabB.live.status.connected, { timeout: 10_000 }).toBe(true);
+    expect(streams.count()).toBe(2);
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/y`, { data: { n: 2 } });
+    await expect.poll(async () => (await b.get('y'))?.n, { timeout: 5000 }).toBe(2);
+    await tabB.close();
   });
 
   it('without the stream, polls the monitor: one request for every collection', async () => {
