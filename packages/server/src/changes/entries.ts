@@ -93,7 +93,7 @@ export interface MonitoredCollection {
  */
 export async function readCollections(session: StorageSession, host: string, resources: MonitoredResources | null): Promise<MonitoredCollection[]> {
   const buckets = (await session.list({ resourceName: 'bucket', parentId: '' })).filter((bucket) => !('deleted' in bucket && bucket.deleted));
-  const result: MonitoredCollection[] = [];
+  const found: Array<{ bucket: string; collection: string; uri: string; bucketAcl: Permissions | undefined; collectionAcl: Permissions | undefined }> = [];
   for (const bucket of buckets) {
     const bucketUri = `/buckets/${bucket.id}`;
     const collections = (await session.list({ resourceName: 'collection', parentId: bucketUri }))
@@ -104,9 +104,15 @@ export async function readCollections(session: StorageSession, host: string, res
     const acls = await session.getPermissions([bucketUri, ...uris]);
     for (const collection of collections) {
       const uri = collectionUri(bucket.id, collection.id);
-      const timestamp = await session.resourceTimestamp({ resourceName: 'record', parentId: uri });
-      result.push({ entry: makeEntry(host, bucket.id, collection.id, timestamp), bucketAcl: acls.get(bucketUri), collectionAcl: acls.get(uri) });
+      found.push({ bucket: bucket.id, collection: collection.id, uri, bucketAcl: acls.get(bucketUri), collectionAcl: acls.get(uri) });
     }
+  }
+  // Every records timestamp in one statement where the store can; the scopes never written get theirs stored now.
+  const stored = (await session.scopeTimestamps?.('record', found.map((item) => item.uri))) ?? new Map<string, number>();
+  const result: MonitoredCollection[] = [];
+  for (const item of found) {
+    const timestamp = stored.get(item.uri) ?? (await session.resourceTimestamp({ resourceName: 'record', parentId: item.uri }));
+    result.push({ entry: makeEntry(host, item.bucket, item.collection, timestamp), bucketAcl: item.bucketAcl, collectionAcl: item.collectionAcl });
   }
   return result;
 }

@@ -159,6 +159,12 @@ export interface StorageSession {
   resourceTimestamp(scope: Scope): Promise<number>;
 
   /**
+   * Optional: the stored timestamps of several scopes of one resource at once (the change
+   * monitor). Scopes never written are absent: ask `resourceTimestamp` for those.
+   */
+  scopeTimestamps?(resourceName: string, parentIds: string[]): Promise<Map<string, number>>;
+
+  /**
    * A hint: the caller is about to read this object (`get`) and its ACL (`getPermissions` of
    * `uri`). A backend may fetch both at once and answer those calls from memory; it may also
    * do nothing. Reads only (ignored in a transaction).

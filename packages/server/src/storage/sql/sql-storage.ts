@@ -247,6 +247,16 @@ class SqlSession implements StorageSession {
     return this.#queue(scope, id, attributes, false, fresh, late, (lastModified) => ({ ...structuredClone(attributes), id, last_modified: lastModified }));
   }
 
+  /** The stored timestamps of these scopes of one resource, in one statement (scopes never written are absent). */
+  async scopeTimestamps(resourceName: string, parentIds: string[]): Promise<Map<string, number>> {
+    if (parentIds.length === 0) return new Map();
+    const rows = await this.#query<{ parent_id: string; last_modified: number }>(
+      'SELECT parent_id, last_modified FROM timestamps WHERE resource_name = $1 AND parent_id = ANY($2::text[])',
+      [resourceName, parentIds],
+    );
+    return new Map(rows.map((row) => [row.parent_id, Number(row.last_modified)]));
+  }
+
   async resourceTimestamp(scope: Scope): Promise<number> {
     const params = [scope.parentId, scope.resourceName];
     if (this.#pending.hasLate(scope.parentId, scope.resourceName)) await this.#sendPendingWrites();

@@ -158,6 +158,16 @@ class SqliteSession implements StorageSession {
     this.#ended = true;
   }
 
+  /** The stored timestamps of these scopes of one resource, in one statement (scopes never written are absent). */
+  async scopeTimestamps(resourceName: string, parentIds: string[]): Promise<Map<string, number>> {
+    if (parentIds.length === 0 || this.#mode === 'write') return new Map();
+    const rows = this.#db.all<{ parent_id: string; last_modified: number }>(
+      'SELECT parent_id, last_modified FROM timestamps WHERE resource_name = ? AND parent_id IN (SELECT value FROM json_each(?))',
+      [resourceName, JSON.stringify(parentIds)],
+    );
+    return new Map(rows.map((row) => [row.parent_id, row.last_modified]));
+  }
+
   async resourceTimestamp(scope: Scope): Promise<number> {
     if (this.#mode === 'write') return this.#current(scope).current;
     const row = this.#db.get<{ last_modified: number }>('SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?', [
