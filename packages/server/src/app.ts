@@ -31,6 +31,7 @@ import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
 import type { Storage } from './storage/types.js';
+import { registerAdmin } from './views/admin.js';
 import { registerBatch } from './views/batch.js';
 import { registerDefaultBucket } from './views/default-bucket.js';
 import { registerHello } from './views/hello.js';
@@ -119,6 +120,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerMetrics(app, settings, metrics);
   registerHeaders(app, settings);
   registerContentNegotiation(app);
+  registerAdmin(app); // before the hook below, which redirects paths ending with `/` such as /v1/admin/
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
   app.setNotFoundHandler(notFound);
 

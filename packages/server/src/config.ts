@@ -245,6 +245,11 @@ export const SETTINGS = {
   changes_stream_max_buffer_bytes: { type: 'integer', default: 1048576, min: 1, description: 'Bytes a change stream may have waiting to be written; a reader that falls further behind is disconnected (it resumes with `Last-Event-ID`).' },
   changes_stream_coalesce_ms: { type: 'integer', default: 5, min: 0, description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.' },
   flush_endpoint_enabled: { type: 'boolean', default: false, description: 'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.' },
+  admin: {
+    type: 'boolean',
+    default: false,
+    description: 'Serve Quire Console, the admin web app, at `/v1/admin/` (capability `admin`); also serves `GET /permissions`, as if `experimental_permissions_endpoint` were on.',
+  },
   quotas_enabled: { type: 'boolean', default: false, description: 'Limit the size and number of objects per bucket and collection (capability `quotas`); over a limit, a write gets 507. Limits in `quotas_bucket`, `quotas_buckets`, `quotas_collection`, `quotas_collections` (see “Quotas”).' },
   quotas_bucket: { type: 'json', default: {}, description: 'Limits of every bucket: `{"max_bytes": …, "max_items": …, "max_bytes_per_item": …}` (bytes of all its objects, number of records, bytes of one object); each may be left out.' },
   quotas_buckets: { type: 'json', default: {}, description: 'Limits of given buckets, overriding `quotas_bucket` limit by limit: `{"<bid>": {"max_items": 100}}`.' },
@@ -405,6 +410,8 @@ export interface Settings {
   changes_stream_max_buffer_bytes: number;
   changes_stream_coalesce_ms: number;
   flush_endpoint_enabled: boolean;
+  /** Turns `experimental_permissions_endpoint` on (validateSettings), as Kinto's admin plugin does. */
+  admin: boolean;
   quotas_enabled: boolean;
   /** Validated by validateQuotaSettings (quotas/settings.ts). */
   quotas_bucket: unknown;
@@ -636,6 +643,8 @@ function validateSettings(settings: Settings): Settings {
     if (error instanceof QuotaSettingError) throw new ConfigError(error.message);
     throw error;
   }
+  // The admin console needs GET /permissions (protocol-reference §13.7: the admin plugin enables it).
+  if (settings.admin) settings.experimental_permissions_endpoint = true;
   return settings;
 }
 
