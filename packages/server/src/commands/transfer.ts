@@ -7,6 +7,7 @@ import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { loadSettings } from '../config.js';
 import { EXIT } from '../exit-codes.js';
+import { HistoryDrainer } from '../history/drainer.js';
 import { resolveSecrets } from '../secrets.js';
 import { connectStorage } from '../storage/factory.js';
 import { exportStore } from '../transfer/export.js';
@@ -79,6 +80,10 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
 
   if (command === 'export') {
     const storage = await connectStorage(settings);
+    // History entries a stopped server left in the outbox are moved into the history first, as
+    // its next start would do: otherwise the export would miss them.
+    const drainer = new HistoryDrainer(storage, { trim: null, batchSize: settings.history_drain_batch_size, delayMs: 0, sweepIntervalMs: 3_600_000, log: () => undefined });
+    await drainer.drainAll().finally(() => drainer.close());
     const out = values.output ? createWriteStream(values.output) : process.stdout;
     const bar = progress('exported');
     try {
