@@ -16,6 +16,32 @@ export type Row = Record<string, unknown>;
 
 /** Prepared statements kept per connection: the distinct shapes of listings stay few. */
 const STATEMENT_CACHE_SIZE = 256;
+/**
+ * A prepared statement takes about 12 bytes of memory per character of SQL. A listing with many
+ * filters or sort fields is a statement of tens of kilobytes (each dotted field with number
+ * segments is up to eight JSON paths), rarely asked twice: such statements are not kept, and
+ * the SQL kept per connection is bounded too, so hostile listings cannot fill the caches
+ * (RSS reached ~955 MB after fuzzing: issue 19.10). Preparing again costs little next to
+ * running a statement that long.
+ */
+export const STATEMENT_CACHE_MAX_SQL_LENGTH = 8 * 1024;
+export const STATEMENT_CACHE_MAX_TOTAL_SQL_LENGTH = 512 * 1024;
+
+/** The open connections, for `statementCacheTotals()`. */
+const openConnections = new Set<Connection>();
+
+/** What the statement caches of every open connection hold (tests check they stay bounded). */
+export function statementCacheTotals(): { connections: number; statements: number; sqlLength: number; longest: number } {
+  const totals = { connections: openConnections.size, statements: 0, sqlLength: 0, longest: 0 };
+  for (const connection of openConnections) {
+    for (const sql of connection.cachedStatements()) {
+      totals.statements++;
+      totals.sqlLength += sql.length;
+      totals.longest = Math.max(totals.longest, sql.length);
+    }
+  }
+  return totals;
+}
 
 export interface ConnectionOptions {
   readonly?: boolean;
@@ -27,6 +53,8 @@ export class Connection {
   readonly db: Database.Database;
   /** Least recently used first (a Map keeps insertion order; a hit moves to the end). */
   readonly #statements = new Map<string, Database.Statement<unknown[], Row>>();
+  /** Characters of SQL of the statements kept. */
+  #cachedLength = 0;
 
   constructor(path: string, { readonly = false, busyTimeoutMs }: ConnectionOptions) {
     try {
@@ -34,6 +62,11 @@ export class Connection {
     } catch (error) {
       throw toStorageError(error);
     }
+    openConnections.add(this);
+  }
+
+  cachedStatements(): IterableIterator<string> {
+    return this.#statements.keys();
   }
 
   all<R extends Row>(sql: string, params: SqlParams = []): R[] {
@@ -76,7 +109,9 @@ export class Connection {
   }
 
   close(): void {
+    openConnections.delete(this);
     this.#statements.clear();
+    this.#cachedLength = 0;
     if (this.db.open) this.db.close();
   }
 
@@ -84,11 +119,18 @@ export class Connection {
     let statement = this.#statements.get(sql);
     if (statement) {
       this.#statements.delete(sql);
-    } else {
-      statement = this.db.prepare<unknown[], Row>(sql);
-      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
+      this.#statements.set(sql, statement);
+      return statement;
     }
+    statement = this.db.prepare<unknown[], Row>(sql);
+    if (sql.length > STATEMENT_CACHE_MAX_SQL_LENGTH) return statement;
+    this.#cachedLength += sql.length;
     this.#statements.set(sql, statement);
+    while (this.#statements.size > STATEMENT_CACHE_SIZE || this.#cachedLength > STATEMENT_CACHE_MAX_TOTAL_SQL_LENGTH) {
+      const oldest = this.#statements.keys().next().value!;
+      this.#statements.delete(oldest);
+      this.#cachedLength -= oldest.length;
+    }
     return statement;
   }
 }
