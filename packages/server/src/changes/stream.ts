@@ -138,7 +138,8 @@ export async function openStream(
   const stream = new EventStream(feed, services, request, reply, out, query.filters);
   // Registered before the first read: a change committed meanwhile is offered too (once).
   feed.add(stream);
-  request.raw.once('close', () => stream.close());
+  // The response's close: the client went away (or the stream was ended).
+  reply.raw.once('close', () => stream.close());
   out.write('retry: 1000\n\n');
 
   reply.header('Content-Type', 'text/event-stream; charset=utf-8');
