@@ -17,6 +17,7 @@ import { registerHistory } from './history/index.js';
 import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
+import { registerQueryLimits } from './http/query-limits.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
@@ -120,6 +121,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerMetrics(app, settings, metrics);
   registerHeaders(app, settings);
   registerContentNegotiation(app);
+  registerQueryLimits(app);
   registerAdmin(app); // before the hook below, which redirects paths ending with `/` such as /v1/admin/
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
   app.setNotFoundHandler(notFound);

@@ -27,7 +27,8 @@ describe('caches keyed by request input stay bounded (issue 19.10)', { timeout: 
   let storage: Storage;
   let base: string;
   let close: () => Promise<void>;
-  const settings = testSettings({ experimental_collection_schema_validation: true, schema_validator_cache_size: 16 });
+  // Query limits raised: the statements must be long to show what the caches keep.
+  const settings = testSettings({ experimental_collection_schema_validation: true, schema_validator_cache_size: 16, max_query_sort_fields: 100, max_query_filters: 1000 });
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'quire-bounded-'));
