@@ -19,6 +19,7 @@ import { connectStorage, type StorageFactoryOptions } from './storage/factory.js
 import { connectionFault, databaseName, describeTarget, rootMessage } from './storage/sql/connection-faults.js';
 import { runTransferCommand, TRANSFER_USAGE } from './commands/transfer.js';
 import { migrationReport } from './commands/migrate.js';
+import { serveClusterMetrics } from './observability/metrics.js';
 import { runCluster } from './workers.js';
 
 const USAGE = `Usage: quire <start|migrate|export|import> [--config settings.json]
@@ -91,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
     startWorker: () => startServer(settings, { migrate: false }),
     log: (line) => console.error(`quire: ${line}`),
   });
+  if (cluster && settings.metrics_enabled && settings.metrics_port !== null) await serveClusterMetrics(settings.host, settings.metrics_port);
   if (cluster) console.log(`Quire is listening on http://${settings.host}:${cluster.port}/v1/ (PostgreSQL, ${settings.workers} workers)`);
   return -1;
 }

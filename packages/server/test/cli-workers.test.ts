@@ -103,6 +103,24 @@ describe.skipIf(pgReason !== undefined)('quire start with workers = 2 on Postgre
     expect(await alive(replacement)).toBe(false);
   }, 60_000);
 
+  it('answers metrics for all workers on metrics_port, from the primary', async () => {
+    const free = net.createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const metricsPort = (free.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const server = run({ ...env, PORT: '0', QUIRE_METRICS_ENABLED: 'true', QUIRE_METRICS_PORT: String(metricsPort) });
+    const base = await server.listening;
+    expect((await request('PUT', `${base}buckets/metered`)).status).toBe(201);
+    // Fresh connections: the primary hands them to both workers in turn.
+    for (let i = 0; i < 6; i++) expect((await request('GET', `${base}buckets/metered`)).status).toBe(200);
+    const scraped = await request('GET', `http://127.0.0.1:${metricsPort}/__metrics__`);
+    expect(scraped.status).toBe(200);
+    const line = scraped.body.split('\n').find((l) => l.startsWith('quire_http_requests_total{') && l.includes('method="GET"') && l.includes('route="/v1/buckets/:bucket_id"') && l.includes('status="200"'));
+    expect(Number(line?.split(' ').at(-1))).toBe(6);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 60_000);
+
   it('stops the workers when the primary dies', async () => {
     const server = run({ ...env, PORT: '0' });
     await server.listening;

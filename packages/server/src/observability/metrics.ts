@@ -159,8 +159,10 @@ export function registerMetrics(app: FastifyInstance, settings: Settings, metric
   if (settings.metrics_port === null) {
     app.get(METRICS_PATH, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   } else if (cluster.isWorker) {
-    // The primary serves metrics_port and asks each worker for its registry over IPC.
+    // The primary serves metrics_port and asks each worker for its registry over IPC; a
+    // worker answers once an AggregatorRegistry exists in it (prom-client adds its listener then).
     AggregatorRegistry.setRegistries([metrics.registry]);
+    new AggregatorRegistry();
   } else {
     let server: Server | undefined;
     app.addHook('onListen', async () => {
@@ -189,4 +191,10 @@ export async function serveMetrics(registry: { metrics(): Promise<string>; conte
     server.listen(port, host, () => resolve());
   });
   return server;
+}
+
+/** In the primary of `workers`: answers on `metrics_port` with the sum of every worker's metrics. */
+export function serveClusterMetrics(host: string, port: number): Promise<Server> {
+  const aggregator = new AggregatorRegistry();
+  return serveMetrics({ metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType }, host, port);
 }
