@@ -1,0 +1,283 @@
+/**
+ * Accounts (§13.2): administrators (`account_write_principals`) see every account, create
+ * accounts, set a new password, send a reset mail when the server validates e-mails, delete.
+ * Anyone else sees and manages their own account only.
+ */
+import { useCallback, useState } from 'preact/hooks';
+import { ApiError, type KintoObject } from '../lib/api.js';
+import { formatCount, formatTimestamp, relativeTime } from '../lib/format.js';
+import { useDebounced, usePagedList } from '../lib/hooks.js';
+import { useCapabilities, useConsole } from './context.js';
+import { ConfirmDialog, Dialog, EmptyState, ErrorNotice, Field, onSubmit, PageHeader, Spinner } from './ui.js';
+import { VirtualList } from './VirtualList.js';
+
+function generatePassword(): string {
+  const alphabet = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join('');
+}
+
+export function AccountsPage() {
+  const { api, hello } = useConsole();
+  const { readonly } = useCapabilities();
+  const validation = hello.capabilities.accounts?.validation_enabled === true;
+  const [search, setSearch] = useState('');
+  const term = useDebounced(search.trim(), 250);
+  const [version, setVersion] = useState(0);
+  const params = new URLSearchParams({ _sort: 'id' });
+  if (term) params.set('like_id', JSON.stringify(term));
+  const [state, list] = usePagedList<KintoObject>(api, '/accounts', String(params), { count: true }, version);
+  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
+  const [creating, setCreating] = useState(false);
+  const [resetting, setResetting] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<string | null>(null);
+  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  const me = hello.user?.id;
+  const template = `minmax(220px, 2fr) ${validation ? '120px ' : ''}190px 260px`;
+
+  return (
+    <div class="page fill">
+      <PageHeader
+        title="Accounts"
+        actions={
+          readonly ? null : (
+            <button type="button" class="button" onClick={() => setCreating(true)}>
+              New account
+            </button>
+          )
+        }
+      >
+        People who sign in with a username and a password. Account administrators see and manage all of them; others see their own.
+      </PageHeader>
+      <div class="toolbar">
+        <input type="search" class="search" placeholder="Find accounts…" aria-label="Find accounts" value={search} onInput={(event) => setSearch(event.currentTarget.value)} />
+        <span class="muted small">{state.total !== null ? `${formatCount(state.total)} account${state.total === 1 ? '' : 's'}` : ''}</span>
+      </div>
+      {state.error ? (
+        state.error.status === 401 || state.error.status === 403 ? (
+          <ErrorNotice error={state.error} title="You cannot list accounts" />
+        ) : (
+          <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
+        )
+      ) : null}
+      <VirtualList
+        label="Accounts"
+        class="table"
+        count={state.items.length === 0 && state.loading ? 0 : count}
+        rowHeight={48}
+        onRange={onRange}
+        resetKey={String(params)}
+        header={
+          <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+            <span role="columnheader">Account</span>
+            {validation ? <span role="columnheader">Validated</span> : null}
+            <span role="columnheader">Last change</span>
+            <span role="columnheader">
+              <span class="visually-hidden">Actions</span>
+            </span>
+          </div>
+        }
+        empty={state.loading ? <Spinner /> : <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />}
+        renderRow={(index) => {
+          const account = state.items[index];
+          if (!account) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
+          return (
+            <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
+              <span role="cell" class="cell-id">
+                {account.id}
+                {me === `account:${account.id}` ? <span class="badge subtle">you</span> : null}
+              </span>
+              {validation ? <span role="cell">{account.validated === false ? <span class="badge warn">pending</span> : <span class="badge ok">yes</span>}</span> : null}
+              <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
+                {relativeTime(account.last_modified)}
+              </span>
+              <span role="cell" class="row-actions">
+                {!readonly ? (
+                  <>
+                    <button type="button" class="button secondary small" onClick={() => setResetting(account.id)}>
+                      Reset password
+                    </button>
+                    <button type="button" class="button danger-outline small" onClick={() => setDeleting(account.id)}>
+                      Delete
+                    </button>
+                  </>
+                ) : null}
+              </span>
+            </div>
+          );
+        }}
+      />
+      {creating ? <CreateAccountDialog onClose={() => setCreating(false)} onCreated={() => setVersion((value) => value + 1)} /> : null}
+      {resetting ? <ResetPasswordDialog id={resetting} validation={validation} onClose={() => setResetting(null)} /> : null}
+      {deleting ? <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} /> : null}
+    </div>
+  );
+}
+
+function CreateAccountDialog({ onClose, onCreated }: { onClose: () => void; onCreated: () => void }) {
+  const { api, notify } = useConsole();
+  const [id, setId] = useState('');
+  const [password, setPassword] = useState(() => generatePassword());
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function create() {
+    setBusy(true);
+    setError(null);
+    try {
+      await api.request('PUT', `/accounts/${encodeURIComponent(id)}`, { body: { data: { password } }, headers: { 'If-None-Match': '*' } });
+      notify(`Account “${id}” created.`);
+      onCreated();
+      onClose();
+    } catch (caught) {
+      if (caught instanceof ApiError && caught.status === 412) setError(`The account “${id}” already exists.`);
+      else setError(caught instanceof ApiError ? caught.explanation : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      title="New account"
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" class="button secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" form="account-form" class="button" disabled={busy || !id || !password}>
+            {busy ? 'Creating…' : 'Create account'}
+          </button>
+        </>
+      }
+    >
+      <form id="account-form" class="form" onSubmit={onSubmit(() => void create())}>
+        <Field label="Username">
+          <input value={id} onInput={(event) => setId(event.currentTarget.value.trim())} required spellcheck={false} autocomplete="off" />
+        </Field>
+        <Field label="Password" hint="Give it to the person through a safe channel; they can change it.">
+          <div class="input-row">
+            <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
+            <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
+              Generate
+            </button>
+          </div>
+        </Field>
+        {error ? (
+          <p class="form-error" role="alert">
+            {error}
+          </p>
+        ) : null}
+      </form>
+    </Dialog>
+  );
+}
+
+function ResetPasswordDialog({ id, validation, onClose }: { id: string; validation: boolean; onClose: () => void }) {
+  const { api, notify, hello } = useConsole();
+  const [password, setPassword] = useState(() => generatePassword());
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const mine = hello.user?.id === `account:${id}`;
+
+  async function setNew() {
+    setBusy(true);
+    setError(null);
+    try {
+      await api.request('PATCH', `/accounts/${encodeURIComponent(id)}`, { body: { data: { password } } });
+      notify(`New password set for “${id}”.${mine ? ' Sign in again with it.' : ''}`);
+      onClose();
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught.explanation : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function sendMail() {
+    setBusy(true);
+    setError(null);
+    try {
+      await api.request('POST', `/accounts/${encodeURIComponent(id)}/reset-password`);
+      notify(`A temporary password was mailed to ${id}.`);
+      onClose();
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught.explanation : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Dialog
+      title={`Reset the password of “${id}”`}
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" class="button secondary" onClick={onClose}>
+            Cancel
+          </button>
+          {validation ? (
+            <button type="button" class="button secondary" disabled={busy} onClick={() => void sendMail()}>
+              Mail a temporary password
+            </button>
+          ) : null}
+          <button type="submit" form="reset-form" class="button" disabled={busy || !password}>
+            Set this password
+          </button>
+        </>
+      }
+    >
+      <form id="reset-form" class="form" onSubmit={onSubmit(() => void setNew())}>
+        <Field label="New password" hint={mine ? 'This is your own account: you will sign in again with it.' : 'The old password stops working at once.'}>
+          <div class="input-row">
+            <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
+            <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
+              Generate
+            </button>
+          </div>
+        </Field>
+        {error ? (
+          <p class="form-error" role="alert">
+            {error}
+          </p>
+        ) : null}
+      </form>
+    </Dialog>
+  );
+}
+
+function DeleteAccountDialog({ id, onClose, onDeleted }: { id: string; onClose: () => void; onDeleted: () => void }) {
+  const { api, notify } = useConsole();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <ConfirmDialog
+      title={`Delete the account “${id}”?`}
+      confirmLabel="Delete account"
+      danger
+      busy={busy}
+      onClose={onClose}
+      onConfirm={async () => {
+        setBusy(true);
+        try {
+          await api.request('DELETE', `/accounts/${encodeURIComponent(id)}`);
+          notify(`Account “${id}” deleted.`);
+          onDeleted();
+          onClose();
+        } catch (caught) {
+          setError(caught instanceof ApiError ? caught.explanation : String(caught));
+          setBusy(false);
+        }
+      }}
+    >
+      <p>They can no longer sign in. What they created stays, with their permissions.</p>
+      {error ? (
+        <p class="form-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+    </ConfirmDialog>
+  );
+}

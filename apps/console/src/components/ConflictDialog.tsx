@@ -1,0 +1,70 @@
+/**
+ * A write refused because the object changed since it was read (412): both versions side by
+ * side, and the three ways out — keep theirs, overwrite with mine, or go on editing mine on top
+ * of theirs.
+ */
+import type { KintoObject } from '../lib/api.js';
+import { editableFields } from '../lib/objects.js';
+
+/** What the person compares: their fields, not the server's stamps (`last_modified`, a record's `schema` version). */
+function comparable(object: Record<string, unknown>): Record<string, unknown> {
+  const { schema, ...rest } = editableFields(object);
+  return typeof schema === 'number' ? rest : { ...rest, ...(schema === undefined ? {} : { schema }) };
+}
+import { formatTimestamp } from '../lib/format.js';
+import { DiffView } from './DiffView.js';
+import { Dialog } from './ui.js';
+
+export function ConflictDialog({
+  noun,
+  mine,
+  theirs,
+  onTakeTheirs,
+  onOverwrite,
+  onEditOnTop,
+  onClose,
+}: {
+  noun: string;
+  mine: Record<string, unknown>;
+  /** The server's version now, or null when it was deleted meanwhile. */
+  theirs: KintoObject | null;
+  onTakeTheirs: () => void;
+  onOverwrite: () => void;
+  onEditOnTop: () => void;
+  onClose: () => void;
+}) {
+  return (
+    <Dialog
+      title={theirs ? `This ${noun} was changed meanwhile` : `This ${noun} was deleted meanwhile`}
+      wide
+      onClose={onClose}
+      footer={
+        <>
+          <button type="button" class="button secondary" onClick={onTakeTheirs}>
+            {theirs ? 'Discard mine, keep theirs' : 'Discard my changes'}
+          </button>
+          {theirs ? (
+            <button type="button" class="button secondary" onClick={onEditOnTop}>
+              Keep editing mine
+            </button>
+          ) : null}
+          <button type="button" class="button danger" onClick={onOverwrite}>
+            {theirs ? 'Overwrite with mine' : 'Recreate with mine'}
+          </button>
+        </>
+      }
+    >
+      <p>
+        {theirs ? (
+          <>
+            Someone saved another version at <strong>{formatTimestamp(theirs.last_modified)}</strong>, after you opened it. Your changes were not saved.
+            Compare both versions and choose which one to keep.
+          </>
+        ) : (
+          <>Someone deleted it after you opened it. Your changes were not saved.</>
+        )}
+      </p>
+      <DiffView before={theirs ? comparable(theirs) : undefined} after={comparable(mine)} beforeLabel="On the server now (theirs)" afterLabel="Your version (mine)" />
+    </Dialog>
+  );
+}

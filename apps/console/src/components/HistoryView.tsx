@@ -1,0 +1,304 @@
+/**
+ * A bucket's history (§13.3): who changed what and when, filtered by user, kind of object,
+ * action, object and time; an entry opens the difference with the object's previous version,
+ * or with any other version of it.
+ */
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import type { KintoObject } from '../lib/api.js';
+import { changedFields } from '../lib/diff.js';
+import { formatCount, formatTimestamp, fromDateTimeLocal, relativeTime } from '../lib/format.js';
+import { useAsync, useDebounced, usePagedList } from '../lib/hooks.js';
+import { paths } from '../lib/objects.js';
+import { describePrincipal } from '../lib/permissions.js';
+import { hrefOfUri } from '../lib/router.js';
+import { useConsole } from './context.js';
+import { DiffView } from './DiffView.js';
+import { EmptyState, ErrorNotice, Spinner } from './ui.js';
+import { VirtualList } from './VirtualList.js';
+
+export interface HistoryEntry extends KintoObject {
+  action: 'create' | 'update' | 'delete';
+  resource_name: string;
+  uri: string;
+  user_id: string;
+  date?: string;
+  target: { data?: Record<string, unknown>; permissions?: Record<string, string[]> };
+  collection_id?: string;
+  record_id?: string;
+  group_id?: string;
+}
+
+/** A version's data without its timestamp, which always differs. */
+function withoutStamp(data: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!data) return data;
+  const { last_modified: _lastModified, ...rest } = data;
+  return rest;
+}
+
+const ACTION_LABEL = { create: 'created', update: 'updated', delete: 'deleted' } as const;
+
+function objectLabel(entry: HistoryEntry): string {
+  const id = entry.uri.split('/').pop() ?? entry.uri;
+  if (entry.resource_name === 'record') return `record ${id} in ${entry.collection_id ?? '?'}`;
+  return `${entry.resource_name} ${id}`;
+}
+
+export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?: Record<string, string>; compact?: boolean }) {
+  const { api } = useConsole();
+  const [user, setUser] = useState('');
+  const [resource, setResource] = useState('');
+  const [action, setAction] = useState('');
+  const [object, setObject] = useState('');
+  const [since, setSince] = useState('');
+  const [before, setBefore] = useState('');
+  const [selected, setSelected] = useState<HistoryEntry | null>(null);
+  const debouncedUser = useDebounced(user.trim(), 300);
+  const debouncedObject = useDebounced(object.trim(), 300);
+
+  const params = useMemo(() => {
+    const query = new URLSearchParams({ _sort: '-last_modified' });
+    for (const [name, value] of Object.entries(fixed)) query.set(name, JSON.stringify(value));
+    if (debouncedUser) query.set('user_id', JSON.stringify(debouncedUser));
+    if (resource) query.set('resource_name', resource);
+    if (action) query.set('action', action);
+    if (debouncedObject) query.set('like_uri', JSON.stringify(debouncedObject));
+    const sinceMs = fromDateTimeLocal(since);
+    const beforeMs = fromDateTimeLocal(before);
+    if (sinceMs !== null) query.set('_since', String(sinceMs));
+    if (beforeMs !== null) query.set('_before', String(beforeMs));
+    return String(query);
+  }, [fixed, debouncedUser, resource, action, debouncedObject, since, before]);
+
+  const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, { count: true, firstPageSize: 100 });
+  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
+  const users = useMemo(() => [...new Set(state.items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean), [state.items]);
+  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  useEffect(() => setSelected(null), [params]);
+  const filtersActive = Boolean(user || resource || action || object || since || before);
+  const template = compact ? '150px 1fr 90px' : selected ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)' : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
+
+  return (
+    <div class={compact ? 'history compact' : selected ? 'history with-detail' : 'history'}>
+      <div class="history-main">
+        <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="History filters">
+          <label class="field inline">
+            <span class="field-label">User</span>
+            <input list="history-users" placeholder="any" value={user} onInput={(event) => setUser(event.currentTarget.value)} spellcheck={false} />
+          </label>
+          <datalist id="history-users">
+            {users.map((item) => (
+              <option key={item} value={item}>
+                {describePrincipal(item).title}
+              </option>
+            ))}
+          </datalist>
+          {!fixed.uri ? (
+            <>
+              <label class="field inline">
+                <span class="field-label">Kind</span>
+                <select value={resource} onChange={(event) => setResource(event.currentTarget.value)}>
+                  <option value="">any</option>
+                  <option value="bucket">bucket</option>
+                  <option value="collection">collection</option>
+                  <option value="group">group</option>
+                  <option value="record">record</option>
+                </select>
+              </label>
+              <label class="field inline grow">
+                <span class="field-label">Object</span>
+                <input placeholder="part of its path, * as wildcard" value={object} onInput={(event) => setObject(event.currentTarget.value)} spellcheck={false} />
+              </label>
+            </>
+          ) : null}
+          <label class="field inline">
+            <span class="field-label">Action</span>
+            <select value={action} onChange={(event) => setAction(event.currentTarget.value)}>
+              <option value="">any</option>
+              <option value="create">created</option>
+              <option value="update">updated</option>
+              <option value="delete">deleted</option>
+            </select>
+          </label>
+          {!compact ? (
+            <>
+              <label class="field inline">
+                <span class="field-label">After</span>
+                <input type="datetime-local" value={since} onInput={(event) => setSince(event.currentTarget.value)} />
+              </label>
+              <label class="field inline">
+                <span class="field-label">Before</span>
+                <input type="datetime-local" value={before} onInput={(event) => setBefore(event.currentTarget.value)} />
+              </label>
+            </>
+          ) : null}
+          {filtersActive ? (
+            <button
+              type="button"
+              class="button ghost small"
+              onClick={() => {
+                setUser('');
+                setResource('');
+                setAction('');
+                setObject('');
+                setSince('');
+                setBefore('');
+              }}
+            >
+              Clear filters
+            </button>
+          ) : null}
+        </form>
+        <div class="muted small list-status" aria-live="polite">
+          {state.total !== null ? `${formatCount(state.total)} change${state.total === 1 ? '' : 's'}` : state.loading ? 'Loading…' : `${formatCount(state.items.length)} changes`}
+        </div>
+        {state.error ? (
+          state.error.status === 404 || state.error.status === 400 ? (
+            <ErrorNotice error={state.error} title="No history here" />
+          ) : (
+            <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
+          )
+        ) : null}
+        <VirtualList
+          label="History"
+          class="table"
+          count={state.items.length === 0 && state.loading ? 0 : count}
+          rowHeight={44}
+          onRange={onRange}
+          resetKey={params}
+          header={
+            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+              <span role="columnheader">When</span>
+              <span role="columnheader">Who</span>
+              <span role="columnheader">Did</span>
+              {!compact ? <span role="columnheader">What</span> : null}
+            </div>
+          }
+          empty={state.loading ? <Spinner /> : <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />}
+          renderRow={(index) => {
+            const entry = state.items[index];
+            if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
+            const who = describePrincipal(entry.user_id ?? '');
+            return (
+              <div
+                class={selected?.id === entry.id ? 'trow clickable selected' : 'trow clickable'}
+                role="row"
+                aria-rowindex={index + 2}
+                aria-selected={selected?.id === entry.id}
+                style={{ gridTemplateColumns: template }}
+                onClick={() => setSelected(entry)}
+              >
+                <span role="cell" title={formatTimestamp(entry.last_modified)}>
+                  <button type="button" class="link-button" aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}>
+                    {formatTimestamp(entry.last_modified)}
+                  </button>
+                </span>
+                <span role="cell" title={entry.user_id}>
+                  {who.title}
+                </span>
+                <span role="cell">
+                  <span class={`badge action-${entry.action}`}>{ACTION_LABEL[entry.action] ?? entry.action}</span>
+                </span>
+                {!compact ? (
+                  <span role="cell" class="ellipsis" title={entry.uri}>
+                    {objectLabel(entry)}
+                  </span>
+                ) : null}
+              </div>
+            );
+          }}
+        />
+      </div>
+      {selected ? <HistoryDetail bid={bid} entry={selected} onClose={() => setSelected(null)} /> : null}
+    </div>
+  );
+}
+
+function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEntry; onClose: () => void }) {
+  const { api } = useConsole();
+  // Every version of this object (newest first), to compare with.
+  const versions = useAsync(
+    (signal) => {
+      const query = new URLSearchParams({ uri: JSON.stringify(entry.uri), _sort: '-last_modified', _limit: '200' });
+      return api.page<HistoryEntry>(`${paths.bucket(bid)}/history?${query}`, signal).then((page) => page.data);
+    },
+    [bid, entry.uri],
+  );
+  const [otherId, setOtherId] = useState<string | null>(null);
+  useEffect(() => setOtherId(null), [entry.id]);
+  const list = versions.data ?? [];
+  const previous = list.find((candidate) => candidate.last_modified < entry.last_modified) ?? null;
+  const other = otherId ? (list.find((candidate) => candidate.id === otherId) ?? null) : previous;
+  const [older, newer] = other && other.last_modified > entry.last_modified ? [entry, other] : [other, entry];
+  const link = hrefOfUri(entry.uri);
+  const changes = changedFields(older?.target?.data, newer?.target?.data).filter((change) => change.field !== 'last_modified');
+  const label = (version: HistoryEntry | null) => (version ? `${ACTION_LABEL[version.action] ?? version.action} ${formatTimestamp(version.last_modified)}` : 'before');
+
+  return (
+    <section class="history-detail" aria-label="Change details">
+      <header class="panel-header">
+        <div>
+          <div class="kicker">
+            {describePrincipal(entry.user_id).title} {ACTION_LABEL[entry.action] ?? entry.action} {relativeTime(entry.last_modified)}
+          </div>
+          <h2 class="panel-title">{objectLabel(entry)}</h2>
+          <div class="muted small">
+            {formatTimestamp(entry.last_modified)} · {entry.user_id}
+            {link && entry.action !== 'delete' ? (
+              <>
+                {' · '}
+                <a href={link}>Open</a>
+              </>
+            ) : null}
+          </div>
+        </div>
+        <button type="button" class="icon-button" aria-label="Close the change" onClick={onClose}>
+          ×
+        </button>
+      </header>
+      {versions.loading ? (
+        <Spinner />
+      ) : versions.error ? (
+        <ErrorNotice error={versions.error} />
+      ) : (
+        <>
+          <label class="field inline">
+            <span class="field-label">Compare with</span>
+            <select value={other?.id ?? ''} onChange={(event) => setOtherId(event.currentTarget.value || null)}>
+              {!previous ? <option value="">nothing (first version)</option> : null}
+              {list
+                .filter((candidate) => candidate.id !== entry.id)
+                .map((candidate) => (
+                  <option key={candidate.id} value={candidate.id}>
+                    {candidate.id === previous?.id ? 'previous version: ' : ''}
+                    {label(candidate)} by {describePrincipal(candidate.user_id).title}
+                  </option>
+                ))}
+            </select>
+          </label>
+          {changes.length ? (
+            <p class="changed-fields">
+              {changes.map((change) => (
+                <span key={change.field} class={`badge change-${change.kind}`}>
+                  {change.field} {change.kind}
+                </span>
+              ))}
+            </p>
+          ) : null}
+          <DiffView
+            before={withoutStamp(older?.target?.data)}
+            after={withoutStamp(newer?.target?.data)}
+            beforeLabel={older ? label(older) : 'Before (nothing)'}
+            afterLabel={label(newer)}
+            initialMode="unified"
+          />
+          {JSON.stringify(older?.target?.permissions ?? {}) !== JSON.stringify(newer?.target?.permissions ?? {}) ? (
+            <details class="perm-diff">
+              <summary>Permissions changed</summary>
+              <DiffView before={older?.target?.permissions} after={newer?.target?.permissions} beforeLabel="Before" afterLabel="After" initialMode="unified" />
+            </details>
+          ) : null}
+        </>
+      )}
+    </section>
+  );
+}

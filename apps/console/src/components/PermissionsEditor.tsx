@@ -1,0 +1,268 @@
+/**
+ * The permissions of one object: a principal per row, a permission per column. A tick is the
+ * object's own entry (editable); what a principal gets anyway — from the bucket or collection
+ * above, or through another permission of the object (write ⇒ read) — is written in the cell.
+ *
+ * Changes are sent as JSON-Patch operations on `/permissions/<name>/<principal>` (§4.4): only
+ * what was changed, so entries this user cannot see (the server shows an object's permissions
+ * only to its writers) and changes made meanwhile by others are kept.
+ */
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { ApiError, type KintoObject, type Permissions } from '../lib/api.js';
+import {
+  describePrincipal,
+  type Grant,
+  inheritedGrants,
+  type Level,
+  levelsOfUri,
+  normalisePermissions,
+  type ObjectKind,
+  PERMISSION_HELP,
+  PERMISSION_NAMES,
+  principalsOf,
+} from '../lib/permissions.js';
+import { hrefOfUri } from '../lib/router.js';
+import { useCapabilities, useConsole } from './context.js';
+import { ErrorNotice, Notice, onSubmit, Principal, Spinner } from './ui.js';
+
+function grantText(grant: Grant, objectUri: string): string {
+  return grant.uri === objectUri ? `implied by ${grant.permission}` : `${grant.permission} on ${grant.kind}`;
+}
+
+export function PermissionsEditor({
+  kind,
+  uri,
+  path,
+  permissions,
+  onSaved,
+}: {
+  kind: ObjectKind;
+  /** Protocol URI of the object (`/buckets/b/collections/c`). */
+  uri: string;
+  /** Its API path (ids encoded). */
+  path: string;
+  /** Its own permissions as the server showed them (`{}` when hidden from this user). */
+  permissions: Permissions;
+  onSaved: (object: KintoObject, permissions: Permissions) => void;
+}) {
+  const { api, hello, notify } = useConsole();
+  const { readonly } = useCapabilities();
+  const me = hello.user?.id;
+  const names = PERMISSION_NAMES[kind];
+  const original = useMemo(() => normalisePermissions(kind, permissions), [kind, permissions]);
+  const [edited, setEdited] = useState<Permissions>(original);
+  const [ancestors, setAncestors] = useState<Level[] | null>(null);
+  const [groups, setGroups] = useState<string[]>([]);
+  const [newPrincipal, setNewPrincipal] = useState('');
+  const [newPermission, setNewPermission] = useState(names[0]!);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const visible = Object.keys(permissions).length > 0;
+
+  useEffect(() => setEdited(original), [original]);
+
+  // The permissions of the levels above, and the bucket's groups (to suggest them).
+  useEffect(() => {
+    const controller = new AbortController();
+    const above = levelsOfUri(uri).slice(0, -1);
+    Promise.all(
+      above.map(async (level): Promise<Level> => {
+        try {
+          const object = await api.getObject(level.uri.split('/').map(encodeURIComponent).join('/'), controller.signal);
+          return { ...level, permissions: Object.keys(object.permissions).length ? object.permissions : null };
+        } catch {
+          return { ...level, permissions: null };
+        }
+      }),
+    ).then((levels) => !controller.signal.aborted && setAncestors(levels), () => {});
+    const bucket = levelsOfUri(uri)[0];
+    if (bucket) {
+      api
+        .all<KintoObject>(`${bucket.uri.split('/').map(encodeURIComponent).join('/')}/groups?_fields=id&_sort=id&_limit=200`, { signal: controller.signal, max: 1000 })
+        .then((list) => !controller.signal.aborted && setGroups(list.map((group) => `${bucket.uri}/groups/${group.id}`)), () => {});
+    }
+    return () => controller.abort();
+  }, [api, uri]);
+
+  const levels: Level[] = [...(ancestors ?? []), { kind, uri, permissions: edited }];
+  const rows = principalsOf(levels, edited);
+  const changed = names.some((name) => JSON.stringify([...(edited[name] ?? [])].sort()) !== JSON.stringify(original[name]));
+  const hiddenAncestors = (ancestors ?? []).filter((level) => level.permissions === null);
+
+  function toggle(principal: string, name: string, on: boolean) {
+    setEdited((current) => {
+      const list = new Set(current[name] ?? []);
+      if (on) list.add(principal);
+      else list.delete(principal);
+      return { ...current, [name]: [...list].sort() };
+    });
+  }
+
+  function removeRow(principal: string) {
+    setEdited((current) => Object.fromEntries(Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)])));
+  }
+
+  function grant() {
+    const principal = newPrincipal.trim();
+    if (!principal) return;
+    toggle(principal, newPermission, true);
+    setNewPrincipal('');
+  }
+
+  async function save() {
+    const operations: Array<{ op: string; path: string }> = [];
+    for (const name of names) {
+      const before = new Set(original[name]);
+      const after = new Set(edited[name]);
+      for (const principal of after) if (!before.has(principal)) operations.push({ op: 'add', path: `/permissions/${name}/${principal}` });
+      for (const principal of before) if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
+    }
+    if (!operations.length) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const response = await api.request<{ data: KintoObject; permissions?: Permissions }>('PATCH', path, {
+        body: operations,
+        contentType: 'application/json-patch+json',
+      });
+      notify('Permissions saved.');
+      onSaved(response.body.data, response.body.permissions ?? {});
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught : new ApiError(0, String(caught)));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const suggestions = ['system.Everyone', 'system.Authenticated', ...(me ? [me] : []), ...groups];
+
+  return (
+    <section class="permissions" aria-label="Permissions">
+      {!visible ? (
+        <Notice kind="warning">
+          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission, and you are not one of them
+          here (or it has none). You can still grant permissions: existing entries you cannot see are kept.
+        </Notice>
+      ) : null}
+      {ancestors === null ? (
+        <Spinner label="Reading the permissions above…" />
+      ) : (
+        <div class="table-wrap">
+          <table class="perm-table">
+            <thead>
+              <tr>
+                <th scope="col">Principal</th>
+                {names.map((name) => (
+                  <th key={name} scope="col" title={PERMISSION_HELP[name]}>
+                    {name}
+                  </th>
+                ))}
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.length === 0 ? (
+                <tr>
+                  <td colSpan={names.length + 2} class="muted">
+                    No principal has a permission here{visible ? '' : ' that you can see'}.
+                  </td>
+                </tr>
+              ) : null}
+              {rows.map((principal) => {
+                const own = names.some((name) => edited[name]?.includes(principal));
+                const link = principal.startsWith('/buckets/') ? hrefOfUri(principal) : null;
+                return (
+                  <tr key={principal}>
+                    <th scope="row">{link ? <a href={link}><Principal principal={principal} me={me} /></a> : <Principal principal={principal} me={me} />}</th>
+                    {names.map((name) => {
+                      const checked = edited[name]?.includes(principal) ?? false;
+                      const grants = inheritedGrants(levels, principal, name);
+                      const label = `${describePrincipal(principal).title}: ${name}`;
+                      return (
+                        <td key={name} class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}>
+                          <label class="perm-check">
+                            <input type="checkbox" aria-label={label} checked={checked} disabled={readonly || busy} onChange={(event) => toggle(principal, name, event.currentTarget.checked)} />
+                            {grants.length ? <span class="perm-via">{grants.map((item) => grantText(item, uri)).join(', ')}</span> : null}
+                          </label>
+                        </td>
+                      );
+                    })}
+                    <td class="row-actions">
+                      {own && !readonly ? (
+                        <button type="button" class="button ghost small" aria-label={`Remove ${principal}`} onClick={() => removeRow(principal)}>
+                          Remove
+                        </button>
+                      ) : null}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {ancestors !== null && rows.length ? (
+        <div class="perm-legend muted small">
+          <span class="legend-own">ticked: the object's own permission (what you edit here)</span>
+          <span class="legend-inherited">green: held anyway, from a parent or through another permission</span>
+        </div>
+      ) : null}
+      {hiddenAncestors.length ? (
+        <p class="muted small">
+          Not shown: what {hiddenAncestors.map((level) => `${level.kind} ${level.uri.split('/').pop()}`).join(' and ')} grant{hiddenAncestors.length === 1 ? 's' : ''} (only
+          their writers see it). Permissions granted to everyone by the server's settings are not shown either.
+        </p>
+      ) : null}
+
+      {!readonly ? (
+        <form class="grant-form" onSubmit={onSubmit(grant)}>
+          <label class="field inline grow">
+            <span class="field-label">Principal</span>
+            <input
+              list="principal-suggestions"
+              placeholder="account:alice, system.Authenticated, /buckets/b/groups/editors…"
+              value={newPrincipal}
+              onInput={(event) => setNewPrincipal(event.currentTarget.value)}
+              spellcheck={false}
+            />
+          </label>
+          <datalist id="principal-suggestions">
+            {suggestions.map((item) => (
+              <option key={item} value={item}>
+                {describePrincipal(item).title} ({describePrincipal(item).detail})
+              </option>
+            ))}
+          </datalist>
+          <label class="field inline">
+            <span class="field-label">Permission</span>
+            <select value={newPermission} onChange={(event) => setNewPermission(event.currentTarget.value)}>
+              {names.map((name) => (
+                <option key={name} value={name}>
+                  {name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit" class="button secondary" disabled={!newPrincipal.trim()}>
+            Grant
+          </button>
+        </form>
+      ) : null}
+
+      {error ? <ErrorNotice error={error} /> : null}
+      {!readonly ? (
+        <div class="form-actions">
+          <button type="button" class="button" disabled={!changed || busy} onClick={() => void save()}>
+            {busy ? 'Saving…' : 'Save permissions'}
+          </button>
+          <button type="button" class="button secondary" disabled={!changed || busy} onClick={() => setEdited(original)}>
+            Undo changes
+          </button>
+          {hello.settings.explicit_permissions !== false ? <span class="muted small">Saving also adds you to write (the server does so for every change).</span> : null}
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,342 @@
+/**
+ * One record beside the list: edit it with the form the collection's schema generates or as
+ * JSON, checked in the browser with the server's rules before it is sent; saved with If-Match,
+ * so a change made meanwhile by someone else opens the conflict dialog instead of being lost.
+ * Also its history and its permissions.
+ */
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { ApiError, type KintoObject, type Permissions } from '../lib/api.js';
+import { formatTimestamp, relativeTime } from '../lib/format.js';
+import { useAsync, useEscape, useValidator } from '../lib/hooks.js';
+import { deleteObject, paths, putObject, uris } from '../lib/objects.js';
+import type { PagedList } from '../lib/paged-list.js';
+import { href, navigate, type RecordTab } from '../lib/router.js';
+import { isActiveSchema, type JsonSchema, readablePath, type SchemaError } from '../lib/schema.js';
+import { ConflictDialog } from './ConflictDialog.js';
+import { useCapabilities, useConsole } from './context.js';
+import { HistoryView } from './HistoryView.js';
+import { JsonEditor, parseJson } from './JsonEditor.js';
+import { PermissionsEditor } from './PermissionsEditor.js';
+import { SchemaForm } from './SchemaForm.js';
+import { Code, ConfirmDialog, ErrorNotice, Field, Spinner } from './ui.js';
+
+const SERVER_FIELDS = ['id', 'last_modified', 'schema'];
+
+function fieldsOf(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.includes(key)));
+}
+
+export interface RecordPanelProps {
+  bid: string;
+  cid: string;
+  /** null: a new record. */
+  rid: string | null;
+  tab: RecordTab;
+  query: URLSearchParams;
+  schema: JsonSchema | null;
+  bucketSchema: JsonSchema | null;
+  list: PagedList<KintoObject> | null;
+}
+
+export function RecordPanel(props: RecordPanelProps) {
+  const { api } = useConsole();
+  const capabilities = useCapabilities();
+  const { bid, cid, rid, query } = props;
+  const record = useAsync(
+    (signal): Promise<{ data: KintoObject | null; permissions: Permissions; etag: string | null }> =>
+      rid ? api.getObject(paths.record(bid, cid, rid), signal) : Promise.resolve({ data: null, permissions: {}, etag: null }),
+    [bid, cid, rid],
+  );
+  const close = () => navigate(href.collection(bid, cid, 'records', query));
+  useEscape(() => {
+    if (!document.querySelector('.backdrop')) close();
+  });
+  const tabs: Array<{ id: RecordTab; label: string }> = [
+    { id: 'edit', label: rid ? 'Edit' : 'New record' },
+    ...(rid && capabilities.history ? [{ id: 'history' as const, label: 'History' }] : []),
+    ...(rid ? [{ id: 'permissions' as const, label: 'Permissions' }] : []),
+  ];
+
+  return (
+    <aside class="panel" aria-label={rid ? `Record ${rid}` : 'New record'}>
+      <header class="panel-header">
+        <div>
+          <div class="kicker">{rid ? 'Record' : 'New record'}</div>
+          <h2 class="panel-title">{rid ? <Code>{rid}</Code> : `in ${cid}`}</h2>
+          {record.data?.data ? (
+            <div class="muted small" title={formatTimestamp(record.data.data.last_modified)}>
+              Modified {relativeTime(record.data.data.last_modified)} · version {record.data.data.last_modified}
+            </div>
+          ) : null}
+        </div>
+        <button type="button" class="icon-button" aria-label="Close the record" onClick={close}>
+          ×
+        </button>
+      </header>
+      <nav class="tabs small" aria-label="Record sections">
+        {tabs.map((tab) => (
+          <a
+            key={tab.id}
+            class={tab.id === props.tab ? 'tab active' : 'tab'}
+            aria-current={tab.id === props.tab ? 'page' : undefined}
+            href={rid ? href.record(bid, cid, rid, tab.id, query) : href.newRecord(bid, cid, query)}
+          >
+            {tab.label}
+          </a>
+        ))}
+      </nav>
+      <div class="panel-body">
+        {record.error ? (
+          <ErrorNotice error={record.error} onRetry={record.reload} />
+        ) : record.loading && rid ? (
+          <Spinner />
+        ) : props.tab === 'history' && rid ? (
+          <HistoryView bid={bid} fixed={{ uri: uris.record(bid, cid, rid) }} compact />
+        ) : props.tab === 'permissions' && rid && record.data?.data ? (
+          <PermissionsEditor
+            kind="record"
+            uri={uris.record(bid, cid, rid)}
+            path={paths.record(bid, cid, rid)}
+            permissions={record.data.permissions}
+            onSaved={(data: KintoObject, permissions: Permissions) => {
+              record.set({ data, permissions, etag: null });
+              props.list?.update(data);
+            }}
+          />
+        ) : (
+          <RecordEditor
+            key={rid ?? '(new)'}
+            {...props}
+            record={record.data?.data ?? null}
+            onSaved={(saved, created) => {
+              if (created) {
+                props.list?.prepend(saved);
+                navigate(href.record(bid, cid, saved.id, 'edit', query), { replace: true });
+              } else {
+                record.set({ ...record.data!, data: saved });
+                props.list?.update(saved);
+              }
+            }}
+            onDeleted={() => {
+              if (rid) props.list?.remove(rid);
+              close();
+            }}
+          />
+        )}
+      </div>
+    </aside>
+  );
+}
+
+function RecordEditor({
+  bid,
+  cid,
+  rid,
+  schema,
+  bucketSchema,
+  record,
+  onSaved,
+  onDeleted,
+}: RecordPanelProps & { record: KintoObject | null; onSaved: (record: KintoObject, created: boolean) => void; onDeleted: () => void }) {
+  const { api, notify } = useConsole();
+  const { readonly } = useCapabilities();
+  const hasSchema = isActiveSchema(schema);
+  const [mode, setMode] = useState<'form' | 'json'>(hasSchema ? 'form' : 'json');
+  const [draft, setDraft] = useState<Record<string, unknown>>(() => fieldsOf(record ?? {}));
+  const [text, setText] = useState(() => JSON.stringify(fieldsOf(record ?? {}), null, 2));
+  const [newId, setNewId] = useState('');
+  const [base, setBase] = useState<number | null>(record?.last_modified ?? null);
+  const [showErrors, setShowErrors] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | string | null>(null);
+  const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const top = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    if (!record) return;
+    setDraft(fieldsOf(record));
+    setText(JSON.stringify(fieldsOf(record), null, 2));
+    setBase(record.last_modified);
+  }, [record]);
+
+  // The record as it would be sent, from whichever editor is open.
+  const parsed = mode === 'json' ? parseJson(text) : { value: draft };
+  const current = parsed.value && typeof parsed.value === 'object' && !Array.isArray(parsed.value) ? (parsed.value as Record<string, unknown>) : null;
+  const id = rid ?? (mode === 'json' && typeof current?.id === 'string' ? current.id : newId.trim() || undefined);
+  const needsValidation = hasSchema || isActiveSchema(bucketSchema);
+  const validator = useValidator(needsValidation);
+  const errors: SchemaError[] = useMemo(() => {
+    if (!current || !validator) return [];
+    return [
+      ...(hasSchema ? validator.validateRecord(current, schema!, id) : []),
+      ...(isActiveSchema(bucketSchema) ? validator.validateRecord(current, bucketSchema, id) : []),
+    ];
+  }, [current, schema, bucketSchema, hasSchema, id, validator]);
+  const original = JSON.stringify(fieldsOf(record ?? {}));
+  const dirty = !record || (current ? JSON.stringify(fieldsOf(current)) !== original : true);
+
+  function switchMode(next: 'form' | 'json') {
+    if (next === mode) return;
+    if (next === 'json') {
+      setText(JSON.stringify(draft, null, 2));
+      setMode('json');
+      return;
+    }
+    if (!current) {
+      setError('Fix the JSON before going back to the form.');
+      return;
+    }
+    setError(null);
+    setDraft(fieldsOf(current));
+    if (!rid && typeof current.id === 'string') setNewId(current.id);
+    setMode('form');
+  }
+
+  async function save(lastModified: number | null | undefined = base) {
+    if (!current) {
+      setError('The record must be a JSON object.');
+      return;
+    }
+    setShowErrors(true);
+    if (errors.length) {
+      // The summary is at the top of the editor; the fields say what is wrong with each.
+      top.current?.scrollIntoView({ block: 'start', behavior: 'smooth' });
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    const data = fieldsOf(current);
+    try {
+      if (!rid && !id) {
+        const response = await api.request<{ data: KintoObject }>('POST', `${paths.collection(bid, cid)}/records`, { body: { data } });
+        notify(`Record “${response.body.data.id}” created.`);
+        onSaved(response.body.data, true);
+        return;
+      }
+      const result = await putObject(api, paths.record(bid, cid, (rid ?? id)!), data, rid ? lastModified : null);
+      if (result.status === 'saved') {
+        setConflict(null);
+        notify(rid ? 'Record saved.' : `Record “${result.object.id}” created.`);
+        onSaved(result.object, !rid);
+      } else if (result.status === 'conflict') {
+        if (!rid) setError(`A record with the id “${id}” already exists.`);
+        else setConflict({ theirs: result.theirs, mine: { ...data, id: rid } });
+      } else setError(result.error);
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function remove() {
+    if (!rid || !record) return;
+    setBusy(true);
+    try {
+      await deleteObject(api, paths.record(bid, cid, rid), base ?? undefined);
+      notify(`Record “${rid}” deleted.`);
+      onDeleted();
+    } catch (caught) {
+      setConfirmDelete(false);
+      if (caught instanceof ApiError && caught.status === 412) setError('The record changed since you opened it: reload it before deleting.');
+      else setError(caught as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div class="record-editor" ref={top}>
+      {showErrors && errors.length ? (
+        <div class="notice error" role="alert">
+          <div>
+            <strong>Not valid for this collection: nothing was sent</strong>
+            <ul class="error-list">
+              {errors.map((item) => (
+                <li key={item.path}>
+                  <Code>{readablePath(item.path)}</Code> {item.message}
+                </li>
+              ))}
+            </ul>
+          </div>
+        </div>
+      ) : null}
+      {hasSchema ? (
+        <div class="segmented" role="radiogroup" aria-label="Editor">
+          {(['form', 'json'] as const).map((candidate) => (
+            <label key={candidate} class={candidate === mode ? 'segment active' : 'segment'}>
+              <input type="radio" name="editor-mode" checked={candidate === mode} onChange={() => switchMode(candidate)} />
+              {candidate === 'form' ? 'Form' : 'JSON'}
+            </label>
+          ))}
+        </div>
+      ) : (
+        <p class="muted small">This collection has no JSON schema: records are free-form JSON.</p>
+      )}
+
+      {mode === 'form' && hasSchema ? (
+        <>
+          {!rid ? (
+            <Field label="Id" hint="Optional: leave empty and the server picks one.">
+              <input value={newId} onInput={(event) => setNewId(event.currentTarget.value)} spellcheck={false} />
+            </Field>
+          ) : null}
+          <SchemaForm schema={schema!} value={draft} onChange={setDraft} errors={showErrors ? errors : []} readOnly={readonly} />
+        </>
+      ) : (
+        <JsonEditor label="Record JSON" value={text} onChange={setText} onSave={() => void save()} readOnly={readonly} rows={20} />
+      )}
+
+      {error ? <ErrorNotice error={error} title="Not saved" /> : null}
+
+      {!readonly ? (
+        <div class="form-actions sticky">
+          <button type="button" class="button" disabled={busy || !dirty || (mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)} onClick={() => void save()}>
+            {busy ? 'Saving…' : rid ? 'Save' : 'Create record'}
+          </button>
+          {rid ? (
+            <>
+              <button type="button" class="button secondary" disabled={busy || !dirty} onClick={() => {
+                setDraft(fieldsOf(record ?? {}));
+                setText(JSON.stringify(fieldsOf(record ?? {}), null, 2));
+                setShowErrors(false);
+                setError(null);
+              }}>
+                Undo changes
+              </button>
+              <span class="toolbar-spacer" />
+              <button type="button" class="button danger-outline" disabled={busy} onClick={() => setConfirmDelete(true)}>
+                Delete
+              </button>
+            </>
+          ) : null}
+        </div>
+      ) : null}
+
+      {conflict ? (
+        <ConflictDialog
+          noun="record"
+          mine={conflict.mine}
+          theirs={conflict.theirs}
+          onClose={() => setConflict(null)}
+          onTakeTheirs={() => {
+            setConflict(null);
+            if (conflict.theirs) onSaved(conflict.theirs, false);
+            else onDeleted();
+          }}
+          onEditOnTop={() => {
+            if (conflict.theirs) setBase(conflict.theirs.last_modified);
+            setConflict(null);
+          }}
+          onOverwrite={() => void save(conflict.theirs ? conflict.theirs.last_modified : null)}
+        />
+      ) : null}
+      {confirmDelete ? (
+        <ConfirmDialog title={`Delete record “${rid}”?`} confirmLabel="Delete record" danger busy={busy} onConfirm={() => void remove()} onClose={() => setConfirmDelete(false)}>
+          <p>Clients that sync this collection will receive its deletion. This cannot be undone.</p>
+        </ConfirmDialog>
+      ) : null}
+    </div>
+  );
+}

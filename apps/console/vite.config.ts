@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type Plugin } from 'vite';
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const pkg = JSON.parse(readFileSync(here('./package.json'), 'utf8')) as { name: string; version: string };
+
+/**
+ * Where the production build goes: inside the server package, which serves it at /v1/admin/
+ * with the `admin` setting (packages/server/src/views/admin.ts). Paths are relative (`base`), so
+ * the same build also works from any other static host.
+ */
+export const OUT_DIR = here('../../packages/server/admin-dist');
+
+/** `version.json` beside index.html: the server shows it in its `admin` capability. */
+function versionFile(): Plugin {
+  return {
+    name: 'quire-console-version',
+    apply: 'build',
+    generateBundle() {
+      this.emitFile({ type: 'asset', fileName: 'version.json', source: `${JSON.stringify({ name: pkg.name, version: pkg.version })}\n` });
+    },
+  };
+}
+
+export default defineConfig({
+  root: here('.'),
+  base: './',
+  build: {
+    outDir: OUT_DIR,
+    emptyOutDir: true,
+    target: 'es2022',
+    sourcemap: true,
+  },
+  plugins: [versionFile()],
+});

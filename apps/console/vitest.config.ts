@@ -1,0 +1,17 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+// The end-to-end test starts the workspace server in process: resolve it to its TypeScript
+// entry, as the demo's tests do, so no server build is needed.
+const serverSource = fileURLToPath(new URL('../../packages/server/src/index.ts', import.meta.url));
+
+export default defineConfig({
+  resolve: { alias: { '@quire/server': serverSource } },
+  test: {
+    name: 'console',
+    include: ['test/**/*.test.ts'],
+    // A Vite build, 100k records and one browser on a 2-core machine: generous limits.
+    testTimeout: 90_000,
+    hookTimeout: 180_000,
+  },
+});
