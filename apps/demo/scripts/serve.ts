@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${resolve(settings.data_dir)}`;
   console.log(`Quire API:  ${demo.apiUrl}/ (${where})`);
   console.log(`Demo app:   ${demo.appUrl}  <- open it in two browser windows (one private) to be two users`);
+  if (settings.admin) console.log(`Console:    ${demo.apiUrl}/admin/  <- Quire Console: browse and manage the data (sign in with an account)`);
   let closing = false;
   // As `quire start` does (cli.ts): say so, let in-flight requests finish, give up after
   // shutdown_timeout_seconds.
