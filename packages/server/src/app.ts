@@ -139,7 +139,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
     const batch = batchSession(request);
-    const auth = { headers: request.headers, ...(batch ? { batch } : { ip: request.ip }) };
+    // Injected sub-requests come from the loopback address: they count against their batch's client.
+    const auth = { headers: request.headers, ip: request.batch?.ip ?? request.ip, ...(batch ? { batch } : {}) };
     request.identity = await authenticate(services.policies, auth, batch ?? services.storage);
   });
 

@@ -37,15 +37,17 @@ const BATCH_HEADER = 'x-quire-batch';
 interface BatchScope {
   session: StorageSession;
   token: string;
+  /** The address of the client that sent the batch: its sub-requests' logins count against it. */
+  ip: string;
 }
 
 /** Batches being run by this process, by the token their sub-requests carry. */
 const runningBatches = new Map<string, BatchScope>();
 
 /** Runs `fn` with the headers that put an injected sub-request into the batch's `session`. */
-export async function runInBatch<T>(session: StorageSession, fn: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+export async function runInBatch<T>(session: StorageSession, ip: string, fn: (headers: Record<string, string>) => Promise<T>): Promise<T> {
   const token = randomUUID();
-  runningBatches.set(token, { session, token });
+  runningBatches.set(token, { session, token, ip });
   try {
     return await fn({ [BATCH_HEADER]: token });
   } finally {

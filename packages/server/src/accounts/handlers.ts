@@ -274,7 +274,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
    */
   async function afterPasswordChange(request: FastifyRequest, id: string, reset: boolean): Promise<void> {
     policy.credentials.forget(id);
-    if (reset) await policy.limiter.forgetFailures(id, policy.loginAddress({ headers: request.headers, ...(request.batch ? {} : { ip: request.ip }) }));
+    if (reset) await policy.limiter.forgetFailures(id, policy.loginAddress({ headers: request.headers, ip: request.batch?.ip ?? request.ip }));
   }
 
   return {

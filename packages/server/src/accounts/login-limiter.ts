@@ -32,7 +32,7 @@ export interface LoginLimiterLogger {
 
 /**
  * The key an address is counted under: an IPv4 address itself (IPv4-mapped IPv6 included), the
- * /64 network of an IPv6 address. Other strings (e.g. the batch pseudo-address) as they are.
+ * /64 network of an IPv6 address. Other strings as they are.
  */
 export function addressKey(address: string): string {
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);

@@ -19,7 +19,6 @@ import { ApiError, ERRNO } from '../errors.js';
 import type { Storage } from '../storage/types.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
-import { BATCH_ADDRESS, LoginAddresses } from './login-addresses.js';
 import { LoginLimiter } from './login-limiter.js';
 import { dummyHash, verifyPassword } from './password.js';
 
@@ -61,18 +60,12 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
   checkSettings(settings);
   const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds);
   const limiter = new LoginLimiter(settings);
-  // A batch's sub-requests run within its time budget after the batch's own login.
-  const addresses = new LoginAddresses(settings.batch_timeout_seconds + 5);
   const policies = settings.multiauth_policies;
   const basicAuthAfter = policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
   let dummy: Promise<string> | null = null;
   const dummyHashOnce = () => (dummy ??= dummyHash());
 
-  const loginAddress = ({ headers, ip }: AuthRequest): string => {
-    if (ip !== undefined) return ip;
-    const given = parseBasicAuthorization(headers.authorization);
-    return given ? addresses.addressOf(given.username, given.password) : BATCH_ADDRESS;
-  };
+  const loginAddress = ({ ip }: AuthRequest): string => ip;
 
   return {
     name: ACCOUNT_POLICY,
@@ -88,16 +81,13 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
       const { username: id, password } = given;
-      const address = ip ?? addresses.addressOf(id, password);
+      const address = ip;
       // A temporary password (validation flow) is a UUID4 checked by the account endpoints, not
       // here: it must get through even when forgotten passwords used up the account's limit.
       // Guessing in that 122-bit space needs no limit.
       const temporary = settings.account_validation && TEMPORARY_PASSWORD.test(password);
       if (!temporary) await limiter.assertAllowed(id, address);
-      if (credentials.has(id, password)) {
-        if (ip !== undefined) addresses.remember(id, password, ip);
-        return accountUserId(id);
-      }
+      if (credentials.has(id, password)) return accountUserId(id);
 
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
       const account = await (batch ?? storage).get(ACCOUNT_SCOPE, id);
@@ -110,7 +100,6 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
       if (matches && !temporary) await limiter.attemptSucceeded(id, address);
       if (matches && !(settings.account_validation && account?.validated === false)) {
         credentials.remember(id, password);
-        if (ip !== undefined) addresses.remember(id, password, ip);
         return accountUserId(id);
       }
       if (temporary) return null;

@@ -22,11 +22,10 @@ export interface AuthPolicy {
 export interface AuthRequest {
   headers: Record<string, string | string[] | undefined>;
   /**
-   * The client's address (for login limits). Absent for batch sub-requests: injected, they all
-   * come from the loopback address, whose allowance they must not exhaust (the account policy
-   * counts them against their batch's address: accounts/login-addresses.ts).
+   * The client's address (for login limits); for a batch sub-request, that of the batch's client
+   * (injected, it comes from the loopback address, whose allowance it must not exhaust).
    */
-  ip?: string;
+  ip: string;
   /** The transaction of the batch the request belongs to: reads go through it. */
   batch?: StorageSession;
 }

@@ -168,7 +168,7 @@ export function registerBatch(app: FastifyInstance): void {
       // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
       // to in-transaction listeners before the batch commits, to the others after.
       const responses = await events.run(storage, 'write', (session) =>
-        runInBatch(session, async (batchHeaders) => {
+        runInBatch(session, request.ip, async (batchHeaders) => {
           const results: SubResponse[] = [];
           for (const sub of requests) {
             await deadline.check();
