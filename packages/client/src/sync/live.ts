@@ -260,7 +260,7 @@ export class LiveChanges {
 
   async #readStream(signal: AbortSignal, forward: EntryListener, connected: () => void): Promise<void> {
     const headers: Record<string, string> = {};
-    if (this.#status.lastEventId !== null) headers['Last-Event-ID'] = String(this.#status.lastEventId);
+    if (this.#status.lastEventId !== null) headers['Last-Event-ID'] = String(resumeFrom(this.#status.lastEventId));
     const response = await this.#http.stream(MONITOR_PATH, { headers, signal });
     if (!response.body) throw new Error('the change stream has no body');
     connected();
@@ -342,7 +342,7 @@ export class LiveChanges {
     const since = this.#status.lastEventId;
     const response = await this.#http.request<{ data: ChangeEntry[] }>({
       path: MONITOR_PATH,
-      query: since === null ? {} : { _since: since },
+      query: since === null ? {} : { _since: resumeFrom(since) },
       headers: this.#etag ? { 'If-None-Match': this.#etag } : {},
       signal,
     });
@@ -360,6 +360,17 @@ export class LiveChanges {
     this.#watchers.clear();
     this.#stop();
   }
+}
+
+/**
+ * Where to resume: a little before the newest entry received. Each collection has its own
+ * timestamp sequence, so a change committed meanwhile may carry an older timestamp than an entry
+ * of another collection already received; asking again for the last few seconds costs a few
+ * repeated entries, which collections already up to date ignore.
+ */
+const RESUME_MARGIN_MS = 10_000;
+function resumeFrom(lastEventId: number): number {
+  return Math.max(0, lastEventId - RESUME_MARGIN_MS);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
