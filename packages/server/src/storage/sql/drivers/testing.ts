@@ -8,7 +8,8 @@ import { BackendError } from '../../errors.js';
 import { sqlState, type SqlDriver } from './types.js';
 
 export function describeDriver(name: string, open: () => Promise<SqlDriver>): void {
-  describe(`${name} driver`, () => {
+  // The first test opens the driver: PGlite's boot alone can take seconds on a loaded machine.
+  describe(`${name} driver`, { timeout: 30_000 }, () => {
     const table = `driver_probe_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     let opened: Promise<SqlDriver> | undefined;
     const driver = async () => {
