@@ -238,7 +238,6 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     }
     const seedMs = Math.round(performance.now() - seedStarted);
 
-    await page.evaluate(() => delete document.body.dataset.firstPageMs);
     const opened = performance.now();
     await page.evaluate((to) => {
       location.hash = to;
@@ -248,7 +247,8 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(table.getByRole('link', { name: `item-${String(BIG - 1).padStart(6, '0')}`, exact: true }));
     const firstRowMs = Math.round(performance.now() - opened);
     await poll(() => page.locator('.list-status').innerText()).toMatch(/^100,000 records/);
-    const firstPageMs = Number(await page.evaluate(() => document.body.dataset.firstPageMs));
+    // The console's own measure, from the start of the list to its first page: shown in the toolbar.
+    const firstPageMs = Number(/first page in (\d+) ms/.exec(await page.locator('.list-status').innerText())?.[1]);
     await screenshot(page, '03-collection-100k');
 
     // Scrolling: frames while scrolling through loaded rows, then a jump to the middle of the list.

@@ -7,6 +7,7 @@ import { useCallback, useMemo, useState } from 'preact/hooks';
 import { formatCount } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { href, hrefOfUri } from '../lib/router.js';
+import { rowCount } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
 import { EmptyState, ErrorNotice, PageHeader, Principal, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
@@ -37,7 +38,7 @@ export function AccessPage() {
   }, [kind, debouncedBucket, debouncedSearch, permission]);
   const [state, list] = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, { firstPageSize: 200, minPageSize: 500 });
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const count = state.items.length + (state.complete ? 0 : 1);
+  const count = rowCount(state);
   const user = hello.user;
   const template = '110px minmax(260px, 2fr) minmax(220px, 1.5fr)';
 
@@ -89,46 +90,48 @@ export function AccessPage() {
         {state.complete ? `${formatCount(state.items.length)} object${state.items.length === 1 ? '' : 's'}` : `${formatCount(state.items.length)} objects so far (scroll for more)`}
       </div>
       {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
-      <VirtualList
-        label="My access"
-        class="table"
-        count={state.items.length === 0 && state.loading ? 0 : count}
-        rowHeight={44}
-        onRange={onRange}
-        resetKey={params}
-        header={
-          <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-            <span role="columnheader">Kind</span>
-            <span role="columnheader">Object</span>
-            <span role="columnheader">You can</span>
-          </div>
-        }
-        empty={state.loading ? <Spinner /> : <EmptyState title="No permission found" />}
-        renderRow={(index) => {
-          const entry = state.items[index];
-          if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-          const link = entry.uri.startsWith('/accounts/') ? href.accounts() : hrefOfUri(entry.uri);
-          return (
-            <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
-              <span role="cell">
-                <span class="badge">{entry.resource_name === 'root' ? 'server' : entry.resource_name}</span>
-              </span>
-              <span role="cell" class="ellipsis" title={entry.uri}>
-                {entry.uri === '/' ? <span class="muted">the server itself</span> : link ? <a href={link}>{entry.uri}</a> : entry.uri}
-              </span>
-              <span role="cell" class="perm-chips">
-                {entry.permissions
-                  .filter((name) => name !== 'read:attributes')
-                  .map((name) => (
-                    <span key={name} class={name === 'write' ? 'badge strong' : 'badge'}>
-                      {name}
-                    </span>
-                  ))}
-              </span>
+      {state.error && state.items.length === 0 ? null : (
+        <VirtualList
+          label="My access"
+          class="table"
+          count={count}
+          rowHeight={44}
+          onRange={onRange}
+          resetKey={params}
+          header={
+            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+              <span role="columnheader">Kind</span>
+              <span role="columnheader">Object</span>
+              <span role="columnheader">You can</span>
             </div>
-          );
-        }}
-      />
+          }
+          empty={state.loading ? <Spinner /> : <EmptyState title="No permission found" />}
+          renderRow={(index) => {
+            const entry = state.items[index];
+            if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
+            const link = entry.uri.startsWith('/accounts/') ? href.accounts() : hrefOfUri(entry.uri);
+            return (
+              <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
+                <span role="cell">
+                  <span class="badge">{entry.resource_name === 'root' ? 'server' : entry.resource_name}</span>
+                </span>
+                <span role="cell" class="ellipsis" title={entry.uri}>
+                  {entry.uri === '/' ? <span class="muted">the server itself</span> : link ? <a href={link}>{entry.uri}</a> : entry.uri}
+                </span>
+                <span role="cell" class="perm-chips">
+                  {entry.permissions
+                    .filter((name) => name !== 'read:attributes')
+                    .map((name) => (
+                      <span key={name} class={name === 'write' ? 'badge strong' : 'badge'}>
+                        {name}
+                      </span>
+                    ))}
+                </span>
+              </div>
+            );
+          }}
+        />
+      )}
     </div>
   );
 }

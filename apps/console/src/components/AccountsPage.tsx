@@ -5,8 +5,9 @@
  */
 import { useCallback, useState } from 'preact/hooks';
 import { ApiError, type KintoObject } from '../lib/api.js';
-import { formatCount, formatTimestamp, relativeTime } from '../lib/format.js';
+import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
+import { countLabel, rowCount } from '../lib/paged-list.js';
 import { useCapabilities, useConsole } from './context.js';
 import { ConfirmDialog, Dialog, EmptyState, ErrorNotice, Field, onSubmit, PageHeader, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
@@ -31,7 +32,7 @@ export function AccountsPage() {
   const [creating, setCreating] = useState(false);
   const [resetting, setResetting] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
-  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  const count = rowCount(state);
   const me = hello.user?.id;
   const template = `minmax(220px, 2fr) ${validation ? '120px ' : ''}190px 260px`;
 
@@ -51,7 +52,7 @@ export function AccountsPage() {
       </PageHeader>
       <div class="toolbar">
         <input type="search" class="search" placeholder="Find accounts…" aria-label="Find accounts" value={search} onInput={(event) => setSearch(event.currentTarget.value)} />
-        <span class="muted small">{state.total !== null ? `${formatCount(state.total)} account${state.total === 1 ? '' : 's'}` : ''}</span>
+        <span class="muted small">{countLabel(state, 'account')}</span>
       </div>
       {state.error ? (
         state.error.status === 401 || state.error.status === 403 ? (
@@ -60,53 +61,55 @@ export function AccountsPage() {
           <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
         )
       ) : null}
-      <VirtualList
-        label="Accounts"
-        class="table"
-        count={state.items.length === 0 && state.loading ? 0 : count}
-        rowHeight={48}
-        onRange={onRange}
-        resetKey={String(params)}
-        header={
-          <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-            <span role="columnheader">Account</span>
-            {validation ? <span role="columnheader">Validated</span> : null}
-            <span role="columnheader">Last change</span>
-            <span role="columnheader">
-              <span class="visually-hidden">Actions</span>
-            </span>
-          </div>
-        }
-        empty={state.loading ? <Spinner /> : <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />}
-        renderRow={(index) => {
-          const account = state.items[index];
-          if (!account) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-          return (
-            <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
-              <span role="cell" class="cell-id">
-                {account.id}
-                {me === `account:${account.id}` ? <span class="badge subtle">you</span> : null}
-              </span>
-              {validation ? <span role="cell">{account.validated === false ? <span class="badge warn">pending</span> : <span class="badge ok">yes</span>}</span> : null}
-              <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
-                {relativeTime(account.last_modified)}
-              </span>
-              <span role="cell" class="row-actions">
-                {!readonly ? (
-                  <>
-                    <button type="button" class="button secondary small" onClick={() => setResetting(account.id)}>
-                      Reset password
-                    </button>
-                    <button type="button" class="button danger-outline small" onClick={() => setDeleting(account.id)}>
-                      Delete
-                    </button>
-                  </>
-                ) : null}
+      {state.error && state.items.length === 0 ? null : (
+        <VirtualList
+          label="Accounts"
+          class="table"
+          count={count}
+          rowHeight={48}
+          onRange={onRange}
+          resetKey={String(params)}
+          header={
+            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+              <span role="columnheader">Account</span>
+              {validation ? <span role="columnheader">Validated</span> : null}
+              <span role="columnheader">Last change</span>
+              <span role="columnheader">
+                <span class="visually-hidden">Actions</span>
               </span>
             </div>
-          );
-        }}
-      />
+          }
+          empty={state.loading ? <Spinner /> : <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />}
+          renderRow={(index) => {
+            const account = state.items[index];
+            if (!account) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
+            return (
+              <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
+                <span role="cell" class="cell-id">
+                  {account.id}
+                  {me === `account:${account.id}` ? <span class="badge subtle">you</span> : null}
+                </span>
+                {validation ? <span role="cell">{account.validated === false ? <span class="badge warn">pending</span> : <span class="badge ok">yes</span>}</span> : null}
+                <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
+                  {relativeTime(account.last_modified)}
+                </span>
+                <span role="cell" class="row-actions">
+                  {!readonly ? (
+                    <>
+                      <button type="button" class="button secondary small" onClick={() => setResetting(account.id)}>
+                        Reset password
+                      </button>
+                      <button type="button" class="button danger-outline small" onClick={() => setDeleting(account.id)}>
+                        Delete
+                      </button>
+                    </>
+                  ) : null}
+                </span>
+              </div>
+            );
+          }}
+        />
+      )}
       {creating ? <CreateAccountDialog onClose={() => setCreating(false)} onCreated={() => setVersion((value) => value + 1)} /> : null}
       {resetting ? <ResetPasswordDialog id={resetting} validation={validation} onClose={() => setResetting(null)} /> : null}
       {deleting ? <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} /> : null}

@@ -2,7 +2,7 @@
  * A collection: its records (with the open record beside the list, which keeps its place), and
  * its history, permissions and attributes (the JSON schema among them).
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { KintoObject } from '../lib/api.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useAsync, usePagedList } from '../lib/hooks.js';
@@ -35,11 +35,6 @@ export function CollectionPage({ route }: { route: CollectionRoute }) {
   const schema: JsonSchema | null = object && isActiveSchema(object.schema) ? object.schema : null;
   const bucketSchema = bucket.data?.data && isActiveSchema(bucket.data.data['record:schema']) ? (bucket.data.data['record:schema'] as JsonSchema) : null;
   const panelOpen = tab === 'records' && (route.rid !== undefined || route.isNew === true);
-
-  // Measured once per list: how long the first page took (shown in the toolbar, read by the tests).
-  useEffect(() => {
-    if (state.firstPageMs !== null) document.body.dataset.firstPageMs = String(state.firstPageMs);
-  }, [state.firstPageMs]);
 
   const tabs = [
     { id: 'records', label: 'Records', href: href.collection(bid, cid, 'records', tab === 'records' ? query : undefined), count: null },

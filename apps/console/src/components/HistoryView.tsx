@@ -6,11 +6,12 @@
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import type { KintoObject } from '../lib/api.js';
 import { changedFields } from '../lib/diff.js';
-import { formatCount, formatTimestamp, fromDateTimeLocal, relativeTime } from '../lib/format.js';
+import { formatTimestamp, fromDateTimeLocal, relativeTime } from '../lib/format.js';
 import { useAsync, useDebounced, usePagedList } from '../lib/hooks.js';
 import { paths } from '../lib/objects.js';
 import { describePrincipal } from '../lib/permissions.js';
 import { hrefOfUri } from '../lib/router.js';
+import { countLabel, rowCount } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
 import { DiffView } from './DiffView.js';
 import { EmptyState, ErrorNotice, Spinner } from './ui.js';
@@ -72,7 +73,7 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
   const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, { count: true, firstPageSize: 100 });
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
   const users = useMemo(() => [...new Set(state.items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean), [state.items]);
-  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  const count = rowCount(state);
   useEffect(() => setSelected(null), [params]);
   const filtersActive = Boolean(user || resource || action || object || since || before);
   const template = compact ? '150px 1fr 90px' : selected ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)' : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
@@ -149,7 +150,7 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
           ) : null}
         </form>
         <div class="muted small list-status" aria-live="polite">
-          {state.total !== null ? `${formatCount(state.total)} change${state.total === 1 ? '' : 's'}` : state.loading ? 'Loading…' : `${formatCount(state.items.length)} changes`}
+          {countLabel(state, 'change')}
         </div>
         {state.error ? (
           state.error.status === 404 || state.error.status === 400 ? (
@@ -158,55 +159,57 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
             <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
           )
         ) : null}
-        <VirtualList
-          label="History"
-          class="table"
-          count={state.items.length === 0 && state.loading ? 0 : count}
-          rowHeight={44}
-          onRange={onRange}
-          resetKey={params}
-          header={
-            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-              <span role="columnheader">When</span>
-              <span role="columnheader">Who</span>
-              <span role="columnheader">Did</span>
-              {!compact ? <span role="columnheader">What</span> : null}
-            </div>
-          }
-          empty={state.loading ? <Spinner /> : <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />}
-          renderRow={(index) => {
-            const entry = state.items[index];
-            if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-            const who = describePrincipal(entry.user_id ?? '');
-            return (
-              <div
-                class={selected?.id === entry.id ? 'trow clickable selected' : 'trow clickable'}
-                role="row"
-                aria-rowindex={index + 2}
-                aria-selected={selected?.id === entry.id}
-                style={{ gridTemplateColumns: template }}
-                onClick={() => setSelected(entry)}
-              >
-                <span role="cell" title={formatTimestamp(entry.last_modified)}>
-                  <button type="button" class="link-button" aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}>
-                    {formatTimestamp(entry.last_modified)}
-                  </button>
-                </span>
-                <span role="cell" title={entry.user_id}>
-                  {who.title}
-                </span>
-                <span role="cell">
-                  <span class={`badge action-${entry.action}`}>{ACTION_LABEL[entry.action] ?? entry.action}</span>
-                </span>
-                {!compact ? (
-                  <span role="cell" class="ellipsis" title={entry.uri}>
-                    {objectLabel(entry)}
-                  </span>
-                ) : null}
+        {state.error && state.items.length === 0 ? null : (
+          <VirtualList
+            label="History"
+            class="table"
+            count={count}
+            rowHeight={44}
+            onRange={onRange}
+            resetKey={params}
+            header={
+              <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+                <span role="columnheader">When</span>
+                <span role="columnheader">Who</span>
+                <span role="columnheader">Did</span>
+                {!compact ? <span role="columnheader">What</span> : null}
               </div>
-            );
-          }}
-        />
+            }
+            empty={state.loading ? <Spinner /> : <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />}
+            renderRow={(index) => {
+              const entry = state.items[index];
+              if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
+              const who = describePrincipal(entry.user_id ?? '');
+              return (
+                <div
+                  class={selected?.id === entry.id ? 'trow clickable selected' : 'trow clickable'}
+                  role="row"
+                  aria-rowindex={index + 2}
+                  aria-selected={selected?.id === entry.id}
+                  style={{ gridTemplateColumns: template }}
+                  onClick={() => setSelected(entry)}
+                >
+                  <span role="cell" title={formatTimestamp(entry.last_modified)}>
+                    <button type="button" class="link-button" aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}>
+                      {formatTimestamp(entry.last_modified)}
+                    </button>
+                  </span>
+                  <span role="cell" title={entry.user_id}>
+                    {who.title}
+                  </span>
+                  <span role="cell">
+                    <span class={`badge action-${entry.action}`}>{ACTION_LABEL[entry.action] ?? entry.action}</span>
+                  </span>
+                  {!compact ? (
+                    <span role="cell" class="ellipsis" title={entry.uri}>
+                      {objectLabel(entry)}
+                    </span>
+                  ) : null}
+                </div>
+              );
+            }}
+          />
+        )}
       </div>
       {selected ? <HistoryDetail bid={bid} entry={selected} onClose={() => setSelected(null)} /> : null}
     </div>

@@ -5,8 +5,9 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useState } from 'preact/hooks';
 import type { KintoObject } from '../lib/api.js';
-import { formatCount, formatTimestamp, relativeTime } from '../lib/format.js';
+import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
+import { countLabel, rowCount } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
 import { ErrorNotice, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
@@ -40,7 +41,7 @@ export function ObjectList({
   const params = new URLSearchParams({ _sort: 'id' });
   if (term) params.set('like_id', JSON.stringify(term));
   const [state, list] = usePagedList<KintoObject>(api, path, String(params), { count: true }, version);
-  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  const count = rowCount(state);
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
   const template = `minmax(180px, 2fr) ${columns.map((column) => column.width).join(' ')} 190px`;
 
@@ -56,51 +57,53 @@ export function ObjectList({
           onInput={(event) => setSearch(event.currentTarget.value)}
         />
         <span class="muted small" aria-live="polite">
-          {state.total !== null ? `${formatCount(state.total)} ${noun}${state.total === 1 ? '' : 's'}` : state.loading ? '' : `${formatCount(state.items.length)} ${noun}s`}
+          {countLabel(state, noun)}
         </span>
         <span class="toolbar-spacer" />
         {toolbar}
       </div>
       {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
-      <VirtualList
-        label={`${noun}s`}
-        class="table"
-        count={state.items.length === 0 && state.loading ? 0 : count}
-        rowHeight={44}
-        onRange={onRange}
-        resetKey={term}
-        header={
-          <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-            <span role="columnheader">Id</span>
-            {columns.map((column) => (
-              <span key={column.label} role="columnheader">
-                {column.label}
-              </span>
-            ))}
-            <span role="columnheader">Last modified</span>
-          </div>
-        }
-        empty={state.loading ? <Spinner /> : <div class="muted">{term ? `No ${noun} matches “${term}”.` : emptyText}</div>}
-        renderRow={(index) => {
-          const item = state.items[index];
-          if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
-          return (
-            <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
-              <span role="cell" class="cell-id">
-                <a href={linkOf(item)}>{item.id}</a>
-              </span>
+      {state.error && state.items.length === 0 ? null : (
+        <VirtualList
+          label={`${noun}s`}
+          class="table"
+          count={count}
+          rowHeight={44}
+          onRange={onRange}
+          resetKey={term}
+          header={
+            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+              <span role="columnheader">Id</span>
               {columns.map((column) => (
-                <span key={column.label} role="cell">
-                  {column.render(item)}
+                <span key={column.label} role="columnheader">
+                  {column.label}
                 </span>
               ))}
-              <span role="cell" class="muted" title={formatTimestamp(item.last_modified)}>
-                {relativeTime(item.last_modified)}
-              </span>
+              <span role="columnheader">Last modified</span>
             </div>
-          );
-        }}
-      />
+          }
+          empty={state.loading ? <Spinner /> : <div class="muted">{term ? `No ${noun} matches “${term}”.` : emptyText}</div>}
+          renderRow={(index) => {
+            const item = state.items[index];
+            if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
+            return (
+              <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
+                <span role="cell" class="cell-id">
+                  <a href={linkOf(item)}>{item.id}</a>
+                </span>
+                {columns.map((column) => (
+                  <span key={column.label} role="cell">
+                    {column.render(item)}
+                  </span>
+                ))}
+                <span role="cell" class="muted" title={formatTimestamp(item.last_modified)}>
+                  {relativeTime(item.last_modified)}
+                </span>
+              </div>
+            );
+          }}
+        />
+      )}
     </div>
   );
 }

@@ -184,7 +184,12 @@ export function PermissionsEditor({
                         <td key={name} class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}>
                           <label class="perm-check">
                             <input type="checkbox" aria-label={label} checked={checked} disabled={readonly || busy} onChange={(event) => toggle(principal, name, event.currentTarget.checked)} />
-                            {grants.length ? <span class="perm-via">{grants.map((item) => grantText(item, uri)).join(', ')}</span> : null}
+                            {grants.length ? (
+                              <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
+                                {grantText(grants[0]!, uri)}
+                                {grants.length > 1 ? ` +${grants.length - 1}` : ''}
+                              </span>
+                            ) : null}
                           </label>
                         </td>
                       );

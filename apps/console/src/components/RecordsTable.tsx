@@ -6,7 +6,7 @@ import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { KintoObject } from '../lib/api.js';
 import { type Filter, getPath, nextSort, type Operator, OPERATORS, parseListQuery, sortDirection, toSearchParams } from '../lib/filters.js';
 import { formatCell, formatCount, formatTimestamp } from '../lib/format.js';
-import type { PagedList, PagedState } from '../lib/paged-list.js';
+import { countLabel, type PagedList, type PagedState, rowCount } from '../lib/paged-list.js';
 import { href, navigate } from '../lib/router.js';
 import { isPlainObject, type JsonSchema } from '../lib/schema.js';
 import { ErrorNotice, onSubmit, Spinner } from './ui.js';
@@ -67,7 +67,7 @@ export function RecordsTable({
   const [adding, setAdding] = useState(false);
   const [showFields, setShowFields] = useState(false);
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const count = state.total ?? state.items.length + (state.complete ? 0 : 1);
+  const count = rowCount(state);
   const template = `minmax(${narrow ? 90 : 150}px, 1.2fr) ${columns.map(() => `minmax(${narrow ? 80 : 120}px, 1fr)`).join(' ')}${narrow ? '' : ' 170px'}`;
   const minWidth = narrow ? 100 + columns.length * 90 : 150 + columns.length * 130 + 170;
 
@@ -126,7 +126,7 @@ export function RecordsTable({
         </div>
         <span class="toolbar-spacer" />
         <span class="muted small list-status" aria-live="polite">
-          {state.total !== null ? `${formatCount(state.total)} record${state.total === 1 ? '' : 's'}` : state.loading ? 'Loading…' : `${formatCount(state.items.length)} records`}
+          {countLabel(state, 'record')}
           {state.items.length > 0 && state.total !== null && state.items.length < state.total ? ` · ${formatCount(state.items.length)} loaded` : ''}
           {state.firstPageMs !== null ? ` · first page in ${state.firstPageMs} ms` : ''}
         </span>
@@ -137,64 +137,66 @@ export function RecordsTable({
       {adding ? <FilterForm fields={knownFields} onAdd={(filter) => { setAdding(false); apply({ filters: [...listQuery.filters, filter] }); }} onCancel={() => setAdding(false)} /> : null}
       {showFields ? <FieldsForm fields={knownFields} selected={listQuery.fields} onApply={(fields) => { setShowFields(false); apply({ fields }); }} /> : null}
       {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
-      <VirtualList
-        label={`Records of ${cid}`}
-        class="table records-table"
-        count={state.items.length === 0 && state.loading ? 0 : count}
-        ariaRowCount={(state.total ?? state.items.length) + 1}
-        rowHeight={ROW_HEIGHT}
-        minWidth={minWidth}
-        onRange={onRange}
-        resetKey={String(query)}
-        header={
-          <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-            {headerCell('id', 'id')}
-            {columns.map((column) => headerCell(column, column))}
-            {narrow ? null : headerCell('last_modified', 'last modified')}
-          </div>
-        }
-        empty={
-          state.loading ? (
-            <Spinner label="Loading records…" />
-          ) : (
-            <div class="muted">{listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}</div>
-          )
-        }
-        renderRow={(index) => {
-          const item = state.items[index];
-          if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
-          const link = href.record(bid, cid, item.id, 'edit', query);
-          return (
-            <div
-              class={item.id === selectedId ? 'trow clickable selected' : 'trow clickable'}
-              role="row"
-              aria-rowindex={index + 2}
-              style={{ gridTemplateColumns: template }}
-              onClick={(event) => {
-                if ((event.target as HTMLElement).closest('a')) return;
-                navigate(link);
-              }}
-            >
-              <span role="cell" class="cell-id">
-                <a href={link}>{item.id}</a>
-              </span>
-              {columns.map((column) => {
-                const value = getPath(item, column);
-                return (
-                  <span key={column} role="cell" class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined} title={formatCell(value)}>
-                    {formatCell(value)}
-                  </span>
-                );
-              })}
-              {narrow ? null : (
-                <span role="cell" class="muted">
-                  {formatTimestamp(item.last_modified)}
-                </span>
-              )}
+      {state.error && state.items.length === 0 ? null : (
+        <VirtualList
+          label={`Records of ${cid}`}
+          class="table records-table"
+          count={count}
+          ariaRowCount={(state.total ?? state.items.length) + 1}
+          rowHeight={ROW_HEIGHT}
+          minWidth={minWidth}
+          onRange={onRange}
+          resetKey={String(query)}
+          header={
+            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
+              {headerCell('id', 'id')}
+              {columns.map((column) => headerCell(column, column))}
+              {narrow ? null : headerCell('last_modified', 'last modified')}
             </div>
-          );
-        }}
-      />
+          }
+          empty={
+            state.loading ? (
+              <Spinner label="Loading records…" />
+            ) : (
+              <div class="muted">{listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}</div>
+            )
+          }
+          renderRow={(index) => {
+            const item = state.items[index];
+            if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
+            const link = href.record(bid, cid, item.id, 'edit', query);
+            return (
+              <div
+                class={item.id === selectedId ? 'trow clickable selected' : 'trow clickable'}
+                role="row"
+                aria-rowindex={index + 2}
+                style={{ gridTemplateColumns: template }}
+                onClick={(event) => {
+                  if ((event.target as HTMLElement).closest('a')) return;
+                  navigate(link);
+                }}
+              >
+                <span role="cell" class="cell-id">
+                  <a href={link}>{item.id}</a>
+                </span>
+                {columns.map((column) => {
+                  const value = getPath(item, column);
+                  return (
+                    <span key={column} role="cell" class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined} title={formatCell(value)}>
+                      {formatCell(value)}
+                    </span>
+                  );
+                })}
+                {narrow ? null : (
+                  <span role="cell" class="muted">
+                    {formatTimestamp(item.last_modified)}
+                  </span>
+                )}
+              </div>
+            );
+          }}
+        />
+      )}
     </div>
   );
 }

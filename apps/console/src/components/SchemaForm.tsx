@@ -61,36 +61,37 @@ function JsonValueField(props: FieldProps) {
       }
     })();
     if (JSON.stringify(current) !== JSON.stringify(props.value)) setText(props.value === undefined ? '' : JSON.stringify(props.value, null, 2));
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [props.value]);
   const error = invalid ? 'Not valid JSON' : errorFor(props.errors, props.pointer);
   return (
-    <label class={error ? 'field has-error' : 'field'}>
-      <Label label={props.label} required={props.required} compact={props.compact} />
-      <textarea
-        class="code-input"
-        rows={Math.min(8, Math.max(2, text.split('\n').length))}
-        value={text}
-        readOnly={props.readOnly}
-        spellcheck={false}
-        onInput={(event) => {
-          const next = event.currentTarget.value;
-          setText(next);
-          if (next.trim() === '') {
-            setInvalid(false);
-            props.onChange(undefined);
-            return;
-          }
-          try {
-            props.onChange(JSON.parse(next));
-            setInvalid(false);
-          } catch {
-            setInvalid(true);
-          }
-        }}
-      />
+    <div class={error ? 'field has-error' : 'field'}>
+      <label class="field-control">
+        <Label label={props.label} required={props.required} compact={props.compact} />
+        <textarea
+          class="code-input"
+          rows={Math.min(8, Math.max(2, text.split('\n').length))}
+          value={text}
+          readOnly={props.readOnly}
+          spellcheck={false}
+          onInput={(event) => {
+            const next = event.currentTarget.value;
+            setText(next);
+            if (next.trim() === '') {
+              setInvalid(false);
+              props.onChange(undefined);
+              return;
+            }
+            try {
+              props.onChange(JSON.parse(next));
+              setInvalid(false);
+            } catch {
+              setInvalid(true);
+            }
+          }}
+        />
+      </label>
       {error ? <span class="field-error">{error}</span> : <span class="field-hint">{typeof props.schema.description === 'string' ? `${props.schema.description} · ` : ''}JSON value</span>}
-    </label>
+    </div>
   );
 }
 
@@ -160,11 +161,13 @@ function ScalarField(props: FieldProps & { type: string }) {
       );
   }
   return (
-    <label class={error ? 'field has-error' : 'field'}>
-      <Label label={props.label} required={props.required} compact={props.compact} />
-      {input}
+    <div class={error ? 'field has-error' : 'field'}>
+      <label class="field-control">
+        <Label label={props.label} required={props.required} compact={props.compact} />
+        {input}
+      </label>
       <Help schema={schema} error={error} />
-    </label>
+    </div>
   );
 }
 

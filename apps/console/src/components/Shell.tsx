@@ -65,6 +65,8 @@ export function Shell({ route, onSignOut, children }: { route: Route; onSignOut:
     }
   })();
   const who = user ? describePrincipal(user.id) : null;
+  // Basic Auth ids are hashes: show the name typed at sign-in instead.
+  const displayName = who ? (session.kind === 'basicauth' ? session.label : who.title) : '';
   const crumbs = crumbsOf(route);
 
   return (
@@ -141,10 +143,10 @@ export function Shell({ route, onSignOut, children }: { route: Route; onSignOut:
             {who ? (
               <span class="who-name" title={user?.id}>
                 <span class="avatar" aria-hidden="true">
-                  {who.title.slice(0, 1).toUpperCase()}
+                  {displayName.slice(0, 1).toUpperCase()}
                 </span>
                 <span>
-                  Signed in as <strong>{session.kind === 'basicauth' ? session.label : who.title}</strong>
+                  Signed in as <strong>{displayName}</strong>
                 </span>
               </span>
             ) : (

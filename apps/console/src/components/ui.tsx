@@ -163,11 +163,13 @@ export function Principal({ principal, me }: { principal: string; me?: string })
 
 export function Field({ label, hint, children, error }: { label: string; hint?: ComponentChildren; children: ComponentChildren; error?: string | null }) {
   return (
-    <label class={error ? 'field has-error' : 'field'}>
-      <span class="field-label">{label}</span>
-      {children}
+    <div class={error ? 'field has-error' : 'field'}>
+      <label class="field-control">
+        <span class="field-label">{label}</span>
+        {children}
+      </label>
       {error ? <span class="field-error">{error}</span> : hint ? <span class="field-hint">{hint}</span> : null}
-    </label>
+    </div>
   );
 }
 

@@ -28,7 +28,6 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unk
       },
     );
     return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, version]);
   const reload = useCallback(() => setVersion((value) => value + 1), []);
   const set = useCallback((data: T) => setState({ data, error: null, loading: false }), []);
@@ -47,7 +46,6 @@ export function usePagedList<T extends { id?: string }>(
 ): [PagedState<T>, PagedList<T> | null] {
   const list = useMemo(
     () => (path ? new PagedList<T>(api, path, new URLSearchParams(params), options) : null),
-    // eslint-disable-next-line react-hooks/exhaustive-deps
     [api, path, params, version],
   );
   // The list holds the state; this only re-renders on its changes.

@@ -145,6 +145,21 @@ export class PagedList<T extends { id?: string }> {
   }
 }
 
+/** Rows to lay out: the total when known, else what is loaded plus one placeholder while more may come. */
+export function rowCount(state: PagedState<unknown & { id?: string }>): number {
+  if (state.error && state.items.length === 0) return 0;
+  if (state.items.length === 0 && state.loading) return 0;
+  return state.total ?? state.items.length + (state.complete || state.error ? 0 : 1);
+}
+
+/** `1,234 records` once known; '' while loading or after an error with nothing shown. */
+export function countLabel(state: PagedState<unknown & { id?: string }>, noun: string, plural = `${noun}s`): string {
+  if (state.error && state.items.length === 0) return '';
+  const count = state.total ?? (state.complete ? state.items.length : null);
+  if (count === null) return state.loading ? 'Loading…' : `${new Intl.NumberFormat('en-US').format(state.items.length)} ${plural} so far`;
+  return `${new Intl.NumberFormat('en-US').format(count)} ${count === 1 ? noun : plural}`;
+}
+
 /** The Next-Page URL with another page size (the token does not depend on it). */
 export function withLimit(nextPage: string, limit: number): string {
   try {
