@@ -68,6 +68,11 @@ export function HomePage() {
                   </li>
                 ))}
               </ul>
+              {'permissions_endpoint' in hello.capabilities ? (
+                <p class="small card-link">
+                  <a href={href.access()}>What can you do? See everything you have access to →</a>
+                </p>
+              ) : null}
             </>
           ) : (
             <p>You are not signed in: you see what is public (granted to Everyone).</p>
