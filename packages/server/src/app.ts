@@ -15,7 +15,7 @@ import { EventBus } from './events/bus.js';
 import { registerChanges } from './changes/index.js';
 import { registerHistory } from './history/index.js';
 import { registerQuotas } from './quotas/index.js';
-import { createClientErrorHandler, refuseExpectation } from './http/client-errors.js';
+import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerQueryLimits } from './http/query-limits.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
@@ -111,6 +111,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   });
   app.decorate('services', services);
   app.server.on('checkExpectation', refuseExpectation);
+  app.server.on('connect', refuseConnect);
   // Configured listeners, in their settings' order; closing the server flushes what they hold.
   for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
   app.addHook('onClose', () => events.close());

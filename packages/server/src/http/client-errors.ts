@@ -1,12 +1,13 @@
 /**
  * Errors raised before Fastify sees a request: Node's HTTP parser refuses it (request line and
- * headers past `max_header_bytes`, an unknown method, malformed syntax, a timeout), or it carries
- * an Expect the server does not meet. Node and Fastify would answer `{error, message,
- * statusCode}` or an empty body; these answer the protocol's error body (§1.1) — on the raw
- * socket for parser errors, since there is no request object to reply through.
+ * headers past `max_header_bytes`, an unknown method, malformed syntax, a timeout), it carries
+ * an Expect the server does not meet, or it is a CONNECT. Node and Fastify would answer `{error,
+ * message, statusCode}`, an empty body, or close the connection without a word; these answer
+ * the protocol's error body (§1.1) — on the raw socket where there is no response to reply through.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Settings } from '../config.js';
 import { ApiError, ERRNO, methodNotAllowed, reasonPhrase } from '../errors.js';
 
@@ -77,4 +78,10 @@ export function refuseExpectation(request: IncomingMessage, response: ServerResp
   const body = JSON.stringify(error.toBody());
   response.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...SECURITY_HEADERS });
   response.end(body);
+}
+
+/** The server's `connect` event (method CONNECT): without a listener Node closes the connection unanswered. */
+export function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
+  if (socket.writable) socket.write(rawResponse(methodNotAllowed()));
+  socket.destroy();
 }

@@ -68,6 +68,10 @@ describe('errors in the protocol format, from every layer (issue 19.7)', { timeo
     expectProtocolError(response, 405, 115, /Method not allowed/);
   });
 
+  it('405 for CONNECT, which Node would close unanswered', async () => {
+    expectProtocolError(await rawRequest(port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'), 405, 115);
+  });
+
   it('400 for a malformed request', async () => {
     expectProtocolError(await rawRequest(port, 'garbage\r\n\r\n'), 400, 107, /Malformed HTTP request/);
     expectProtocolError(await rawRequest(port, 'GET /v1/ HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n'), 400, 107);
