@@ -10,6 +10,7 @@
  */
 import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Settings } from '../config.js';
@@ -67,6 +68,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Label children by method, status and route pattern (bounded: patterns are the app's routes). */
+  readonly #requestChildren = new Map<string, { count: { inc(): void }; duration: { observe(value: number): void } }>();
+
   constructor(storage: Storage) {
     collectDefaultMetrics({ register: this.registry, prefix: 'quire_' });
     const stats = storage.stats?.bind(storage);
@@ -96,15 +100,17 @@ export class Metrics {
     const timed = new Map<PropertyKey, unknown>();
     for (const kind of ['transaction', 'snapshot', 'read'] as const) {
       const run = storage[kind].bind(storage) as <T>(fn: (session: StorageSession) => Promise<T>) => Promise<T>;
+      const duration = this.storageDuration.labels({ kind });
+      const errors = this.storageErrors.labels({ kind });
       timed.set(kind, async <T>(fn: (session: StorageSession) => Promise<T>): Promise<T> => {
-        const end = this.storageDuration.startTimer({ kind });
+        const started = performance.now();
         try {
           return await run(fn);
         } catch (error) {
-          this.storageErrors.inc({ kind });
+          errors.inc();
           throw error;
         } finally {
-          end();
+          duration.observe((performance.now() - started) / 1000);
         }
       });
     }
@@ -125,8 +131,18 @@ export class Metrics {
     const method = request.method;
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
-    this.requests.inc({ method, route, status: String(status) });
-    this.requestDuration.observe({ method, route, status_class: `${Math.floor(status / 100)}xx` }, reply.elapsedTime / 1000);
+    // prom-client hashes a label set on every call: each set's children are looked up once.
+    const key = `${method} ${status} ${route}`;
+    let children = this.#requestChildren.get(key);
+    if (!children) {
+      children = {
+        count: this.requests.labels({ method, route, status: String(status) }),
+        duration: this.requestDuration.labels({ method, route, status_class: `${Math.floor(status / 100)}xx` }),
+      };
+      this.#requestChildren.set(key, children);
+    }
+    children.count.inc();
+    children.duration.observe(reply.elapsedTime / 1000);
     if (method === 'GET' && (status === 200 || status === 304) && hasSince(request.url)) {
       this.sincePolls.inc({ answer: status === 304 ? 'not_modified' : 'changed' });
     }
