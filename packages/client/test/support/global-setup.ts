@@ -9,7 +9,10 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const server = await startServer();
+  // Some tests reach it through a TCP proxy of their own (support/faults.ts), as clients reach a
+  // deployment through a proxy: Next-Page must then name the proxy's address, the Host they
+  // sent, which the server only echoes behind a trusted proxy (or with http_host).
+  const server = await startServer({ trust_proxy: true });
   project.provide('quireUrl', server.url);
   return () => server.close();
 }
