@@ -1,41 +1,24 @@
 /**
  * Login failure counters shared through Redis (`account_login_limiter_redis_url`): failures seen
  * by one process lock the account in another. Skipped (with the reason) without a Redis server,
- * except under QUIRE_TEST_REQUIRE_PG (CI), where a missing service is a failure.
+ * except under QUIRE_TEST_REQUIRE_REDIS (CI), where a missing service is a failure.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { loadSettings } from '../src/config.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
+import { REDIS_URL, redisUnavailable } from './helpers/redis.js';
 
-const url = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-async function unreachable(): Promise<string | undefined> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0 });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    await probe.ping();
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-const reason = await unreachable();
+const reason = await redisUnavailable('accounts-redis.test.ts');
 
 function basic(user: string, password: string): Record<string, string> {
   return { authorization: `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}` };
 }
 
 if (reason !== undefined) {
-  if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`Redis required but unreachable at ${url}: ${reason}`);
-  console.warn(`accounts-redis.test.ts skipped: Redis unreachable at ${url} (${reason}). Set QUIRE_TEST_REDIS_URL.`);
   describe.skip('login limiter on Redis (unreachable)', () => {
     it('needs a Redis server', () => {});
   });
@@ -57,7 +40,7 @@ if (reason !== undefined) {
           account_login_max_failures: 2,
           // Counters outlive the run in Redis: keep the shared loopback address out of the way.
           account_login_max_failures_per_ip: 100_000,
-          account_login_limiter_redis_url: url,
+          account_login_limiter_redis_url: REDIS_URL,
         },
       });
       // Two servers on one database and one Redis: two processes of a deployment.

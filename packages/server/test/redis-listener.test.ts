@@ -10,26 +10,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisQueueListener } from '../src/listeners/redis.js';
 import { describeOnBackends } from './helpers/backends.js';
+import { REDIS_URL as url, redisUnavailable } from './helpers/redis.js';
 
-const url = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
 
-async function unreachable(): Promise<string | undefined> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
-  let cause: string | undefined;
-  client.on('error', (error: Error) => {
-    cause = error.message;
-  });
-  try {
-    await client.connect();
-    await client.ping();
-    return undefined;
-  } catch (error) {
-    return cause ?? (error instanceof Error ? error.message : String(error));
-  } finally {
-    client.disconnect();
-  }
-}
 
 /** Pops up to `count` messages (oldest first), waiting at most `seconds` for each. */
 async function consume(worker: Redis, list: string, count: number, seconds = 5): Promise<Array<Record<string, unknown>>> {
@@ -76,12 +60,9 @@ class Relay {
   }
 }
 
-const reason = await unreachable();
+const reason = await redisUnavailable('redis-listener.test.ts');
 
 if (reason !== undefined) {
-  // CI sets QUIRE_TEST_REQUIRE_REDIS: there, a missing Redis is a failure, not a skip.
-  if (process.env.QUIRE_TEST_REQUIRE_REDIS) throw new Error(`Redis required but unreachable at ${url}: ${reason}`);
-  console.warn(`redis-listener.test.ts skipped: Redis unreachable at ${url} (${reason}). Set QUIRE_TEST_REDIS_URL.`);
   describe.skip('Redis queue listener (Redis unreachable)', () => {
     it('needs a Redis server', () => {});
   });

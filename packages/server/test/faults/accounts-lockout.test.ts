@@ -7,7 +7,6 @@
  * address, 127.0.0.3 = an attacker), on both stores; the counters shared through Redis too.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { buildServer } from '../../src/app.js';
@@ -16,6 +15,7 @@ import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js'
 import { describeOnBackends } from '../helpers/backends.js';
 import { basicAuth, testSettings } from '../helpers/embedded-server.js';
 import { basic, clientFrom, listen, type Client } from '../helpers/from-address.js';
+import { REDIS_URL, redisUnavailable } from '../helpers/redis.js';
 
 const OWNER_ADDRESS = '127.0.0.2';
 const ATTACKER_ADDRESS = '127.0.0.3';
@@ -167,27 +167,8 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
 
 // --- Counters shared by the processes of a deployment (Redis) -----------------------------------
 
-const redisUrl = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-async function redisUnreachable(): Promise<string | undefined> {
-  const probe = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0 });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    await probe.ping();
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-const redisReason = await redisUnreachable();
-if (redisReason !== undefined) {
-  if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`Redis required but unreachable at ${redisUrl}: ${redisReason}`);
-  console.warn(`accounts-lockout.test.ts: Redis block skipped, unreachable at ${redisUrl} (${redisReason}).`);
-}
+const redisReason = await redisUnavailable('accounts-lockout.test.ts (Redis block)');
 
 describe.skipIf(redisReason !== undefined)('account lock-out with the counters in Redis (two processes)', { timeout: 60_000 }, () => {
   const apps: FastifyInstance[] = [];
@@ -206,7 +187,7 @@ describe.skipIf(redisReason !== undefined)('account lock-out with the counters i
       ...BOTH_POLICIES,
       account_login_max_failures: 4,
       account_login_max_failures_per_ip: 1000,
-      account_login_limiter_redis_url: redisUrl,
+      account_login_limiter_redis_url: REDIS_URL,
     });
     for (let index = 0; index < 2; index++) apps.push(await buildServer({ settings, storage, logger: false }));
     const [first, second] = await Promise.all(apps.map(async (app) => {
