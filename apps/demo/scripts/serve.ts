@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, type Settings } from '@quire/server';
+import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, stopOnSignals, type Settings } from '@quire/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,28 +82,8 @@ async function main(): Promise<void> {
   console.log(`Quire API:  ${demo.apiUrl}/ (${where})`);
   console.log(`Demo app:   ${demo.appUrl}  <- open it in two browser windows (one private) to be two users`);
   if (settings.admin) console.log(`Console:    ${demo.apiUrl}/admin/  <- Quire Console: browse and manage the data (sign in with an account)`);
-  let closing = false;
-  // As `quire start` does (cli.ts): say so, let in-flight requests finish, give up after
-  // shutdown_timeout_seconds.
-  const stop = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    demo.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => {
-      demo.log.error('shutdown timed out; exiting');
-      process.exit(1);
-    }, settings.shutdown_timeout_seconds * 1000);
-    force.unref();
-    demo.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        demo.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  // As `quire start` does: say so, let in-flight requests finish, give up after shutdown_timeout_seconds.
+  stopOnSignals(demo.log, settings.shutdown_timeout_seconds, () => demo.close());
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

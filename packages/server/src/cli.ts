@@ -20,6 +20,7 @@ import { connectionFault, databaseName, describeTarget, rootMessage } from './st
 import { runTransferCommand, TRANSFER_USAGE } from './commands/transfer.js';
 import { migrationReport } from './commands/migrate.js';
 import { serveClusterMetrics } from './observability/metrics.js';
+import { stopOnSignals } from './shutdown.js';
 import { runCluster } from './workers.js';
 
 const USAGE = `Usage: quire <start|migrate|export|import> [--config settings.json]
@@ -103,22 +104,10 @@ async function startServer(settings: Settings, storageOptions: StorageFactoryOpt
   const app = await buildServer({ settings, storage });
   app.log.info({ settings: redactSettings(settings), backend: storage.backend }, 'settings loaded');
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => {
-      app.log.error('shutdown timed out; exiting');
-      process.exit(1);
-    }, settings.shutdown_timeout_seconds * 1000);
-    force.unref();
+  stopOnSignals(app.log, settings.shutdown_timeout_seconds, async () => {
     await app.close();
     await storage.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 
   try {
     await app.listen({ host: settings.host, port: settings.port });

@@ -10,3 +10,4 @@ export * from './storage/errors.js';
 export type * from './storage/types.js';
 export type { AuthPolicy, Identity } from './auth/policy.js';
 export type { CreateListener, ListenerContext, ListenerEvent, ModuleListener } from './listeners/module.js';
+export { stopOnSignals } from './shutdown.js';
