@@ -3,7 +3,7 @@
  * `cli.ts` does, tests use `inject()` or `listen({ port: 0 })`.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { createAccountPolicy, registerAccounts } from './accounts/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { createBasicAuthPolicy } from './auth/basicauth.js';
@@ -90,7 +90,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app = Fastify({
     logger: options.logger === false ? false : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
     // observability/request-log.ts writes one line per request instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.max_body_bytes,
     // A request without Host is answered (URLs then name the listening address: base-url.ts),
     // rather than with Node's empty-bodied 400.

@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useCli } from '../helpers/cli.js';
 import { dropSchema, newSchemaName, PG_URL, postgresUnavailable, runAsAdmin } from '../helpers/postgres.js';
@@ -56,10 +56,11 @@ async function ids(dispatcher: Agent, base: string, collection: string): Promise
   const found = new Set<string>();
   let next: string | null = `${base}buckets/k/collections/${collection}/records?_limit=10000`;
   while (next) {
-    const response = await request(next, { dispatcher, headers: { authorization: auth } });
+    const response: Dispatcher.ResponseData = await request(next, { dispatcher, headers: { authorization: auth } });
     const page = (await response.body.json()) as { data: Array<{ id: string }> };
     for (const record of page.data) found.add(record.id);
-    next = (response.headers['next-page'] as string | undefined) ?? null;
+    const nextPage = response.headers['next-page'];
+    next = typeof nextPage === 'string' ? nextPage : null;
   }
   return found;
 }
