@@ -57,7 +57,7 @@ export class Bucket {
     this.name = name;
   }
 
-  collection<T extends Record<string, unknown> = Record<string, unknown>>(name: string, options: CollectionOptions = {}): Collection<T> {
+  collection<T extends object = Record<string, unknown>>(name: string, options: CollectionOptions = {}): Collection<T> {
     return this.#client.collection<T>(this.name, name, options);
   }
 }
@@ -98,7 +98,7 @@ export class QuireClient {
    * The same `Collection` object for the same bucket/collection (options of the first call win),
    * until it is closed: the next call opens a new one.
    */
-  collection<T extends Record<string, unknown> = Record<string, unknown>>(bucket: string, name: string, options: CollectionOptions = {}): Collection<T> {
+  collection<T extends object = Record<string, unknown>>(bucket: string, name: string, options: CollectionOptions = {}): Collection<T> {
     const key = `${bucket}/${name}`;
     const existing = this.#collections.get(key);
     if (existing) return existing as unknown as Collection<T>;

@@ -7,7 +7,8 @@ import { createCollection, makeClient, raw, seed, uniqueName } from './support/s
 
 const server = { url: inject('quireUrl') };
 
-type Todo = { title: string; done?: boolean; n?: number };
+// An interface, as apps write models: collection<T> must take it (it once took type aliases only).
+interface Todo { title: string; done?: boolean; n?: number }
 
 async function setup() {
   const bucket = uniqueName('b');

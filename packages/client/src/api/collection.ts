@@ -50,7 +50,7 @@ export type ManualResolution = 'local' | 'remote' | { merged: Record<string, unk
 
 type Listener<E> = (event: E) => void;
 
-export class Collection<T extends Record<string, unknown> = Record<string, unknown>> {
+export class Collection<T extends object = Record<string, unknown>> {
   readonly bucket: string;
   readonly name: string;
   readonly #parts: Promise<CollectionParts>;
