@@ -42,6 +42,27 @@ describe('sync with a real server', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('a sync queued behind others does what each caller asked: a later plain sync() still pushes', async () => {
+    const bucket = await setup();
+    const client = makeClient(server.url);
+    const todos = client.bucket(bucket).collection<Todo>('todos');
+    await todos.create({ title: 'to push' });
+    const running = todos.sync({ pullOnly: true });
+    const progress: string[] = [];
+    // Both queued while the first runs: one follow-up for both, which must push (the second
+    // caller did not ask for pullOnly) and report to each caller's onProgress.
+    const queuedPullOnly = todos.sync({ pullOnly: true, onProgress: () => progress.push('first') });
+    const queuedFull = todos.sync({ onProgress: () => progress.push('second') });
+    expect(queuedFull).toBe(queuedPullOnly);
+    expect((await running).pushed).toBe(0);
+    const followUp = await queuedFull;
+    expect(followUp).toMatchObject({ ok: true, pushed: 1 });
+    expect(await todos.pending()).toBe(0);
+    expect(progress).toContain('first');
+    expect(progress).toContain('second');
+    await client.close();
+  });
+
   it('after close(), the client opens a fresh collection object on the same replica', async () => {
     const bucket = await setup();
     const client = makeClient(server.url);

@@ -58,6 +58,8 @@ export class Collection<T extends object = Record<string, unknown>> {
   readonly #listeners = new Map<keyof CollectionEvents, Set<Listener<never>>>();
   #inflight: Promise<SyncResult> | null = null;
   #queued: Promise<SyncResult> | null = null;
+  /** The options of every call the queued sync stands for. */
+  readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
   #scheduler: SyncScheduler | null = null;
   #stopLive: () => void = () => {};
   #liveGeneration = 0;
@@ -176,19 +178,22 @@ export class Collection<T extends object = Record<string, unknown>> {
   }
 
   /**
-   * Synchronises with the server. Calls made while a sync runs share one follow-up sync.
+   * Synchronises with the server. Calls made while a sync runs share one follow-up sync, which
+   * does what each of them asked (see mergeSyncOptions).
    * Throws only when the sync as a whole fails (network, timeout, backoff, server error);
    * per-record problems are in the result.
    */
   sync(options: SyncOptions & { strategy?: ConflictStrategy } = {}): Promise<SyncResult> {
     if (this.#inflight) {
       const previous = this.#inflight;
+      this.#queuedOptions.push(options);
       this.#queued ??= previous
         .catch(() => {})
         .then(() => {
+          const callers = this.#queuedOptions.splice(0);
           this.#queued = null;
           if (this.#inflight === previous) this.#inflight = null;
-          return this.sync(options);
+          return this.sync(mergeSyncOptions(callers));
         });
       return this.#queued;
     }
@@ -267,4 +272,32 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.#onClose();
     await (await this.#parts).close();
   }
+}
+
+/**
+ * One sync that does what each of several callers asked: it pushes unless all of them asked
+ * for pullOnly, ignores Backoff if any did, uses the latest strategy given, reports progress
+ * to each, and is aborted only once every caller's signal is (a caller without one wants it).
+ */
+function mergeSyncOptions(callers: Array<SyncOptions & { strategy?: ConflictStrategy }>): SyncOptions & { strategy?: ConflictStrategy } {
+  const signals = callers.map((caller) => caller.signal);
+  let signal: AbortSignal | undefined;
+  if (signals.every((each): each is AbortSignal => each !== undefined)) {
+    const all = new AbortController();
+    const check = () => {
+      if (signals.every((each) => each.aborted)) all.abort(signals.at(-1)!.reason);
+    };
+    for (const each of signals) each.addEventListener('abort', check, { once: true });
+    check();
+    signal = all.signal;
+  }
+  const strategy = callers.findLast((caller) => caller.strategy !== undefined)?.strategy;
+  const progress = callers.flatMap((caller) => (caller.onProgress ? [caller.onProgress] : []));
+  return {
+    pullOnly: callers.every((caller) => caller.pullOnly === true),
+    ignoreBackoff: callers.some((caller) => caller.ignoreBackoff === true),
+    ...(strategy === undefined ? {} : { strategy }),
+    ...(signal ? { signal } : {}),
+    ...(progress.length > 0 ? { onProgress: (update: SyncProgress) => progress.forEach((report) => report(update)) } : {}),
+  };
 }
