@@ -13,6 +13,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { LRUCache } from 'lru-cache';
 import type { Settings } from '../config.js';
 import { invalidParameter } from '../errors.js';
 import { firstFailure, type SchemaFailure } from './messages.js';
@@ -111,14 +112,14 @@ function errorsOf(validate: ValidateFunction): ErrorObject[] {
 
 export class SchemaValidator {
   readonly enabled: boolean;
-  readonly #maxEntries: number;
-  readonly #cache = new Map<string, CompiledSchema>();
+  /** Compiled schemas by collection and version; least recently used dropped first. */
+  readonly #cache: LRUCache<string, CompiledSchema>;
   readonly #metaFast = createAjv(false);
   readonly #metaDetailed = createAjv(true);
 
   constructor(options: { enabled: boolean; cacheSize: number }) {
     this.enabled = options.enabled;
-    this.#maxEntries = options.cacheSize;
+    this.#cache = new LRUCache({ max: options.cacheSize });
   }
 
   /** Number of compiled schemas held (tests). */
@@ -207,12 +208,7 @@ export class SchemaValidator {
     const key = `${source.key}@${source.version}`;
     const text = JSON.stringify(source.schema);
     const hit = this.#cache.get(key);
-    if (hit && hit.source === text) {
-      // Most recently used last.
-      this.#cache.delete(key);
-      this.#cache.set(key, hit);
-      return hit;
-    }
+    if (hit && hit.source === text) return hit;
     const schema = { ...source.schema };
     if (Array.isArray(schema.required)) {
       const required = schema.required.filter((name) => !ignored.has(name as string));
@@ -220,9 +216,7 @@ export class SchemaValidator {
       else delete schema.required;
     }
     const entry: CompiledSchema = { source: text, schema, fast: compileSchema(schema, false) };
-    this.#cache.delete(key);
     this.#cache.set(key, entry);
-    while (this.#cache.size > this.#maxEntries) this.#cache.delete(this.#cache.keys().next().value as string);
     return entry;
   }
 }

@@ -1,38 +1,33 @@
 /**
  * Tokens already verified, keyed by an HMAC of the token (the token itself is never kept), each
- * until its own expiry; bounded, least recently used entries dropped first. Concurrent checks of
- * one token share a single call to the provider.
+ * until its own expiry; bounded, least recently used entries dropped first (lru-cache: a hit
+ * refreshes an entry's place, not its lifetime, so a revoked token ages out). Concurrent checks
+ * of one token share a single call to the provider.
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 
-interface Entry {
-  userId: string;
-  expiresAt: number;
-}
+type Verified = { userId: string; ttlSeconds: number } | null;
 
 export class VerificationCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly pending = new Map<string, Promise<{ userId: string; ttlSeconds: number } | null>>();
+  private readonly entries: LRUCache<string, string>;
+  private readonly pending = new Map<string, Promise<Verified>>();
   // Per process: keys are useless outside it, and cannot be matched against known tokens.
   private readonly key = randomBytes(32);
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(maxEntries: number) {
+    this.entries = new LRUCache<string, string>({ max: maxEntries });
+  }
 
   keyOf(token: string): string {
     return createHmac('sha256', this.key).update(token, 'utf8').digest('base64url');
   }
 
   /** The user id for `token`, from the cache or else from `verify` (whose success is cached). */
-  async resolve(token: string, verify: () => Promise<{ userId: string; ttlSeconds: number } | null>, now = Date.now()): Promise<string | null> {
+  async resolve(token: string, verify: () => Promise<Verified>): Promise<string | null> {
     const key = this.keyOf(token);
     const hit = this.entries.get(key);
-    if (hit && hit.expiresAt > now) {
-      // Refresh its place in the LRU order, not its lifetime (a revoked token ages out).
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit.userId;
-    }
-    if (hit) this.entries.delete(key);
+    if (hit !== undefined) return hit;
 
     let check = this.pending.get(key);
     if (!check) {
@@ -41,10 +36,7 @@ export class VerificationCache {
     }
     const verified = await check;
     if (!verified) return null;
-    if (verified.ttlSeconds > 0 && !this.entries.has(key)) {
-      this.entries.set(key, { userId: verified.userId, expiresAt: Date.now() + verified.ttlSeconds * 1000 });
-      while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    }
+    if (verified.ttlSeconds > 0 && !this.entries.has(key)) this.entries.set(key, verified.userId, { ttl: verified.ttlSeconds * 1000 });
     return verified.userId;
   }
 
