@@ -92,6 +92,9 @@ describeOnBackends('metrics and request log', { timeout: 60_000 }, (backend) => 
     const scraped = await fetch(`http://127.0.0.1:${metricsPort}/__metrics__`);
     expect(scraped.status).toBe(200);
     expect(sample(await scraped.text(), 'quire_http_requests_total', { route: '/v1/__heartbeat__', status: '200' })).toBeGreaterThanOrEqual(1);
+    const elsewhere = await fetch(`http://127.0.0.1:${metricsPort}/v1/`);
+    expect(elsewhere.status).toBe(404);
+    expect(await elsewhere.json()).toMatchObject({ code: 404, errno: 111, error: 'Not Found' });
     await app.close();
     await expect(fetch(`http://127.0.0.1:${metricsPort}/__metrics__`)).rejects.toThrow();
   });

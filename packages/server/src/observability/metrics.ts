@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Settings } from '../config.js';
+import { ERRNO } from '../errors.js';
 import type { Storage, StorageSession } from '../storage/types.js';
 
 export const METRICS_PATH = '/__metrics__';
@@ -193,13 +194,16 @@ export function registerMetrics(app: FastifyInstance, settings: Settings, metric
 /** A bare HTTP server answering the registry's metrics at `/__metrics__` (and 404 elsewhere). */
 export async function serveMetrics(registry: { metrics(): Promise<string>; contentType: string }, host: string, port: number): Promise<Server> {
   const server = createServer((request, response) => {
+    const fail = (code: number, errno: number, error: string, message: string) =>
+      response.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify({ code, errno, error, message }));
     if (request.method !== 'GET' || request.url?.split('?')[0] !== METRICS_PATH) {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 404, errno: 111, error: 'Not Found', message: `Metrics are at ${METRICS_PATH}` }));
+      fail(404, ERRNO.MISSING_RESOURCE, 'Not Found', `Metrics are at ${METRICS_PATH}`);
       return;
     }
     registry.metrics().then(
       (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      (error: Error) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics unavailable: ${error.message}`),
+      // E.g. a worker that did not answer the primary in time: try again.
+      (error: Error) => fail(503, ERRNO.BACKEND, 'Service Unavailable', `Metrics unavailable: ${error.message}`),
     );
   });
   await new Promise<void>((resolve, reject) => {
