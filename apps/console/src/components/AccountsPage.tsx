@@ -9,13 +9,25 @@ import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { countLabel, rowCount } from '../lib/paged-list.js';
 import { useCapabilities, useConsole } from './context.js';
-import { ConfirmDialog, Dialog, EmptyState, ErrorNotice, Field, onSubmit, PageHeader, Spinner } from './ui.js';
+import { ConfirmDialog, Dialog, EmptyState, ErrorNotice, Field, FormError, onSubmit, PageHeader, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
 
 function generatePassword(): string {
   const alphabet = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join('');
+}
+
+/** A new password: typed, or generated. */
+function PasswordInput({ password, setPassword }: { password: string; setPassword: (password: string) => void }) {
+  return (
+    <div class="input-row">
+      <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
+      <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
+        Generate
+      </button>
+    </div>
+  );
 }
 
 export function AccountsPage() {
@@ -160,18 +172,9 @@ function CreateAccountDialog({ onClose, onCreated }: { onClose: () => void; onCr
           <input value={id} onInput={(event) => setId(event.currentTarget.value.trim())} required spellcheck={false} autocomplete="off" />
         </Field>
         <Field label="Password" hint="Give it to the person through a safe channel; they can change it.">
-          <div class="input-row">
-            <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
-            <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
-              Generate
-            </button>
-          </div>
+          <PasswordInput password={password} setPassword={setPassword} />
         </Field>
-        {error ? (
-          <p class="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError error={error} />
       </form>
     </Dialog>
   );
@@ -234,18 +237,9 @@ function ResetPasswordDialog({ id, validation, onClose }: { id: string; validati
     >
       <form id="reset-form" class="form" onSubmit={onSubmit(() => void setNew())}>
         <Field label="New password" hint={mine ? 'This is your own account: you will sign in again with it.' : 'The old password stops working at once.'}>
-          <div class="input-row">
-            <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
-            <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
-              Generate
-            </button>
-          </div>
+          <PasswordInput password={password} setPassword={setPassword} />
         </Field>
-        {error ? (
-          <p class="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError error={error} />
       </form>
     </Dialog>
   );
@@ -276,11 +270,7 @@ function DeleteAccountDialog({ id, onClose, onDeleted }: { id: string; onClose: 
       }}
     >
       <p>They can no longer sign in. What they created stays, with their permissions.</p>
-      {error ? (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <FormError error={error} />
     </ConfirmDialog>
   );
 }

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, type KintoObject } from '../lib/api.js';
 import { useConsole } from './context.js';
-import { Dialog, Field, onSubmit } from './ui.js';
+import { Dialog, Field, FormError, onSubmit } from './ui.js';
 
 const ID = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
 
@@ -76,11 +76,7 @@ export function CreateDialog({
         <Field label="Attributes (JSON)" hint={noun === 'collection' ? 'e.g. {"schema": {…}, "displayFields": ["title"]}' : noun === 'group' ? 'e.g. {"members": ["account:alice"]}' : undefined}>
           <textarea class="code-input" rows={5} value={attributes} onInput={(event) => setAttributes(event.currentTarget.value)} spellcheck={false} />
         </Field>
-        {error ? (
-          <p class="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError error={error} />
       </form>
     </Dialog>
   );

@@ -6,6 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { isPlainObject, type JsonSchema, mainType, resolveRef, type SchemaError } from '../lib/schema.js';
+import { FormError } from './ui.js';
 
 interface FieldProps {
   name: string;
@@ -353,11 +354,7 @@ export function SchemaForm({
           Also in this record, outside the schema: {others.join(', ')} (kept as they are; edit them in JSON).
         </p>
       ) : null}
-      {wholeError ? (
-        <p class="form-error" role="alert">
-          {wholeError.message}
-        </p>
-      ) : null}
+      <FormError error={wholeError?.message} />
     </div>
   );
 }

@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Api, ApiError, type Hello, normaliseServerUrl, type OpenIdProvider } from '../lib/api.js';
 import { useDebounced } from '../lib/hooks.js';
 import { type AuthKind, basicAuthorization, defaultServer, type Session, startOpenIdLogin } from '../lib/session.js';
-import { Field, onSubmit } from './ui.js';
+import { Field, FormError, onSubmit } from './ui.js';
 
 type Method = 'account' | 'basicauth';
 
@@ -124,21 +124,13 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
               <input type="checkbox" checked={remember} onChange={(event) => setRemember(event.currentTarget.checked)} />
               Keep me signed in on this browser
             </label>
-            {error ? (
-              <p class="form-error" role="alert">
-                {error}
-              </p>
-            ) : null}
+            <FormError error={error} />
             <button type="submit" class="button block" disabled={busy || !username || !password}>
               {busy ? 'Signing in…' : activeMethod === 'account' ? 'Sign in with your account' : 'Sign in'}
             </button>
           </form>
         ) : hello ? (
-          error ? (
-            <p class="form-error" role="alert">
-              {error}
-            </p>
-          ) : null
+          <FormError error={error} />
         ) : null}
 
         {providers.length ? (

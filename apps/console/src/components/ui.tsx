@@ -37,6 +37,15 @@ export function ErrorNotice({ error, onRetry, title }: { error: ApiError | Error
   );
 }
 
+/** A form's error line (nothing when there is none). */
+export function FormError({ error }: { error: string | null | undefined }) {
+  return error ? (
+    <p class="form-error" role="alert">
+      {error}
+    </p>
+  ) : null;
+}
+
 export function Notice({ kind = 'info', children }: { kind?: 'info' | 'warning' | 'success'; children: ComponentChildren }) {
   return (
     <div class={`notice ${kind}`} role="note">
