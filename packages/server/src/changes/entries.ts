@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto';
 import type { Settings } from '../config.js';
 import { invalidParameter } from '../errors.js';
-import { getPath, type ListQuery } from '../resource/querystring.js';
+import { getPath } from '../resource/field-path.js';
+import type { ListQuery } from '../resource/querystring.js';
 import type { Filter, Permissions, Sort, StorageSession } from '../storage/types.js';
 
 export interface ChangeEntry {

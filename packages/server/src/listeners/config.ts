@@ -8,15 +8,7 @@ import { ConfigError } from '../config.js';
 import { ACTIONS, type Action, type EventSubscriber } from '../events/types.js';
 import { loadModuleListener } from './module.js';
 import { REDIS_LISTENER_KEYS, RedisQueueListener, type RedisListenerOptions, redisListenerOptions } from './redis.js';
-
-export interface ListenerConfig {
-  name: string;
-  use: string;
-  actions: Action[];
-  resources: string[] | null;
-  /** The listener's own keys. */
-  options: Record<string, unknown>;
-}
+import type { ListenerConfig } from './types.js';
 
 /** Accepted `use` values of the Redis queue listener: ours and Kinto's module names. */
 const REDIS_USES = new Set(['redis', 'kinto_redis.listeners', 'kinto.core.listeners.redis']);

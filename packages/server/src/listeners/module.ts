@@ -17,7 +17,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { EventPayload, EventSubscriber, ResourceEvent } from '../events/types.js';
-import type { ListenerConfig } from './config.js';
+import type { ListenerConfig } from './types.js';
 
 /** What a module listener receives: Kinto's `event.payload` and `event.impacted_objects`, as JSON copies. */
 export interface ListenerEvent {

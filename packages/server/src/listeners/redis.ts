@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
-import type { ListenerConfig } from './config.js';
+import type { ListenerConfig } from './types.js';
 
 export interface RedisListenerOptions {
   url: string;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { invalidParameter } from '../errors.js';
 import type { Sort } from '../storage/types.js';
-import { getPath } from './querystring.js';
+import { getPath } from './field-path.js';
 
 export interface PageToken {
   lastObject: Record<string, unknown>;
