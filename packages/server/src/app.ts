@@ -26,12 +26,14 @@ import { loggerOptions, registerRequestLog } from './observability/request-log.j
 import { splitUrl } from './http/url.js';
 import { createListeners } from './listeners/config.js';
 import { Authorizer } from './permission/authorizer.js';
-import { attachBatch, batchSession, type Services } from './request-context.js';
+import { dispatchedWork } from './http/internal-requests.js';
+import type { Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
 import type { Storage } from './storage/types.js';
+import { UnitOfWork } from './unit-of-work.js';
 import { registerAdmin } from './views/admin.js';
 import { registerBatch } from './views/batch.js';
 import { registerDefaultBucket } from './views/default-bucket.js';
@@ -50,14 +52,14 @@ export interface BuildServerOptions {
   logger?: boolean | Record<string, unknown>;
 }
 
-function createPolicies(settings: Settings, storage: Storage): AuthPolicy[] {
+function createPolicies(settings: Settings): AuthPolicy[] {
   return settings.multiauth_policies.map((name) => {
     switch (name) {
       case 'basicauth':
         if (settings.userid_hmac_secret === null) throw new ConfigError('Setting userid_hmac_secret is required by the basicauth policy');
         return createBasicAuthPolicy(settings.userid_hmac_secret);
       case 'account':
-        return createAccountPolicy(settings, storage);
+        return createAccountPolicy(settings);
       default: {
         // Any other name is an OpenID Connect provider of `openid_providers`.
         const openid = createOpenIdPolicy(settings, name);
@@ -78,7 +80,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     settings,
     storage,
     authorizer: new Authorizer(settings),
-    policies: createPolicies(settings, storage),
+    policies: createPolicies(settings),
     version: VERSION,
     capabilities: {},
     events,
@@ -116,6 +118,12 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
   app.addHook('onClose', () => events.close());
   app.decorateRequest('identity', null as never);
+  app.decorateRequest('work', null as never);
+  // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
+  // work it was given; any other request gets its own.
+  app.addHook('onRequest', async (request) => {
+    request.work = dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events);
+  });
 
   registerErrorHandler(app, settings);
   registerRequestLog(app);
@@ -127,11 +135,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
   app.setNotFoundHandler(notFound);
 
-  // One autocommit query per authenticated request; inside a batch, through its transaction
-  // (on PGlite the store itself waits for that transaction to end).
-  app.decorateRequest('batch', null);
   app.addHook('onRequest', async (request, reply) => {
-    attachBatch(request);
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
     // than matching `/v1/buckets/` as a bucket with an empty id.
@@ -139,10 +143,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
-    const batch = batchSession(request);
-    // Injected sub-requests come from the loopback address: they count against their batch's client.
-    const auth = { headers: request.headers, ip: request.batch?.ip ?? request.ip, ...(batch ? { batch } : {}) };
-    request.identity = await authenticate(services.policies, auth, batch ?? services.storage);
+    // One autocommit query per authenticated request; inside a batch, through its transaction
+    // (on PGlite the store itself waits for that transaction to end).
+    const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
+    request.identity = await authenticate(services.policies, auth);
   });
 
   registerOpenApi(app);

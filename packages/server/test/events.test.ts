@@ -159,9 +159,10 @@ describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
     expect((await app.inject({ method: 'GET', url: '/v1/buckets/b/collections/c/records/ok1', headers: alice })).statusCode).toBe(404);
   });
 
-  // Sub-requests find the batch's transaction through a header naming the batch
-  // (request-context.ts). Nobody else can use it: not a client, not a sub-request.
-  it('the batch header does nothing on a request that is not part of a batch', async () => {
+  // Sub-requests are handed the batch's unit of work on their request object
+  // (http/internal-requests.ts): nothing a request carries — such as the header that named a
+  // batch in earlier versions — makes it join one, neither for a client nor for a sub-request.
+  it('a header naming a batch does nothing on a request that is not part of a batch', async () => {
     const forged = { ...alice, 'x-quire-batch': 'a-batch-that-does-not-exist' };
     const injected = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/forged1', headers: forged });
     expect(injected.statusCode).toBe(201);

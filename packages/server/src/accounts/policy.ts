@@ -16,7 +16,6 @@ import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AuthPolicy, AuthRequest } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
 import { ApiError, ERRNO } from '../errors.js';
-import type { Storage } from '../storage/types.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { LoginLimiter } from './login-limiter.js';
@@ -29,8 +28,6 @@ export interface AccountPolicy extends AuthPolicy {
   /** Shared with the account endpoints, which forget an account's entries when it changes. */
   readonly credentials: VerifiedCredentialsCache;
   readonly limiter: LoginLimiter;
-  /** The client address a request's login counts against (a batch sub-request: its batch's). */
-  loginAddress(request: AuthRequest): string;
 }
 
 const CHALLENGE = 'Basic realm="Realm"';
@@ -56,7 +53,7 @@ function checkSettings(settings: Settings): void {
   }
 }
 
-export function createAccountPolicy(settings: Settings, storage: Storage): AccountPolicy {
+export function createAccountPolicy(settings: Settings): AccountPolicy {
   checkSettings(settings);
   const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds);
   const limiter = new LoginLimiter(settings);
@@ -65,19 +62,16 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
   let dummy: Promise<string> | null = null;
   const dummyHashOnce = () => (dummy ??= dummyHash());
 
-  const loginAddress = ({ ip }: AuthRequest): string => ip;
-
   return {
     name: ACCOUNT_POLICY,
     challenge: CHALLENGE,
     credentials,
     limiter,
-    loginAddress,
     async init() {
       // Made before the first unknown name is refused, so that refusal costs one verification too.
       if (!basicAuthAfter) await dummyHashOnce();
     },
-    async authenticate({ headers, ip, batch }) {
+    async authenticate({ headers, ip, read }) {
       const given = parseBasicAuthorization(headers.authorization);
       if (!given || !ACCOUNT_ID_PATTERN.test(given.username)) return null;
       const { username: id, password } = given;
@@ -90,7 +84,7 @@ export function createAccountPolicy(settings: Settings, storage: Storage): Accou
       if (credentials.has(id, password)) return accountUserId(id);
 
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
-      const account = await (batch ?? storage).get(ACCOUNT_SCOPE, id);
+      const account = await read((session) => session.get(ACCOUNT_SCOPE, id));
       if (!account && basicAuthAfter) return null;
       if (!temporary) await limiter.countAttempt(id, address);
       // One verification whether the name is an account or not (or holds no argon2 hash, e.g.

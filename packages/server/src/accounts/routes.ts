@@ -1,8 +1,8 @@
 /** Registers the accounts feature when the `account` policy is enabled (§13.2). */
 import type { FastifyInstance } from 'fastify';
 import { createMailer } from '../mail/mailer.js';
-import { registerMethods } from '../resource/routes.js';
-import { createAccountHandlers } from './handlers.js';
+import { registerMethods, registerResource } from '../resource/routes.js';
+import { createAccountResource } from './resource.js';
 import { createAccountMails } from './mails.js';
 import { findAccountPolicy } from './policy.js';
 import { createValidationHandlers } from './validation.js';
@@ -25,9 +25,7 @@ export function registerAccounts(app: FastifyInstance): void {
     await policy.limiter.close();
   });
 
-  const handlers = createAccountHandlers(services, policy, mails);
-  registerMethods(app, '/v1/accounts', { GET: handlers.getList, HEAD: handlers.getList, POST: handlers.create });
-  registerMethods(app, '/v1/accounts/:account_id', { GET: handlers.get, PUT: handlers.put, PATCH: handlers.patch, DELETE: handlers.delete });
+  registerResource(app, createAccountResource(services, policy, mails));
 
   if (mails) {
     const validation = createValidationHandlers(services, policy, mails, app.log);

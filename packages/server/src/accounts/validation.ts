@@ -13,7 +13,7 @@ import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import type { Services } from '../request-context.js';
 import { isPlainObject } from '../resource/body.js';
 import { FOR_UPDATE } from '../resource/handlers.js';
-import { publicAccount } from './handlers.js';
+import { publicAccount } from './resource.js';
 import { ACCOUNT_SCOPE } from './ids.js';
 import type { AccountMails } from './mails.js';
 import type { AccountPolicy } from './policy.js';
@@ -28,7 +28,7 @@ function keyMismatch(): ApiError {
 }
 
 export function createValidationHandlers(services: Services, policy: AccountPolicy, mails: AccountMails, log: FastifyBaseLogger) {
-  const { storage, settings, events } = services;
+  const { settings } = services;
   const emailPattern = new RegExp(settings.account_validation_email_regexp);
 
   /** Mails whose failure must not fail the request: logged without their contents. */
@@ -39,12 +39,12 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
   return {
     async validate(request: FastifyRequest) {
       const { account_id: id, key } = request.params as { account_id: string; key: string };
-      const account = await events.withSession(request, storage, 'write', async (session) => {
+      const account = await request.work.run('write', async (session) => {
         const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!existing || !(await consumeActivationKey(session, id, key))) throw keyMismatch();
         const { id: _id, last_modified: _lastModified, ...data } = existing;
         const updated = await session.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
-        events.emit(session, request, {
+        request.work.emit(request, {
           resourceName: 'account',
           parentId: ACCOUNT_SCOPE.parentId,
           action: 'update',
@@ -67,7 +67,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
       if (!emailPattern.test(id)) {
         throw invalidParameter('body', 'data.id', `The user id should match ${settings.account_validation_email_regexp}.`);
       }
-      const issued = await events.withSession(request, storage, 'write', async (session) => {
+      const issued = await request.work.run('write', async (session) => {
         const account = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!account) return null;
         return { account, password: await createTemporaryPassword(session, settings, id, account.last_modified) };

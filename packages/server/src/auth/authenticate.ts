@@ -1,4 +1,3 @@
-import type { StorageSession } from '../storage/types.js';
 import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, type Identity } from './policy.js';
 
 /**
@@ -10,15 +9,11 @@ import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, 
  * (The interface spec writes group principals `group:<name>`; deployed clients use the URI,
  * as protocol-reference §9.1 documents, so that is what we issue.)
  */
-export async function authenticate(
-  policies: AuthPolicy[],
-  request: AuthRequest,
-  groupsReader: Pick<StorageSession, 'listGroupsOf'>,
-): Promise<Identity> {
+export async function authenticate(policies: AuthPolicy[], request: AuthRequest): Promise<Identity> {
   for (const policy of policies) {
     const userId = await policy.authenticate(request);
     if (!userId) continue;
-    const groups = await groupsReader.listGroupsOf([userId, AUTHENTICATED]);
+    const groups = await request.read((session) => session.listGroupsOf([userId, AUTHENTICATED]));
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;

@@ -26,8 +26,8 @@ export interface AuthRequest {
    * (injected, it comes from the loopback address, whose allowance it must not exhaust).
    */
   ip: string;
-  /** The transaction of the batch the request belongs to: reads go through it. */
-  batch?: StorageSession;
+  /** Reads the store: through the batch's transaction for a batch's sub-request (its unit of work). */
+  read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
 }
 
 /** Who is calling: the user id (null when anonymous) and every principal it holds. */

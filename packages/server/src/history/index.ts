@@ -6,7 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import { HistoryDrainer } from './drainer.js';
 import { createHistoryListener, HISTORY_RESOURCES } from './listener.js';
-import { registerHistoryRoutes } from './views.js';
+import { registerResource } from '../resource/routes.js';
+import { createHistoryResource } from './resource.js';
 
 export function registerHistory(app: FastifyInstance): void {
   const { settings, events, capabilities, storage } = app.services;
@@ -30,5 +31,5 @@ export function registerHistory(app: FastifyInstance): void {
     ...(trim ? { auto_trim_max_count: trim.keep } : {}),
     ...(trim && trim.userIds.length ? { auto_trim_user_ids: trim.userIds } : {}),
   };
-  registerHistoryRoutes(app, drainer);
+  registerResource(app, createHistoryResource(settings, drainer));
 }

@@ -87,9 +87,12 @@ export function registerContentNegotiation(app: FastifyInstance): void {
     const allowed = request.method === 'PATCH' ? PATCH_TYPES : [JSON_TYPE];
     const type = mediaType(request.headers['content-type']);
     const hasBody = request.body !== undefined || request.unsupportedContentType !== null;
-    if (hasBody && (type === null || !allowed.includes(type))) {
-      const list = `[${allowed.map((item) => `'${item}'`).join(', ')}]`;
-      throw invalidParameters([{ location: 'header', name: 'Content-Type', description: `Content-Type header should be one of ${list}` }], 415);
-    }
+    if (hasBody && (type === null || !allowed.includes(type))) throw unsupportedContentType(allowed);
   });
+}
+
+/** 415 naming the content types the endpoint takes. */
+export function unsupportedContentType(allowed: readonly string[]) {
+  const list = `[${allowed.map((item) => `'${item}'`).join(', ')}]`;
+  return invalidParameters([{ location: 'header', name: 'Content-Type', description: `Content-Type header should be one of ${list}` }], 415);
 }

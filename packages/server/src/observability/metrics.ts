@@ -153,7 +153,7 @@ export class Metrics {
     }
     // Credentials were sent and refused (401), or refused unread because of too many failures (429).
     const authorization = request.headers.authorization;
-    if ((status === 401 || status === 429) && typeof authorization === 'string' && request.batch === null) {
+    if ((status === 401 || status === 429) && typeof authorization === 'string' && !request.work.batch) {
       const scheme = /^(basic|bearer)\s/i.exec(authorization)?.[1]?.toLowerCase() ?? 'other';
       this.loginFailures.inc({ scheme, reason: status === 401 ? 'rejected' : 'throttled' });
     }

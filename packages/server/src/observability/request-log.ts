@@ -35,7 +35,7 @@ export function registerRequestLog(app: FastifyInstance): void {
 function logRequest(request: FastifyRequest, reply: FastifyReply): void {
   const route = request.routeOptions.url ?? 'unmatched';
   const status = reply.statusCode;
-  const quiet = status === 304 || QUIET_ROUTES.has(route) || request.batch !== null;
+  const quiet = status === 304 || QUIET_ROUTES.has(route) || request.work.batch;
   const level = status >= 500 ? 'error' : quiet ? 'debug' : 'info';
   const userid = request.identity?.userId;
   request.log[level](

@@ -4,16 +4,19 @@
  * the handlers only ask.
  */
 import type { Settings } from '../config.js';
-import type { ObjectRef, ResourceName } from '../resource/definition.js';
+import type { AccessContext, AccessPolicy, ListAccess, ObjectRef, ResourceDefinition } from '../resource/definition.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 
-type Grant = readonly [level: ResourceName, permission: string];
+/** The resources whose permissions are inherited from their ancestors. */
+type InheritedResource = 'bucket' | 'collection' | 'group' | 'record';
+
+type Grant = readonly [level: InheritedResource, permission: string];
 
 const BUCKET_READ: Grant[] = [['bucket', 'write'], ['bucket', 'read']];
 const COLLECTION_READ: Grant[] = [['collection', 'write'], ['collection', 'read']];
 
 /** For each resource and permission, the (level, permission) ACEs that grant it. */
-const GRANTS: Record<ResourceName, Record<'read' | 'write', Grant[]>> = {
+const GRANTS: Record<InheritedResource, Record<'read' | 'write', Grant[]>> = {
   bucket: {
     // Rule 4 (1.11): parent attributes are readable when creating children is allowed.
     read: [...BUCKET_READ, ['bucket', 'collection:create'], ['bucket', 'group:create']],
@@ -34,7 +37,7 @@ const GRANTS: Record<ResourceName, Record<'read' | 'write', Grant[]>> = {
 };
 
 /** ACEs on the parent that allow creating a child of each kind (buckets: settings only). */
-const CREATE_GRANTS: Record<ResourceName, Grant[]> = {
+const CREATE_GRANTS: Record<InheritedResource, Grant[]> = {
   bucket: [],
   collection: [['bucket', 'write'], ['bucket', 'collection:create']],
   group: [['bucket', 'write'], ['bucket', 'group:create']],
@@ -42,7 +45,7 @@ const CREATE_GRANTS: Record<ResourceName, Grant[]> = {
 };
 
 /** The settings key granting (level, permission) globally, e.g. `record_read_principals`. */
-function settingsKey(level: ResourceName, permission: string): keyof Settings | null {
+function settingsKey(level: string, permission: string): keyof Settings | null {
   const [child, action] = permission.split(':');
   if (action === 'create') return `${child}_create_principals` as keyof Settings;
   if (permission === 'read' || permission === 'write') return `${level}_${permission}_principals` as keyof Settings;
@@ -79,13 +82,13 @@ export interface SettingsGrants {
   root: string[];
 }
 
-export type ListAccess =
-  | { kind: 'all' }
-  /** Only these ids are visible (possibly none: the caller may create, so an empty list). */
-  | { kind: 'some'; ids: string[] }
-  | { kind: 'none' };
+function inherited(name: string): InheritedResource {
+  if (!Object.hasOwn(GRANTS, name)) throw new Error(`${name} has no inherited permissions: give its definition an access policy`);
+  return name as InheritedResource;
+}
 
-export class Authorizer {
+/** The default access policy of the resource engine: §9.2 inheritance and the settings. */
+export class Authorizer implements AccessPolicy {
   readonly #settings: Settings;
 
   constructor(settings: Settings) {
@@ -114,31 +117,27 @@ export class Authorizer {
   }
 
   /** read / write on an object (existing or not), inherited from its ancestors. */
-  async can(session: StorageSession, principals: string[], ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
-    return this.#granted(session, principals, [...ref.ancestors, ref], GRANTS[ref.def.name][permission]);
+  async can({ session, identity }: AccessContext, ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
+    return this.#granted(session, identity.principals, [...ref.ancestors, ref], GRANTS[inherited(ref.def.name)][permission]);
   }
 
-  /** May create a child of kind `child` under `parent` (null parent: buckets). */
-  async canCreate(session: StorageSession, principals: string[], child: ResourceName, parent: ObjectRef | null): Promise<boolean> {
-    const grants = CREATE_GRANTS[child];
-    if (this.#globallyGranted(principals, [[child, `${child}:create`]])) return true;
+  /** May create a `def` under `parent` (null parent: buckets, by settings only). */
+  async canCreate({ session, identity }: AccessContext, def: ResourceDefinition, parent: ObjectRef | null): Promise<boolean> {
+    const child = inherited(def.name);
+    if (this.#globallyGranted(identity.principals, [[child, `${child}:create`]])) return true;
     if (!parent) return false;
-    return this.#granted(session, principals, [...parent.ancestors, parent], grants);
+    return this.#granted(session, identity.principals, [...parent.ancestors, parent], CREATE_GRANTS[child]);
   }
 
   /**
-   * Which children of kind `child` under `parent` the caller may read (or write): all of them
+   * Which children of kind `def` under `parent` the caller may read (or write): all of them
    * (permission on an ancestor or by settings), some (ACEs on the objects themselves; none
    * when the caller may only create), or none at all (403).
    */
-  async listAccess(
-    session: StorageSession,
-    principals: string[],
-    child: ResourceName,
-    plural: string,
-    parent: ObjectRef | null,
-    permission: 'read' | 'write',
-  ): Promise<ListAccess> {
+  async list(context: AccessContext, def: ResourceDefinition, parent: ObjectRef | null, permission: 'read' | 'write'): Promise<ListAccess> {
+    const { session, identity } = context;
+    const { principals } = identity;
+    const child = inherited(def.name);
     const grants = GRANTS[child][permission];
     const ancestorGrants = grants.filter(([level]) => level !== child);
     const chain = parent ? [...parent.ancestors, parent] : [];
@@ -147,9 +146,9 @@ export class Authorizer {
       return { kind: 'all' };
     }
     const ownPermissions = grants.filter(([level]) => level === child).map(([, p]) => p);
-    const ids = await session.listAuthorizedIds(parent ? parent.uri : '', plural, principals, ownPermissions);
+    const ids = await session.listAuthorizedIds(parent ? parent.uri : '', def.plural, principals, ownPermissions);
     if (ids.length > 0) return { kind: 'some', ids };
-    if (await this.canCreate(session, principals, child, parent)) return { kind: 'some', ids: [] };
+    if (await this.canCreate(context, def, parent)) return { kind: 'some', ids: [] };
     return { kind: 'none' };
   }
 

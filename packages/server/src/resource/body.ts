@@ -7,7 +7,7 @@ import mergePatch from 'json-merge-patch';
 import { invalidParameter } from '../errors.js';
 import { countJsonKeys, describeExcess, measureJsonValue, type JsonLimits } from '../http/json-limits.js';
 import type { Permissions } from '../storage/types.js';
-import { ID_PATTERN, type ResourceDefinition } from './definition.js';
+import { ID_PATTERN, type PatchType, type ResourceDefinition } from './definition.js';
 
 export interface WriteBody {
   data: Record<string, unknown> | undefined;
@@ -71,8 +71,9 @@ export function parsePermissions(value: unknown, def: ResourceDefinition, allowN
   return result;
 }
 
-export function validateId(id: unknown): string {
-  if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw invalidParameter('path', null, 'Invalid object id');
+/** 400 unless `id` follows the resource's id rule (default: §4.2). */
+export function validateId(id: unknown, pattern: RegExp = ID_PATTERN): string {
+  if (typeof id !== 'string' || !pattern.test(id)) throw invalidParameter('path', null, 'Invalid object id');
   return id;
 }
 
@@ -87,8 +88,6 @@ export function suppliedTimestamp(data: Record<string, unknown> | undefined): nu
   const value = data?.last_modified;
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
-
-export type PatchType = 'json' | 'merge-patch' | 'json-patch';
 
 export interface PatchResult {
   data: Record<string, unknown>;

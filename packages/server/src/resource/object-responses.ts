@@ -1,6 +1,5 @@
 /**
- * Protocol rules every object endpoint applies, whatever stores the object (the generic
- * resource engine, the accounts plugin): timestamp headers, the client-timestamp rule, the
+ * Protocol rules of the object endpoints: timestamp headers, the client-timestamp rule, the
  * body-id check, the PATCH content types and `Response-Behavior`, and the permissions a PATCH
  * merges.
  */
@@ -8,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isDeepStrictEqual } from 'node:util';
 import { invalidParameter } from '../errors.js';
 import type { Permissions, StoredObject, WriteOptions } from '../storage/types.js';
-import type { PatchType } from './body.js';
+import type { PatchType } from './definition.js';
 
 export function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
   reply.header('ETag', `"${timestamp}"`);
@@ -27,11 +26,18 @@ export function assertBodyMatchesId(data: Record<string, unknown> | undefined, i
   }
 }
 
+/** The media type of each PATCH flavour (§4.4). */
+export const PATCH_MEDIA_TYPES: Record<PatchType, string> = {
+  json: 'application/json',
+  'merge-patch': 'application/merge-patch+json',
+  'json-patch': 'application/json-patch+json',
+};
+
 /** The PATCH flavour named by `Content-Type` (content negotiation has refused the others). */
 export function patchType(request: FastifyRequest): PatchType {
   const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
-  if (type === 'application/merge-patch+json') return 'merge-patch';
-  if (type === 'application/json-patch+json') return 'json-patch';
+  if (type === PATCH_MEDIA_TYPES['merge-patch']) return 'merge-patch';
+  if (type === PATCH_MEDIA_TYPES['json-patch']) return 'json-patch';
   return 'json';
 }
 

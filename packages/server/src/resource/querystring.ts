@@ -5,6 +5,7 @@
  */
 import { invalidParameter } from '../errors.js';
 import type { Filter, FilterOperator, Sort } from '../storage/types.js';
+import { getPath } from './field-path.js';
 import { decodeToken, type PageToken } from './pagination.js';
 
 export interface ListQuery {
@@ -170,16 +171,6 @@ export function parseListQuery(rawQuery: string): ListQuery {
   if (!sorting.some((sort) => sort.field === 'last_modified')) sorting.push({ field: 'last_modified', direction: -1 });
 
   return { filters, sorting, fields, requestedLimit, token, includeDeleted, usedDeprecatedTo, params };
-}
-
-/** Resolves a dotted path in an object; `undefined` when absent. */
-export function getPath(object: Record<string, unknown>, path: string): unknown {
-  let current: unknown = object;
-  for (const part of path.split('.')) {
-    if (current === null || typeof current !== 'object' || Array.isArray(current) || !Object.hasOwn(current, part)) return undefined;
-    current = (current as Record<string, unknown>)[part];
-  }
-  return current;
 }
 
 /**

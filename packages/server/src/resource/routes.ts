@@ -1,7 +1,7 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
 import type { ResourceDefinition } from './definition.js';
-import { createResourceHandlers } from './handlers.js';
+import { createResourceHandlers, endpointsOf } from './handlers.js';
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -37,9 +37,15 @@ export function registerMethods(
   }
 }
 
+/** The routes of the endpoints `def` serves (all eight unless it says otherwise). */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
   const handlers = createResourceHandlers(app.services, def);
-  const { plural, object } = resourcePaths(def);
-  registerMethods(app, plural, { GET: handlers.getList, HEAD: handlers.getList, POST: handlers.create, DELETE: handlers.deleteList });
-  registerMethods(app, object, { GET: handlers.get, PUT: handlers.put, PATCH: handlers.patch, DELETE: handlers.delete });
+  const paths = resourcePaths(def);
+  const endpoints = endpointsOf(def);
+  const pluralHandlers = { GET: handlers.getList, HEAD: handlers.getList, POST: handlers.create, DELETE: handlers.deleteList };
+  const objectHandlers = { GET: handlers.get, PUT: handlers.put, PATCH: handlers.patch, DELETE: handlers.delete };
+  registerMethods(app, paths.plural, Object.fromEntries(endpoints.plural.map((method) => [method, pluralHandlers[method]])));
+  if (endpoints.object.length > 0) {
+    registerMethods(app, paths.object, Object.fromEntries(endpoints.object.map((method) => [method, objectHandlers[method]])));
+  }
 }

@@ -30,7 +30,7 @@ export const groupResource: ResourceDefinition = {
     return processed;
   },
   // The group's URI becomes a principal of its members (protocol-reference §9.1).
-  async afterWrite(session, uri, stored) {
-    await session.setGroupMembers(uri, stored.members as string[]);
+  async afterWrite({ session, ref }, stored) {
+    await session.setGroupMembers(ref.uri, stored.members as string[]);
   },
 };

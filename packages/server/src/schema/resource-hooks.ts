@@ -4,7 +4,7 @@
  * and `record:schema` on its children (API 1.20). Only with
  * `experimental_collection_schema_validation`, as Kinto.
  */
-import type { ProcessContext, ResourceName } from '../resource/definition.js';
+import type { WriteContext } from '../resource/definition.js';
 import { isActiveSchema, schemaValidator } from './validator.js';
 
 /** Server-owned fields, neither checked nor required by schemas (Kinto's `ignore_fields`). */
@@ -16,9 +16,9 @@ export const BUCKET_SCHEMA_FIELDS = ['collection:schema', 'group:schema', 'recor
 
 /** Validates `data` against the schema its bucket defines for `resourceName`, if any. */
 export async function validateFromBucketSchema(
-  resourceName: Exclude<ResourceName, 'bucket'>,
+  resourceName: 'collection' | 'group' | 'record',
   data: Record<string, unknown>,
-  context: ProcessContext,
+  context: WriteContext,
   ignoreFields: readonly string[],
 ): Promise<void> {
   const validator = schemaValidator(context.settings);
@@ -35,7 +35,7 @@ export async function validateFromBucketSchema(
  * A record against its collection's `schema`; a valid record gets `schema: <collection
  * last_modified>`, the schema version it was checked against.
  */
-export async function validateRecord(data: Record<string, unknown>, context: ProcessContext): Promise<Record<string, unknown>> {
+export async function validateRecord(data: Record<string, unknown>, context: WriteContext): Promise<Record<string, unknown>> {
   const validator = schemaValidator(context.settings);
   const collectionRef = context.ref.ancestors.at(-1);
   if (!validator.enabled || !collectionRef) return data;

@@ -1,6 +1,6 @@
 /**
  * `POST /v1/batch` (protocol-reference §8). Sub-requests go through the same routes as any
- * request (`inject`), in order, inside ONE storage transaction. 4xx answers are just entries;
+ * request (http/internal-requests.ts), in order, inside ONE unit of work: one transaction. 4xx answers are just entries;
  * a 5xx — or a 409 integrity conflict — rolls the whole batch back and becomes the answer, so a
  * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
  * clients cannot rely on that state, so we refuse it whole.)
@@ -9,9 +9,10 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { requestHost } from '../http/base-url.js';
+import { dispatchInternal } from '../http/internal-requests.js';
 import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
-import { runInBatch } from '../request-context.js';
 import { registerMethods } from '../resource/routes.js';
+import { UnitOfWork } from '../unit-of-work.js';
 
 const BATCH_PATH = '/v1/batch';
 const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
@@ -126,14 +127,14 @@ function withHostOf(request: FastifyRequest, headers: Record<string, string>): R
 export function registerBatch(app: FastifyInstance): void {
   const { settings, storage, events } = app.services;
 
-  async function execute(request: FastifyRequest, sub: SubRequest, batchHeaders: Record<string, string>): Promise<SubResponse> {
+  async function execute(request: FastifyRequest, sub: SubRequest, work: UnitOfWork): Promise<SubResponse> {
     const headers: Record<string, string> = { ...inheritedHeaders(request) };
     for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
-    Object.assign(headers, batchHeaders);
     withHostOf(request, headers); // a sub-request's own Host would reach its URLs
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
     const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
-    const send = (url: string) => app.inject({ method: sub.method as never, url, headers, ...payload });
+    // From the batch's client: its logins count against that address.
+    const send = (url: string) => dispatchInternal(app, work, { method: sub.method, url, headers, remoteAddress: request.ip, ...payload });
     let path = sub.path;
     let response = await send(path);
     // A redirect (e.g. trailing slash) is followed once, keeping method, headers and body.
@@ -161,25 +162,25 @@ export function registerBatch(app: FastifyInstance): void {
   registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest, reply: FastifyReply) => {
     // Whatever path led a sub-request here, a batch never runs inside a batch: it would wait
     // on its own transaction (the embedded store) or take one more connection per level.
-    if (request.batch) throw recursiveBatch();
+    if (request.work.batch) throw recursiveBatch();
     const requests = parseBatch(request.body, settings.batch_max_requests);
     const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
     try {
-      // The whole batch is one request for events (§10.4): grouped across sub-requests, delivered
-      // to in-transaction listeners before the batch commits, to the others after.
-      const responses = await events.run(storage, 'write', (session) =>
-        runInBatch(session, request.ip, async (batchHeaders) => {
-          const results: SubResponse[] = [];
-          for (const sub of requests) {
-            await deadline.check();
-            const result = await execute(request, sub, batchHeaders);
-            if (result.status >= 500 || result.status === 409) throw subResponseError(result);
-            results.push(result);
-          }
-          await deadline.check(); // nothing is committed for a client gone or past the budget
-          return results;
-        }),
-      );
+      // One unit of work for the whole batch: one transaction, and one request for events
+      // (§10.4), grouped across sub-requests, delivered to in-transaction listeners before the
+      // batch commits, to the others after.
+      const work = new UnitOfWork(storage, events, true);
+      const responses = await work.run('write', async () => {
+        const results: SubResponse[] = [];
+        for (const sub of requests) {
+          await deadline.check();
+          const result = await execute(request, sub, work);
+          if (result.status >= 500 || result.status === 409) throw subResponseError(result);
+          results.push(result);
+        }
+        await deadline.check(); // nothing is committed for a client gone or past the budget
+        return results;
+      });
       return { responses };
     } finally {
       deadline.clear();

@@ -16,7 +16,7 @@ import { ID_PATTERN } from '../resource/definition.js';
 import { denied } from '../resource/handlers.js';
 import { UnicityError } from '../storage/errors.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
-import { batchHeaders } from '../request-context.js';
+import { dispatchInternal } from '../http/internal-requests.js';
 import { inheritedHeaders } from './batch.js';
 
 const PREFIX = '/v1/buckets/default';
@@ -69,7 +69,7 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw error;
     }
     await session.setPermissions(uri, ownerAcl(request.identity));
-    services.events.emit(session, request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+    request.work.emit(request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
   }
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
@@ -89,7 +89,7 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw invalidParameter('path', 'id', 'Invalid collection id');
     }
 
-    await services.events.withSession(request, storage, 'write', async (session) => {
+    await request.work.run('write', async (session) => {
       if (!putsBucket) await createIfMissing(request, session, 'bucket', '', bucketId, bucketUri);
       if (collectionId && !putsCollection) {
         const id = decodeURIComponent(collectionId);
@@ -102,13 +102,14 @@ export function registerDefaultBucket(app: FastifyInstance): void {
     if (rest === '' && isPlainObject(body) && isPlainObject(body.data) && body.data.id === 'default') {
       body = { ...body, data: { ...body.data, id: bucketId } };
     }
-    // Inside a batch, the forwarded request joins the batch's transaction.
-    const headers = { ...inheritedHeaders(request), ...batchHeaders(request) };
+    // In the request's unit of work: inside a batch, the forwarded request joins its transaction.
+    const headers = inheritedHeaders(request);
     if (body !== undefined) headers['content-type'] = request.headers['content-type'] ?? 'application/json';
-    const response = await app.inject({
-      method: request.method as never,
+    const response = await dispatchInternal(app, request.work, {
+      method: request.method,
       url: `/v1${bucketUri}${rest}${query ? `?${query}` : ''}`,
       headers,
+      remoteAddress: request.ip,
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
     for (const [name, value] of Object.entries(response.headers)) {

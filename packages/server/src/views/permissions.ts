@@ -27,7 +27,7 @@ function checkField(name: string, field: string): void {
 
 export function registerPermissions(app: FastifyInstance): void {
   const { services } = app;
-  const { settings, storage, authorizer, events } = services;
+  const { settings, authorizer, events } = services;
   if (!settings.experimental_permissions_endpoint) return;
   services.capabilities.permissions_endpoint = {
     description: 'The permissions endpoint can be used to list all user objects permissions.',
@@ -51,7 +51,7 @@ export function registerPermissions(app: FastifyInstance): void {
     const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
     const limit = effectiveLimit(services, query.requestedLimit);
 
-    const page = await events.withSession(request, storage, 'read', async (session) => {
+    const page = await request.work.run('read', async (session) => {
       const entries = await session.listPermissionEntries({
         principals,
         globalGrants: grants.objects,
@@ -65,7 +65,7 @@ export function registerPermissions(app: FastifyInstance): void {
       // A `read` of resource `permissions` (§10.1); entries have no timestamp (Kinto's is 0).
       if (events.wants('read', 'permissions')) {
         const impactedObjects = entries.slice(0, limit).map((entry) => ({ new: entry as unknown as StoredObject }));
-        events.emit(session, request, { resourceName: 'permissions', parentId: '', action: 'read', timestamp: 0, impactedObjects });
+        request.work.emit(request, { resourceName: 'permissions', parentId: '', action: 'read', timestamp: 0, impactedObjects });
       }
       return entries;
     });

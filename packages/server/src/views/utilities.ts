@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
-import { batchSession } from '../request-context.js';
 import { VERSION_INFO } from '../version.js';
 import { registerMethods } from '../resource/routes.js';
 
@@ -74,7 +73,7 @@ function registerFlush(app: FastifyInstance): void {
   registerMethods(app, '/v1/__flush__', {
     POST: async (request: FastifyRequest, reply: FastifyReply) => {
       // Inside a batch the flush would wait for the batch's own transaction to end.
-      if (batchSession(request)) throw invalidParameter('body', 'requests', 'The __flush__ endpoint cannot be called within a batch.');
+      if (request.work.batch) throw invalidParameter('body', 'requests', 'The __flush__ endpoint cannot be called within a batch.');
       await storage.flush();
       return reply.code(202).send({});
     },
