@@ -9,6 +9,7 @@ import { BackoffError, type FetchLike, NetworkError, SyncAbortedError } from '..
 import { IDBKeyRange } from 'fake-indexeddb';
 import { openCollectionDb } from '../src/store/db.js';
 import { LocalCollection } from '../src/store/local-collection.js';
+import { importPage } from '../src/sync/import.js';
 import { push } from '../src/sync/push.js';
 import { HttpTransport } from '../src/transport/http.js';
 import { cannedResponse, type Exchange, recordingFetch, startCuttingProxy } from './support/faults.js';
@@ -199,15 +200,16 @@ describe('interrupted pushes resume without duplicates or losses', () => {
     const db = await openCollectionDb(`replay-${bucket}`, [], { indexedDB: new IDBFactory(), IDBKeyRange });
     const local = new LocalCollection(db, () => crypto.randomUUID());
     await local.create({ id: 'created', n: 1 });
-    await db.records.put({ id: 'updated', n: 1, last_modified: updated.body.data.last_modified });
+    // 'updated' as a pull left it: its first version, synced.
+    await importPage(local, [{ id: 'updated', n: 1, last_modified: updated.body.data.last_modified }], null);
     await local.update('updated', { n: 2 });
     const http = new HttpTransport({ remote: url, auth: { type: 'basic', username: 'alice', password: 'secret' } });
     const outcomes: { published: unknown[]; conflicts: unknown[]; errors: unknown[] }[] = [];
-    await push({ http, db, bucket, collection: 'items', batchSize: 25, newRev: () => crypto.randomUUID(), onChunk: async (outcome) => void outcomes.push(outcome) });
+    await push({ http, local, bucket, collection: 'items', batchSize: 25, onChunk: async (outcome) => void outcomes.push(outcome) });
     expect(outcomes).toMatchObject([{ published: [{ id: 'created' }, { id: 'updated' }], conflicts: [], errors: [] }]);
-    expect(await db.$outbox.count()).toBe(0);
+    expect(await local.pendingCount()).toBe(0);
     const server = await serverState(bucket);
-    expect(await db.records.get('updated')).toEqual(server.get('updated'));
+    expect(await local.get('updated')).toEqual(server.get('updated'));
     db.close();
     await http.close();
   });
