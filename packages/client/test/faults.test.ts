@@ -291,6 +291,26 @@ describe('server-requested pauses', () => {
     expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(950);
   });
 
+  it('aborting a sync ends its wait for Retry-After, and nothing is sent after it', async () => {
+    const bucket = await setup(1);
+    let requests = 0;
+    const client = makeClient(url, {
+      retries: 2,
+      fetch: async (input, init) => {
+        if (!/\/records/.test(input)) return fetch(input, init);
+        requests++;
+        return cannedResponse(503, { 'Retry-After': '5' });
+      },
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    const error = await client.bucket(bucket).collection<Item>('items').sync({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SyncAbortedError);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(requests).toBe(1);
+  });
+
   it('a Retry-After longer than allowed surfaces as a BackoffError instead of hammering', async () => {
     const bucket = await setup(1);
     let requests = 0;
