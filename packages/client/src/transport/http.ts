@@ -98,10 +98,12 @@ export class HttpTransport {
         return await this.#once<T>(method, request);
       } catch (error) {
         if (attempt >= retries || request.signal?.aborted) throw error;
-        // A Retry-After is waited exactly; any request may be retried then, the server said so.
-        let delay = serverWait(error);
-        if (delay !== null && delay > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(delay);
-        if (delay === null && (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method)) delay = retryDelay(NETWORK_RETRY, attempt);
+        // Where the server said when, any request is sent again after exactly that wait; otherwise
+        // only an idempotent one, after a network error or a timeout.
+        const asked = serverWait(error);
+        if (asked !== null && asked > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(asked);
+        const transient = (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method);
+        const delay = asked ?? (transient ? retryDelay(NETWORK_RETRY, attempt) : null);
         if (delay === null) throw error;
         await sleep(delay, { signal: request.signal });
         if (request.signal?.aborted) throw new SyncAbortedError(`${method} ${request.path} aborted`);
