@@ -1,4 +1,5 @@
 /** The demo's records, as stored in Quire collections (plain JSON, snake_case free). */
+import type { LocalRecord } from '@quire/client';
 
 /** Who the current user is for a list. */
 export type Role = 'owner' | 'write' | 'read';
@@ -17,6 +18,9 @@ export type ListEntry = {
   owner: string;
   position: number;
 };
+
+/** A registry entry as the replica holds it (with its `id`). */
+export type ListRecord = LocalRecord<ListEntry>;
 
 /** One task of a list. `done` is 0 or 1 (a number sorts and filters well in IndexedDB). */
 export type Item = {

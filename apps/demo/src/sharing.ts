@@ -7,8 +7,9 @@
 import { endpoints, type Permissions } from '@quire/client';
 import { UserError } from './errors.js';
 import { requireOnline } from './lists.js';
+import type { ListRecord } from './model.js';
 import { checkUsername } from './session.js';
-import type { ListRecord, Workspace } from './workspace.js';
+import type { Workspace } from './workspace.js';
 
 export type Access = 'write' | 'read';
 

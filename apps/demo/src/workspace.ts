@@ -3,15 +3,15 @@
  * their automatic sync. It follows the registry: every list in it gets its collection tracked by
  * the status bar and (for accounts) auto-synced; a list leaving the registry stops syncing.
  * After each registry sync it looks for lists shared with the user, and drops lists whose share
- * was revoked (see lists.ts).
+ * was revoked (see shared-lists.ts).
  */
-import { type Collection, createClient, type LocalRecord, type QuireClient, type SyncResult } from '@quire/client';
+import { type Collection, createClient, type QuireClient, type SyncResult } from '@quire/client';
 import type { AppConfig } from './config.js';
 import { describeError } from './errors.js';
 import { newId } from './ids.js';
-import { checkShares } from './lists.js';
-import { type Item, type ListEntry, REGISTRY_COLLECTION } from './model.js';
+import { type Item, type ListEntry, type ListRecord, REGISTRY_COLLECTION } from './model.js';
 import type { Session } from './session.js';
+import { checkShares } from './shared-lists.js';
 import { SyncStatus } from './sync-status.js';
 
 /**
@@ -24,8 +24,6 @@ const AUTO_SYNC = { intervalMs: 30_000, debounceMs: 300 } as const;
 const REGISTRY_AUTO_SYNC = { intervalMs: 3_000, debounceMs: 300 } as const;
 /** Small pages make a long first sync report its progress often. */
 const ITEM_PAGE_SIZE = 500;
-
-export type ListRecord = LocalRecord<ListEntry>;
 
 export interface Notice {
   id: string;

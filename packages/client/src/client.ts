@@ -140,7 +140,7 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     const engine = new SyncEngine({
       http: this.http,
-      db,
+      local,
       bucket,
       collection: name,
       pageSize: options.pageSize ?? 2000,
@@ -148,14 +148,12 @@ export class QuireClient {
       lock,
       lockName: `quire-sync:${dbName}`,
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
-      newRev: this.#newId,
       checkReadable: options.checkReadable ?? true,
       onChanges: (changes) => broadcast({ source: 'sync', changes }),
     });
     return {
       local,
       engine,
-      newRev: this.#newId,
       broadcast,
       live: this.live,
       close: async () => {

@@ -69,4 +69,21 @@ describe('auto-sync', () => {
     await expect.poll(() => synced, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
     await client.close();
   });
+
+  it('never retries sooner than the Retry-After of the failure', async () => {
+    const bucket = uniqueName('a');
+    await createCollection(url, bucket, 'items');
+    const attempts: number[] = [];
+    const unavailable: FetchLike = async (input, init) => {
+      if (!/\/records/.test(input) || init.method === 'HEAD') return fetch(input, init);
+      attempts.push(Date.now());
+      return new Response(JSON.stringify({ code: 503, errno: 201, error: 'Service Unavailable' }), { status: 503, headers: { 'Retry-After': '1' } });
+    };
+    const client = makeClient(url, { fetch: unavailable });
+    const items = client.bucket(bucket).collection<Item>('items');
+    items.startAutoSync({ intervalMs: 0, debounceMs: null, backoffMs: 40, maxBackoffMs: 10_000, online: createManualOnlineSource(true), live: false });
+    await expect.poll(() => attempts.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
+    expect(attempts[1]! - attempts[0]!).toBeGreaterThanOrEqual(950);
+    await client.close();
+  });
 });

@@ -9,6 +9,7 @@ import { BackoffError, type FetchLike, NetworkError, SyncAbortedError } from '..
 import { IDBKeyRange } from 'fake-indexeddb';
 import { openCollectionDb } from '../src/store/db.js';
 import { LocalCollection } from '../src/store/local-collection.js';
+import { importPage } from '../src/sync/import.js';
 import { push } from '../src/sync/push.js';
 import { HttpTransport } from '../src/transport/http.js';
 import { cannedResponse, type Exchange, recordingFetch, startCuttingProxy } from './support/faults.js';
@@ -199,15 +200,16 @@ describe('interrupted pushes resume without duplicates or losses', () => {
     const db = await openCollectionDb(`replay-${bucket}`, [], { indexedDB: new IDBFactory(), IDBKeyRange });
     const local = new LocalCollection(db, () => crypto.randomUUID());
     await local.create({ id: 'created', n: 1 });
-    await db.records.put({ id: 'updated', n: 1, last_modified: updated.body.data.last_modified });
+    // 'updated' as a pull left it: its first version, synced.
+    await importPage(local, [{ id: 'updated', n: 1, last_modified: updated.body.data.last_modified }], null);
     await local.update('updated', { n: 2 });
     const http = new HttpTransport({ remote: url, auth: { type: 'basic', username: 'alice', password: 'secret' } });
     const outcomes: { published: unknown[]; conflicts: unknown[]; errors: unknown[] }[] = [];
-    await push({ http, db, bucket, collection: 'items', batchSize: 25, newRev: () => crypto.randomUUID(), onChunk: async (outcome) => void outcomes.push(outcome) });
+    await push({ http, local, bucket, collection: 'items', batchSize: 25, onChunk: async (outcome) => void outcomes.push(outcome) });
     expect(outcomes).toMatchObject([{ published: [{ id: 'created' }, { id: 'updated' }], conflicts: [], errors: [] }]);
-    expect(await db.$outbox.count()).toBe(0);
+    expect(await local.pendingCount()).toBe(0);
     const server = await serverState(bucket);
-    expect(await db.records.get('updated')).toEqual(server.get('updated'));
+    expect(await local.get('updated')).toEqual(server.get('updated'));
     db.close();
     await http.close();
   });
@@ -287,6 +289,26 @@ describe('server-requested pauses', () => {
     const result = await items.sync();
     expect(result.pulled).toBe(5);
     expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(950);
+  });
+
+  it('aborting a sync ends its wait for Retry-After, and nothing is sent after it', async () => {
+    const bucket = await setup(1);
+    let requests = 0;
+    const client = makeClient(url, {
+      retries: 2,
+      fetch: async (input, init) => {
+        if (!/\/records/.test(input)) return fetch(input, init);
+        requests++;
+        return cannedResponse(503, { 'Retry-After': '5' });
+      },
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    const error = await client.bucket(bucket).collection<Item>('items').sync({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SyncAbortedError);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(requests).toBe(1);
   });
 
   it('a Retry-After longer than allowed surfaces as a BackoffError instead of hammering', async () => {

@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import { describeError } from '../errors.js';
 import { useAction } from '../hooks.js';
 import { createList } from '../lists.js';
-import type { ListRecord, Workspace } from '../workspace.js';
+import type { ListRecord } from '../model.js';
+import type { Workspace } from '../workspace.js';
 
 interface Props {
   workspace: Workspace;

@@ -2,8 +2,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError } from '../errors.js';
 import { useAction } from '../hooks.js';
+import type { ListRecord } from '../model.js';
 import { type Access, type Grantee, listGrantees, revokeAccess, shareList } from '../sharing.js';
-import type { ListRecord, Workspace } from '../workspace.js';
+import type { Workspace } from '../workspace.js';
 
 interface Props {
   workspace: Workspace;

@@ -4,9 +4,9 @@
  * other tabs.
  */
 import type { Observable } from 'dexie';
-import type { ListQuery, LocalCollection } from '../store/local-collection.js';
+import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
-import { applyResolution, type ConflictStrategy } from '../sync/conflicts.js';
+import type { ConflictStrategy } from '../sync/conflicts.js';
 import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
 import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
@@ -37,7 +37,6 @@ export interface CollectionEvents {
 export interface CollectionParts {
   local: LocalCollection;
   engine: SyncEngine;
-  newRev: () => string;
   /** Tells other tabs (and this tab's listeners) about changes. */
   broadcast: (event: ChangeEvent) => void;
   /** The client's live changes (one connection for all its collections). */
@@ -46,7 +45,7 @@ export interface CollectionParts {
 }
 
 /** How the app settles a manual conflict. */
-export type ManualResolution = 'local' | 'remote' | { merged: Record<string, unknown> | null };
+export type ManualResolution = Settlement;
 
 type Listener<E> = (event: E) => void;
 
@@ -157,7 +156,7 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Local changes not yet accepted by the server. */
   async pending(): Promise<number> {
-    return (await (await this.#local()).pending()).length;
+    return (await this.#local()).pendingCount();
   }
 
   /** Conflicts kept by the `manual` strategy, waiting for `resolve()`. */
@@ -170,9 +169,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     const parts = await this.#parts;
     const conflict = (await parts.local.conflicts()).find((item) => item.id === id);
     if (!conflict) return;
-    const chosen =
-      resolution === 'local' ? { kind: 'local' as const } : resolution === 'remote' ? { kind: 'remote' as const } : { kind: 'merged' as const, record: resolution.merged };
-    await applyResolution(parts.local.db, conflict, chosen, parts.newRev);
+    await parts.local.settleConflict(conflict, resolution);
     parts.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
     this.#scheduler?.notifyLocalWrite();
   }

@@ -1,12 +1,17 @@
 /**
- * Local CRUD on one collection's replica. Every write puts the record and its outbox entry in ONE
- * transaction, so a crash can never leave a change that will not be pushed.
+ * One collection's replica, and the only writer of its `records`, `$outbox` and `$conflicts`
+ * tables. A record and its pending change are always written in ONE transaction, so a crash can
+ * never leave a change that will not be pushed. The app writes through create/update/delete, the
+ * sync engine through applyPulledPage, acknowledgePushed and the conflict calls; how each write
+ * changes a pending entry is decided by the rules of outbox.ts.
  */
 import { liveQuery, type Observable } from 'dexie';
 import { StoreError } from '../errors.js';
 import type { CollectionDb } from './db.js';
-import { nextOutboxEntry } from './outbox.js';
-import type { ConflictEntry, LocalRecord, OutboxEntry } from './types.js';
+import { resetSyncMeta, writeCheckpoint } from './meta.js';
+import { afterPublish, afterSettlement, nextOutboxEntry } from './outbox.js';
+import { asLocal } from './record-fields.js';
+import type { ConflictEntry, LocalRecord, OutboxEntry, PullCheckpoint, RemoteRecord } from './types.js';
 
 export type IndexValue = string | number | Date | ArrayBuffer | ArrayBufferView | IndexValue[];
 
@@ -25,20 +30,42 @@ export interface ListQuery {
   limit?: number;
 }
 
-export interface LocalChange {
-  type: 'create' | 'update' | 'delete';
-  id: string;
+/** What the replica holds for the records of a pulled page, in the page's order. */
+export interface HeldRecords {
+  locals: (LocalRecord | undefined)[];
+  entries: (OutboxEntry | undefined)[];
 }
+
+/** What a pulled page changes in the replica (decided by the sync engine from what it holds). */
+export interface PageChanges {
+  /** Server versions to store. */
+  put: LocalRecord[];
+  /** Records deleted on the server. */
+  remove: string[];
+  /** Pending changes the server already holds: nothing left to push. */
+  settled: string[];
+  /** Newer server versions of records whose conflict waits for the app: its stored conflict gets them. */
+  waiting: RemoteRecord[];
+}
+
+/** A change the server accepted: `server` is its new version, null when deleted. */
+export interface Published {
+  sent: OutboxEntry;
+  server: RemoteRecord | null;
+}
+
+/** How a conflict is settled: the server's version, ours as the replica holds it now, or a merged record (null deletes). */
+export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> | null };
 
 function mapStoreError(error: unknown): never {
   if (error instanceof StoreError) throw error;
   throw new StoreError('QUIRE_ERR_STORE_FAILED', `IndexedDB failure: ${(error as Error).message}`, { cause: error });
 }
 
-/** Strips what the app may not set: the server owns `last_modified`. */
-function withoutServerFields<T extends Record<string, unknown>>(data: T): T {
-  const { last_modified: _ignored, ...rest } = data;
-  return rest as T;
+/** The record with `last_modified` set to `version`, or without one when null: only the server sets it. */
+function withServerVersion<T extends Record<string, unknown>>(record: T, version: number | null): T {
+  const { last_modified: _previous, ...fields } = record;
+  return (version === null ? fields : { ...fields, last_modified: version }) as T;
 }
 
 export class LocalCollection {
@@ -60,7 +87,7 @@ export class LocalCollection {
   async create(data: Record<string, unknown>): Promise<LocalRecord> {
     const given = typeof data.id === 'string' && data.id !== '';
     const id = given ? (data.id as string) : this.#newId();
-    const record = { ...withoutServerFields(data), id };
+    const record = { ...withServerVersion(data, null), id };
     try {
       if (!given) {
         // A fresh UUID has neither a record nor a pending entry: two inserts, no lookups
@@ -97,7 +124,7 @@ export class LocalCollection {
       return await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
         const [current, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
         if (!current) throw new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`);
-        const fields = withoutServerFields(options.patch ? { ...current, ...data } : data);
+        const fields = withServerVersion(options.patch ? { ...current, ...data } : data, null);
         const record: LocalRecord = { ...fields, id, ...(current.last_modified !== undefined ? { last_modified: current.last_modified } : {}) };
         const entry = nextOutboxEntry(id, pending, 'update', current.last_modified ?? null, this.#seq(), this.#newId());
         await Promise.all([this.db.records.put(record), entry ? this.db.$outbox.put(entry) : undefined]);
@@ -161,18 +188,139 @@ export class LocalCollection {
     return liveQuery(() => this.#collection(query).toArray());
   }
 
+  /** Pending changes, oldest first (those blocked by a manual conflict included). */
   pending(): Promise<OutboxEntry[]> {
     return this.db.$outbox.orderBy('seq').toArray();
+  }
+
+  pendingCount(): Promise<number> {
+    return this.db.$outbox.count();
+  }
+
+  /** The records of `ids`, in that order (undefined where there is none). */
+  getMany(ids: string[]): Promise<(LocalRecord | undefined)[]> {
+    return this.db.records.bulkGet(ids);
   }
 
   conflicts(): Promise<ConflictEntry[]> {
     return this.db.$conflicts.toArray();
   }
 
+  /** Records the server should show us: those held, plus pending deletions, minus pending creations. */
+  expectedServerCount(): Promise<number> {
+    const { db } = this;
+    return db.transaction('r', db.records, db.$outbox, async () => {
+      const [records, creates, deletes] = await Promise.all([
+        db.records.count(),
+        db.$outbox.filter((entry) => entry.op === 'create').count(),
+        db.$outbox.filter((entry) => entry.op === 'delete').count(),
+      ]);
+      return records - creates + deletes;
+    });
+  }
+
+  /**
+   * Writes one pulled page and the checkpoint that describes it, in one transaction. `decide` sees
+   * what the replica holds for `ids`, read in that transaction; it gets null instead when the pull
+   * is `cold` (the replica holds only what this pull brought) and nothing is pending, since then
+   * there is nothing to look up: what makes a large first sync fast.
+   */
+  async applyPulledPage<P extends PageChanges>(ids: string[], checkpoint: PullCheckpoint | null, cold: boolean, decide: (held: HeldRecords | null) => P): Promise<P> {
+    const { db } = this;
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts, db.$meta], async () => {
+      const nothingPending = (await db.$outbox.count()) === 0;
+      let held: HeldRecords | null = null;
+      if (!cold || !nothingPending) {
+        const [locals, entries] = await Promise.all([db.records.bulkGet(ids), nothingPending ? ids.map(() => undefined) : db.$outbox.bulkGet(ids)]);
+        held = { locals, entries };
+      }
+      const changes = decide(held);
+      await Promise.all([
+        changes.put.length ? db.records.bulkPut(changes.put) : undefined,
+        changes.remove.length ? db.records.bulkDelete(changes.remove) : undefined,
+        changes.settled.length ? db.$outbox.bulkDelete(changes.settled) : undefined,
+      ]);
+      for (const remote of changes.waiting) {
+        const stored = await db.$conflicts.get(remote.id);
+        if (stored) await db.$conflicts.put({ ...stored, remote });
+      }
+      if (checkpoint) await writeCheckpoint(db, checkpoint);
+      return changes;
+    });
+  }
+
+  /** Records changes the server accepted, in one transaction; what the app wrote meanwhile stays pending. */
+  async acknowledgePushed(published: readonly Published[]): Promise<void> {
+    if (published.length === 0) return;
+    const { db } = this;
+    await db.transaction('rw', db.records, db.$outbox, async () => {
+      for (const { sent, server } of published) {
+        const current = await db.$outbox.get(sent.id);
+        const next = afterPublish(sent, current, server?.last_modified ?? null, this.#newId);
+        if (next) await db.$outbox.put(next);
+        else await db.$outbox.delete(sent.id);
+        if (current?.rev === sent.rev) {
+          if (server) await db.records.put(asLocal(server));
+        } else if (current && next) {
+          // Written again meanwhile: the local version now stands on the version just published.
+          const local = await db.records.get(sent.id);
+          if (local) await db.records.put(withServerVersion(local, next.base));
+        }
+      }
+    });
+  }
+
+  /** Keeps a conflict for the app (manual strategy): its change is not pushed until it is settled. */
+  async deferConflict(conflict: ConflictEntry): Promise<void> {
+    const { db } = this;
+    await db.transaction('rw', db.$outbox, db.$conflicts, async () => {
+      const entry = await db.$outbox.get(conflict.id);
+      await db.$conflicts.put(conflict);
+      if (entry) await db.$outbox.put({ ...entry, blocked: true });
+    });
+  }
+
+  /**
+   * Settles a conflict. Returns true when it left a change to push (the local side won). The local
+   * state is re-read inside the transaction: a write made since the conflict was found is kept.
+   */
+  async settleConflict(conflict: ConflictEntry, settlement: Settlement): Promise<boolean> {
+    const { db } = this;
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
+      const id = conflict.id;
+      const entry = await db.$outbox.get(id);
+      const remote = conflict.remote && !conflict.remote.deleted ? conflict.remote : null;
+      await db.$conflicts.delete(id);
+      let keep: Record<string, unknown> | null;
+      if (settlement === 'remote') keep = remote;
+      else if (settlement === 'local') keep = entry?.op === 'delete' ? null : ((await db.records.get(id)) ?? conflict.local);
+      else keep = settlement.merged;
+      const next = afterSettlement(id, keep, remote, entry?.seq ?? this.#seq(), this.#newId);
+      await Promise.all([
+        next.record ? db.records.put(next.record) : db.records.delete(id),
+        next.entry ? db.$outbox.put(next.entry) : db.$outbox.delete(id),
+      ]);
+      return next.entry !== null;
+    });
+  }
+
+  /** Removes the records `isReadable` rejects, except those with a pending change; returns their ids. */
+  async removeUnreadable(isReadable: (id: string) => boolean): Promise<string[]> {
+    const { db } = this;
+    return db.transaction('rw', db.records, db.$outbox, async () => {
+      const pending = new Set((await db.$outbox.toCollection().primaryKeys()) as string[]);
+      const ids = (await db.records.toCollection().primaryKeys()) as string[];
+      const gone = ids.filter((id) => !pending.has(id) && !isReadable(id));
+      await db.records.bulkDelete(gone);
+      return gone;
+    });
+  }
+
   /** Removes every local record, pending change, conflict and sync state. */
   async clear(): Promise<void> {
-    await this.db.transaction('rw', [this.db.records, this.db.$outbox, this.db.$meta, this.db.$conflicts], async () => {
-      await Promise.all([this.db.records.clear(), this.db.$outbox.clear(), this.db.$meta.clear(), this.db.$conflicts.clear()]);
+    const { db } = this;
+    await db.transaction('rw', [db.records, db.$outbox, db.$meta, db.$conflicts], async () => {
+      await Promise.all([db.records.clear(), db.$outbox.clear(), resetSyncMeta(db), db.$conflicts.clear()]);
     });
   }
 }

@@ -1,4 +1,7 @@
-/** Sync bookkeeping in `$meta`: the completed-pull state and the in-progress pull checkpoint. */
+/**
+ * Sync bookkeeping in `$meta`, and the only writer of that table: the completed-pull state and
+ * the in-progress pull checkpoint.
+ */
 import type { CollectionDb } from './db.js';
 import type { PullCheckpoint, SyncState } from './types.js';
 
@@ -19,8 +22,21 @@ export async function readCheckpoint(db: CollectionDb): Promise<PullCheckpoint |
   return (entry?.value as PullCheckpoint | undefined) ?? null;
 }
 
-/** Call inside the transaction that writes the page the checkpoint describes. */
+/** Inside the transaction that writes the page the checkpoint describes, when there is one. */
 export async function writeCheckpoint(db: CollectionDb, checkpoint: PullCheckpoint | null): Promise<void> {
   if (checkpoint) await db.$meta.put({ key: CHECKPOINT, value: checkpoint });
   else await db.$meta.delete(CHECKPOINT);
+}
+
+/** A pull completed: its state replaces the previous one, and its checkpoint goes, together. */
+export async function completePull(db: CollectionDb, state: SyncState): Promise<void> {
+  await db.transaction('rw', db.$meta, async () => {
+    await writeSyncState(db, state);
+    await writeCheckpoint(db, null);
+  });
+}
+
+/** Forgets every sync state: the next pull starts from nothing. */
+export async function resetSyncMeta(db: CollectionDb): Promise<void> {
+  await db.$meta.clear();
 }

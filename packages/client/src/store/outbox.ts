@@ -1,8 +1,10 @@
 /**
- * How a local write changes a record's pending entry. Pure: the caller writes the result in the
- * same transaction as the record.
+ * The rules of the outbox: how a record's pending entry changes on a local write, when the server
+ * accepts a push, and when a conflict is settled. Pure: local-collection.ts, the only writer of
+ * the outbox, writes the result in the same transaction as the record.
  */
-import type { OutboxEntry } from './types.js';
+import { asLocal, payload, sameRecord } from './record-fields.js';
+import type { LocalRecord, OutboxEntry, RemoteRecord } from './types.js';
 
 export type LocalWrite = 'create' | 'update' | 'delete';
 
@@ -28,4 +30,47 @@ export function nextOutboxEntry(
   }
   // A record the server never had is created with If-None-Match: *; otherwise updated with If-Match.
   return { ...keep, op: base === null ? 'create' : 'update', base };
+}
+
+/**
+ * What stays pending once the server accepted `sent`.
+ * @param current the entry now: a local write made while `sent` was in flight replaced it
+ * @param serverVersion the record's new `last_modified`, null when the server deleted it
+ * @returns null when the published change was the last one
+ */
+export function afterPublish(sent: OutboxEntry, current: OutboxEntry | undefined, serverVersion: number | null, newRev: () => string): OutboxEntry | null {
+  if (current?.rev === sent.rev) return null;
+  if (serverVersion === null) {
+    // Re-created locally after the deletion was sent: create it again (over the tombstone).
+    return current ? { ...current, op: 'create', base: null } : null;
+  }
+  // Changed again meanwhile: the pending change now applies on top of the version just written.
+  if (current) return { ...current, op: current.op === 'delete' ? 'delete' : 'update', base: serverVersion };
+  // Created, then deleted locally before the creation was acknowledged: delete it on the server too.
+  return { id: sent.id, op: 'delete', base: serverVersion, rev: newRev(), seq: sent.seq };
+}
+
+export interface Settled {
+  /** The record to keep locally, null when it is deleted. */
+  record: LocalRecord | null;
+  /** The change left to push, null when the replica now matches the server. */
+  entry: OutboxEntry | null;
+}
+
+/**
+ * What a settled conflict leaves in the replica.
+ * @param keep the winning content, null for a deletion
+ * @param remote the server version, null when deleted on the server
+ * @param seq the outbox position of the change left to push
+ */
+export function afterSettlement(id: string, keep: Record<string, unknown> | null, remote: RemoteRecord | null, seq: number, newRev: () => string): Settled {
+  if (keep === null) {
+    if (remote === null) return { record: null, entry: null };
+    return { record: null, entry: { id, op: 'delete', base: remote.last_modified, rev: newRev(), seq } };
+  }
+  if (remote !== null && sameRecord(keep, remote)) return { record: asLocal(remote), entry: null };
+  return {
+    record: { ...payload(keep), id, ...(remote ? { last_modified: remote.last_modified } : {}) },
+    entry: { id, op: remote ? 'update' : 'create', base: remote ? remote.last_modified : null, rev: newRev(), seq },
+  };
 }

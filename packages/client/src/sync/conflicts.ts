@@ -1,10 +1,6 @@
-/**
- * Conflict strategies and the one place a resolution is written to the replica (record, outbox
- * entry and conflict list in one transaction).
- */
-import type { CollectionDb } from '../store/db.js';
-import type { ConflictEntry, LocalRecord, OutboxEntry, RemoteRecord } from '../store/types.js';
-import { payload, sameRecord } from './equal.js';
+/** Conflict strategies: how a conflict found while syncing is settled. */
+import type { LocalCollection } from '../store/local-collection.js';
+import type { ConflictEntry } from '../store/types.js';
 
 export type Conflict = ConflictEntry;
 
@@ -30,52 +26,14 @@ export async function chooseResolution(strategy: ConflictStrategy, conflict: Con
   return { kind: 'merged', record: await strategy(conflict) };
 }
 
-function stripTombstone(remote: RemoteRecord): LocalRecord {
-  const { deleted: _deleted, ...record } = remote;
-  return record as LocalRecord;
-}
-
 /**
- * Writes a resolution. Returns true when it left a change to push (the local side won).
- * The current local state is re-read inside the transaction: a write made meanwhile is kept.
+ * Writes a resolution through the replica. Returns true when it left a change to push (the local
+ * side won).
  */
-export async function applyResolution(db: CollectionDb, conflict: Conflict, resolution: Resolution, newRev: () => string): Promise<boolean> {
-  return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
-    const id = conflict.id;
-    const entry = await db.$outbox.get(id);
-    const remote = conflict.remote && !conflict.remote.deleted ? conflict.remote : null;
-    if (resolution.kind === 'defer') {
-      await db.$conflicts.put(conflict);
-      if (entry) await db.$outbox.put({ ...entry, blocked: true });
-      return false;
-    }
-    await db.$conflicts.delete(id);
-    let keep: Record<string, unknown> | null;
-    if (resolution.kind === 'remote') keep = remote;
-    else if (resolution.kind === 'local') keep = entry?.op === 'delete' ? null : ((await db.records.get(id)) ?? conflict.local);
-    else keep = resolution.record;
-
-    if (keep === null && remote === null) {
-      await db.records.delete(id);
-      await db.$outbox.delete(id);
-      return false;
-    }
-    if (remote !== null && keep !== null && sameRecord(keep, remote)) {
-      await db.records.put(stripTombstone(remote));
-      await db.$outbox.delete(id);
-      return false;
-    }
-    const seq = entry?.seq ?? Date.now();
-    let next: OutboxEntry;
-    if (keep === null) {
-      await db.records.delete(id);
-      next = { id, op: 'delete', base: remote!.last_modified, rev: newRev(), seq };
-    } else {
-      const record: LocalRecord = { ...payload(keep), id, ...(remote ? { last_modified: remote.last_modified } : {}) };
-      await db.records.put(record);
-      next = { id, op: remote ? 'update' : 'create', base: remote ? remote.last_modified : null, rev: newRev(), seq };
-    }
-    await db.$outbox.put(next);
-    return true;
-  });
+export async function applyResolution(local: LocalCollection, conflict: Conflict, resolution: Resolution): Promise<boolean> {
+  if (resolution.kind === 'defer') {
+    await local.deferConflict(conflict);
+    return false;
+  }
+  return local.settleConflict(conflict, resolution.kind === 'merged' ? { merged: resolution.record } : resolution.kind);
 }

@@ -5,14 +5,14 @@
  * they are reported in the SyncResult.
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
-import type { CollectionDb } from '../store/db.js';
-import { readSyncState, writeCheckpoint, writeSyncState } from '../store/meta.js';
+import type { LocalCollection } from '../store/local-collection.js';
+import { readSyncState, resetSyncMeta } from '../store/meta.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
-import { dropUnreadable, removeMissing } from './readable.js';
+import { dropUnreadable } from './readable.js';
 
 export interface SyncProgress {
   phase: 'pull' | 'push';
@@ -68,7 +68,7 @@ export interface ChangeNotice {
 
 export interface SyncEngineOptions {
   http: HttpTransport;
-  db: CollectionDb;
+  local: LocalCollection;
   bucket: string;
   collection: string;
   pageSize: number;
@@ -76,7 +76,6 @@ export interface SyncEngineOptions {
   lock: SyncLock;
   lockName: string;
   batchSize: () => Promise<number | null>;
-  newRev: () => string;
   /** Check for records that lost read permission after each sync (default true). */
   checkReadable: boolean;
   onChanges: (changes: ChangeNotice[]) => void;
@@ -94,7 +93,7 @@ export class SyncEngine {
 
   /** The collection timestamp (ETag) of the last completed pull, or null before the first. */
   async pulledTimestamp(): Promise<number | null> {
-    return (await readSyncState(this.#options.db)).etag;
+    return (await readSyncState(this.#options.local.db)).etag;
   }
 
   async sync(options: SyncOptions = {}): Promise<SyncResult> {
@@ -110,7 +109,7 @@ export class SyncEngine {
   }
 
   async #run(options: SyncOptions): Promise<SyncResult> {
-    const { http, db, bucket, collection } = this.#options;
+    const { http, local, bucket, collection } = this.#options;
     const strategy = options.strategy ?? this.#options.strategy;
     const signal = options.signal ? { signal: options.signal } : {};
     const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false };
@@ -119,7 +118,7 @@ export class SyncEngine {
     const settle = async (conflicts: Conflict[]) => {
       for (const conflict of conflicts) {
         const resolution = await chooseResolution(strategy, conflict);
-        if (await applyResolution(db, conflict, resolution, this.#options.newRev)) requeued = true;
+        if (await applyResolution(local, conflict, resolution)) requeued = true;
         result.conflicts.push({ ...conflict, resolution: RESOLUTION_NAMES[resolution.kind] });
         this.#options.onChanges([{ type: 'update', id: conflict.id }]);
       }
@@ -128,7 +127,7 @@ export class SyncEngine {
     const pullOnce = async () => {
       const outcome = await pull({
         http,
-        db,
+        local,
         bucket,
         collection,
         pageSize: this.#options.pageSize,
@@ -149,11 +148,8 @@ export class SyncEngine {
     } catch (error) {
       if (error instanceof ServerError && error.status === 403) {
         // We may no longer read this collection at all: nothing synced stays visible.
-        const gone = await removeMissing(db, () => false);
-        await db.transaction('rw', db.$meta, async () => {
-          await writeSyncState(db, { since: null, etag: null, lastSyncAt: null });
-          await writeCheckpoint(db, null);
-        });
+        const gone = await local.removeUnreadable(() => false);
+        await resetSyncMeta(local.db);
         result.removed = gone.length;
         if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
         result.errors.push({ status: 403, code: error.code, message: error.message, body: error.body });
@@ -163,17 +159,16 @@ export class SyncEngine {
       throw error;
     }
 
-    if (!options.pullOnly && (await db.$outbox.count()) > 0) {
+    if (!options.pullOnly && (await local.pendingCount()) > 0) {
       const batchSize = await this.#options.batchSize();
       for (let round = 0; round < MAX_PUSH_ROUNDS; round++) {
         requeued = false;
         await push({
           http,
-          db,
+          local,
           bucket,
           collection,
           batchSize,
-          newRev: this.#options.newRev,
           ...signal,
           onChunk: async (chunk, progress) => {
             result.pushed += chunk.published.length;
@@ -196,7 +191,7 @@ export class SyncEngine {
     }
 
     if (this.#options.checkReadable) {
-      const gone = await dropUnreadable({ http, db, bucket, collection, ...signal });
+      const gone = await dropUnreadable({ http, local, bucket, collection, ...signal });
       result.removed += gone.length;
       if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
     }

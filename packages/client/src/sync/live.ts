@@ -7,7 +7,8 @@
  *   one long GET with `Accept: text/event-stream`, read with fetch streaming (browsers and Node
  *   alike: EventSource cannot send an Authorization header). Each event is an entry
  *   `{bucket, collection, last_modified}`; the collection it names syncs (`_since` pull), the
- *   others do not. Reconnects with jittered exponential backoff, resuming with `Last-Event-ID`.
+ *   others do not. Reconnects with jittered exponential backoff (never sooner than a
+ *   `Retry-After` the server sent), resuming with `Last-Event-ID`.
  * - `poll`: the monitor without the stream: one GET every `pollMs` for all collections, with
  *   `_since` and `If-None-Match` (a 304 when nothing changed).
  * - `none`: no monitor (the original server without the plugin): collections keep polling
@@ -18,8 +19,8 @@
  * when it closes, another tab takes the lock over.
  */
 import type { Remote } from '../remote/remote.js';
+import { type RetryPolicy, retryDelay, serverWait, sleep } from '../retry.js';
 import type { HttpTransport } from '../transport/http.js';
-import { exponentialDelay } from '../transport/backoff.js';
 import type { LockManagerLike } from '../tabs/locks.js';
 
 export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
@@ -68,7 +69,9 @@ export class LiveChanges {
   readonly #remote: Remote;
   readonly #key: string;
   readonly #locks: LockManagerLike | null;
-  readonly #options: Required<LiveOptions>;
+  readonly #pollMs: number;
+  /** Reconnections and new attempts to learn what the server offers. */
+  readonly #retry: RetryPolicy;
   readonly #watchers = new Map<string, Set<EntryListener>>();
   readonly #entryListeners = new Set<EntryListener>();
   readonly #statusListeners = new Set<StatusListener>();
@@ -87,7 +90,8 @@ export class LiveChanges {
     this.#remote = remote;
     this.#key = key;
     this.#locks = locks;
-    this.#options = { pollMs: options.pollMs ?? 3_000, backoffMs: options.backoffMs ?? 500, maxBackoffMs: options.maxBackoffMs ?? 15_000 };
+    this.#pollMs = options.pollMs ?? 3_000;
+    this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 15_000 };
   }
 
   get status(): LiveStatus {
@@ -136,9 +140,9 @@ export class LiveChanges {
     let mode: LiveMode;
     try {
       mode = await this.mode();
-    } catch {
+    } catch (error) {
       // Offline at start (a page loaded from its service worker): find out once the server answers.
-      this.#detectLater();
+      this.#detectLater(error);
       return { mode: 'none', stop };
     }
     if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
@@ -148,31 +152,27 @@ export class LiveChanges {
   #detecting = false;
 
   /** Asks the server what it offers again, with backoff (and at once when the browser goes online), until it answers. */
-  #detectLater(): void {
+  #detectLater(firstFailure: unknown): void {
     if (this.#detecting) return;
     this.#detecting = true;
     const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
-    let wake: (() => void) | null = null;
-    const online = () => wake?.();
+    let wake = () => {};
+    const online = () => wake();
     target.addEventListener?.('online', online);
     void (async () => {
       try {
+        let failure = firstFailure;
         for (let attempt = 0; this.#watchers.size > 0 && !this.#abort; attempt++) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, exponentialDelay(attempt, this.#options.backoffMs, this.#options.maxBackoffMs));
-            (timer as { unref?: () => void }).unref?.();
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+          const woken = new AbortController();
+          wake = () => woken.abort();
+          await sleep(retryDelay(this.#retry, attempt, serverWait(failure)), { signal: woken.signal, unref: true });
           if (this.#watchers.size === 0 || this.#abort) return;
           try {
             const mode = await this.mode();
             if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
             return;
-          } catch {
-            // still unreachable
+          } catch (error) {
+            failure = error; // still unreachable
           }
         }
       } finally {
@@ -237,22 +237,24 @@ export class LiveChanges {
   /** Holds the connection until `signal` aborts, reconnecting after failures. */
   async #lead(mode: LiveMode, signal: AbortSignal, forward: EntryListener): Promise<void> {
     for (let failures = 0; !signal.aborted; ) {
+      let failure: unknown = null;
       try {
         if (mode === 'stream') await this.#readStream(signal, forward, () => (failures = 0));
         else {
           await this.#pollOnce(signal, forward);
           failures = 0;
-          await sleep(this.#options.pollMs, signal);
+          await sleep(this.#pollMs, { signal, unref: true });
           continue;
         }
-      } catch {
+      } catch (error) {
         failures++;
+        failure = error;
       }
       this.#setStatus({ connected: false });
       if (signal.aborted) break;
       // A stream that ended cleanly (server restart) reconnects at once the first time; the
       // network coming back (the browser's `online` event) ends the wait too.
-      const woken = await this.#pause(failures === 0 ? 0 : exponentialDelay(failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs), signal);
+      const woken = await this.#pause(failures === 0 ? 0 : retryDelay(this.#retry, failures - 1, serverWait(failure)), signal);
       if (woken) failures = 0;
       else if (failures === 0) failures = 1; // the next end in a row waits
     }
@@ -330,7 +332,7 @@ export class LiveChanges {
         woken = true;
         controller.abort();
       };
-      void sleep(ms, controller.signal).then(() => {
+      void sleep(ms, { signal: controller.signal, unref: true }).then(() => {
         signal.removeEventListener('abort', onAbort);
         this.#wake = null;
         resolve(woken);
@@ -371,18 +373,4 @@ export class LiveChanges {
 const RESUME_MARGIN_MS = 10_000;
 function resumeFrom(lastEventId: number): number {
   return Math.max(0, lastEventId - RESUME_MARGIN_MS);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    (timer as { unref?: () => void }).unref?.();
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -20,8 +20,8 @@
  * used for `If-None-Match` (304 when nothing changed).
  */
 import { PreconditionFailedError } from '../errors.js';
-import type { CollectionDb } from '../store/db.js';
-import { readCheckpoint, readSyncState, writeCheckpoint, writeSyncState } from '../store/meta.js';
+import type { LocalCollection } from '../store/local-collection.js';
+import { completePull, readCheckpoint, readSyncState, writeCheckpoint, writeSyncState } from '../store/meta.js';
 import type { PullCheckpoint, RemoteRecord } from '../store/types.js';
 import { endpoints, quoteETag } from '../transport/endpoints.js';
 import { type HttpResponse, type HttpTransport, parseETag } from '../transport/http.js';
@@ -29,7 +29,7 @@ import { type ImportOutcome, importPage } from './import.js';
 
 export interface PullOptions {
   http: HttpTransport;
-  db: CollectionDb;
+  local: LocalCollection;
   bucket: string;
   collection: string;
   pageSize: number;
@@ -60,7 +60,8 @@ function bounds(page: readonly RemoteRecord[]): { min: number; max: number } | n
 }
 
 export async function pull(options: PullOptions): Promise<PullResult> {
-  const { http, db, signal } = options;
+  const { http, local, signal } = options;
+  const { db } = local;
   const path = endpoints.records(options.bucket, options.collection);
   const state = await readSyncState(db);
   const saved = await readCheckpoint(db);
@@ -79,7 +80,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   let counted = false;
   // A first pull into an empty replica stores pages without per-record lookups (see importPage);
   // the flag survives in the checkpoint, since the records present then all came from this pull.
-  const cold = saved ? saved.cold === true : state.since === null && (await db.records.count()) === 0;
+  const cold = saved ? saved.cold === true : state.since === null && (await local.count()) === 0;
   checkpoint = { ...checkpoint, cold };
 
   for (;;) {
@@ -121,7 +122,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
         total = await countRemote(options, query);
       }
       received += page.length;
-      const outcome = await importPage(db, page, checkpoint, cold);
+      const outcome = await importPage(local, page, checkpoint, cold);
       await options.onPage(outcome, { done: received, total: total === null ? received : Math.max(total, received) });
       if (!prefetch) break;
       const settled = await prefetch;
@@ -130,7 +131,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
         if (!(settled.error instanceof PreconditionFailedError)) throw settled.error;
         // The collection changed between pages: sweep the rest of the range again, then catch up.
         checkpoint = { ...checkpoint, before: checkpoint.lowest ?? checkpoint.before, lowest: null, catchUp: true };
-        await db.transaction('rw', db.$meta, () => writeCheckpoint(db, checkpoint));
+        await writeCheckpoint(db, checkpoint);
         restarted = true;
         break;
       }
@@ -139,13 +140,10 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     if (restarted) continue;
     if (checkpoint.catchUp) {
       checkpoint = { floor: checkpoint.newest, before: null, lowest: null, newest: checkpoint.newest, catchUp: false, cold };
-      await db.transaction('rw', db.$meta, () => writeCheckpoint(db, checkpoint));
+      await writeCheckpoint(db, checkpoint);
       continue;
     }
-    await db.transaction('rw', db.$meta, async () => {
-      await writeSyncState(db, { since: checkpoint.newest, etag, lastSyncAt: Date.now() });
-      await writeCheckpoint(db, null);
-    });
+    await completePull(db, { since: checkpoint.newest, etag, lastSyncAt: Date.now() });
     return { notModified: false, received };
   }
 }

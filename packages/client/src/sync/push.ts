@@ -1,27 +1,26 @@
 /**
  * Push: send the outbox through `/batch`, in chunks of the server's `batch_max_requests`.
  * Creations use the client's id with `If-None-Match: *`, updates and deletions `If-Match` on the
- * server version they were made on. Each chunk is acknowledged in one transaction; an entry
- * rewritten locally while its request was in flight stays pending (its `rev` changed).
+ * server version they were made on. Each chunk is acknowledged in one transaction of the replica;
+ * an entry rewritten locally while its request was in flight stays pending (its `rev` changed).
  *
  * Replays are safe: after a lost batch response the next push finds its own writes on the server
  * (412 whose `details.existing` equals what we send, or 404 for a deletion) and counts them as
  * published instead of duplicating or reporting a conflict.
  */
-import type { CollectionDb } from '../store/db.js';
+import type { LocalCollection, Published } from '../store/local-collection.js';
+import { payload, sameRecord } from '../store/record-fields.js';
 import type { ConflictEntry, LocalRecord, OutboxEntry, RemoteRecord } from '../store/types.js';
 import { type BatchRequest, type BatchResponse, chunk, sendBatch } from '../transport/batch.js';
 import { endpoints, quoteETag } from '../transport/endpoints.js';
 import type { HttpTransport } from '../transport/http.js';
-import { payload, sameRecord } from './equal.js';
 
 export interface PushOptions {
   http: HttpTransport;
-  db: CollectionDb;
+  local: LocalCollection;
   bucket: string;
   collection: string;
   batchSize: number | null;
-  newRev: () => string;
   signal?: AbortSignal;
   onChunk(outcome: PushChunkOutcome, progress: { done: number; total: number }): Promise<void>;
 }
@@ -71,13 +70,13 @@ function judge(sent: Sent, response: BatchResponse): Verdict {
 }
 
 export async function push(options: PushOptions): Promise<void> {
-  const { db } = options;
-  const entries = (await db.$outbox.orderBy('seq').toArray()).filter((entry) => !entry.blocked);
+  const { local } = options;
+  const entries = (await local.pending()).filter((entry) => !entry.blocked);
   if (entries.length === 0) return;
   let done = 0;
   const parts = chunk(entries, options.batchSize);
   const send = async (part: OutboxEntry[]) => {
-    const records = await db.records.bulkGet(part.map((entry) => entry.id));
+    const records = await local.getMany(part.map((entry) => entry.id));
     // A creation or update whose record vanished cannot be sent (it would blank the server copy).
     const sent: Sent[] = part.map((entry, i) => ({ entry, record: records[i] })).filter((item) => item.entry.op === 'delete' || item.record);
     const responses = await sendBatch(
@@ -97,57 +96,23 @@ export async function push(options: PushOptions): Promise<void> {
     // If acknowledging fails, don't leave the next batch's rejection unhandled.
     inflight?.catch(() => {});
     const outcome: PushChunkOutcome = { published: [], conflicts: [], errors: [] };
-    await db.transaction('rw', db.records, db.$outbox, async () => {
-      for (const [i, item] of sent.entries()) {
-        const response = responses[i];
-        if (!response) {
-          outcome.errors.push({ id: item.entry.id, status: 0, body: 'missing batch response' });
-          continue;
-        }
-        const verdict = judge(item, response);
-        if (verdict.kind === 'conflict') outcome.conflicts.push(verdict.conflict);
-        else if (verdict.kind === 'error') outcome.errors.push(verdict.error);
-        else {
-          await acknowledge(db, item.entry, verdict.server, options.newRev);
-          outcome.published.push({ type: item.entry.op, id: item.entry.id });
-        }
+    const accepted: Published[] = [];
+    for (const [i, item] of sent.entries()) {
+      const response = responses[i];
+      if (!response) {
+        outcome.errors.push({ id: item.entry.id, status: 0, body: 'missing batch response' });
+        continue;
       }
-    });
-    done += sent.length;
-    await options.onChunk(outcome, { done, total: entries.length });
-  }
-}
-
-/** Records a published change; keeps whatever the app wrote locally while it was in flight. */
-async function acknowledge(db: CollectionDb, sent: OutboxEntry, server: RemoteRecord | null, newRev: () => string): Promise<void> {
-  const current = await db.$outbox.get(sent.id);
-  const unchanged = current?.rev === sent.rev;
-  if (server === null) {
-    // Deleted on the server.
-    if (unchanged) await db.$outbox.delete(sent.id);
-    else if (current) {
-      // Re-created locally after the deletion was sent: create it again (over the tombstone).
-      await db.$outbox.put({ ...current, op: 'create', base: null });
-      const local = await db.records.get(sent.id);
-      if (local) {
-        const { last_modified: _lm, ...rest } = local;
-        await db.records.put(rest as LocalRecord);
+      const verdict = judge(item, response);
+      if (verdict.kind === 'conflict') outcome.conflicts.push(verdict.conflict);
+      else if (verdict.kind === 'error') outcome.errors.push(verdict.error);
+      else {
+        accepted.push({ sent: item.entry, server: verdict.server });
+        outcome.published.push({ type: item.entry.op, id: item.entry.id });
       }
     }
-    return;
-  }
-  const serverRecord = { ...server } as LocalRecord & { deleted?: boolean };
-  delete serverRecord.deleted;
-  if (unchanged) {
-    await db.records.put(serverRecord);
-    await db.$outbox.delete(sent.id);
-  } else if (current) {
-    // Changed again meanwhile: the pending change now applies on top of the version just written.
-    await db.$outbox.put({ ...current, op: current.op === 'delete' ? 'delete' : 'update', base: server.last_modified });
-    const local = await db.records.get(sent.id);
-    if (local) await db.records.put({ ...local, last_modified: server.last_modified });
-  } else {
-    // Created, then deleted locally before the creation was acknowledged: delete it on the server too.
-    await db.$outbox.put({ id: sent.id, op: 'delete', base: server.last_modified, rev: newRev(), seq: sent.seq });
+    await local.acknowledgePushed(accepted);
+    done += sent.length;
+    await options.onChunk(outcome, { done, total: entries.length });
   }
 }

@@ -1,10 +1,10 @@
 /**
  * Automatic sync: when the network comes back, on an interval, and shortly after local writes
- * (debounced). Failures retry with exponential backoff; a server-requested pause (BackoffError)
- * is always waited out. The online source is injectable (Node has no `online` events).
+ * (debounced). Failures retry with exponential backoff; a server-requested pause (`Backoff`, or
+ * a `Retry-After` the transport did not wait out) is always waited out. The online source is
+ * injectable (Node has no `online` events).
  */
-import { BackoffError } from '../errors.js';
-import { exponentialDelay } from '../transport/backoff.js';
+import { type RetryPolicy, retryDelay, serverWait } from '../retry.js';
 
 export interface OnlineSource {
   isOnline(): boolean;
@@ -67,7 +67,8 @@ export interface AutoSyncOptions {
 
 export class SyncScheduler {
   readonly #run: () => Promise<unknown>;
-  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs' | 'live'>> & { debounceMs: number | null };
+  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs' | 'live' | 'backoffMs' | 'maxBackoffMs'>> & { debounceMs: number | null };
+  readonly #retry: RetryPolicy;
   readonly #onError: (error: unknown) => void;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #failures = 0;
@@ -82,10 +83,9 @@ export class SyncScheduler {
     this.#options = {
       intervalMs: options.intervalMs ?? 60_000,
       debounceMs: options.debounceMs === undefined ? 1_000 : options.debounceMs,
-      backoffMs: options.backoffMs ?? 1_000,
-      maxBackoffMs: options.maxBackoffMs ?? 300_000,
       online: options.online ?? browserOnlineSource(),
     };
+    this.#retry = { baseMs: options.backoffMs ?? 1_000, maxMs: options.maxBackoffMs ?? 300_000 };
   }
 
   get failures(): number {
@@ -141,19 +141,18 @@ export class SyncScheduler {
       return;
     }
     this.#running = true;
-    let retryDelay: number | null = null;
+    let delay: number | null = null;
     try {
       await this.#run();
       this.#failures = 0;
     } catch (error) {
       this.#failures++;
-      retryDelay = exponentialDelay(this.#failures - 1, this.#options.backoffMs, this.#options.maxBackoffMs);
-      if (error instanceof BackoffError) retryDelay = Math.max(retryDelay, error.retryAfter);
+      delay = retryDelay(this.#retry, this.#failures - 1, serverWait(error));
       this.#onError(error);
     } finally {
       this.#running = false;
     }
-    if (retryDelay !== null) this.#schedule(retryDelay);
+    if (delay !== null) this.#schedule(delay);
     else if (this.#rerun) {
       this.#rerun = false;
       this.#schedule(0);

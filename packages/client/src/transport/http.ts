@@ -4,8 +4,9 @@
  * global `fetch`; Node uses undici with a keep-alive pool (unless a `fetch` is injected).
  */
 import { BackoffError, NetworkError, PreconditionFailedError, QuireError, ServerError, SyncAbortedError, TimeoutError } from '../errors.js';
+import { type RetryPolicy, retryDelay, serverWait, sleep } from '../retry.js';
 import { type Auth, authorizationHeader } from './auth.js';
-import { BackoffState, exponentialDelay, parseRetryAfter } from './backoff.js';
+import { BackoffState } from './backoff.js';
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
@@ -23,8 +24,6 @@ export interface HttpOptions {
   maxRetryAfterMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
-  /** Injected for tests. */
-  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface HttpRequest {
@@ -44,9 +43,8 @@ export interface HttpResponse<T = unknown> {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
-const RETRY_AFTER_STATUSES = new Set([409, 429, 503]);
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** After a network error or a timeout. */
+const NETWORK_RETRY: RetryPolicy = { baseMs: 100, maxMs: 2_000 };
 
 function isNode(): boolean {
   return typeof process !== 'undefined' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -95,24 +93,20 @@ export class HttpTransport {
   async request<T = unknown>(request: HttpRequest): Promise<HttpResponse<T>> {
     const method = request.method ?? 'GET';
     const retries = this.#options.retries ?? 2;
-    const sleep = this.#options.sleep ?? defaultSleep;
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.#once<T>(method, request);
       } catch (error) {
         if (attempt >= retries || request.signal?.aborted) throw error;
-        if (error instanceof ServerError && RETRY_AFTER_STATUSES.has(error.status)) {
-          const wait = parseRetryAfter(error.headers.get('retry-after'));
-          if (wait === null) throw error;
-          if (wait > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(wait);
-          await sleep(wait);
-          continue;
-        }
-        if ((error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method)) {
-          await sleep(exponentialDelay(attempt, 100, 2_000));
-          continue;
-        }
-        throw error;
+        // Where the server said when, any request is sent again after exactly that wait; otherwise
+        // only an idempotent one, after a network error or a timeout.
+        const asked = serverWait(error);
+        if (asked !== null && asked > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(asked);
+        const transient = (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method);
+        const delay = asked ?? (transient ? retryDelay(NETWORK_RETRY, attempt) : null);
+        if (delay === null) throw error;
+        await sleep(delay, { signal: request.signal });
+        if (request.signal?.aborted) throw new SyncAbortedError(`${method} ${request.path} aborted`);
       }
     }
   }

@@ -10,11 +10,9 @@
  */
 import { beforeEach } from 'vitest';
 import { baseUrl } from './config.js';
-import { track } from './tracking.js';
-import type { User } from './users.js';
-
 import { prepareIdentities } from './identities.js';
 import { SkipSignal } from './skip.js';
+import { track } from './tracking.js';
 
 export { SKIP_MARKER, SkipSignal } from './skip.js';
 
@@ -182,6 +180,11 @@ function trackAfter(ops: SubRequest[], method: string, path: string, status: num
   }
 }
 
+/** All a request needs of an identity: its ready-made `Authorization` header value. */
+export interface Identity {
+  authorization: string;
+}
+
 export interface RequestOptions {
   /** JSON body, serialised with JSON.stringify; sets `Content-Type: application/json` unless `contentType` is given. */
   body?: unknown;
@@ -190,8 +193,8 @@ export interface RequestOptions {
   /** Content-Type to send; `null` sends none even with a JSON body. */
   contentType?: string | null;
   headers?: Record<string, string>;
-  /** A user (Basic Auth), a literal Authorization header value, or nothing (anonymous). */
-  auth?: User | string | null | undefined;
+  /** An identity (a user of users.ts), a literal Authorization header value, or nothing (anonymous). */
+  auth?: Identity | string | null | undefined;
   redirect?: 'manual' | 'follow';
   /**
    * A write sent to a server that declares itself readonly (§12.7), to check that it refuses

@@ -13,15 +13,13 @@
  *   (identities.ts), so a file has exactly as many accounts as its checks use.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { basic, request } from './http.js';
+import { basic, type Identity, request } from './http.js';
 import { registerBasicAuthPair, registerStandIn, registerThrowawayAccount } from './identities.js';
 
-export interface User {
+export interface User extends Identity {
   /** Basic Auth user name (`user-<uuid>`, or the account id). */
   name: string;
   password: string;
-  /** Ready-made `Authorization` header value. */
-  authorization: string;
   /** Short label for messages. */
   label: string;
 }

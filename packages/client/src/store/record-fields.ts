@@ -1,6 +1,10 @@
-/** Record equality for sync: same fields and values, whatever the key order; server fields ignored. */
+/**
+ * A record's fields: the app's own, and those the server owns (`id` aside, `last_modified` and a
+ * tombstone's `deleted`). Sync compares and sends only the app's.
+ */
+import type { LocalRecord, RemoteRecord } from './types.js';
 
-const IGNORED = new Set(['last_modified', 'deleted']);
+const SERVER_FIELDS = new Set(['last_modified', 'deleted']);
 
 function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
@@ -17,9 +21,10 @@ function deepEqual(a: unknown, b: unknown): boolean {
   return keys.every((key) => Object.hasOwn(right, key) && deepEqual(left[key], right[key]));
 }
 
+/** Same fields and values, whatever the key order; server fields ignored. */
 export function sameRecord(a: Record<string, unknown> | null | undefined, b: Record<string, unknown> | null | undefined): boolean {
   if (!a || !b) return false;
-  const strip = (record: Record<string, unknown>) => Object.fromEntries(Object.entries(record).filter(([key]) => !IGNORED.has(key)));
+  const strip = (record: Record<string, unknown>) => Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.has(key)));
   return deepEqual(strip(a), strip(b));
 }
 
@@ -27,4 +32,10 @@ export function sameRecord(a: Record<string, unknown> | null | undefined, b: Rec
 export function payload(record: Record<string, unknown>): Record<string, unknown> {
   const { id: _id, last_modified: _lm, ...fields } = record;
   return fields;
+}
+
+/** A server version as the replica stores it (no `deleted` flag). */
+export function asLocal(remote: RemoteRecord): LocalRecord {
+  const { deleted: _deleted, ...record } = remote;
+  return record as LocalRecord;
 }
