@@ -69,10 +69,11 @@ function eventUri(request: FastifyRequest): string {
   }
 }
 
+/** The open session and what was gathered in it (allocated on first use: most reads gather nothing). */
 interface OpenSession {
   session: StorageSession;
-  events: EventCollector;
-  afterCommit: Array<() => void | Promise<void>>;
+  events: EventCollector | null;
+  afterCommit: Array<() => void | Promise<void>> | null;
 }
 
 export class UnitOfWork {
@@ -118,12 +119,12 @@ export class UnitOfWork {
     let open: OpenSession | null = null;
     const body = async (session: StorageSession) => {
       // A transaction may run `body` again (a deadlock retried): start over each attempt.
-      open = { session, events: new EventCollector(), afterCommit: [] };
+      open = { session, events: null, afterCommit: null };
       this.#open = open;
       try {
         const value = await fn(session);
         // Only changes stamped at once are delivered here (stampAtCommit is for requests without such listeners).
-        if (bus.hasInTransactionSubscribers) await bus.deliverInTransaction(open.events.stamped(), session);
+        if (open.events && bus.hasInTransactionSubscribers) await bus.deliverInTransaction(open.events.stamped(), session);
         return value;
       } finally {
         this.#open = null;
@@ -131,8 +132,8 @@ export class UnitOfWork {
     };
     const result = await (mode === 'read' ? this.#storage.read(body) : this.#storage.transaction(body));
     const committed = open as OpenSession | null;
-    if (committed) {
-      bus.deliverAfterCommit(committed.events.stamped());
+    if (committed?.events) bus.deliverAfterCommit(committed.events.stamped());
+    if (committed?.afterCommit) {
       for (const work of committed.afterCommit) {
         // Committed already: a failure here is logged, never the request's answer.
         await Promise.resolve()
@@ -145,7 +146,7 @@ export class UnitOfWork {
 
   /** Work to do once the open session has committed (nothing when it rolls back). */
   afterCommit(work: () => void | Promise<void>): void {
-    this.#requireOpen('afterCommit').afterCommit.push(work);
+    (this.#requireOpen('afterCommit').afterCommit ??= []).push(work);
   }
 
   /**
@@ -154,7 +155,8 @@ export class UnitOfWork {
    */
   emit(request: FastifyRequest, options: EmitOptions): void {
     if (!this.#bus.wants(options.action, options.resourceName)) return;
-    const collector = this.#requireOpen(`event ${options.resourceName}/${options.action}`).events;
+    const open = this.#requireOpen(`event ${options.resourceName}/${options.action}`);
+    const collector = (open.events ??= new EventCollector());
     const { timestamp } = options;
     const payload: EventPayload = {
       // The URL's ids, named `<resource>_id` by the routes already (§10.2).
