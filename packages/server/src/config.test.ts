@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadSettings, redactSettings, SETTINGS } from './config.js';
+import { composeSettings } from './settings/schema.js';
+import { createSettingsValidator } from './settings/validate.js';
 
 describe('settings', () => {
   it('uses the defaults of a developer machine', () => {
@@ -82,11 +84,28 @@ describe('settings', () => {
     expect(() => loadSettings({ env: {}, configFile: file })).toThrow(/storage_uri \(did you mean storage_url\?\)/);
   });
 
-  it('never shows secrets', () => {
+  it('never shows secrets', async () => {
     const settings = loadSettings({ env: { QUIRE_USERID_HMAC_SECRET: 'hunter2', QUIRE_STORAGE_URL: 'postgresql://u:pw@h/db' }, configFile: null });
     const shown = JSON.stringify(redactSettings(settings));
     expect(shown).not.toContain('hunter2');
     expect(shown).not.toContain('pw@h');
+    // Nor in the message refusing a secret of the wrong type.
+    const dir = await mkdtemp(join(tmpdir(), 'quire-config-'));
+    const file = join(dir, 'settings.json');
+    await writeFile(file, JSON.stringify({ userid_hmac_secret: 31337 }));
+    expect(() => loadSettings({ env: {}, configFile: file })).toThrow(/userid_hmac_secret .*expected a string$/);
+  });
+
+  it('declares for every setting a description and a default that passes its own schema', () => {
+    for (const [name, schema] of Object.entries(SETTINGS)) {
+      expect(typeof schema.description, name).toBe('string');
+      expect(Object.hasOwn(schema, 'default'), name).toBe(true);
+    }
+    // loadSettings checks only the values given to it: the defaults are checked here.
+    const defaults = Object.fromEntries(Object.entries(SETTINGS).map(([name, schema]) => [name, schema.default as unknown]));
+    const origins = new Map(Object.keys(SETTINGS).map((name) => [name, { source: 'default', raw: defaults[name] }]));
+    expect(() => createSettingsValidator(SETTINGS, { checkSchemas: true })(defaults, origins)).not.toThrow();
+    expect(() => composeSettings({ port: SETTINGS.port }, { port: SETTINGS.port })).toThrow(/port is declared twice/);
   });
 
   it('documents every setting in the README', async () => {

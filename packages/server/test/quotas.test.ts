@@ -33,6 +33,7 @@ describe('quota settings', () => {
     expect(() => load({ quotas_collection: { max_bytes: -1 } })).toThrow(/quotas_collection: max_bytes must be a whole number ≥ 0/);
     expect(() => load({ quotas_collections: { 'b/c/d': {} } })).toThrow(/quotas_collections: key "b\/c\/d" is not a bucket id or "<bucket id>\/<collection id>"/);
     expect(() => load({ quotas_buckets: [] })).toThrow(/quotas_buckets: expected a JSON object/);
+    expect(() => load({ quotas_collections: { 'b/c': { max_items: 1.5 } } })).toThrow(new ConfigError('Invalid setting quotas_collections ("b/c"): max_items must be a whole number ≥ 0 (or null), got 1.5'));
     expect(load({ quotas_collections: { b: { max_items: 1 }, 'b/c': { max_bytes: 10 } } }).quotas_collections).toEqual({ b: { max_items: 1 }, 'b/c': { max_bytes: 10 } });
   });
 

@@ -1,7 +1,7 @@
 /**
  * Quota settings (protocol-reference §13.6). Kinto names each limit in a setting of its own
  * (`quotas.bucket_<bid>_max_items`, `quotas.collection_<bid>_<cid>_max_bytes`…); names built from
- * ids cannot be declared in our settings table, so the same limits are grouped in four JSON
+ * ids cannot be declared as settings of their own, so the same limits are grouped in four JSON
  * settings, each a `{max_bytes, max_items, max_bytes_per_item}` object (or a map of them):
  *
  * - `quotas_bucket`       every bucket                      (Kinto `quotas.bucket_<limit>`)
@@ -11,54 +11,71 @@
  *
  * As in Kinto, each limit is resolved on its own: the most specific setting that names it wins.
  */
-/** Thrown by validateQuotaSettings; config.ts turns it into a ConfigError (no import cycle). */
-export class QuotaSettingError extends Error {}
+import { Type, type Static } from '@sinclair/typebox';
+import type { Settings } from '../config.js';
+import { Nullable, type SettingProblem, type SettingSchemas } from '../settings/schema.js';
 
 export const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
-export type Limits = Partial<Record<LimitName, number>>;
 
-export interface QuotaSettings {
-  quotas_bucket: unknown;
-  quotas_buckets: unknown;
-  quotas_collection: unknown;
-  quotas_collections: unknown;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function checkLimits(setting: string, where: string, value: unknown): void {
-  const example = '{"max_bytes": 1048576, "max_items": 1000, "max_bytes_per_item": 4096}';
-  if (!isPlainObject(value)) throw new QuotaSettingError(`Invalid setting ${setting}${where}: expected a JSON object of limits, e.g. ${example}`);
-  for (const [name, limit] of Object.entries(value)) {
-    if (!(LIMIT_NAMES as readonly string[]).includes(name)) {
-      throw new QuotaSettingError(`Invalid setting ${setting}${where}: unknown limit "${name}" (known: ${LIMIT_NAMES.join(', ')})`);
-    }
-    if (limit !== null && !(typeof limit === 'number' && Number.isInteger(limit) && limit >= 0)) {
-      throw new QuotaSettingError(`Invalid setting ${setting}${where}: ${name} must be a whole number ≥ 0 (or null), got ${JSON.stringify(limit)}`);
-    }
-  }
-}
-
-function checkMap(setting: string, value: unknown, keyPattern: RegExp, keyHelp: string): void {
-  if (!isPlainObject(value)) throw new QuotaSettingError(`Invalid setting ${setting}: expected a JSON object of ${keyHelp} to limits`);
-  for (const [key, limits] of Object.entries(value)) {
-    if (!keyPattern.test(key)) throw new QuotaSettingError(`Invalid setting ${setting}: key "${key}" is not ${keyHelp}`);
-    checkLimits(setting, ` ("${key}")`, limits);
-  }
-}
+const LIMIT = Type.Optional(Nullable(Type.Integer({ minimum: 0 })));
+const LIMIT_PROPERTIES = { max_bytes: LIMIT, max_items: LIMIT, max_bytes_per_item: LIMIT };
+/** Each limit left out or null: none at this level. */
+const LIMITS = Type.Object(LIMIT_PROPERTIES, { additionalProperties: false });
+export type Limits = Static<typeof LIMITS>;
 
 const ID = '[a-zA-Z0-9_-]+';
+const EXAMPLE = '{"max_bytes": 1048576, "max_items": 1000, "max_bytes_per_item": 4096}';
 
-/** Boot-time validation (config.ts validateSettings): a clear error for each mistake. */
-export function validateQuotaSettings(settings: QuotaSettings): void {
-  checkLimits('quotas_bucket', '', settings.quotas_bucket);
-  checkLimits('quotas_collection', '', settings.quotas_collection);
-  checkMap('quotas_buckets', settings.quotas_buckets, new RegExp(`^${ID}$`), 'a bucket id');
-  checkMap('quotas_collections', settings.quotas_collections, new RegExp(`^${ID}(/${ID})?$`), 'a bucket id or "<bucket id>/<collection id>"');
+/** What is wrong in an object of limits, said as the operator wrote it. */
+function limitsProblem({ keyword, path, params, value }: SettingProblem): string {
+  if (path.length > 0) return `${path[0]} must be a whole number ≥ 0 (or null), got ${JSON.stringify(value)}`;
+  if (keyword === 'additionalProperties') return `unknown limit "${String(params.additionalProperty)}" (known: ${LIMIT_NAMES.join(', ')})`;
+  return `expected a JSON object of limits, e.g. ${EXAMPLE}`;
 }
+
+/** The same for a map of ids (`keyHelp`) to objects of limits; the key in question is named. */
+function limitsMapProblem(keyHelp: string): (problem: SettingProblem) => string | { where: string; why: string } {
+  return (problem) => {
+    const [key, ...below] = problem.path;
+    if (key !== undefined) return { where: ` ("${key}")`, why: limitsProblem({ ...problem, path: below }) };
+    if (problem.keyword === 'additionalProperties') return `key "${String(problem.params.additionalProperty)}" is not ${keyHelp}`;
+    return `expected a JSON object of ${keyHelp} to limits`;
+  };
+}
+
+export const QUOTA_SETTINGS = {
+  quotas_enabled: Type.Boolean({
+    default: false,
+    description: 'Limit the size and number of objects per bucket and collection (capability `quotas`; see [Quotas](#quotas)); over a limit, a write gets 507.',
+  }),
+  quotas_bucket: Type.Object(LIMIT_PROPERTIES, {
+    default: {},
+    additionalProperties: false,
+    invalid: limitsProblem,
+    description: 'Limits of every bucket: `{"max_bytes": …, "max_items": …, "max_bytes_per_item": …}`, each optional.',
+  }),
+  quotas_buckets: Type.Record(Type.String({ pattern: `^${ID}$` }), LIMITS, {
+    default: {},
+    additionalProperties: false,
+    invalid: limitsMapProblem('a bucket id'),
+    description: 'Limits of given buckets, overriding `quotas_bucket` limit by limit: `{"<bid>": {"max_items": 100}}`.',
+  }),
+  quotas_collection: Type.Object(LIMIT_PROPERTIES, {
+    default: {},
+    additionalProperties: false,
+    invalid: limitsProblem,
+    description: 'Limits of every collection (same keys).',
+  }),
+  quotas_collections: Type.Record(Type.String({ pattern: `^${ID}(/${ID})?$` }), LIMITS, {
+    default: {},
+    additionalProperties: false,
+    invalid: limitsMapProblem('a bucket id or "<bucket id>/<collection id>"'),
+    description: 'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
+  }),
+} satisfies SettingSchemas;
+
+type QuotaSettings = Pick<Settings, 'quotas_bucket' | 'quotas_buckets' | 'quotas_collection' | 'quotas_collections'>;
 
 /** The limits that apply to a bucket and to a collection (null: none). */
 export class QuotaLimits {
@@ -68,10 +85,10 @@ export class QuotaLimits {
   readonly #collections: Record<string, Limits>;
 
   constructor(settings: QuotaSettings) {
-    this.#bucket = settings.quotas_bucket as Limits;
-    this.#buckets = settings.quotas_buckets as Record<string, Limits>;
-    this.#collection = settings.quotas_collection as Limits;
-    this.#collections = settings.quotas_collections as Record<string, Limits>;
+    this.#bucket = settings.quotas_bucket;
+    this.#buckets = settings.quotas_buckets;
+    this.#collection = settings.quotas_collection;
+    this.#collections = settings.quotas_collections;
   }
 
   bucket(bid: string, name: LimitName): number | null {

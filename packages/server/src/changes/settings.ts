@@ -1,0 +1,39 @@
+/** Settings of the change monitor (changes/): what it lists and the limits of its streams. */
+import { Type } from '@sinclair/typebox';
+import { List, type SettingSchemas } from '../settings/schema.js';
+
+export const CHANGES_SETTINGS = {
+  changes_enabled: Type.Boolean({
+    default: true,
+    description: 'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): one entry per collection with its records’ timestamp, polled or followed as server-sent events.',
+  }),
+  changes_resources: List({
+    default: [],
+    description: 'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone (kinto-changes’ `changes.resources`). Empty: every collection the caller may read.',
+  }),
+  changes_stream_max_per_process: Type.Integer({
+    default: 10000,
+    minimum: 1,
+    description: 'Open change streams per server process; one more is answered 503 with `Retry-After`.',
+  }),
+  changes_stream_max_per_user: Type.Integer({
+    default: 20,
+    minimum: 1,
+    description: 'Open change streams per user (or per address for anonymous callers); one more is answered 429.',
+  }),
+  changes_stream_heartbeat_seconds: Type.Number({
+    default: 15,
+    minimum: 0.1,
+    description: 'How often an open change stream sends a comment line, so that proxies keep it open.',
+  }),
+  changes_stream_max_buffer_bytes: Type.Integer({
+    default: 1048576,
+    minimum: 1,
+    description: 'Bytes a change stream may have waiting to be written; a reader that falls further behind is disconnected (it resumes with `Last-Event-ID`).',
+  }),
+  changes_stream_coalesce_ms: Type.Integer({
+    default: 5,
+    minimum: 0,
+    description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.',
+  }),
+} satisfies SettingSchemas;

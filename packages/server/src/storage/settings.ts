@@ -1,0 +1,45 @@
+/**
+ * Storage settings: which backend (storage/factory.ts), its connections, and how many objects one
+ * read may return.
+ */
+import { Type } from '@sinclair/typebox';
+import type { Settings } from '../config.js';
+import { ConfigError } from '../settings/config-error.js';
+import { Nullable, type SettingSchemas } from '../settings/schema.js';
+
+export const STORAGE_SETTINGS = {
+  storage_url: Nullable(Type.String({ pattern: '^postgres(ql)?://' }), {
+    default: null,
+    secret: true,
+    invalid: () => 'only postgresql:// URLs are supported (leave it unset for the embedded store)',
+    description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (SQLite) lives in `data_dir`.',
+  }),
+  data_dir: Type.String({ default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' }),
+  storage_pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 1000, description: 'PostgreSQL connection pool size per process.' }),
+  storage_cache_max_entries: Type.Integer({
+    default: 10000,
+    minimum: 0,
+    description: 'PostgreSQL: users’ groups, ACLs of buckets, collections and groups, and buckets and collections kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY.',
+  }),
+  storage_auto_migrate: Type.Boolean({
+    default: false,
+    description: 'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
+  }),
+  storage_connect_timeout_seconds: Type.Number({
+    default: 30,
+    minimum: 0,
+    description: 'PostgreSQL: how long `quire start` and `quire migrate` keep trying to reach an unavailable database before giving up (exit code 69), with a line on stderr per attempt (0: one attempt).',
+  }),
+  storage_reconnect_max_delay_seconds: Type.Number({
+    default: 2,
+    minimum: 0.05,
+    description: 'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
+  }),
+  storage_max_fetch_size: Type.Integer({ default: 10000, minimum: 1, description: 'Hard cap on objects read per page.' }),
+} satisfies SettingSchemas;
+
+export function checkStorageSettings(settings: Pick<Settings, 'storage_url' | 'workers'>): void {
+  if (settings.workers > 1 && !settings.storage_url) {
+    throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
+  }
+}
