@@ -55,7 +55,7 @@ function checkSettings(settings: Settings): void {
 
 export function createAccountPolicy(settings: Settings): AccountPolicy {
   checkSettings(settings);
-  const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds, 10_000);
+  const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds, settings.account_cache_max_entries);
   const limiter = new LoginLimiter(settings);
   const policies = settings.multiauth_policies;
   const basicAuthAfter = policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);

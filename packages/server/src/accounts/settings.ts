@@ -17,6 +17,11 @@ export const ACCOUNT_SETTINGS = {
     minimum: 0,
     description: 'How long a verified account password is remembered by a process (0: check the hash on every request).',
   }),
+  account_cache_max_entries: Type.Integer({
+    default: 10000,
+    minimum: 1,
+    description: 'Verified account passwords remembered per process (least recently used dropped first).',
+  }),
   account_login_max_failures: Type.Integer({
     default: 10,
     minimum: 1,
