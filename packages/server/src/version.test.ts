@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { useEmbeddedStore } from '../test/helpers/embedded-server.js';
-import { VERSION, VERSION_INFO } from './version.js';
+import { gitCommit, VERSION, VERSION_INFO } from './version.js';
 
 const { serverWith } = useEmbeddedStore();
 
@@ -36,6 +36,28 @@ describe('version', () => {
       expect(fresh.VERSION_INFO.commit).toBe('abc123');
     } finally {
       vi.unstubAllEnvs();
+    }
+  });
+
+  it('reads the commit of a linked worktree (`git worktree add`), whose .git is a file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'quire-version-git-'));
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    try {
+      const main = join(dir, 'main');
+      execFileSync('git', ['init', '-q', main]);
+      git(main, 'commit', '-q', '--allow-empty', '-m', 'first');
+      git(main, 'worktree', 'add', '-q', '-b', 'other', join(dir, 'linked'));
+      git(join(dir, 'linked'), 'commit', '-q', '--allow-empty', '-m', 'second');
+      expect(gitCommit(join(dir, 'linked', 'some', 'folder'))).toBe(git(join(dir, 'linked'), 'rev-parse', 'HEAD'));
+      expect(gitCommit(main)).toBe(git(main, 'rev-parse', 'HEAD'));
+      git(main, 'pack-refs', '--all'); // branches moved into packed-refs
+      expect(gitCommit(join(dir, 'linked'))).toBe(git(join(dir, 'linked'), 'rev-parse', 'HEAD'));
+    } catch (error) {
+      if (gitHead() === null) return console.info('[version] git unavailable: worktree case not checked');
+      throw error;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -6,7 +6,7 @@
  * the Git checkout the code runs from, else `unknown`.
  */
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 declare const __QUIRE_COMMIT__: string | undefined;
@@ -47,16 +47,31 @@ function readText(path: string): string | null {
   }
 }
 
+/**
+ * The Git directories of a checkout at `dir`: its `.git` directory, or for a linked worktree
+ * (`git worktree add`), where its `.git` file points (HEAD there, branches in the common one).
+ */
+function gitDirectories(dir: string): { own: string; common: string } | null {
+  const dotGit = join(dir, '.git');
+  if (readText(join(dotGit, 'HEAD')) !== null) return { own: dotGit, common: dotGit };
+  const pointer = /^gitdir: (.+)$/.exec(readText(dotGit) ?? '')?.[1];
+  if (!pointer) return null;
+  const own = resolve(dir, pointer);
+  const common = readText(join(own, 'commondir'));
+  return { own, common: common ? resolve(own, common) : own };
+}
+
 /** HEAD's commit of the Git checkout holding `dir`, read from `.git` without running git. */
-function gitCommit(dir: string): string | null {
+export function gitCommit(dir: string): string | null {
   for (let current = dir; ; current = dirname(current)) {
-    const head = readText(join(current, '.git', 'HEAD'));
-    if (head !== null) {
+    const git = gitDirectories(current);
+    const head = git && readText(join(git.own, 'HEAD'));
+    if (git && head) {
       const ref = /^ref: (refs\/[\w./-]+)$/.exec(head)?.[1];
       if (!ref) return /^[0-9a-f]{40}$/.test(head) ? head : null;
-      const loose = readText(join(current, '.git', ref));
+      const loose = readText(join(git.common, ref));
       if (loose && /^[0-9a-f]{40}$/.test(loose)) return loose;
-      const packed = readText(join(current, '.git', 'packed-refs')) ?? '';
+      const packed = readText(join(git.common, 'packed-refs')) ?? '';
       for (const line of packed.split('\n')) {
         const [sha, name] = line.split(' ');
         if (name === ref && sha && /^[0-9a-f]{40}$/.test(sha)) return sha;
