@@ -19,7 +19,11 @@ async function serverUrl(): Promise<{ url: string; stop: () => Promise<void> }> 
   const app = await buildServer({ storage, settings: loadSettings({ env: {}, overrides: { userid_hmac_secret: 'example', log_level: 'silent' } }) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/v1`, stop: async () => (await app.close(), await storage.close()) };
+  const stop = async () => {
+    await app.close();
+    await storage.close();
+  };
+  return { url: `http://127.0.0.1:${port}/v1`, stop };
 }
 
 const { url, stop } = await serverUrl();

@@ -73,7 +73,10 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   on<K extends keyof CollectionEvents>(event: K, listener: Listener<CollectionEvents[K]>): () => void {
     let set = this.#listeners.get(event);
-    if (!set) this.#listeners.set(event, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.#listeners.set(event, set);
+    }
     set.add(listener as Listener<never>);
     return () => set.delete(listener as Listener<never>);
   }
@@ -225,7 +228,8 @@ export class Collection<T extends object = Record<string, unknown>> {
    */
   startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
     this.stopAutoSync();
-    const scheduler = (this.#scheduler = new SyncScheduler(() => this.sync(), options, () => {}));
+    const scheduler = new SyncScheduler(() => this.sync(), options, () => {});
+    this.#scheduler = scheduler;
     scheduler.start();
     if (options.live === false) return Promise.resolve('none');
     const generation = ++this.#liveGeneration;
@@ -290,11 +294,14 @@ function mergeSyncOptions(callers: Array<SyncOptions & { strategy?: ConflictStra
   }
   const strategy = callers.findLast((caller) => caller.strategy !== undefined)?.strategy;
   const progress = callers.flatMap((caller) => (caller.onProgress ? [caller.onProgress] : []));
+  const onProgress = (update: SyncProgress) => {
+    for (const report of progress) report(update);
+  };
   return {
     pullOnly: callers.every((caller) => caller.pullOnly === true),
     ignoreBackoff: callers.some((caller) => caller.ignoreBackoff === true),
     ...(strategy === undefined ? {} : { strategy }),
     ...(signal ? { signal } : {}),
-    ...(progress.length > 0 ? { onProgress: (update: SyncProgress) => progress.forEach((report) => report(update)) } : {}),
+    ...(progress.length > 0 ? { onProgress } : {}),
   };
 }

@@ -5,7 +5,7 @@
  * sync engine through applyPulledPage, acknowledgePushed and the conflict calls; how each write
  * changes a pending entry is decided by the rules of outbox.ts.
  */
-import { liveQuery, type Observable } from 'dexie';
+import { type Collection, liveQuery, type Observable } from 'dexie';
 import { StoreError } from '../errors.js';
 import type { CollectionDb } from './db.js';
 import { resetSyncMeta, writeCheckpoint } from './meta.js';
@@ -153,7 +153,7 @@ export class LocalCollection {
   #collection(query: ListQuery) {
     const table = this.db.records;
     const index = query.index ?? 'id';
-    let collection;
+    let collection: Collection<LocalRecord, string>;
     if (query.equals !== undefined) collection = table.where(index).equals(query.equals as never);
     else if (query.anyOf !== undefined) collection = table.where(index).anyOf(query.anyOf as never[]);
     else if (query.between !== undefined) collection = table.where(index).between(query.between[0] as never, query.between[1] as never, true, true);

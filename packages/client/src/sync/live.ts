@@ -129,7 +129,10 @@ export class LiveChanges {
   async watch(bucket: string, collection: string, listener: EntryListener): Promise<{ mode: LiveMode; stop: () => void }> {
     const key = `${bucket}/${collection}`;
     let set = this.#watchers.get(key);
-    if (!set) this.#watchers.set(key, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.#watchers.set(key, set);
+    }
     set.add(listener);
     const stop = () => {
       const current = this.#watchers.get(key);
@@ -195,7 +198,8 @@ export class LiveChanges {
   }
 
   #start(mode: LiveMode): void {
-    const abort = (this.#abort = new AbortController());
+    const abort = new AbortController();
+    this.#abort = abort;
     this.#setStatus({ mode });
     const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
     if (typeof target.addEventListener === 'function' && typeof target.removeEventListener === 'function') {
@@ -206,7 +210,8 @@ export class LiveChanges {
     const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
     if (this.#locks && Channel) {
       // One tab leads; the others follow its broadcasts until the lock comes to them.
-      const channel = (this.#channel = new Channel(`quire-live:${this.#key}`));
+      const channel = new Channel(`quire-live:${this.#key}`);
+      this.#channel = channel;
       (channel as unknown as { unref?: () => void }).unref?.();
       channel.onmessage = (event: MessageEvent<BroadcastMessage>) => {
         if (event.data?.kind === 'entry' && !abort.signal.aborted) {
@@ -289,8 +294,7 @@ export class LiveChanges {
         if (done) return;
         arm();
         buffer += value.replace(/\r\n?/g, '\n');
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           this.#setStatus({ lastContact: Date.now() });

@@ -27,7 +27,7 @@ export async function startCuttingProxy(targetUrl: string): Promise<CuttingProxy
     let cutting: { remaining: number } | null = null;
     client.on('data', (chunk) => {
       const line = chunk.toString('latin1').split('\r\n', 1)[0] ?? '';
-      if (armed && armed.match.test(line)) {
+      if (armed?.match.test(line)) {
         cutting = { remaining: armed.bytes };
         armed = null;
       }
