@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // The server package runs the same files against itself (see packages/server/vitest.config.ts),
 // providing the URL through `provide('conformanceUrl', …)`. Without a URL (e.g. the repository-wide
 // `vitest run`), this project has nothing to test against and collects no file.
-const url = process.env['QUIRE_CONFORMANCE_URL'];
+const url = process.env.QUIRE_CONFORMANCE_URL;
 
 export default defineConfig({
   // Resolve `include` from this package even when run from the repository root with --config.

@@ -64,10 +64,10 @@ function credentialsFromEnv(): Credentials[] {
   return out;
 }
 
-async function main(): Promise<number> {
-  let parsed;
+/** The command line, parsed; a usage error exits with status 2. */
+function parseCommandLine() {
   try {
-    parsed = parseArgs({
+    return parseArgs({
       allowPositionals: true,
       options: {
         user: { type: 'string', multiple: true },
@@ -85,9 +85,12 @@ async function main(): Promise<number> {
       },
     });
   } catch (error) {
-    fail((error as Error).message);
+    return fail((error as Error).message);
   }
-  const { values, positionals } = parsed;
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseCommandLine();
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;

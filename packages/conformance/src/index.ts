@@ -13,5 +13,6 @@ export { toHtml } from './report/html.js';
 export { toTable } from './report/table.js';
 export { baseUrl, serverRoot, normaliseBaseUrl } from './harness/config.js';
 export { request, basic, url, qs, SkipSignal, type Identity, type RequestOptions, type HttpResponse, type RecordedExchange } from './harness/http.js';
+export type { KintoObject, Permissions, ObjectBody, ListBody, ErrorBody, ValidationErrorBody, ValidationDetailItem, RootBody, RootUser, AuthenticatedRootBody, BatchBody, BatchResponse } from './harness/bodies.js';
 export { createUser, userId, usesGivenCredentials, type User } from './harness/users.js';
 export { serverInfo, type ServerInfo, type PublicSettings } from './harness/capabilities.js';

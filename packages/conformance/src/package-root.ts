@@ -15,7 +15,10 @@ export function packageRoot(): string {
     const manifest = join(dir, 'package.json');
     if (existsSync(manifest)) {
       try {
-        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === '@quire/conformance') return (cached = dir);
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === '@quire/conformance') {
+          cached = dir;
+          return dir;
+        }
       } catch {
         // Not readable: keep looking upwards.
       }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { createVitest, type Vitest } from 'vitest/node';
+import type { RootBody } from './harness/bodies.js';
 import { normaliseBaseUrl } from './harness/config.js';
 import { packageRoot } from './package-root.js';
 import { loadExpectations, resolveExpectations, type Expectations } from './report/expectations.js';
@@ -89,7 +90,7 @@ function isInside(path: string, dir: string): boolean {
  * package's own folder (`pnpm --filter @quire/conformance conformance …` runs there): then the
  * directory pnpm or npm was started from (INIT_CWD). Nothing a run writes lands in the package.
  */
-export function invocationDir(cwd = process.cwd(), initCwd = process.env['INIT_CWD']): string {
+export function invocationDir(cwd = process.cwd(), initCwd = process.env.INIT_CWD): string {
   if (!isInside(cwd, PACKAGE_ROOT)) return cwd;
   if (initCwd && !isInside(resolve(initCwd), PACKAGE_ROOT)) return resolve(initCwd);
   return cwd;
@@ -99,7 +100,7 @@ export function invocationDir(cwd = process.cwd(), initCwd = process.env['INIT_C
  * The report directory: as given (relative to `invocationDir()`), else `invocationDir()`; by
  * default never this package's folder (then a folder in the system's temporary directory).
  */
-export function reportDir(outputDir?: string, cwd = process.cwd(), initCwd = process.env['INIT_CWD']): string {
+export function reportDir(outputDir?: string, cwd = process.cwd(), initCwd = process.env.INIT_CWD): string {
   const from = invocationDir(cwd, initCwd);
   if (outputDir !== undefined) return resolve(from, outputDir);
   return isInside(from, PACKAGE_ROOT) ? join(tmpdir(), 'quire-conformance-reports') : from;
@@ -117,7 +118,13 @@ function basic(c: Credentials): string {
   return `Basic ${Buffer.from(`${c.name}:${c.password}`, 'utf8').toString('base64')}`;
 }
 
-async function fetchJson(url: string, init: RequestInit = {}): Promise<{ status: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+interface FetchedJson {
+  status: number;
+  /** Parsed body; undefined when empty or not JSON. */
+  json: unknown;
+}
+
+async function fetchJson(url: string, init: RequestInit = {}): Promise<FetchedJson> {
   const res = await fetch(url, { redirect: 'manual', ...init });
   const text = await res.text();
   let json: unknown;
@@ -131,7 +138,7 @@ async function fetchJson(url: string, init: RequestInit = {}): Promise<{ status:
 
 /** Reads `GET /`; throws a message an operator can act on when it is not a Kinto-protocol root. */
 export async function readServer(base: string): Promise<ServerSummary & { root: Record<string, unknown> }> {
-  let res;
+  let res: FetchedJson;
   try {
     res = await fetchJson(`${base}/`);
   } catch (error) {
@@ -141,15 +148,15 @@ export async function readServer(base: string): Promise<ServerSummary & { root: 
     throw new Error(`GET ${base}/ answered ${res.status}, not the JSON root of a Kinto-protocol server (is the URL the API base, ending with /v1?)`);
   }
   const root = res.json as Record<string, unknown>;
-  const capabilities = Object.keys((root['capabilities'] as Record<string, unknown> | undefined) ?? {}).sort();
+  const capabilities = Object.keys((root.capabilities as Record<string, unknown> | undefined) ?? {}).sort();
   return {
     root,
     url: base,
-    ...(typeof root['project_name'] === 'string' ? { project_name: root['project_name'] } : {}),
-    ...(typeof root['project_version'] === 'string' ? { project_version: root['project_version'] } : {}),
-    ...(typeof root['http_api_version'] === 'string' ? { http_api_version: root['http_api_version'] } : {}),
+    ...(typeof root.project_name === 'string' ? { project_name: root.project_name } : {}),
+    ...(typeof root.project_version === 'string' ? { project_version: root.project_version } : {}),
+    ...(typeof root.http_api_version === 'string' ? { http_api_version: root.http_api_version } : {}),
     capabilities,
-    ...(root['settings'] && typeof root['settings'] === 'object' ? { settings: root['settings'] as Record<string, unknown> } : {}),
+    ...(root.settings && typeof root.settings === 'object' ? { settings: root.settings as Record<string, unknown> } : {}),
   };
 }
 
@@ -173,8 +180,9 @@ async function probeAccountSignUp(base: string): Promise<void> {
     if (who.status !== 200) {
       throw new Error(`--create-accounts: GET / with a new account answered ${who.status} ${JSON.stringify(who.json)} (a login limit on this client address?)`);
     }
-    if (who.json?.user?.id !== `account:${c.name}`) {
-      throw new Error(`--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(who.json?.user?.id ?? null)}); do accounts need validation first?`);
+    const user = (who.json as Partial<RootBody> | undefined)?.user?.id;
+    if (user !== `account:${c.name}`) {
+      throw new Error(`--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(user ?? null)}); do accounts need validation first?`);
     }
   } finally {
     await deleteAccounts(base, [c]);
@@ -282,23 +290,23 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   const workDir = mkdtempSync(join(tmpdir(), 'quire-conformance-'));
   const journal = join(workDir, 'created-buckets.jsonl');
   const savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
-  process.env['QUIRE_CONFORMANCE_URL'] = base;
-  process.env['QUIRE_CONFORMANCE_JOURNAL'] = journal;
-  if (users.length) process.env['QUIRE_CONFORMANCE_USERS'] = JSON.stringify(users);
-  else delete process.env['QUIRE_CONFORMANCE_USERS'];
-  delete process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'];
-  if (identities === 'created-accounts') process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'] = '1';
-  else delete process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'];
-  if (options.accountsAdmin) process.env['QUIRE_CONFORMANCE_ACCOUNTS_ADMIN'] = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
-  if (options.bucketReader) process.env['QUIRE_CONFORMANCE_BUCKET_READER'] = `${options.bucketReader.name}:${options.bucketReader.password}`;
-  if (options.readOnly) process.env['QUIRE_CONFORMANCE_READ_ONLY'] = '1';
-  else delete process.env['QUIRE_CONFORMANCE_READ_ONLY'];
-  if (options.maxBodyBytes) process.env['QUIRE_CONFORMANCE_MAX_BODY_BYTES'] = String(options.maxBodyBytes);
-  if (options.backoffSeconds !== undefined) process.env['QUIRE_CONFORMANCE_BACKOFF'] = String(options.backoffSeconds);
-  else delete process.env['QUIRE_CONFORMANCE_BACKOFF'];
+  process.env.QUIRE_CONFORMANCE_URL = base;
+  process.env.QUIRE_CONFORMANCE_JOURNAL = journal;
+  if (users.length) process.env.QUIRE_CONFORMANCE_USERS = JSON.stringify(users);
+  else delete process.env.QUIRE_CONFORMANCE_USERS;
+  delete process.env.QUIRE_CONFORMANCE_USERS_DISPOSABLE;
+  if (identities === 'created-accounts') process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS = '1';
+  else delete process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS;
+  if (options.accountsAdmin) process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
+  if (options.bucketReader) process.env.QUIRE_CONFORMANCE_BUCKET_READER = `${options.bucketReader.name}:${options.bucketReader.password}`;
+  if (options.readOnly) process.env.QUIRE_CONFORMANCE_READ_ONLY = '1';
+  else delete process.env.QUIRE_CONFORMANCE_READ_ONLY;
+  if (options.maxBodyBytes) process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(options.maxBodyBytes);
+  if (options.backoffSeconds !== undefined) process.env.QUIRE_CONFORMANCE_BACKOFF = String(options.backoffSeconds);
+  else delete process.env.QUIRE_CONFORMANCE_BACKOFF;
   // Only ever on request: a flush wipes the deployment.
-  if (options.allowFlush) process.env['QUIRE_CONFORMANCE_ALLOW_FLUSH'] = '1';
-  else delete process.env['QUIRE_CONFORMANCE_ALLOW_FLUSH'];
+  if (options.allowFlush) process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH = '1';
+  else delete process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH;
 
   const reporter = new ConformanceReporter(out, expectations);
   let vitest: Vitest | undefined;

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunReport } from '../src/index.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const PACKAGES = ['server', 'client', 'conformance'] as const;
@@ -55,7 +56,7 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 
 /** pnpm as this test was started by it (`pnpm test`), else the one on the PATH. */
 function pnpm(): [string, string[]] {
-  const execpath = process.env['npm_execpath'];
+  const execpath = process.env.npm_execpath;
   if (execpath && /pnpm/i.test(execpath)) return /\.(c?js|mjs)$/.test(execpath) ? [process.execPath, [execpath]] : [execpath, []];
   return ['pnpm', []];
 }
@@ -218,8 +219,7 @@ describe('the packed packages, installed with npm into an empty folder', () => {
     expect(readdirSync(cwd).sort()).toEqual(['conformance-report.html', 'conformance-report.json', 'conformance-report.xml']);
     expect(snapshot(installed)).toEqual(before);
 
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const report = JSON.parse(readFileSync(join(cwd, 'conformance-report.json'), 'utf8')) as any;
+    const report = JSON.parse(readFileSync(join(cwd, 'conformance-report.json'), 'utf8')) as RunReport;
     expect(report.summary.failed).toBe(0);
     expect(report.summary.unexpected).toBe(0);
     expect(report.summary.passed).toBeGreaterThan(400);
@@ -228,9 +228,9 @@ describe('the packed packages, installed with npm into an empty folder', () => {
     // Quire passes what Kinto fails: every listed check ran and is "unexpectedly passed". And
     // each entry of each shipped file names exactly one check of the suite.
     const lib = (await import(pathToFileURL(join(installed, 'dist/index.js')).href)) as typeof import('../src/index.js');
-    const ids: string[] = report.tests.map((t: { id: string }) => t.id);
+    const ids: string[] = report.tests.map((t) => t.id);
     const kinto = lib.loadExpectations(lib.resolveExpectations('kinto-26.3'));
-    expect(report.tests.filter((t: { outcome: string }) => t.outcome === 'unexpected-pass').length).toBe(kinto.deviations.length);
+    expect(report.tests.filter((t) => t.outcome === 'unexpected-pass').length).toBe(kinto.deviations.length);
     expect(lib.shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
     for (const name of lib.shippedExpectations()) {
       const expectations = lib.loadExpectations(lib.resolveExpectations(name));
@@ -246,7 +246,7 @@ describe('the packed packages, installed with npm into an empty folder', () => {
   it('--create-accounts against an accounts-only server (the demo settings): as many accounts as the checks use, none left', async () => {
     expect(installError).toBeUndefined();
     const demo = JSON.parse(readFileSync(join(REPO, 'apps/demo/quire.settings.json'), 'utf8')) as Record<string, unknown>;
-    expect(demo['multiauth_policies']).toEqual(['account']);
+    expect(demo.multiauth_policies).toEqual(['account']);
     // An administrator, only to list the accounts afterwards.
     const admin = { name: 'packed-admin', password: `pw-${randomBytes(8).toString('hex')}` };
     accountsServer = await startServer(app, { ...demo, account_write_principals: [`account:${admin.name}`] }, 'accounts');
@@ -258,14 +258,13 @@ describe('the packed packages, installed with npm into an empty folder', () => {
     mkdirSync(cwd);
     const res = await run('npx', ['quire-conformance', url, 'default-bucket', 'root', 'permissions-basic', '--create-accounts', '--report', 'json'], cwd, userEnv(), 8 * MINUTE);
     expect(res.code, `${res.stdout}\n${res.stderr}`).toBe(0);
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const report = JSON.parse(readFileSync(join(cwd, 'conformance-report.json'), 'utf8')) as any;
+    const report = JSON.parse(readFileSync(join(cwd, 'conformance-report.json'), 'utf8')) as RunReport;
     expect(report.mode.identities).toBe('created-accounts');
     expect(report.summary.failed).toBe(0);
     // The personal-bucket checks each need a fresh identity: all run (history is off there).
-    const personal = report.tests.filter((t: { file: string }) => t.file === 'default-bucket.test.ts');
-    const notRun = personal.filter((t: { outcome: string }) => t.outcome !== 'passed');
-    expect(notRun.map((t: { reason?: string }) => t.reason)).toEqual(['capability history not offered']);
+    const personal = report.tests.filter((t) => t.file === 'default-bucket.test.ts');
+    const notRun = personal.filter((t) => t.outcome !== 'passed');
+    expect(notRun.map((t) => t.reason)).toEqual(['capability history not offered']);
     expect(personal.length).toBeGreaterThan(8);
 
     const accounts = await fetch(`${url}/accounts`, { headers: { Authorization: basic(admin.name, admin.password) } });

@@ -3,6 +3,7 @@
  * sections (`describe.runIf(info.hasCapability('schema'))`) and to read `batch_max_requests`.
  */
 import { TestRunner } from 'vitest';
+import type { RootBody } from './bodies.js';
 import { request } from './http.js';
 
 export interface PublicSettings {
@@ -14,8 +15,7 @@ export interface PublicSettings {
 }
 
 export interface ServerInfo {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  root: any;
+  root: RootBody;
   capabilities: Record<string, Record<string, unknown>>;
   settings: PublicSettings;
   hasCapability(name: string): boolean;
@@ -27,7 +27,7 @@ let cached: Promise<ServerInfo> | undefined;
 
 export function serverInfo(): Promise<ServerInfo> {
   if (!cached) {
-    cached = request('GET', '/').then((res) => {
+    cached = request<RootBody>('GET', '/').then((res) => {
       if (res.status !== 200 || typeof res.json !== 'object' || res.json === null) {
         throw new Error(`conformance: GET / answered ${res.status}: ${res.text.slice(0, 200)}`);
       }
@@ -39,7 +39,7 @@ export function serverInfo(): Promise<ServerInfo> {
         root,
         capabilities,
         settings,
-        hasCapability: (name: string) => Object.prototype.hasOwnProperty.call(capabilities, name),
+        hasCapability: (name: string) => Object.hasOwn(capabilities, name),
         batchMaxRequests: typeof max === 'number' && max > 0 ? max : null,
       };
     });
@@ -81,7 +81,7 @@ function recordSkipReason(section: string, reason: string): void {
       if (!task) continue;
       const meta = task.meta as Record<string, unknown>;
       // A new array each time: tests keep the snapshot they inherited.
-      meta['skipReasons'] = [...((meta['skipReasons'] as SkipReason[] | undefined) ?? []), entry];
+      meta.skipReasons = [...((meta.skipReasons as SkipReason[] | undefined) ?? []), entry];
     }
   } catch {
     // Not collecting tests (library use): the console line is all there is.

@@ -36,7 +36,7 @@ export function normaliseBaseUrl(raw: string): string {
 /** The API base URL, e.g. `http://127.0.0.1:8888/v1` (no trailing slash). */
 export function baseUrl(): string {
   if (cached !== undefined) return cached;
-  let raw = process.env['QUIRE_CONFORMANCE_URL'];
+  let raw = process.env.QUIRE_CONFORMANCE_URL;
   if (!raw) {
     try {
       raw = inject('conformanceUrl');

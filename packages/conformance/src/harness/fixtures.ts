@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll } from 'vitest';
+import type { KintoObject, ListBody } from './bodies.js';
 import { request, type HttpResponse } from './http.js';
 import { drainTracked, drainTrackedAccounts, track } from './tracking.js';
 import type { User } from './users.js';
@@ -58,7 +59,7 @@ export interface CreateOptions {
 
 function body(id: string, o: CreateOptions): Record<string, unknown> {
   const b: Record<string, unknown> = { data: { ...(o.data ?? {}), id } };
-  if (o.permissions) b['permissions'] = o.permissions;
+  if (o.permissions) b.permissions = o.permissions;
   return b;
 }
 
@@ -86,10 +87,9 @@ export async function createGroup(user: User, bucket: string, o: CreateOptions =
 }
 
 /** POSTs a record (or PUTs it when `data.id` is given); returns the created record (`data`). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function createRecord(user: User, bucket: string, collection: string, data: Record<string, unknown> = {}, permissions?: Record<string, string[]>): Promise<any> {
+export async function createRecord(user: User, bucket: string, collection: string, data: Record<string, unknown> = {}, permissions?: Record<string, string[]>): Promise<KintoObject> {
   const payload: Record<string, unknown> = { data };
-  if (permissions) payload['permissions'] = permissions;
+  if (permissions) payload.permissions = permissions;
   const res = await request('POST', `/buckets/${bucket}/collections/${collection}/records`, { auth: user, body: payload });
   if (res.status !== 201) fail('POST record', res);
   return res.json.data;
@@ -113,26 +113,27 @@ export async function createCollectionFixture(user: User, o: { bucket?: CreateOp
   return { bucket, collection, path, records: `${path}/records`, record: (id) => `${path}/records/${encodeURIComponent(id)}` };
 }
 
+/** One stored record per item given: a tuple as long as a literal list of items. */
+export type CreatedRecords<Items extends readonly unknown[]> = { -readonly [K in keyof Items]: KintoObject };
+
 /**
  * Creates the given records in order, one request each (so their timestamps increase in that
  * order), and returns them as stored.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function createRecords(user: User, fx: CollectionFixture, items: Record<string, unknown>[]): Promise<any[]> {
-  const out = [];
+export async function createRecords<const Items extends readonly Record<string, unknown>[]>(user: User, fx: CollectionFixture, items: Items): Promise<CreatedRecords<Items>> {
+  const out: KintoObject[] = [];
   for (const item of items) out.push(await createRecord(user, fx.bucket, fx.collection, item));
-  return out;
+  // One per item, in their order.
+  return out as CreatedRecords<Items>;
 }
 
 /** GETs a list and every Next-Page after it; returns the concatenated items and the responses. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function listAll(path: string, user: User | null, headers: Record<string, string> = {}): Promise<{ items: any[]; pages: HttpResponse[] }> {
-  const pages: HttpResponse[] = [];
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const items: any[] = [];
+export async function listAll<Item = KintoObject>(path: string, user: User | null, headers: Record<string, string> = {}): Promise<{ items: Item[]; pages: HttpResponse<ListBody<Item>>[] }> {
+  const pages: HttpResponse<ListBody<Item>>[] = [];
+  const items: Item[] = [];
   let next: string | null = path;
   while (next) {
-    const res: HttpResponse = await request('GET', next, { auth: user, headers });
+    const res: HttpResponse<ListBody<Item>> = await request<ListBody<Item>>('GET', next, { auth: user, headers });
     if (res.status !== 200) fail(`GET ${next}`, res);
     pages.push(res);
     items.push(...res.json.data);

@@ -9,6 +9,7 @@
  * any means are tracked for cleanup.
  */
 import { beforeEach } from 'vitest';
+import type { BatchBody, BatchResponse, ObjectBody } from './bodies.js';
 import { baseUrl } from './config.js';
 import { prepareIdentities } from './identities.js';
 import { SkipSignal } from './skip.js';
@@ -72,7 +73,7 @@ try {
   beforeEach((ctx) => {
     const start = sequence;
     ctx.onTestFailed(() => {
-      (ctx.task.meta as Record<string, unknown>)['exchanges'] = exchangesSince(start);
+      (ctx.task.meta as Record<string, unknown>).exchanges = exchangesSince(start);
     });
   });
 } catch {
@@ -83,7 +84,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** True when the identities are given credentials of real users (`--user`), not throwaway ones. */
 function realIdentities(): boolean {
-  return Boolean(process.env['QUIRE_CONFORMANCE_USERS']) && process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] !== '1';
+  return Boolean(process.env.QUIRE_CONFORMANCE_USERS) && process.env.QUIRE_CONFORMANCE_USERS_DISPOSABLE !== '1';
 }
 
 function pathOf(path: string): string {
@@ -100,21 +101,26 @@ interface SubRequest {
   headers?: Record<string, string>;
 }
 
+/** A batch body as a test may send it: anything may be missing or malformed (robustness tests). */
+interface SentBatch {
+  defaults?: Partial<SubRequest>;
+  requests?: unknown;
+}
+
 /** The operations a request performs: itself, or the sub-requests of a batch. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function operations(method: string, path: string, body: any): SubRequest[] {
+function operations(method: string, path: string, body: unknown): SubRequest[] {
   const p = pathOf(path);
-  if (method === 'POST' && p === '/batch' && body && Array.isArray(body.requests)) {
-    const defaults = (body.defaults ?? {}) as Partial<SubRequest>;
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return body.requests.map((r: any) => ({
+  const batch = body as SentBatch | null | undefined;
+  if (method === 'POST' && p === '/batch' && batch && Array.isArray(batch.requests)) {
+    const defaults = batch.defaults ?? {};
+    return (batch.requests as (Partial<SubRequest> | null | undefined)[]).map((r) => ({
       method: String(r?.method ?? defaults.method ?? 'GET').toUpperCase(),
-      path: String(r?.path ?? defaults.path ?? '').replace(/^\/v1(?=\/)/, '').split('?')[0],
+      path: String(r?.path ?? defaults.path ?? '').replace(/^\/v1(?=\/)/, '').split('?')[0] ?? '',
       body: r?.body ?? defaults.body,
       headers: { ...(defaults.headers ?? {}), ...(r?.headers ?? {}) },
     }));
   }
-  return [{ method, path: p, body }];
+  return [{ method, path: p, body: body as SubRequest['body'] }];
 }
 
 /**
@@ -124,7 +130,7 @@ function operations(method: string, path: string, body: any): SubRequest[] {
  * personal `default` bucket).
  */
 function guard(ops: SubRequest[], method: string, readonlyProbe: boolean): void {
-  if (process.env['QUIRE_CONFORMANCE_READ_ONLY'] === '1' && !readonlyProbe) {
+  if (process.env.QUIRE_CONFORMANCE_READ_ONLY === '1' && !readonlyProbe) {
     if (!SAFE_METHODS.has(method)) throw new SkipSignal('read-only mode: this check writes');
     // Even a GET creates the caller's personal bucket on first access (§13.1).
     if (ops.some((op) => /^\/buckets\/default(\/|$)/.test(op.path))) throw new SkipSignal('read-only mode: this check writes');
@@ -155,7 +161,7 @@ function decodeSegment(segment: string): string {
 function trackBefore(ops: SubRequest[], authorization: string | null): void {
   for (const op of ops) {
     if (SAFE_METHODS.has(op.method) || op.method === 'DELETE') continue;
-    const auth = op.headers?.['Authorization'] ?? op.headers?.['authorization'] ?? authorization;
+    const auth = op.headers?.Authorization ?? op.headers?.authorization ?? authorization;
     const m = BUCKET_PATH.exec(op.path) ?? /^\/buckets\/(default)\//.exec(op.path);
     if (m?.[1]) track(decodeSegment(m[1]), auth);
     const id = op.body?.data?.id;
@@ -163,20 +169,23 @@ function trackBefore(ops: SubRequest[], authorization: string | null): void {
   }
 }
 
+/** What trackAfter reads of a body: it may be anything, or nothing. */
+type ReceivedBody = Partial<ObjectBody & BatchBody> | null | undefined;
+
 /** Tracks buckets created by `POST /buckets` with a server-assigned id. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function trackAfter(ops: SubRequest[], method: string, path: string, status: number, json: any, authorization: string | null): void {
+function trackAfter(ops: SubRequest[], method: string, path: string, status: number, json: unknown, authorization: string | null): void {
+  const body = json as ReceivedBody;
   if (pathOf(path) === '/batch' && method === 'POST') {
-    const responses = Array.isArray(json?.responses) ? json.responses : [];
-    responses.forEach((r: { status?: number; body?: { data?: { id?: unknown } } }, i: number) => {
+    const responses: (Partial<BatchResponse> | null | undefined)[] = Array.isArray(body?.responses) ? body.responses : [];
+    responses.forEach((r, i) => {
       const op = ops[i];
       const id = r?.body?.data?.id;
       if (op && r?.status === 201 && op.method === 'POST' && /^\/buckets\/?$/.test(op.path) && typeof id === 'string') {
-        track(id, op.headers?.['Authorization'] ?? op.headers?.['authorization'] ?? authorization);
+        track(id, op.headers?.Authorization ?? op.headers?.authorization ?? authorization);
       }
     });
-  } else if (method === 'POST' && /^\/buckets\/?$/.test(pathOf(path)) && status === 201 && typeof json?.data?.id === 'string') {
-    track(json.data.id, authorization);
+  } else if (method === 'POST' && /^\/buckets\/?$/.test(pathOf(path)) && status === 201 && typeof body?.data?.id === 'string') {
+    track(body.data.id, authorization);
   }
 }
 
@@ -203,12 +212,15 @@ export interface RequestOptions {
   readonlyProbe?: boolean;
 }
 
-export interface HttpResponse {
+/** A response; `Body` is the body the test expects (bodies.ts), unknown when it may be any. */
+export interface HttpResponse<Body = unknown> {
   status: number;
   headers: Headers;
-  /** Parsed JSON body, or undefined when the body is empty or not JSON. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
+  /**
+   * Parsed JSON body, undefined when the body is empty or not JSON. Typed as expected, not
+   * checked (bodies.ts): read it after checking the status.
+   */
+  json: Body;
   text: string;
   url: string;
 }
@@ -225,11 +237,12 @@ export function url(path: string): string {
   return `${baseUrl()}${path.startsWith('/') ? '' : '/'}${path}`;
 }
 
-export async function request(
+/** Sends a request; `Body` is the response body expected (one object's by default, see bodies.ts). */
+export async function request<Body = ObjectBody>(
   method: string,
   path: string,
   options: RequestOptions = {},
-): Promise<HttpResponse> {
+): Promise<HttpResponse<Body>> {
   const headers = new Headers();
   let body: Uint8Array<ArrayBuffer> | undefined;
   if (options.rawBody !== undefined) {
@@ -258,7 +271,7 @@ export async function request(
   const authorization = headers.get('authorization');
   // Throwaway accounts are created by their first request; identities the deployment cannot
   // have make the check a skip (identities.ts).
-  await prepareIdentities([authorization, ...ops.map((op) => op.headers?.['Authorization'] ?? op.headers?.['authorization'])]);
+  await prepareIdentities([authorization, ...ops.map((op) => op.headers?.Authorization ?? op.headers?.authorization)]);
   trackBefore(ops, authorization);
 
   const target = url(path);
@@ -296,15 +309,15 @@ export async function request(
     }
   }
   trackAfter(ops, verb, path, res.status, json, authorization);
-  return { status: res.status, headers: res.headers, json, text, url: res.url };
+  return { status: res.status, headers: res.headers, json: json as Body, text, url: res.url };
 }
 
-export const get = (path: string, o?: RequestOptions) => request('GET', path, o);
-export const head = (path: string, o?: RequestOptions) => request('HEAD', path, o);
-export const put = (path: string, o?: RequestOptions) => request('PUT', path, o);
-export const post = (path: string, o?: RequestOptions) => request('POST', path, o);
-export const patch = (path: string, o?: RequestOptions) => request('PATCH', path, o);
-export const del = (path: string, o?: RequestOptions) => request('DELETE', path, o);
+export const get = <Body = ObjectBody>(path: string, o?: RequestOptions) => request<Body>('GET', path, o);
+export const head = (path: string, o?: RequestOptions) => request<undefined>('HEAD', path, o);
+export const put = <Body = ObjectBody>(path: string, o?: RequestOptions) => request<Body>('PUT', path, o);
+export const post = <Body = ObjectBody>(path: string, o?: RequestOptions) => request<Body>('POST', path, o);
+export const patch = <Body = ObjectBody>(path: string, o?: RequestOptions) => request<Body>('PATCH', path, o);
+export const del = <Body = ObjectBody>(path: string, o?: RequestOptions) => request<Body>('DELETE', path, o);
 
 /** Builds a query string from pairs, encoding values (`qs({_since: '"1"'})` → `?_since=%221%22`). */
 export function qs(params: Record<string, string | number | boolean>): string {

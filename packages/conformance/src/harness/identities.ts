@@ -46,7 +46,7 @@ let basicauth: Promise<boolean> | undefined;
 function basicauthOffered(): Promise<boolean> {
   basicauth ??= fetch(`${baseUrl()}/`)
     .then((res) => res.json())
-    .then((root: { capabilities?: Record<string, unknown> }) => Object.prototype.hasOwnProperty.call(root?.capabilities ?? {}, 'basicauth'))
+    .then((root: { capabilities?: Record<string, unknown> }) => Object.hasOwn(root?.capabilities ?? {}, 'basicauth'))
     .catch(() => true);
   return basicauth;
 }
@@ -82,7 +82,7 @@ export async function prepareIdentities(authorizations: Iterable<string | null |
     if (!entry) continue;
     if (entry.kind === 'account') {
       if (!entry.created) {
-        if (process.env['QUIRE_CONFORMANCE_READ_ONLY'] === '1') throw new SkipSignal('read-only mode: this check needs a throwaway account, whose creation writes');
+        if (process.env.QUIRE_CONFORMANCE_READ_ONLY === '1') throw new SkipSignal('read-only mode: this check needs a throwaway account, whose creation writes');
         entry.created = createAccount(entry);
         // A failed creation is retried by the next request that needs the account.
         entry.created.catch(() => {

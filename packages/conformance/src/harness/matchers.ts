@@ -2,6 +2,7 @@
  * Assertions on the wire format shared by every suite.
  */
 import { expect } from 'vitest';
+import type { ErrorBody, KintoObject, ValidationErrorBody } from './bodies.js';
 import type { HttpResponse } from './http.js';
 
 /** HTTP reason phrases used as `error` label (§1.1), except validation errors ("Invalid parameters"). */
@@ -38,12 +39,12 @@ function describeRes(res: HttpResponse): string {
  * with `code` equal to the status, `message` a string when present, no other keys.
  * Returns the parsed body.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function expectApiError(res: HttpResponse, status: number, errno: number, expected: ApiErrorExpectation | string = {}): any {
+export function expectApiError(res: HttpResponse, status: number, errno: number, expected: ApiErrorExpectation | string = {}): ErrorBody {
   const opts = typeof expected === 'string' ? { message: expected } : expected;
   expect(res.status, describeRes(res)).toBe(status);
   expect(res.headers.get('content-type') ?? '', 'error Content-Type').toMatch(/^application\/json/);
-  const body = res.json;
+  // What follows checks that it is one.
+  const body = res.json as ErrorBody;
   expect(body, describeRes(res)).toBeTypeOf('object');
   expect(body).not.toBeNull();
   expect(body.code, describeRes(res)).toBe(status);
@@ -68,17 +69,16 @@ export interface ValidationDetail {
  * A §1.3 validation error: errno 107, `details` a list of `{location, name, description}`;
  * checks that one detail item matches the given fields.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function expectValidationError(res: HttpResponse, detail: ValidationDetail = {}, status = 400, message?: string): any {
-  const body = expectApiError(res, status, 107, message !== undefined ? { message } : {});
+export function expectValidationError(res: HttpResponse, detail: ValidationDetail = {}, status = 400, message?: string): ValidationErrorBody {
+  // The list and its items are checked below.
+  const body = expectApiError(res, status, 107, message !== undefined ? { message } : {}) as ValidationErrorBody;
   expect(Array.isArray(body.details), `details should be a list: ${res.text}`).toBe(true);
   for (const item of body.details) {
     expect(item).toBeTypeOf('object');
     expect(item.location).toBeTypeOf('string');
     expect(item.description).toBeTypeOf('string');
   }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const matches = body.details.some((item: any) => {
+  const matches = body.details.some((item) => {
     if (detail.location !== undefined && item.location !== detail.location) return false;
     if (detail.description !== undefined && item.description !== detail.description) return false;
     if (detail.name === null) return item.name === null || item.name === undefined || item.name === '';
@@ -107,8 +107,7 @@ export function expectLastModified(res: HttpResponse, timestamp: number): void {
 }
 
 /** A tombstone is exactly `{id, last_modified, deleted: true}`. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function expectTombstone(obj: any, id?: string): void {
+export function expectTombstone(obj: KintoObject, id?: string): void {
   expect(Object.keys(obj).sort()).toEqual(['deleted', 'id', 'last_modified']);
   expect(obj.deleted).toBe(true);
   expect(Number.isSafeInteger(obj.last_modified)).toBe(true);

@@ -26,7 +26,7 @@ const tracked = new Map<string, TrackedBucket>();
 const accounts = new Map<string, TrackedAccount>();
 
 function journal(entry: TrackedBucket | TrackedAccount): void {
-  const file = process.env['QUIRE_CONFORMANCE_JOURNAL'];
+  const file = process.env.QUIRE_CONFORMANCE_JOURNAL;
   if (file) appendFileSync(file, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
 }
 

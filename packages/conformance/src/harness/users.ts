@@ -13,6 +13,7 @@
  *   (identities.ts), so a file has exactly as many accounts as its checks use.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { RootBody } from './bodies.js';
 import { basic, type Identity, request } from './http.js';
 import { registerBasicAuthPair, registerStandIn, registerThrowawayAccount } from './identities.js';
 
@@ -25,7 +26,7 @@ export interface User extends Identity {
 }
 
 function givenCredentials(): { name: string; password: string }[] {
-  const raw = process.env['QUIRE_CONFORMANCE_USERS'];
+  const raw = process.env.QUIRE_CONFORMANCE_USERS;
   if (!raw) return [];
   const parsed: unknown = JSON.parse(raw);
   if (!Array.isArray(parsed)) throw new Error('conformance: QUIRE_CONFORMANCE_USERS must be a JSON list');
@@ -35,7 +36,7 @@ function givenCredentials(): { name: string; password: string }[] {
 const pool = givenCredentials();
 let nextGiven = 0;
 /** Throwaway accounts, created on first use (given credentials take precedence). */
-const createAccounts = pool.length === 0 && process.env['QUIRE_CONFORMANCE_CREATE_ACCOUNTS'] === '1';
+const createAccounts = pool.length === 0 && process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS === '1';
 
 /** True when the identities come from given credentials rather than random basicauth pairs. */
 export function usesGivenCredentials(): boolean {
@@ -54,7 +55,7 @@ export function usesCreatedAccounts(): boolean {
  * bucket, `DELETE /buckets`).
  */
 export function usesThrowawayIdentities(): boolean {
-  return pool.length === 0 || process.env['QUIRE_CONFORMANCE_USERS_DISPOSABLE'] === '1';
+  return pool.length === 0 || process.env.QUIRE_CONFORMANCE_USERS_DISPOSABLE === '1';
 }
 
 export function createUser(label = 'user'): User {
@@ -89,7 +90,7 @@ const ids = new Map<string, Promise<string>>();
 export function userId(user: User): Promise<string> {
   let p = ids.get(user.authorization);
   if (!p) {
-    p = request('GET', '/', { auth: user }).then((res) => {
+    p = request<RootBody | undefined>('GET', '/', { auth: user }).then((res) => {
       const id: unknown = res.json?.user?.id;
       if (res.status !== 200 || typeof id !== 'string') {
         throw new Error(

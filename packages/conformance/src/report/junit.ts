@@ -6,7 +6,7 @@ import type { RunReport, TestOutcome } from './model.js';
 
 function xml(text: string): string {
   // XML 1.0 forbids most control characters even escaped.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point: they are replaced
   return text.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, '\uFFFD')
     .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
@@ -54,7 +54,9 @@ export function toJUnit(report: RunReport): string {
   }
   if (report.runErrors.length > 0) {
     out.push(`  <testsuite name="run" tests="${report.runErrors.length}" failures="0" errors="${report.runErrors.length}">`);
-    report.runErrors.forEach((e, i) => out.push(`    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`));
+    for (const [i, e] of report.runErrors.entries()) {
+      out.push(`    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`);
+    }
     out.push('  </testsuite>');
   }
   out.push('</testsuites>', '');

@@ -134,7 +134,7 @@ function ancestors(test: TestCase): Parent[] {
 }
 
 function skipReasonsOf(meta: object): SkipReason[] {
-  return ((meta as Record<string, unknown>)['skipReasons'] as SkipReason[] | undefined) ?? [];
+  return ((meta as Record<string, unknown>).skipReasons as SkipReason[] | undefined) ?? [];
 }
 
 /** Why a test that did not run was skipped: see capabilities.ts `recordSkipReason`. */
@@ -197,7 +197,7 @@ export function testOutcome(test: TestCase, expectations?: Expectations): TestOu
     } else {
       out.outcome = 'failed';
       out.errors = errors.filter((e) => !isSkipSignal(e)).map(detail);
-      const exchanges = (test.meta() as Record<string, unknown>)['exchanges'] as RecordedExchange[] | undefined;
+      const exchanges = (test.meta() as Record<string, unknown>).exchanges as RecordedExchange[] | undefined;
       if (exchanges?.length) out.exchanges = exchanges;
     }
   } else if (result.state === 'skipped') {

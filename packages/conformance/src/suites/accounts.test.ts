@@ -11,15 +11,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { AuthenticatedRootBody, ListBody, RootBody } from '../harness/bodies.js';
 import { applicable, serverInfo } from '../harness/capabilities.js';
 import { basic, del, get, patch, post, put, SkipSignal, type HttpResponse } from '../harness/http.js';
 import { expectApiError, expectTombstone, expectValidationError } from '../harness/matchers.js';
 
 const info = await serverInfo();
-const capability = info.capabilities['accounts'];
+const capability = info.capabilities.accounts;
 const offered = applicable(capability !== undefined, 'accounts (§13.2)', 'capability accounts not offered');
-const usableAtOnce = offered && applicable(capability?.['validation_enabled'] !== true, 'accounts login (§13.2)', 'accounts need e-mail validation before they can log in');
-const adminCredentials = process.env['QUIRE_CONFORMANCE_ACCOUNTS_ADMIN'] ?? '';
+const usableAtOnce = offered && applicable(capability?.validation_enabled !== true, 'accounts login (§13.2)', 'accounts need e-mail validation before they can log in');
+const adminCredentials = process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN ?? '';
 const hasAdmin = usableAtOnce && applicable(adminCredentials.includes(':'), 'accounts administrators (§13.2)', 'no administrator account given: --accounts-admin id:password (QUIRE_CONFORMANCE_ACCOUNTS_ADMIN)');
 const admin = (() => {
   const colon = adminCredentials.indexOf(':');
@@ -56,19 +57,19 @@ async function signUp(extra: Record<string, unknown> = {}): Promise<Account> {
 
 /** The user `GET /` names; undefined when anonymous, or refused (Kinto answers wrong credentials as anonymous, a server may refuse them with 401). */
 async function whoAmI(authorization: string): Promise<string | undefined> {
-  const res = await get('/', { auth: authorization });
+  const res = await get<RootBody>('/', { auth: authorization });
   if (res.status === 401) {
     expectApiError(res, 401, 104);
     return undefined;
   }
   expect(res.status).toBe(200);
-  return res.json.user?.id as string | undefined;
+  return res.json.user?.id;
 }
 
 describe.runIf(offered)('§13.2 accounts: capability and sign-up', () => {
   it('§11.1 GET / lists the capability accounts with description, url and validation_enabled', () => {
     expect(capability).toEqual(expect.objectContaining({ description: expect.any(String), url: expect.any(String) }));
-    if ('validation_enabled' in (capability ?? {})) expect(typeof capability?.['validation_enabled']).toBe('boolean');
+    if ('validation_enabled' in (capability ?? {})) expect(typeof capability?.validation_enabled).toBe('boolean');
   });
 
   it('§13.2 PUT /accounts/<id> signs up anonymously: 201, the account is its own writer', async () => {
@@ -125,7 +126,7 @@ describe.runIf(offered)('§13.2 accounts: capability and sign-up', () => {
 describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', () => {
   it('§9.1 Basic Auth with the account id and password gives user id account:<id>', async () => {
     const account = await signUp();
-    const res = await get('/', { auth: account.authorization });
+    const res = await get<AuthenticatedRootBody>('/', { auth: account.authorization });
     expect(res.json.user.id).toBe(`account:${account.id}`);
     expect(res.json.user.principals).toEqual(expect.arrayContaining([`account:${account.id}`, 'system.Everyone', 'system.Authenticated']));
   });
@@ -148,9 +149,9 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
   it('§13.2 GET /accounts lists only the caller’s own account', async () => {
     const account = await signUp();
     await signUp();
-    const res = await get('/accounts', { auth: account.authorization });
+    const res = await get<ListBody>('/accounts', { auth: account.authorization });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((item: { id: string }) => item.id)).toEqual([account.id]);
+    expect(res.json.data.map((item) => item.id)).toEqual([account.id]);
   });
 
   it('§13.2 PUT by the owner changes the password: the old one stops working, the new one works', async () => {
@@ -182,8 +183,8 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
   it('§13.2 a user cannot create an account for another id (400 "Username and account ID do not match.")', async () => {
     const account = await signUp();
     const res = await put(path(newAccountId()), { auth: account.authorization, body: { data: { password: 'x' } } });
-    expectValidationError(res, { location: 'body' });
-    expect(res.json.message).toContain('Username and account ID do not match.');
+    const body = expectValidationError(res, { location: 'body' });
+    expect(body.message).toContain('Username and account ID do not match.');
   });
 
   it('§9.2 a user can neither read nor change another account (403)', async () => {
@@ -207,9 +208,9 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
 describe.runIf(hasAdmin)('§13.2 accounts: administrators (account_write_principals)', () => {
   it('§13.2 an administrator lists every account', async () => {
     const [one, two] = await Promise.all([signUp(), signUp()]);
-    const res = await get(`/accounts?in_id=${encodeURIComponent(`${one.id},${two.id}`)}`, { auth: admin.authorization });
+    const res = await get<ListBody>(`/accounts?in_id=${encodeURIComponent(`${one.id},${two.id}`)}`, { auth: admin.authorization });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((item: { id: string }) => item.id).sort()).toEqual([one.id, two.id].sort());
+    expect(res.json.data.map((item) => item.id).sort()).toEqual([one.id, two.id].sort());
   });
 
   it('§13.2 an administrator creates an account for someone else; the account is its own writer', async () => {

@@ -2,6 +2,7 @@
  * §2 endpoint map and §4 bodies for buckets (cascades, plural endpoints, server-generated ids).
  */
 import { describe, expect, it } from 'vitest';
+import type { ErrorBody, ListBody } from '../harness/bodies.js';
 import { createBucket, createCollection, createRecord, randomId, trackBucket } from '../harness/fixtures.js';
 import { del, get, head, post, put } from '../harness/http.js';
 import { SHORT_ID, expectApiError, expectETag, expectLastModified, expectTombstone, expectValidationError } from '../harness/matchers.js';
@@ -69,8 +70,8 @@ describe('§2 PUT /buckets/{id}', () => {
     const id = randomId();
     trackBucket(id, alice);
     const res = await put(`/buckets/${id}`, { auth: alice, body: { data: {}, permissions: { 'record:create': [bobId] } } });
-    expectValidationError(res, { location: 'body' });
-    expect(res.json.details.some((d: { name?: string }) => String(d.name).startsWith('permissions'))).toBe(true);
+    const body = expectValidationError(res, { location: 'body' });
+    expect(body.details.some((d) => String(d.name).startsWith('permissions'))).toBe(true);
   });
 });
 
@@ -108,10 +109,10 @@ describe('§2 GET and HEAD /buckets', () => {
     const user = createUser();
     const a = await createBucket(user);
     const b = await createBucket(user, { data: { t: 1 } });
-    const res = await get('/buckets', { auth: user });
+    const res = await get<ListBody>('/buckets', { auth: user });
     expect(res.status).toBe(200);
     expect(Object.keys(res.json)).toEqual(['data']);
-    const ids = res.json.data.map((x: { id: string }) => x.id).sort();
+    const ids = res.json.data.map((x) => x.id).sort();
     expect(ids).toEqual([a, b].sort());
     for (const item of res.json.data) expect(item).not.toHaveProperty('permissions');
     expectETag(res);
@@ -125,9 +126,9 @@ describe('§2 GET and HEAD /buckets', () => {
 
   it("does not show other users' private buckets", async () => {
     const id = await createBucket(alice);
-    const res = await get('/buckets', { auth: bob });
+    const res = await get<ListBody>('/buckets', { auth: bob });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((x: { id: string }) => x.id)).not.toContain(id);
+    expect(res.json.data.map((x) => x.id)).not.toContain(id);
   });
 
   it('counts with HEAD: Total-Objects and Total-Records, empty body', async () => {
@@ -173,12 +174,12 @@ describe('§2 DELETE /buckets/{id} and cascades', () => {
     expect((await del(`/buckets/${id}`, { auth: alice })).status).toBe(200);
     // Re-create the bucket with the same id: it must be empty.
     await createBucket(alice, { id });
-    const cols = await get(`/buckets/${id}/collections?_since=0`, { auth: alice });
+    const cols = await get<ListBody>(`/buckets/${id}/collections?_since=0`, { auth: alice });
     expect(cols.status).toBe(200);
     expect(cols.json.data).toEqual([]);
-    const groups = await get(`/buckets/${id}/groups?_since=0`, { auth: alice });
+    const groups = await get<ListBody>(`/buckets/${id}/groups?_since=0`, { auth: alice });
     expect(groups.json.data).toEqual([]);
-    const col = await get(`/buckets/${id}/collections/${cid}`, { auth: alice });
+    const col = await get<ErrorBody>(`/buckets/${id}/collections/${cid}`, { auth: alice });
     expectApiError(col, 404, 110);
     expect(col.json.details).toEqual({ id: cid, resource_name: 'collection' });
     const recs = await get(`/buckets/${id}/collections/${cid}/records`, { auth: alice });
@@ -188,7 +189,7 @@ describe('§2 DELETE /buckets/{id} and cascades', () => {
   it('answers 403 to a second DELETE: a deleted bucket is reported like any missing bucket (§9.2)', async () => {
     const id = await createBucket(alice);
     await del(`/buckets/${id}`, { auth: alice });
-    const res = await del(`/buckets/${id}`, { auth: alice });
+    const res = await del<ListBody>(`/buckets/${id}`, { auth: alice });
     expectApiError(res, 403, 121);
   });
 });
@@ -199,14 +200,14 @@ describe('§2 DELETE /buckets (plural)', () => {
     const a = await createBucket(user);
     const b = await createBucket(user);
     const other = await createBucket(bob);
-    const res = await del('/buckets', { auth: user });
+    const res = await del<ListBody>('/buckets', { auth: user });
     expect(res.status).toBe(200);
-    const ids = res.json.data.map((t: { id: string }) => t.id).sort();
+    const ids = res.json.data.map((t) => t.id).sort();
     expect(ids).toEqual([a, b].sort());
     for (const t of res.json.data) expectTombstone(t);
-    const stamps = res.json.data.map((t: { last_modified: number }) => t.last_modified);
+    const stamps = res.json.data.map((t) => t.last_modified);
     expect(new Set(stamps).size).toBe(stamps.length);
-    expect((await get('/buckets', { auth: user })).json.data).toEqual([]);
+    expect((await get<ListBody>('/buckets', { auth: user })).json.data).toEqual([]);
     expect((await get(`/buckets/${other}`, { auth: bob })).status).toBe(200);
   });
 

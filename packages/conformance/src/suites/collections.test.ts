@@ -3,6 +3,7 @@
  * JSON-schema validation (capability `schema`, §4.1).
  */
 import { describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { serverInfo, applicable } from '../harness/capabilities.js';
 import { createBucket, createCollection, createCollectionFixture, createRecord, randomId } from '../harness/fixtures.js';
 import { del, get, head, patch, post, put } from '../harness/http.js';
@@ -108,7 +109,7 @@ describe('§2 GET, PATCH, DELETE a collection', () => {
     expectApiError(await get(fx.path, { auth: alice }), 404, 110);
     expectApiError(await get(fx.records, { auth: alice }), 404, 111);
     await createCollection(alice, fx.bucket, { id: fx.collection });
-    const recs = await get(`${fx.records}?_since=0`, { auth: alice });
+    const recs = await get<ListBody>(`${fx.records}?_since=0`, { auth: alice });
     expect(recs.status).toBe(200);
     expect(recs.json.data).toEqual([]);
   });
@@ -116,7 +117,7 @@ describe('§2 GET, PATCH, DELETE a collection', () => {
   it('the deleted collection shows as a tombstone in its own list with _since', async () => {
     const fx = await createCollectionFixture(alice);
     const tomb = (await del(fx.path, { auth: alice })).json.data;
-    const res = await get(`/buckets/${fx.bucket}/collections?_since=0`, { auth: alice });
+    const res = await get<ListBody>(`/buckets/${fx.bucket}/collections?_since=0`, { auth: alice });
     expect(res.json.data).toEqual([tomb]);
   });
 });
@@ -126,9 +127,9 @@ describe('§2 plural collections endpoints', () => {
     const bucket = await createBucket(alice);
     await createCollection(alice, bucket, { id: 'a1', data: { t: 1 } });
     await createCollection(alice, bucket, { id: 'b2' });
-    const res = await get(`/buckets/${bucket}/collections`, { auth: alice });
+    const res = await get<ListBody>(`/buckets/${bucket}/collections`, { auth: alice });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((c: { id: string }) => c.id)).toEqual(['b2', 'a1']);
+    expect(res.json.data.map((c) => c.id)).toEqual(['b2', 'a1']);
     for (const item of res.json.data) expect(item).not.toHaveProperty('permissions');
   });
 
@@ -148,11 +149,11 @@ describe('§2 plural collections endpoints', () => {
     const a = await createCollection(alice, bucket);
     const b = await createCollection(alice, bucket);
     await createRecord(alice, bucket, a, { x: 1 });
-    const res = await del(`/buckets/${bucket}/collections`, { auth: alice });
+    const res = await del<ListBody>(`/buckets/${bucket}/collections`, { auth: alice });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((t: { id: string }) => t.id).sort()).toEqual([a, b].sort());
+    expect(res.json.data.map((t) => t.id).sort()).toEqual([a, b].sort());
     for (const t of res.json.data) expectTombstone(t);
-    expect((await get(`/buckets/${bucket}/collections`, { auth: alice })).json.data).toEqual([]);
+    expect((await get<ListBody>(`/buckets/${bucket}/collections`, { auth: alice })).json.data).toEqual([]);
   });
 
   it('GET answers 403 to a user without any permission on the bucket', async () => {

@@ -3,6 +3,7 @@
  * (§6.3), on objects and on plural endpoints.
  */
 import { describe, expect, it } from 'vitest';
+import type { ErrorBody, KintoObject, ListBody } from '../harness/bodies.js';
 import { createCollectionFixture, createRecord, type CollectionFixture } from '../harness/fixtures.js';
 import { type HttpResponse, del, get, head, patch, post, put, request } from '../harness/http.js';
 import { expectApiError, expectETag, expectLastModified, expectValidationError } from '../harness/matchers.js';
@@ -10,8 +11,7 @@ import { alice, bob, userId } from '../harness/users.js';
 
 const q = (n: number) => `"${n}"`;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function withRecord(data: Record<string, unknown> = { title: 'First', n: 1 }): Promise<{ fx: CollectionFixture; path: string; rec: any }> {
+async function withRecord(data: Record<string, unknown> = { title: 'First', n: 1 }): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
   const fx = await createCollectionFixture(alice);
   const res = await put(fx.record('r1'), { auth: alice, body: { data } });
   expect(res.status).toBe(201);
@@ -19,10 +19,9 @@ async function withRecord(data: Record<string, unknown> = { title: 'First', n: 1
 }
 
 /** 412 errno 114 with the current ETag/Last-Modified and `details.existing` = the object (no permissions). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function expect412WithExisting(res: HttpResponse, existing: any): void {
-  expectApiError(res, 412, 114, 'Resource was modified meanwhile');
-  expect(res.json.details).toEqual({ existing });
+function expect412WithExisting(res: HttpResponse, existing: KintoObject): void {
+  const body = expectApiError(res, 412, 114, 'Resource was modified meanwhile');
+  expect(body.details).toEqual({ existing });
   expect(expectETag(res)).toBe(existing.last_modified);
   expectLastModified(res, existing.last_modified);
 }
@@ -275,7 +274,7 @@ describe('§6.2 plural endpoints (treated as always existing)', () => {
       if (method !== 'HEAD') expect412WithoutDetails(res);
       expect(expectETag(res)).toBe(etag);
     }
-    expect((await get(fx.records, { auth: alice })).json.data).toHaveLength(1);
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(1);
   });
 
   it('If-Match compares with the collection timestamp: equal proceeds, different answers 412 without details', async () => {
@@ -285,7 +284,7 @@ describe('§6.2 plural endpoints (treated as always existing)', () => {
     expect412WithoutDetails(stale);
     expect(expectETag(stale)).toBe(etag);
     expect412WithoutDetails(await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag - 1) } }));
-    expect((await get(fx.records, { auth: alice })).json.data).toHaveLength(1);
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(1);
     expect((await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag) } })).status).toBe(200);
   });
 
@@ -313,7 +312,7 @@ describe('§6.2 authorisation runs before preconditions', () => {
     const fx = await createCollectionFixture(alice, { collection: { permissions: { 'record:create': [bobId] } } });
     const rec = (await put(fx.record('taken'), { auth: alice, body: { data: { v: 1 } } })).json.data;
     expectApiError(await put(fx.record('taken'), { auth: bob, body: { data: { v: 2 } } }), 403, 121);
-    const res = await put(fx.record('taken'), { auth: bob, body: { data: { v: 2 } }, headers: { 'If-None-Match': '*' } });
+    const res = await put<ErrorBody<{ existing: KintoObject }>>(fx.record('taken'), { auth: bob, body: { data: { v: 2 } }, headers: { 'If-None-Match': '*' } });
     expectApiError(res, 412, 114);
     if (res.json.details !== undefined) expect(res.json.details.existing).toEqual(rec);
   });

@@ -4,6 +4,7 @@
  * Only with throwaway identities: writing in a real user's personal bucket is never done.
  */
 import { describe, expect, it } from 'vitest';
+import type { AuthenticatedRootBody, BatchBody, ListBody, ObjectBody } from '../harness/bodies.js';
 import { applicable, serverInfo } from '../harness/capabilities.js';
 import { trackBucket } from '../harness/fixtures.js';
 import { request } from '../harness/http.js';
@@ -18,7 +19,7 @@ const applies =
 /** A new identity whose personal bucket is deleted after the file. */
 async function newUser(): Promise<{ user: User; bucket: string }> {
   const user = createUser();
-  const root = await request('GET', '/', { auth: user });
+  const root = await request<AuthenticatedRootBody>('GET', '/', { auth: user });
   const bucket = root.json.user.bucket as string;
   trackBucket(bucket, user);
   return { user, bucket };
@@ -40,25 +41,25 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
     const b = await newUser();
     expect(a.bucket).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(a.bucket).not.toBe(b.bucket);
-    expect((await request('GET', '/', { auth: a.user })).json.user.bucket).toBe(a.bucket);
+    expect((await request<AuthenticatedRootBody>('GET', '/', { auth: a.user })).json.user.bucket).toBe(a.bucket);
   });
 
   it('a record posted under /buckets/default/collections/<c> creates bucket and collection implicitly', async () => {
     const { user, bucket } = await newUser();
     const created = await request('POST', '/buckets/default/collections/tasks/records', { auth: user, body: { data: { title: 'milk' } } });
     expect(created.status).toBe(201);
-    const listed = await request('GET', `/buckets/${bucket}/collections/tasks/records`, { auth: user });
+    const listed = await request<ListBody>('GET', `/buckets/${bucket}/collections/tasks/records`, { auth: user });
     expect(listed.status).toBe(200);
-    expect(listed.json.data.map((r: { id: string }) => r.id)).toEqual([created.json.data.id]);
+    expect(listed.json.data.map((r) => r.id)).toEqual([created.json.data.id]);
     // Reading through the alias gives the same list and ETag.
-    const alias = await request('GET', '/buckets/default/collections/tasks/records', { auth: user });
+    const alias = await request<ListBody>('GET', '/buckets/default/collections/tasks/records', { auth: user });
     expect(alias.json.data).toEqual(listed.json.data);
     expect(alias.headers.get('etag')).toBe(listed.headers.get('etag'));
   });
 
   it('plain GETs create too: listing records of a new collection is an empty 200', async () => {
     const { user, bucket } = await newUser();
-    const res = await request('GET', '/buckets/default/collections/fresh/records', { auth: user });
+    const res = await request<ListBody>('GET', '/buckets/default/collections/fresh/records', { auth: user });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual([]);
     expect((await request('GET', `/buckets/${bucket}/collections/fresh`, { auth: user })).status).toBe(200);
@@ -84,7 +85,7 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
 
   it('works inside /batch, bucket and collections created on the way', async () => {
     const { user, bucket } = await newUser();
-    const res = await request('POST', '/batch', {
+    const res = await request<BatchBody<ObjectBody | ListBody>>('POST', '/batch', {
       auth: user,
       body: {
         requests: [
@@ -95,8 +96,8 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
       },
     });
     expect(res.status).toBe(200);
-    expect(res.json.responses.map((r: { status: number }) => r.status)).toEqual([201, 201, 200]);
-    expect(res.json.responses[2].body.data).toHaveLength(1);
+    expect(res.json.responses.map((r) => r.status)).toEqual([201, 201, 200]);
+    expect(res.json.responses[2]!.body.data).toHaveLength(1);
     expect((await request('GET', `/buckets/${bucket}/collections/b/records/r1`, { auth: user })).json.data.n).toBe(2);
   });
 
@@ -113,9 +114,9 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
       const { user, bucket } = await newUser();
       const created = await request('POST', '/buckets/default/collections/tasks/records', { auth: user, body: { data: { n: 1 } } });
       expect(created.status).toBe(201);
-      const history = await request('GET', `/buckets/${bucket}/history?_sort=last_modified`, { auth: user });
+      const history = await request<ListBody>('GET', `/buckets/${bucket}/history?_sort=last_modified`, { auth: user });
       expect(history.status).toBe(200);
-      const seen = history.json.data.map((entry: { resource_name: string; action: string; uri: string }) => [entry.resource_name, entry.action, entry.uri]);
+      const seen = history.json.data.map((entry) => [entry.resource_name, entry.action, entry.uri]);
       expect(seen).toEqual([
         ['bucket', 'create', `/buckets/${bucket}`],
         ['collection', 'create', `/buckets/${bucket}/collections/tasks`],

@@ -2,6 +2,7 @@
  * §1 error bodies for each status, §1.2 errno table, and robustness: garbage input never
  * produces a 5xx.
  */
+import type { ErrorBody } from '../harness/bodies.js';
 import { applicable } from '../harness/capabilities.js';
 import { describe, expect, it } from 'vitest';
 import { serverRoot } from '../harness/config.js';
@@ -10,7 +11,7 @@ import { type HttpResponse, get, patch, post, put, request } from '../harness/ht
 import { expectApiError, expectValidationError } from '../harness/matchers.js';
 import { alice, bob } from '../harness/users.js';
 
-const maxBodyBytes = Number(process.env['QUIRE_CONFORMANCE_MAX_BODY_BYTES'] ?? '') || null;
+const maxBodyBytes = Number(process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES ?? '') || null;
 
 describe('§1.1 error envelope per status', () => {
   it('400 validation: code, errno 107, error "Invalid parameters", message, details list', async () => {
@@ -23,8 +24,8 @@ describe('§1.1 error envelope per status', () => {
     const fx = await createCollectionFixture(alice);
     const res = await get(`${fx.records}?_limit=abc`, { auth: alice });
     const body = expectValidationError(res, { location: 'querystring', name: '_limit' });
-    const first = body.details[0];
-    const expected = first.description.includes(first.name) ? first.description : `${first.name} in ${first.location}: ${first.description}`;
+    const first = body.details[0]!;
+    const expected = first.description.includes(String(first.name)) ? first.description : `${first.name} in ${first.location}: ${first.description}`;
     expect(body.message).toBe(expected);
   });
 
@@ -86,8 +87,9 @@ describe('§1.1 error envelope per status', () => {
 function expectHandled(res: HttpResponse, what: string, isHead = false): void {
   expect.soft(res.status, `${what} → ${res.status} ${res.text.slice(0, 300)}`).toBeLessThan(500);
   if (res.status >= 400 && !isHead) {
-    expect.soft(res.json?.code, `${what}: ${res.text.slice(0, 300)}`).toBe(res.status);
-    expect.soft(res.json?.errno, what).toBeTypeOf('number');
+    const body = res.json as Partial<ErrorBody> | undefined;
+    expect.soft(body?.code, `${what}: ${res.text.slice(0, 300)}`).toBe(res.status);
+    expect.soft(body?.errno, what).toBeTypeOf('number');
   }
 }
 
@@ -206,7 +208,7 @@ describe('robustness: malformed input never gives a 5xx', () => {
       { Authorization: 'Basic %%%' },
       { Authorization: `Basic ${Buffer.from(':').toString('base64')}` },
       { Authorization: `Basic ${Buffer.from('\u00e9t\u00e9:\u00fc').toString('base64')}` },
-      { Authorization: 'Bearer ' + 'x'.repeat(5000) },
+      { Authorization: `Bearer ${'x'.repeat(5000)}` },
       { 'Content-Type': 'application/json; charset=latin1' },
       { 'Access-Control-Request-Method': 'FOO', Origin: 'null' },
     ];

@@ -2,6 +2,7 @@
  * §7.5 `_fields` partial responses (1.2, nested 1.4) on lists and single objects.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { createCollectionFixture, type CollectionFixture } from '../harness/fixtures.js';
 import { del, get, put } from '../harness/http.js';
 import { alice } from '../harness/users.js';
@@ -29,7 +30,7 @@ function lm(id: string): number {
 
 describe.concurrent('§7.5 _fields on lists', () => {
   it('projects on the given field, always adding id and last_modified (wire example)', async () => {
-    const res = await get(`${fx.records}?_fields=title&_sort=id`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_fields=title&_sort=id`, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual([
       { id: 'r1', title: 'First', last_modified: lm('r1') },
@@ -39,13 +40,13 @@ describe.concurrent('§7.5 _fields on lists', () => {
   });
 
   it('takes several comma-separated fields', async () => {
-    const res = await get(`${fx.records}?_fields=title,n&_sort=id`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_fields=title,n&_sort=id`, { auth: alice });
     expect(res.json.data[0]).toEqual({ id: 'r1', title: 'First', n: 1, last_modified: lm('r1') });
     expect(res.json.data[2]).toEqual({ id: 'r3', n: 3, last_modified: lm('r3') });
   });
 
   it('projects on nested paths, keeping the enclosing objects', async () => {
-    const res = await get(`${fx.records}?_fields=address.city&_sort=id`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_fields=address.city&_sort=id`, { auth: alice });
     expect(res.json.data).toEqual([
       { id: 'r1', address: { city: 'Paris' }, last_modified: lm('r1') },
       { id: 'r2', address: { city: 'Berlin' }, last_modified: lm('r2') },
@@ -54,12 +55,12 @@ describe.concurrent('§7.5 _fields on lists', () => {
   });
 
   it('merges several nested paths of the same object', async () => {
-    const res = await get(`${fx.records}?_fields=address.street,address.geo.lat&id=r1`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_fields=address.street,address.geo.lat&id=r1`, { auth: alice });
     expect(res.json.data).toEqual([{ id: 'r1', address: { street: 'Main', geo: { lat: 1 } }, last_modified: lm('r1') }]);
   });
 
   it('returns a whole sub-object when its parent path is given', async () => {
-    const res = await get(`${fx.records}?_fields=address&id=r2`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_fields=address&id=r2`, { auth: alice });
     expect(res.json.data).toEqual([{ id: 'r2', address: { city: 'Berlin' }, last_modified: lm('r2') }]);
   });
 
@@ -78,7 +79,7 @@ describe('§7.5 _fields on single objects and tombstones', () => {
   });
 
   it('projects buckets and collections lists too', async () => {
-    const res = await get(`/buckets/${fx.bucket}/collections?_fields=id`, { auth: alice });
+    const res = await get<ListBody>(`/buckets/${fx.bucket}/collections?_fields=id`, { auth: alice });
     expect(res.status).toBe(200);
     for (const item of res.json.data) expect(Object.keys(item).sort()).toEqual(['id', 'last_modified']);
   });
@@ -87,10 +88,10 @@ describe('§7.5 _fields on single objects and tombstones', () => {
     const own = await createCollectionFixture(alice);
     await put(own.record('x'), { auth: alice, body: { data: { title: 'x' } } });
     const tomb = (await del(own.record('x'), { auth: alice })).json.data;
-    const listed = await get(`${own.records}?_since=0&_fields=title,deleted`, { auth: alice });
+    const listed = await get<ListBody>(`${own.records}?_since=0&_fields=title,deleted`, { auth: alice });
     expect(listed.json.data).toEqual([{ id: 'x', last_modified: tomb.last_modified, deleted: true }]);
-    const unlisted = await get(`${own.records}?_since=0&_fields=title`, { auth: alice });
-    const item = unlisted.json.data[0];
+    const unlisted = await get<ListBody>(`${own.records}?_since=0&_fields=title`, { auth: alice });
+    const item = unlisted.json.data[0]!;
     expect(item.id).toBe('x');
     expect(item.last_modified).toBe(tomb.last_modified);
     expect(item).not.toHaveProperty('title');

@@ -3,6 +3,7 @@
  * One read-only dataset per file; the queries run concurrently.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { createCollectionFixture, type CollectionFixture } from '../harness/fixtures.js';
 import { del, get, put } from '../harness/http.js';
 import { expectValidationError } from '../harness/matchers.js';
@@ -34,9 +35,9 @@ beforeAll(async () => {
 
 /** Ids returned by `GET records?<query>`, sorted. */
 async function ids(query: string): Promise<string[]> {
-  const res = await get(`${fx.records}?${query}`, { auth: alice });
+  const res = await get<ListBody>(`${fx.records}?${query}`, { auth: alice });
   expect(res.status, `${query}: ${res.text}`).toBe(200);
-  return res.json.data.map((r: { id: string }) => r.id).sort();
+  return res.json.data.map((r) => r.id).sort();
 }
 
 async function expect400(query: string, name?: string): Promise<void> {
@@ -231,25 +232,25 @@ describe.concurrent('§7.2 special fields id and last_modified', () => {
   // the ids they spell (Quire does: ids such as "123" are valid, and kinto.js sends
   // exclude_id=<ids> unquoted) — never as numbers. Both readings are accepted here.
   it('in_id items are strings: a numeric-looking item is refused (400) or read as an id', async () => {
-    const res = await get(`${fx.records}?in_id=a,1`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?in_id=a,1`, { auth: alice });
     if (res.status === 400) expectValidationError(res, { location: 'querystring' });
     else {
       expect(res.status, res.text).toBe(200);
-      expect(res.json.data.map((r: { id: string }) => r.id)).toEqual(['a']);
+      expect(res.json.data.map((r) => r.id)).toEqual(['a']);
     }
   });
 
   it('last_modified filters take integers, plain or quoted', async () => {
-    const ts = stamps['c'] as number;
+    const ts = stamps.c as number;
     expect(await ids(`last_modified=${ts}`)).toEqual(['c']);
     expect(await ids(`last_modified="${ts}"`)).toEqual(['c']);
-    expect(await ids(`gt_last_modified=${stamps['f']}`)).toEqual(['g', 'h']);
+    expect(await ids(`gt_last_modified=${stamps.f}`)).toEqual(['g', 'h']);
   });
 
   // The original refuses any in_last_modified list ("Invalid value for in_last_modified"): it
   // checks the whole list as one timestamp. Listed in its expectations file.
   it('in_last_modified takes a comma-separated list of integers', async () => {
-    expect(await ids(`in_last_modified=${stamps['a']},${stamps['b']}`)).toEqual(['a', 'b']);
+    expect(await ids(`in_last_modified=${stamps.a},${stamps.b}`)).toEqual(['a', 'b']);
   });
 
   it('refuses invalid last_modified values with 400', async () => {
@@ -282,13 +283,13 @@ describe('§5.4 tombstones and the deleted field', () => {
     await put(own.record('x'), { auth: alice, body: { data: { a: 1 } } });
     await put(own.record('y'), { auth: alice, body: { data: { a: 2 } } });
     const tomb = (await del(own.record('x'), { auth: alice })).json.data;
-    const bare = await get(`${own.records}?deleted=true`, { auth: alice });
+    const bare = await get<ListBody>(`${own.records}?deleted=true`, { auth: alice });
     expect(bare.status).toBe(200);
     expect(bare.json.data).toEqual([]);
-    const withSince = await get(`${own.records}?deleted=true&_since=0`, { auth: alice });
+    const withSince = await get<ListBody>(`${own.records}?deleted=true&_since=0`, { auth: alice });
     expect(withSince.json.data).toEqual([tomb]);
-    const lmFilter = await get(`${own.records}?gt_last_modified=0`, { auth: alice });
-    expect(lmFilter.json.data.map((r: { id: string }) => r.id).sort()).toEqual(['x', 'y']);
+    const lmFilter = await get<ListBody>(`${own.records}?gt_last_modified=0`, { auth: alice });
+    expect(lmFilter.json.data.map((r) => r.id).sort()).toEqual(['x', 'y']);
   });
 });
 
@@ -297,9 +298,9 @@ describe('§7.1 filters on other plural endpoints', () => {
     const own = await createCollectionFixture(alice);
     await put(`/buckets/${own.bucket}/collections/red`, { auth: alice, body: { data: { color: 'red' } } });
     await put(`/buckets/${own.bucket}/collections/blue`, { auth: alice, body: { data: { color: 'blue' } } });
-    const res = await get(`/buckets/${own.bucket}/collections?color=red`, { auth: alice });
-    expect(res.json.data.map((c: { id: string }) => c.id)).toEqual(['red']);
-    const buckets = await get(`/buckets?id="${own.bucket}"`, { auth: alice });
-    expect(buckets.json.data.map((b: { id: string }) => b.id)).toEqual([own.bucket]);
+    const res = await get<ListBody>(`/buckets/${own.bucket}/collections?color=red`, { auth: alice });
+    expect(res.json.data.map((c) => c.id)).toEqual(['red']);
+    const buckets = await get<ListBody>(`/buckets?id="${own.bucket}"`, { auth: alice });
+    expect(buckets.json.data.map((b) => b.id)).toEqual([own.bucket]);
   });
 });

@@ -7,6 +7,7 @@
  * (packages/server/test/flush.test.ts) and leaves this variable unset.
  */
 import { describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { applicable, serverInfo } from '../harness/capabilities.js';
 import { createBucket } from '../harness/fixtures.js';
 import { get, post } from '../harness/http.js';
@@ -17,7 +18,7 @@ const info = await serverInfo();
 const offered = applicable(info.hasCapability('flush_endpoint'), '§13.5 flush', 'no capability "flush_endpoint"');
 const allowed =
   offered &&
-  applicable(process.env['QUIRE_CONFORMANCE_ALLOW_FLUSH'] === '1', '§13.5 flush (destructive part)', 'QUIRE_CONFORMANCE_ALLOW_FLUSH is not 1');
+  applicable(process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH === '1', '§13.5 flush (destructive part)', 'QUIRE_CONFORMANCE_ALLOW_FLUSH is not 1');
 
 describe.runIf(offered)('§13.5 /__flush__ (capability "flush_endpoint")', () => {
   it('describes the capability with description and url', () => {
@@ -34,6 +35,6 @@ describe.runIf(offered)('§13.5 /__flush__ (capability "flush_endpoint")', () =>
     expect(res.status).toBe(202);
     expect(res.json).toEqual({});
     expect((await get(`/buckets/${bucket}`, { auth: alice })).status).toBe(403);
-    expect((await get('/buckets', { auth: alice })).json.data).toEqual([]);
+    expect((await get<ListBody>('/buckets', { auth: alice })).json.data).toEqual([]);
   });
 });

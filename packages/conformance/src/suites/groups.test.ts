@@ -2,6 +2,7 @@
  * §4.1 groups (`members`), §9.1 group principals (the group URI), §9.2 group-based sharing.
  */
 import { describe, expect, it } from 'vitest';
+import type { AuthenticatedRootBody, ErrorBody, ListBody } from '../harness/bodies.js';
 import { createBucket, createCollection, createGroup } from '../harness/fixtures.js';
 import { del, get, head, patch, post, put } from '../harness/http.js';
 import { SHORT_ID, expectApiError, expectTombstone, expectValidationError } from '../harness/matchers.js';
@@ -71,16 +72,16 @@ describe('§4.1 group bodies', () => {
     const bucket = await createBucket(alice);
     await createGroup(alice, bucket, { id: 'g1' });
     await createGroup(alice, bucket, { id: 'g2' });
-    const list = await get(`/buckets/${bucket}/groups`, { auth: alice });
+    const list = await get<ListBody>(`/buckets/${bucket}/groups`, { auth: alice });
     expect(list.status).toBe(200);
-    expect(list.json.data.map((g: { id: string }) => g.id)).toEqual(['g2', 'g1']);
+    expect(list.json.data.map((g) => g.id)).toEqual(['g2', 'g1']);
     const count = await head(`/buckets/${bucket}/groups`, { auth: alice });
     expect(count.headers.get('total-objects')).toBe('2');
     const gone = await del(`/buckets/${bucket}/groups/g1`, { auth: alice });
     expect(gone.status).toBe(200);
     expectTombstone(gone.json.data, 'g1');
     expectApiError(await get(`/buckets/${bucket}/groups/g1`, { auth: alice }), 404, 110);
-    const missing = await get(`/buckets/${bucket}/groups/g1`, { auth: alice });
+    const missing = await get<ErrorBody>(`/buckets/${bucket}/groups/g1`, { auth: alice });
     expect(missing.json.details).toEqual({ id: 'g1', resource_name: 'group' });
   });
 });
@@ -90,7 +91,7 @@ describe('§9.1 group principals', () => {
     const member = createUser('member');
     const bucket = await createBucket(alice);
     await createGroup(alice, bucket, { id: 'readers', data: { members: [await userId(member)] } });
-    const res = await get('/', { auth: member });
+    const res = await get<AuthenticatedRootBody>('/', { auth: member });
     expect(res.json.user.principals).toContain(`/buckets/${bucket}/groups/readers`);
   });
 
@@ -101,7 +102,7 @@ describe('§9.1 group principals', () => {
     const cid = await createCollection(alice, bucket, { permissions: { read: [`/buckets/${bucket}/groups/${gid}`] } });
     expect((await get(`/buckets/${bucket}/collections/${cid}/records`, { auth: member })).status).toBe(200);
     expect((await del(`/buckets/${bucket}/groups/${gid}`, { auth: alice })).status).toBe(200);
-    const who = await get('/', { auth: member });
+    const who = await get<AuthenticatedRootBody>('/', { auth: member });
     expect(who.json.user.principals).not.toContain(`/buckets/${bucket}/groups/${gid}`);
     expectApiError(await get(`/buckets/${bucket}/collections/${cid}/records`, { auth: member }), 403, 121);
   });
@@ -120,7 +121,7 @@ describe('§9.1 group principals', () => {
   it('gives the group principal to every authenticated user when system.Authenticated is a member', async () => {
     const bucket = await createBucket(alice);
     await createGroup(alice, bucket, { id: 'everybody', data: { members: ['system.Authenticated'] } });
-    const res = await get('/', { auth: bob });
+    const res = await get<AuthenticatedRootBody>('/', { auth: bob });
     expect(res.json.user.principals).toContain(`/buckets/${bucket}/groups/everybody`);
   });
 });

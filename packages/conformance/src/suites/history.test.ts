@@ -5,6 +5,7 @@
  * Runs only when the server offers the `history` capability.
  */
 import { describe, expect, it } from 'vitest';
+import type { BatchBody, KintoObject, ListBody, ObjectBody } from '../harness/bodies.js';
 import { applicable, serverInfo } from '../harness/capabilities.js';
 import { createBucket, createCollection, createGroup, listAll } from '../harness/fixtures.js';
 import { del, get, head, patch, post, put, request } from '../harness/http.js';
@@ -16,9 +17,17 @@ const applies = applicable(info.hasCapability('history'), 'history (§13.3)', 'c
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00$/;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function history(bucket: string, query = '', user = alice): Promise<any[]> {
-  return (await listAll(`/buckets/${bucket}/history${query}`, user)).items;
+/** A history entry (§13.3): the change, its author, and the object after it (`target`). */
+interface HistoryEntry extends KintoObject {
+  action: string;
+  resource_name: string;
+  uri: string;
+  user_id: string;
+  target: ObjectBody;
+}
+
+async function history(bucket: string, query = '', user = alice): Promise<HistoryEntry[]> {
+  return (await listAll<HistoryEntry>(`/buckets/${bucket}/history${query}`, user)).items;
 }
 
 describe.runIf(applies)('§13.3 history', () => {
@@ -53,9 +62,9 @@ describe.runIf(applies)('§13.3 history', () => {
       date: expect.stringMatching(ISO_UTC),
       target: { data: created.json.data, permissions: { read: ['system.Everyone'], write: [me] } },
     });
-    expect(update.target.data).toMatchObject({ id: 'r1', title: 'b' });
+    expect(update!.target.data).toMatchObject({ id: 'r1', title: 'b' });
     // Deletions show the tombstone; the permissions are gone with the object.
-    expect(remove.target).toEqual({ data: { id: 'r1', last_modified: deleted.json.data.last_modified, deleted: true }, permissions: {} });
+    expect(remove!.target).toEqual({ data: { id: 'r1', last_modified: deleted.json.data.last_modified, deleted: true }, permissions: {} });
     expect(coll).toMatchObject({ resource_name: 'collection', collection_id: collection, uri: `/buckets/${bucket}/collections/${collection}` });
     expect(coll).not.toHaveProperty('bucket_id');
     // `bucket_id` only on bucket entries; `timestamp` never (DOC≠CODE).
@@ -95,7 +104,7 @@ describe.runIf(applies)('§13.3 history', () => {
     const collection = await createCollection(alice, bucket);
     const base = `/buckets/${bucket}/collections/${collection}/records`;
     await put(`${base}/1`, { auth: alice });
-    const since = (await get(`/buckets/${bucket}/history`, { auth: alice })).json.data[0].last_modified;
+    const since = (await get<ListBody>(`/buckets/${bucket}/history`, { auth: alice })).json.data[0]!.last_modified;
     await put(`${base}/2`, { auth: alice });
     await del(`${base}/1`, { auth: alice });
 
@@ -105,7 +114,7 @@ describe.runIf(applies)('§13.3 history', () => {
     expect((await history(bucket, '?_sort=last_modified')).map((e) => e.resource_name)).toEqual(['bucket', 'collection', 'record', 'record', 'record']);
     expect((await history(bucket, '?action=delete&_fields=uri')).map((e) => Object.keys(e).sort())).toEqual([['id', 'last_modified', 'uri']]);
 
-    const page = await get(`/buckets/${bucket}/history?_limit=2`, { auth: alice });
+    const page = await get<ListBody>(`/buckets/${bucket}/history?_limit=2`, { auth: alice });
     expect(page.status).toBe(200);
     expect(page.json.data).toHaveLength(2);
     expect(page.headers.get('next-page')).toContain('_token=');
@@ -122,9 +131,9 @@ describe.runIf(applies)('§13.3 history', () => {
   it('§5.3 ETag is the newest entry timestamp; If-None-Match answers 304; HEAD counts', async () => {
     const bucket = await createBucket(alice);
     await createCollection(alice, bucket);
-    const res = await get(`/buckets/${bucket}/history`, { auth: alice });
+    const res = await get<ListBody>(`/buckets/${bucket}/history`, { auth: alice });
     const etag = expectETag(res);
-    expect(etag).toBe(res.json.data[0].last_modified);
+    expect(etag).toBe(res.json.data[0]!.last_modified);
     const again = await get(`/buckets/${bucket}/history`, { auth: alice, headers: { 'If-None-Match': `"${etag}"` } });
     expect(again.status).toBe(304);
     const counted = await head(`/buckets/${bucket}/history`, { auth: alice });
@@ -145,9 +154,9 @@ describe.runIf(applies)('§13.3 history', () => {
       `/buckets/${bucket}/collections/${shared}`,
       `/buckets/${bucket}/collections/${shared}/records/s1`,
     ].sort());
-    const anonymous = await get(`/buckets/${bucket}/history`);
+    const anonymous = await get<ListBody>(`/buckets/${bucket}/history`);
     expect(anonymous.status).toBe(200);
-    expect(anonymous.json.data.map((entry: { uri: string }) => entry.uri)).toEqual([`/buckets/${bucket}/collections/${secret}/records/p2`]);
+    expect(anonymous.json.data.map((entry) => entry.uri)).toEqual([`/buckets/${bucket}/collections/${secret}/records/p2`]);
     // Nothing readable at all: refused like any plural endpoint.
     const other = await createBucket(alice);
     expectApiError(await get(`/buckets/${other}/history`, { auth: bob }), 403, 121);
@@ -162,7 +171,7 @@ describe.runIf(applies)('§13.3 history', () => {
     await put(`/buckets/${bucket}/collections/${collection}/records/r`, { auth: alice });
     expectApiError(await del(`/buckets/${bucket}/history`, { auth: bob }), 403, 121);
 
-    const filtered = await del(`/buckets/${bucket}/history?resource_name=record`, { auth: alice });
+    const filtered = await del<ListBody>(`/buckets/${bucket}/history?resource_name=record`, { auth: alice });
     expect(filtered.status).toBe(200);
     expect(filtered.json.data).toHaveLength(1);
     expect(filtered.json.data[0]).toMatchObject({ deleted: true });
@@ -183,7 +192,7 @@ describe.runIf(applies)('§13.3 history', () => {
 
   it('§8 a batch that writes into a bucket, then deletes it, leaves no entry behind', async () => {
     const bucket = await createBucket(alice);
-    const res = await post('/batch', {
+    const res = await post<BatchBody>('/batch', {
       auth: alice,
       body: {
         requests: [
@@ -194,7 +203,7 @@ describe.runIf(applies)('§13.3 history', () => {
       },
     });
     expect(res.status).toBe(200);
-    expect(res.json.responses.map((response: { status: number }) => response.status)).toEqual([201, 201, 200]);
+    expect(res.json.responses.map((response) => response.status)).toEqual([201, 201, 200]);
     await createBucket(alice, { id: bucket });
     expect((await history(bucket)).map((e) => `${e.resource_name}:${e.action}`)).toEqual(['bucket:create']);
   });
@@ -211,13 +220,13 @@ describe.runIf(applies)('§13.3 history', () => {
     expect(light.status).toBe(200);
     expect(light.json.data).toEqual({ title: 'y' });
     const [last] = await history(bucket, '?_limit=1');
-    expect(last.target.data).toMatchObject({ title: 'y', n: 1 });
+    expect(last!.target.data).toMatchObject({ title: 'y', n: 1 });
   });
 
   it('§2 only the plural endpoint exists: entries have no URL of their own, other methods 405', async () => {
     const bucket = await createBucket(alice);
     const [entry] = await history(bucket);
-    expect((await get(`/buckets/${bucket}/history/${entry.id}`, { auth: alice })).status).toBe(404);
+    expect((await get(`/buckets/${bucket}/history/${entry!.id}`, { auth: alice })).status).toBe(404);
     expectApiError(await request('POST', `/buckets/${bucket}/history`, { auth: alice, body: { data: {} } }), 405, 115);
   });
 

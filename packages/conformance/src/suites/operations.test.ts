@@ -20,7 +20,7 @@ const info = await serverInfo();
 const readonly = applicable(info.settings.readonly === true, '§12.7 readonly mode', 'GET / says settings.readonly is not true');
 const eos: unknown = info.root.eos;
 const eosApplies = applicable(typeof eos === 'string', '§12.3 end of service', 'GET / announces no eos date');
-const announcedBackoff = process.env['QUIRE_CONFORMANCE_BACKOFF'];
+const announcedBackoff = process.env.QUIRE_CONFORMANCE_BACKOFF;
 const backoffAlways = applicable(announcedBackoff !== undefined, '§12.1 Backoff on every response', 'QUIRE_CONFORMANCE_BACKOFF (--backoff) not given');
 
 /** A few responses of different kinds: success, listing, 304, 401, 404. */

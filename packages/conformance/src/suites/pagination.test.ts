@@ -2,13 +2,20 @@
  * §7.6 page size and §7.7 Next-Page / `_token` (keyset pagination), including plural DELETE.
  */
 import { describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { createBucket, createCollectionFixture, createRecords, listAll } from '../harness/fixtures.js';
 import { del, get, post, put } from '../harness/http.js';
 import { expectETag, expectValidationError } from '../harness/matchers.js';
 import { alice, createUser } from '../harness/users.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function decodeToken(nextPage: string): any {
+/** What the `_token` of a Next-Page URL holds (§7.7). */
+interface PageToken {
+  last_object: Record<string, unknown>;
+  offset: number;
+  nonce: string;
+}
+
+function decodeToken(nextPage: string): PageToken {
   const token = new URL(nextPage).searchParams.get('_token');
   expect(token).not.toBeNull();
   expect(token).toMatch(/^[A-Za-z0-9+/]+=*$/);
@@ -23,7 +30,7 @@ describe('§7.7 Next-Page', () => {
   it('pages through with _limit; Next-Page is absolute; the last page has none (wire example)', async () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
-    const first = await get(`${fx.records}?_limit=2`, { auth: alice });
+    const first = await get<ListBody>(`${fx.records}?_limit=2`, { auth: alice });
     expect(first.status).toBe(200);
     expect(first.json.data).toEqual([recs[4], recs[3]]);
     const next = first.headers.get('next-page');
@@ -31,9 +38,9 @@ describe('§7.7 Next-Page', () => {
     const nextUrl = new URL(next as string);
     expect(nextUrl.pathname).toBe(`/v1${fx.records}`);
     expect(nextUrl.searchParams.get('_limit')).toBe('2');
-    const second = await get(next as string, { auth: alice });
+    const second = await get<ListBody>(next as string, { auth: alice });
     expect(second.json.data).toEqual([recs[2], recs[1]]);
-    const third = await get(second.headers.get('next-page') as string, { auth: alice });
+    const third = await get<ListBody>(second.headers.get('next-page') as string, { auth: alice });
     expect(third.json.data).toEqual([recs[0]]);
     expect(third.headers.get('next-page')).toBeNull();
   });
@@ -42,10 +49,10 @@ describe('§7.7 Next-Page', () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{}, {}, {}, {}]);
     const first = await get(`${fx.records}?_limit=2`, { auth: alice });
-    const second = await get(first.headers.get('next-page') as string, { auth: alice });
+    const second = await get<ListBody>(first.headers.get('next-page') as string, { auth: alice });
     expect(second.json.data).toHaveLength(2);
     expect(second.headers.get('next-page')).toBeNull();
-    const whole = await get(`${fx.records}?_limit=4`, { auth: alice });
+    const whole = await get<ListBody>(`${fx.records}?_limit=4`, { auth: alice });
     expect(whole.json.data).toHaveLength(4);
     expect(whole.headers.get('next-page')).toBeNull();
   });
@@ -53,7 +60,7 @@ describe('§7.7 Next-Page', () => {
   it('sends no Next-Page when _limit exceeds the count', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{}, {}]);
-    const res = await get(`${fx.records}?_limit=10`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_limit=10`, { auth: alice });
     expect(res.json.data).toHaveLength(2);
     expect(res.headers.get('next-page')).toBeNull();
   });
@@ -70,8 +77,8 @@ describe('§7.7 Next-Page', () => {
     expect(next.searchParams.get('_expected')).toBe('42');
     expect(next.searchParams.get('_limit')).toBe('2');
     expect(next.searchParams.get('_token')).toBeTruthy();
-    const page2 = await get(next.toString(), { auth: alice });
-    expect(page2.json.data.map((r: { n: number }) => r.n)).toEqual([3, 4]);
+    const page2 = await get<ListBody>(next.toString(), { auth: alice });
+    expect(page2.json.data.map((r) => r.n)).toEqual([3, 4]);
     for (const item of page2.json.data) expect(Object.keys(item).sort()).toEqual(['id', 'last_modified', 'n']);
   });
 
@@ -112,7 +119,7 @@ describe('§7.7 Next-Page', () => {
     const user = createUser();
     await createBucket(user);
     await createBucket(user);
-    const res = await get('/buckets?_limit=1', { auth: user });
+    const res = await get<ListBody>('/buckets?_limit=1', { auth: user });
     expect(res.json.data).toHaveLength(1);
     expect(res.headers.get('next-page')).toMatch(/\/v1\/buckets\?/);
   });
@@ -122,20 +129,20 @@ describe('§7.7 _token', () => {
   it('is standard base64 of JSON {last_object, offset, nonce} with the sort fields of the last item', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-    const def = await get(`${fx.records}?_limit=2`, { auth: alice });
+    const def = await get<ListBody>(`${fx.records}?_limit=2`, { auth: alice });
     const t1 = decodeToken(def.headers.get('next-page') as string);
-    expect(t1.last_object).toEqual({ last_modified: def.json.data[1].last_modified });
+    expect(t1.last_object).toEqual({ last_modified: def.json.data[1]!.last_modified });
     expect(Number.isInteger(t1.offset)).toBe(true);
     expect(t1.nonce).toMatch(/^pagination-token-[0-9a-f-]{36}$/);
-    const sorted = await get(`${fx.records}?_limit=2&_sort=n`, { auth: alice });
+    const sorted = await get<ListBody>(`${fx.records}?_limit=2&_sort=n`, { auth: alice });
     const t2 = decodeToken(sorted.headers.get('next-page') as string);
-    expect(t2.last_object).toEqual({ n: 2, last_modified: sorted.json.data[1].last_modified });
+    expect(t2.last_object).toEqual({ n: 2, last_modified: sorted.json.data[1]!.last_modified });
   });
 
   it('leaves out of last_object the sort fields missing from the last item', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{ n: 1 }, {}, {}]);
-    const res = await get(`${fx.records}?_limit=1&_sort=-n`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_limit=1&_sort=-n`, { auth: alice });
     // Missing fields come first in descending order: the first item has no n.
     expect(res.json.data[0]).not.toHaveProperty('n');
     const token = decodeToken(res.headers.get('next-page') as string);
@@ -205,7 +212,7 @@ describe('§7.6 _limit', () => {
   it('treats _limit=0 as no limit given', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{}, {}, {}]);
-    const res = await get(`${fx.records}?_limit=0`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_limit=0`, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json.data).toHaveLength(3);
     expect(res.headers.get('next-page')).toBeNull();
@@ -216,13 +223,13 @@ describe('§7.7 keyset continuation', () => {
   it('is stable under concurrent inserts: later pages of a -last_modified scan do not show new items', async () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }, { i: 4 }]);
-    const first = await get(`${fx.records}?_limit=2`, { auth: alice });
+    const first = await get<ListBody>(`${fx.records}?_limit=2`, { auth: alice });
     const inserted = await post(fx.records, { auth: alice, body: { data: { i: 'new' } } });
     expect(inserted.status).toBe(201);
     const seen = [...first.json.data];
     let next = first.headers.get('next-page');
     while (next) {
-      const page = await get(next, { auth: alice });
+      const page = await get<ListBody>(next, { auth: alice });
       seen.push(...page.json.data);
       next = page.headers.get('next-page');
     }
@@ -232,8 +239,8 @@ describe('§7.7 keyset continuation', () => {
   it('does not repeat or skip an item updated between pages of an ascending sort on another field', async () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
-    const first = await get(`${fx.records}?_limit=2&_sort=n`, { auth: alice });
-    expect(first.json.data.map((r: { n: number }) => r.n)).toEqual([1, 2]);
+    const first = await get<ListBody>(`${fx.records}?_limit=2&_sort=n`, { auth: alice });
+    expect(first.json.data.map((r) => r.n)).toEqual([1, 2]);
     // Touch an already-seen item: its last_modified becomes the newest, its n is unchanged.
     expect((await put(fx.record(recs[0].id), { auth: alice, body: { data: { n: 1, touched: true } } })).status).toBe(200);
     const rest = await listAll(first.headers.get('next-page') as string, alice);
@@ -245,31 +252,31 @@ describe('§7.7 plural DELETE pagination', () => {
   it('deletes one page at a time with Next-Page; its token is single-use', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{}, {}, {}, {}, {}]);
-    const first = await del(`${fx.records}?_limit=2`, { auth: alice });
+    const first = await del<ListBody>(`${fx.records}?_limit=2`, { auth: alice });
     expect(first.status).toBe(200);
     expect(first.json.data).toHaveLength(2);
     const next = first.headers.get('next-page');
     expect(next).toMatch(/^https?:\/\//);
-    expect((await get(fx.records, { auth: alice })).json.data).toHaveLength(3);
-    const second = await del(next as string, { auth: alice });
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(3);
+    const second = await del<ListBody>(next as string, { auth: alice });
     expect(second.status).toBe(200);
     expect(second.json.data).toHaveLength(2);
     const reused = await del(next as string, { auth: alice });
     expectValidationError(reused, { location: 'querystring', description: '_token was already used or has expired.' });
-    const third = await del(second.headers.get('next-page') as string, { auth: alice });
+    const third = await del<ListBody>(second.headers.get('next-page') as string, { auth: alice });
     expect(third.json.data).toHaveLength(1);
     expect(third.headers.get('next-page')).toBeNull();
-    expect((await get(fx.records, { auth: alice })).json.data).toEqual([]);
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toEqual([]);
   });
 
   it('honours filters and _sort when paginating a DELETE', async () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1, k: 'x' }, { n: 2, k: 'x' }, { n: 3, k: 'y' }, { n: 4, k: 'x' }]);
-    const res = await del(`${fx.records}?k=x&_sort=n&_limit=2`, { auth: alice });
-    expect(res.json.data.map((t: { id: string }) => t.id)).toEqual([recs[0].id, recs[1].id]);
-    const rest = await del(res.headers.get('next-page') as string, { auth: alice });
-    expect(rest.json.data.map((t: { id: string }) => t.id)).toEqual([recs[3].id]);
-    const left = await get(fx.records, { auth: alice });
+    const res = await del<ListBody>(`${fx.records}?k=x&_sort=n&_limit=2`, { auth: alice });
+    expect(res.json.data.map((t) => t.id)).toEqual([recs[0].id, recs[1].id]);
+    const rest = await del<ListBody>(res.headers.get('next-page') as string, { auth: alice });
+    expect(rest.json.data.map((t) => t.id)).toEqual([recs[3].id]);
+    const left = await get<ListBody>(fx.records, { auth: alice });
     expect(idsOf(left.json.data)).toEqual([recs[2].id]);
   });
 });

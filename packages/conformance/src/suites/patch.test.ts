@@ -2,6 +2,7 @@
  * §4.4 PATCH content types (data and permissions semantics) and §4.5 Response-Behavior.
  */
 import { describe, expect, it } from 'vitest';
+import type { KintoObject } from '../harness/bodies.js';
 import { createCollectionFixture, type CollectionFixture } from '../harness/fixtures.js';
 import { get, patch, put } from '../harness/http.js';
 import { expectApiError, expectETag, expectValidationError } from '../harness/matchers.js';
@@ -10,8 +11,7 @@ import { alice, bob, createUser, userId } from '../harness/users.js';
 const JSON_PATCH = 'application/json-patch+json';
 const MERGE_PATCH = 'application/merge-patch+json';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function seed(data: Record<string, unknown>, permissions?: Record<string, string[]>): Promise<{ fx: CollectionFixture; path: string; rec: any }> {
+async function seed(data: Record<string, unknown>, permissions?: Record<string, string[]>): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
   const fx = await createCollectionFixture(alice);
   const res = await put(fx.record('r1'), { auth: alice, body: permissions ? { data, permissions } : { data } });
   expect(res.status).toBe(201);
@@ -56,7 +56,7 @@ describe('§4.4 PATCH application/json', () => {
     expect(res.status).toBe(200);
     expect(res.json.data.a).toBe(1);
     expect(res.json.permissions.read).toEqual([bobId]);
-    expect([...res.json.permissions.write].sort()).toEqual([carolId, await userId(alice)].sort());
+    expect([...res.json.permissions.write!].sort()).toEqual([carolId, await userId(alice)].sort());
     const res2 = await patch(path, { auth: alice, body: { permissions: { read: [carolId] } } });
     expect(res2.json.permissions.read).toEqual([carolId]);
   });

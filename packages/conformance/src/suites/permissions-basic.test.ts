@@ -3,6 +3,7 @@
  * §9.2 inheritance and denial (401/104 vs 403/121).
  */
 import { describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { createBucket, createCollection, createCollectionFixture, createRecord } from '../harness/fixtures.js';
 import { del, get, patch, post, put } from '../harness/http.js';
 import { expectApiError } from '../harness/matchers.js';
@@ -26,7 +27,7 @@ describe('Rule 1: the creator is added to write', () => {
   it('even when the body gives a write list without the caller', async () => {
     const bucket = await createBucket(alice, { permissions: { write: ['basicauth:someone-else'] } });
     const res = await get(`/buckets/${bucket}`, { auth: alice });
-    expect([...res.json.permissions.write].sort()).toEqual(['basicauth:someone-else', await userId(alice)].sort());
+    expect([...res.json.permissions.write!].sort()).toEqual(['basicauth:someone-else', await userId(alice)].sort());
   });
 });
 
@@ -81,7 +82,7 @@ describe('§4.6 permissions shown only to writers', () => {
     // Writing it (allowed through the bucket) adds bob to the record's own write list.
     const replaced = await put(fx.record(rec.id), { auth: bob, body: { data: { a: 2 } } });
     expect(replaced.status).toBe(200);
-    expect([...replaced.json.permissions.write].sort()).toEqual([await userId(alice), bobId].sort());
+    expect([...replaced.json.permissions.write!].sort()).toEqual([await userId(alice), bobId].sort());
   });
 });
 
@@ -90,7 +91,7 @@ describe('§4.6 sharing through the permissions of a body', () => {
     const bobId = await userId(bob);
     const fx = await createCollectionFixture(alice, { collection: { permissions: { read: [bobId] } } });
     const rec = await createRecord(alice, fx.bucket, fx.collection, { a: 1 });
-    const list = await get(fx.records, { auth: bob });
+    const list = await get<ListBody>(fx.records, { auth: bob });
     expect(list.status).toBe(200);
     expect(list.json.data).toEqual([rec]);
     expect((await get(fx.record(rec.id), { auth: bob })).status).toBe(200);
@@ -110,7 +111,7 @@ describe('§4.6 sharing through the permissions of a body', () => {
   it('system.Everyone grants anonymous callers too', async () => {
     const fx = await createCollectionFixture(alice, { collection: { permissions: { read: ['system.Everyone'] } } });
     const rec = await createRecord(alice, fx.bucket, fx.collection, { a: 1 });
-    const res = await get(fx.records);
+    const res = await get<ListBody>(fx.records);
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual([rec]);
     expect((await get(fx.record(rec.id))).status).toBe(200);
@@ -145,16 +146,16 @@ describe('§9.2 create permissions and listing restrictions', () => {
     const bobId = await userId(bob);
     const fx = await createCollectionFixture(alice, { collection: { permissions: { 'record:create': [bobId] } } });
     await createRecord(alice, fx.bucket, fx.collection, { by: 'alice' });
-    const empty = await get(fx.records, { auth: bob });
+    const empty = await get<ListBody>(fx.records, { auth: bob });
     expect(empty.status).toBe(200);
     expect(empty.json.data).toEqual([]);
     const mine = await post(fx.records, { auth: bob, body: { data: { by: 'bob' } } });
     expect(mine.status).toBe(201);
     expect(mine.json.permissions.write).toEqual([bobId]);
-    const list = await get(fx.records, { auth: bob });
+    const list = await get<ListBody>(fx.records, { auth: bob });
     expect(list.json.data).toEqual([mine.json.data]);
     expect((await get(fx.path, { auth: bob })).status).toBe(200);
-    const count = await get(fx.records, { auth: alice });
+    const count = await get<ListBody>(fx.records, { auth: alice });
     expect(count.json.data).toHaveLength(2);
   });
 
@@ -163,12 +164,12 @@ describe('§9.2 create permissions and listing restrictions', () => {
     const carolId = await userId(carol);
     const bucket = await createBucket(alice, { permissions: { 'collection:create': [carolId] } });
     await createCollection(alice, bucket, { id: 'alices' });
-    const list = await get(`/buckets/${bucket}/collections`, { auth: carol });
+    const list = await get<ListBody>(`/buckets/${bucket}/collections`, { auth: carol });
     expect(list.status).toBe(200);
     expect(list.json.data).toEqual([]);
     const created = await put(`/buckets/${bucket}/collections/carols`, { auth: carol });
     expect(created.status).toBe(201);
-    expect((await get(`/buckets/${bucket}/collections`, { auth: carol })).json.data.map((c: { id: string }) => c.id)).toEqual(['carols']);
+    expect((await get<ListBody>(`/buckets/${bucket}/collections`, { auth: carol })).json.data.map((c) => c.id)).toEqual(['carols']);
     // Parent attributes are readable when creating children is allowed (1.11).
     expect((await get(`/buckets/${bucket}`, { auth: carol })).status).toBe(200);
     expectApiError(await put(`/buckets/${bucket}/collections/alices`, { auth: carol, body: { data: {} } }), 403, 121);

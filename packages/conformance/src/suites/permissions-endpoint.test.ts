@@ -39,8 +39,8 @@ describe.runIf(applies)('§9.3 GET /permissions', () => {
   });
 
   async function entriesOf(user: typeof alice, query = ''): Promise<Entry[]> {
-    const { items } = await listAll(`/permissions${query}`, user);
-    return items as Entry[];
+    const { items } = await listAll<Entry>(`/permissions${query}`, user);
+    return items;
   }
 
   it("lists the owner's objects with their ids and expanded permissions", async () => {
@@ -95,9 +95,9 @@ describe.runIf(applies)('§9.3 GET /permissions', () => {
     const sorted = await entriesOf(alice, `?bucket_id=${bucket}&_sort=id`);
     const ids = sorted.map((e) => e.id as string);
     expect(ids).toEqual([...ids].sort());
-    const { items, pages } = await listAll(`/permissions?bucket_id=${bucket}&_limit=1`, alice);
+    const { items, pages } = await listAll<Entry>(`/permissions?bucket_id=${bucket}&_limit=1`, alice);
     expect(pages.length).toBeGreaterThan(1);
-    expect(items.map((e: Entry) => e.uri).sort()).toEqual(sorted.map((e) => e.uri).sort());
+    expect(items.map((e) => e.uri).sort()).toEqual(sorted.map((e) => e.uri).sort());
   });
 
   it('refuses filters on fields entries do not have (400)', async () => {

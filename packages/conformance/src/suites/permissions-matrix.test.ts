@@ -10,6 +10,7 @@
  *                                                  └── record S {write: [G]}
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { AuthenticatedRootBody, ErrorBody, ListBody } from '../harness/bodies.js';
 import { applicable } from '../harness/capabilities.js';
 import { createBucket, createCollection, createGroup, createRecord } from '../harness/fixtures.js';
 import { basic, request, type HttpResponse } from '../harness/http.js';
@@ -19,7 +20,7 @@ const carol = createUser('carol');
 
 /** `QUIRE_CONFORMANCE_BUCKET_READER=user:password`: an identity in `bucket_read_principals`. */
 function bucketReader(): User | null {
-  const raw = process.env['QUIRE_CONFORMANCE_BUCKET_READER'];
+  const raw = process.env.QUIRE_CONFORMANCE_BUCKET_READER;
   const colon = raw ? raw.indexOf(':') : -1;
   if (!raw || colon < 1) return null;
   const name = raw.slice(0, colon);
@@ -127,11 +128,11 @@ describe('§9.2 permission matrix: reads', () => {
         const res = await call(actor, row.method, row.path(paths()));
         expect(res.status).toBe(row.expected[actor]);
         if (res.status >= 400 && row.method !== 'HEAD') {
-          expect(res.json.errno).toBe(res.status === 401 ? 104 : 121);
+          expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
         }
         const visible = row.visible?.({ G, C, R, S })[actor];
         if (visible && res.status === 200) {
-          expect(res.json.data.map((item: { id: string }) => item.id).sort()).toEqual([...visible].sort());
+          expect((res.json as ListBody).data.map((item) => item.id).sort()).toEqual([...visible].sort());
         }
       });
     }
@@ -144,7 +145,7 @@ describe('§9.2 permission matrix: writes', () => {
       it(`${actor} may${row.expected[actor] < 300 ? '' : ' not'} ${row.what} (${row.method} → ${row.expected[actor]})`, async () => {
         const res = await call(actor, row.method, row.path(paths()), row.body);
         expect(res.status).toBe(row.expected[actor]);
-        if (res.status >= 400) expect(res.json.errno).toBe(res.status === 401 ? 104 : 121);
+        if (res.status >= 400) expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
       });
     }
   }
@@ -181,11 +182,11 @@ describe('§9.2 plural DELETE removes only what the caller may write', () => {
     const mine = await createRecord(alice, bucket, collection, {});
     const theirs = await createRecord(alice, bucket, collection, {}, { write: [groupUri] });
     const records = `/buckets/${bucket}/collections/${collection}/records`;
-    const res = await request('DELETE', records, { auth: carol });
+    const res = await request<ListBody>('DELETE', records, { auth: carol });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((t: { id: string }) => t.id)).toEqual([theirs.id]);
-    const left = await request('GET', records, { auth: alice });
-    expect(left.json.data.map((r: { id: string }) => r.id)).toEqual([mine.id]);
+    expect(res.json.data.map((t) => t.id)).toEqual([theirs.id]);
+    const left = await request<ListBody>('GET', records, { auth: alice });
+    expect(left.json.data.map((r) => r.id)).toEqual([mine.id]);
     expect((await request('DELETE', records, { auth: bob })).status).toBe(403);
   });
 });
@@ -200,7 +201,7 @@ describe('Sharing and revoking take effect at once (§4.6, §9.1)', () => {
 
     const share = await request('PATCH', path, { auth: alice, body: { permissions: { read: [await userId(bob)] } } });
     expect(share.status).toBe(200);
-    const shared = await request('GET', `${path}/records`, { auth: bob });
+    const shared = await request<ListBody>('GET', `${path}/records`, { auth: bob });
     expect(shared.status).toBe(200);
     expect(shared.json.data).toHaveLength(1);
     expect((await request('POST', `${path}/records`, { auth: bob, body: { data: {} } })).status).toBe(403);
@@ -222,12 +223,12 @@ describe('Sharing and revoking take effect at once (§4.6, §9.1)', () => {
 
     const join = await request('PATCH', `/buckets/${bucket}/groups/${group}`, { auth: alice, body: { data: { members: [await userId(bob)] } } });
     expect(join.status).toBe(200);
-    const root = await request('GET', '/', { auth: bob });
+    const root = await request<AuthenticatedRootBody>('GET', '/', { auth: bob });
     expect(root.json.user.principals).toContain(groupUri);
     expect((await request('POST', records, { auth: bob, body: { data: { by: 'bob' } } })).status).toBe(201);
 
     expect((await request('PATCH', `/buckets/${bucket}/groups/${group}`, { auth: alice, body: { data: { members: [] } } })).status).toBe(200);
-    expect((await request('GET', '/', { auth: bob })).json.user.principals).not.toContain(groupUri);
+    expect((await request<AuthenticatedRootBody>('GET', '/', { auth: bob })).json.user.principals).not.toContain(groupUri);
     expect((await request('POST', records, { auth: bob, body: { data: {} } })).status).toBe(403);
   });
 

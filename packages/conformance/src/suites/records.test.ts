@@ -3,6 +3,7 @@
  * validation (§1.3), 404 shapes, plural DELETE and HEAD counting (§7.8).
  */
 import { describe, expect, it } from 'vitest';
+import type { ErrorBody, ListBody } from '../harness/bodies.js';
 import { createBucket, createCollectionFixture, createRecord, createRecords, randomId } from '../harness/fixtures.js';
 import { del, get, head, post, put, request } from '../harness/http.js';
 import { UUID4, expectApiError, expectETag, expectLastModified, expectTombstone, expectValidationError } from '../harness/matchers.js';
@@ -106,7 +107,7 @@ describe('§2/§4.3 PUT records', () => {
     expect(res.status).toBe(201);
     expect(res.json.data.v).toBe(2);
     // The tombstone is replaced by the new object (§5.5).
-    const changes = await get(`${fx.records}?_since=0`, { auth: alice });
+    const changes = await get<ListBody>(`${fx.records}?_since=0`, { auth: alice });
     expect(changes.json.data).toEqual([res.json.data]);
   });
 });
@@ -174,7 +175,7 @@ describe('§0/§1.3 body validation', () => {
     const fx = await createCollectionFixture(alice);
     const res = await post(fx.records, { auth: alice, rawBody: '{"data": {"title": ', contentType: 'application/json' });
     const body = expectValidationError(res, { location: 'body' });
-    expect(body.details[0].description).toMatch(/^Invalid JSON/);
+    expect(body.details[0]!.description).toMatch(/^Invalid JSON/);
     expect(body.message).toMatch(/^Invalid JSON/);
   });
 
@@ -222,7 +223,7 @@ describe('§2 GET a record and 404 shapes', () => {
 
   it('answers 404 errno 110 to PATCH and DELETE of a missing record', async () => {
     const fx = await createCollectionFixture(alice);
-    const p = await request('PATCH', fx.record('missing'), { auth: alice, body: { data: { a: 1 } } });
+    const p = await request<ErrorBody>('PATCH', fx.record('missing'), { auth: alice, body: { data: { a: 1 } } });
     expectApiError(p, 404, 110);
     expect(p.json.details).toEqual({ id: 'missing', resource_name: 'record' });
     expectApiError(await del(fx.record('missing'), { auth: alice }), 404, 110);
@@ -254,8 +255,8 @@ describe('§2 DELETE a record', () => {
     const keep = await createRecord(alice, fx.bucket, fx.collection, { k: 1 });
     const gone = await createRecord(alice, fx.bucket, fx.collection, { k: 2 });
     const tomb = (await del(fx.record(gone.id), { auth: alice })).json.data;
-    expect((await get(fx.records, { auth: alice })).json.data).toEqual([keep]);
-    expect((await get(`${fx.records}?_since=0`, { auth: alice })).json.data).toEqual([tomb, keep]);
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toEqual([keep]);
+    expect((await get<ListBody>(`${fx.records}?_since=0`, { auth: alice })).json.data).toEqual([tomb, keep]);
   });
 });
 
@@ -263,7 +264,7 @@ describe('§2 plural records endpoints', () => {
   it('GET lists {data: [...]} newest first, items without permissions, no Total-* headers (1.21)', async () => {
     const fx = await createCollectionFixture(alice);
     const [a, b] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }]);
-    const res = await get(fx.records, { auth: alice });
+    const res = await get<ListBody>(fx.records, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ data: [b, a] });
     expect(res.headers.get('total-records')).toBeNull();
@@ -291,26 +292,26 @@ describe('§2 plural records endpoints', () => {
   it('DELETE deletes every record, each tombstone with its own increasing timestamp', async () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-    const res = await del(fx.records, { auth: alice });
+    const res = await del<ListBody>(fx.records, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json.data).toHaveLength(3);
     for (const t of res.json.data) expectTombstone(t);
-    expect(res.json.data.map((t: { id: string }) => t.id).sort()).toEqual(recs.map((r) => r.id).sort());
-    const stamps = res.json.data.map((t: { last_modified: number }) => t.last_modified);
+    expect(res.json.data.map((t) => t.id).sort()).toEqual(recs.map((r) => r.id).sort());
+    const stamps = res.json.data.map((t) => t.last_modified);
     expect(new Set(stamps).size).toBe(3);
     for (const s of stamps) expect(s).toBeGreaterThan(recs[2].last_modified);
     expect(expectETag(res)).toBe(Math.max(...stamps));
-    expect((await get(fx.records, { auth: alice })).json.data).toEqual([]);
-    expect((await get(`${fx.records}?_since=0`, { auth: alice })).json.data).toHaveLength(3);
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toEqual([]);
+    expect((await get<ListBody>(`${fx.records}?_since=0`, { auth: alice })).json.data).toHaveLength(3);
   });
 
   it('DELETE honours filters', async () => {
     const fx = await createCollectionFixture(alice);
     const [a, b, c] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 1 }]);
-    const res = await del(`${fx.records}?n=1`, { auth: alice });
+    const res = await del<ListBody>(`${fx.records}?n=1`, { auth: alice });
     expect(res.status).toBe(200);
-    expect(res.json.data.map((t: { id: string }) => t.id).sort()).toEqual([a.id, c.id].sort());
-    expect((await get(fx.records, { auth: alice })).json.data).toEqual([b]);
+    expect(res.json.data.map((t) => t.id).sort()).toEqual([a.id, c.id].sort());
+    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toEqual([b]);
   });
 
   it('DELETE on an empty collection returns [] and the collection timestamp as ETag', async () => {

@@ -4,6 +4,7 @@
  * `record:schema` (API 1.20), and the exact error bodies of the wire examples (§3).
  */
 import { describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { applicable, serverInfo } from '../harness/capabilities.js';
 import { createBucket, createCollectionFixture } from '../harness/fixtures.js';
 import { get, patch, post, put } from '../harness/http.js';
@@ -129,10 +130,10 @@ describe.runIf(enabled)('§4.1 schema versions: the record `schema` field and mi
     expect(r2.json.data.schema).toBe(v2);
 
     // min_schema is the ordinary min_ filter on the `schema` field.
-    const recent = await get(`${fx.records}?min_schema=${v2}`, { auth: alice });
-    expect(recent.json.data.map((record: { id: string }) => record.id)).toEqual([r2.json.data.id]);
-    const all = await get(`${fx.records}?min_schema=${v1}`, { auth: alice });
-    expect(all.json.data.map((record: { id: string }) => record.id).sort()).toEqual([r1.json.data.id, r2.json.data.id].sort());
+    const recent = await get<ListBody>(`${fx.records}?min_schema=${v2}`, { auth: alice });
+    expect(recent.json.data.map((record) => record.id)).toEqual([r2.json.data.id]);
+    const all = await get<ListBody>(`${fx.records}?min_schema=${v1}`, { auth: alice });
+    expect(all.json.data.map((record) => record.id).sort()).toEqual([r1.json.data.id, r2.json.data.id].sort());
   });
 
   it('min_schema also matches records never validated (no `schema` field: missing sorts last, §7.3)', async () => {
@@ -141,10 +142,10 @@ describe.runIf(enabled)('§4.1 schema versions: the record `schema` field and mi
     expect(before.json.data.schema).toBeUndefined();
     const version = (await patch(fx.path, { auth: alice, body: { data: { schema: ARTICLE } } })).json.data.last_modified;
     const after = await post(fx.records, { auth: alice, body: { data: { title: 'checked' } } });
-    const res = await get(`${fx.records}?min_schema=${version}`, { auth: alice });
-    expect(res.json.data.map((record: { id: string }) => record.id).sort()).toEqual([before.json.data.id, after.json.data.id].sort());
-    const validated = await get(`${fx.records}?schema=${version}`, { auth: alice });
-    expect(validated.json.data.map((record: { id: string }) => record.id)).toEqual([after.json.data.id]);
+    const res = await get<ListBody>(`${fx.records}?min_schema=${version}`, { auth: alice });
+    expect(res.json.data.map((record) => record.id).sort()).toEqual([before.json.data.id, after.json.data.id].sort());
+    const validated = await get<ListBody>(`${fx.records}?schema=${version}`, { auth: alice });
+    expect(validated.json.data.map((record) => record.id)).toEqual([after.json.data.id]);
   });
 
   it('accepts anything once the schema is set to an empty mapping', async () => {

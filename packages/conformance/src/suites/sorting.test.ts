@@ -3,6 +3,7 @@
  * tie-breaker, missing fields and the JSON type rank.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { ListBody } from '../harness/bodies.js';
 import { createBucket, createCollection, createCollectionFixture, type CollectionFixture } from '../harness/fixtures.js';
 import { get, put } from '../harness/http.js';
 import { alice } from '../harness/users.js';
@@ -28,9 +29,9 @@ beforeAll(async () => {
 });
 
 async function order(query: string): Promise<string[]> {
-  const res = await get(`${fx.records}${query}`, { auth: alice });
+  const res = await get<ListBody>(`${fx.records}${query}`, { auth: alice });
   expect(res.status, `${query}: ${res.text}`).toBe(200);
-  return res.json.data.map((r: { id: string }) => r.id);
+  return res.json.data.map((r) => r.id);
 }
 
 describe.concurrent('§7.4 sorting', () => {
@@ -92,9 +93,9 @@ describe('§7.4 sorting other plural endpoints', () => {
     await createCollection(alice, bucket, { id: 'b', data: { rank: 1 } });
     await createCollection(alice, bucket, { id: 'c', data: { rank: 3 } });
     await createCollection(alice, bucket, { id: 'a', data: { rank: 2 } });
-    const byId = await get(`/buckets/${bucket}/collections?_sort=id`, { auth: alice });
-    expect(byId.json.data.map((c: { id: string }) => c.id)).toEqual(['a', 'b', 'c']);
-    const byRank = await get(`/buckets/${bucket}/collections?_sort=-rank`, { auth: alice });
-    expect(byRank.json.data.map((c: { id: string }) => c.id)).toEqual(['c', 'a', 'b']);
+    const byId = await get<ListBody>(`/buckets/${bucket}/collections?_sort=id`, { auth: alice });
+    expect(byId.json.data.map((c) => c.id)).toEqual(['a', 'b', 'c']);
+    const byRank = await get<ListBody>(`/buckets/${bucket}/collections?_sort=-rank`, { auth: alice });
+    expect(byRank.json.data.map((c) => c.id)).toEqual(['c', 'a', 'b']);
   });
 });

@@ -4,32 +4,33 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { BatchBody, BatchResponse, ErrorBody, KintoObject, ListBody } from '../harness/bodies.js';
 import { createCollectionFixture, createRecords, listAll, type CollectionFixture } from '../harness/fixtures.js';
 import { del, get, patch, post, put } from '../harness/http.js';
 import { expectApiError, expectETag, expectValidationError } from '../harness/matchers.js';
 import { alice } from '../harness/users.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Rec = any;
+/** The 412 of a write whose precondition failed: the object as it is now (§6). */
+type Conflict = ErrorBody<{ existing: KintoObject }>;
 
 /** A minimal client replica: records by id plus the stored timestamp (an ETag value). */
 class Replica {
-  readonly records = new Map<string, Rec>();
+  readonly records = new Map<string, KintoObject>();
   timestamp: number | null = null;
 
-  apply(changes: Rec[]): void {
+  apply(changes: KintoObject[]): void {
     for (const change of changes) {
       if (change.deleted === true) this.records.delete(change.id);
       else this.records.set(change.id, change);
     }
   }
 
-  sorted(): Rec[] {
+  sorted(): KintoObject[] {
     return [...this.records.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }
 
-async function serverState(fx: CollectionFixture): Promise<Rec[]> {
+async function serverState(fx: CollectionFixture): Promise<KintoObject[]> {
   const { items } = await listAll(fx.records, alice);
   return items.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
@@ -39,8 +40,8 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     await del(fx.record(recs[0].id), { auth: alice });
-    const res = await get(fx.records, { auth: alice });
-    expect(res.json.data.every((r: Rec) => r.deleted === undefined)).toBe(true);
+    const res = await get<ListBody>(fx.records, { auth: alice });
+    expect(res.json.data.every((r) => r.deleted === undefined)).toBe(true);
     expect(res.json.data).toHaveLength(2);
     expect(expectETag(res)).toBeGreaterThan(recs[2].last_modified);
   });
@@ -50,7 +51,7 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const [a, b, c] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     const updated = (await patch(fx.record(a.id), { auth: alice, body: { data: { n: 10 } } })).json.data;
     const tomb = (await del(fx.record(b.id), { auth: alice })).json.data;
-    const res = await get(`${fx.records}?_since=${c.last_modified}`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_since=${c.last_modified}`, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual([tomb, updated]);
     expect(expectETag(res)).toBe(tomb.last_modified);
@@ -59,8 +60,8 @@ describe('§5.4 polling with _since / _before / _to', () => {
   it('accepts _since in ETag form with double quotes (wire example)', async () => {
     const fx = await createCollectionFixture(alice);
     const [a, b] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }]);
-    const quoted = await get(`${fx.records}?_since="${a.last_modified}"`, { auth: alice });
-    const plain = await get(`${fx.records}?_since=${a.last_modified}`, { auth: alice });
+    const quoted = await get<ListBody>(`${fx.records}?_since="${a.last_modified}"`, { auth: alice });
+    const plain = await get<ListBody>(`${fx.records}?_since=${a.last_modified}`, { auth: alice });
     expect(quoted.status).toBe(200);
     expect(quoted.json.data).toEqual([b]);
     expect(plain.json.data).toEqual([b]);
@@ -70,15 +71,15 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const fx = await createCollectionFixture(alice);
     const [a, b, c] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     const tomb = (await del(fx.record(a.id), { auth: alice })).json.data;
-    expect((await get(`${fx.records}?_before=${c.last_modified}`, { auth: alice })).json.data).toEqual([b]);
-    const window = await get(`${fx.records}?_since=${b.last_modified}&_before=${tomb.last_modified + 1}`, { auth: alice });
+    expect((await get<ListBody>(`${fx.records}?_before=${c.last_modified}`, { auth: alice })).json.data).toEqual([b]);
+    const window = await get<ListBody>(`${fx.records}?_since=${b.last_modified}&_before=${tomb.last_modified + 1}`, { auth: alice });
     expect(window.json.data).toEqual([tomb, c]);
   });
 
   it('_to is a deprecated alias of _before and adds a soft-eol Alert header', async () => {
     const fx = await createCollectionFixture(alice);
     const [a, b, c] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-    const res = await get(`${fx.records}?_since=${a.last_modified}&_to=${c.last_modified}`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_since=${a.last_modified}&_to=${c.last_modified}`, { auth: alice });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual([b]);
     const alert = JSON.parse(res.headers.get('alert') ?? 'null');
@@ -117,7 +118,7 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const fx = await createCollectionFixture(alice);
     const [a, b] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }]);
     const tomb = (await del(fx.record(a.id), { auth: alice })).json.data;
-    const res = await get(`${fx.records}?_since=null`, { auth: alice });
+    const res = await get<ListBody>(`${fx.records}?_since=null`, { auth: alice });
     expect(res.status).toBe(200);
     const data = res.json.data;
     if (data.length > 0) expect(data).toEqual([tomb, b]);
@@ -131,7 +132,7 @@ describe('§5.4 polling with _since / _before / _to', () => {
     expect(poll.status).toBe(304);
     expect(expectETag(poll)).toBe(etag);
     const changed = (await post(fx.records, { auth: alice, body: { data: { n: 2 } } })).json.data;
-    const again = await get(`${fx.records}?_since=${etag}`, { auth: alice, headers: { 'If-None-Match': `"${etag}"` } });
+    const again = await get<ListBody>(`${fx.records}?_since=${etag}`, { auth: alice, headers: { 'If-None-Match': `"${etag}"` } });
     expect(again.status).toBe(200);
     expect(again.json.data).toEqual([changed]);
     expect(expectETag(again)).toBe(changed.last_modified);
@@ -150,12 +151,12 @@ describe('Synchronisation procedure with pagination', () => {
     replica.timestamp = expectETag(cold.pages[cold.pages.length - 1]!);
 
     // Remote changes after the cold sync: 3 updates, 1 delete, 1 creation.
-    for (const i of [0, 1, 2]) await patch(fx.record(recs[i].id), { auth: alice, body: { data: { n: i + 100 } } });
+    for (const i of [0, 1, 2]) await patch(fx.record(recs[i]!.id), { auth: alice, body: { data: { n: i + 100 } } });
     await del(fx.record(recs[3].id), { auth: alice });
     await post(fx.records, { auth: alice, body: { data: { n: 6 } } });
 
     // 2. Paginated poll, following Next-Page with If-Match = the ETag held.
-    const first = await get(`${fx.records}?_since=${replica.timestamp}&_limit=2`, { auth: alice });
+    const first = await get<ListBody>(`${fx.records}?_since=${replica.timestamp}&_limit=2`, { auth: alice });
     expect(first.status).toBe(200);
     expect(first.json.data).toHaveLength(2);
     const held = expectETag(first);
@@ -219,32 +220,39 @@ describe('Synchronisation procedure: pushing local changes through the batch end
       { method: 'DELETE', path: fx.record(r4.id), headers: { 'If-Match': `"${r4.last_modified}"` } },
       { method: 'PUT', path: fx.record(r1.id), headers: { 'If-None-Match': '*' }, body: { data: { id: r1.id, n: 'dup' } } },
     ];
-    const res = await post('/batch', { auth: alice, body: { defaults: { headers: {} }, requests } });
+    const res = await post<BatchBody<unknown>>('/batch', { auth: alice, body: { defaults: { headers: {} }, requests } });
     expect(res.status).toBe(200);
-    const statuses = res.json.responses.map((r: { status: number }) => r.status);
+    const statuses = res.json.responses.map((r) => r.status);
     expect(statuses).toEqual([201, 200, 412, 200, 412]);
-    const [created, updated, conflict, deleted, duplicate] = res.json.responses;
+    // The statuses tell which body each response has.
+    const [created, updated, conflict, deleted, duplicate] = res.json.responses as [
+      BatchResponse,
+      BatchResponse,
+      BatchResponse<Conflict>,
+      BatchResponse,
+      BatchResponse<Conflict>,
+    ];
     expect(created.body.data).toEqual({ id: newId, n: 'local', last_modified: expect.any(Number) });
     expect(updated.body.data.n).toBe('local-2');
     expect(conflict.body.errno).toBe(114);
-    expect(conflict.body.details.existing).toEqual(remote3);
+    expect(conflict.body.details!.existing).toEqual(remote3);
     expect(deleted.body.data).toEqual({ id: r4.id, last_modified: expect.any(Number), deleted: true });
-    expect(duplicate.body.details.existing).toEqual(r1);
+    expect(duplicate.body.details!.existing).toEqual(r1);
 
     // Pull again and converge.
     const pulled = await listAll(`${fx.records}?_since=${replica.timestamp}`, alice);
     replica.apply(pulled.items);
     expect(replica.sorted()).toEqual(await serverState(fx));
-    expect(replica.records.get(r3.id).n).toBe('remote');
+    expect(replica.records.get(r3.id)!.n).toBe('remote');
   });
 
   it('a delete pushed for a record deleted remotely answers 404 or 412 (both accepted, see concurrency suite)', async () => {
     const fx = await createCollectionFixture(alice);
     const [r1] = await createRecords(alice, fx, [{ n: 1 }]);
     await del(fx.record(r1.id), { auth: alice });
-    const res = await post('/batch', { auth: alice, body: { requests: [{ method: 'DELETE', path: fx.record(r1.id), headers: { 'If-Match': `"${r1.last_modified}"` } }] } });
+    const res = await post<BatchBody<ErrorBody>>('/batch', { auth: alice, body: { requests: [{ method: 'DELETE', path: fx.record(r1.id), headers: { 'If-Match': `"${r1.last_modified}"` } }] } });
     expect(res.status).toBe(200);
-    expect([404, 412]).toContain(res.json.responses[0].status);
+    expect([404, 412]).toContain(res.json.responses[0]!.status);
   });
 
   it('PUT without data keeps the server data (kinto.js sends no data when nothing but id/last_modified changed)', async () => {

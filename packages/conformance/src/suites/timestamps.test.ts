@@ -3,6 +3,7 @@
  * collection timestamp / list ETag (§5.3).
  */
 import { describe, expect, it } from 'vitest';
+import type { BatchBody, ErrorBody, ListBody, ObjectBody } from '../harness/bodies.js';
 import { serverInfo } from '../harness/capabilities.js';
 import { createCollectionFixture, createRecord, createRecords } from '../harness/fixtures.js';
 import { del, get, head, patch, post, put } from '../harness/http.js';
@@ -25,28 +26,28 @@ describe('§5.1 generation', () => {
   it(`keeps timestamps strictly increasing within a collection across rapid writes in one batch (${batchSize} writes)`, async () => {
     const fx = await createCollectionFixture(alice);
     const requests = Array.from({ length: batchSize }, (_, i) => ({ method: 'POST', path: fx.records, body: { data: { i } } }));
-    const res = await post('/batch', { auth: alice, body: { requests } });
+    const res = await post<BatchBody>('/batch', { auth: alice, body: { requests } });
     expect(res.status).toBe(200);
-    const stamps = res.json.responses.map((r: { status: number; body: { data: { last_modified: number } } }) => {
+    const stamps = res.json.responses.map((r) => {
       expect(r.status).toBe(201);
       return r.body.data.last_modified;
     });
-    for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1]);
+    for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1]!);
   });
 
   it('keeps timestamps unique within a collection under concurrent requests (409 errno 122 allowed, §1.2)', async () => {
     const fx = await createCollectionFixture(alice);
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => post(fx.records, { auth: alice, body: { data: { i } } })));
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => post<ObjectBody | ErrorBody>(fx.records, { auth: alice, body: { data: { i } } })));
     const stamps: number[] = [];
     for (const r of results) {
       // A storage integrity error under concurrent writes is a documented answer: 409 errno 122 + Retry-After.
       if (r.status === 409) {
-        expect(r.json.errno).toBe(122);
+        expect((r.json as ErrorBody).errno).toBe(122);
         expect(r.headers.get('retry-after')).not.toBeNull();
         continue;
       }
       expect(r.status).toBe(201);
-      stamps.push(r.json.data.last_modified as number);
+      stamps.push((r.json as ObjectBody).data.last_modified);
     }
     expect(stamps.length).toBeGreaterThan(0);
     expect(new Set(stamps).size).toBe(stamps.length);
@@ -153,7 +154,7 @@ describe('§5.2 client-supplied last_modified (1.18)', () => {
     expect(res.json.data.last_modified).toBe(v);
     expect(expectETag(await get(fx.records, { auth: alice }))).toBe(etagBefore);
     // It is invisible to a client already synced past v.
-    const since = await get(`${fx.records}?_since=${etagBefore}`, { auth: alice });
+    const since = await get<ListBody>(`${fx.records}?_since=${etagBefore}`, { auth: alice });
     expect(since.json.data).toEqual([]);
   });
 
