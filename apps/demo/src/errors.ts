@@ -2,7 +2,7 @@
  * Errors in plain words. @quire/client errors carry a stable `code` (never match on messages);
  * the app's own checks throw `UserError`, whose message is already meant for people.
  */
-import { BackoffError, QuireError, ServerError, type SyncErrorReport } from '@quire/client';
+import { type BackoffError, QuireError, ServerError, type SyncErrorReport } from '@quire/client';
 
 /** A problem the user can fix (bad input, wrong password…), worded for them. */
 export class UserError extends Error {

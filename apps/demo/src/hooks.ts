@@ -34,7 +34,7 @@ export function useConflicts<T extends Record<string, unknown>>(collection: Coll
     const stops = [collection.on('change', load), collection.on('sync', load)];
     return () => {
       stopped = true;
-      stops.forEach((stop) => stop());
+      for (const stop of stops) stop();
     };
   }, [collection]);
   return conflicts;

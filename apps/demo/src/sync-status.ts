@@ -105,7 +105,9 @@ export class SyncStatus {
         this.#scheduleCounts();
       }),
     ];
-    tracked.unsubscribe = () => stops.forEach((stop) => stop());
+    tracked.unsubscribe = () => {
+      for (const stop of stops) stop();
+    };
     this.#tracked.set(key, tracked);
     this.#scheduleCounts();
   }

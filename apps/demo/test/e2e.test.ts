@@ -50,10 +50,13 @@ const visible = (locator: Locator) => locator.waitFor({ state: 'visible', timeou
 const hidden = (locator: Locator) => locator.waitFor({ state: 'hidden', timeout: WAIT });
 const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: WAIT, interval: 100 });
 
+/** The text as shown: innerText follows the layout (line breaks between blocks, nothing hidden). */
+// biome-ignore lint/performance/useDomNodeTextContent: the rendered text, as the user reads it, is what is checked
+const shownText = (locator: Locator) => locator.innerText();
 const taskTitles = (page: Page) => page.locator('.items .item-title').allTextContents();
-const pendingText = (page: Page) => page.locator('.status .pending').innerText();
+const pendingText = (page: Page) => shownText(page.locator('.status .pending'));
 const allSynced = (page: Page) => poll(() => pendingText(page)).toBe('All changes synced');
-const badge = (page: Page) => page.locator('.status .badge').innerText();
+const badge = (page: Page) => shownText(page.locator('.status .badge'));
 const taskRow = (page: Page, title: string) => page.locator('li.item', { has: page.getByRole('checkbox', { name: `Done: ${title}`, exact: true }) });
 
 async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
@@ -62,13 +65,30 @@ async function screenshot(page: Page, name: string, options: { fullPage?: boolea
 
 // ---- Direct API calls (test setup and server-side checks) -------------------------------------
 
-async function api(apiUrl: string, method: string, path: string, user?: string, body?: unknown): Promise<{ status: number; body: any }> {
+/** What these checks read of the server's answers (`api<Listed<Task>>(…)`); not checked on arrival. */
+interface Listed<Item> {
+  data: Item[];
+}
+interface Root {
+  user: { bucket: string };
+}
+interface Task {
+  title: string;
+  done: number;
+}
+/** An entry of a user's list registry (`default/lists`). */
+interface ListEntry {
+  title: string;
+  collection: string;
+}
+
+async function api<Body = unknown>(apiUrl: string, method: string, path: string, user?: string, body?: unknown): Promise<{ status: number; body: Body }> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (user) headers.Authorization = `Basic ${Buffer.from(`${user}:${PASSWORD}`).toString('base64')}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const response = await fetch(`${apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
+  return { status: response.status, body: (text ? JSON.parse(text) : null) as Body };
 }
 
 describe.skipIf(!available)('the demo app in Chromium', () => {
@@ -85,7 +105,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
 
   /** Titles of the list's tasks on the server, in order, as Alice reads them. */
   const serverTitles = async () =>
-    (await api(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item: { title: string }) => item.title);
+    (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item) => item.title);
 
   async function open(options: { offlineCapable?: boolean } = {}): Promise<Person> {
     const context = await browser.newContext({ viewport: { width: 1120, height: 720 } });
@@ -171,9 +191,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await bob.page.getByLabel('Username').fill(ALICE);
     await bob.page.getByLabel('Password').fill('not-her-password');
     await bob.page.getByRole('button', { name: 'Log in' }).click();
-    await poll(() => alert.innerText()).toBe('Wrong username or password.');
+    await poll(() => shownText(alert)).toBe('Wrong username or password.');
     await bob.page.getByRole('button', { name: 'Create account' }).click();
-    await poll(() => alert.innerText()).toBe(`The username “${ALICE}” is taken. Choose another one, or log in.`);
+    await poll(() => shownText(alert)).toBe(`The username “${ALICE}” is taken. Choose another one, or log in.`);
     await signUp(bob.page, BOB);
     await visible(bob.page.getByRole('heading', { name: 'Shared with me' }));
     expect(await badge(alice.page)).toBe('Online');
@@ -197,13 +217,13 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await visible(page.getByText(/Last synced at/));
 
     // On the server: the collection was created through `default` by the first sync.
-    const me = await api(demo.apiUrl, 'GET', '/', ALICE);
-    const registry = () => api(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', ALICE);
+    const me = await api<Root>(demo.apiUrl, 'GET', '/', ALICE);
+    const registry = () => api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', ALICE);
     await poll(async () => (await registry()).body.data.length).toBe(1);
-    const entry = (await registry()).body.data[0];
+    const entry = (await registry()).body.data[0]!;
     expect(entry).toMatchObject({ title: listTitle, bucket: 'default', role: 'owner', owner: ALICE });
     listPath = `/buckets/${me.body.user.bucket}/collections/${entry.collection}`;
-    await poll(async () => (await api(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item: { title: string; done: number }) => [item.title, item.done])).toEqual([
+    await poll(async () => (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item) => [item.title, item.done])).toEqual([
       ['Milk', 1],
       ['Coffee', 0],
       ['Eggs', 0],
@@ -232,14 +252,14 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await poll(() => taskTitles(page)).toEqual(['Milk', 'Coffee', 'Eggs']);
     expect(await page.getByRole('checkbox', { name: 'Done: Milk' }).isChecked()).toBe(true);
     // Bob's registry got the shared list, also on the server (his other devices will show it).
-    await poll(async () => (await api(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', BOB)).body.data.length).toBe(1);
+    await poll(async () => (await api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', BOB)).body.data.length).toBe(1);
     await allSynced(page);
   });
 
   it("pushes one user's change to the other's window in well under a second (the change stream, not the interval)", async () => {
     const { page } = bob;
     // Lists poll only every 30 s: what arrives sooner was pushed.
-    await poll(() => page.locator('.status .live').innerText()).toBe('Live');
+    await poll(() => shownText(page.locator('.status .live'))).toBe('Live');
     const latencies: number[] = [];
     for (const [index, title] of ['Tea', 'Jam'].entries()) {
       // Alice, from another device: straight to the server.
@@ -308,7 +328,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await bob.context.setOffline(false);
     const conflict = bob.page.getByRole('group', { name: 'Conflict on “Coffee beans”' });
     await visible(conflict);
-    await expect(conflict.innerText()).resolves.toMatch(/Yours\s+Coffee beans — not done[\s\S]*Theirs\s+Decaf coffee — not done/i);
+    await expect(shownText(conflict)).resolves.toMatch(/Yours\s+Coffee beans — not done[\s\S]*Theirs\s+Decaf coffee — not done/i);
     await visible(bob.page.getByText('1 conflict to resolve'));
     await screenshot(bob.page, '06-conflict');
 
@@ -357,9 +377,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await poll(() => page.locator('.items .item').count()).toBe(0);
     await screenshot(page, '09-revoked');
 
-    const aliceBucket = (await api(demo.apiUrl, 'GET', '/', ALICE)).body.user.bucket as string;
-    const permissions = await api(demo.apiUrl, 'GET', '/permissions?resource_name=collection', BOB);
-    expect(permissions.body.data.filter((entry: { bucket_id: string }) => entry.bucket_id === aliceBucket)).toEqual([]);
+    const aliceBucket = (await api<Root>(demo.apiUrl, 'GET', '/', ALICE)).body.user.bucket;
+    const permissions = await api<Listed<{ bucket_id: string }>>(demo.apiUrl, 'GET', '/permissions?resource_name=collection', BOB);
+    expect(permissions.body.data.filter((entry) => entry.bucket_id === aliceBucket)).toEqual([]);
     expect((await api(demo.apiUrl, 'GET', listPath, BOB)).status).toBe(403);
   });
 
@@ -395,7 +415,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
       data: { title: 'Big list', bucket: 'default', collection: 'list-big', role: 'owner', owner: CAROL, position: 1 },
     });
     // Through the real bucket id rather than `default`: half the work for the embedded server.
-    const bucket = (await api(demo.apiUrl, 'GET', '/', CAROL)).body.user.bucket as string;
+    const bucket = (await api<Root>(demo.apiUrl, 'GET', '/', CAROL)).body.user.bucket;
     expect((await api(demo.apiUrl, 'PUT', `/buckets/${bucket}/collections/list-big`, CAROL, {})).status).toBe(201);
     const batchSize = 25; // the server's default batch_max_requests
     for (let start = 0; start < BIG_LIST_SIZE; start += batchSize) {
@@ -419,7 +439,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await page.getByRole('button', { name: 'Log in' }).click();
     const progress = page.getByRole('progressbar');
     await visible(progress);
-    await expect(page.locator('.progress label').innerText()).resolves.toMatch(/^Downloading “Big list”: [\d,]+ of 3,000 items$/);
+    await expect(shownText(page.locator('.progress label'))).resolves.toMatch(/^Downloading “Big list”: [\d,]+ of 3,000 items$/);
     expect(Number(await progress.getAttribute('max'))).toBe(BIG_LIST_SIZE);
     expect(Number(await progress.getAttribute('value'))).toBeLessThan(BIG_LIST_SIZE);
     await screenshot(page, '11-progress', { fullPage: false }); // the list below grows to 3000 rows

@@ -19,7 +19,7 @@ interface Props {
 export function ConflictPanel({ conflict, busy, onResolve }: Props) {
   const name = typeof conflict.local?.title === 'string' ? conflict.local.title : typeof conflict.remote?.title === 'string' ? conflict.remote.title : 'a task';
   return (
-    <div class="conflict" role="group" aria-label={`Conflict on “${name}”`}>
+    <fieldset class="conflict" aria-label={`Conflict on “${name}”`}>
       <p>
         <strong>Changed in two places.</strong> Someone else saved a different version of this task while you were changing it. Which one
         should stay?
@@ -42,6 +42,6 @@ export function ConflictPanel({ conflict, busy, onResolve }: Props) {
           Keep theirs
         </button>
       </div>
-    </div>
+    </fieldset>
   );
 }
