@@ -52,6 +52,9 @@ const TASK_SCHEMA = {
 
 // ---- Waiting on the UI (never fixed sleeps) -----------------------------------------------------
 
+/** The text as shown: innerText follows the layout (line breaks between blocks and cells). */
+// biome-ignore lint/performance/useDomNodeTextContent: the rendered text, as the user reads it, is what is checked
+const shownText = (locator: Locator) => locator.innerText();
 const visible = (locator: Locator) => locator.waitFor({ state: 'visible', timeout: WAIT });
 const hidden = (locator: Locator) => locator.waitFor({ state: 'hidden', timeout: WAIT });
 const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: WAIT, interval: 100 });
@@ -95,13 +98,22 @@ async function buildConsoleIfStale(): Promise<void> {
 
 let apiUrl = '';
 
-async function api(method: string, path: string, user: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+/** What these checks read of the server's answers (`api<Stored>(…)`); not checked on arrival. */
+interface Stored {
+  data: Record<string, unknown>;
+  permissions: Record<string, string[]>;
+}
+interface Root {
+  capabilities: Record<string, unknown>;
+}
+
+async function api<Body = unknown>(method: string, path: string, user: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Body }> {
   const all: Record<string, string> = { Accept: 'application/json', ...headers };
   if (user) all.Authorization = `Basic ${Buffer.from(`${user}:${PASSWORD}`).toString('base64')}`;
   if (body !== undefined) all['Content-Type'] ??= 'application/json';
   const response = await fetch(`${apiUrl}${path}`, { method, headers: all, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
+  return { status: response.status, body: (text ? JSON.parse(text) : null) as Body };
 }
 
 describe.skipIf(!available)('Quire Console in Chromium', () => {
@@ -197,7 +209,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const redirect = await fetch(`${apiUrl}/admin`, { redirect: 'manual' });
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${apiUrl}/admin/`);
-    const hello = await api('GET', '/', null);
+    const hello = await api<Root>('GET', '/', null);
     expect(hello.body.capabilities.admin).toMatchObject({ description: 'Serves the admin console.' });
 
     await page.goto(`${baseUrl}/v1/admin`);
@@ -208,7 +220,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await page.getByLabel('Username').fill('admin');
     await page.getByLabel('Password').fill('not-the-password');
     await page.getByRole('button', { name: 'Sign in with your account' }).click();
-    await poll(() => page.getByRole('alert').innerText()).toBe('Wrong username or password.');
+    await poll(() => shownText(page.getByRole('alert'))).toBe('Wrong username or password.');
     await page.getByLabel('Password').fill(PASSWORD);
     await screenshot(page, '01-sign-in');
     await page.getByRole('button', { name: 'Sign in with your account' }).click();
@@ -246,9 +258,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     // Newest first: the last record written is the first row.
     await visible(table.getByRole('link', { name: `item-${String(BIG - 1).padStart(6, '0')}`, exact: true }));
     const firstRowMs = Math.round(performance.now() - opened);
-    await poll(() => page.locator('.list-status').innerText()).toMatch(/^100,000 records/);
+    await poll(() => shownText(page.locator('.list-status'))).toMatch(/^100,000 records/);
     // The console's own measure, from the start of the list to its first page: shown in the toolbar.
-    const firstPageMs = Number(/first page in (\d+) ms/.exec(await page.locator('.list-status').innerText())?.[1]);
+    const firstPageMs = Number(/first page in (\d+) ms/.exec(await shownText(page.locator('.list-status')))?.[1]);
     await screenshot(page, '03-collection-100k');
 
     // Scrolling: frames while scrolling through loaded rows, then a jump to the middle of the list.
@@ -289,14 +301,14 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await form.getByLabel('Operator').selectOption('eq');
     await form.getByLabel('Value').fill('garden');
     await form.getByRole('button', { name: 'Apply filter' }).click();
-    await poll(() => page.locator('.list-status').innerText()).toMatch(/^10,000 records/);
+    await poll(() => shownText(page.locator('.list-status'))).toMatch(/^10,000 records/);
     await page.getByRole('button', { name: '+ Filter' }).click();
     await form.getByLabel('Field').fill('stock');
     await form.getByLabel('Operator').selectOption('lt');
     await form.getByLabel('Value').fill('20');
     await form.getByRole('button', { name: 'Apply filter' }).click();
     await page.getByRole('button', { name: 'Sort by price' }).click();
-    await poll(() => page.locator('.list-status').innerText()).toMatch(/^400 records/);
+    await poll(() => shownText(page.locator('.list-status'))).toMatch(/^400 records/);
     expect(page.url()).toContain('category=garden');
     expect(page.url()).toContain('lt_stock=20');
     expect(page.url()).toContain('_sort=price');
@@ -334,7 +346,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await panel.getByRole('button', { name: 'Save' }).click();
     const problems = panel.getByRole('alert').filter({ hasText: 'Not valid for this collection' });
     await visible(problems);
-    await expect(problems.innerText()).resolves.toMatch(/title\s+must not be empty[\s\S]*priority\s+must be at most 5/);
+    await expect(shownText(problems)).resolves.toMatch(/title\s+must not be empty[\s\S]*priority\s+must be at most 5/);
     await visible(panel.getByText('must be at most 5', { exact: true }));
     await screenshot(page, '08-schema-form-errors');
     expect(writes).toBe(0);
@@ -348,7 +360,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await panel.getByRole('button', { name: 'Save' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Record saved.' }).last());
     page.off('request', countWrites);
-    const saved = (await api('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
+    const saved = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
     expect(saved).toMatchObject({ title: 'Fix the login page on mobile', priority: 4, status: 'doing', due: '2030-01-31', tags: ['q3', 'mobile'] });
     // The list shows the new values without a reload.
     await visible(page.getByRole('table', { name: 'Records of tasks' }).getByText('Fix the login page on mobile'));
@@ -363,7 +375,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await fresh.getByRole('button', { name: 'Create record' }).click();
     await visible(page.getByRole('complementary', { name: 'Record t4' }));
     await visible(page.getByRole('table', { name: 'Records of tasks' }).getByRole('link', { name: 't4', exact: true }));
-    expect((await api('GET', `/buckets/${BUCKET}/collections/tasks/records/t4`, 'admin')).body.data).toMatchObject({ title: 'Plan the offsite', status: 'todo' });
+    expect((await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t4`, 'admin')).body.data).toMatchObject({ title: 'Plan the offsite', status: 'todo' });
   });
 
   it('shows both versions when someone else changed the record meanwhile (If-Match, 412)', async () => {
@@ -371,12 +383,12 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const panel = page.getByRole('complementary', { name: 'Record t2' });
     await visible(panel.getByLabel('Title'));
     // Another client changes the record after the console read it.
-    const current = (await api('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
+    const current = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
     expect((await api('PATCH', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin', { data: { status: 'done', priority: 2 } })).status).toBe(200);
     await panel.locator('label.segment', { hasText: 'JSON' }).click();
     expect(await panel.getByRole('radio', { name: 'JSON' }).isChecked()).toBe(true);
     const editor = panel.getByLabel('Record JSON');
-    const mine = { ...current, title: 'Fix the login page (mine)' };
+    const mine: Record<string, unknown> = { ...current, title: 'Fix the login page (mine)' };
     delete mine.id;
     delete mine.last_modified;
     delete mine.schema;
@@ -391,7 +403,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await dialog.getByRole('button', { name: 'Overwrite with mine' }).click();
     await hidden(dialog);
     await visible(page.getByRole('status').filter({ hasText: 'Record saved.' }).last());
-    const after = (await api('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
+    const after = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
     expect(after).toMatchObject({ title: 'Fix the login page (mine)', status: 'doing', priority: 4 });
   });
 
@@ -407,7 +419,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByRole('button', { name: 'Save members' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Members saved.' }));
-    expect((await api('GET', `/buckets/${BUCKET}/groups/editors`, 'admin')).body.data.members).toEqual(['account:alice']);
+    expect((await api<Stored>('GET', `/buckets/${BUCKET}/groups/editors`, 'admin')).body.data.members).toEqual(['account:alice']);
     await screenshot(page, '11-group-members');
 
     // The collection's permissions: the group may write, signed-in users may read.
@@ -424,8 +436,8 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(table.getByRole('row', { name: /editors/ }).getByText('implied by write').first());
     await page.getByRole('button', { name: 'Save permissions' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Permissions saved.' }));
-    const permissions = (await api('GET', `/buckets/${BUCKET}/collections/tasks`, 'admin')).body.permissions;
-    expect(permissions.write.sort()).toEqual([`/buckets/${BUCKET}/groups/editors`, 'account:admin']);
+    const permissions = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks`, 'admin')).body.permissions;
+    expect(permissions.write!.sort()).toEqual([`/buckets/${BUCKET}/groups/editors`, 'account:admin']);
     expect(permissions.read).toEqual(['system.Authenticated']);
     await screenshot(page, '12-permissions');
     await go(`#/buckets/${BUCKET}/collections/tasks/attributes`, 'tasks');
@@ -444,7 +456,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const access = alicePage.getByRole('table', { name: 'My access' });
     const row = access.getByRole('row', { name: new RegExp(`/buckets/${BUCKET}/collections/tasks`) });
     await visible(row);
-    await expect(row.innerText()).resolves.toMatch(/write/);
+    await expect(shownText(row)).resolves.toMatch(/write/);
     await visible(alicePage.getByRole('region', { name: 'Your principals' }).or(alicePage.locator('.principal-strip')).getByText('editors'));
     await screenshot(alicePage, '14-my-access');
     // And she edits a record through the group.
@@ -457,11 +469,11 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const table = page.getByRole('table', { name: 'History' });
     await visible(table.getByText('record t2 in tasks').first());
     await page.getByLabel('User').fill('account:alice');
-    await poll(() => page.locator('.list-status').innerText()).toBe('1 change');
+    await poll(() => shownText(page.locator('.list-status'))).toBe('1 change');
     await page.getByLabel('User').fill('');
     await page.getByLabel('Kind').selectOption('record');
     await page.getByLabel('Object').fill('/records/t2');
-    await poll(() => page.locator('.list-status').innerText()).toBe('4 changes');
+    await poll(() => shownText(page.locator('.list-status'))).toBe('4 changes');
     // The newest change of t2 (the overwrite after the conflict), against the one before it.
     await table.getByRole('row').nth(1).click();
     const detail = page.getByRole('region', { name: 'Change details' });
@@ -520,15 +532,15 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(dialog.getByText('297 created'));
     await visible(dialog.getByText('3 failed'));
     const failures = dialog.getByRole('table', { name: 'Failed records' });
-    await expect(failures.innerText()).resolves.toMatch(/50\s+imp-50\s+400\s+title/);
-    await expect(failures.innerText()).resolves.toMatch(/120\s+imp-120\s+400\s+priority/);
-    await expect(failures.innerText()).resolves.toMatch(/200\s+imp 200\s+400\s+Invalid id/);
+    await expect(shownText(failures)).resolves.toMatch(/50\s+imp-50\s+400\s+title/);
+    await expect(shownText(failures)).resolves.toMatch(/120\s+imp-120\s+400\s+priority/);
+    await expect(shownText(failures)).resolves.toMatch(/200\s+imp 200\s+400\s+Invalid id/);
     await screenshot(page, '20-import-report');
     await dialog.getByRole('button', { name: 'Done' }).click();
     const count = await fetch(`${apiUrl}/buckets/${BUCKET}/collections/tasks/records`, { method: 'HEAD', headers: { Authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` } });
     // t1-t4, and the 297 imported.
     expect(count.headers.get('Total-Objects')).toBe('301');
-    await poll(() => page.locator('.list-status').innerText()).toMatch(/^301 records/);
+    await poll(() => shownText(page.locator('.list-status'))).toMatch(/^301 records/);
   });
 
   it('manages accounts as an account administrator', async () => {

@@ -48,11 +48,13 @@ export function AccessPage() {
         Everything you can do on this server, through any of your principals: your user id, the groups you are in, and everyone's.
       </PageHeader>
       {user ? (
-        <div class="principal-strip" aria-label="Your principals">
+        <ul class="principal-strip" aria-label="Your principals">
           {user.principals.map((principal) => (
-            <Principal key={principal} principal={principal} me={user.id} />
+            <li key={principal}>
+              <Principal principal={principal} me={user.id} />
+            </li>
           ))}
-        </div>
+        </ul>
       ) : null}
       <form class="filters" aria-label="Access filters" onSubmit={(event) => event.preventDefault()}>
         <label class="field inline">

@@ -181,6 +181,7 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
               if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
               const who = describePrincipal(entry.user_id ?? '');
               return (
+                // biome-ignore lint/a11y/useKeyWithClickEvents: a pointer shortcut for the button of the first cell, which keyboard users reach
                 <div
                   class={selected?.id === entry.id ? 'trow clickable selected' : 'trow clickable'}
                   role="row"

@@ -92,7 +92,7 @@ export function RecordsTable({
   return (
     <div class="records">
       <div class="toolbar wrap">
-        <div class="filter-chips" aria-label="Filters">
+        <fieldset class="filter-chips" aria-label="Filters">
           {listQuery.filters.map((filter, index) => (
             <span key={index} class="chip">
               <span class="chip-field">{filter.field}</span> {OPERATORS.find((item) => item.op === filter.op)?.label ?? filter.op} <span class="chip-value">{filter.value}</span>
@@ -123,7 +123,7 @@ export function RecordsTable({
           <button type="button" class="button ghost small" aria-expanded={showFields} onClick={() => setShowFields(!showFields)}>
             Fields
           </button>
-        </div>
+        </fieldset>
         <span class="toolbar-spacer" />
         <span class="muted small list-status" aria-live="polite">
           {countLabel(state, 'record')}
@@ -166,6 +166,7 @@ export function RecordsTable({
             if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
             const link = href.record(bid, cid, item.id, 'edit', query);
             return (
+              // biome-ignore lint/a11y/useKeyWithClickEvents: a pointer shortcut for the link of the first cell, which keyboard users reach
               <div
                 class={item.id === selectedId ? 'trow clickable selected' : 'trow clickable'}
                 role="row"
@@ -234,6 +235,7 @@ function FilterForm({ fields, onAdd, onCancel }: { fields: string[]; onAdd: (fil
           ))}
         </select>
       </label>
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, a select or an input */}
       <label class="field inline grow">
         <span class="field-label">Value</span>
         {op === 'has' ? (

@@ -4,6 +4,7 @@
  * represent (oneOf, anyOf, untyped values) gets a small JSON box. Fields the schema does not
  * describe are kept as they are. Errors come from the same validation the server runs.
  */
+import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { isPlainObject, type JsonSchema, mainType, resolveRef, type SchemaError } from '../lib/schema.js';
 import { FormError } from './ui.js';
@@ -36,9 +37,9 @@ function Label({ label, required, compact }: { label: string; required: boolean;
     <span class="field-label">
       {label}
       {required ? (
-        <span class="required" aria-label="required">
-          {' '}
-          *
+        <span class="required">
+          <span aria-hidden="true"> *</span>
+          <span class="visually-hidden"> required</span>
         </span>
       ) : null}
     </span>
@@ -100,7 +101,7 @@ function ScalarField(props: FieldProps & { type: string }) {
   const { schema, value, onChange, type, readOnly } = props;
   const error = errorFor(props.errors, props.pointer);
   const enumValues = Array.isArray(schema.enum) ? schema.enum : null;
-  let input;
+  let input: JSX.Element;
   if (enumValues) {
     const index = enumValues.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(value));
     input = (
@@ -163,6 +164,7 @@ function ScalarField(props: FieldProps & { type: string }) {
   }
   return (
     <div class={error ? 'field has-error' : 'field'}>
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, `input` above */}
       <label class="field-control">
         <Label label={props.label} required={props.required} compact={props.compact} />
         {input}

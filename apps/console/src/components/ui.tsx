@@ -105,6 +105,7 @@ export function Dialog({
     return () => previous?.focus?.();
   }, []);
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: a click beside the dialog closes it; from the keyboard, Escape does (useEscape)
     <div class="backdrop" onMouseDown={(event) => event.target === event.currentTarget && onClose()}>
       <div class={wide ? 'dialog wide' : 'dialog'} role="dialog" aria-modal="true" aria-label={title} ref={ref} tabIndex={-1}>
         <header class="dialog-header">
@@ -173,6 +174,7 @@ export function Principal({ principal, me }: { principal: string; me?: string })
 export function Field({ label, hint, children, error }: { label: string; hint?: ComponentChildren; children: ComponentChildren; error?: string | null }) {
   return (
     <div class={error ? 'field has-error' : 'field'}>
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, given as `children` */}
       <label class="field-control">
         <span class="field-label">{label}</span>
         {children}

@@ -64,5 +64,5 @@ function quote(value: string, delimiter: string): string {
 }
 
 export function toCsv(rows: string[][], delimiter = ','): string {
-  return rows.map((row) => row.map((cell) => quote(cell, delimiter)).join(delimiter)).join('\r\n') + '\r\n';
+  return `${rows.map((row) => row.map((cell) => quote(cell, delimiter)).join(delimiter)).join('\r\n')}\r\n`;
 }

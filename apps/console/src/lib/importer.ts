@@ -217,19 +217,18 @@ export async function runImport(api: Api, options: ImportOptions): Promise<Impor
     if (!responses) return [];
     const rolledBack = responses.some((response) => response.status === 409);
     const again: ImportRow[] = [];
-    rows.forEach((row, index) => {
+    for (const [index, row] of rows.entries()) {
       const response = responses[index];
-      if (!response) return fail([row], 0, 'No answer for this row');
-      if (response.status === 409) return fail([row], 409, messageOf(response));
-      if (response.status >= 200 && response.status < 300) {
-        if (rolledBack) return again.push(row);
+      if (!response) fail([row], 0, 'No answer for this row');
+      else if (response.status === 409) fail([row], 409, messageOf(response));
+      else if (response.status < 200 || response.status >= 300) fail([row], response.status, messageOf(response));
+      else if (rolledBack) again.push(row);
+      else {
         progress.done++;
         if (response.status === 201) progress.created++;
         else progress.replaced++;
-        return;
       }
-      fail([row], response.status, messageOf(response));
-    });
+    }
     return again;
   }
 
