@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * Checks what the linter cannot: a dependency that two packages of the workspace share is
- * declared once, in the `catalog:` of pnpm-workspace.yaml, so that their versions cannot drift.
- * Run by `pnpm lint` (part of `pnpm test`).
+ * Checks what the linter (Biome, biome.jsonc) cannot: a dependency that two packages of the
+ * workspace share is declared once, in the `catalog:` of pnpm-workspace.yaml, so that their
+ * versions cannot drift. Run by `pnpm lint` after Biome (part of `pnpm test`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
