@@ -11,6 +11,7 @@
  * the scope timestamp before the objects can never return an ETag that a later-committing
  * write undercuts (Kinto issues #602 and #3393). The clock is the database's, not the process's.
  */
+import { backoffDelay, sleep } from '../../retry.js';
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import {
   HISTORY_RESOURCE,
@@ -82,6 +83,8 @@ const DYNAMIC: QueryOptions = { dynamic: true };
 
 const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
 const MAX_TRANSACTION_ATTEMPTS = 4;
+/** Up to 20, 40, 60 ms, jittered so that deadlocked peers do not collide again. */
+const RETRY_BACKOFF = { firstMs: 20, maxMs: 60, linear: true, jitter: true };
 const MAX_SNAPSHOT_ATTEMPTS = 10;
 
 /** The fields of a permission entry that are columns (text, NULL when the entry lacks them). */
@@ -1105,7 +1108,7 @@ export class SqlStorage extends SessionStorage {
         // A queued write that met a taken key failed the COMMIT's round trip.
         if (sqlState(error) === '23505' && !(error instanceof UnicityError)) throw new UnicityError('integrity constraint violated', undefined, { cause: error });
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
-        await sleep(Math.random() * 20 * attempt); // jitter, so that deadlocked peers do not collide again
+        await sleep(backoffDelay(RETRY_BACKOFF, attempt - 1));
       } finally {
         // Committed or not (a failed COMMIT may still have committed): forget what it touched.
         if (session) this.#cache.invalidate(session.invalidations);
@@ -1236,8 +1239,4 @@ function toLiveObject(row: ObjectRow): StoredObject {
 
 function toTombstone(row: ObjectRow): Tombstone {
   return { id: row.id, last_modified: row.last_modified, deleted: true };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
