@@ -105,8 +105,8 @@ async function loadEmbedded(storage: Storage, n: number, author: string): Promis
       return { id: recordId(i), data: { title: `Record number ${i}`, n: i % 100, done: i % 2 === 0, tags: [`t${i % 7}`, `t${i % 11}`], body: 'lorem ipsum '.repeat(8) } };
     });
     await storage.transaction(async (session) => {
-      await session.insertMany(scope, objects);
-      for (const { id } of objects) await session.setPermissions(`${COLLECTION_URI}/records/${id}`, { write: [author] });
+      await session.objects.insertMany(scope, objects);
+      for (const { id } of objects) await session.permissions.set(`${COLLECTION_URI}/records/${id}`, { write: [author] });
     });
     console.log(`  inserted ${formatNumber(to)} / ${formatNumber(n)} records`);
   }

@@ -31,7 +31,7 @@ import { baseUrl } from './resource/handlers.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
-import type { Storage } from './storage/types.js';
+import type { PermissionStore, Storage } from './storage/types.js';
 import { registerAdmin } from './views/admin.js';
 import { registerBatch } from './views/batch.js';
 import { registerDefaultBucket } from './views/default-bucket.js';
@@ -129,6 +129,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 
   // One autocommit query per authenticated request; inside a batch, through its transaction
   // (on PGlite the store itself waits for that transaction to end).
+  const groupsReader: Pick<PermissionStore, 'groupsOf'> = { groupsOf: (principals) => services.storage.read((session) => session.permissions.groupsOf(principals)) };
   app.decorateRequest('batch', null);
   app.addHook('onRequest', async (request, reply) => {
     attachBatch(request);
@@ -142,7 +143,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     const batch = batchSession(request);
     // Injected sub-requests come from the loopback address: they count against their batch's client.
     const auth = { headers: request.headers, ip: request.batch?.ip ?? request.ip, ...(batch ? { batch } : {}) };
-    request.identity = await authenticate(services.policies, auth, batch ?? services.storage);
+    request.identity = await authenticate(services.policies, auth, batch?.permissions ?? groupsReader);
   });
 
   registerOpenApi(app);

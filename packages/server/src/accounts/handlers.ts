@@ -134,7 +134,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
   const mayCreate = (identity: Identity) => holdsAny(identity.principals, settings.account_create_principals);
 
   async function aclOf(session: StorageSession, id: string): Promise<Permissions> {
-    return (await session.getPermissions([accountUri(id)])).get(accountUri(id)) ?? {};
+    return (await session.permissions.get([accountUri(id)])).get(accountUri(id)) ?? {};
   }
 
   /** §9.2 for accounts: object ACEs (`write` implies `read`) or the settings. */
@@ -198,7 +198,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     const sent = body.data ?? {};
     const data = await accountData(sent, existing, identity, requirePassword(sent));
     const options = writeOptions(suppliedTimestamp(body.data), existing);
-    const stored = existing ? await session.update(ACCOUNT_SCOPE, id, data, options) : await session.create(ACCOUNT_SCOPE, id, data, options);
+    const stored = existing ? await session.objects.update(ACCOUNT_SCOPE, id, data, options) : await session.objects.create(ACCOUNT_SCOPE, id, data, options);
 
     const given = body.permissions && Object.keys(body.permissions).length > 0 ? body.permissions : null;
     const acl: Permissions = {};
@@ -207,7 +207,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     }
     const owner = accountUserId(id);
     acl.write = [...new Set([...(acl.write ?? []), owner])];
-    await session.setPermissions(accountUri(id), acl);
+    await session.permissions.set(accountUri(id), acl);
     emitChange(session, reply.request, existing ? 'update' : 'create', stored, existing);
 
     if (!existing && settings.account_validation && mails) {
@@ -248,7 +248,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
     const ownId = accountIdOf(identity.userId);
 
     return withSession(request, 'read', async (session) => {
-      const timestamp = await session.resourceTimestamp(ACCOUNT_SCOPE);
+      const timestamp = await session.objects.timestamp(ACCOUNT_SCOPE);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
       setCacheHeaders(reply, 0); // accounts are never cacheable (§12.5)
@@ -295,7 +295,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       }
       const id = validateAccountId(givenId);
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers it unchanged (§2), to those who may read it.
           if (!(await may(session, identity, id, 'read'))) throw denied(services, identity);
@@ -320,7 +320,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       return withSession(request, 'read', async (session) => {
         if (!(await may(session, identity, id, 'read'))) throw denied(services, identity);
         validateAccountId(id);
-        const account = await session.get(ACCOUNT_SCOPE, id);
+        const account = await session.objects.get(ACCOUNT_SCOPE, id);
         if (!account) throw objectNotFound('account', id);
         const outcome = checkObjectPreconditions(preconditions, account, publicAccount(account), { method: 'GET' });
         setTimestampHeaders(reply, account.last_modified);
@@ -340,7 +340,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const body = parseBody(request.body, { patch: false });
       let usedTemporaryPassword = false;
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') {
           const access = await requireWrite(session, request, id, body.data);
           if (access === 'allowed') checkOwnId(identity, id);
@@ -376,7 +376,7 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       if (body.data === undefined && body.permissions === undefined) throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
       let usedTemporaryPassword = false;
       const result = await withSession(request, 'write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         const access = await requireWrite(session, request, id, body.data);
         validateAccountId(id);
         if (!existing) throw objectNotFound('account', id);
@@ -393,11 +393,11 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
           : { ...current, ...changes };
         const password = Object.hasOwn(sent, 'password') ? requirePassword(sent) : null;
         const data = await accountData(merged, existing, identity, password);
-        const stored = await session.update(ACCOUNT_SCOPE, id, data, writeOptions(suppliedTimestamp(body.data), existing));
+        const stored = await session.objects.update(ACCOUNT_SCOPE, id, data, writeOptions(suppliedTimestamp(body.data), existing));
 
         const acl = mergePermissions(await aclOf(session, id), body.permissions ?? {}, type);
         acl.write = [...new Set([...(acl.write ?? []), accountUserId(id)])];
-        await session.setPermissions(accountUri(id), acl);
+        await session.permissions.set(accountUri(id), acl);
         emitChange(session, request, 'update', stored, existing);
         setTimestampHeaders(reply, stored.last_modified);
 
@@ -415,13 +415,13 @@ export function createAccountHandlers(services: Services, policy: AccountPolicy,
       const result = await withSession(request, 'write', async (session) => {
         if (!(await may(session, identity, id, 'write'))) throw denied(services, identity);
         validateAccountId(id);
-        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!existing) throw objectNotFound('account', id);
         checkObjectPreconditions(preconditions, existing, publicAccount(existing), { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
-        const tombstone = await session.delete(ACCOUNT_SCOPE, id, writeOptions(suppliedValue, existing));
+        const tombstone = await session.objects.delete(ACCOUNT_SCOPE, id, writeOptions(suppliedValue, existing));
         // As Kinto: the account's own ACEs go; its principal stays wherever others listed it.
-        await session.deletePermissionsTree(accountUri(id));
+        await session.permissions.deleteTree(accountUri(id));
         emitChange(session, request, 'delete', tombstone, existing);
         setTimestampHeaders(reply, tombstone.last_modified);
         return { data: tombstone };

@@ -1,4 +1,4 @@
-import type { StorageSession } from '../storage/types.js';
+import type { PermissionStore } from '../storage/types.js';
 import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, type Identity } from './policy.js';
 
 /**
@@ -13,12 +13,12 @@ import { AUTHENTICATED, ANONYMOUS, EVERYONE, type AuthPolicy, type AuthRequest, 
 export async function authenticate(
   policies: AuthPolicy[],
   request: AuthRequest,
-  groupsReader: Pick<StorageSession, 'listGroupsOf'>,
+  groupsReader: Pick<PermissionStore, 'groupsOf'>,
 ): Promise<Identity> {
   for (const policy of policies) {
     const userId = await policy.authenticate(request);
     if (!userId) continue;
-    const groups = await groupsReader.listGroupsOf([userId, AUTHENTICATED]);
+    const groups = await groupsReader.groupsOf([userId, AUTHENTICATED]);
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;

@@ -59,7 +59,7 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
 
   /** 'all' for bucket readers/writers (writers only for DELETE), else the caller's own share. */
   async function access(session: StorageSession, identity: Identity, bucketUri: string, write: boolean): Promise<'all' | 'shared'> {
-    const acl = (await session.getPermissions([bucketUri])).get(bucketUri) ?? {};
+    const acl = (await session.permissions.get([bucketUri])).get(bucketUri) ?? {};
     const holds = (principals: readonly string[] | undefined) => principals?.some((principal) => identity.principals.includes(principal)) ?? false;
     if (holds(acl.write) || holds(settings.bucket_write_principals)) return 'all';
     if (!write && (holds(acl.read) || holds(settings.bucket_read_principals))) return 'all';
@@ -87,14 +87,14 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
         if (method === 'DELETE') throw denied(services, identity);
         const shared: Filter = { field: READ_PRINCIPALS_FIELD, operator: 'contains_any', value: identity.principals };
         // As on any plural endpoint, no access at all is refused (401/403), not an empty list.
-        if ((await session.count(scope, [shared])) === 0) throw denied(services, identity);
+        if ((await session.objects.count(scope, [shared])) === 0) throw denied(services, identity);
         filters.push(shared);
       }
       validateId(bucketId);
-      if (!(await session.get({ resourceName: 'bucket', parentId: '' }, bucketId))) {
+      if (!(await session.objects.get({ resourceName: 'bucket', parentId: '' }, bucketId))) {
         throw objectNotFound('bucket', bucketId, ERRNO.MISSING_RESOURCE);
       }
-      const timestamp = await session.resourceTimestamp(scope);
+      const timestamp = await session.objects.timestamp(scope);
       const outcome = checkListPreconditions(preconditions, timestamp, method);
       setTimestampHeaders(reply, timestamp);
       if (method !== 'DELETE') setCacheHeaders(reply, 0); // entries are never cacheable (§12.5)
@@ -108,7 +108,7 @@ export function registerHistoryRoutes(app: FastifyInstance, drainer: HistoryDrai
       if (method === 'DELETE') {
         if (items.length === 0) return { data: [] };
         // By timestamp too: the history table's key (ids are not indexed there).
-        const tombstones = await session.deleteAll(scope, {
+        const tombstones = await session.objects.deleteAll(scope, {
           filters: [
             { field: 'last_modified', operator: 'in', value: items.map((item) => item.last_modified) },
             { field: 'id', operator: 'in', value: items.map((item) => item.id) },

@@ -86,7 +86,7 @@ async function ensureParents(session: StorageSession, parent: ObjectRef | null):
   if (!parent) return null;
   let found: StoredObject | null = null;
   for (const ref of [...parent.ancestors, parent]) {
-    found = await session.get(scopeOf(ref), ref.id);
+    found = await session.objects.get(scopeOf(ref), ref.id);
     if (!found) throw objectNotFound(ref.def.name, ref.id, ERRNO.MISSING_RESOURCE);
   }
   return found;
@@ -126,11 +126,11 @@ export async function readPage(
   method: 'GET' | 'DELETE',
   pageCap: number | null = null,
 ): Promise<Array<StoredObject | Tombstone>> {
-  if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
+  if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
     throw invalidParameter('querystring', null, '_token was already used or has expired.');
   }
   const limit = effectiveLimit(services, query.requestedLimit, pageCap);
-  const page = await session.list(scope, {
+  const page = await session.objects.list(scope, {
     filters,
     sorting: query.sorting,
     ...(query.token ? { after: query.token.lastObject } : {}),
@@ -141,14 +141,14 @@ export async function readPage(
   const items = page.slice(0, limit);
   const offset = (query.token?.offset ?? 0) + items.length + 1;
   const token = encodeToken(items[items.length - 1] as Record<string, unknown>, query.sorting, offset);
-  if (method === 'DELETE') await session.storeNonce(token.nonce, services.settings.pagination_token_validity_seconds);
+  if (method === 'DELETE') await session.nonces.store(token.nonce, services.settings.pagination_token_validity_seconds);
   reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
   return items;
 }
 
 /** `HEAD` of a listing: the count of what the filters select, in both header spellings. */
 export async function sendCount(reply: FastifyReply, session: StorageSession, scope: Scope, filters: Filter[]) {
-  const total = await session.count(scope, filters);
+  const total = await session.objects.count(scope, filters);
   reply.header('Total-Objects', String(total));
   reply.header('Total-Records', String(total));
   return reply.send();
@@ -170,7 +170,7 @@ function cleanAcl(acl: Permissions): Permissions {
 }
 
 async function aclOf(session: StorageSession, uri: string): Promise<Permissions> {
-  return (await session.getPermissions([uri])).get(uri) ?? {};
+  return (await session.permissions.get([uri])).get(uri) ?? {};
 }
 
 export function createResourceHandlers(services: Services, def: ResourceDefinition) {
@@ -216,13 +216,13 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
     const options = { ...writeOptions(suppliedTimestamp(body.data), existing), newId, stampAtCommit };
     const stored = existing
-      ? await session.update(scopeOf(ref), ref.id, data, options)
-      : await session.create(scopeOf(ref), ref.id, data, options);
+      ? await session.objects.update(scopeOf(ref), ref.id, data, options)
+      : await session.objects.create(scopeOf(ref), ref.id, data, options);
 
     // §4.6: a non-empty `permissions` replaces the whole ACL on PUT; omitted or {} keeps it.
     const given = body.permissions && Object.keys(body.permissions).length > 0 ? body.permissions : null;
     const acl = cleanAcl(withAuthor(services, identity, given ?? previousAcl));
-    await session.setPermissions(ref.uri, acl);
+    await session.permissions.set(ref.uri, acl);
     await def.afterWrite?.(session, ref.uri, stored);
     events.emit(session, reply.request, {
       resourceName: def.name, parentId: ref.parentUri, action: existing ? 'update' : 'create', timestamp: () => stored.last_modified,
@@ -248,7 +248,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
       if (access.kind === 'none') throw denied(services, identity);
       const parentObject = await ensureParents(session, parent);
-      const timestamp = await session.resourceTimestamp(scope);
+      const timestamp = await session.objects.timestamp(scope);
       if (query.usedDeprecatedTo) {
         reply.header(
           'Alert',
@@ -276,14 +276,17 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
 
   async function deleteListed(session: StorageSession, scope: Scope, items: StoredObject[], query: ListQuery, reply: FastifyReply, timestamp: number) {
     if (items.length === 0) return { data: [] };
-    const tombstones: Tombstone[] = await session.deleteAll(scope, {
+    const tombstones: Tombstone[] = await session.objects.deleteAll(scope, {
       filters: [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }],
       sorting: query.sorting,
     });
     for (const tombstone of tombstones) {
       const uri = `${scope.parentId}/${def.plural}/${tombstone.id}`;
-      if (def.cascades) await session.deleteTree(uri);
-      await session.deletePermissionsTree(uri);
+      if (def.cascades) {
+        await session.outbox.deleteTree(uri);
+        await session.objects.deleteTree(uri);
+      }
+      await session.permissions.deleteTree(uri);
     }
     const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
     const previous = new Map(items.map((item) => [item.id, item]));
@@ -315,7 +318,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const ref = objectRef(def, (givenId as string | undefined) ?? def.generateId(), parent);
 
       return write(request, async (session, stampAtCommit) => {
-        const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = givenId === undefined ? null : await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
           await requireObject(session, identity, ref, 'read');
@@ -341,7 +344,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       return events.withSession(request, storage, 'read', async (session) => {
         await session.preload?.(scopeOf(ref), ref.id, ref.uri); // the object and its ACL in one go
         const parentObject = await requireObject(session, identity, ref, 'read');
-        const object = await session.get(scopeOf(ref), ref.id);
+        const object = await session.objects.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);
         const outcome = checkObjectPreconditions(preconditions, object, object, { method: 'GET' });
         setTimestampHeaders(reply, object.last_modified);
@@ -360,7 +363,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const preconditions = parsePreconditions(request.headers);
       const body = parseWriteBody(request.body, def);
       return write(request, async (session, stampAtCommit) => {
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') await requireObject(session, identity, ref, 'write');
@@ -383,7 +386,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const type = patchType(request);
       return write(request, async (session, stampAtCommit) => {
         await requireObject(session, identity, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'PATCH' });
         const previousAcl = await aclOf(session, ref.uri);
@@ -391,11 +394,11 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         assertBodyMatchesId(patched.sentData, ref.id);
         let data = userFields(patched.data);
         if (def.processData) data = await def.processData(data, { settings: services.settings, session, existing, ref });
-        const stored = await session.update(scopeOf(ref), ref.id, data, { ...writeOptions(suppliedTimestamp(patched.sentData), existing), stampAtCommit });
+        const stored = await session.objects.update(scopeOf(ref), ref.id, data, { ...writeOptions(suppliedTimestamp(patched.sentData), existing), stampAtCommit });
 
         const merged = patched.replacePermissions ?? mergePermissions(previousAcl, patched.permissions ?? {}, type);
         const acl = cleanAcl(withAuthor(services, identity, merged));
-        await session.setPermissions(ref.uri, acl);
+        await session.permissions.set(ref.uri, acl);
         await def.afterWrite?.(session, ref.uri, stored);
         events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'update', timestamp: () => stored.last_modified, impactedObjects: [{ new: stored, old: existing }] });
 
@@ -415,13 +418,16 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
       return write(request, async (session, stampAtCommit) => {
         await requireObject(session, identity, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, existing, { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
-        const tombstone = await session.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
-        if (def.cascades) await session.deleteTree(ref.uri);
-        await session.deletePermissionsTree(ref.uri);
+        const tombstone = await session.objects.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
+        if (def.cascades) {
+          await session.outbox.deleteTree(ref.uri);
+          await session.objects.deleteTree(ref.uri);
+        }
+        await session.permissions.deleteTree(ref.uri);
         events.emit(session, request, { resourceName: def.name, parentId: ref.parentUri, action: 'delete', timestamp: () => tombstone.last_modified, impactedObjects: [{ new: tombstone, old: existing }] });
         return () => {
           setTimestampHeaders(reply, tombstone.last_modified);

@@ -31,6 +31,6 @@ export const groupResource: ResourceDefinition = {
   },
   // The group's URI becomes a principal of its members (protocol-reference §9.1).
   async afterWrite(session, uri, stored) {
-    await session.setGroupMembers(uri, stored.members as string[]);
+    await session.permissions.setGroupMembers(uri, stored.members as string[]);
   },
 };
