@@ -21,7 +21,7 @@
  *
  * Loading N records through HTTP would take far too long. On PostgreSQL they are inserted with
  * SQL, in the exact shape the SQL storage writes them (see storage/sql/migrations/001-initial.sql
- * and sql-storage.ts): one `objects` row per record (attributes in `data` without id and
+ * and sql/objects.ts): one `objects` row per record (attributes in `data` without id and
  * last_modified, timestamps unique in the scope), the author's `write` ACE on each record, and
  * the scope's `timestamps` row at the newest timestamp. On the embedded store (SQLite, in
  * process) the storage's own API loads the same, chunk by chunk. The bucket and the collection

@@ -3,7 +3,7 @@
  * `/buckets/<bid>` × `history`), where they get their timestamps.
  *
  * Per bucket, one transaction at a time across every process: it first locks the history
- * scope, then takes the oldest pending rows and stores their entries (`moveOutboxToScope`:
+ * scope, then takes the oldest pending rows and stores their entries (`outbox.moveToScope`:
  * the entries never come back to this process). Entries are therefore stored in the order
  * their changes committed (two changes of one object commit in order, and enqueue in order),
  * and their timestamps follow commit order like any object's, so `_since` on the history

@@ -222,7 +222,7 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
     expect(await ids(scope, { filters: [{ field: 'v', operator: 'contains_any', value: [[2], 'zz'] }], sorting: byId })).toBe('deep');
   });
 
-  it('listPermissionEntries: records and accounts, URIs of any characters, implied permissions', async () => {
+  it('permissions.entries: records and accounts, URIs of any characters, implied permissions', async () => {
     const bucket = `b'"\\é*-${randomUUID()}`;
     const user = `u-${randomUUID()}`;
     await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r*1`, { write: [user] }));
