@@ -5,7 +5,7 @@
  */
 import type { Settings } from '../config.js';
 import type { ObjectRef, ResourceName } from '../resource/definition.js';
-import type { Permissions, StorageSession } from '../storage/types.js';
+import type { PermissionStore, Permissions } from '../storage/types.js';
 
 type Grant = readonly [level: ResourceName, permission: string];
 
@@ -100,12 +100,12 @@ export class Authorizer {
     });
   }
 
-  async #granted(session: StorageSession, principals: string[], chain: ObjectRef[], grants: Grant[]): Promise<boolean> {
+  async #granted(permissions: PermissionStore, principals: string[], chain: ObjectRef[], grants: Grant[]): Promise<boolean> {
     if (this.#globallyGranted(principals, grants)) return true;
     const byLevel = new Map(chain.map((ref) => [ref.def.name, ref.uri]));
     const uris = [...new Set(grants.map(([level]) => byLevel.get(level)).filter((uri): uri is string => uri !== undefined))];
     if (uris.length === 0) return false;
-    const acls = await session.permissions.get(uris);
+    const acls = await permissions.get(uris);
     return grants.some(([level, permission]) => {
       const uri = byLevel.get(level);
       const holders = uri ? acls.get(uri)?.[permission] : undefined;
@@ -114,16 +114,16 @@ export class Authorizer {
   }
 
   /** read / write on an object (existing or not), inherited from its ancestors. */
-  async can(session: StorageSession, principals: string[], ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
-    return this.#granted(session, principals, [...ref.ancestors, ref], GRANTS[ref.def.name][permission]);
+  async can(permissions: PermissionStore, principals: string[], ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
+    return this.#granted(permissions, principals, [...ref.ancestors, ref], GRANTS[ref.def.name][permission]);
   }
 
   /** May create a child of kind `child` under `parent` (null parent: buckets). */
-  async canCreate(session: StorageSession, principals: string[], child: ResourceName, parent: ObjectRef | null): Promise<boolean> {
+  async canCreate(permissions: PermissionStore, principals: string[], child: ResourceName, parent: ObjectRef | null): Promise<boolean> {
     const grants = CREATE_GRANTS[child];
     if (this.#globallyGranted(principals, [[child, `${child}:create`]])) return true;
     if (!parent) return false;
-    return this.#granted(session, principals, [...parent.ancestors, parent], grants);
+    return this.#granted(permissions, principals, [...parent.ancestors, parent], grants);
   }
 
   /**
@@ -132,7 +132,7 @@ export class Authorizer {
    * when the caller may only create), or none at all (403).
    */
   async listAccess(
-    session: StorageSession,
+    permissions: PermissionStore,
     principals: string[],
     child: ResourceName,
     plural: string,
@@ -143,13 +143,13 @@ export class Authorizer {
     const ancestorGrants = grants.filter(([level]) => level !== child);
     const chain = parent ? [...parent.ancestors, parent] : [];
     const childLevelGlobal = grants.filter(([level]) => level === child);
-    if (this.#globallyGranted(principals, childLevelGlobal) || (await this.#granted(session, principals, chain, ancestorGrants))) {
+    if (this.#globallyGranted(principals, childLevelGlobal) || (await this.#granted(permissions, principals, chain, ancestorGrants))) {
       return { kind: 'all' };
     }
     const ownPermissions = grants.filter(([level]) => level === child).map(([, p]) => p);
-    const ids = await session.permissions.authorizedIds(parent ? parent.uri : '', plural, principals, ownPermissions);
+    const ids = await permissions.authorizedIds(parent ? parent.uri : '', plural, principals, ownPermissions);
     if (ids.length > 0) return { kind: 'some', ids };
-    if (await this.canCreate(session, principals, child, parent)) return { kind: 'some', ids: [] };
+    if (await this.canCreate(permissions, principals, child, parent)) return { kind: 'some', ids: [] };
     return { kind: 'none' };
   }
 

@@ -180,13 +180,13 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
 
   /** The checks before touching an object; returns its parent object. */
   async function requireObject(session: StorageSession, identity: Identity, ref: ObjectRef, permission: 'read' | 'write') {
-    if (!(await authorizer.can(session, identity.principals, ref, permission))) throw denied(services, identity);
+    if (!(await authorizer.can(session.permissions, identity.principals, ref, permission))) throw denied(services, identity);
     validateId(ref.id);
     return ensureParents(session, ref.ancestors.at(-1) ?? null);
   }
 
   async function requireCreate(session: StorageSession, identity: Identity, parent: ObjectRef | null) {
-    if (!(await authorizer.canCreate(session, identity.principals, def.name, parent))) throw denied(services, identity);
+    if (!(await authorizer.canCreate(session.permissions, identity.principals, def.name, parent))) throw denied(services, identity);
   }
 
   /**
@@ -245,7 +245,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const permission = method === 'DELETE' ? 'write' : 'read';
 
     return events.withSession(request, storage, method === 'DELETE' ? 'write' : 'read', async (session) => {
-      const access = await authorizer.listAccess(session, identity.principals, def.name, def.plural, parent, permission);
+      const access = await authorizer.listAccess(session.permissions, identity.principals, def.name, def.plural, parent, permission);
       if (access.kind === 'none') throw denied(services, identity);
       const parentObject = await ensureParents(session, parent);
       const timestamp = await session.objects.timestamp(scope);
