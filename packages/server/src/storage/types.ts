@@ -1,7 +1,9 @@
 /**
  * The storage contract. Backends know nothing of HTTP: they store JSON objects keyed by
- * (resourceName, parentId, id), keep one timestamp sequence per (parentId, resourceName) and
- * an access-control-entry table. Every backend passes the shared suite in `testing.ts`.
+ * (resourceName, parentId, id), keep one timestamp sequence per (parentId, resourceName),
+ * access-control entries, an outbox and nonces, each behind a facet of a session
+ * (`StorageSession`); a `Storage` opens sessions. Every backend passes the shared suite in
+ * `testing.ts`.
  *
  * Field names on the wire stay snake_case (`last_modified`), as Kinto sends them.
  */
