@@ -30,6 +30,24 @@ export class AclMemo {
     return acl && copyAcl(acl);
   }
 
+  /**
+   * The ACLs of `uris` this memo knows (else `fallback`, e.g. a shared cache, does), and the
+   * URIs left to read: those map to `{}` until `addEntries` fills them in.
+   */
+  lookup(uris: string[], fallback?: (uri: string) => Permissions | undefined): { acls: Map<string, Permissions>; missing: string[] } {
+    const acls = new Map<string, Permissions>();
+    const missing: string[] = [];
+    for (const uri of uris) {
+      const known = this.get(uri) ?? fallback?.(uri);
+      if (known) acls.set(uri, known);
+      else {
+        acls.set(uri, {});
+        missing.push(uri);
+      }
+    }
+    return { acls, missing };
+  }
+
   /** Remembers an ACL as read from the database or written by the session (a copy of it). */
   remember(uri: string, acl: Permissions): void {
     this.#acls.set(uri, copyAcl(acl));
@@ -41,4 +59,9 @@ export class AclMemo {
     for (const known of this.#acls.keys()) if (known.startsWith(prefix)) this.#acls.set(known, {});
     if (itself) this.#acls.set(uri, {});
   }
+}
+
+/** Adds rows of `access_control_entries`, in (permission, principal) order, to the ACLs of `acls`. */
+export function addEntries(acls: Map<string, Permissions>, rows: Iterable<{ object_id: string; permission: string; principal: string }>): void {
+  for (const { object_id, permission, principal } of rows) (acls.get(object_id)![permission] ??= []).push(principal);
 }

@@ -6,7 +6,7 @@
  * the shared read cache (shared-cache.ts).
  */
 import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
-import { copyAcl, normalisedAcl } from '../acl-memo.js';
+import { addEntries, copyAcl, normalisedAcl } from '../acl-memo.js';
 import { listPermissionEntries } from './permission-entries.js';
 import { likePrefix } from './queries.js';
 import type { SqlSessionState } from './session-state.js';
@@ -21,17 +21,8 @@ export class SqlPermissions implements PermissionStore {
 
   async get(uris: string[]): Promise<Map<string, Permissions>> {
     const s = this.#s;
-    const result = new Map<string, Permissions>();
-    const missing: string[] = [];
     const { cache } = s.context;
-    for (const uri of uris) {
-      const known = s.acls.get(uri) ?? this.#cached(uri);
-      if (known) result.set(uri, known);
-      else {
-        result.set(uri, {});
-        missing.push(uri);
-      }
-    }
+    const { acls: result, missing } = s.acls.lookup(uris, (uri) => this.#cached(uri));
     if (missing.length === 0) return result;
     const token = cache.token;
     const rows = await s.query<{ object_id: string; permission: string; principal: string }>(
@@ -39,10 +30,7 @@ export class SqlPermissions implements PermissionStore {
        WHERE object_id = ANY($1::text[]) ORDER BY object_id, permission, principal COLLATE "C"`,
       [missing],
     );
-    for (const { object_id, permission, principal } of rows) {
-      const permissions = result.get(object_id)!;
-      (permissions[permission] ??= []).push(principal);
-    }
+    addEntries(result, rows);
     for (const uri of missing) {
       s.acls.remember(uri, result.get(uri)!);
       if (isCachedAclUri(uri) && s.cacheable('acl', uri)) cache.storeAcl(token, uri, copyAcl(result.get(uri)!));

@@ -2,7 +2,7 @@
  * The permissions facet of a SQLite session: access control entries by object URI, group
  * memberships, and the queries over them (`entries`: permission-entries.ts).
  */
-import { normalisedAcl } from '../acl-memo.js';
+import { addEntries, normalisedAcl } from '../acl-memo.js';
 import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
 import { listPermissionEntries } from './permission-entries.js';
 import { belowRange } from './queries.js';
@@ -17,26 +17,14 @@ export class SqlitePermissions implements PermissionStore {
 
   async get(uris: string[]): Promise<Map<string, Permissions>> {
     const s = this.#s;
-    const result = new Map<string, Permissions>();
-    const missing: string[] = [];
-    for (const uri of uris) {
-      const known = s.acls.get(uri);
-      if (known) result.set(uri, known);
-      else {
-        result.set(uri, {});
-        missing.push(uri);
-      }
-    }
+    const { acls: result, missing } = s.acls.lookup(uris);
     if (missing.length === 0) return result;
     const rows = s.db.all<{ object_id: string; permission: string; principal: string }>(
       `SELECT object_id, permission, principal FROM access_control_entries
        WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, permission, principal`,
       [JSON.stringify(missing)],
     );
-    for (const { object_id, permission, principal } of rows) {
-      const permissions = result.get(object_id)!;
-      (permissions[permission] ??= []).push(principal);
-    }
+    addEntries(result, rows);
     for (const uri of missing) s.acls.remember(uri, result.get(uri)!);
     return result;
   }
