@@ -51,11 +51,11 @@ async function seedCollection(storage: Storage, url: string, bucket: string, col
   await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
   const scope = { resourceName: 'record', parentId: `/buckets/${bucket}/collections/${collection}` };
   for (let start = 0; start < count; start += 5000) {
-    const objects = [];
+    const objects: Array<{ id: string; data: Record<string, unknown> }> = [];
     for (let i = start; i < Math.min(count, start + 5000); i++) {
       objects.push({ id: `r${String(i).padStart(7, '0')}`, data: { n: i, title: `record ${i}`, done: i % 3 === 0, tags: ['bench', `t${i % 10}`] } });
     }
-    await storage.insertMany(scope, objects);
+    await storage.transaction((session) => session.objects.insertMany(scope, objects));
   }
   const head = await api(url, 'HEAD', `/buckets/${bucket}/collections/${collection}/records`);
   if (head.headers.get('total-objects') !== String(count)) throw new Error(`seeding ${collection}: got ${head.headers.get('total-objects')}`);

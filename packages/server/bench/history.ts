@@ -85,7 +85,7 @@ async function serve(config: ChildConfig): Promise<void> {
  */
 async function drainLag(storage: Storage): Promise<{ lagMs: number }> {
   const started = performance.now();
-  while ((await storage.outboxKeys(HISTORY_TOPIC)).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  while ((await storage.read((session) => session.outbox.keys(HISTORY_TOPIC))).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   return { lagMs: performance.now() - started };
 }
 

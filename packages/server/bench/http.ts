@@ -21,7 +21,7 @@
  *
  * Loading N records through HTTP would take far too long. On PostgreSQL they are inserted with
  * SQL, in the exact shape the SQL storage writes them (see storage/sql/migrations/001-initial.sql
- * and sql-storage.ts): one `objects` row per record (attributes in `data` without id and
+ * and sql/objects.ts): one `objects` row per record (attributes in `data` without id and
  * last_modified, timestamps unique in the scope), the author's `write` ACE on each record, and
  * the scope's `timestamps` row at the newest timestamp. On the embedded store (SQLite, in
  * process) the storage's own API loads the same, chunk by chunk. The bucket and the collection
@@ -105,8 +105,8 @@ async function loadEmbedded(storage: Storage, n: number, author: string): Promis
       return { id: recordId(i), data: { title: `Record number ${i}`, n: i % 100, done: i % 2 === 0, tags: [`t${i % 7}`, `t${i % 11}`], body: 'lorem ipsum '.repeat(8) } };
     });
     await storage.transaction(async (session) => {
-      await session.insertMany(scope, objects);
-      for (const { id } of objects) await session.setPermissions(`${COLLECTION_URI}/records/${id}`, { write: [author] });
+      await session.objects.insertMany(scope, objects);
+      for (const { id } of objects) await session.permissions.set(`${COLLECTION_URI}/records/${id}`, { write: [author] });
     });
     console.log(`  inserted ${formatNumber(to)} / ${formatNumber(n)} records`);
   }

@@ -46,20 +46,20 @@ async function dropSchemas() {
 async function seed(storage: Storage) {
   const started = performance.now();
   await storage.transaction(async (session) => {
-    await session.create({ resourceName: 'bucket', parentId: '' }, 'bench', {});
-    await session.setPermissions('/buckets/bench', { write: ['account:owner'] });
+    await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'bench', {});
+    await session.permissions.set('/buckets/bench', { write: ['account:owner'] });
   });
   for (let done = 0; done < RECORDS; ) {
     const cid = `c${Math.floor(done / PER_COLLECTION)}`;
     const parentId = `/buckets/bench/collections/${cid}`;
-    if (done % PER_COLLECTION === 0) await storage.create({ resourceName: 'collection', parentId: '/buckets/bench' }, cid, { title: cid });
+    if (done % PER_COLLECTION === 0) await storage.transaction((session) => session.objects.create({ resourceName: 'collection', parentId: '/buckets/bench' }, cid, { title: cid }));
     const count = Math.min(5000, RECORDS - done, PER_COLLECTION - (done % PER_COLLECTION));
     const first = done;
     await storage.transaction(async (session) => {
       const scope = { resourceName: 'record', parentId };
-      await session.insertMany(scope, Array.from({ length: count }, (_, i) => ({ id: `r${first + i}`, data: { n: first + i, title: `task ${first + i}`, done: (first + i) % 3 === 0, tags: ['a', 'b'] } })));
-      for (let i = 0; i < count; i += 10) await session.setPermissions(`${parentId}/records/r${first + i}`, { write: [`account:u${(first + i) % 100}`] });
-      for (let i = 5; i < count; i += 50) await session.delete(scope, `r${first + i}`);
+      await session.objects.insertMany(scope, Array.from({ length: count }, (_, i) => ({ id: `r${first + i}`, data: { n: first + i, title: `task ${first + i}`, done: (first + i) % 3 === 0, tags: ['a', 'b'] } })));
+      for (let i = 0; i < count; i += 10) await session.permissions.set(`${parentId}/records/r${first + i}`, { write: [`account:u${(first + i) % 100}`] });
+      for (let i = 5; i < count; i += 50) await session.objects.delete(scope, `r${first + i}`);
     });
     done += count;
   }

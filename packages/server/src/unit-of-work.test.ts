@@ -37,7 +37,7 @@ describe('UnitOfWork', () => {
 
   async function create(work: UnitOfWork, id: string) {
     await work.run('write', async (session) => {
-      const stored = await session.create(scope, id, {});
+      const stored = await session.objects.create(scope, id, {});
       work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
     });
   }
@@ -49,7 +49,7 @@ describe('UnitOfWork', () => {
     const work = new UnitOfWork(storage, bus);
     const order: string[] = [];
     await work.run('write', async (session) => {
-      const stored = await session.create(scope, 'one', {});
+      const stored = await session.objects.create(scope, 'one', {});
       work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
       work.afterCommit(() => {
         order.push(`after commit, events seen: ${seen.length}`);
@@ -68,7 +68,7 @@ describe('UnitOfWork', () => {
     let ranAfterCommit = false;
     await expect(
       work.run('write', async (session) => {
-        const stored = await session.create(scope, 'two', {});
+        const stored = await session.objects.create(scope, 'two', {});
         work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
         work.afterCommit(() => {
           ranAfterCommit = true;
@@ -77,7 +77,7 @@ describe('UnitOfWork', () => {
     ).rejects.toThrow('listener refused');
     expect(seen.map((entry) => entry.phase)).toEqual(['in-transaction']);
     expect(ranAfterCommit).toBe(false);
-    expect(await storage.read((session) => session.get(scope, 'two'))).toBeNull();
+    expect(await storage.read((session) => session.objects.get(scope, 'two'))).toBeNull();
   });
 
   it('lets work inside an open unit join its session: one transaction, its events delivered once at the end (a batch)', async () => {
@@ -89,7 +89,7 @@ describe('UnitOfWork', () => {
       await create(batch, 'three');
       await create(batch, 'four');
       // Both in the outer transaction: visible to it before commit.
-      expect(await outer.get(scope, 'four')).not.toBeNull();
+      expect(await outer.objects.get(scope, 'four')).not.toBeNull();
       expect(seen).toEqual([]);
     });
     expect(seen).toEqual([{ phase: 'in-transaction', ids: ['three', 'four'] }, { phase: 'after-commit', ids: ['three', 'four'] }]);

@@ -10,6 +10,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { EXIT } from './exit-codes.js';
+import { backoffDelay } from './retry.js';
 
 export interface ClusterOptions {
   /** How many worker processes. */
@@ -107,7 +108,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
       const now = Date.now();
       deaths.push(now);
       while (deaths[0]! <= now - BACKOFF_WINDOW_MS) deaths.shift();
-      const delay = Math.min(FIRST_RESTART_DELAY_MS * 2 ** (deaths.length - 1), MAX_RESTART_DELAY_MS);
+      const delay = backoffDelay({ firstMs: FIRST_RESTART_DELAY_MS, maxMs: MAX_RESTART_DELAY_MS }, deaths.length - 1);
       log(`worker ${worker.process.pid} died (${how}); starting another in ${delay} ms`);
       const timer = setTimeout(() => {
         restarts.delete(timer);

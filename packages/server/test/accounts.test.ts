@@ -228,7 +228,7 @@ describe('account validation by e-mail (1.22)', () => {
       expect(response.statusCode).toBe(503);
       expect(response.json()).toMatchObject({ errno: 201 });
       expect(response.headers['retry-after']).toBeDefined();
-      expect(await storage.get(ACCOUNT_SCOPE, 'lost@example.com')).toBeNull();
+      expect(await storage.read((session) => session.objects.get(ACCOUNT_SCOPE, 'lost@example.com'))).toBeNull();
     } finally {
       await failing.close();
     }
@@ -251,7 +251,7 @@ describe('account passwords and the verified-password cache', () => {
   it('stores an argon2id hash, never the password, and never shows it', async () => {
     const created = await app.inject({ method: 'PUT', url: '/v1/accounts/hashed', payload: { data: { password: 'clear-text' } } });
     expect(created.json().data).not.toHaveProperty('password');
-    const stored = await storage.get(ACCOUNT_SCOPE, 'hashed');
+    const stored = await storage.read((session) => session.objects.get(ACCOUNT_SCOPE, 'hashed'));
     expect(stored?.password).toMatch(/^\$argon2id\$/);
     expect(JSON.stringify(stored)).not.toContain('clear-text');
   });

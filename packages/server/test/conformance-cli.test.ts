@@ -66,7 +66,7 @@ function runCli(args: string[]): Promise<CliResult> {
 }
 
 function countBuckets(storage: Storage): Promise<number> {
-  return storage.count({ resourceName: 'bucket', parentId: '' });
+  return storage.read((session) => session.objects.count({ resourceName: 'bucket', parentId: '' }));
 }
 
 /** Minimal well-formedness check: balanced tags, quoted attributes, escaped text. */

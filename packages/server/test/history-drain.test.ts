@@ -52,7 +52,7 @@ describeOnBackends('history drain', { timeout: 60_000 }, (store) => {
       const [newest] = await history(app, 'ryw', '?_sort=-last_modified&_limit=1');
       expect(newest!.target.data.n).toBe(n);
     }
-    await waitFor(async () => (await store.storage.outboxKeys(HISTORY_TOPIC)).length === 0, 'an empty outbox');
+    await waitFor(async () => (await store.storage.read((session) => session.outbox.keys(HISTORY_TOPIC))).length === 0, 'an empty outbox');
   });
 
   it('an entry keeps the readers of its change, even when permissions change before it is drained', async () => {
@@ -85,22 +85,22 @@ describeOnBackends('history drain', { timeout: 60_000 }, (store) => {
       _read_principals: [aliceId],
     });
     // What a process that stopped between commit and drain leaves behind.
-    await store.storage.enqueue(HISTORY_TOPIC, [{ key: '/buckets/left', payload: [pending(1), pending(2)] }]);
+    await store.storage.transaction((session) => session.outbox.enqueue(HISTORY_TOPIC, [{ key: '/buckets/left', payload: [pending(1), pending(2)] }]));
     const restarted = await server();
     await restarted.ready(); // starts the sweep
-    await waitFor(async () => (await store.storage.outboxKeys(HISTORY_TOPIC, '/buckets/left')).length === 0, 'the start-up sweep');
+    await waitFor(async () => (await store.storage.read((session) => session.outbox.keys(HISTORY_TOPIC, '/buckets/left'))).length === 0, 'the start-up sweep');
     expect((await history(restarted, 'left', '?_sort=last_modified')).map((entry) => entry.target.data.n)).toEqual([undefined, 1, 2]);
 
-    await store.storage.enqueue(HISTORY_TOPIC, [{ key: '/buckets/left', payload: [pending(3)] }]);
+    await store.storage.transaction((session) => session.outbox.enqueue(HISTORY_TOPIC, [{ key: '/buckets/left', payload: [pending(3)] }]));
     expect((await history(restarted, 'left', '?_sort=-last_modified&_limit=1'))[0]!.target.data.n).toBe(3);
   });
 
   it('a deleted bucket drops its pending entries: a bucket re-created with its id starts empty', async () => {
     const app = await server();
     await app.inject({ method: 'PUT', url: '/v1/buckets/gone', headers: alice });
-    await store.storage.enqueue(HISTORY_TOPIC, [{ key: '/buckets/gone', payload: [] }]);
+    await store.storage.transaction((session) => session.outbox.enqueue(HISTORY_TOPIC, [{ key: '/buckets/gone', payload: [] }]));
     await app.inject({ method: 'DELETE', url: '/v1/buckets/gone', headers: alice });
-    expect(await store.storage.outboxKeys(HISTORY_TOPIC, '/buckets/gone')).toEqual([]);
+    expect(await store.storage.read((session) => session.outbox.keys(HISTORY_TOPIC, '/buckets/gone'))).toEqual([]);
     await app.inject({ method: 'PUT', url: '/v1/buckets/gone', headers: alice });
     expect((await history(app, 'gone')).map((entry) => `${entry.action} ${entry.uri}`)).toEqual(['create /buckets/gone']);
   });
@@ -167,6 +167,6 @@ describe.skipIf(postgresSkipReason !== undefined)('history drain on PostgreSQL, 
     const afterStart = all.filter((entry) => entry.action !== 'create' || !entry.uri.endsWith('/records/hot')).slice(5);
     expect(afterStart.filter((entry) => !polled.has((entry as unknown as { id: string }).id))).toEqual([]);
     expect(polled.size).toBe(120);
-    for (const storage of storages) expect(await storage.outboxKeys(HISTORY_TOPIC)).toEqual([]);
+    for (const storage of storages) expect(await storage.read((session) => session.outbox.keys(HISTORY_TOPIC))).toEqual([]);
   });
 });

@@ -20,7 +20,7 @@ describeOnBackends('history plugin', { timeout: 30_000 }, (backend) => {
     expect(root.json().capabilities).not.toHaveProperty('history');
     await app.inject({ method: 'PUT', url: '/v1/buckets/off', headers: alice });
     expect((await app.inject({ method: 'GET', url: '/v1/buckets/off/history', headers: alice })).statusCode).toBe(404);
-    expect(await backend.storage.list({ resourceName: 'history', parentId: '/buckets/off' })).toEqual([]);
+    expect(await backend.storage.read((session) => session.objects.list({ resourceName: 'history', parentId: '/buckets/off' }))).toEqual([]);
   });
 
   it('history_exclude_resources and history_exclude_user_ids skip those changes', async () => {

@@ -161,7 +161,7 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     // A collection created again under the same name starts from zero.
     await put(app, '/buckets/q5/collections/a');
     expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q5', headers: alice })).statusCode).toBe(200);
-    expect(await backend.storage.list({ resourceName: 'quota', parentId: '/buckets/q5' }, { includeDeleted: true })).toEqual([]);
+    expect(await backend.storage.read((session) => session.objects.list({ resourceName: 'quota', parentId: '/buckets/q5' }, { includeDeleted: true }))).toEqual([]);
     await put(app, '/buckets/q5');
     await put(app, '/buckets/q5/collections/b');
     expect((await put(app, '/buckets/q5/collections/b/records/r1')).statusCode).toBe(201);

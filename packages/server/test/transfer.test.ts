@@ -60,7 +60,7 @@ describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {
     // Bulk records (with no ACL), then some deleted: tombstones.
     const requests = Array.from({ length: 20 }, (_, i) => ({ method: 'PUT', path: `/buckets/b1/collections/tasks/records/h${i}`, body: { data: { i } } }));
     await send('POST', '/batch', { requests });
-    await backend.storage.insertMany({ resourceName: 'record', parentId: '/buckets/b1/collections/tasks' }, Array.from({ length: RECORDS }, (_, i) => ({ id: `r${i}`, data: { n: i, text: `t${i % 7}`, nested: { k: [i, 'é'] } } })));
+    await backend.storage.transaction((session) => session.objects.insertMany({ resourceName: 'record', parentId: '/buckets/b1/collections/tasks' }, Array.from({ length: RECORDS }, (_, i) => ({ id: `r${i}`, data: { n: i, text: `t${i % 7}`, nested: { k: [i, 'é'] } } }))));
     for (let i = 0; i < 10; i++) await send('DELETE', `/buckets/b1/collections/tasks/records/h${i}`);
     await send('PUT', '/buckets/b2', {}, bob);
     await send('PUT', '/buckets/b2/collections/empty', {}, bob);

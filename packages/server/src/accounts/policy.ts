@@ -84,7 +84,7 @@ export function createAccountPolicy(settings: Settings): AccountPolicy {
       if (credentials.has(id, password)) return accountUserId(id);
 
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
-      const account = await read((session) => session.get(ACCOUNT_SCOPE, id));
+      const account = await read((session) => session.objects.get(ACCOUNT_SCOPE, id));
       if (!account && basicAuthAfter) return null;
       if (!temporary) await limiter.countAttempt(id, address);
       // One verification whether the name is an account or not (or holds no argon2 hash, e.g.

@@ -64,7 +64,7 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
   const passwordResets = new WeakSet<FastifyRequest>();
 
   async function aclOf(session: StorageSession, id: string): Promise<Permissions> {
-    return (await session.getPermissions([accountUri(id)])).get(accountUri(id)) ?? {};
+    return (await session.permissions.get([accountUri(id)])).get(accountUri(id)) ?? {};
   }
 
   /** §9.2 for accounts: the settings, or the account's own ACEs (`write` implies `read`). */

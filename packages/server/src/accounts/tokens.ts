@@ -23,18 +23,18 @@ const resetNonce = (id: string, version: number, password: string) => `account-r
 
 export async function createActivationKey(session: StorageSession, settings: Settings, id: string): Promise<string> {
   const key = randomUUID();
-  await session.storeNonce(activationNonce(id, key), settings.account_validation_key_ttl_seconds);
+  await session.nonces.store(activationNonce(id, key), settings.account_validation_key_ttl_seconds);
   return key;
 }
 
 /** True once for a key issued for this account and not expired. */
 export function consumeActivationKey(session: StorageSession, id: string, key: string): Promise<boolean> {
-  return session.consumeNonce(activationNonce(id, key));
+  return session.nonces.consume(activationNonce(id, key));
 }
 
 export async function createTemporaryPassword(session: StorageSession, settings: Settings, id: string, version: number): Promise<string> {
   const password = randomUUID();
-  await session.storeNonce(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
+  await session.nonces.store(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
   return password;
 }
 
@@ -54,7 +54,7 @@ export async function useTemporaryPassword(
   if (!isPlainObject(sentData) || Object.keys(sentData).length !== 1 || typeof sentData.password !== 'string') return false;
   const given = parseBasicAuthorization(authorization);
   if (!given || given.username !== id) return false;
-  const account = await session.get(ACCOUNT_SCOPE, id);
+  const account = await session.objects.get(ACCOUNT_SCOPE, id);
   if (!account) return false;
-  return session.consumeNonce(resetNonce(id, account.last_modified, given.password));
+  return session.nonces.consume(resetNonce(id, account.last_modified, given.password));
 }

@@ -40,10 +40,10 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
     async validate(request: FastifyRequest) {
       const { account_id: id, key } = request.params as { account_id: string; key: string };
       const account = await request.work.run('write', async (session) => {
-        const existing = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!existing || !(await consumeActivationKey(session, id, key))) throw keyMismatch();
         const { id: _id, last_modified: _lastModified, ...data } = existing;
-        const updated = await session.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
+        const updated = await session.objects.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
         request.work.emit(request, {
           resourceName: 'account',
           parentId: ACCOUNT_SCOPE.parentId,
@@ -68,7 +68,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
         throw invalidParameter('body', 'data.id', `The user id should match ${settings.account_validation_email_regexp}.`);
       }
       const issued = await request.work.run('write', async (session) => {
-        const account = await session.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
+        const account = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!account) return null;
         return { account, password: await createTemporaryPassword(session, settings, id, account.last_modified) };
       });

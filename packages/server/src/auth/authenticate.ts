@@ -13,7 +13,7 @@ export async function authenticate(policies: AuthPolicy[], request: AuthRequest)
   for (const policy of policies) {
     const userId = await policy.authenticate(request);
     if (!userId) continue;
-    const groups = await request.read((session) => session.listGroupsOf([userId, AUTHENTICATED]));
+    const groups = await request.read((session) => session.permissions.groupsOf([userId, AUTHENTICATED]));
     return { userId, principals: [userId, EVERYONE, AUTHENTICATED, ...groups] };
   }
   return ANONYMOUS;

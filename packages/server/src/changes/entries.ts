@@ -93,26 +93,26 @@ export interface MonitoredCollection {
  * its ACLs. `only`: restrict to these collection URIs.
  */
 export async function readCollections(session: StorageSession, host: string, resources: MonitoredResources | null): Promise<MonitoredCollection[]> {
-  const buckets = (await session.list({ resourceName: 'bucket', parentId: '' })).filter((bucket) => !('deleted' in bucket && bucket.deleted));
+  const buckets = (await session.objects.list({ resourceName: 'bucket', parentId: '' })).filter((bucket) => !('deleted' in bucket && bucket.deleted));
   const found: Array<{ bucket: string; collection: string; uri: string; bucketAcl: Permissions | undefined; collectionAcl: Permissions | undefined }> = [];
   for (const bucket of buckets) {
     const bucketUri = `/buckets/${bucket.id}`;
-    const collections = (await session.list({ resourceName: 'collection', parentId: bucketUri }))
+    const collections = (await session.objects.list({ resourceName: 'collection', parentId: bucketUri }))
       .filter((collection) => !('deleted' in collection && collection.deleted))
       .filter((collection) => isMonitored(resources, bucket.id, collection.id));
     if (collections.length === 0) continue;
     const uris = collections.map((collection) => collectionUri(bucket.id, collection.id));
-    const acls = await session.getPermissions([bucketUri, ...uris]);
+    const acls = await session.permissions.get([bucketUri, ...uris]);
     for (const collection of collections) {
       const uri = collectionUri(bucket.id, collection.id);
       found.push({ bucket: bucket.id, collection: collection.id, uri, bucketAcl: acls.get(bucketUri), collectionAcl: acls.get(uri) });
     }
   }
   // Every records timestamp in one statement where the store can; the scopes never written get theirs stored now.
-  const stored = (await session.scopeTimestamps?.('record', found.map((item) => item.uri))) ?? new Map<string, number>();
+  const stored = (await session.objects.timestamps?.('record', found.map((item) => item.uri))) ?? new Map<string, number>();
   const result: MonitoredCollection[] = [];
   for (const item of found) {
-    const timestamp = stored.get(item.uri) ?? (await session.resourceTimestamp({ resourceName: 'record', parentId: item.uri }));
+    const timestamp = stored.get(item.uri) ?? (await session.objects.timestamp({ resourceName: 'record', parentId: item.uri }));
     result.push({ entry: makeEntry(host, item.bucket, item.collection, timestamp), bucketAcl: item.bucketAcl, collectionAcl: item.collectionAcl });
   }
   return result;

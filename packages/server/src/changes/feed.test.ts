@@ -42,7 +42,6 @@ describe('change feed and the notification channel', () => {
     storage = {
       read: real.read.bind(real),
       transaction: real.transaction.bind(real),
-      getPermissions: real.getPermissions.bind(real),
       close: real.close.bind(real),
       channels: {
         listen: (channel: string, l: StoreChannelListener) => void (channel === CHANGES_CHANNEL && (listener = l)),
@@ -50,9 +49,9 @@ describe('change feed and the notification channel', () => {
       },
     } as unknown as Storage;
     await storage.transaction(async (session) => {
-      await session.create({ resourceName: 'bucket', parentId: '' }, 'b', {});
-      await session.setPermissions('/buckets/b', { read: ['u'] });
-      await session.create({ resourceName: 'collection', parentId: '/buckets/b' }, 'c', {});
+      await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'b', {});
+      await session.permissions.set('/buckets/b', { read: ['u'] });
+      await session.objects.create({ resourceName: 'collection', parentId: '/buckets/b' }, 'c', {});
     });
   });
 
@@ -72,20 +71,20 @@ describe('change feed and the notification channel', () => {
     expect(listener).toBeDefined();
 
     // Another process wrote and said so.
-    const first = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r1', {}));
+    const first = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r1', {}));
     listener!.message(JSON.stringify({ o: 'another-process', e: [['b', 'c', first.last_modified]] }));
     await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified]);
 
     // The channel drops; a write happens meanwhile and its notification is lost.
     listener!.disconnected();
-    const second = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r2', {}));
+    const second = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r2', {}));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(stream.entries).toHaveLength(1);
     listener!.connected();
     await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified, second.last_modified]);
 
     // Too many changes for one payload: "re-read everything".
-    const third = await storage.transaction((session) => session.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}));
+    const third = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}));
     listener!.message(JSON.stringify({ o: 'another-process', r: 1 }));
     await expect.poll(() => stream.entries.at(-1)?.last_modified).toBe(third.last_modified);
     // Our own notifications are not offered twice.

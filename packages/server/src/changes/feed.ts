@@ -210,7 +210,7 @@ export class ChangeFeed {
     if (monitored.length === 0 || this.#streams.size === 0) return;
     const uris = new Set<string>();
     for (const [bucket, collection] of monitored) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
-    const acls = this.#resources === null ? await this.#storage.getPermissions([...uris]) : new Map<string, Permissions>();
+    const acls = this.#resources === null ? await this.#storage.read((session) => session.permissions.get([...uris])) : new Map<string, Permissions>();
     for (const [bucket, collection, timestamp] of monitored) {
       const entry = makeEntry(this.#host, bucket, collection, timestamp);
       const bucketAcl = acls.get(`/buckets/${bucket}`);

@@ -85,7 +85,7 @@ export class EventStream implements FeedStream {
   async refreshPrincipals(): Promise<void> {
     const userId = this.#basePrincipals.find((principal) => principal !== EVERYONE && !principal.startsWith('system.'));
     if (!userId) return;
-    const groups = await this.#services.storage.listGroupsOf(this.#basePrincipals.filter((principal) => principal !== EVERYONE));
+    const groups = await this.#services.storage.read((session) => session.permissions.groupsOf(this.#basePrincipals.filter((principal) => principal !== EVERYONE)));
     this.#principals = [...this.#basePrincipals, ...groups];
   }
 

@@ -3,7 +3,7 @@
  * `/buckets/<bid>` × `history`), where they get their timestamps.
  *
  * Per bucket, one transaction at a time across every process: it first locks the history
- * scope, then takes the oldest pending rows and stores their entries (`moveOutboxToScope`:
+ * scope, then takes the oldest pending rows and stores their entries (`outbox.moveToScope`:
  * the entries never come back to this process). Entries are therefore stored in the order
  * their changes committed (two changes of one object commit in order, and enqueue in order),
  * and their timestamps follow commit order like any object's, so `_since` on the history
@@ -112,13 +112,13 @@ export class HistoryDrainer {
 
   /** `drain()` when something is pending for the bucket: one indexed read otherwise. */
   async drainPending(bucketUri: string): Promise<void> {
-    if (this.#running.has(bucketUri) || (await this.#storage.outboxKeys(HISTORY_TOPIC, bucketUri)).length > 0) {
+    if (this.#running.has(bucketUri) || (await this.#storage.read((session) => session.outbox.keys(HISTORY_TOPIC, bucketUri))).length > 0) {
       await this.drain(bucketUri);
     }
   }
 
   async drainAll(): Promise<void> {
-    const keys = await this.#storage.outboxKeys(HISTORY_TOPIC);
+    const keys = await this.#storage.read((session) => session.outbox.keys(HISTORY_TOPIC));
     await Promise.all(keys.map((key) => this.drain(key)));
   }
 
@@ -145,7 +145,7 @@ export class HistoryDrainer {
     const { trim } = this.#options;
     for (;;) {
       const taken = await this.#storage.transaction(async (session) => {
-        const moved = await session.moveOutboxToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
+        const moved = await session.outbox.moveToScope(HISTORY_TOPIC, bucketUri, batchSize, target);
         // In the same transaction, under the history scope's lock: no two trims of a bucket
         // interleave, and the new entries become visible with the old ones already gone.
         if (moved > 0 && trim) await trimHistory(session, target.scope, trim);
@@ -163,7 +163,7 @@ export class HistoryDrainer {
 async function trimHistory(session: StorageSession, scope: Scope, { keep, resourceNames, userIds }: HistoryTrim): Promise<void> {
   for (const resourceName of resourceNames) {
     const byResource: Filter = { field: 'resource_name', operator: 'eq', value: resourceName };
-    if (userIds.length === 0) await session.trimScope(scope, keep, [byResource]);
-    for (const userId of userIds) await session.trimScope(scope, keep, [byResource, { field: 'user_id', operator: 'eq', value: userId }]);
+    if (userIds.length === 0) await session.objects.trim(scope, keep, [byResource]);
+    for (const userId of userIds) await session.objects.trim(scope, keep, [byResource, { field: 'user_id', operator: 'eq', value: userId }]);
   }
 }

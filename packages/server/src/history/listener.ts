@@ -116,14 +116,14 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
       if (targets.length === 0) return;
       const date = isoDate(new Date());
       // As this transaction leaves them; they were read to authorise it or written by it.
-      const acls = await session.getPermissions([...new Set(targets.flatMap(readerUrisOf))]);
+      const acls = await session.permissions.get([...new Set(targets.flatMap(readerUrisOf))]);
       const byBucket = new Map<string, Array<Record<string, unknown>>>();
       for (const target of targets) {
         let entries = byBucket.get(target.bucketUri);
         if (!entries) byBucket.set(target.bucketUri, (entries = []));
         entries.push(entryOf(target, date, acls));
       }
-      await session.enqueue(
+      await session.outbox.enqueue(
         HISTORY_TOPIC,
         [...byBucket].map(([bucketUri, entries]) => ({ key: bucketUri, payload: entries })),
       );

@@ -57,14 +57,14 @@ function historyAccess(settings: Settings): AccessPolicy {
     canCreate: never,
     async list({ session, identity }, def, parent, permission) {
       const bucket = parent!;
-      const acl = (await session.getPermissions([bucket.uri])).get(bucket.uri) ?? {};
+      const acl = (await session.permissions.get([bucket.uri])).get(bucket.uri) ?? {};
       const holds = (principals: readonly string[] | undefined) => principals?.some((principal) => identity.principals.includes(principal)) ?? false;
       let shared: Filter[] = [];
       if (!holds(acl.write) && !holds(settings.bucket_write_principals) && !(permission === 'read' && (holds(acl.read) || holds(settings.bucket_read_principals)))) {
         if (permission === 'write') return { kind: 'none' };
         shared = [{ field: READ_PRINCIPALS_FIELD, operator: 'contains_any', value: identity.principals }];
         // As on any plural endpoint, no access at all is refused (401/403), not an empty list.
-        if ((await session.count({ resourceName: def.name, parentId: bucket.uri }, shared)) === 0) return { kind: 'none' };
+        if ((await session.objects.count({ resourceName: def.name, parentId: bucket.uri }, shared)) === 0) return { kind: 'none' };
       }
       validateId(bucket.id); // after the refusal: a caller who may not read learns nothing
       return shared.length ? { kind: 'filtered', filters: shared } : { kind: 'all' };

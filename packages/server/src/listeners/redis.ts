@@ -8,6 +8,7 @@
  */
 import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
+import { backoffDelay, sleep, type BackoffOptions } from '../retry.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
 import type { ListenerConfig } from './types.js';
 
@@ -83,8 +84,13 @@ export class RedisQueueListener implements EventSubscriber {
   /** Serialised payloads waiting to be pushed, oldest first. */
   #buffer: string[] = [];
   #flushing: Promise<void> | null = null;
-  #retryTimer: NodeJS.Timeout | null = null;
-  #retryDelay: number;
+  /** A flush is waiting to be retried. */
+  #retrying = false;
+  /** Pushes failed in a row (the retry's backoff step). */
+  #failures = 0;
+  readonly #backoff: BackoffOptions;
+  /** Cuts the wait of a retry short when the listener closes. */
+  readonly #closing = new AbortController();
   #failing = false;
   #dropped = 0;
   #closed = false;
@@ -95,7 +101,7 @@ export class RedisQueueListener implements EventSubscriber {
     this.resources = config.resources ? new Set(config.resources) : null;
     this.#options = options;
     this.#log = log;
-    this.#retryDelay = options.retryMinMs;
+    this.#backoff = { firstMs: options.retryMinMs, maxMs: options.retryMaxMs };
     this.#redis = new Redis(options.url, {
       // Never queue commands while disconnected: the buffer here is the (bounded) queue.
       enableOfflineQueue: false,
@@ -104,7 +110,7 @@ export class RedisQueueListener implements EventSubscriber {
       connectTimeout: 5000,
       // A push that gets no answer fails (and is retried) rather than stalling the queue.
       commandTimeout: 5000,
-      retryStrategy: (attempt) => Math.min(attempt * options.retryMinMs, options.retryMaxMs),
+      retryStrategy: (attempt) => backoffDelay({ ...this.#backoff, linear: true }, attempt - 1),
     });
     // ioredis reports connection errors as events; the flush loop logs what matters.
     this.#redis.on('error', () => {});
@@ -125,7 +131,7 @@ export class RedisQueueListener implements EventSubscriber {
       this.#dropped += excess;
       this.#log()?.warn({ listener: this.name, dropped: excess, droppedTotal: this.#dropped }, 'Redis queue listener buffer full: oldest events dropped');
     }
-    if (!this.#retryTimer) this.#scheduleFlush();
+    if (!this.#retrying) this.#scheduleFlush();
   }
 
   #scheduleFlush(): void {
@@ -133,7 +139,7 @@ export class RedisQueueListener implements EventSubscriber {
     this.#flushing = this.#flush().finally(() => {
       this.#flushing = null;
       // Events may have arrived between the end of the loop and now.
-      if (this.#buffer.length > 0 && !this.#retryTimer && !this.#closed) this.#scheduleFlush();
+      if (this.#buffer.length > 0 && !this.#retrying && !this.#closed) this.#scheduleFlush();
     });
   }
 
@@ -158,26 +164,25 @@ export class RedisQueueListener implements EventSubscriber {
         this.#failing = false;
         this.#log()?.info({ listener: this.name }, 'Redis queue listener pushes events again');
       }
-      this.#retryDelay = this.#options.retryMinMs;
+      this.#failures = 0;
     }
   }
 
   #retryLater(): void {
-    if (this.#retryTimer) return;
-    const delay = this.#retryDelay;
-    this.#retryDelay = Math.min(this.#retryDelay * 2, this.#options.retryMaxMs);
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = null;
-      this.#scheduleFlush();
-    }, delay);
+    if (this.#retrying) return;
+    this.#retrying = true;
     // A pending retry must not keep the process alive.
-    this.#retryTimer.unref();
+    void sleep(backoffDelay(this.#backoff, this.#failures++), { signal: this.#closing.signal, unref: true }).then(() => {
+      if (this.#closed) return; // close() took over
+      this.#retrying = false;
+      this.#scheduleFlush();
+    });
   }
 
   /** Waits until every buffered event is pushed (or one push attempt failed). */
   async drain(): Promise<void> {
     while (this.#flushing) await this.#flushing;
-    if (this.#buffer.length > 0 && !this.#retryTimer) {
+    if (this.#buffer.length > 0 && !this.#retrying) {
       this.#scheduleFlush();
       await this.#flushing;
     }
@@ -186,10 +191,8 @@ export class RedisQueueListener implements EventSubscriber {
   /** Last attempt to push what is buffered (bounded by the connect timeout), then disconnect. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#retryTimer) {
-      clearTimeout(this.#retryTimer);
-      this.#retryTimer = null;
-    }
+    this.#closing.abort();
+    this.#retrying = false;
     await this.drain().catch(() => {});
     if (this.#buffer.length > 0) {
       this.#log()?.error({ listener: this.name, lost: this.#buffer.length }, 'Redis queue listener closed with events not pushed');

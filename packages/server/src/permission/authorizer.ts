@@ -108,7 +108,7 @@ export class Authorizer implements AccessPolicy {
     const byLevel = new Map(chain.map((ref) => [ref.def.name, ref.uri]));
     const uris = [...new Set(grants.map(([level]) => byLevel.get(level)).filter((uri): uri is string => uri !== undefined))];
     if (uris.length === 0) return false;
-    const acls = await session.getPermissions(uris);
+    const acls = await session.permissions.get(uris);
     return grants.some(([level, permission]) => {
       const uri = byLevel.get(level);
       const holders = uri ? acls.get(uri)?.[permission] : undefined;
@@ -146,7 +146,7 @@ export class Authorizer implements AccessPolicy {
       return { kind: 'all' };
     }
     const ownPermissions = grants.filter(([level]) => level === child).map(([, p]) => p);
-    const ids = await session.listAuthorizedIds(parent ? parent.uri : '', def.plural, principals, ownPermissions);
+    const ids = await session.permissions.authorizedIds(parent ? parent.uri : '', def.plural, principals, ownPermissions);
     if (ids.length > 0) return { kind: 'some', ids };
     if (await this.canCreate(context, def, parent)) return { kind: 'some', ids: [] };
     return { kind: 'none' };

@@ -16,7 +16,7 @@
  */
 import { ApiError, ERRNO } from '../errors.js';
 import type { EventSubscriber, ImpactedObject, ResourceEvent } from '../events/types.js';
-import type { Scope, StorageSession } from '../storage/types.js';
+import type { ObjectStore, Scope, StorageSession } from '../storage/types.js';
 import type { QuotaLimits } from './settings.js';
 import { objectSize } from './size.js';
 
@@ -66,9 +66,9 @@ interface Change {
 }
 
 export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
-  async function applyToBucket(session: StorageSession, bid: string, changes: Change[]): Promise<void> {
+  async function applyToBucket(objects: ObjectStore, bid: string, changes: Change[]): Promise<void> {
     const scope: Scope = { resourceName: QUOTA_RESOURCE, parentId: `/buckets/${bid}` };
-    const stored = await session.get(scope, BUCKET_INFO_ID, { forUpdate: true });
+    const stored = await objects.get(scope, BUCKET_INFO_ID, { forUpdate: true });
     let bucket: BucketInfo = {
       collection_count: Number(stored?.collection_count ?? 0),
       record_count: Number(stored?.record_count ?? 0),
@@ -77,7 +77,7 @@ export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
     const collectionIds = [...new Set(changes.flatMap((change) => (change.cid === null ? [] : [change.cid])))].sort();
     const collections = new Map<string, { info: CollectionInfo; existed: boolean; deleted: boolean }>();
     for (const cid of collectionIds) {
-      const row = await session.get(scope, collectionInfoId(cid), { forUpdate: true });
+      const row = await objects.get(scope, collectionInfoId(cid), { forUpdate: true });
       collections.set(cid, {
         info: { record_count: Number(row?.record_count ?? 0), storage_size: Number(row?.storage_size ?? 0) },
         existed: row !== null,
@@ -152,13 +152,13 @@ export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
     if (current !== null) check(cidOf(current));
     if (bucketDeleted) return;
 
-    await session.update(scope, BUCKET_INFO_ID, { ...bucket });
+    await objects.update(scope, BUCKET_INFO_ID, { ...bucket });
     for (const [cid, entry] of collections) {
-      if (!entry.deleted) await session.update(scope, collectionInfoId(cid), { ...entry.info });
+      if (!entry.deleted) await objects.update(scope, collectionInfoId(cid), { ...entry.info });
       else if (entry.existed) {
-        await session.delete(scope, collectionInfoId(cid));
+        await objects.delete(scope, collectionInfoId(cid));
         // No tombstones pile up for counters nobody polls.
-        await session.purgeDeleted(scope);
+        await objects.purgeDeleted(scope);
       }
     }
   }
@@ -178,7 +178,7 @@ export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
         }
       }
       // Bucket by bucket in id order: the lock order every writer follows.
-      for (const bid of [...byBucket.keys()].sort()) await applyToBucket(session, bid, byBucket.get(bid)!);
+      for (const bid of [...byBucket.keys()].sort()) await applyToBucket(session.objects, bid, byBucket.get(bid)!);
     },
   };
 }

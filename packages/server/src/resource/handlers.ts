@@ -89,7 +89,7 @@ async function ensureParents(session: StorageSession, parent: ObjectRef | null):
   if (!parent) return null;
   let found: StoredObject | null = null;
   for (const ref of [...parent.ancestors, parent]) {
-    found = await session.get(scopeOf(ref), ref.id);
+    found = await session.objects.get(scopeOf(ref), ref.id);
     if (!found) throw objectNotFound(ref.def.name, ref.id, ERRNO.MISSING_RESOURCE);
   }
   return found;
@@ -134,7 +134,7 @@ function givenAcl(body: WriteBody): Permissions | null {
 }
 
 async function aclOf(session: StorageSession, uri: string): Promise<Permissions> {
-  return (await session.getPermissions([uri])).get(uri) ?? {};
+  return (await session.permissions.get([uri])).get(uri) ?? {};
 }
 
 const PLURAL_METHODS = ['GET', 'HEAD', 'POST', 'DELETE'] as const;
@@ -211,15 +211,26 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const processed = def.processData ? await def.processData(data, context) : data;
     const options = { ...writeOptions(supplied, existing), newId: flags.newId ?? false, stampAtCommit: flags.stampAtCommit };
     const stored = existing
-      ? await session.update(scopeOf(ref), ref.id, processed, options)
-      : await session.create(scopeOf(ref), ref.id, processed, options);
+      ? await session.objects.update(scopeOf(ref), ref.id, processed, options)
+      : await session.objects.create(scopeOf(ref), ref.id, processed, options);
     const author = owner(context, ref);
     const storedAcl = cleanAcl(withOwner(acl, author));
-    await session.setPermissions(ref.uri, storedAcl);
+    await session.permissions.set(ref.uri, storedAcl);
     await def.afterWrite?.(context, stored);
     emit(context.request, ref.parentUri, existing ? 'update' : 'create', () => stored.last_modified, [existing ? { new: stored, old: existing } : { new: stored }]);
     const principals = author === null ? context.identity.principals : [...context.identity.principals, author];
     return { stored, permissions: authorizer.visiblePermissions(principals, storedAcl) };
+  }
+
+  /** What a deleted object leaves: its children when it cascades, its ACL and those below it. */
+  async function deleteRemains(session: StorageSession, uri: string) {
+    if (def.cascades) {
+      // The history entries still pending first: a drain holding them is waited for, and what
+      // it stored goes with the rest.
+      await session.outbox.deleteTree(uri);
+      await session.objects.deleteTree(uri);
+    }
+    if (hasAcl || def.cascades) await session.permissions.deleteTree(uri, { itself: hasAcl });
   }
 
   async function listObjects(request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'HEAD' | 'DELETE') {
@@ -236,7 +247,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const visible = await access.list({ ...context, session }, def, parent, permission);
       if (visible.kind === 'none') throw denied(services, identity);
       const parentObject = await ensureParents(session, parent);
-      const timestamp = await session.resourceTimestamp(scope);
+      const timestamp = await session.objects.timestamp(scope);
       if (query.usedDeprecatedTo) {
         reply.header('Alert', JSON.stringify({ code: 'soft-eol', message: '_to is now deprecated, you should use _before instead', url: settings.project_docs }));
       }
@@ -264,11 +275,11 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
    * delete another page — so the token's nonce is consumed here and the next one stored.
    */
   async function readPage(request: FastifyRequest, reply: FastifyReply, session: StorageSession, scope: Scope, query: ListQuery, filters: Filter[], method: 'GET' | 'DELETE') {
-    if (method === 'DELETE' && query.token && !(await session.consumeNonce(query.token.nonce))) {
+    if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
       throw invalidParameter('querystring', null, '_token was already used or has expired.');
     }
     const limit = effectiveLimit(services, query.requestedLimit, pageCap);
-    const page = await session.list(scope, {
+    const page = await session.objects.list(scope, {
       filters,
       sorting: query.sorting,
       ...(query.token ? { after: query.token.lastObject } : {}),
@@ -279,14 +290,14 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const items = page.slice(0, limit);
     const offset = (query.token?.offset ?? 0) + items.length + 1;
     const token = encodeToken(items[items.length - 1] as Record<string, unknown>, query.sorting, offset);
-    if (method === 'DELETE') await session.storeNonce(token.nonce, settings.pagination_token_validity_seconds);
+    if (method === 'DELETE') await session.nonces.store(token.nonce, settings.pagination_token_validity_seconds);
     reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
     return items;
   }
 
   /** `HEAD` of a listing: the count of what the filters select, in both header spellings. */
   async function sendCount(reply: FastifyReply, session: StorageSession, scope: Scope, filters: Filter[]) {
-    const total = await session.count(scope, filters);
+    const total = await session.objects.count(scope, filters);
     reply.header('Total-Objects', String(total));
     reply.header('Total-Records', String(total));
     return reply.send();
@@ -298,11 +309,10 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
     const filters: Filter[] = [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }];
     if (def.keyedByTimestamp) filters.unshift({ field: 'last_modified', operator: 'in', value: items.map((item) => item.last_modified) });
-    const tombstones: Tombstone[] = await session.deleteAll(scope, { filters, sorting: query.sorting });
+    const tombstones: Tombstone[] = await session.objects.deleteAll(scope, { filters, sorting: query.sorting });
     for (const tombstone of tombstones) {
       const ref = objectRef(def, tombstone.id, parent);
-      if (def.cascades) await session.deleteTree(ref.uri);
-      if (hasAcl) await session.deletePermissionsTree(ref.uri);
+      await deleteRemains(session, ref.uri);
       await def.afterDelete?.({ ...context, ref }, tombstone);
     }
     const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
@@ -333,7 +343,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
 
       return write(request, async (session, stampAtCommit) => {
         const accessContext = { ...context, session, sentData: body.data };
-        const existing = givenId === undefined ? null : await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = givenId === undefined ? null : await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (existing) {
           // POST of an existing id answers the existing object, unchanged (§2).
           await requireObject(accessContext, ref, 'read');
@@ -366,7 +376,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       return request.work.run('read', async (session) => {
         await session.preload?.(scopeOf(ref), ref.id, ref.uri); // the object and its ACL in one go
         const parentObject = await requireObject({ ...context, session }, ref, 'read');
-        const object = await session.get(scopeOf(ref), ref.id);
+        const object = await session.objects.get(scopeOf(ref), ref.id);
         if (!object) throw objectNotFound(def.name, ref.id);
         const outcome = checkObjectPreconditions(preconditions, object, present(object), { method: 'GET' });
         setTimestampHeaders(reply, object.last_modified);
@@ -386,7 +396,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const body = parseWriteBody(request.body, def);
       return write(request, async (session, stampAtCommit) => {
         const accessContext = { ...context, session, sentData: body.data };
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         // PUT with If-None-Match: * on an existing object needs create, so a caller allowed to
         // create learns 412 rather than 403 (1.11).
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') await requireObject(accessContext, ref, 'write');
@@ -420,7 +430,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       return write(request, async (session, stampAtCommit) => {
         const accessContext = { ...context, session, sentData };
         await requireObject(accessContext, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, present(existing), { method: 'PATCH' });
         const previousAcl = await aclOf(session, ref.uri);
@@ -445,13 +455,12 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       return write(request, async (session, stampAtCommit) => {
         const accessContext = { ...context, session };
         await requireObject(accessContext, ref, 'write');
-        const existing = await session.get(scopeOf(ref), ref.id, FOR_UPDATE);
+        const existing = await session.objects.get(scopeOf(ref), ref.id, FOR_UPDATE);
         if (!existing) throw objectNotFound(def.name, ref.id);
         checkObjectPreconditions(preconditions, existing, present(existing), { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
-        const tombstone = await session.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
-        if (def.cascades) await session.deleteTree(ref.uri);
-        if (hasAcl) await session.deletePermissionsTree(ref.uri);
+        const tombstone = await session.objects.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
+        await deleteRemains(session, ref.uri);
         await def.afterDelete?.({ ...accessContext, ref }, tombstone);
         emit(request, ref.parentUri, 'delete', () => tombstone.last_modified, [{ new: tombstone, old: existing }]);
         return () => {

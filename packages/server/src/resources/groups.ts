@@ -31,6 +31,6 @@ export const groupResource: ResourceDefinition = {
   },
   // The group's URI becomes a principal of its members (protocol-reference §9.1).
   async afterWrite({ session, ref }, stored) {
-    await session.setGroupMembers(ref.uri, stored.members as string[]);
+    await session.permissions.setGroupMembers(ref.uri, stored.members as string[]);
   },
 };

@@ -24,7 +24,7 @@ export async function validateFromBucketSchema(
   const validator = schemaValidator(context.settings);
   const bucketRef = context.ref.ancestors[0];
   if (!validator.enabled || !bucketRef) return;
-  const bucket = await context.session.get({ resourceName: 'bucket', parentId: '' }, bucketRef.id);
+  const bucket = await context.session.objects.get({ resourceName: 'bucket', parentId: '' }, bucketRef.id);
   const field = `${resourceName}:schema`;
   const schema = bucket?.[field];
   if (!bucket || !isActiveSchema(schema)) return;
@@ -39,7 +39,7 @@ export async function validateRecord(data: Record<string, unknown>, context: Wri
   const validator = schemaValidator(context.settings);
   const collectionRef = context.ref.ancestors.at(-1);
   if (!validator.enabled || !collectionRef) return data;
-  const collection = await context.session.get({ resourceName: 'collection', parentId: collectionRef.parentUri }, collectionRef.id);
+  const collection = await context.session.objects.get({ resourceName: 'collection', parentId: collectionRef.parentUri }, collectionRef.id);
   let result = data;
   if (collection && isActiveSchema(collection.schema)) {
     validator.validate(

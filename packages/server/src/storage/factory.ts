@@ -7,8 +7,8 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config.js';
+import { backoffDelay, sleep } from '../retry.js';
 import { DatabaseUnavailableError } from './errors.js';
 import { connectionFault, describeTarget, rootMessage } from './sql/connection-faults.js';
 import { createPgliteStorage, createPostgresStorage } from './sql/sql-storage.js';
@@ -83,7 +83,7 @@ export async function connectStorage(
           { cause: error },
         );
       }
-      const delay = Math.min(left, FIRST_ATTEMPT_DELAY_MS * 2 ** (attempt - 1), MAX_ATTEMPT_DELAY_MS);
+      const delay = Math.min(left, backoffDelay({ firstMs: FIRST_ATTEMPT_DELAY_MS, maxMs: MAX_ATTEMPT_DELAY_MS }, attempt - 1));
       log(`PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`);
       await sleep(delay);
     }

@@ -1,7 +1,9 @@
 /**
  * The storage contract. Backends know nothing of HTTP: they store JSON objects keyed by
- * (resourceName, parentId, id), keep one timestamp sequence per (parentId, resourceName) and
- * an access-control-entry table. Every backend passes the shared suite in `testing.ts`.
+ * (resourceName, parentId, id), keep one timestamp sequence per (parentId, resourceName),
+ * access-control entries, an outbox and nonces, each behind a facet of a session
+ * (`StorageSession`); a `Storage` opens sessions. Every backend passes the shared suite in
+ * `testing.ts`.
  *
  * Field names on the wire stay snake_case (`last_modified`), as Kinto sends them.
  */
@@ -35,8 +37,8 @@ export interface Scope {
 
 /**
  * The resource of history entries (parentId: the bucket URI). Its scopes are append-only logs,
- * filled by `moveOutboxToScope` only: `create`, `update` and `insertMany` refuse them. The SQL
- * storage keeps them in a table of their own, indexed by timestamp only (sql-storage.ts): `get`
+ * filled by `outbox.moveToScope` only: `create`, `update` and `insertMany` refuse them. The SQL
+ * storage keeps them in a table of their own, indexed by timestamp only (sql/objects.ts): `get`
  * and `delete` by id scan the scope, filter by `last_modified` too where you can.
  */
 export const HISTORY_RESOURCE = 'history';
@@ -132,8 +134,8 @@ export interface WriteOptions {
 }
 
 /**
- * An item to append to the outbox. `key` is an object URI: deleteTree(uri) drops its items.
- * For `moveOutboxToScope`, `payload` is the array of objects to store.
+ * An item to append to the outbox. `key` is an object URI: `outbox.deleteTree(uri)` drops its
+ * items. For `moveToScope`, `payload` is the array of objects to store.
  */
 export interface OutboxInput {
   key: string;
@@ -149,27 +151,41 @@ export interface OutboxTarget {
 /** Access control entries of one object: permission name → principals. */
 export type Permissions = Record<string, string[]>;
 
-/** Operations available inside a transaction (and, for reads, outside one). */
+/**
+ * What one session (a transaction, a snapshot or plain reads) offers, one facet per concern,
+ * as Kinto splits its storage and permission backends. A caller takes the facet it needs; the
+ * facets of one session share its transaction. Deleting an object below which others live
+ * (a bucket, a collection) is one call per facet: `outbox.deleteTree`, `objects.deleteTree`,
+ * `permissions.deleteTree`, in that order (the resource engine's delete does it).
+ */
 export interface StorageSession {
+  readonly objects: ObjectStore;
+  readonly permissions: PermissionStore;
+  readonly outbox: OutboxStore;
+  readonly nonces: NonceStore;
+
+  /**
+   * A hint: the caller is about to read this object (`objects.get`) and its ACL
+   * (`permissions.get` of `uri`). A backend may fetch both at once and answer those calls from
+   * memory; it may also do nothing. Reads only (ignored in a transaction).
+   */
+  preload?(scope: Scope, id: string, uri: string): Promise<void>;
+}
+
+/** Objects, tombstones and scope timestamps. Writes need a transaction; reads work in any session. */
+export interface ObjectStore {
   /**
    * The scope timestamp: max(last_modified of every object and tombstone of the scope, the
    * stored timestamp). A scope never written gets `now` stored on first call, then stays
    * stable until a write. Never decreases, also after the objects are deleted.
    */
-  resourceTimestamp(scope: Scope): Promise<number>;
+  timestamp(scope: Scope): Promise<number>;
 
   /**
    * Optional: the stored timestamps of several scopes of one resource at once (the change
-   * monitor). Scopes never written are absent: ask `resourceTimestamp` for those.
+   * monitor). Scopes never written are absent: ask `timestamp` for those.
    */
-  scopeTimestamps?(resourceName: string, parentIds: string[]): Promise<Map<string, number>>;
-
-  /**
-   * A hint: the caller is about to read this object (`get`) and its ACL (`getPermissions` of
-   * `uri`). A backend may fetch both at once and answer those calls from memory; it may also
-   * do nothing. Reads only (ignored in a transaction).
-   */
-  preload?(scope: Scope, id: string, uri: string): Promise<void>;
+  timestamps?(resourceName: string, parentIds: string[]): Promise<Map<string, number>>;
 
   /**
    * Live object or null (tombstones are not returned). With `forUpdate` in a transaction, what
@@ -200,7 +216,7 @@ export interface StorageSession {
    * never lowering it. For `quire import`, into a store without other objects in the scope: a
    * timestamp another object of the scope holds fails (UnicityError). History scopes allowed.
    */
-  importObjects(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void>;
+  import(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void>;
 
   /** Deletes a live object, leaving a tombstone. Throws ObjectNotFoundError if not live. */
   delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone>;
@@ -219,8 +235,8 @@ export interface StorageSession {
 
   /**
    * Hard-deletes (no tombstones) every object and tombstone whose parentId is `uri` or starts
-   * with `uri + '/'`, every access control entry and group membership of those objects, and
-   * the outbox items keyed by `uri` or below it — a cascade delete.
+   * with `uri + '/'` (history entries included). The scope timestamps stay: a tree re-created
+   * keeps increasing timestamps. Their ACLs and the outbox items are the other facets' part.
    */
   deleteTree(uri: string): Promise<void>;
 
@@ -232,27 +248,52 @@ export interface StorageSession {
    * newest `keep` of them (by timestamp; `keep` ≥ 1). Returns how many were deleted. The
    * history's auto-trim: old entries are dropped, not announced.
    */
-  trimScope(scope: Scope, keep: number, filters?: Filter[]): Promise<number>;
+  trim(scope: Scope, keep: number, filters?: Filter[]): Promise<number>;
+}
 
-  // --- access control entries, keyed by object URI (e.g. `/buckets/b/collections/c`) ---
-
+/**
+ * Access control entries, keyed by object URI (e.g. `/buckets/b/collections/c`), group
+ * memberships, and the queries over them.
+ */
+export interface PermissionStore {
   /**
    * ACEs of several objects at once (missing objects map to `{}`; principals sorted). In a
    * transaction, an ACL it already read or wrote comes from memory: what it saw and left.
    */
-  getPermissions(uris: string[]): Promise<Map<string, Permissions>>;
+  get(uris: string[]): Promise<Map<string, Permissions>>;
 
   /** Replaces every ACE of the object; permissions with empty lists are dropped. */
-  setPermissions(uri: string, permissions: Permissions): Promise<void>;
+  set(uri: string, permissions: Permissions): Promise<void>;
 
   /**
-   * Deletes the ACEs (and group memberships) of the objects whose URI is `uri` or starts
-   * with `uri + '/'`.
+   * Deletes the ACEs and group memberships of the objects whose URI is `uri` or starts with
+   * `uri + '/'`; with `itself: false`, those of `uri` itself stay.
    */
-  deletePermissionsTree(uri: string): Promise<void>;
+  deleteTree(uri: string, options?: { itself?: boolean }): Promise<void>;
 
-  // --- the outbox: work stored in a transaction, applied after commit (history) ---
+  /** Replaces the members of the group at `groupUri` (principal strings). */
+  setGroupMembers(groupUri: string, members: string[]): Promise<void>;
 
+  /** URIs of the groups having one of `principals` as a member. */
+  groupsOf(principals: string[]): Promise<string[]>;
+
+  /**
+   * Ids of the objects directly under `parentUri` of the given child kind (URI
+   * `<parentUri>/<childPath>/<id>`, e.g. childPath `records`) on which one of `principals`
+   * holds one of `permissions`.
+   */
+  authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]>;
+
+  /**
+   * One entry per object on which `principals` hold a permission, directly (ACEs) or through
+   * `globalGrants`, shaped as `GET /permissions` shows it (protocol-reference §9.3), then
+   * filtered, sorted and cut like a listing.
+   */
+  entries(query: PermissionEntriesQuery): Promise<PermissionEntry[]>;
+}
+
+/** Work stored in a transaction, applied after commit (the history). */
+export interface OutboxStore {
   /**
    * Appends items to the outbox as the transaction commits (on PostgreSQL in the COMMIT's own
    * round trip; a failure rolls the transaction back). Items are drained per (topic, key) in
@@ -267,36 +308,25 @@ export interface StorageSession {
    * which stays locked until the transaction ends). Items are dropped without a trace when
    * `target.whileExists` no longer exists. Returns the number of items taken.
    */
-  moveOutboxToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number>;
+  moveToScope(topic: string, key: string, limit: number, target: OutboxTarget): Promise<number>;
 
   /** Keys that have items waiting in `topic` (only `key` itself, when given). */
-  outboxKeys(topic: string, key?: string): Promise<string[]>;
+  keys(topic: string, key?: string): Promise<string[]>;
 
-  /** Remembers a single-use token nonce for `ttlSeconds`. */
-  storeNonce(nonce: string, ttlSeconds: number): Promise<void>;
+  /**
+   * Drops the items keyed by `uri` or below it, committed ones (a drainer holding some is
+   * waited for: call it before `objects.deleteTree`, which then also removes what it stored).
+   */
+  deleteTree(uri: string): Promise<void>;
+}
+
+/** Single-use tokens (pagination tokens of a plural DELETE, account activation and reset keys). */
+export interface NonceStore {
+  /** Remembers a nonce for `ttlSeconds`. */
+  store(nonce: string, ttlSeconds: number): Promise<void>;
 
   /** Forgets the nonce; true when it was stored and not expired (first use). */
-  consumeNonce(nonce: string): Promise<boolean>;
-
-  /** Replaces the members of the group at `groupUri` (principal strings). */
-  setGroupMembers(groupUri: string, members: string[]): Promise<void>;
-
-  /** URIs of the groups having one of `principals` as a member. */
-  listGroupsOf(principals: string[]): Promise<string[]>;
-
-  /**
-   * Ids of the objects directly under `parentUri` of the given child kind (URI
-   * `<parentUri>/<childPath>/<id>`, e.g. childPath `records`) on which one of `principals`
-   * holds one of `permissions`.
-   */
-  listAuthorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]>;
-
-  /**
-   * One entry per object on which `principals` hold a permission, directly (ACEs) or through
-   * `globalGrants`, shaped as `GET /permissions` shows it (protocol-reference §9.3), then
-   * filtered, sorted and cut like a listing.
-   */
-  listPermissionEntries(query: PermissionEntriesQuery): Promise<PermissionEntry[]>;
+  consume(nonce: string): Promise<boolean>;
 }
 
 /** An object and what the caller may do on it: `{uri, resource_name, id, bucket_id, …, permissions}`. */
@@ -320,7 +350,11 @@ export interface PermissionEntriesQuery {
   limit?: number;
 }
 
-export interface Storage extends StorageSession {
+/**
+ * A store: sessions to work in, and its own upkeep. Every read and write goes through a
+ * session: `storage.read((session) => session.objects.get(…))`, `storage.transaction(…)`.
+ */
+export interface Storage {
   /** Human name for logs and heartbeat, e.g. `postgresql` or `pglite`. */
   readonly backend: string;
 

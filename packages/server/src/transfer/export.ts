@@ -54,7 +54,7 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
     let after: Record<string, unknown> | undefined;
     let timestamp: number | undefined;
     for (;;) {
-      const page = await session.list(scope, {
+      const page = await session.objects.list(scope, {
         includeDeleted: true,
         sorting: [{ field: 'last_modified', direction: 1 }],
         limit: options.pageSize,
@@ -63,9 +63,9 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
       if (page.length === 0) break;
       // Only for a scope with objects: in a snapshot, the timestamp of a scope never written
       // makes the store initialise it and run the snapshot again, which a stream cannot undo.
-      timestamp ??= await session.resourceTimestamp(scope);
+      timestamp ??= await session.objects.timestamp(scope);
       const uris = page.filter(isLive).map((object) => objectUri(scope, object.id)).filter((uri): uri is string => uri !== null);
-      const acls = uris.length ? await session.getPermissions(uris) : new Map();
+      const acls = uris.length ? await session.permissions.get(uris) : new Map();
       for (const object of page) {
         const uri = objectUri(scope, object.id);
         const permissions = uri && isLive(object) ? acls.get(uri) : undefined;

@@ -42,7 +42,7 @@ async function* lines(input: Readable): AsyncGenerator<string> {
 /** Whether the store holds any bucket or account, live or deleted. */
 async function holdsData(storage: Storage): Promise<boolean> {
   for (const resourceName of ['bucket', 'account']) {
-    if ((await storage.list({ resourceName, parentId: '' }, { includeDeleted: true, limit: 1 })).length) return true;
+    if ((await storage.read((session) => session.objects.list({ resourceName, parentId: '' }, { includeDeleted: true, limit: 1 }))).length) return true;
   }
   return false;
 }
@@ -88,7 +88,7 @@ export async function importStore(storage: Storage, input: Readable, options: Im
       for (let start = 0; start < lines.length; ) {
         const line = lines[start]!;
         if ('scope' in line) {
-          await session.importObjects({ resourceName: line.scope.resource, parentId: line.scope.parent }, [], line.scope.timestamp);
+          await session.objects.import({ resourceName: line.scope.resource, parentId: line.scope.parent }, [], line.scope.timestamp);
           start++;
           continue;
         }
@@ -106,9 +106,9 @@ export async function importStore(storage: Storage, input: Readable, options: Im
           const members = (item.object as Record<string, unknown>).members;
           if (uri && scope.resourceName === 'group' && Array.isArray(members) && !(item.object as Partial<Tombstone>).deleted) groups.push([uri, members as string[]]);
         }
-        await session.importObjects(scope, run);
-        for (const [uri, permissions] of acls) await session.setPermissions(uri, permissions);
-        for (const [uri, members] of groups) await session.setGroupMembers(uri, members);
+        await session.objects.import(scope, run);
+        for (const [uri, permissions] of acls) await session.permissions.set(uri, permissions);
+        for (const [uri, members] of groups) await session.permissions.setGroupMembers(uri, members);
         start = end;
       }
     });

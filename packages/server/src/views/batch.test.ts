@@ -4,34 +4,33 @@ import { buildServer } from '../app.js';
 import { loadSettings } from '../config.js';
 import { BackendError } from '../storage/errors.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
-import type { Storage, StorageSession } from '../storage/types.js';
+import type { ObjectStore, Storage, StorageSession } from '../storage/types.js';
 
 const auth = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
 
+/** Methods bound to their object (private fields need it); `replaced` ones answered instead. */
+function intercept<T extends object>(target: T, replaced: Partial<Record<keyof T, unknown>>): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(replaced, property)) return replaced[property as keyof T];
+      const value = Reflect.get(object, property, object) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
+}
+
 /** Wraps sessions so that creating the record id `explode` fails like a lost database. */
 function failingOn(storage: Storage): Storage {
-  const wrap = (session: StorageSession): StorageSession =>
-    new Proxy(session, {
-      get(target, property, receiver) {
-        if (property === 'create') {
-          return async (scope: Parameters<StorageSession['create']>[0], id: string, ...rest: unknown[]) => {
-            if (id === 'explode') throw new BackendError('connection lost');
-            return (target.create as (...args: unknown[]) => unknown)(scope, id, ...rest);
-          };
-        }
-        const value = Reflect.get(target, property, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-  return new Proxy(storage, {
-    get(target, property, receiver) {
-      if (property === 'transaction' || property === 'snapshot') {
-        return <T>(fn: (session: StorageSession) => Promise<T>) =>
-          (target[property] as Storage['transaction']).call(target, (session) => fn(wrap(session)));
-      }
-      const value = Reflect.get(target, property, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
+  const wrap = (session: StorageSession): StorageSession => {
+    const create: ObjectStore['create'] = async (scope, id, ...rest) => {
+      if (id === 'explode') throw new BackendError('connection lost');
+      return session.objects.create(scope, id, ...rest);
+    };
+    return intercept(session, { objects: intercept(session.objects, { create }) });
+  };
+  return intercept(storage, {
+    transaction: <T>(fn: (session: StorageSession) => Promise<T>) => storage.transaction((session) => fn(wrap(session))),
+    snapshot: <T>(fn: (session: StorageSession) => Promise<T>) => storage.snapshot((session) => fn(wrap(session))),
   });
 }
 

@@ -59,16 +59,16 @@ export function registerDefaultBucket(app: FastifyInstance): void {
   /** Creates the object unless it exists; an implicit creation is a `create` event like any other. */
   async function createIfMissing(request: FastifyRequest, session: StorageSession, resourceName: string, parentId: string, id: string, uri: string) {
     const scope = { resourceName, parentId };
-    if (await session.get(scope, id)) return;
+    if (await session.objects.get(scope, id)) return;
     let stored;
     try {
-      stored = await session.create(scope, id, {});
+      stored = await session.objects.create(scope, id, {});
     } catch (error) {
       // A concurrent first request created it: that is the outcome we want.
       if (error instanceof UnicityError) return;
       throw error;
     }
-    await session.setPermissions(uri, ownerAcl(request.identity));
+    await session.permissions.set(uri, ownerAcl(request.identity));
     request.work.emit(request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
   }
 

@@ -52,7 +52,7 @@ export function registerPermissions(app: FastifyInstance): void {
     const limit = effectiveLimit(services, query.requestedLimit);
 
     const page = await request.work.run('read', async (session) => {
-      const entries = await session.listPermissionEntries({
+      const entries = await session.permissions.entries({
         principals,
         globalGrants: grants.objects,
         implied: IMPLIED_PERMISSIONS,

@@ -27,7 +27,7 @@ export function registerUtilities(app: FastifyInstance): void {
     // Storage and permissions live in the same backend; both are probed for the protocol's shape.
     const [storageOk, permissionOk] = await Promise.all([
       withTimeout(storage.ping(), settings.heartbeat_timeout_seconds),
-      withTimeout(storage.getPermissions(['/__heartbeat__']).then(() => true), settings.heartbeat_timeout_seconds),
+      withTimeout(storage.read((session) => session.permissions.get(['/__heartbeat__'])).then(() => true), settings.heartbeat_timeout_seconds),
     ]);
     const status = { storage: storageOk, permission: permissionOk };
     return reply.code(storageOk && permissionOk ? 200 : 503).send(status);

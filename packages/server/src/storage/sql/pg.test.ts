@@ -113,52 +113,52 @@ if (reason !== undefined) {
       const [a, b] = [await listening(), await listening()];
       const id = `cached-${randomScope().parentId.split('/')[2]}`;
       const uri = `/buckets/${id}`;
-      await a.create(bucket, id, { v: 1 });
-      await a.setPermissions(uri, { write: ['alice'] });
+      await a.transaction((session) => session.objects.create(bucket, id, { v: 1 }));
+      await a.transaction((session) => session.permissions.set(uri, { write: ['alice'] }));
       // Read by b: now cached there.
-      expect(await b.get(bucket, id)).toMatchObject({ v: 1 });
-      expect((await b.getPermissions([uri])).get(uri)).toEqual({ write: ['alice'] });
-      expect(await b.listGroupsOf(['carol'])).toEqual([]);
+      expect(await b.read((session) => session.objects.get(bucket, id))).toMatchObject({ v: 1 });
+      expect((await b.read((session) => session.permissions.get([uri]))).get(uri)).toEqual({ write: ['alice'] });
+      expect(await b.read((session) => session.permissions.groupsOf(['carol']))).toEqual([]);
       // Changed by a: b sees it once the notification arrives, never the old value for long.
-      await a.update(bucket, id, { v: 2 });
-      await a.setPermissions(uri, { write: ['bob'] });
-      await a.setGroupMembers(`${uri}/groups/g`, ['carol']);
-      await eventually(async () => (await b.get(bucket, id))?.v, 2);
-      await eventually(async () => (await b.getPermissions([uri])).get(uri), { write: ['bob'] });
-      await eventually(() => b.listGroupsOf(['carol']), [`${uri}/groups/g`]);
+      await a.transaction((session) => session.objects.update(bucket, id, { v: 2 }));
+      await a.transaction((session) => session.permissions.set(uri, { write: ['bob'] }));
+      await a.transaction((session) => session.permissions.setGroupMembers(`${uri}/groups/g`, ['carol']));
+      await eventually(async () => (await b.read((session) => session.objects.get(bucket, id)))?.v, 2);
+      await eventually(async () => (await b.read((session) => session.permissions.get([uri]))).get(uri), { write: ['bob'] });
+      await eventually(() => b.read((session) => session.permissions.groupsOf(['carol'])), [`${uri}/groups/g`]);
       // Nothing is announced for a transaction that rolled back.
       await a.transaction(async (session) => {
-        await session.update(bucket, id, { v: 3 });
+        await session.objects.update(bucket, id, { v: 3 });
         throw new Error('rolled back');
       }).catch(() => {});
-      expect((await b.get(bucket, id))?.v).toBe(2);
+      expect((await b.read((session) => session.objects.get(bucket, id)))?.v).toBe(2);
     });
 
     it('without its notification channel a process reads the database, and caches again once it is back', async () => {
       const [a, b] = [await listening(), await listening()];
       const id = `dropped-${randomScope().parentId.split('/')[2]}`;
-      await a.create(bucket, id, { v: 1 });
-      expect(await b.get(bucket, id)).toMatchObject({ v: 1 });
+      await a.transaction((session) => session.objects.create(bucket, id, { v: 1 }));
+      expect(await b.read((session) => session.objects.get(bucket, id))).toMatchObject({ v: 1 });
       // Every channel connection is cut (as a database restart would): changes made meanwhile
       // cannot be announced, so no process may answer from what it cached before.
       await runAsAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN "quire_cache"'`);
-      await a.update(bucket, id, { v: 2 });
-      await eventually(async () => (await b.get(bucket, id))?.v, 2);
+      await a.transaction((session) => session.objects.update(bucket, id, { v: 2 }));
+      await eventually(async () => (await b.read((session) => session.objects.get(bucket, id)))?.v, 2);
       // The channels come back by themselves, and the caches with them.
       await eventually(async () => (await listenerPids()).length >= 2, true);
-      expect(await b.get(bucket, id)).toMatchObject({ v: 2 }); // cached again
-      await a.update(bucket, id, { v: 3 });
-      await eventually(async () => (await b.get(bucket, id))?.v, 3);
+      expect(await b.read((session) => session.objects.get(bucket, id))).toMatchObject({ v: 2 }); // cached again
+      await a.transaction((session) => session.objects.update(bucket, id, { v: 3 }));
+      await eventually(async () => (await b.read((session) => session.objects.get(bucket, id)))?.v, 3);
     });
 
     it('a dropped shared connection fails only what was on it, and the next statement reconnects', async () => {
       const store = await open(2);
       const scope = randomScope();
-      await store.create(scope, 'x', { v: 1 });
+      await store.transaction((session) => session.objects.create(scope, 'x', { v: 1 }));
       await runAsAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`);
       // The first statement may meet the dead connection (a BackendError, never a crash).
-      await store.get(scope, 'x').catch((error: unknown) => expect(error).toBeInstanceOf(BackendError));
-      expect(await store.get(scope, 'x')).toMatchObject({ v: 1 });
+      await store.read((session) => session.objects.get(scope, 'x')).catch((error: unknown) => expect(error).toBeInstanceOf(BackendError));
+      expect(await store.read((session) => session.objects.get(scope, 'x'))).toMatchObject({ v: 1 });
     });
   });
 
@@ -176,19 +176,19 @@ if (reason !== undefined) {
       // Each transaction locks one scope, waits for the other, then writes the other's scope.
       const [first, second] = await Promise.all([
         store.transaction(async (session) => {
-          await session.update(a, 'x', {});
+          await session.objects.update(a, 'x', {});
           await meet();
-          return session.update(b, 'x', {});
+          return session.objects.update(b, 'x', {});
         }),
         store.transaction(async (session) => {
-          await session.update(b, 'y', {});
+          await session.objects.update(b, 'y', {});
           await meet();
-          return session.update(a, 'y', {});
+          return session.objects.update(a, 'y', {});
         }),
       ]);
       expect(first.id).toBe('x');
       expect(second.id).toBe('y');
-      expect((await store.list(a)).map((object) => object.id).sort()).toEqual(['x', 'y']);
+      expect((await store.read((session) => session.objects.list(a))).map((object) => object.id).sort()).toEqual(['x', 'y']);
     });
 
     it('writers in several processes get unique timestamps that follow commit order', async () => {
@@ -200,7 +200,7 @@ if (reason !== undefined) {
             const done: Array<{ ts: number; start: number; end: number }> = [];
             for (let i = 0; i < 40; i++) {
               const start = performance.now();
-              const { last_modified } = await process.update(scope, `p${p}-${i % 5}`, { i });
+              const { last_modified } = await process.transaction((session) => session.objects.update(scope, `p${p}-${i % 5}`, { i }));
               done.push({ ts: last_modified, start, end: performance.now() });
             }
             return done;
@@ -211,7 +211,7 @@ if (reason !== undefined) {
       // A write that completed before another started has the smaller timestamp.
       const outOfOrder = writes.filter((later) => writes.some((earlier) => earlier.end < later.start && later.ts <= earlier.ts));
       expect(outOfOrder).toEqual([]);
-      expect(await processes[0]!.resourceTimestamp(scope)).toBe(Math.max(...writes.map((write) => write.ts)));
+      expect(await processes[0]!.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...writes.map((write) => write.ts)));
     });
 
     it('a _since poller never misses a change made by concurrent writers', async () => {
@@ -246,14 +246,14 @@ if (reason !== undefined) {
             const written =
               roll < 0.5
                 ? await process.transaction(async (session) => {
-                    await session.get(scope, id, { forUpdate: true });
-                    return session.update(scope, id, { roll }, { stampAtCommit });
+                    await session.objects.get(scope, id, { forUpdate: true });
+                    return session.objects.update(scope, id, { roll }, { stampAtCommit });
                   })
                 : roll < 0.75
-                  ? await process.create(scope, id, { roll })
+                  ? await process.transaction((session) => session.objects.create(scope, id, { roll }))
                   : await process.transaction(async (session) => {
-                      await session.get(scope, id, { forUpdate: true });
-                      return session.delete(scope, id, { stampAtCommit });
+                      await session.objects.get(scope, id, { forUpdate: true });
+                      return session.objects.delete(scope, id, { stampAtCommit });
                     });
             writes.push({ id, ts: written.last_modified, start });
           } catch (error) {
@@ -266,8 +266,8 @@ if (reason !== undefined) {
 
       async function poll(since: number): Promise<Poll> {
         const { etag, changes } = await poller.snapshot(async (session) => ({
-          etag: await session.resourceTimestamp(scope),
-          changes: await session.list(scope, {
+          etag: await session.objects.timestamp(scope),
+          changes: await session.objects.list(scope, {
             filters: [{ field: 'last_modified', operator: 'gt', value: since }],
             sorting: [{ field: 'last_modified', direction: 1 }],
             includeDeleted: true,
@@ -279,7 +279,7 @@ if (reason !== undefined) {
       }
 
       const mirror = new Map<string, number>();
-      let since = await poller.resourceTimestamp(scope);
+      let since = await poller.read((session) => session.objects.timestamp(scope));
       let writersDone = false;
       const writing = Promise.all(writers.map(write)).finally(() => (writersDone = true));
       writing.catch(() => {}); // a writer's failure is reported by `await writing` below, not as unhandled
@@ -322,7 +322,7 @@ if (reason !== undefined) {
       }
       expect(violations).toEqual([]);
       // The poller's mirror equals the final state, tombstones included.
-      const final = await poller.list(scope, { includeDeleted: true });
+      const final = await poller.read((session) => session.objects.list(scope, { includeDeleted: true }));
       expect(new Map(final.map((object) => [object.id, object.last_modified]))).toEqual(mirror);
     });
   });

@@ -39,17 +39,17 @@ describe('pglite persistence', () => {
     const scope = randomScope();
     const uri = `${scope.parentId}/records/${randomUUID()}`;
     const first = await createPgliteStorage({ dataDir });
-    const created = await first.create(scope, 'a', { title: 'persisted' });
-    await first.setPermissions(uri, { write: ['alice'] });
-    const timestamp = await first.resourceTimestamp(scope);
+    const created = await first.transaction((session) => session.objects.create(scope, 'a', { title: 'persisted' }));
+    await first.transaction((session) => session.permissions.set(uri, { write: ['alice'] }));
+    const timestamp = await first.read((session) => session.objects.timestamp(scope));
     await first.close();
 
     const second = await createPgliteStorage({ dataDir });
     try {
-      expect(await second.get(scope, 'a')).toEqual(created);
-      expect(await second.resourceTimestamp(scope)).toBe(timestamp);
-      expect((await second.getPermissions([uri])).get(uri)).toEqual({ write: ['alice'] });
-      expect((await second.update(scope, 'a', {})).last_modified).toBeGreaterThan(timestamp);
+      expect(await second.read((session) => session.objects.get(scope, 'a'))).toEqual(created);
+      expect(await second.read((session) => session.objects.timestamp(scope))).toBe(timestamp);
+      expect((await second.read((session) => session.permissions.get([uri]))).get(uri)).toEqual({ write: ['alice'] });
+      expect((await second.transaction((session) => session.objects.update(scope, 'a', {}))).last_modified).toBeGreaterThan(timestamp);
     } finally {
       await second.close();
     }
@@ -62,11 +62,11 @@ describe('pglite tables', () => {
     const storage = new SqlStorage(driver);
     try {
       await migrate(driver);
-      await storage.create({ parentId: '', resourceName: 'bucket' }, 'b', {});
-      await storage.create({ parentId: '/buckets/b/collections/c', resourceName: 'record' }, 'r', {});
-      await storage.enqueue('history', [{ key: '/buckets/b', payload: [{ n: 1 }, { n: 2 }] }]);
+      await storage.transaction((session) => session.objects.create({ parentId: '', resourceName: 'bucket' }, 'b', {}));
+      await storage.transaction((session) => session.objects.create({ parentId: '/buckets/b/collections/c', resourceName: 'record' }, 'r', {}));
+      await storage.transaction((session) => session.outbox.enqueue('history', [{ key: '/buckets/b', payload: [{ n: 1 }, { n: 2 }] }]));
       const target = { scope: { parentId: '/buckets/b', resourceName: HISTORY_RESOURCE }, whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: 'b' } };
-      expect(await storage.moveOutboxToScope('history', '/buckets/b', 10, target)).toBe(1);
+      expect(await storage.transaction((session) => session.outbox.moveToScope('history', '/buckets/b', 10, target))).toBe(1);
 
       const objects = await driver.query<{ resource_name: string }>('SELECT resource_name FROM objects ORDER BY resource_name');
       expect(objects.map((row) => row.resource_name)).toEqual(['bucket', 'record']);
@@ -109,8 +109,8 @@ describe('pglite maintenance (its stand-in for autovacuum)', () => {
       await fill(driver, 5000); // behind the storage's back: the statistics still say empty
       const other = { parentId: '/buckets/b/collections/d', resourceName: 'record' };
       // Counted in objects, not transactions: 16 transactions, 55 objects (> 50).
-      await storage.insertMany(other, Array.from({ length: 40 }, (_, i) => ({ id: `m${i}`, data: {} })));
-      for (let i = 0; i < 15; i++) await storage.create(other, `w${i}`, {});
+      await storage.transaction((session) => session.objects.insertMany(other, Array.from({ length: 40 }, (_, i) => ({ id: `m${i}`, data: {} }))));
+      for (let i = 0; i < 15; i++) await storage.transaction((session) => session.objects.create(other, `w${i}`, {}));
       await maintenance.idle();
       expect(await indexOfLookup(driver)).toBe('objects_pkey');
       const [objects] = await driver.query<{ rows: number }>(`SELECT reltuples::int AS rows FROM pg_class WHERE relname = 'objects'`);

@@ -1,9 +1,9 @@
 /**
- * `listPermissionEntries` for the SQLite store (`GET /permissions`, protocol-reference §9.3): the
- * twin of the PostgreSQL statement in sql-storage.ts, one statement as there. Done in SQLite
- * rather than in JavaScript because a caller may hold permissions on 100,000 objects: shaping
- * that many entries in JavaScript (a Map, a split and an object per entry, then their JSON for
- * SQLite to filter and sort) cost four times more than the whole listing on PostgreSQL.
+ * `permissions.entries` for the SQLite store (`GET /permissions`, protocol-reference §9.3): the
+ * twin of the PostgreSQL statement in sql/permission-entries.ts, one statement as there. Done
+ * in SQLite rather than in JavaScript because a caller may hold permissions on 100,000 objects:
+ * shaping that many entries in JavaScript (a Map, a split and an object per entry, then their
+ * JSON for SQLite to filter and sort) cost four times more than the whole listing on PostgreSQL.
  *
  * SQLite cannot split a string: an entry's kind comes from GLOB patterns on URIs with the
  * right number of slashes (so that no `*` can span a slash), and its ids from the positions of

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError, MigrationRequiredError } from '../errors.js';
 import { describeStorage, randomScope } from '../testing.js';
 import { createSqliteStorage, type SqliteStorage } from './sqlite-storage.js';
+import type { ObjectStore } from '../types.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -41,22 +42,22 @@ describe('sqlite persistence', () => {
     const scope = randomScope();
     const uri = `${scope.parentId}/records/a`;
     const first = await createSqliteStorage({ path });
-    const created = await first.create(scope, 'a', { title: 'persisted', nested: { list: [1, 'two'] } });
-    await first.create(scope, 'gone', {});
-    const tombstone = await first.delete(scope, 'gone');
-    await first.setPermissions(uri, { write: ['alice'], read: ['bob', 'alice'] });
-    await first.enqueue('topic', [{ key: '/buckets/b', payload: [{ n: 1 }] }]);
-    const timestamp = await first.resourceTimestamp(scope);
+    const created = await first.transaction((session) => session.objects.create(scope, 'a', { title: 'persisted', nested: { list: [1, 'two'] } }));
+    await first.transaction((session) => session.objects.create(scope, 'gone', {}));
+    const tombstone = await first.transaction((session) => session.objects.delete(scope, 'gone'));
+    await first.transaction((session) => session.permissions.set(uri, { write: ['alice'], read: ['bob', 'alice'] }));
+    await first.transaction((session) => session.outbox.enqueue('topic', [{ key: '/buckets/b', payload: [{ n: 1 }] }]));
+    const timestamp = await first.read((session) => session.objects.timestamp(scope));
     await first.close();
 
     const second = await createSqliteStorage({ path });
     try {
-      expect(await second.get(scope, 'a')).toEqual(created);
-      expect(await second.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] })).toEqual([created, tombstone]);
-      expect(await second.resourceTimestamp(scope)).toBe(timestamp);
-      expect((await second.getPermissions([uri])).get(uri)).toEqual({ read: ['alice', 'bob'], write: ['alice'] });
-      expect(await second.outboxKeys('topic')).toEqual(['/buckets/b']);
-      expect((await second.update(scope, 'a', {})).last_modified).toBeGreaterThan(timestamp);
+      expect(await second.read((session) => session.objects.get(scope, 'a'))).toEqual(created);
+      expect(await second.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }))).toEqual([created, tombstone]);
+      expect(await second.read((session) => session.objects.timestamp(scope))).toBe(timestamp);
+      expect((await second.read((session) => session.permissions.get([uri]))).get(uri)).toEqual({ read: ['alice', 'bob'], write: ['alice'] });
+      expect(await second.read((session) => session.outbox.keys('topic'))).toEqual(['/buckets/b']);
+      expect((await second.transaction((session) => session.objects.update(scope, 'a', {}))).last_modified).toBeGreaterThan(timestamp);
     } finally {
       await second.close();
     }
@@ -78,9 +79,9 @@ describe('sqlite persistence', () => {
     await Promise.all([storage.close(), storage.close()]);
     await storage.close();
     const scope = randomScope();
-    await expect(storage.get(scope, 'a')).rejects.toBeInstanceOf(BackendError);
-    await expect(storage.create(scope, 'a', {})).rejects.toBeInstanceOf(BackendError);
-    await expect(storage.snapshot((session) => session.list(scope))).rejects.toBeInstanceOf(BackendError);
+    await expect(storage.read((session) => session.objects.get(scope, 'a'))).rejects.toBeInstanceOf(BackendError);
+    await expect(storage.transaction((session) => session.objects.create(scope, 'a', {}))).rejects.toBeInstanceOf(BackendError);
+    await expect(storage.snapshot((session) => session.objects.list(scope))).rejects.toBeInstanceOf(BackendError);
     expect(await storage.ping()).toBe(false);
   });
 });
@@ -90,20 +91,20 @@ describe('sqlite concurrency', () => {
     const storage = await createSqliteStorage({ path: newFile() });
     try {
       const scope = randomScope();
-      await storage.create(scope, 'a', {});
+      await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       let committed: number | undefined;
       const seen = await storage.snapshot(async (session) => {
-        const read = async () => ({ timestamp: await session.resourceTimestamp(scope), ids: (await session.list(scope)).map((o) => o.id) });
+        const read = async () => ({ timestamp: await session.objects.timestamp(scope), ids: (await session.objects.list(scope)).map((o) => o.id) });
         const before = await read();
         // On a file, the writer does not wait for the snapshot: this commits now.
-        committed = (await storage.create(scope, 'b', {})).last_modified;
-        expect((await storage.get(scope, 'b'))?.last_modified).toBe(committed);
+        committed = (await storage.transaction((session) => session.objects.create(scope, 'b', {}))).last_modified;
+        expect((await storage.read((session) => session.objects.get(scope, 'b')))?.last_modified).toBe(committed);
         return [before, await read()];
       });
       expect(seen[1]).toEqual(seen[0]);
       expect(seen[0]!.ids).toEqual(['a']);
       expect(committed).toBeGreaterThan(seen[0]!.timestamp);
-      expect(await storage.resourceTimestamp(scope)).toBe(committed);
+      expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(committed);
     } finally {
       await storage.close();
     }
@@ -113,12 +114,12 @@ describe('sqlite concurrency', () => {
     const storage = await createSqliteStorage({ path: newFile(), snapshotConnections: 2 });
     try {
       const scope = randomScope();
-      await storage.create(scope, 'a', {});
+      await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       const results = await Promise.all(
         Array.from({ length: 5 }, () =>
           storage.snapshot(async (session) => {
             await sleep(10);
-            return session.count(scope);
+            return session.objects.count(scope);
           }),
         ),
       );
@@ -136,16 +137,16 @@ describe('sqlite concurrency', () => {
         const started = Date.now();
         const error = await storage
           .transaction(async (session) => {
-            await session.create(scope, 'outer', {});
-            return storage.transaction((inner) => inner.create(scope, 'inner', {}));
+            await session.objects.create(scope, 'outer', {});
+            return storage.transaction((inner) => inner.objects.create(scope, 'inner', {}));
           })
           .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(BackendError);
         expect((error as Error).message).toMatch(/busy/);
         expect(Date.now() - started).toBeLessThan(5_000);
         // Rolled back, and the writer is free again.
-        expect(await storage.list(scope)).toEqual([]);
-        expect(await storage.create(scope, 'after', {})).toMatchObject({ id: 'after' });
+        expect(await storage.read((session) => session.objects.list(scope))).toEqual([]);
+        expect(await storage.transaction((session) => session.objects.create(scope, 'after', {}))).toMatchObject({ id: 'after' });
       } finally {
         await storage.close();
       }
@@ -156,13 +157,13 @@ describe('sqlite concurrency', () => {
     const path = newFile();
     const storage = await createSqliteStorage({ path });
     const scope = randomScope();
-    const kept = await storage.create(scope, 'kept', { v: 1 });
+    const kept = await storage.transaction((session) => session.objects.create(scope, 'kept', { v: 1 }));
     const failure = new Error('boom');
     const error = await storage
       .transaction(async (session) => {
-        await session.update(scope, 'kept', { v: 2 });
-        await session.create(scope, 'new', {});
-        await session.enqueue('topic', [{ key: 'k', payload: [] }]);
+        await session.objects.update(scope, 'kept', { v: 2 });
+        await session.objects.create(scope, 'new', {});
+        await session.outbox.enqueue('topic', [{ key: 'k', payload: [] }]);
         throw failure;
       })
       .catch((e: unknown) => e);
@@ -172,14 +173,14 @@ describe('sqlite concurrency', () => {
     await storage.transaction(async (session) => {
       leaked = session;
     });
-    await expect(leaked!.create(scope, 'late', {})).rejects.toThrow(/ended/);
+    await expect(leaked!.objects.create(scope, 'late', {})).rejects.toThrow(/ended/);
     await storage.close();
 
     const reopened = await createSqliteStorage({ path });
     try {
-      expect(await reopened.list(scope, { includeDeleted: true })).toEqual([kept]);
-      expect(await reopened.resourceTimestamp(scope)).toBe(kept.last_modified);
-      expect(await reopened.outboxKeys('topic')).toEqual([]);
+      expect(await reopened.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([kept]);
+      expect(await reopened.read((session) => session.objects.timestamp(scope))).toBe(kept.last_modified);
+      expect(await reopened.read((session) => session.outbox.keys('topic'))).toEqual([]);
     } finally {
       await reopened.close();
     }
@@ -194,8 +195,8 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
   afterAll(async () => {
     await storage.close();
   });
-  const ids = async (scope: ReturnType<typeof randomScope>, options: Parameters<SqliteStorage['list']>[1]) =>
-    (await storage.list(scope, options)).map((object) => object.id).join(' ');
+  const ids = async (scope: ReturnType<typeof randomScope>, options: Parameters<ObjectStore['list']>[1]) =>
+    (await storage.read((session) => session.objects.list(scope, options))).map((object) => object.id).join(' ');
   const byId = [{ field: 'id', direction: 1 as const }];
 
   it('orders and compares arrays element by element, objects key by key whatever their key order', async () => {
@@ -204,7 +205,7 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
       empty: [], nul: [null], str: ['a'], num: [1], big: [10], nine: [9], bool: [true], nested: [[]], obj: [{}], pair: [1, 2],
       o0: {}, ob: { b: 1 }, oa: { a: 2 }, oaa: { aa: 1 }, oab: { a: 1, b: 1 }, oba: { b: 1, a: 0 },
     };
-    for (const [id, v] of Object.entries(values)) await storage.create(scope, id, { v });
+    for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(scope, id, { v }));
     expect(await ids(scope, { sorting: [{ field: 'v', direction: 1 }] })).toBe('empty nul str num nine big bool nested obj pair o0 oa oaa ob oba oab');
     expect(await ids(scope, { filters: [{ field: 'v', operator: 'eq', value: { a: 0, b: 1 } }], sorting: byId })).toBe('oba');
     expect(await ids(scope, { filters: [{ field: 'v', operator: 'lt', value: [9] }], sorting: byId })).toBe('empty nul num str');
@@ -212,8 +213,8 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
 
   it('reads a number segment of a path as an array index, and contains nested containers partially', async () => {
     const scope = randomScope();
-    await storage.create(scope, 'list', { v: [1, 2], o: { '0': 'key' } });
-    await storage.create(scope, 'deep', { v: [[1, 2], { a: 1, b: [3] }] });
+    await storage.transaction((session) => session.objects.create(scope, 'list', { v: [1, 2], o: { '0': 'key' } }));
+    await storage.transaction((session) => session.objects.create(scope, 'deep', { v: [[1, 2], { a: 1, b: [3] }] }));
     expect(await ids(scope, { filters: [{ field: 'v.0', operator: 'eq', value: 1 }], sorting: byId })).toBe('list');
     expect(await ids(scope, { filters: [{ field: 'v.-1', operator: 'eq', value: 2 }], sorting: byId })).toBe('list');
     expect(await ids(scope, { filters: [{ field: 'o.0', operator: 'eq', value: 'key' }], sorting: byId })).toBe('list');
@@ -221,30 +222,30 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
     expect(await ids(scope, { filters: [{ field: 'v', operator: 'contains_any', value: [[2], 'zz'] }], sorting: byId })).toBe('deep');
   });
 
-  it('listPermissionEntries: records and accounts, URIs of any characters, implied permissions', async () => {
+  it('permissions.entries: records and accounts, URIs of any characters, implied permissions', async () => {
     const bucket = `b'"\\é*-${randomUUID()}`;
     const user = `u-${randomUUID()}`;
-    await storage.setPermissions(`/buckets/${bucket}/collections/c%_/records/r*1`, { write: [user] });
-    await storage.setPermissions(`/accounts/${user}`, { write: [user] });
-    await storage.setPermissions(`/buckets/${bucket}/collections/c%_/records/r2/beyond`, { read: [user] });
-    await storage.setPermissions(`/buckets/${bucket}/history/h`, { read: [user] });
-    await storage.setPermissions(`/buckets/${bucket}`, { read: [user, 'group'], write: ['group'] });
-    const entries = await storage.listPermissionEntries({
+    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r*1`, { write: [user] }));
+    await storage.transaction((session) => session.permissions.set(`/accounts/${user}`, { write: [user] }));
+    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r2/beyond`, { read: [user] }));
+    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/history/h`, { read: [user] }));
+    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}`, { read: [user, 'group'], write: ['group'] }));
+    const entries = await storage.read((session) => session.permissions.entries({
       principals: [user, 'group'],
       globalGrants: [],
       implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
       extraEntries: [],
       filters: [{ field: 'uri', operator: 'like', value: `*${user}*` }],
       sorting: [{ field: 'uri', direction: 1 }],
-    });
-    const more = await storage.listPermissionEntries({
+    }));
+    const more = await storage.read((session) => session.permissions.entries({
       principals: [user, 'group'],
       globalGrants: [],
       implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
       extraEntries: [],
       filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
       sorting: [{ field: 'uri', direction: 1 }],
-    });
+    }));
     expect([...entries, ...more]).toEqual([
       { uri: `/accounts/${user}`, resource_name: 'account', id: user, account_id: user, permissions: ['write'] },
       { uri: `/buckets/${bucket}`, resource_name: 'bucket', id: bucket, bucket_id: bucket, permissions: ['collection:create', 'read', 'write'] },
@@ -265,9 +266,9 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
     try {
       for (const store of [storage, file]) {
         const scope = randomScope();
-        const timestamp = await store.read((session) => session.resourceTimestamp(scope));
-        expect(await store.resourceTimestamp(scope)).toBe(timestamp);
-        await expect(store.read((session) => session.create(scope, 'a', {}))).rejects.toThrow(/read only/);
+        const timestamp = await store.read((session) => session.objects.timestamp(scope));
+        expect(await store.read((session) => session.objects.timestamp(scope))).toBe(timestamp);
+        await expect(store.read((session) => session.objects.create(scope, 'a', {}))).rejects.toThrow(/read only/);
       }
     } finally {
       await file.close();

@@ -14,6 +14,7 @@
  * every statement: meanwhile statements fail at once (the request answers 503).
  */
 import pg from 'pg';
+import { backoffDelay } from '../../../retry.js';
 
 interface Shared {
   client: pg.Client;
@@ -107,7 +108,7 @@ export class SharedConnections {
         shared.broken = true;
         this.#failures++;
         this.#lastError = error;
-        this.#retryAt = Date.now() + Math.min(this.#maxRetryDelayMs, FIRST_RETRY_DELAY_MS * 2 ** (this.#failures - 1));
+        this.#retryAt = Date.now() + backoffDelay({ firstMs: FIRST_RETRY_DELAY_MS, maxMs: this.#maxRetryDelayMs }, this.#failures - 1);
         throw error;
       },
     );

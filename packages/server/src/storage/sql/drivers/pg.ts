@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { backoffDelay, sleep } from '../../../retry.js';
 import { SharedConnections } from './pg-shared.js';
 import { toBackendError, transactionMode, type ChannelListener, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
@@ -89,14 +90,7 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
   function listenForever(channel: string, listener: ChannelListener): () => Promise<void> {
     let stopped = false;
     let current: pg.Client | null = null;
-    let wake: (() => void) | null = null;
-    const pause = (ms: number) => new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    const stopping = new AbortController();
     const run = async () => {
       for (let failures = 0; !stopped; ) {
         const client = new pg.Client(connection);
@@ -122,13 +116,14 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
           failures++;
           await client.end().catch(() => {});
         }
-        if (!stopped) await pause(Math.min(reconnectMaxDelayMs, 50 * 2 ** failures));
+        // 50 ms after a drop, doubled by each failed attempt.
+        if (!stopped) await sleep(backoffDelay({ firstMs: 50, maxMs: reconnectMaxDelayMs }, failures), { signal: stopping.signal });
       }
     };
     const running = run();
     return async () => {
       stopped = true;
-      wake?.();
+      stopping.abort();
       await current?.end().catch(() => {});
       await running;
     };

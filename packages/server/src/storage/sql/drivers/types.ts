@@ -17,6 +17,9 @@ export interface QueryOptions {
   dynamic?: boolean;
 }
 
+/** For statements whose text is built per call (filters, sorting): not kept prepared. */
+export const DYNAMIC: QueryOptions = { dynamic: true };
+
 export interface SqlConnection {
   /**
    * Runs one parameterised statement (`$1`, `$2`…) and returns its rows. On PostgreSQL the

@@ -1,0 +1,538 @@
+/**
+ * The objects facet of a SQL session: objects, tombstones and scope timestamps
+ * (protocol-reference §5).
+ *
+ * Each scope has a row in `timestamps`. A write bumps that row to max(database now, scope
+ * timestamp + 1), which row-locks it until commit, and stamps its object with it
+ * (pending-writes.ts: the transaction's next writes to the scope take the next values; a
+ * request's own write is bumped and stored by its final statement). Writers to one scope
+ * therefore serialise, even across server processes, and a `_since` poll that reads the scope
+ * timestamp before the objects can never return an ETag that a later-committing write
+ * undercuts (Kinto issues #602 and #3393). The clock is the database's, not the process's.
+ */
+import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
+import { assertNotHistory, tableOf } from '../tables.js';
+import type { Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import { UninitialisedScope } from '../uninitialised-scopes.js';
+import { DYNAMIC } from './drivers/types.js';
+import { likePrefix, QueryBuilder } from './queries.js';
+import { NOW_MS } from './pending-writes.js';
+import type { ObjectRow, SqlSessionState } from './session-state.js';
+import { isCachedResource, objectKey } from './shared-cache.js';
+
+/** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
+const TOMBSTONE_DATA = '{"deleted": true}';
+
+export class SqlObjects implements ObjectStore {
+  readonly #s: SqlSessionState;
+
+  constructor(state: SqlSessionState) {
+    this.#s = state;
+  }
+
+  /** The stored timestamps of these scopes of one resource, in one statement (scopes never written are absent). */
+  async timestamps(resourceName: string, parentIds: string[]): Promise<Map<string, number>> {
+    if (parentIds.length === 0) return new Map();
+    const rows = await this.#s.query<{ parent_id: string; last_modified: number }>(
+      'SELECT parent_id, last_modified FROM timestamps WHERE resource_name = $1 AND parent_id = ANY($2::text[])',
+      [resourceName, parentIds],
+    );
+    return new Map(rows.map((row) => [row.parent_id, Number(row.last_modified)]));
+  }
+
+  async timestamp(scope: Scope): Promise<number> {
+    const s = this.#s;
+    const params = [scope.parentId, scope.resourceName];
+    if (s.pending.hasLate(scope.parentId, scope.resourceName)) await s.sendPendingWrites();
+    const held = s.pending.timestamp(scope.parentId, scope.resourceName);
+    if (held !== undefined) return held;
+    if (s.mode === 'snapshot') {
+      const [row] = await s.query<{ last_modified: number }>(
+        'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
+        params,
+      );
+      if (!row) throw new UninitialisedScope(scope);
+      return row.last_modified;
+    }
+    // One statement: the stored timestamp, or `now` stored for a scope never seen. The insert
+    // of a concurrent first reader makes ours do nothing while our SELECT does not see it yet
+    // (same snapshot): then a second look finds it.
+    for (let attempt = 1; ; attempt++) {
+      const [row] = await s.query<{ last_modified: number }>(
+        `WITH stored AS (
+           INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+           ON CONFLICT (parent_id, resource_name) DO NOTHING RETURNING last_modified
+         )
+         SELECT last_modified FROM stored
+         UNION ALL SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2`,
+        params,
+      );
+      if (row) return row.last_modified;
+      if (attempt === 3) throw new BackendError(`the timestamp of ${scope.parentId}/${scope.resourceName} vanished`);
+    }
+  }
+
+  async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
+    const s = this.#s;
+    const known = s.known(scope, id);
+    if (known) return known.row && !known.row.deleted ? toLiveObject(structuredClone(known.row)) : null;
+    if (options?.forUpdate === true && s.mode === 'write') {
+      let row = await this.#find(scope, id, true);
+      if (!row && s.pending.timestamp(scope.parentId, scope.resourceName) === undefined) {
+        // Nothing to lock: hold the scope instead, then look again (a creation that committed
+        // while we waited for the scope is visible to this new statement).
+        const { current, now } = await s.lockScope(scope);
+        s.pending.hold(scope.parentId, scope.resourceName, current, Math.max(now, current + 1));
+        row = await this.#find(scope, id, true);
+      }
+      s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row ?? null);
+      return row && !row.deleted ? toLiveObject(structuredClone(row)) : null;
+    }
+    if (!isCachedResource(scope.resourceName)) {
+      const row = await this.#find(scope, id);
+      return row && !row.deleted ? toLiveObject(row) : null;
+    }
+    const { cache } = s.context;
+    const key = objectKey(scope.parentId, scope.resourceName, id);
+    const useCache = s.cacheable('object', key);
+    const cached = useCache ? cache.object(key) : undefined;
+    if (cached !== undefined) return cached && toLiveObject(structuredClone({ ...cached, deleted: false }));
+    const token = cache.token;
+    const row = await this.#find(scope, id);
+    const live = row && !row.deleted ? row : null;
+    if (useCache) cache.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: live.data });
+    return live && toLiveObject(live);
+  }
+
+  async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    this.#s.assertWritable();
+    if (options?.lastModified === undefined) {
+      // Known free (read locked, or a new id): queued. Else one statement checks that the id is
+      // free, bumps the scope timestamp (locking it) and stores the object (replacing a
+      // tombstone); nothing comes back when the id is taken.
+      const known = this.#s.known(scope, id);
+      if (known?.row && !known.row.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
+      if (known || options?.newId) return this.#queueWrite(scope, id, data, { fresh: !known, late: options?.stampAtCommit });
+      const stored = await this.#writeFresh(scope, id, data, 'create');
+      if (stored) return stored;
+    }
+    // Taken, or so it seemed: lock, then look (what concurrent writers committed is then
+    // visible and stays so), and refuse with the live object or write after all.
+    await this.#s.sendPendingWrites();
+    await this.#s.lockScope(scope);
+    const existing = await this.#find(scope, id);
+    if (existing && !existing.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
+    return this.#write(scope, id, data, options);
+  }
+
+  async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    this.#s.assertWritable();
+    if (options?.lastModified === undefined) return this.#queueWrite(scope, id, data, { late: options?.stampAtCommit });
+    return this.#write(scope, id, data, options);
+  }
+
+  async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
+    const s = this.#s;
+    s.assertWritable();
+    assertNotHistory(scope);
+    if (objects.length === 0) return [];
+    await s.sendPendingWrites();
+    s.pending.release(scope.parentId, scope.resourceName);
+    s.forgetLocked();
+    const items = objects.map(({ id, data }) => {
+      const { id: _id, last_modified: _lastModified, ...attributes } = data;
+      return { id, data: attributes };
+    });
+    // One statement: bump the scope timestamp by n (locking it, as every write does) and insert
+    // the rows at first, first + 1, ... — all above every timestamp of the scope.
+    const rows = await s.query<ObjectRow>(
+      `WITH stamp AS (
+         INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS} + $3::bigint - 1)
+         ON CONFLICT (parent_id, resource_name)
+         DO UPDATE SET last_modified = GREATEST(${NOW_MS}, t.last_modified + 1) + $3::bigint - 1
+         RETURNING t.last_modified - $3::bigint + 1 AS first
+       )
+       INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       SELECT $1, $2, item->>'id', stamp.first + position - 1, item->'data', FALSE
+       FROM stamp, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS items(item, position)
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, items.length, JSON.stringify(items)],
+    );
+    s.writes += rows.length;
+    for (const row of rows) this.#changed(scope, row.id);
+    return rows.map(toLiveObject).sort((a, b) => a.last_modified - b.last_modified);
+  }
+
+  async import(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void> {
+    const s = this.#s;
+    s.assertWritable();
+    await s.sendPendingWrites();
+    s.pending.release(scope.parentId, scope.resourceName);
+    s.forgetLocked();
+    const table = tableOf(scope);
+    // History rows are keyed by timestamp (ids are not unique there).
+    const key = table === 'history' ? 'last_modified' : 'id';
+    let newest = scopeTimestamp ?? 0;
+    const items = objects.map((object) => {
+      const { id, last_modified: lastModified, ...attributes } = object;
+      const deleted = (object as Partial<Tombstone>).deleted === true;
+      if (scopeTimestamp === undefined) newest = Math.max(newest, lastModified);
+      return { id, last_modified: lastModified, deleted, data: deleted ? JSON.parse(TOMBSTONE_DATA) : attributes };
+    });
+    // One statement: the rows, then the scope timestamp raised (and locked, as every write does).
+    await s.query(
+      `WITH rows AS (
+         INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted)
+         SELECT $1, $2, item->>'id', (item->>'last_modified')::bigint, item->'data', (item->>'deleted')::boolean
+         FROM jsonb_array_elements($3::jsonb) AS items(item)
+         ON CONFLICT (parent_id, resource_name, ${key})
+         DO UPDATE SET id = EXCLUDED.id, last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = EXCLUDED.deleted
+         RETURNING 1
+       )
+       INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) SELECT $1, $2, $4::bigint WHERE $4::bigint > 0
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(t.last_modified, EXCLUDED.last_modified)`,
+      [scope.parentId, scope.resourceName, JSON.stringify(items), newest],
+    );
+    s.writes += items.length;
+    for (const item of items) this.#changed(scope, item.id);
+  }
+
+  async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
+    const s = this.#s;
+    s.assertWritable();
+    const known = options?.lastModified === undefined && tableOf(scope) === 'objects' ? s.known(scope, id) : undefined;
+    if (known) {
+      // Read locked or written by this transaction: the tombstone is queued like any write.
+      if (!known.row || known.row.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
+      return this.#queue(scope, id, { deleted: true }, true, false, options?.stampAtCommit, (lastModified): Tombstone => ({ id, last_modified: lastModified, deleted: true }));
+    }
+    await s.sendPendingWrites(); // what follows stamps the scope in the database
+    s.pending.release(scope.parentId, scope.resourceName);
+    s.locked.delete(objectKey(scope.parentId, scope.resourceName, id));
+    if (options?.lastModified === undefined && tableOf(scope) === 'objects') {
+      // One statement: bump the scope timestamp (locking it) and leave the tombstone there,
+      // unless the object is not live (then nothing changes).
+      const [row] = await s.query<{ last_modified: number }>(
+        `WITH stamp AS (
+           INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
+           SELECT $1, $2, ${NOW_MS} WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)
+           ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+           RETURNING t.last_modified
+         )
+         UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = stamp.last_modified FROM stamp
+         WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted
+         RETURNING objects.last_modified`,
+        [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA],
+      );
+      if (!row) throw new ObjectNotFoundError(scope.resourceName, id);
+      s.pending.hold(scope.parentId, scope.resourceName, row.last_modified);
+      s.writes++;
+      this.#changed(scope, id);
+      return { id, last_modified: row.last_modified, deleted: true };
+    }
+    await s.lockScope(scope);
+    const existing = await this.#find(scope, id);
+    if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
+    const timestamp = await this.#stamp(scope, id, options?.lastModified);
+    await s.query(
+      `UPDATE ${tableOf(scope)} SET deleted = TRUE, data = $4::jsonb, last_modified = $5
+       WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
+    );
+    s.writes++;
+    this.#changed(scope, id);
+    return { id, last_modified: timestamp, deleted: true };
+  }
+
+  async deleteAll(scope: Scope, options: Omit<ListOptions, 'includeDeleted'> = {}): Promise<Tombstone[]> {
+    const s = this.#s;
+    s.assertWritable();
+    await s.sendPendingWrites();
+    s.pending.release(scope.parentId, scope.resourceName);
+    s.forgetLocked();
+    const { current, now } = await s.lockScope(scope);
+    const first = Math.max(now, current + 1);
+    // Tombstones get first, first + 1, … in sorting order. The new timestamps exceed every
+    // existing one of the scope, so the unique index never sees a collision.
+    const query = new QueryBuilder();
+    const where = query.where(scope, { ...options, includeDeleted: false });
+    const orderBy = query.orderBy(options.sorting);
+    const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    // Matched on the timestamp as well as the id: unique in the scope, and the one index of the
+    // history table. The scope lock keeps both from changing meanwhile.
+    const rows = await s.query<{ id: string; last_modified: number }>(
+      `WITH doomed AS (
+         SELECT parent_id, resource_name, id, last_modified, row_number() OVER (ORDER BY ${orderBy}) AS position
+         FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}
+       )
+       UPDATE ${tableOf(scope)} AS target SET deleted = TRUE, data = ${query.bind(TOMBSTONE_DATA)}::jsonb,
+         last_modified = ${query.bind(first)}::bigint + doomed.position - 1
+       FROM doomed
+       WHERE target.parent_id = doomed.parent_id AND target.resource_name = doomed.resource_name
+         AND target.last_modified = doomed.last_modified AND target.id = doomed.id
+       RETURNING target.id, target.last_modified`,
+      query.params,
+      DYNAMIC,
+    );
+    if (rows.length === 0) return [];
+    const tombstones = rows
+      .map((row): Tombstone => ({ id: row.id, last_modified: row.last_modified, deleted: true }))
+      .sort((a, b) => a.last_modified - b.last_modified);
+    await this.#setScopeTimestamp(scope, tombstones.at(-1)!.last_modified);
+    s.writes += tombstones.length;
+    for (const tombstone of tombstones) this.#changed(scope, tombstone.id);
+    return tombstones;
+  }
+
+  async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
+    await this.#s.sendPendingWrites();
+    const query = new QueryBuilder();
+    const where = query.where(scope, options);
+    const orderBy = query.orderBy(options.sorting);
+    const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    const rows = await this.#s.query<ObjectRow>(
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
+      query.params,
+      DYNAMIC,
+    );
+    return rows.map((row) => (row.deleted ? toTombstone(row) : toLiveObject(row)));
+  }
+
+  async count(scope: Scope, filters: Filter[] = []): Promise<number> {
+    await this.#s.sendPendingWrites();
+    const query = new QueryBuilder();
+    const where = query.where(scope, { filters });
+    const [row] = await this.#s.query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params, DYNAMIC);
+    return row?.count ?? 0;
+  }
+
+  async deleteTree(uri: string): Promise<void> {
+    const s = this.#s;
+    s.assertWritable();
+    // What is pending goes first, else it would be written after the deletion.
+    await s.sendPendingWrites();
+    s.forgetLocked();
+    s.invalidate({ kind: 'tree', uri });
+    // The scope timestamps stay: a collection deleted then re-created keeps increasing
+    // timestamps, so clients holding an old ETag never mistake new data for old.
+    await s.query(
+      `WITH entries AS (DELETE FROM history WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\')
+       DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`,
+      [uri, likePrefix(`${uri}/`)],
+    );
+  }
+
+  async purgeDeleted(scope: Scope, before?: number): Promise<number> {
+    const s = this.#s;
+    s.assertWritable();
+    await s.sendPendingWrites();
+    s.forgetLocked();
+    const [row] = await s.query<{ count: number }>(
+      `WITH purged AS (
+         DELETE FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND deleted
+           AND ($3::bigint IS NULL OR last_modified < $3::bigint)
+         RETURNING 1
+       )
+       SELECT count(*) AS count FROM purged`,
+      [scope.parentId, scope.resourceName, before ?? null],
+    );
+    return row?.count ?? 0;
+  }
+
+  async trim(scope: Scope, keep: number, filters: Filter[] = []): Promise<number> {
+    const s = this.#s;
+    s.assertWritable();
+    await s.sendPendingWrites();
+    s.forgetLocked();
+    if (!Number.isInteger(keep) || keep < 1) throw new StorageError(`trim keeps at least one object (asked ${keep})`);
+    const query = new QueryBuilder();
+    const where = query.where(scope, { filters });
+    // The newest `keep` are found walking the timestamp index backwards; the older matches
+    // are deleted in the same statement.
+    const [row] = await s.query<{ count: number }>(
+      `WITH oldest_kept AS (
+         SELECT last_modified FROM ${tableOf(scope)} WHERE ${where} ORDER BY last_modified DESC OFFSET ${query.bind(keep - 1)} LIMIT 1
+       ),
+       trimmed AS (
+         DELETE FROM ${tableOf(scope)} WHERE ${where} AND last_modified < (SELECT last_modified FROM oldest_kept) RETURNING 1
+       )
+       SELECT count(*)::int AS count FROM trimmed`,
+      query.params,
+      DYNAMIC,
+    );
+    s.writes += row?.count ?? 0;
+    return row?.count ?? 0;
+  }
+
+  /** The next timestamp of the scope; the first one bumps it in the database, which locks it. */
+  async #allocate(scope: Scope): Promise<number> {
+    const next = this.#s.pending.next(scope.parentId, scope.resourceName);
+    if (next !== undefined) return next;
+    const stamped = await this.#bumpScope(scope);
+    this.#s.pending.hold(scope.parentId, scope.resourceName, stamped);
+    return stamped;
+  }
+
+  /**
+   * The timestamp of the next write to the scope: from the scope when this transaction holds
+   * it; else, if the caller takes it at commit (`late`) and the scope has no early write of
+   * this transaction, NaN until then; else bumped in the database now.
+   */
+  async #stampFor(scope: Scope, late: boolean | undefined): Promise<number> {
+    const { pending } = this.#s;
+    const held = pending.next(scope.parentId, scope.resourceName);
+    if (held !== undefined) return held;
+    if (late && this.#s.mode === 'write') return Number.NaN;
+    // An early stamp after late ones of the same scope: send those first (they hold it then).
+    if (pending.hasLate(scope.parentId, scope.resourceName)) {
+      await this.#s.sendPendingWrites();
+      return pending.next(scope.parentId, scope.resourceName)!;
+    }
+    return this.#allocate(scope);
+  }
+
+  /** Queues a write (a live object or a tombstone) and returns the object handed out for it. */
+  async #queue<T extends { last_modified: number }>(scope: Scope, id: string, data: Record<string, unknown>, deleted: boolean, fresh: boolean, late: boolean | undefined, shape: (lastModified: number) => T): Promise<T> {
+    assertNotHistory(scope);
+    const lastModified = await this.#stampFor(scope, late);
+    const row: ObjectRow = { id, last_modified: lastModified, data, deleted };
+    const object = shape(lastModified);
+    const stamped = Number.isNaN(lastModified) ? [row, object] : undefined;
+    this.#s.pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified: stamped ? null : lastModified, stamped, data, deleted, fresh });
+    this.#s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row);
+    this.#s.writes++;
+    this.#changed(scope, id);
+    return object;
+  }
+
+  /** Queues the write of a live object at the scope's next timestamp; returns it as stored. */
+  #queueWrite(scope: Scope, id: string, data: Record<string, unknown>, { fresh = false, late }: { fresh?: boolean; late?: boolean } = {}): Promise<StoredObject> {
+    const { id: _id, last_modified: _lastModified, ...attributes } = structuredClone(data);
+    return this.#queue(scope, id, attributes, false, fresh, late, (lastModified) => ({ ...structuredClone(attributes), id, last_modified: lastModified }));
+  }
+
+  /**
+   * Stores the object with a fresh timestamp, in one statement: bumps the scope timestamp
+   * (locking it until commit, as every write does) and upserts the row at that timestamp. To
+   * `create`, the id must be free (no live object): else nothing is bumped nor written, and
+   * null comes back.
+   */
+  async #writeFresh(scope: Scope, id: string, data: Record<string, unknown>, mode: 'create' | 'update'): Promise<StoredObject | null> {
+    const s = this.#s;
+    assertNotHistory(scope);
+    await s.sendPendingWrites(); // this statement stamps the scope in the database
+    s.pending.release(scope.parentId, scope.resourceName);
+    const { id: _id, last_modified: _lastModified, ...attributes } = data;
+    const create = mode === 'create';
+    const [row] = await s.query<ObjectRow>(
+      `WITH stamp AS (
+         INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
+         SELECT $1, $2, ${NOW_MS}
+         ${create ? 'WHERE NOT EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)' : ''}
+         ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+         RETURNING t.last_modified
+       )
+       INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       SELECT $1, $2, $3, stamp.last_modified, $4::jsonb, FALSE FROM stamp
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       ${create ? 'WHERE objects.deleted' : ''}
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, id, JSON.stringify(attributes)],
+    );
+    if (!row) return null;
+    s.pending.hold(scope.parentId, scope.resourceName, row.last_modified);
+    s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row);
+    s.writes++;
+    this.#changed(scope, id);
+    return toLiveObject(structuredClone(row));
+  }
+
+  /** Records a change of a cached object (buckets, collections). */
+  #changed(scope: Scope, id: string): void {
+    if (isCachedResource(scope.resourceName)) this.#s.invalidate({ kind: 'object', key: objectKey(scope.parentId, scope.resourceName, id) });
+  }
+
+  /** Creates or replaces the live object `id` with the requested timestamp (§5.2). */
+  async #write(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
+    const s = this.#s;
+    assertNotHistory(scope);
+    await s.sendPendingWrites();
+    s.pending.release(scope.parentId, scope.resourceName);
+    s.locked.delete(objectKey(scope.parentId, scope.resourceName, id));
+    const { id: _id, last_modified: _lastModified, ...attributes } = data;
+    const timestamp = await this.#stamp(scope, id, options?.lastModified);
+    const [row] = await s.query<ObjectRow>(
+      `INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+       VALUES ($1, $2, $3, $4, $5::jsonb, FALSE)
+       ON CONFLICT (parent_id, resource_name, id)
+       DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = FALSE
+       RETURNING id, last_modified, data, deleted`,
+      [scope.parentId, scope.resourceName, id, timestamp, JSON.stringify(attributes)],
+    );
+    s.writes++;
+    this.#changed(scope, id);
+    return toLiveObject(row!);
+  }
+
+  /**
+   * The timestamp of a write to object `id` (protocol-reference §5.2), holding the scope lock.
+   * A requested value above the scope timestamp is used and becomes the scope timestamp; one
+   * below it is kept in the past without touching the scope timestamp, unless another object
+   * of the scope already has it (Kinto answers 409 there; we keep timestamps unique by
+   * assigning a fresh one). Otherwise the scope timestamp is bumped.
+   */
+  async #stamp(scope: Scope, id: string, requested: number | undefined): Promise<number> {
+    if (requested === undefined || !Number.isSafeInteger(requested) || requested < 0) return this.#bumpScope(scope);
+    const { current } = await this.#s.lockScope(scope);
+    if (requested > current) {
+      await this.#setScopeTimestamp(scope, requested);
+      return requested;
+    }
+    if (requested < current) {
+      const taken = await this.#s.query(
+        `SELECT 1 FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND last_modified = $3 AND id <> $4`,
+        [scope.parentId, scope.resourceName, requested, id],
+      );
+      if (taken.length === 0) return requested;
+    }
+    return this.#bumpScope(scope);
+  }
+
+  /** Moves the scope timestamp to max(now, current + 1), locking it, and returns it. */
+  async #bumpScope(scope: Scope): Promise<number> {
+    const [row] = await this.#s.query<{ last_modified: number }>(
+      `INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS})
+       ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+       RETURNING t.last_modified`,
+      [scope.parentId, scope.resourceName],
+    );
+    return row!.last_modified;
+  }
+
+  async #setScopeTimestamp(scope: Scope, timestamp: number): Promise<void> {
+    await this.#s.query('UPDATE timestamps SET last_modified = $3 WHERE parent_id = $1 AND resource_name = $2', [
+      scope.parentId,
+      scope.resourceName,
+      timestamp,
+    ]);
+  }
+
+  async #find(scope: Scope, id: string, forUpdate = false): Promise<ObjectRow | undefined> {
+    const [row] = await this.#s.query<ObjectRow>(
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND id = $3${forUpdate ? ' FOR UPDATE' : ''}`,
+      [scope.parentId, scope.resourceName, id],
+    );
+    return row;
+  }
+}
+
+function toLiveObject(row: ObjectRow): StoredObject {
+  return { ...row.data, id: row.id, last_modified: row.last_modified };
+}
+
+function toTombstone(row: ObjectRow): Tombstone {
+  return { id: row.id, last_modified: row.last_modified, deleted: true };
+}

@@ -1,0 +1,84 @@
+/**
+ * The permissions facet of a SQLite session: access control entries by object URI, group
+ * memberships, and the queries over them (`entries`: permission-entries.ts).
+ */
+import { addEntries, normalisedAcl } from '../acl-memo.js';
+import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
+import { listPermissionEntries } from './permission-entries.js';
+import { belowRange } from './queries.js';
+import type { SqliteSessionState } from './session-state.js';
+
+export class SqlitePermissions implements PermissionStore {
+  readonly #s: SqliteSessionState;
+
+  constructor(state: SqliteSessionState) {
+    this.#s = state;
+  }
+
+  async get(uris: string[]): Promise<Map<string, Permissions>> {
+    const s = this.#s;
+    const { acls: result, missing } = s.acls.lookup(uris);
+    if (missing.length === 0) return result;
+    const rows = s.db.all<{ object_id: string; permission: string; principal: string }>(
+      `SELECT object_id, permission, principal FROM access_control_entries
+       WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, permission, principal`,
+      [JSON.stringify(missing)],
+    );
+    addEntries(result, rows);
+    for (const uri of missing) s.acls.remember(uri, result.get(uri)!);
+    return result;
+  }
+
+  async set(uri: string, permissions: Permissions): Promise<void> {
+    const s = this.#s;
+    s.assertWritable();
+    s.db.run('DELETE FROM access_control_entries WHERE object_id = ?', [uri]);
+    s.db.run(
+      `INSERT OR IGNORE INTO access_control_entries (object_id, permission, principal)
+       SELECT ?, permission.key, principal.value FROM json_each(?) AS permission, json_each(permission.value) AS principal`,
+      [uri, JSON.stringify(permissions)],
+    );
+    s.acls.remember(uri, normalisedAcl(permissions));
+  }
+
+  async deleteTree(uri: string, { itself = true }: { itself?: boolean } = {}): Promise<void> {
+    const s = this.#s;
+    s.assertWritable();
+    // `uri` itself: a bound NULL matches nothing.
+    const params = [itself ? uri : null, ...belowRange(uri)];
+    s.db.run('DELETE FROM access_control_entries WHERE object_id = ? OR (object_id >= ? AND object_id < ?)', params);
+    s.db.run('DELETE FROM group_members WHERE group_uri = ? OR (group_uri >= ? AND group_uri < ?)', params);
+    s.acls.forgetTree(uri, itself);
+  }
+
+  async setGroupMembers(groupUri: string, members: string[]): Promise<void> {
+    const s = this.#s;
+    s.assertWritable();
+    s.db.run('DELETE FROM group_members WHERE group_uri = ?', [groupUri]);
+    s.db.run('INSERT OR IGNORE INTO group_members (group_uri, principal) SELECT ?, value FROM json_each(?)', [groupUri, JSON.stringify(members)]);
+  }
+
+  async groupsOf(principals: string[]): Promise<string[]> {
+    const rows = this.#s.db.all<{ group_uri: string }>(
+      'SELECT DISTINCT group_uri FROM group_members WHERE principal IN (SELECT value FROM json_each(?)) ORDER BY group_uri',
+      [JSON.stringify(principals)],
+    );
+    return rows.map((row) => row.group_uri);
+  }
+
+  async authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+    const [low, high] = belowRange(`${parentUri}/${childPath}`);
+    const rows = this.#s.db.all<{ id: string }>(
+      `SELECT DISTINCT substr(object_id, length(@low) + 1) AS id FROM access_control_entries
+       WHERE object_id >= @low AND object_id < @high AND instr(substr(object_id, length(@low) + 1), '/') = 0
+         AND permission IN (SELECT value FROM json_each(@permissions)) AND principal IN (SELECT value FROM json_each(@principals))
+       ORDER BY id`,
+      { low, high, permissions: JSON.stringify(permissions), principals: JSON.stringify(principals) },
+    );
+    return rows.map((row) => row.id);
+  }
+
+  async entries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+    return listPermissionEntries(this.#s.db, query);
+  }
+}

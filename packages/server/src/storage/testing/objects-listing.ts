@@ -1,0 +1,321 @@
+/**
+ * The objects facet's listings: filters (PostgreSQL jsonb semantics are the reference), sorts by
+ * JSON type rank, keyset pagination.
+ */
+import { beforeEach, expect } from 'vitest';
+import type { Filter, Scope, Sort, Storage } from '../types.js';
+import { continuationOf, ids, paginate, randomScope, seedObjects, valueAt, type Suite } from './context.js';
+
+export function describeObjectListings(suite: Suite): void {
+  const { test, section } = suite;
+  let storage: Storage;
+  let scope: Scope;
+  suite.beforeEach((current) => ({ storage, scope } = current));
+  /** Creates objects `{ id: data }` in order (so increasing timestamps). */
+  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) => seedObjects(storage, target, objects);
+
+  section('filters', () => {
+    // One object per case; `e` has no field at all.
+    const data: Record<string, Record<string, unknown>> = {
+      a: { title: 'Alpha', n: 1, tags: ['x', 'y'], person: { name: 'Ann', age: 30 }, flag: true },
+      b: { title: 'beta', n: 2, tags: ['y'], person: { name: 'Bob' }, nullable: null },
+      c: { title: 'Gamma 50%_off', n: 10, tags: [], flag: false, obj: { k: [1, 2] } },
+      d: { title: 7, n: '10', tags: 'x' },
+      e: {},
+    };
+    async function match(...filters: Filter[]): Promise<string[]> {
+      return ids(await storage.read((session) => session.objects.list(scope, { filters, sorting: [{ field: 'id', direction: 1 }] })));
+    }
+    beforeEach(async () => {
+      await seed(data);
+    });
+
+    test('eq compares whole JSON values, type included', async () => {
+      expect(await match({ field: 'n', operator: 'eq', value: 10 })).toEqual(['c']);
+      expect(await match({ field: 'n', operator: 'eq', value: '10' })).toEqual(['d']);
+      expect(await match({ field: 'title', operator: 'eq', value: 'beta' })).toEqual(['b']);
+      expect(await match({ field: 'flag', operator: 'eq', value: false })).toEqual(['c']);
+      expect(await match({ field: 'nullable', operator: 'eq', value: null })).toEqual(['b']);
+      expect(await match({ field: 'tags', operator: 'eq', value: ['x', 'y'] })).toEqual(['a']);
+      expect(await match({ field: 'tags', operator: 'eq', value: ['y', 'x'] })).toEqual([]);
+      expect(await match({ field: 'obj', operator: 'eq', value: { k: [1, 2] } })).toEqual(['c']);
+    });
+
+    test('not matches objects lacking the field', async () => {
+      expect(await match({ field: 'n', operator: 'not', value: 10 })).toEqual(['a', 'b', 'd', 'e']);
+      expect(await match({ field: 'flag', operator: 'not', value: true })).toEqual(['b', 'c', 'd', 'e']);
+    });
+
+    test('lt and max never match a missing field; gt and min always do', async () => {
+      // d's "10" is a string, and strings rank below numbers.
+      expect(await match({ field: 'n', operator: 'lt', value: 10 })).toEqual(['a', 'b', 'd']);
+      expect(await match({ field: 'n', operator: 'max', value: 10 })).toEqual(['a', 'b', 'c', 'd']);
+      expect(await match({ field: 'n', operator: 'gt', value: 1 })).toEqual(['b', 'c', 'e']);
+      expect(await match({ field: 'n', operator: 'min', value: 2 })).toEqual(['b', 'c', 'e']);
+    });
+
+    test('comparisons rank types null < string < number < boolean < array < object', async () => {
+      const ranked = randomScope();
+      const values: Record<string, unknown> = { null: null, string: 'z', number: 3, false: false, true: true, array: [], object: {} };
+      for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(ranked, id, { v }));
+      await storage.transaction((session) => session.objects.create(ranked, 'missing', {}));
+      const inRank = async (filter: Filter) =>
+        ids(await storage.read((session) => session.objects.list(ranked, { filters: [filter], sorting: [{ field: 'v', direction: 1 }] })));
+      expect(await inRank({ field: 'v', operator: 'gt', value: 3 })).toEqual(['false', 'true', 'array', 'object', 'missing']);
+      expect(await inRank({ field: 'v', operator: 'lt', value: 3 })).toEqual(['null', 'string']);
+      expect(await inRank({ field: 'v', operator: 'min', value: 'a' })).toEqual([
+        'string',
+        'number',
+        'false',
+        'true',
+        'array',
+        'object',
+        'missing',
+      ]);
+      expect(await inRank({ field: 'v', operator: 'max', value: null })).toEqual(['null']);
+      expect(await inRank({ field: 'v', operator: 'lt', value: [] })).toEqual(['null', 'string', 'number', 'false', 'true']);
+    });
+
+    test('in and exclude take a list of JSON values', async () => {
+      expect(await match({ field: 'n', operator: 'in', value: [1, '10', 99] })).toEqual(['a', 'd']);
+      expect(await match({ field: 'n', operator: 'in', value: [] })).toEqual([]);
+      expect(await match({ field: 'nullable', operator: 'in', value: [null] })).toEqual(['b']);
+      expect(await match({ field: 'n', operator: 'exclude', value: [1, '10'] })).toEqual(['b', 'c', 'e']);
+      expect(await match({ field: 'n', operator: 'exclude', value: [] })).toEqual(['a', 'b', 'c', 'd', 'e']);
+    });
+
+    test('like is case-insensitive, * is its only wildcard, and it matches strings only', async () => {
+      expect(await match({ field: 'title', operator: 'like', value: 'ET' })).toEqual(['b']);
+      expect(await match({ field: 'title', operator: 'like', value: 'a*' })).toEqual(['a']);
+      expect(await match({ field: 'title', operator: 'like', value: '*A' })).toEqual(['a', 'b']);
+      expect(await match({ field: 'title', operator: 'like', value: 'g*off' })).toEqual(['c']);
+      expect(await match({ field: 'title', operator: 'like', value: '7' })).toEqual([]);
+      expect(await match({ field: 'n', operator: 'like', value: '1' })).toEqual(['d']);
+    });
+
+    test('like treats %, _ and backslash literally', async () => {
+      expect(await match({ field: 'title', operator: 'like', value: '50%_off' })).toEqual(['c']);
+      expect(await match({ field: 'title', operator: 'like', value: '%' })).toEqual(['c']);
+      expect(await match({ field: 'title', operator: 'like', value: 'b_ta' })).toEqual([]);
+      expect(await match({ field: 'title', operator: 'like', value: 'a%a' })).toEqual([]);
+      await storage.transaction((session) => session.objects.create(scope, 'slash', { title: 'back\\slash' }));
+      expect(await match({ field: 'title', operator: 'like', value: 'k\\s' })).toEqual(['slash']);
+      expect(await match({ field: 'title', operator: 'like', value: '\\' })).toEqual(['slash']);
+    });
+
+    test('has tells present (a stored null counts) from missing', async () => {
+      expect(await match({ field: 'nullable', operator: 'has', value: true })).toEqual(['b']);
+      expect(await match({ field: 'flag', operator: 'has', value: true })).toEqual(['a', 'c']);
+      expect(await match({ field: 'flag', operator: 'has', value: false })).toEqual(['b', 'd', 'e']);
+    });
+
+    test('contains and contains_any match array fields only', async () => {
+      expect(await match({ field: 'tags', operator: 'contains', value: ['y'] })).toEqual(['a', 'b']);
+      expect(await match({ field: 'tags', operator: 'contains', value: ['x', 'y'] })).toEqual(['a']);
+      expect(await match({ field: 'tags', operator: 'contains', value: ['x'] })).toEqual(['a']);
+      expect(await match({ field: 'tags', operator: 'contains_any', value: ['x', 'zzz'] })).toEqual(['a']);
+      expect(await match({ field: 'tags', operator: 'contains_any', value: ['y', 'x'] })).toEqual(['a', 'b']);
+      expect(await match({ field: 'tags', operator: 'contains_any', value: [] })).toEqual([]);
+      expect(await match({ field: 'title', operator: 'contains', value: ['Alpha'] })).toEqual([]);
+    });
+
+    test('dotted paths address nested fields', async () => {
+      expect(await match({ field: 'person.name', operator: 'eq', value: 'Bob' })).toEqual(['b']);
+      expect(await match({ field: 'person.age', operator: 'min', value: 18 })).toEqual(['a', 'b', 'c', 'd', 'e']);
+      expect(await match({ field: 'person.age', operator: 'lt', value: 40 })).toEqual(['a']);
+      expect(await match({ field: 'person.name', operator: 'has', value: true })).toEqual(['a', 'b']);
+      expect(await match({ field: 'obj.k', operator: 'contains', value: [2] })).toEqual(['c']);
+      expect(await match({ field: 'title.length', operator: 'has', value: true })).toEqual([]);
+    });
+
+    test('filters on id use the object id', async () => {
+      expect(await match({ field: 'id', operator: 'eq', value: 'c' })).toEqual(['c']);
+      expect(await match({ field: 'id', operator: 'in', value: ['a', 'e', 'zz'] })).toEqual(['a', 'e']);
+      expect(await match({ field: 'id', operator: 'exclude', value: ['a', 'e'] })).toEqual(['b', 'c', 'd']);
+      expect(await match({ field: 'id', operator: 'gt', value: 'c' })).toEqual(['d', 'e']);
+      expect(await match({ field: 'id', operator: 'like', value: 'B' })).toEqual(['b']);
+      expect(await match({ field: 'id', operator: 'not', value: 'a' })).toEqual(['b', 'c', 'd', 'e']);
+    });
+
+    test('filters on last_modified use the object timestamp', async () => {
+      const all = await storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] }));
+      const stamp = (id: string) => all.find((object) => object.id === id)!.last_modified;
+      expect(await match({ field: 'last_modified', operator: 'gt', value: stamp('c') })).toEqual(['d', 'e']);
+      expect(await match({ field: 'last_modified', operator: 'lt', value: stamp('b') })).toEqual(['a']);
+      expect(await match({ field: 'last_modified', operator: 'eq', value: stamp('b') })).toEqual(['b']);
+      expect(await match({ field: 'last_modified', operator: 'in', value: [stamp('a'), stamp('d')] })).toEqual(['a', 'd']);
+      expect(await match({ field: 'last_modified', operator: 'min', value: stamp('e') })).toEqual(['e']);
+    });
+
+    test('several filters must all match', async () => {
+      expect(
+        await match({ field: 'n', operator: 'gt', value: 1 }, { field: 'tags', operator: 'contains', value: ['y'] }),
+      ).toEqual(['b']);
+    });
+
+    test('filters apply to tombstones too when they are included', async () => {
+      await storage.transaction((session) => session.objects.delete(scope, 'a'));
+      const filters: Filter[] = [{ field: 'id', operator: 'in', value: ['a', 'b'] }];
+      expect(ids(await storage.read((session) => session.objects.list(scope, { filters, includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] })))).toEqual([
+        'a',
+        'b',
+      ]);
+      expect(await storage.read((session) => session.objects.count(scope, filters))).toBe(1);
+    });
+  });
+
+  section('sorting', () => {
+    const asc = (field: string): Sort => ({ field, direction: 1 });
+    const desc = (field: string): Sort => ({ field, direction: -1 });
+    async function order(...sorting: Sort[]): Promise<string[]> {
+      return ids(await storage.read((session) => session.objects.list(scope, { sorting })));
+    }
+
+    test('ascending puts missing fields last, descending first', async () => {
+      await seed({ m: {}, b: { n: 2 }, a: { n: 1 }, c: { n: 3 } });
+      expect(await order(asc('n'), desc('last_modified'))).toEqual(['a', 'b', 'c', 'm']);
+      expect(await order(desc('n'), desc('last_modified'))).toEqual(['m', 'c', 'b', 'a']);
+    });
+
+    test('values of mixed types sort by type rank', async () => {
+      const values: Record<string, unknown> = {
+        object: { a: 1 },
+        true: true,
+        number: 1,
+        array: [0],
+        string: 'a',
+        null: null,
+        emptyArray: [],
+        false: false,
+        emptyObject: {},
+      };
+      for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(scope, id, { v }));
+      await storage.transaction((session) => session.objects.create(scope, 'missing', {}));
+      const ranked = ['null', 'string', 'number', 'false', 'true', 'emptyArray', 'array', 'emptyObject', 'object', 'missing'];
+      expect(await order(asc('v'), asc('last_modified'))).toEqual(ranked);
+      expect(await order(desc('v'), asc('last_modified'))).toEqual(['missing', ...ranked.slice(0, -1).reverse()]);
+    });
+
+    test('several fields sort lexicographically, and the last one breaks ties', async () => {
+      await seed({ a: { g: 1, s: 'b' }, b: { g: 2, s: 'a' }, c: { g: 1, s: 'a' }, d: { g: 1, s: 'a' }, e: { s: 'a' } });
+      expect(await order(asc('g'), asc('s'), asc('last_modified'))).toEqual(['c', 'd', 'a', 'b', 'e']);
+      expect(await order(asc('g'), desc('s'), desc('last_modified'))).toEqual(['a', 'd', 'c', 'b', 'e']);
+      expect(await order(asc('s'), desc('g'), desc('last_modified'))).toEqual(['e', 'b', 'd', 'c', 'a']);
+    });
+
+    test('nested fields sort by dotted path', async () => {
+      await seed({ a: { p: { age: 30 } }, b: { p: { age: 20 } }, c: { p: {} }, d: { p: { age: 25 } } });
+      expect(await order(asc('p.age'), asc('last_modified'))).toEqual(['b', 'd', 'a', 'c']);
+      expect(await order(desc('p.age'), asc('last_modified'))).toEqual(['c', 'a', 'd', 'b']);
+    });
+
+    test('id and last_modified sort by the object id and timestamp', async () => {
+      await seed({ b: {}, c: {}, a: {} });
+      expect(await order(asc('id'))).toEqual(['a', 'b', 'c']);
+      expect(await order(desc('id'))).toEqual(['c', 'b', 'a']);
+      expect(await order(asc('last_modified'))).toEqual(['b', 'c', 'a']);
+      expect(await order(desc('last_modified'))).toEqual(['a', 'c', 'b']);
+    });
+
+    test('limit keeps the first objects in order', async () => {
+      await seed({ a: { n: 3 }, b: { n: 1 }, c: { n: 2 } });
+      expect(ids(await storage.read((session) => session.objects.list(scope, { sorting: [asc('n'), asc('last_modified')], limit: 2 })))).toEqual(['b', 'c']);
+    });
+  });
+
+  section('pagination', () => {
+    const orders: Record<string, Sort[]> = {
+      'newest first': [{ field: 'last_modified', direction: -1 }],
+      'oldest first': [{ field: 'last_modified', direction: 1 }],
+      'field ascending': [
+        { field: 'title', direction: 1 },
+        { field: 'last_modified', direction: -1 },
+      ],
+      'field descending': [
+        { field: 'title', direction: -1 },
+        { field: 'last_modified', direction: 1 },
+      ],
+      'mixed types and missing values': [
+        { field: 'mixed', direction: 1 },
+        { field: 'last_modified', direction: -1 },
+      ],
+      'mixed types and missing values, descending': [
+        { field: 'mixed', direction: -1 },
+        { field: 'last_modified', direction: 1 },
+      ],
+      'nested fields with duplicates': [
+        { field: 'p.group', direction: 1 },
+        { field: 'p.rank', direction: -1 },
+        { field: 'last_modified', direction: 1 },
+      ],
+      'by id': [{ field: 'id', direction: 1 }],
+    };
+    const mixed = [null, 'b', 'a', 2, 1, true, false, [1], { x: 1 }, undefined];
+
+    async function seedVaried(count: number): Promise<void> {
+      await storage.transaction(async (session) => {
+        for (let i = 0; i < count; i++) {
+          const data: Record<string, unknown> = {
+            title: `t${i % 7}`,
+            p: i % 5 === 0 ? {} : { group: i % 3, ...(i % 4 === 0 ? {} : { rank: i % 2 }) },
+          };
+          if (mixed[i % mixed.length] !== undefined) data['mixed'] = mixed[i % mixed.length];
+          await session.objects.create(scope, `id${String(i).padStart(3, '0')}`, data);
+        }
+      });
+    }
+
+    for (const [label, sorting] of Object.entries(orders)) {
+      test(`pages cover the full list exactly, ${label}`, async () => {
+        await seedVaried(43);
+        const full = await storage.read((session) => session.objects.list(scope, { sorting }));
+        expect(full).toHaveLength(43);
+        for (const limit of [1, 5, 43]) {
+          const pages = await paginate(storage, scope, { sorting, limit });
+          expect(ids(pages.flat())).toEqual(ids(full));
+        }
+      });
+    }
+
+    test('pages combine with filters', async () => {
+      await seedVaried(30);
+      const sorting: Sort[] = [
+        { field: 'title', direction: 1 },
+        { field: 'last_modified', direction: 1 },
+      ];
+      const filters: Filter[] = [{ field: 'title', operator: 'not', value: 't3' }];
+      const full = await storage.read((session) => session.objects.list(scope, { sorting, filters }));
+      const pages = await paginate(storage, scope, { sorting, filters, limit: 4 });
+      expect(ids(pages.flat())).toEqual(ids(full));
+      expect(full.every((object) => valueAt(object, 'title') !== 't3')).toBe(true);
+    });
+
+    test('newest-first pages neither repeat nor skip objects while others are inserted', async () => {
+      await seedVaried(20);
+      const sorting: Sort[] = [{ field: 'last_modified', direction: -1 }];
+      const initial = ids(await storage.read((session) => session.objects.list(scope, { sorting })));
+      const seen: string[] = [];
+      let after: Record<string, unknown> | undefined;
+      let inserted = 0;
+      for (;;) {
+        const page = await storage.read((session) => session.objects.list(scope, { sorting, limit: 3, ...(after ? { after } : {}) }));
+        seen.push(...ids(page));
+        if (page.length < 3) break;
+        after = continuationOf(page.at(-1)!, sorting);
+        await Promise.all([storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {})), storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {}))]);
+      }
+      expect(seen).toEqual(initial);
+    });
+
+    test('pages over a _since poll include tombstones once', async () => {
+      await seedVaried(12);
+      const since = await storage.read((session) => session.objects.timestamp(scope));
+      for (const id of ['id001', 'id004', 'id007']) await storage.transaction((session) => session.objects.delete(scope, id));
+      for (const id of ['id002', 'id005']) await storage.transaction((session) => session.objects.update(scope, id, { changed: true }));
+      const sorting: Sort[] = [{ field: 'last_modified', direction: -1 }];
+      const filters: Filter[] = [{ field: 'last_modified', operator: 'gt', value: since }];
+      const pages = await paginate(storage, scope, { sorting, filters, includeDeleted: true, limit: 2 });
+      expect(ids(pages.flat())).toEqual(['id005', 'id002', 'id007', 'id004', 'id001']);
+    });
+  });
+}
