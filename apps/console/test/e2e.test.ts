@@ -246,7 +246,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
         const n = start + i;
         return { id: `item-${String(n).padStart(6, '0')}`, data: { title: `Item ${n}`, n, category: categories[n % 10], price: Math.round(((n * 7919) % 10000) / 10) / 10, stock: (n * 31) % 500 } };
       });
-      await storage.transaction((session) => session.insertMany(scope, objects));
+      await storage.transaction((session) => session.objects.insertMany(scope, objects));
     }
     const seedMs = Math.round(performance.now() - seedStarted);
 
