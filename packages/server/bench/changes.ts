@@ -95,8 +95,7 @@ function openStream(url: string, authorization: string, onEvent: (id: number) =>
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const id = /^id: (\d+)$/m.exec(block)?.[1];

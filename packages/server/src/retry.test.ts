@@ -27,7 +27,9 @@ describe('sleep', () => {
     vi.useFakeTimers();
     try {
       let done = false;
-      const waiting = sleep(100).then(() => void (done = true));
+      const waiting = sleep(100).then(() => {
+        done = true;
+      });
       await vi.advanceTimersByTimeAsync(99);
       expect(done).toBe(false);
       await vi.advanceTimersByTimeAsync(1);

@@ -146,7 +146,9 @@ export class UnitOfWork {
 
   /** Work to do once the open session has committed (nothing when it rolls back). */
   afterCommit(work: () => void | Promise<void>): void {
-    (this.#requireOpen('afterCommit').afterCommit ??= []).push(work);
+    const open = this.#requireOpen('afterCommit');
+    open.afterCommit ??= [];
+    open.afterCommit.push(work);
   }
 
   /**
@@ -156,7 +158,8 @@ export class UnitOfWork {
   emit(request: FastifyRequest, options: EmitOptions): void {
     if (!this.#bus.wants(options.action, options.resourceName)) return;
     const open = this.#requireOpen(`event ${options.resourceName}/${options.action}`);
-    const collector = (open.events ??= new EventCollector());
+    open.events ??= new EventCollector();
+    const collector = open.events;
     const { timestamp } = options;
     const payload: EventPayload = {
       // The URL's ids, named `<resource>_id` by the routes already (§10.2).

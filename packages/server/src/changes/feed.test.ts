@@ -44,7 +44,9 @@ describe('change feed and the notification channel', () => {
       transaction: real.transaction.bind(real),
       close: real.close.bind(real),
       channels: {
-        listen: (channel: string, l: StoreChannelListener) => void (channel === CHANGES_CHANNEL && (listener = l)),
+        listen: (channel: string, l: StoreChannelListener) => {
+          if (channel === CHANGES_CHANNEL) listener = l;
+        },
         notify: async (_channel: string, payload: string) => void sent.push(payload),
       },
     } as unknown as Storage;

@@ -120,7 +120,10 @@ export function createHistoryListener(settings: Settings, drainer: HistoryDraine
       const byBucket = new Map<string, Array<Record<string, unknown>>>();
       for (const target of targets) {
         let entries = byBucket.get(target.bucketUri);
-        if (!entries) byBucket.set(target.bucketUri, (entries = []));
+        if (!entries) {
+          entries = [];
+          byBucket.set(target.bucketUri, entries);
+        }
         entries.push(entryOf(target, date, acls));
       }
       await session.outbox.enqueue(

@@ -173,7 +173,10 @@ export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
         for (const impacted of event.impactedObjects) {
           const { bid, cid } = idsOf(event, impacted);
           let changes = byBucket.get(bid);
-          if (!changes) byBucket.set(bid, (changes = []));
+          if (!changes) {
+            changes = [];
+            byBucket.set(bid, changes);
+          }
           changes.push({ event, impacted, cid });
         }
       }

@@ -32,7 +32,10 @@ export function createSettingsValidator(schemas: SettingSchemas, options: Settin
   const validatorOf = (name: string, schema: TSchema): ValidateFunction => {
     ajv ??= createAjv(options.checkSchemas ?? false);
     let validate = validators.get(name);
-    if (!validate) validators.set(name, (validate = ajv.compile(schema)));
+    if (!validate) {
+      validate = ajv.compile(schema);
+      validators.set(name, validate);
+    }
     return validate;
   };
   return (settings, origins) => {

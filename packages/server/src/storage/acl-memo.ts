@@ -63,5 +63,9 @@ export class AclMemo {
 
 /** Adds rows of `access_control_entries`, in (permission, principal) order, to the ACLs of `acls`. */
 export function addEntries(acls: Map<string, Permissions>, rows: Iterable<{ object_id: string; permission: string; principal: string }>): void {
-  for (const { object_id, permission, principal } of rows) (acls.get(object_id)![permission] ??= []).push(principal);
+  for (const { object_id, permission, principal } of rows) {
+    const acl = acls.get(object_id)!;
+    acl[permission] ??= [];
+    acl[permission].push(principal);
+  }
 }

@@ -29,8 +29,7 @@ async function* lines(input: Readable): AsyncGenerator<string> {
   input.setEncoding('utf8');
   for await (const chunk of input as AsyncIterable<string>) {
     rest += chunk;
-    let end: number;
-    while ((end = rest.indexOf('\n')) !== -1) {
+    for (let end = rest.indexOf('\n'); end !== -1; end = rest.indexOf('\n')) {
       const line = rest.slice(0, end);
       rest = rest.slice(end + 1);
       if (line.trim()) yield line;

@@ -111,7 +111,8 @@ export function registerOpenApi(app: FastifyInstance): void {
         const { path, parameters } = toOpenApiPath(route.url);
         for (const verb of documentedMethods(routes, route)) {
           if (!(verb in SUCCESS)) continue;
-          const operations = (paths[path] ??= {});
+          paths[path] ??= {};
+          const operations = paths[path];
           if (operations[verb]) continue;
           const name = path.replace(/[{}]/g, '').replace(/[^\w]+/g, '_').replace(/^_+|_+$/g, '') || 'root';
           operations[verb] = {

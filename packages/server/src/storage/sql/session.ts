@@ -42,7 +42,10 @@ export class SqlSession implements StorageSession {
       [scope.parentId, scope.resourceName, id, uri],
     );
     const acl: Permissions = {};
-    for (const [permission, principal] of row!.acl) (acl[permission] ??= []).push(principal);
+    for (const [permission, principal] of row!.acl) {
+      acl[permission] ??= [];
+      acl[permission].push(principal);
+    }
     s.acls.remember(uri, acl);
     s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row!.id === null ? null : { id: row!.id, last_modified: row!.last_modified, data: row!.data, deleted: row!.deleted });
   }

@@ -74,9 +74,13 @@ export class SqlStorage implements Storage {
     for (let attempt = 1; ; attempt++) {
       let state: SqlSessionState | undefined;
       try {
-        const result = await this.#driver.transaction((connection) => fn(new SqlSession((state = this.#state(connection, 'write')))), {
-          isolation: 'read committed',
-        });
+        const result = await this.#driver.transaction(
+          (connection) => {
+            state = this.#state(connection, 'write');
+            return fn(new SqlSession(state));
+          },
+          { isolation: 'read committed' },
+        );
         this.#maintenance?.written(state?.writes ?? 0);
         return result;
       } catch (error) {

@@ -223,7 +223,10 @@ export class SqliteObjects implements ObjectStore {
        ${newId ? 'WHERE deleted' : ''}`,
       [scope.parentId, scope.resourceName, id, timestamp, text],
     );
-    if (changed === 0) throw (this.#s.failure = new UnicityError(`${scope.resourceName} ${id} already exists`));
+    if (changed === 0) {
+      this.#s.failure = new UnicityError(`${scope.resourceName} ${id} already exists`);
+      throw this.#s.failure;
+    }
     // What a read would give back (a copy, in JSON's terms), without asking the database.
     return toLiveObject({ id, last_modified: timestamp, data: text, deleted: 0 });
   }

@@ -206,7 +206,8 @@ export class SqliteStorage implements Storage {
 
   /** Waits (up to `lockTimeoutMs`) for the transactions and snapshots under way, then closes every connection. */
   close(): Promise<void> {
-    return (this.#closing ??= this.#close());
+    this.#closing ??= this.#close();
+    return this.#closing;
   }
 
   async #close(): Promise<void> {

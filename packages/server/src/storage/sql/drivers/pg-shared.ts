@@ -98,8 +98,11 @@ export class SharedConnections {
     const client = new pg.Client({ ...this.#config, pipeline: true } as pg.ClientConfig);
     const shared: Shared = { client, ready: Promise.resolve(), inFlight: 0, broken: false, corked: false };
     // A dropped connection must not crash the process: mark it, the next statement opens another.
-    client.on('error', () => void (shared.broken = true));
-    client.on('end', () => void (shared.broken = true));
+    const markBroken = () => {
+      shared.broken = true;
+    };
+    client.on('error', markBroken);
+    client.on('end', markBroken);
     shared.ready = client.connect().then(
       () => {
         this.#failures = 0;
