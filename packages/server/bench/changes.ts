@@ -76,7 +76,7 @@ function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-async function request(method: string, url: string, body?: unknown, authorization = ALICE): Promise<{ status: number; json: any }> {
+async function request<Body = unknown>(method: string, url: string, body?: unknown, authorization = ALICE): Promise<{ status: number; json: Body }> {
   const response = await fetch(url, {
     method,
     headers: { Authorization: authorization, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -151,12 +151,12 @@ async function main(): Promise<void> {
       let since = newest;
       for (let i = 0; i < writes; i++) {
         const started = performance.now();
-        const written = await request('PUT', `${a.base}buckets/bench/collections/latency/records/r${i}`, { data: { i } });
-        const stamp = written.json.data.last_modified as number;
+        const written = await request<{ data: { last_modified: number } }>('PUT', `${a.base}buckets/bench/collections/latency/records/r${i}`, { data: { i } });
+        const stamp = written.json.data.last_modified;
         while (newest < stamp) await new Promise<void>((resolve) => (wake = resolve));
         wake = null;
-        const pulled = await request('GET', `${b.base}buckets/bench/collections/latency/records?_since=${since}`);
-        if (!pulled.json.data.some((record: { id: string }) => record.id === `r${i}`)) throw new Error(`r${i} not in the pull`);
+        const pulled = await request<{ data: Array<{ id: string }> }>('GET', `${b.base}buckets/bench/collections/latency/records?_since=${since}`);
+        if (!pulled.json.data.some((record) => record.id === `r${i}`)) throw new Error(`r${i} not in the pull`);
         since = stamp;
         latencies.push(performance.now() - started);
       }

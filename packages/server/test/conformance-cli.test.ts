@@ -88,8 +88,16 @@ function expectWellFormedXml(text: string): void {
   expect(stack).toEqual([]);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function readJsonReport(dir: string): any {
+/** What these tests read of the JSON report (RunReport, packages/conformance/src/report/model.ts). */
+interface JsonReport {
+  summary: { total: number; passed: number; failed: number; 'expected-failure': number; unexpected: number };
+  server: { capabilities: string[] };
+  mode: { readOnly: boolean };
+  sections: Array<{ file: string }>;
+  tests: Array<{ id: string; outcome: string; reason?: string; exchanges?: Array<{ request: { method: string }; response: { status: number } }> }>;
+}
+
+function readJsonReport(dir: string): JsonReport {
   return JSON.parse(readFileSync(join(dir, 'conformance-report.json'), 'utf8'));
 }
 
@@ -135,7 +143,7 @@ function describeFullRun(backend: string, open: OpenStore) {
       expect(report.server.capabilities).toContain('basicauth');
       expect(report.sections.length).toBeGreaterThanOrEqual(17);
       // Sections that do not apply are skipped with their reason, never silently.
-      for (const t of report.tests.filter((x: { outcome: string }) => x.outcome === 'skipped')) expect(t.reason, t.id).toBeTruthy();
+      for (const t of report.tests.filter((x) => x.outcome === 'skipped')) expect(t.reason, t.id).toBeTruthy();
 
       const junit = readFileSync(join(out, 'conformance-report.xml'), 'utf8');
       expectWellFormedXml(junit);
@@ -202,8 +210,7 @@ function describeModeRuns(backend: string, open: OpenStore) {
     });
 
     /** Runs the CLI with `args` against a server started with `overrides`; returns the JSON report. */
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    async function runAgainst(name: string, overrides: Partial<Settings>, args: string[]): Promise<any> {
+    async function runAgainst(name: string, overrides: Partial<Settings>, args: string[]): Promise<JsonReport> {
       const target = await startServer(storage as Storage, overrides);
       try {
         const dir = join(out, name);
@@ -217,8 +224,7 @@ function describeModeRuns(backend: string, open: OpenStore) {
       }
     }
 
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const outcomes = (report: any, file: string): string[] => report.tests.filter((t: { id: string }) => t.id.startsWith(`${file} >`)).map((t: { outcome: string }) => t.outcome);
+    const outcomes = (report: JsonReport, file: string): string[] => report.tests.filter((t) => t.id.startsWith(`${file} >`)).map((t) => t.outcome);
 
     it('readonly, end of service and Backoff: every operations check runs and passes', async (ctx) => {
       if (skipReason) return ctx.skip(skipReason);
@@ -234,8 +240,8 @@ function describeModeRuns(backend: string, open: OpenStore) {
     it('history auto-trim: the history checks pass, the trim check included', async (ctx) => {
       if (skipReason) return ctx.skip(skipReason);
       const report = await runAgainst('trim', { history_enabled: true, history_auto_trim_max_count: 10 }, ['history']);
-      const trim = report.tests.filter((t: { id: string }) => t.id.includes('history auto-trim'));
-      expect(trim.map((t: { outcome: string }) => t.outcome)).toEqual(['passed']);
+      const trim = report.tests.filter((t) => t.id.includes('history auto-trim'));
+      expect(trim.map((t) => t.outcome)).toEqual(['passed']);
       expect(outcomes(report, 'history.test.ts').filter((outcome) => outcome !== 'passed')).toEqual([]);
     }, FULL_RUN_MS);
 
@@ -274,10 +280,10 @@ describe('quire-conformance options (embedded store)', () => {
     const res = await runCli([target.url, ...deliberate, '--report', 'json,html', '--output', dir]);
     expect(res.code, res.stdout + res.stderr).toBe(1);
     const report = readJsonReport(dir);
-    const failed = report.tests.filter((t: { outcome: string }) => t.outcome === 'failed');
-    expect(failed.map((t: { id: string }) => t.id)).toEqual(['errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)']);
-    expect(failed[0].exchanges.at(-1).request.method).toBe('POST');
-    expect(failed[0].exchanges.at(-1).response.status).toBe(201);
+    const failed = report.tests.filter((t) => t.outcome === 'failed');
+    expect(failed.map((t) => t.id)).toEqual(['errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)']);
+    expect(failed[0]?.exchanges?.at(-1)?.request.method).toBe('POST');
+    expect(failed[0]?.exchanges?.at(-1)?.response.status).toBe(201);
     const html = readFileSync(join(dir, 'conformance-report.html'), 'utf8');
     expect(html).toContain('1 unexpected failure.');
     expect(html).toContain('Actual response');
@@ -303,8 +309,8 @@ describe('quire-conformance options (embedded store)', () => {
     const report = readJsonReport(dir);
     expect(report.summary.failed).toBe(0);
     expect(report.summary['expected-failure']).toBe(1);
-    const expected = report.tests.find((t: { outcome: string }) => t.outcome === 'expected-failure');
-    expect(expected.reason).toBe('the limit given on the command line is deliberately too low');
+    const expected = report.tests.find((t) => t.outcome === 'expected-failure');
+    expect(expected?.reason).toBe('the limit given on the command line is deliberately too low');
   }, FULL_RUN_MS);
 
   it('--read-only runs the checks that write nothing and creates no bucket', async () => {
@@ -315,7 +321,7 @@ describe('quire-conformance options (embedded store)', () => {
     const report = readJsonReport(dir);
     expect(report.mode.readOnly).toBe(true);
     expect(report.summary.passed).toBeGreaterThan(20);
-    expect(report.tests.filter((t: { reason?: string }) => t.reason === 'read-only mode: this check writes').length).toBeGreaterThan(100);
+    expect(report.tests.filter((t) => t.reason === 'read-only mode: this check writes').length).toBeGreaterThan(100);
     expect(await countBuckets(target.storage)).toBe(0);
   }, FULL_RUN_MS);
 

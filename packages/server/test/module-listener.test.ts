@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
+import type { EventPayload } from '../src/events/types.js';
+import type { ListenerEvent } from '../src/listeners/module.js';
 import { describeOnBackends } from './helpers/backends.js';
 import { basicAuth } from './helpers/embedded-server.js';
 
@@ -17,8 +19,14 @@ const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, im
 const workDir = mkdtempSync(join(tmpdir(), 'quire-listener-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
+/** A line of the audit listener (fixtures/audit-listener.mjs): the event, in the transaction or after commit; its close. */
+type AuditLine =
+  | ({ listener: string; phase: 'transaction' } & ListenerEvent)
+  | { listener: string; phase: 'committed'; payload: EventPayload }
+  | { listener: string; phase: 'closed' };
+
 /** The lines the audit listener wrote, parsed. */
-function auditLines(file: string): Array<Record<string, any>> {
+function auditLines(file: string): AuditLine[] {
   try {
     return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
   } catch {

@@ -208,7 +208,7 @@ describe('OpenID Connect policy against a real provider', () => {
 
   const hello = async (headers: Record<string, string> = {}) => {
     const response = await fetch(`${quire.url}/v1/`, { headers });
-    return { status: response.status, body: (await response.json()) as { user?: { id: string; principals: string[] }; capabilities: Record<string, any> } };
+    return { status: response.status, body: (await response.json()) as { user?: { id: string; principals: string[] }; capabilities: Record<string, unknown> } };
   };
 
   it('lists the providers in capabilities.openid (§13.4)', async () => {
@@ -358,7 +358,7 @@ describe('OpenID Connect policy against a real provider', () => {
   describe('login helper endpoints', () => {
     const get = async (path: string) => {
       const response = await fetch(`${quire.url}${path}`, { redirect: 'manual' });
-      return { status: response.status, headers: response.headers, body: response.status === 307 ? null : ((await response.json()) as Record<string, any>) };
+      return { status: response.status, headers: response.headers, body: response.status === 307 ? null : ((await response.json()) as Record<string, unknown>) };
     };
 
     it('answers 400 for an unknown provider or missing parameters', async () => {

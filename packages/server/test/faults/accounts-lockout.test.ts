@@ -22,6 +22,16 @@ const ATTACKER_ADDRESS = '127.0.0.3';
 
 const BOTH_POLICIES: Partial<Settings> = { multiauth_policies: ['account', 'basicauth'], account_create_principals: ['system.Everyone'] };
 
+/** `GET /` for an authenticated caller: who the server took it for. */
+interface Root {
+  user: { id: string };
+}
+
+/** A batch's answer: its sub-requests' statuses, and the bodies of the `GET /` among them. */
+interface Batch {
+  responses: Array<{ status: number; body: Partial<Root> }>;
+}
+
 describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serverWith }) => {
   const clients: Client[] = [];
   afterEach(() => {
@@ -55,14 +65,14 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     expect(write.status).toBe(401);
 
     // Names that are no account still are Basic Auth identities, and the right password logs in.
-    expect((await owner.send('GET', '/v1/', { headers: basic('not-an-account', 'whatever') })).json.user.id).toMatch(/^basicauth:/);
-    expect((await owner.send('GET', '/v1/', { headers: basic('ann', 'right') })).json.user.id).toBe('account:ann');
+    expect((await owner.send<Root>('GET', '/v1/', { headers: basic('not-an-account', 'whatever') })).json.user.id).toMatch(/^basicauth:/);
+    expect((await owner.send<Root>('GET', '/v1/', { headers: basic('ann', 'right') })).json.user.id).toBe('account:ann');
   });
 
   it("ten wrong passwords from another address do not lock the owner out of the owner's usual address", async () => {
     const { owner, attacker } = await start();
     await signUp(owner, 'bea', 'right');
-    expect((await owner.send('GET', '/v1/', { headers: basic('bea', 'right') })).json.user.id).toBe('account:bea');
+    expect((await owner.send<Root>('GET', '/v1/', { headers: basic('bea', 'right') })).json.user.id).toBe('account:bea');
 
     const statuses: number[] = [];
     for (let attempt = 0; attempt < 12; attempt++) {
@@ -77,7 +87,7 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
 
     // The owner, from the usual address, is not affected (cached password or not).
-    const mine = await owner.send('GET', '/v1/', { headers: basic('bea', 'right') });
+    const mine = await owner.send<Root>('GET', '/v1/', { headers: basic('bea', 'right') });
     expect(mine.status).toBe(200);
     expect(mine.json.user.id).toBe('account:bea');
     const written = await owner.send('PUT', '/v1/buckets/bea-notes', { headers: basic('bea', 'right'), body: { data: {} } });
@@ -108,7 +118,7 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     const answers = await Promise.all(Array.from({ length: 20 }, (_, index) => parallel.send('GET', '/v1/', { headers: basic('pat', `guess-${index}`) })));
     const statuses = answers.map((answer) => answer.status).sort();
     expect(statuses).toEqual([...Array(5).fill(401), ...Array(15).fill(429)]);
-    expect((await owner.send('GET', '/v1/', { headers: basic('pat', 'right') })).json.user.id).toBe('account:pat');
+    expect((await owner.send<Root>('GET', '/v1/', { headers: basic('pat', 'right') })).json.user.id).toBe('account:pat');
   });
 
   it('one address cannot try many accounts: a ceiling per address, whatever the account', async () => {
@@ -118,7 +128,7 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     for (const id of ['dan', 'eve', 'fay', 'gus', 'hub']) statuses.push((await attacker.send('GET', '/v1/', { headers: basic(id, 'wrong') })).status);
     expect(statuses).toEqual([401, 401, 401, 401, 429]);
     // Every owner still logs in from elsewhere.
-    for (const id of ['dan', 'hub']) expect((await owner.send('GET', '/v1/', { headers: basic(id, 'right') })).json.user.id).toBe(`account:${id}`);
+    for (const id of ['dan', 'hub']) expect((await owner.send<Root>('GET', '/v1/', { headers: basic(id, 'right') })).json.user.id).toBe(`account:${id}`);
   });
 
   it('guesses sent as batch sub-requests are limited too, and never block the owner’s batches', async () => {
@@ -126,20 +136,20 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     await signUp(owner, 'ida', 'right');
     // An anonymous batch whose sub-requests each carry a guess.
     const guesses = Array.from({ length: 6 }, (_, index) => ({ method: 'GET', path: '/', headers: basic('ida', `guess-${index}`) }));
-    const batch = await attacker.send('POST', '/v1/batch', { body: { requests: guesses } });
+    const batch = await attacker.send<Batch>('POST', '/v1/batch', { body: { requests: guesses } });
     expect(batch.status).toBe(200);
-    expect(batch.json.responses.map((response: { status: number }) => response.status)).toEqual([401, 401, 401, 429, 429, 429]);
+    expect(batch.json.responses.map((response) => response.status)).toEqual([401, 401, 401, 429, 429, 429]);
     // The owner's batch (credentials on the batch, inherited by its sub-requests) goes through.
-    const mine = await owner.send('POST', '/v1/batch', {
+    const mine = await owner.send<Batch>('POST', '/v1/batch', {
       headers: basic('ida', 'right'),
       body: { requests: [{ method: 'GET', path: '/' }, { method: 'PUT', path: '/buckets/ida-notes', body: { data: {} } }] },
     });
     expect(mine.status).toBe(200);
-    expect(mine.json.responses.map((response: { status: number }) => response.status)).toEqual([200, 201]);
-    expect(mine.json.responses[0].body.user.id).toBe('account:ida');
+    expect(mine.json.responses.map((response) => response.status)).toEqual([200, 201]);
+    expect(mine.json.responses[0]?.body.user?.id).toBe('account:ida');
     // Further guesses stay refused.
-    const again = await attacker.send('POST', '/v1/batch', { body: { requests: [{ method: 'GET', path: '/', headers: basic('ida', 'guess-7') }] } });
-    expect(again.json.responses[0].status).toBe(429);
+    const again = await attacker.send<Batch>('POST', '/v1/batch', { body: { requests: [{ method: 'GET', path: '/', headers: basic('ida', 'guess-7') }] } });
+    expect(again.json.responses[0]?.status).toBe(429);
   });
 
   it('with `account` alone, unknown names and wrong passwords are both 401 and both counted', async () => {
@@ -148,7 +158,7 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     const statuses: number[] = [];
     for (const id of ['jo', 'nobody-1', 'jo', 'nobody-2']) statuses.push((await attacker.send('GET', '/v1/', { headers: basic(id, 'wrong') })).status);
     expect(statuses).toEqual([401, 401, 401, 429]);
-    expect((await owner.send('GET', '/v1/', { headers: basic('jo', 'right') })).json.user.id).toBe('account:jo');
+    expect((await owner.send<Root>('GET', '/v1/', { headers: basic('jo', 'right') })).json.user.id).toBe('account:jo');
   });
 
   it('an IPv6 client is limited per /64 network (one host holds a whole /64)', async () => {
@@ -208,7 +218,7 @@ describe.skipIf(redisReason !== undefined)('account lock-out with the counters i
     expect(statuses).toEqual([401, 401, 401, 401, 429]);
     for (const process of [first, second]) {
       expect((await process.attacker.send('GET', '/v1/', { headers: basic(id, 'right') })).status).toBe(429);
-      expect((await process.owner.send('GET', '/v1/', { headers: basic(id, 'right') })).json.user.id).toBe(`account:${id}`);
+      expect((await process.owner.send<Root>('GET', '/v1/', { headers: basic(id, 'right') })).json.user.id).toBe(`account:${id}`);
     }
   });
 });

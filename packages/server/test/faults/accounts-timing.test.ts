@@ -38,7 +38,7 @@ describeOnBackends('login timing does not tell which accounts exist (issue 19.6)
     clients.push(client);
     expect((await client.send('PUT', '/v1/accounts/known', { body: { data: { password: 'right' } } })).status).toBe(201);
     // The right password is now in the verified-password cache: it must not speed up either path.
-    expect((await client.send('GET', '/v1/', { headers: basic('known', 'right') })).json.user.id).toBe('account:known');
+    expect((await client.send<{ user: { id: string } }>('GET', '/v1/', { headers: basic('known', 'right') })).json.user.id).toBe('account:known');
 
     // Warm-up (first verification, JIT, connection).
     for (let index = 0; index < 3; index++) {

@@ -40,7 +40,7 @@ const stores: Store[] = [
   },
 ];
 
-async function call(dispatcher: Agent, url: string, method: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function call(dispatcher: Agent, url: string, method: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const response = await request(url, {
     method: method as 'GET',
     dispatcher,

@@ -19,15 +19,20 @@ import { listen, protocolErrorProblem } from './protocol.js';
 const AUTH = basicAuth('alice');
 const RECORDS = '/v1/buckets/b/collections/c/records';
 
-interface Answer {
+interface Answer<Body = unknown> {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
+  /** The parsed body (the text when it is not JSON), of the type the caller expects: nothing checks it. */
+  body: Body;
   text: string;
 }
 
-async function send(base: string, method: string, path: string, body?: unknown, type = 'application/json'): Promise<Answer> {
+/** A page of a listing (§7). */
+interface List {
+  data: Array<{ id: string }>;
+}
+
+async function send<Body = unknown>(base: string, method: string, path: string, body?: unknown, type = 'application/json'): Promise<Answer<Body>> {
   const response = await request(path.startsWith('http') ? path : `${base}${path}`, {
     method: method as 'GET',
     headers: { ...AUTH, ...(body === undefined ? {} : { 'content-type': type }) },
@@ -40,10 +45,10 @@ async function send(base: string, method: string, path: string, body?: unknown, 
   } catch {
     // not JSON: the assertions say so
   }
-  return { status: response.statusCode, headers: response.headers, body: parsed, text };
+  return { status: response.statusCode, headers: response.headers, body: parsed as Body, text };
 }
 
-function expectRefused(answer: Answer, setting: string): void {
+function expectRefused(answer: Answer<{ errno: number; message: string }>, setting: string): void {
   expect(answer.status, answer.text.slice(0, 300)).toBe(400);
   expect(protocolErrorProblem(400, answer.text)).toBeNull();
   expect(answer.body.errno).toBe(107);
@@ -81,7 +86,7 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     const adds = Array.from({ length: 900 }, (_, index) => ({ op: 'add', path: `/data/d${index}`, value: keys(5, 'x') }));
     expectRefused(await send(base, 'PATCH', `${RECORDS}/grows`, adds, 'application/json-patch+json'), 'max_json_keys');
     // Unchanged by the refused writes.
-    expect(Object.keys((await send(base, 'GET', `${RECORDS}/grows`)).body.data)).toHaveLength(6_002);
+    expect(Object.keys((await send<{ data: object }>(base, 'GET', `${RECORDS}/grows`)).body.data)).toHaveLength(6_002);
   });
 
   it('refuses a JSON-Patch that copies its way past max_json_keys', async () => {
@@ -103,7 +108,7 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     const operations = (count: number) => Array.from({ length: count }, (_, index) => ({ op: 'replace', path: '/data/a', value: index }));
     expectRefused(await send(base, 'PATCH', `${RECORDS}/ops`, operations(50_000), 'application/json-patch+json'), 'max_json_keys');
     expectRefused(await send(base, 'PATCH', `${RECORDS}/ops`, operations(1_001), 'application/json-patch+json'), 'max_json_patch_operations (1000)');
-    const accepted = await send(base, 'PATCH', `${RECORDS}/ops`, operations(1_000), 'application/json-patch+json');
+    const accepted = await send<{ data: { a: number } }>(base, 'PATCH', `${RECORDS}/ops`, operations(1_000), 'application/json-patch+json');
     expect(accepted.status).toBe(200);
     expect(accepted.body.data.a).toBe(999);
     const fewer = await start({ max_json_patch_operations: 10 });
@@ -123,8 +128,8 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     // Every listing: history, permissions, and inside a batch.
     expectRefused(await send(base, 'GET', `/v1/buckets/b/history?${filters(101)}`), 'max_query_filters');
     expectRefused(await send(base, 'GET', `/v1/permissions?${sort(11)}`), 'max_query_sort_fields');
-    const batch = await send(base, 'POST', '/v1/batch', { requests: [{ path: `${RECORDS}?${sort(11)}` }] });
-    expect(batch.body.responses[0].status).toBe(400);
+    const batch = await send<{ responses: Array<{ status: number }> }>(base, 'POST', '/v1/batch', { requests: [{ path: `${RECORDS}?${sort(11)}` }] });
+    expect(batch.body.responses[0]?.status).toBe(400);
     const wider = await start({ max_query_sort_fields: 20, max_query_filters: 5 });
     expect((await send(wider, 'GET', `${RECORDS}?${sort(20)}`)).status).toBe(200);
     expectRefused(await send(wider, 'GET', `${RECORDS}?${filters(6)}`), 'max_query_filters (5)');
@@ -140,10 +145,10 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     let next: string | undefined = `${paged}/v1/buckets/h/history`;
     let pages = 0;
     while (next) {
-      const page = await send(paged, 'GET', next);
+      const page = await send<List>(paged, 'GET', next);
       expect(page.status).toBe(200);
       expect(page.body.data.length).toBeLessThanOrEqual(10);
-      seen.push(...page.body.data.map((entry: { id: string }) => entry.id));
+      seen.push(...page.body.data.map((entry) => entry.id));
       next = page.headers['next-page'] as string | undefined;
       pages++;
     }
@@ -151,8 +156,8 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     expect(new Set(seen).size).toBe(26);
     expect(pages).toBe(3);
     // `_limit` below the cap is honoured, above it capped (§7.6).
-    expect((await send(paged, 'GET', '/v1/buckets/h/history?_limit=4')).body.data).toHaveLength(4);
-    expect((await send(paged, 'GET', '/v1/buckets/h/history?_limit=50')).body.data).toHaveLength(10);
+    expect((await send<List>(paged, 'GET', '/v1/buckets/h/history?_limit=4')).body.data).toHaveLength(4);
+    expect((await send<List>(paged, 'GET', '/v1/buckets/h/history?_limit=50')).body.data).toHaveLength(10);
   });
 
   it('keeps the event loop responsive during the largest accepted requests (figures printed)', async () => {
