@@ -51,15 +51,20 @@ class ListenError extends Error {
 /** The storage_url in use, for the messages of database failures (never printed whole: it may hold a password). */
 let storageUrl: string | null = null;
 
-async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'export' || argv[0] === 'import') return runTransferCommand(argv[0], argv.slice(1), (url) => (storageUrl = url));
-  let parsed;
+/** The command line, parsed; null when it is wrong (the error and the usage printed). */
+function parseCommandLine(argv: string[]) {
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    return parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
     console.error(`quire: ${(error as Error).message}\n\n${USAGE}`);
-    return EXIT.USAGE;
+    return null;
   }
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'export' || argv[0] === 'import') return runTransferCommand(argv[0], argv.slice(1), (url) => (storageUrl = url));
+  const parsed = parseCommandLine(argv);
+  if (!parsed) return EXIT.USAGE;
   const { positionals, values } = parsed;
   const command = positionals[0];
   // No command: the help, rather than a server started by accident.

@@ -48,13 +48,10 @@ function positiveInteger(name: string, text: string | undefined, fallback: numbe
   return value;
 }
 
-/** Runs `quire export|import`; `onStorageUrl` lets the CLI explain database failures. Returns the exit code. */
-export async function runTransferCommand(command: 'export' | 'import', args: string[], onStorageUrl: (url: string | null) => void): Promise<number> {
-  let values;
-  let pageSize: number;
-  let batchSize: number;
+/** The options of `quire export|import`; null when they are wrong (the error and the usage printed). */
+function transferOptions(command: 'export' | 'import', args: string[]) {
   try {
-    ({ values } = parseArgs({
+    const { values } = parseArgs({
       args,
       options: {
         config: { type: 'string' },
@@ -64,19 +61,25 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
         'page-size': { type: 'string' },
         'batch-size': { type: 'string' },
       },
-    }));
+    });
     if (command === 'export' && (values.input || values.replace || values['batch-size'])) throw new TypeError('quire export takes --output and --page-size');
     if (command === 'import' && (values.output || values['page-size'])) throw new TypeError('quire import takes --input, --batch-size and --replace');
-    pageSize = positiveInteger('page-size', values['page-size'], 1000);
-    batchSize = positiveInteger('batch-size', values['batch-size'], 1000);
+    return { values, pageSize: positiveInteger('page-size', values['page-size'], 1000), batchSize: positiveInteger('batch-size', values['batch-size'], 1000) };
   } catch (error) {
     console.error(`quire ${command}: ${(error as Error).message}\n\n${TRANSFER_USAGE}`);
-    return EXIT.USAGE;
+    return null;
   }
+}
+
+/** Runs `quire export|import`; `onStorageUrl` lets the CLI explain database failures. Returns the exit code. */
+export async function runTransferCommand(command: 'export' | 'import', args: string[], onStorageUrl: (url: string | null) => void): Promise<number> {
+  const options = transferOptions(command, args);
+  if (!options) return EXIT.USAGE;
+  const { values, batchSize } = options;
   const settings = resolveSecrets(loadSettings({ configFile: values.config ?? process.env.QUIRE_CONFIG ?? null }));
   onStorageUrl(settings.storage_url);
   // Pages never larger than the store allows (storage_max_fetch_size).
-  pageSize = Math.min(pageSize, settings.storage_max_fetch_size);
+  const pageSize = Math.min(options.pageSize, settings.storage_max_fetch_size);
 
   if (command === 'export') {
     const storage = await connectStorage(settings);

@@ -30,12 +30,13 @@ export function parserError(error: ParserError, settings: Settings): ApiError {
       return new ApiError(431, ERRNO.REQUEST_TOO_LARGE, {
         message: `Request line (URL) and headers are larger than max_header_bytes (${settings.max_header_bytes} bytes).`,
       });
-    case 'HPE_INVALID_METHOD':
+    case 'HPE_INVALID_METHOD': {
       // Any token is a method to HTTP, but not to Node's parser: answer as for a method the
       // route does not have. Bytes that are no request line at all are malformed.
       const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 8192).toString('latin1') : '';
       if (REQUEST_LINE.test(packet)) return methodNotAllowed();
       break;
+    }
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new ApiError(408, ERRNO.INVALID_PARAMETERS, { message: 'The request was not received in time.' });
   }

@@ -11,7 +11,7 @@
  * (running from source without `pnpm --filter @quire/console build`) answers a page that says so.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, type Stats, statSync } from 'node:fs';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
@@ -119,7 +119,7 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
   function load(relative: string): CachedFile | null {
     const file = resolve(root, relative === '' ? 'index.html' : relative);
     if (!file.startsWith(root + sep) || relative.split('/').some((part) => part.startsWith('.'))) return null;
-    let stat;
+    let stat: Stats;
     try {
       stat = statSync(file);
     } catch {

@@ -15,7 +15,7 @@ import { isPlainObject } from '../resource/body.js';
 import { ID_PATTERN } from '../resource/definition.js';
 import { denied } from '../resource/handlers.js';
 import { UnicityError } from '../storage/errors.js';
-import type { Permissions, StorageSession } from '../storage/types.js';
+import type { Permissions, StorageSession, StoredObject } from '../storage/types.js';
 import { dispatchInternal } from '../http/internal-requests.js';
 import { inheritedHeaders } from './batch.js';
 
@@ -60,7 +60,7 @@ export function registerDefaultBucket(app: FastifyInstance): void {
   async function createIfMissing(request: FastifyRequest, session: StorageSession, resourceName: string, parentId: string, id: string, uri: string) {
     const scope = { resourceName, parentId };
     if (await session.objects.get(scope, id)) return;
-    let stored;
+    let stored: StoredObject;
     try {
       stored = await session.objects.create(scope, id, {});
     } catch (error) {

@@ -19,7 +19,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnBackends } from '../helpers/backends.js';
 import { basicAuth } from '../helpers/embedded-server.js';
-import { listen, protocolErrorProblem, rawRequest } from './protocol.js';
+import { listen, protocolErrorProblem, type RawResponse, rawRequest } from './protocol.js';
 
 const SEED = Number(process.env.QUIRE_TEST_FUZZ_SEED ?? 19);
 const RUNS = Number(process.env.QUIRE_TEST_FUZZ_RUNS ?? 2500);
@@ -345,7 +345,7 @@ describeOnBackends('HTTP fuzzing (issue 19)', { timeout: 300_000 }, ({ name, ser
     await fc.assert(
       fc.asyncProperty(rawRequests, async (text) => {
         figures.raw++;
-        let response;
+        let response: RawResponse;
         try {
           response = await rawRequest(port, Buffer.from(text, 'latin1'), DEADLINE_MS);
         } catch (error) {

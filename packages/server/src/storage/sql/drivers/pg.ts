@@ -217,7 +217,7 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
         const results = answers.slice(answers.length - 1 - deferred.length, -1);
-        deferred.forEach((statement, i) => statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows));
+        for (const [i, statement] of deferred.entries()) statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows);
         return result;
       } catch (error) {
         // A connection that cannot even roll back is destroyed rather than returned to the pool.
