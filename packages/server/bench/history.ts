@@ -242,7 +242,7 @@ async function vacuum(client: pg.Client, schemas: string[]): Promise<void> {
  */
 async function preloadHistory(client: pg.Client, schema: string, count: number): Promise<void> {
   const bucket = '/buckets/bench';
-  const principal = 'basicauth:' + 'f'.repeat(64);
+  const principal = `basicauth:${'f'.repeat(64)}`;
   const first = Date.now() - count - 1;
   await client.query(`SET search_path = ${client.escapeIdentifier(schema)}`);
   await client.query(

@@ -293,7 +293,7 @@ async function main(): Promise<void> {
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
     dataDir: backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
   };
-  console.log(`Quire HTTP benchmark: ${backend}, ${formatNumber(total)} records` + (backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`));
+  console.log(`Quire HTTP benchmark: ${backend}, ${formatNumber(total)} records${backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`}`);
 
   let child: ChildProcess | null = null;
   const rows: Row[] = [];

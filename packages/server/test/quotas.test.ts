@@ -16,10 +16,6 @@ async function put(app: FastifyInstance, url: string, data: Record<string, unkno
   return app.inject({ method: 'PUT', url: `/v1${url}`, headers: alice, payload: { data } });
 }
 
-async function post(app: FastifyInstance, url: string, data: Record<string, unknown> = {}) {
-  return app.inject({ method: 'POST', url: `/v1${url}`, headers: alice, payload: { data } });
-}
-
 async function count(app: FastifyInstance, collection: string): Promise<number> {
   const res = await app.inject({ method: 'HEAD', url: `/v1${collection}/records`, headers: alice });
   return Number(res.headers['total-records']);

@@ -38,11 +38,19 @@ async function fresh(kind: 'embedded' | 'postgresql'): Promise<{ storage: Storag
   if (kind === 'embedded') {
     const dir = await mkdtemp(join(tmpdir(), 'quire-import-'));
     const storage = await createSqliteStorage({ path: join(dir, 'quire.sqlite') });
-    return { storage, dispose: async () => (await storage.close(), await rm(dir, { recursive: true, force: true })) };
+    const dispose = async () => {
+      await storage.close();
+      await rm(dir, { recursive: true, force: true });
+    };
+    return { storage, dispose };
   }
   const schema = newSchemaName();
   const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 4 });
-  return { storage, dispose: async () => (await storage.close(), await dropSchema(schema)) };
+  const dispose = async () => {
+    await storage.close();
+    await dropSchema(schema);
+  };
+  return { storage, dispose };
 }
 
 describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {

@@ -23,5 +23,5 @@ export function accountUserId(id: string): string {
 
 /** The account id of an `account:` user id, else null. */
 export function accountIdOf(userId: string | null): string | null {
-  return userId !== null && userId.startsWith(`${ACCOUNT_POLICY}:`) ? userId.slice(ACCOUNT_POLICY.length + 1) : null;
+  return userId?.startsWith(`${ACCOUNT_POLICY}:`) ? userId.slice(ACCOUNT_POLICY.length + 1) : null;
 }

@@ -13,7 +13,7 @@
  * tells whether the name is an account.
  */
 import { parseBasicAuthorization } from '../auth/basicauth.js';
-import type { AuthPolicy, AuthRequest } from '../auth/policy.js';
+import type { AuthPolicy } from '../auth/policy.js';
 import { ConfigError, type Settings } from '../config.js';
 import { ApiError, ERRNO } from '../errors.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';

@@ -29,7 +29,7 @@ export function registerHistory(app: FastifyInstance): void {
     url: 'https://kinto.readthedocs.io/en/latest/api/1.x/history.html',
     // As Kinto shows its trimming settings.
     ...(trim ? { auto_trim_max_count: trim.keep } : {}),
-    ...(trim && trim.userIds.length ? { auto_trim_user_ids: trim.userIds } : {}),
+    ...(trim?.userIds.length ? { auto_trim_user_ids: trim.userIds } : {}),
   };
   registerResource(app, createHistoryResource(settings, drainer));
 }

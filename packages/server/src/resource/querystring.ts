@@ -128,7 +128,7 @@ export function parseListQuery(rawQuery: string): ListQuery {
 
   for (const [name, raw] of params) {
     if (name.includes('\u0000') || raw.includes('\u0000')) {
-      throw invalidParameter('querystring', name.replace(/\u0000/g, ''), 'Invalid character 0x00');
+      throw invalidParameter('querystring', name.replaceAll('\u0000', ''), 'Invalid character 0x00');
     }
     switch (name) {
       case '_since':

@@ -22,7 +22,7 @@ class LineWriter {
   constructor(readonly out: Writable) {}
 
   async line(text: string): Promise<void> {
-    this.#chunk += text + '\n';
+    this.#chunk += `${text}\n`;
     if (this.#chunk.length >= 1 << 16) await this.flush();
   }
 

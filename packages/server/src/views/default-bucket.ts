@@ -42,7 +42,7 @@ export function defaultBucketSecret(settings: Settings): string {
 
 export function registerDefaultBucket(app: FastifyInstance): void {
   const { services } = app;
-  const { settings, storage } = services;
+  const { settings } = services;
   if (!settings.default_bucket_enabled) return;
   const secret = defaultBucketSecret(settings);
   services.personalBucketId = (userId) => personalBucketId(secret, userId);

@@ -62,12 +62,12 @@ function toOpenApiPath(url: string): { path: string; parameters: Parameter[] } {
   const parameters: Parameter[] = [];
   let path = url
     .slice('/v1'.length)
-    .replace(/::/g, '\u0000')
+    .replaceAll('::', '\u0000')
     .replace(/:(\w+)(\([^)]*\))?/g, (_match, name: string) => {
       parameters.push({ name, in: 'path', required: true, type: 'string' });
       return `{${name}}`;
     })
-    .replace(/\u0000/g, ':');
+    .replaceAll('\u0000', ':');
   if (path.endsWith('*')) {
     path = `${path.slice(0, -1)}{${WILDCARD_PARAMETER}}`;
     parameters.push({ name: WILDCARD_PARAMETER, in: 'path', required: true, type: 'string', description: 'Any sub-path, slashes included.' });

@@ -227,7 +227,7 @@ const rawRequests = fc
       { maxLength: 5 },
     ),
     body: fc.constantFrom('', '{}', '{"data":{}}', '{"requests":[{"path":"/"}]}', 'zz'),
-    chunked: fc.constantFrom('0\r\n\r\n', 'zz\r\n\r\n', '2\r\n{}\r\n0\r\n\r\n', '1;ext=' + 'e'.repeat(20_000) + '\r\nx\r\n0\r\n\r\n'),
+    chunked: fc.constantFrom('0\r\n\r\n', 'zz\r\n\r\n', '2\r\n{}\r\n0\r\n\r\n', `1;ext=${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`),
   })
   .map(({ method, target, version, lines, body, chunked }) => {
     const head = [`${method} ${target} ${version}`.trimEnd(), ...lines.filter((line) => !/^Content-Length/.test(line)), 'Connection: close'];

@@ -105,7 +105,7 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
   return rows.map(({ permissions, ...columns }) => {
     const entry: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(columns)) if (value !== null) entry[name] = value;
-    entry['permissions'] = JSON.parse(permissions);
+    entry.permissions = JSON.parse(permissions);
     return entry as PermissionEntry;
   });
 }

@@ -259,7 +259,7 @@ export function describeObjectListings(suite: Suite): void {
             title: `t${i % 7}`,
             p: i % 5 === 0 ? {} : { group: i % 3, ...(i % 4 === 0 ? {} : { rank: i % 2 }) },
           };
-          if (mixed[i % mixed.length] !== undefined) data['mixed'] = mixed[i % mixed.length];
+          if (mixed[i % mixed.length] !== undefined) data.mixed = mixed[i % mixed.length];
           await session.objects.create(scope, `id${String(i).padStart(3, '0')}`, data);
         }
       });
