@@ -170,7 +170,7 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
     async afterWrite({ request, work, session, existing, sent }, stored) {
       work.afterCommit(() => afterPasswordChange(request, stored.id));
       if (existing || !settings.account_validation || !mails) return;
-      const key = await createActivationKey(session, settings, stored.id);
+      const key = await createActivationKey(session.nonces, settings, stored.id);
       // Inside the transaction: when the mail cannot be sent, the account is not created and the
       // client may simply retry.
       await mails.sendActivation(publicAccount(stored), key, sent[EMAIL_CONTEXT]).catch((error: unknown) => {

@@ -11,7 +11,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { Settings } from '../config.js';
 import { isPlainObject } from '../resource/body.js';
-import type { StorageSession } from '../storage/types.js';
+import type { NonceStore, StorageSession } from '../storage/types.js';
 import { ACCOUNT_SCOPE } from './ids.js';
 
 function digest(...parts: Array<string | number>): string {
@@ -21,20 +21,20 @@ function digest(...parts: Array<string | number>): string {
 const activationNonce = (id: string, key: string) => `account-activation:${digest(id, key)}`;
 const resetNonce = (id: string, version: number, password: string) => `account-reset:${digest(id, version, password)}`;
 
-export async function createActivationKey(session: StorageSession, settings: Settings, id: string): Promise<string> {
+export async function createActivationKey(nonces: NonceStore, settings: Settings, id: string): Promise<string> {
   const key = randomUUID();
-  await session.nonces.store(activationNonce(id, key), settings.account_validation_key_ttl_seconds);
+  await nonces.store(activationNonce(id, key), settings.account_validation_key_ttl_seconds);
   return key;
 }
 
 /** True once for a key issued for this account and not expired. */
-export function consumeActivationKey(session: StorageSession, id: string, key: string): Promise<boolean> {
-  return session.nonces.consume(activationNonce(id, key));
+export function consumeActivationKey(nonces: NonceStore, id: string, key: string): Promise<boolean> {
+  return nonces.consume(activationNonce(id, key));
 }
 
-export async function createTemporaryPassword(session: StorageSession, settings: Settings, id: string, version: number): Promise<string> {
+export async function createTemporaryPassword(nonces: NonceStore, settings: Settings, id: string, version: number): Promise<string> {
   const password = randomUUID();
-  await session.nonces.store(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
+  await nonces.store(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
   return password;
 }
 

@@ -41,7 +41,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
       const { account_id: id, key } = request.params as { account_id: string; key: string };
       const account = await request.work.run('write', async (session) => {
         const existing = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
-        if (!existing || !(await consumeActivationKey(session, id, key))) throw keyMismatch();
+        if (!existing || !(await consumeActivationKey(session.nonces, id, key))) throw keyMismatch();
         const { id: _id, last_modified: _lastModified, ...data } = existing;
         const updated = await session.objects.update(ACCOUNT_SCOPE, id, { ...data, validated: true });
         request.work.emit(request, {
@@ -70,7 +70,7 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
       const issued = await request.work.run('write', async (session) => {
         const account = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!account) return null;
-        return { account, password: await createTemporaryPassword(session, settings, id, account.last_modified) };
+        return { account, password: await createTemporaryPassword(session.nonces, settings, id, account.last_modified) };
       });
       if (issued) sendLater('reset-password', mails.sendTemporaryPassword(publicAccount(issued.account), issued.password, emailContext));
       return { message: RESET_MESSAGE };
