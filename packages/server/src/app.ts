@@ -121,8 +121,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app.decorateRequest('work', null as never);
   // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
   // work it was given; any other request gets its own.
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     request.work = dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events);
+    done();
   });
 
   registerErrorHandler(app, settings);
