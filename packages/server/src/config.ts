@@ -6,7 +6,6 @@
  * boot with a clear message (ConfigError).
  */
 import { readFileSync } from 'node:fs';
-import type { Static, TObject } from '@sinclair/typebox';
 import { ACCOUNT_SETTINGS } from './accounts/settings.js';
 import { OPENID_SETTINGS } from './auth/openid/settings.js';
 import { AUTH_SETTINGS, checkAuthSettings } from './auth/settings.js';
@@ -23,7 +22,7 @@ import { SCHEMA_SETTINGS } from './schema/settings.js';
 import { SERVER_SETTINGS } from './server-settings.js';
 import { ConfigError } from './settings/config-error.js';
 import { convertSetting } from './settings/convert.js';
-import { composeSettings, envName } from './settings/schema.js';
+import { composeSettings, envName, type SettingValues } from './settings/schema.js';
 import { createSettingsValidator, type SettingOrigin } from './settings/validate.js';
 import { checkStorageSettings, STORAGE_SETTINGS } from './storage/settings.js';
 import { enablePermissionsEndpointForAdmin, VIEW_SETTINGS } from './views/settings.js';
@@ -53,7 +52,7 @@ export const SETTINGS = composeSettings(
 export type SettingName = keyof typeof SETTINGS;
 
 /** The loaded settings: one value of its schema's type per setting. */
-export type Settings = Static<TObject<typeof SETTINGS>>;
+export type Settings = SettingValues<typeof SETTINGS>;
 
 const validateSettings = createSettingsValidator(SETTINGS);
 

@@ -1,8 +1,8 @@
 /** Authentication settings: the policies tried on each request (authenticate.ts), Basic Auth's key. */
 import { Type } from '@sinclair/typebox';
-import type { Settings } from '../config.js';
 import { ConfigError } from '../settings/config-error.js';
-import { List, Nullable, type SettingSchemas } from '../settings/schema.js';
+import { List, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
+import type { OPENID_SETTINGS } from './openid/settings.js';
 
 /** Policies built in; each OpenID provider adds one of its own name (as `multiauth.policy.<name>` in Kinto). */
 const POLICIES = new Set(['basicauth', 'account']);
@@ -16,7 +16,7 @@ export const AUTH_SETTINGS = {
   }),
 } satisfies SettingSchemas;
 
-export function checkAuthSettings(settings: Pick<Settings, 'multiauth_policies' | 'openid_providers'>): void {
+export function checkAuthSettings(settings: SettingValues<typeof AUTH_SETTINGS> & Pick<SettingValues<typeof OPENID_SETTINGS>, 'openid_providers'>): void {
   const openidNames = settings.openid_providers.map((provider) => (provider as { name?: unknown } | null)?.name);
   for (const policy of settings.multiauth_policies) {
     if (!POLICIES.has(policy) && !openidNames.includes(policy)) {

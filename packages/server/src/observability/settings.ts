@@ -1,8 +1,8 @@
 /** Observability settings: the request log (request-log.ts) and Prometheus metrics (metrics.ts). */
 import { Type } from '@sinclair/typebox';
-import type { Settings } from '../config.js';
 import { ConfigError } from '../settings/config-error.js';
-import { Choice, Nullable, type SettingSchemas } from '../settings/schema.js';
+import type { SERVER_SETTINGS } from '../server-settings.js';
+import { Choice, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -27,7 +27,7 @@ export const OBSERVABILITY_SETTINGS = {
   }),
 } satisfies SettingSchemas;
 
-export function checkObservabilitySettings(settings: Pick<Settings, 'metrics_enabled' | 'metrics_port' | 'workers'>): void {
+export function checkObservabilitySettings(settings: SettingValues<typeof OBSERVABILITY_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>): void {
   if (settings.metrics_enabled && settings.workers > 1 && settings.metrics_port === null) {
     throw new ConfigError(`metrics_enabled with workers = ${settings.workers} needs metrics_port: each worker counts its own requests, and the primary answers for all of them on that port`);
   }

@@ -12,8 +12,7 @@
  * As in Kinto, each limit is resolved on its own: the most specific setting that names it wins.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { Settings } from '../config.js';
-import { Nullable, type SettingProblem, type SettingSchemas } from '../settings/schema.js';
+import { Nullable, type SettingProblem, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
@@ -75,7 +74,7 @@ export const QUOTA_SETTINGS = {
   }),
 } satisfies SettingSchemas;
 
-type QuotaSettings = Pick<Settings, 'quotas_bucket' | 'quotas_buckets' | 'quotas_collection' | 'quotas_collections'>;
+type QuotaSettings = SettingValues<typeof QUOTA_SETTINGS>;
 
 /** The limits that apply to a bucket and to a collection (null: none). */
 export class QuotaLimits {

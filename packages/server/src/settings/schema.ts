@@ -3,7 +3,7 @@
  * `description`, and these keywords of ours. Each feature declares its settings with these in its
  * own `settings.ts`; config.ts composes them.
  */
-import { Type, type SchemaOptions, type Static, type TArray, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type Static, type TArray, type TObject, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
 
 /** What ajv found wrong in a setting's value: the keyword, where below the setting, the value there. */
 export interface SettingProblem {
@@ -32,6 +32,9 @@ export type SettingOptions = SchemaOptions & SettingKeywords;
 
 /** One feature's settings, by name. */
 export type SettingSchemas = Record<string, TSchema & SettingKeywords>;
+
+/** The loaded values of some settings (a feature's checks take their own, not all of `Settings`). */
+export type SettingValues<T extends SettingSchemas> = Static<TObject<T>>;
 
 /** A text that `Date.parse` reads (`eos`): the format's name and its check, for ajv. */
 export const DATE_TEXT_FORMAT = { name: 'date-text', check: (text: string) => !Number.isNaN(Date.parse(text)) };

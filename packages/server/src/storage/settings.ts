@@ -3,9 +3,9 @@
  * read may return.
  */
 import { Type } from '@sinclair/typebox';
-import type { Settings } from '../config.js';
 import { ConfigError } from '../settings/config-error.js';
-import { Nullable, type SettingSchemas } from '../settings/schema.js';
+import type { SERVER_SETTINGS } from '../server-settings.js';
+import { Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const STORAGE_SETTINGS = {
   storage_url: Nullable(Type.String({ pattern: '^postgres(ql)?://' }), {
@@ -38,7 +38,7 @@ export const STORAGE_SETTINGS = {
   storage_max_fetch_size: Type.Integer({ default: 10000, minimum: 1, description: 'Hard cap on objects read per page.' }),
 } satisfies SettingSchemas;
 
-export function checkStorageSettings(settings: Pick<Settings, 'storage_url' | 'workers'>): void {
+export function checkStorageSettings(settings: SettingValues<typeof STORAGE_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>): void {
   if (settings.workers > 1 && !settings.storage_url) {
     throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
   }

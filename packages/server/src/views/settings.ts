@@ -3,8 +3,8 @@
  * and `__heartbeat__`, `/buckets/default`, `__flush__` and the admin console.
  */
 import { Type } from '@sinclair/typebox';
-import type { Settings } from '../config.js';
-import { Nullable, type SettingSchemas } from '../settings/schema.js';
+import type { PERMISSION_SETTINGS } from '../permission/settings.js';
+import { Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const VIEW_SETTINGS = {
   batch_max_requests: Nullable(Type.Integer({ minimum: 0 }), {
@@ -46,6 +46,8 @@ export const VIEW_SETTINGS = {
 } satisfies SettingSchemas;
 
 /** The admin console needs GET /permissions (protocol-reference §13.7: the admin plugin enables it). */
-export function enablePermissionsEndpointForAdmin(settings: Pick<Settings, 'admin' | 'experimental_permissions_endpoint'>): void {
+export function enablePermissionsEndpointForAdmin(
+  settings: SettingValues<typeof VIEW_SETTINGS> & Pick<SettingValues<typeof PERMISSION_SETTINGS>, 'experimental_permissions_endpoint'>,
+): void {
   if (settings.admin) settings.experimental_permissions_endpoint = true;
 }
