@@ -22,6 +22,7 @@ export function registerHello(app: FastifyInstance): void {
         batch_max_requests: settings.batch_max_requests,
         readonly: settings.readonly,
         explicit_permissions: settings.explicit_permissions,
+        max_query_like_length: settings.max_query_like_length,
       },
       capabilities,
     };
