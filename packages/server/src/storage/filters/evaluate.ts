@@ -93,13 +93,20 @@ function compareSortValues(a: unknown, b: unknown, direction: 1 | -1): number {
   return compareJson(a, b) * direction;
 }
 
-/** Objects in `sorting` order: ascending puts missing fields last, descending first. */
-export function compareObjects(a: Listable, b: Listable, sorting: readonly Sort[]): number {
-  for (const { field, direction } of sorting) {
-    const order = compareSortValues(fieldValue(a, field), fieldValue(b, field), direction);
+/** Two objects' sort keys (their sort fields' values, in `sorting` order). */
+function compareKeys(a: readonly unknown[], b: readonly unknown[], sorting: readonly Sort[]): number {
+  for (let i = 0; i < sorting.length; i++) {
+    const order = compareSortValues(a[i], b[i], sorting[i]!.direction);
     if (order !== 0) return order;
   }
   return 0;
+}
+
+const sortKey = (object: Listable, sorting: readonly Sort[]): unknown[] => sorting.map(({ field }) => fieldValue(object, field));
+
+/** Objects in `sorting` order: ascending puts missing fields last, descending first. */
+export function compareObjects(a: Listable, b: Listable, sorting: readonly Sort[]): number {
+  return compareKeys(sortKey(a, sorting), sortKey(b, sorting), sorting);
 }
 
 /**
@@ -108,12 +115,8 @@ export function compareObjects(a: Listable, b: Listable, sorting: readonly Sort[
  * object lacked the field (storage/types.ts `ListOptions.after`).
  */
 export function isAfter(object: Listable, after: Record<string, unknown>, sorting: readonly Sort[]): boolean {
-  for (const { field, direction } of sorting) {
-    const last = Object.hasOwn(after, field) ? after[field] : undefined;
-    const order = compareSortValues(fieldValue(object, field), last, direction);
-    if (order !== 0) return order > 0;
-  }
-  return false;
+  const last = sorting.map(({ field }) => (Object.hasOwn(after, field) ? after[field] : undefined));
+  return compareKeys(sortKey(object, sorting), last, sorting) > 0;
 }
 
 export interface Selection {
@@ -125,8 +128,13 @@ export interface Selection {
 
 /** The objects a listing selects, in order: filtered, sorted, after `after`, at most `limit`. */
 export function selectObjects<T extends Listable>(objects: readonly T[], { filters = [], sorting = [], after, limit }: Selection): T[] {
-  let selected = objects.filter((object) => matchesFilters(object, filters));
-  if (after !== undefined) selected = selected.filter((object) => isAfter(object, after, sorting));
-  selected.sort((a, b) => compareObjects(a, b, sorting));
+  // Each object's sort key read once, not at each comparison.
+  let keyed = objects.filter((object) => matchesFilters(object, filters)).map((object) => ({ object, key: sortKey(object, sorting) }));
+  if (after !== undefined) {
+    const last = sorting.map(({ field }) => (Object.hasOwn(after, field) ? after[field] : undefined));
+    keyed = keyed.filter(({ key }) => compareKeys(key, last, sorting) > 0);
+  }
+  keyed.sort((a, b) => compareKeys(a.key, b.key, sorting));
+  const selected = keyed.map(({ object }) => object);
   return limit === undefined ? selected : selected.slice(0, limit);
 }

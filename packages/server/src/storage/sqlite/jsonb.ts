@@ -3,7 +3,7 @@
  * SQLite knows JSON as text: scalars are compared in SQL (queries.ts), but two arrays of one
  * length compare element by element in jsonb, and two objects of one size key by key in jsonb's
  * key order (by length, then bytes), whatever the order they were written in. Only arrays and
- * objects come here, so the common filters and sorts never call into JavaScript.
+ * objects come to the first two, so the common filters and sorts never call into JavaScript.
  *
  * - `quire_jsonb_key(json)`: a blob whose byte order (memcmp) is jsonb's order of the value
  *   (filters/json-order.ts `compareJson`).

@@ -22,10 +22,10 @@
  * `like` folds case as filters/like.ts says (Unicode simple lowercase), not as SQLite's LIKE
  * alone would (ASCII letters only, without ICU).
  */
+import { sqlLike } from '../filters/like.js';
 import { keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 import type { SqlValue } from './connection.js';
-import { sqlLike } from '../filters/like.js';
 import { jsonbSortKey } from './jsonb.js';
 
 /** How a JSON value is read in SQL: from a path into a document, or from a `json_each` row. */
