@@ -23,7 +23,7 @@ export function registerHello(app: FastifyInstance): void {
         readonly: settings.readonly,
         explicit_permissions: settings.explicit_permissions,
       },
-      capabilities,
+      capabilities: Object.fromEntries(Object.entries(capabilities).map(([name, entry]) => [name, typeof entry === 'function' ? entry(request) : entry])),
     };
     const { userId, principals } = request.identity;
     if (userId !== null) {
