@@ -138,7 +138,7 @@ export function registerAttachmentRoutes(
     if (request.work.batch) {
       throw invalidParameter('body', 'requests', 'Attachments cannot be uploaded within a batch: POST the file to the record’s /attachment URL.');
     }
-    if (!isMultipart(request)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message: 'Content-Type should be multipart/form-data' });
+    if (!isMultipart(request)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: 'Content-Type should be multipart/form-data' });
     const ref = await recordRefOf(request);
     const [bucket, collection] = ref.ancestors as [ObjectRef, ObjectRef];
     const options = files.options.for(bucket.id, collection.id);

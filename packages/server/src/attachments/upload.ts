@@ -63,8 +63,9 @@ export interface UploadOptions {
 const FILE_FIELD = 'attachment';
 const RECORD_FIELDS = ['data', 'permissions'] as const;
 
+/** The plugin's own errors (Kinto's `http_error`): labelled with the status's reason phrase. */
 function postedDataError(message: string): ApiError {
-  return new ApiError(400, ERRNO.INVALID_POSTED_DATA, { error: 'Invalid parameters', message });
+  return new ApiError(400, ERRNO.INVALID_POSTED_DATA, { message });
 }
 
 export function tooLarge(maxSize: number): ApiError {
@@ -133,7 +134,6 @@ function parserFor(raw: IncomingMessage, options: UploadOptions): busboy.Busboy 
   } catch (error) {
     const boundary = /boundary=("?)([^";]*)\1/i.exec(String(raw.headers['content-type']))?.[2] ?? '';
     throw new ApiError(400, ERRNO.INVALID_PARAMETERS, {
-      error: 'Invalid parameters',
       message: /boundary/i.test((error as Error).message) ? `Invalid boundary in multipart form: '${boundary}'` : `Invalid multipart form: ${(error as Error).message}`,
     });
   }
@@ -166,7 +166,7 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
   const parsed = new Promise<void>((resolve, reject) => {
     rejectParsing = reject;
     parser.on('close', () => resolve());
-    parser.on('error', (error: Error) => reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message: `Invalid multipart form: ${error.message}` })));
+    parser.on('error', (error: Error) => reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: `Invalid multipart form: ${error.message}` })));
   });
   parsed.catch(() => {}); // observed below; failures may come first
   const fail = (error: ApiError) => {
@@ -219,6 +219,9 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
   }
 
   parser.on('file', (name: string, stream: Readable, info: busboy.FileInfo) => {
+    // Destroying the parser fails its open file streams ("Unexpected end of file"): never unheard.
+    // The one being stored reports its failure through the write's pipeline.
+    stream.on('error', () => {});
     if (controller.signal.aborted) return void stream.resume();
     if ((RECORD_FIELDS as readonly string[]).includes(name)) {
       stream.resume();
@@ -248,8 +251,6 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
       stream.resume();
       return fail(invalidParameter('body', null, `File type ${mimetype} is not allowed.`));
     }
-    // Its errors reach the write through the pipeline; until it starts, they must not go unheard.
-    stream.on('error', () => {});
     // busboy stops the stream at the limit (the rest is dropped): the write is aborted.
     stream.on('limit', () => fail(tooLarge(options.maxSize ?? 0)));
     writing = store(stream, filename, mimetype);
