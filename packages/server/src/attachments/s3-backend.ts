@@ -86,7 +86,9 @@ export class S3FileBackend implements FileBackend {
       params: { Bucket: this.#bucket, Key: this.#key(location), Body: body, ContentType: options.contentType, ...(this.#acl ? { ACL: this.#acl as never } : {}) },
       partSize: PART_SIZE,
       queueSize: 1,
-      leavePartsOnError: false,
+      // Aborted below, keeping the error that stopped it (lib-storage would report the abort's
+      // own failure instead, e.g. on a service without AbortMultipartUpload).
+      leavePartsOnError: true,
     });
     const abort = () => {
       body.destroy(options.signal.reason instanceof Error ? options.signal.reason : new Error('upload aborted'));
@@ -96,6 +98,9 @@ export class S3FileBackend implements FileBackend {
     options.signal.addEventListener('abort', abort, { once: true });
     try {
       await upload.done();
+    } catch (error) {
+      await upload.abort().catch(() => {});
+      throw error;
     } finally {
       options.signal.removeEventListener('abort', abort);
     }

@@ -74,7 +74,8 @@ export function tooLarge(maxSize: number): ApiError {
 
 /** Counts and hashes what passes, and tells the idle timer. */
 class Meter extends Transform {
-  size = 0;
+  /** Not `size`: lib-storage reads a body's `size` as its length. */
+  bytes = 0;
   readonly #hash: Hash = createHash('sha256');
   readonly #touch: () => void;
 
@@ -84,7 +85,7 @@ class Meter extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.size += chunk.length;
+    this.bytes += chunk.length;
     this.#hash.update(chunk);
     this.#touch();
     callback(null, chunk);
@@ -207,10 +208,10 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
             hash: gzipped.digest(),
             location,
             mimetype: 'application/x-gzip',
-            size: gzipped.size,
-            original: { filename, hash: sent.digest(), mimetype, size: sent.size },
+            size: gzipped.bytes,
+            original: { filename, hash: sent.digest(), mimetype, size: sent.bytes },
           }
-        : { filename, hash: sent.digest(), location, mimetype, size: sent.size };
+        : { filename, hash: sent.digest(), location, mimetype, size: sent.bytes };
       stored = info;
       return info;
     } finally {
