@@ -67,8 +67,9 @@ export class S3FileBackend implements FileBackend {
       ...(settings.attachment_aws_access_key !== null && settings.attachment_aws_secret_key !== null
         ? { credentials: { accessKeyId: settings.attachment_aws_access_key, secretAccessKey: settings.attachment_aws_secret_key } }
         : {}),
-      // S3-compatible services often lack the SDK's newer integrity headers: checksums only where S3 requires them.
-      ...(endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {}),
+      // S3-compatible services often lack the SDK's newer integrity headers (checksums only where
+      // S3 requires them) and `Expect: 100-continue`, which the SDK then waits for a second per part.
+      ...(endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const, expectContinueHeader: false } : {}),
     });
     const acl = settings.attachment_private ? null : settings.attachment_aws_acl;
     return new S3FileBackend(sdk, client, settings.attachment_aws_bucket_name as string, acl || null);

@@ -67,15 +67,17 @@ for (const fileBackend of FILE_BACKENDS) {
         expect(created.permissions.read).toEqual(['system.Everyone']);
         const first = created.data.attachment as { location: string; hash: string };
         expect((await files.read(first.location))?.toString()).toBe('hello');
-        const { base_url: baseUrl } = (await alice.fetchServerCapabilities()).attachments as { base_url: string };
+        const { base_url: baseUrl } = (await alice.fetchServerCapabilities()).attachments as unknown as { base_url: string };
         expect(await (await fetch(new URL(first.location, baseUrl))).text()).toBe('hello');
 
         // `safe` with the record's timestamp: If-Match; a stale one is refused and keeps the file.
-        const replaced = await collection.addAttachment(dataUrl('again', 'image/png', 'photo2.png'), { id: 'rec', last_modified: created.data.last_modified }, { safe: true });
+        // (Its typings want string fields; the timestamp is the number it reads from the record.)
+        const stamped = { id: 'rec', last_modified: created.data.last_modified } as unknown as { id: string };
+        const replaced = await collection.addAttachment(dataUrl('again', 'image/png', 'photo2.png'), stamped, { safe: true });
         const second = replaced.data.attachment as { location: string };
         expect(second.location).not.toBe(first.location);
         expect(await files.read(first.location)).toBeNull();
-        await expect(collection.addAttachment(dataUrl('stale', 'image/png', 'x.png'), { id: 'rec', last_modified: created.data.last_modified }, { safe: true })).rejects.toMatchObject({ response: { status: 412 } });
+        await expect(collection.addAttachment(dataUrl('stale', 'image/png', 'x.png'), stamped, { safe: true })).rejects.toMatchObject({ response: { status: 412 } });
         expect((await collection.getRecord('rec')).data.attachment).toEqual(replaced.data.attachment);
 
         await collection.removeAttachment('rec');
