@@ -16,12 +16,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { request } from 'undici';
 import { buildServer } from '../src/app.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
-import { startS3Server } from '../test/helpers/s3.js';
+import { s3Client, startS3Server } from '../test/helpers/s3.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
 import { AUTH, benchSettings, formatNumber } from './support.js';
 
@@ -80,14 +80,7 @@ async function main(): Promise<void> {
   const runs = { 1: Number(values.small), 100: Number(values.large) };
   const dir = await mkdtemp(join(tmpdir(), 'quire-bench-attachments-'));
   const s3 = await startS3Server();
-  const client = new S3Client({
-    endpoint: s3.endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = s3Client(s3);
   const rows: string[] = [];
   try {
     for (const size of [1, 100] as const) {

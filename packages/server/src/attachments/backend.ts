@@ -8,6 +8,7 @@
  * (s3-backend.ts). A new one implements this interface and passes `describeFileBackend`
  * (backend-suite.ts).
  */
+import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
 export interface WriteOptions {
@@ -55,4 +56,13 @@ export interface FileBackend {
   /** Writes, reads and deletes a probe: the heartbeat. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** The heartbeat's probe of a backend: a note written, read back and deleted. */
+export async function probe(backend: FileBackend): Promise<boolean> {
+  const key = `heartbeat-${randomUUID()}`;
+  await backend.putNote(key, { test: 'write' });
+  const read = await backend.getNote(key);
+  await backend.deleteNote(key);
+  return (read as { test?: string } | null)?.test === 'write';
 }

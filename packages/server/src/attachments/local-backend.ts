@@ -11,7 +11,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'n
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ByteRange, FileBackend, StoredFileInfo, WriteOptions } from './backend.js';
+import { type ByteRange, type FileBackend, probe, type StoredFileInfo, type WriteOptions } from './backend.js';
 import { isFileLocation, servedTypeOf } from './names.js';
 
 const RESERVED = '.quire';
@@ -126,12 +126,8 @@ export class LocalFileBackend implements FileBackend {
     }
   }
 
-  async ping(): Promise<boolean> {
-    const key = `heartbeat-${randomUUID()}`;
-    await this.putNote(key, { test: 'write' });
-    const read = await this.getNote(key);
-    await this.deleteNote(key);
-    return (read as { test?: string } | null)?.test === 'write';
+  ping(): Promise<boolean> {
+    return probe(this);
   }
 
   async close(): Promise<void> {}

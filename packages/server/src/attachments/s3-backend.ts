@@ -5,11 +5,10 @@
  * only once the upload completes, and a failed or aborted one is aborted on the service (no
  * object, no parts kept). The SDK is loaded only when this backend is chosen.
  */
-import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { AttachmentSettings } from './settings.js';
-import type { ByteRange, FileBackend, StoredFileInfo, WriteOptions } from './backend.js';
+import { type ByteRange, type FileBackend, probe, type StoredFileInfo, type WriteOptions } from './backend.js';
 import { isFileLocation } from './names.js';
 
 const NOTES = '.quire/notes/';
@@ -181,12 +180,8 @@ export class S3FileBackend implements FileBackend {
     } while (token);
   }
 
-  async ping(): Promise<boolean> {
-    const key = `heartbeat-${randomUUID()}`;
-    await this.putNote(key, { test: 'write' });
-    const read = await this.getNote(key);
-    await this.deleteNote(key);
-    return (read as { test?: string } | null)?.test === 'write';
+  ping(): Promise<boolean> {
+    return probe(this);
   }
 
   async close(): Promise<void> {

@@ -7,10 +7,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll } from 'vitest';
 import type { Settings } from '../../src/config.js';
-import { startS3Server, type S3Server } from './s3.js';
+import { s3Client, startS3Server, type S3Server } from './s3.js';
 
 export type FileBackendName = 'local' | 's3';
 export const FILE_BACKENDS: FileBackendName[] = ['local', 's3'];
@@ -46,14 +46,7 @@ export function useFileStore(name: FileBackendName): FileStore {
     dir = await mkdtemp(join(tmpdir(), 'quire-files-'));
     if (name === 's3') {
       s3 = await startS3Server();
-      client = new S3Client({
-        endpoint: s3.endpoint,
-        region: 'us-east-1',
-        forcePathStyle: true,
-        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        responseChecksumValidation: 'WHEN_REQUIRED',
-      });
+      client = s3Client(s3);
     }
   }, 30_000);
   afterAll(async () => {

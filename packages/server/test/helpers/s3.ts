@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import type { Settings } from '../../src/config.js';
 
@@ -38,4 +39,16 @@ export async function startS3Server(bucket = 'quire-files'): Promise<S3Server> {
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** An AWS SDK client of the test server, to see its objects from outside Quire. */
+export function s3Client(server: Pick<S3Server, 'endpoint'>): S3Client {
+  return new S3Client({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
 }
