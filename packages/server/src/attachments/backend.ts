@@ -55,6 +55,8 @@ export interface FileBackend {
 
   /** Writes, reads and deletes a probe: the heartbeat. */
   ping(): Promise<boolean>;
+  /** Removes what interrupted writes left, untouched for `olderThanMs` (where a write leaves anything). */
+  sweepTemporary?(olderThanMs: number, now?: number): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -115,11 +115,12 @@ export class Journal {
   }
 
   /**
-   * Settles every note older than the grace period (interrupted work). Returns the files
-   * deleted. Several processes may sweep at once: settling is idempotent.
+   * Settles every note older than the grace period (interrupted work), after the backend's own
+   * leftovers (temporary files). Returns the files deleted. Several processes may sweep at once:
+   * settling is idempotent.
    */
   async sweep(now = Date.now()): Promise<number> {
-    let deleted = 0;
+    let deleted = (await this.backend.sweepTemporary?.(this.#options.graceMs, now)) ?? 0;
     for await (const { key, modified } of this.backend.listNotes(PREFIX)) {
       if (now - modified < this.#options.graceMs) continue;
       const note = (await this.backend.getNote(key)) as Note | null;

@@ -2,7 +2,8 @@
  * Files in a local directory (the default, and the natural choice with the embedded store: no
  * setup). A file is written to `.quire/tmp/` first and renamed into place once complete — a
  * rename within one file system is atomic — so a location holds a whole file or nothing, and
- * an interrupted write leaves only a temporary file, removed at once (or by the next start).
+ * an interrupted write leaves only a temporary file, removed at once (or, after a crash, by the
+ * sweeper once it is older than the grace period: processes may share the directory).
  * Notes (intents.ts) live in `.quire/notes/`, written the same way.
  */
 import { randomUUID } from 'node:crypto';
@@ -29,12 +30,28 @@ export class LocalFileBackend implements FileBackend {
     this.#notes = join(this.root, RESERVED, 'notes');
   }
 
-  /** Creates the directories; what a previous process left half-written is removed. */
+  /** Creates the directories. */
   async open(): Promise<this> {
-    await rm(this.#tmp, { recursive: true, force: true });
     await mkdir(this.#tmp, { recursive: true });
     await mkdir(this.#notes, { recursive: true });
     return this;
+  }
+
+  /**
+   * Removes temporary files untouched for `olderThanMs`: writes a stopped process left (a write
+   * under way appends, so its file stays fresh; other processes may share the directory).
+   */
+  async sweepTemporary(olderThanMs: number, now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.#tmp).catch(() => [] as string[])) {
+      const path = join(this.#tmp, name);
+      const info = await stat(path).catch(() => null);
+      if (info && now - info.mtimeMs >= olderThanMs) {
+        await rm(path, { force: true });
+        removed += 1;
+      }
+    }
+    return removed;
   }
 
   /** The absolute path of a location; throws for anything but a location this server writes. */

@@ -3,12 +3,13 @@
  * - memory: a 1 GB upload to a `quire start` process raises its RSS by a few MB, not by the
  *   file (sampled from /proc while the file streams; S3 holds a 5 MiB part or two);
  * - a client that goes away mid-upload, or stops sending, leaves no file, no record, no note;
+ * - a server killed mid-upload leaves a temporary file and a note, which the next one sweeps;
  * - hostile multipart bodies (generated: names, filenames, field values, framing cut anywhere)
  *   never get a 5xx, never leave a file, never stall.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,6 +141,55 @@ describe('a large upload streams with bounded memory (quire start)', { timeout: 
     const [small, large] = await measure('s3', [64 * MB, 256 * MB]);
     expect(large!).toBeLessThan(48);
     expect(large! - small!).toBeLessThan(12);
+  });
+});
+
+describe('a process killed mid-upload (kill -9): the next one sweeps what it left', { timeout: 120_000 }, () => {
+  const run = useCli();
+  it('leaves no file, no note and no record once the grace period has passed', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'quire-killed-'));
+    const env = {
+      QUIRE_DATA_DIR: dataDir,
+      PORT: '0',
+      QUIRE_USERID_HMAC_SECRET: 'kill-secret',
+      QUIRE_ATTACHMENT_ENABLED: 'true',
+      QUIRE_ATTACHMENT_EXTENSIONS: 'any',
+      QUIRE_ATTACHMENT_MAX_SIZE: String(2 * 1024 * MB),
+      QUIRE_ATTACHMENT_SWEEP_GRACE_SECONDS: '10',
+      QUIRE_ATTACHMENT_SWEEP_INTERVAL_SECONDS: '1',
+    };
+    const files = join(dataDir, 'attachments');
+    const list = async (folder: string) => (await readdir(join(files, folder), { recursive: true }).catch(() => [] as string[])).filter((name) => !name.endsWith('/')).sort();
+    try {
+      const first = run(['start'], env);
+      const base = (await first.listening).replace(/\/v1\/$/, '');
+      await setUp(base);
+      // An upload that never ends: the process dies with its file half-written.
+      const form = streamedForm(1024 * MB);
+      const upload = request(`${base}/v1/buckets/b/collections/c/records/killed/attachment`, { method: 'POST', headers: { ...AUTH, 'content-type': form.contentType }, body: form.body }).catch(() => null);
+      for (let tries = 0; tries < 100 && (await list('.quire/tmp')).length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      first.child.kill('SIGKILL');
+      await first.exited;
+      await upload;
+      expect((await list('.quire/tmp')).length).toBe(1);
+      expect((await list('.quire/notes/intents')).length).toBe(1);
+
+      const second = run(['start'], env);
+      const again = (await second.listening).replace(/\/v1\/$/, '');
+      const record = await request(`${again}/v1/buckets/b/collections/c/records/killed`, { headers: AUTH });
+      await record.body.text();
+      expect(record.statusCode).toBe(404);
+      for (let tries = 0; tries < 300 && ((await list('.quire/tmp')).length > 0 || (await list('.quire/notes/intents')).length > 0); tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await list('.quire/tmp')).toEqual([]);
+      expect(await list('.quire/notes/intents')).toEqual([]);
+      expect((await list('b')).filter((name) => name.includes('.'))).toEqual([]);
+      second.child.kill('SIGTERM');
+      await second.exited;
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
