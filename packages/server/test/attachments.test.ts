@@ -410,6 +410,46 @@ for (const fileBackend of FILE_BACKENDS) {
   });
 }
 
+describe('attachments: heartbeat and metrics', () => {
+  const files = useFileStore('local');
+  describeOnBackends('observability', { timeout: 30_000 }, ({ serverWith }) => {
+    it('the heartbeat fails (503, attachments: false) when the backend cannot write', async () => {
+      const dir = String(files.settings().attachment_base_path);
+      const app = await serverWith(files.settings());
+      const { rm, writeFile, mkdir } = await import('node:fs/promises');
+      const { join } = await import('node:path');
+      const notes = join(dir, '.quire', 'notes');
+      await rm(notes, { recursive: true, force: true });
+      await writeFile(notes, 'not a directory');
+      try {
+        const broken = await app.inject({ url: '/v1/__heartbeat__' });
+        expect(broken.statusCode).toBe(503);
+        expect(broken.json()).toMatchObject({ storage: true, attachments: false });
+      } finally {
+        await rm(notes, { force: true });
+        await mkdir(notes, { recursive: true });
+      }
+      expect((await app.inject({ url: '/v1/__heartbeat__' })).json()).toMatchObject({ attachments: true });
+    });
+
+    it('metrics count uploads by result, bytes and deleted files', async () => {
+      const app = await serverWith(files.settings({ metrics_enabled: true }));
+      await app.inject({ method: 'PUT', url: '/v1/buckets/m', headers: alice });
+      await app.inject({ method: 'PUT', url: '/v1/buckets/m/collections/c', headers: alice });
+      const send = (form: { body: Buffer; contentType: string }) =>
+        app.inject({ method: 'POST', url: '/v1/buckets/m/collections/c/records/r/attachment', payload: form.body, headers: { ...alice, 'content-type': form.contentType } });
+      expect((await send(fileForm({ filename: 'a.jpg', content: '12345' }))).statusCode).toBe(201);
+      expect((await send(fileForm({ filename: 'a.exe', content: 'x' }))).statusCode).toBe(400);
+      await app.inject({ method: 'DELETE', url: '/v1/buckets/m/collections/c/records/r/attachment', headers: alice });
+      const text = (await app.inject({ url: '/__metrics__' })).body;
+      expect(text).toMatch(/quire_attachment_uploads_total\{backend="local",result="stored"\} 1/);
+      expect(text).toMatch(/quire_attachment_uploads_total\{backend="local",result="refused"\} 1/);
+      expect(text).toMatch(/quire_attachment_upload_bytes_total\{backend="local"\} 5/);
+      expect(text).toMatch(/quire_attachment_deleted_files_total\{backend="local"\} 1/);
+    });
+  });
+});
+
 describe('attachments, local files served at base_url', () => {
   const files = useFileStore('local');
   describeOnBackends('serving', { timeout: 30_000 }, ({ serverWith }) => {
