@@ -307,11 +307,13 @@ for (const fileBackend of FILE_BACKENDS) {
     });
 
     it('history, quotas and the change monitor see attachment changes', async () => {
-      const app = await server({ history_enabled: true, quotas_enabled: true, quotas_bucket: { max_bytes: 50_000 } });
-      const { bucket, endpoint } = await place(app);
-      const before = (await app.inject({ url: `/v1/buckets/${bucket}/quota/bucket_info`, headers: alice })).statusCode;
-      expect([200, 404]).toContain(before);
-      await upload(app, endpoint, photo('x'.repeat(20_000)));
+      const app = await server({ history_enabled: true, quotas_enabled: true, quotas_bucket: { max_bytes: 50_000 }, changes_enabled: true });
+      const { bucket, collection, endpoint } = await place(app);
+      const uploaded = await upload(app, endpoint, photo('x'.repeat(20_000)));
+      // The change monitor: the collection's entry moves to the upload's timestamp.
+      const changes = (await app.inject({ url: `/v1/buckets/monitor/collections/changes/records?bucket=${bucket}`, headers: alice })).json().data;
+      const entry = changes.find((item: { collection: string }) => item.collection === collection.split('/').at(-1));
+      expect(`"${entry.last_modified}"`).toBe(uploaded.headers.etag);
       const entries = (await app.inject({ url: `/v1/buckets/${bucket}/history?resource_name=record`, headers: alice })).json().data;
       expect(entries[0]).toMatchObject({ action: 'create', target: { data: { attachment: { size: 20_000 } } } });
       // 20 kB counted: a second file of 40 kB passes the bucket's 50 kB.
