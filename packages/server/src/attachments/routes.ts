@@ -134,6 +134,17 @@ export function registerAttachmentRoutes(
   }
 
   async function post(request: FastifyRequest, reply: FastifyReply) {
+    try {
+      return await receiveAndWrite(request, reply);
+    } catch (error) {
+      // Refused before the whole body was read (permissions, a limit…): close the connection
+      // rather than read the rest of what may be a large file only to drop it.
+      if (!request.raw.readableEnded) reply.header('Connection', 'close');
+      throw error;
+    }
+  }
+
+  async function receiveAndWrite(request: FastifyRequest, reply: FastifyReply) {
     // A batch's sub-requests carry JSON; a file cannot travel in one.
     if (request.work.batch) {
       throw invalidParameter('body', 'requests', 'Attachments cannot be uploaded within a batch: POST the file to the record’s /attachment URL.');
@@ -168,8 +179,6 @@ export function registerAttachmentRoutes(
       });
     } catch (error) {
       files.metrics.upload(error instanceof ApiError && error.status < 500 ? 'refused' : 'failed', 0);
-      // The rest of the body is not read: close the connection rather than drain it.
-      reply.header('Connection', 'close');
       throw error;
     }
 

@@ -248,6 +248,21 @@ for (const fileBackend of FILE_BACKENDS) {
       await nothingLeft('idle');
     });
 
+    it('an upload refused before its body is read (403) closes the connection instead of reading it', async () => {
+      const answer = await new Promise<string>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString()));
+        socket.on('close', () => resolve(text));
+        socket.write(
+          `POST /v1/buckets/b/collections/c/records/r/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basicAuth('mallory').authorization}\r\n` +
+            'Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 1000000000\r\n\r\n--x\r\n',
+        );
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 403 /);
+      expect(answer.toLowerCase()).toContain('connection: close');
+    });
+
     it('generated multipart bodies: no 5xx, no file left, no stall', async () => {
       const name = fc.constantFrom('attachment', 'data', 'permissions', 'other', '', 'attachment\u0000', 'ä');
       const filename = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 40 }), fc.constantFrom('a.jpg', '../../etc/passwd.jpg', '.quire.jpg', 'x.exe', `${'a'.repeat(300)}.png`, 'é.png'));
