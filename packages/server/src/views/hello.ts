@@ -24,7 +24,7 @@ export function registerHello(app: FastifyInstance): void {
         explicit_permissions: settings.explicit_permissions,
         max_query_like_length: settings.max_query_like_length,
       },
-      capabilities,
+      capabilities: Object.fromEntries(Object.entries(capabilities).map(([name, entry]) => [name, typeof entry === 'function' ? entry(request) : entry])),
     };
     const { userId, principals } = request.identity;
     if (userId !== null) {
