@@ -31,8 +31,8 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'es2022',
     // No source maps in the production build: the server would hand them to anyone (it refuses
-    // `.map` files anyway, views/admin.ts), they add a third to the package, and the console's
-    // source is public: debug a deployed console with a local build (`vite build --sourcemap`).
+    // `.map` files anyway, views/admin.ts), and the console's source is public: debug a deployed
+    // console with a local build (`vite build --sourcemap`).
     sourcemap: false,
   },
   plugins: [versionFile()],
