@@ -3,7 +3,6 @@
  * messages, sizes as the original counts them, deletes freeing quota, batches refused whole,
  * and exact counts under concurrent writers over real HTTP.
  */
-import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { buildServer } from '../src/app.js';
 import { ConfigError, loadSettings } from '../src/config.js';
 import { objectSize } from '../src/quotas/size.js';
 import { describeOnBackends } from './helpers/backends.js';
+import { logCapture } from './helpers/logs.js';
 import { testSettings } from './helpers/embedded-server.js';
 
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
@@ -61,13 +61,7 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
   });
 
   it('a quota refusal is logged as a client error: one request line at warn, no error line, no stack (issue 29)', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { stream, lines } = logCapture();
     const settings = testSettings({ log_level: 'info', log_format: 'json', quotas_enabled: true, quotas_collections: { qlog: { max_items: 1 } } });
     const app = await buildServer({ settings, storage: backend.storage, logger: { stream } });
     try {
