@@ -81,6 +81,22 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     await expectRefused(backend.storage, [...PREFIX, record('b', 'c', 'r3', 1003)], 6, /last_modified 1003 is already that of record "r2" \(line 5\)/);
   });
 
+  it('a store that fails while writing (a fault injected in the second batch): what was written goes again, the lines are named', async () => {
+    let transactions = 0;
+    const failing = new Proxy(backend.storage, {
+      get(target, name) {
+        if (name !== 'transaction') {
+          const value: unknown = Reflect.get(target, name, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return (fn: Parameters<Storage['transaction']>[0]) => (++transactions === 2 ? Promise.reject(new Error('disk full')) : target.transaction(fn));
+      },
+    });
+    const error = await importStore(failing, Readable.from([`${PREFIX.join('\n')}\n`]), { batchSize: 2, replace: false }).then(() => null, (caught: unknown) => caught);
+    expect((error as Error).message).toBe('lines 4-5: the store refused them (disk full); nothing was imported');
+    expect(await exportText(backend.storage)).toBe(`${HEADER}\n`);
+  });
+
   it('a line longer than the limit is refused as soon as it passes it: never held whole', async () => {
     let pulled = 0;
     async function* endless() {

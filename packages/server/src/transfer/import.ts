@@ -155,9 +155,12 @@ export async function importStore(storage: Storage, input: Readable, options: Im
         objects += await write(storage, batch);
       } catch (error) {
         // Not half-written: the store was empty (or emptied), so it is emptied again.
-        await storage.flush();
         const range = `${batch[0]!.number}${batch.length > 1 ? `-${batch.at(-1)!.number}` : ''}`;
-        throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); nothing was imported`, { cause: error });
+        const undone = await storage.flush().then(
+          () => 'nothing was imported',
+          (flushError: unknown) => `and emptying the store again failed too (${(flushError as Error).message}): it may hold part of the import`,
+        );
+        throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); ${undone}`, { cause: error });
       }
       options.onProgress?.(objects);
     }
