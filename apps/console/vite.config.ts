@@ -30,7 +30,10 @@ export default defineConfig({
     outDir: OUT_DIR,
     emptyOutDir: true,
     target: 'es2022',
-    sourcemap: true,
+    // No source maps in the production build: the server would hand them to anyone (it refuses
+    // `.map` files anyway, views/admin.ts), and the console's source is public: debug a deployed
+    // console with a local build (`vite build --sourcemap`).
+    sourcemap: false,
   },
   plugins: [versionFile()],
 });

@@ -190,3 +190,10 @@ describe('OpenID', () => {
     expect(() => parseTokenResponse('%%%')).toThrow(/could not be read/);
   });
 });
+
+describe('the production build', () => {
+  it('ships no source map (the server would hand it to anyone): vite build.sourcemap is off', async () => {
+    const { default: config } = await import('../vite.config.js');
+    expect((config as { build?: { sourcemap?: unknown } }).build?.sourcemap).toBe(false);
+  });
+});

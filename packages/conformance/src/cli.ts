@@ -38,6 +38,10 @@ Options:
   --max-body-bytes <n>     The deployment's request body limit, to check its 413 answer.
   --backoff <seconds>      The deployment sends Backoff: <seconds> on every response (its backoff
                            setting, without a percentage): check that it does.
+  --quotas <json>          The quota limits of one bucket of the deployment (capability "quotas"),
+                           which GET / does not tell, to check its 507 answers, e.g.
+                           '{"bucket":"q","bucket_max_items":4,"collection_max_items":2}' (also
+                           QUIRE_CONFORMANCE_QUOTAS; see the README). The bucket is deleted and created.
   --allow-flush            Run the flush check (capability "flush_endpoint"): POST /__flush__
                            DELETES EVERYTHING on the deployment. Test servers only.
   -h, --help               This help.
@@ -81,6 +85,7 @@ function parseCommandLine() {
         'max-body-bytes': { type: 'string' },
         backoff: { type: 'string' },
         'allow-flush': { type: 'boolean' },
+        quotas: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -106,6 +111,16 @@ async function main(): Promise<number> {
   if (values['max-body-bytes'] !== undefined) {
     maxBodyBytes = Number(values['max-body-bytes']);
     if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) fail('--max-body-bytes must be a positive integer');
+  }
+  const quotas = values.quotas ?? process.env.QUIRE_CONFORMANCE_QUOTAS;
+  if (quotas !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(quotas);
+    } catch {
+      fail('--quotas must be a JSON object');
+    }
+    if (typeof (parsed as { bucket?: unknown } | null)?.bucket !== 'string') fail('--quotas needs "bucket", the id of the bucket whose limits it gives');
   }
   let backoffSeconds: number | undefined;
   if (values.backoff !== undefined) {
@@ -138,6 +153,7 @@ async function main(): Promise<number> {
       ...(suites.length ? { suites } : {}),
       ...(maxBodyBytes ? { maxBodyBytes } : {}),
       ...(backoffSeconds !== undefined ? { backoffSeconds } : {}),
+      ...(quotas !== undefined ? { quotas } : {}),
       allowFlush: Boolean(values['allow-flush']),
       onInterruptible: (fn) => {
         interrupt = fn;

@@ -64,6 +64,8 @@ export interface RunOptions {
   backoffSeconds?: number;
   /** Run the destructive flush check (§13.5): wipes the whole deployment. */
   allowFlush?: boolean;
+  /** The quota limits of one bucket (JSON, suites/quotas.test.ts), to check the 507 answers (§13.6). */
+  quotas?: string;
   /** Where progress goes (default: stdout). */
   out?: Writable;
   /** Called with a function that interrupts the run (cleanup and reports still happen). */
@@ -254,6 +256,7 @@ const ENV_KEYS = [
   'QUIRE_CONFORMANCE_MAX_BODY_BYTES',
   'QUIRE_CONFORMANCE_BACKOFF',
   'QUIRE_CONFORMANCE_ALLOW_FLUSH',
+  'QUIRE_CONFORMANCE_QUOTAS',
 ] as const;
 
 export async function runConformance(options: RunOptions): Promise<RunResult> {
@@ -304,6 +307,8 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   if (options.maxBodyBytes) process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(options.maxBodyBytes);
   if (options.backoffSeconds !== undefined) process.env.QUIRE_CONFORMANCE_BACKOFF = String(options.backoffSeconds);
   else delete process.env.QUIRE_CONFORMANCE_BACKOFF;
+  if (options.quotas !== undefined) process.env.QUIRE_CONFORMANCE_QUOTAS = options.quotas;
+  else delete process.env.QUIRE_CONFORMANCE_QUOTAS;
   // Only ever on request: a flush wipes the deployment.
   if (options.allowFlush) process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH = '1';
   else delete process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH;

@@ -91,7 +91,7 @@ try {
   const size = (await stat(first)).size;
   console.log(`export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ${Math.round(exported.count / (exported.ms / 1000))} objects/s (${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`);
   const started = performance.now();
-  const imported = await importStore(target!, createReadStream(first), { batchSize: Number(values['batch-size']), replace: false });
+  const { objects: imported } = await importStore(target!, createReadStream(first), { batchSize: Number(values['batch-size']), replace: false });
   const importMs = performance.now() - started;
   console.log(`import: ${imported} objects in ${(importMs / 1000).toFixed(1)} s = ${Math.round(imported / (importMs / 1000))} objects/s`);
   const second = join(dir, 'second.ndjson');

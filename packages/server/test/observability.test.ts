@@ -3,10 +3,10 @@
  * or a port of their own) and one log line per request.
  */
 import { createServer } from 'node:net';
-import { Writable } from 'node:stream';
 import { expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { describeOnBackends } from './helpers/backends.js';
+import { logCapture } from './helpers/logs.js';
 import { basicAuth, testSettings } from './helpers/embedded-server.js';
 
 const RECORD = '/v1/buckets/metrics/collections/tasks/records/secret-record-id';
@@ -100,13 +100,7 @@ describeOnBackends('metrics and request log', { timeout: 60_000 }, (backend) => 
   });
 
   it('logs one line per request, health checks and 304 polls at debug, with the request id', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { stream, lines } = logCapture();
     const settings = testSettings({ log_level: 'info', log_format: 'json' });
     const app = await buildServer({ settings, storage: backend.storage, logger: { stream } });
     try {

@@ -6,9 +6,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { buildServer } from '../src/app.js';
 import { ConfigError, loadSettings } from '../src/config.js';
 import { objectSize } from '../src/quotas/size.js';
 import { describeOnBackends } from './helpers/backends.js';
+import { logCapture } from './helpers/logs.js';
+import { testSettings } from './helpers/embedded-server.js';
 
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
 
@@ -55,6 +58,25 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
       description: 'Quotas Management on buckets and collections.',
       url: 'https://kinto.readthedocs.io',
     });
+  });
+
+  it('a quota refusal is logged as a client error: one request line at warn, no error line, no stack (issue 29)', async () => {
+    const { stream, lines } = logCapture();
+    const settings = testSettings({ log_level: 'info', log_format: 'json', quotas_enabled: true, quotas_collections: { qlog: { max_items: 1 } } });
+    const app = await buildServer({ settings, storage: backend.storage, logger: { stream } });
+    try {
+      await put(app, '/buckets/qlog');
+      await put(app, '/buckets/qlog/collections/c');
+      expect((await put(app, '/buckets/qlog/collections/c/records/r1')).statusCode).toBe(201);
+      expect((await put(app, '/buckets/qlog/collections/c/records/r2')).statusCode).toBe(507);
+    } finally {
+      await app.close();
+    }
+    const refused = lines.filter((line) => line.status === 507);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ level: 40, msg: 'PUT /v1/buckets/:bucket_id/collections/:collection_id/records/:record_id 507' });
+    expect(lines.filter((line) => (line.level as number) >= 50)).toEqual([]);
+    expect(JSON.stringify(lines)).not.toContain('"stack"');
   });
 
   it('collection max_items: 507 errno 121 with the original message; deleting a record frees its place', async () => {

@@ -54,6 +54,18 @@ export interface Published {
   server: RemoteRecord | null;
 }
 
+/** What an emptied server copy left in the replica (`forgetEmptied`), by record id. */
+export interface EmptiedOutcome {
+  /** Synced records the server no longer has: removed. */
+  dropped: string[];
+  /** Pending updates of records the server no longer has: now creations, pushed as such. */
+  recreated: string[];
+  /** Pending deletions of records the server no longer has: nothing left to do. */
+  settled: string[];
+  /** Pending updates to settle as conflicts with the server's deletion (manual strategy). */
+  conflicts: ConflictEntry[];
+}
+
 /** How a conflict is settled: the server's version, ours as the replica holds it now, or a merged record (null deletes). */
 export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> | null };
 
@@ -313,6 +325,50 @@ export class LocalCollection {
       const gone = ids.filter((id) => !pending.has(id) && !isReadable(id));
       await db.records.bulkDelete(gone);
       return gone;
+    });
+  }
+
+  /**
+   * The server's copy was emptied (the collection deleted and re-created, or the server flushed)
+   * and now holds only the records `onServer` accepts. In one transaction, for every record or
+   * pending change it no longer has:
+   * - a synced record (nothing pending) is dropped;
+   * - a pending update now creates the record again (base null, no server version), unless
+   *   `asConflicts`, when it is returned as an incoming conflict against a deletion (`remote`
+   *   null) for the manual strategy to keep;
+   * - a pending creation stays as it is; a pending deletion is done (gone on both sides, so
+   *   is a conflict it waited in);
+   * - a conflict already waiting for the app gets the server side it has now: none.
+   */
+  async forgetEmptied(onServer: (id: string) => boolean, asConflicts: boolean): Promise<EmptiedOutcome> {
+    const { db } = this;
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
+      const outcome: EmptiedOutcome = { dropped: [], recreated: [], settled: [], conflicts: [] };
+      const entries = new Map((await db.$outbox.toArray()).map((entry) => [entry.id, entry]));
+      const ids = (await db.records.toCollection().primaryKeys()) as string[];
+      const gone = ids.filter((id) => !onServer(id));
+      const records = await db.records.bulkGet(gone);
+      for (const [i, id] of gone.entries()) {
+        const entry = entries.get(id);
+        const record = records[i]!;
+        if (!entry) {
+          outcome.dropped.push(id);
+        } else if (entry.blocked) {
+          const conflict = await db.$conflicts.get(id);
+          if (conflict) await db.$conflicts.put({ ...conflict, remote: null });
+        } else if (entry.op === 'update') {
+          if (asConflicts) outcome.conflicts.push({ id, type: 'incoming', local: record, remote: null });
+          else {
+            await db.$outbox.put({ ...entry, op: 'create', base: null });
+            await db.records.put(withServerVersion(record, null));
+            outcome.recreated.push(id);
+          }
+        }
+      }
+      // Deleted here and gone there: done, and so is a conflict it waited in.
+      for (const entry of entries.values()) if (entry.op === 'delete' && !onServer(entry.id)) outcome.settled.push(entry.id);
+      await Promise.all([db.records.bulkDelete(outcome.dropped), db.$outbox.bulkDelete(outcome.settled), db.$conflicts.bulkDelete(outcome.settled)]);
+      return outcome;
     });
   }
 

@@ -1,7 +1,7 @@
 /**
- * Orchestrates one sync of one collection: pull → resolve conflicts → push (again when the local
- * side won a conflict) → pull our own writes and concurrent ones → drop records no longer
- * readable. Holds the cross-tab sync lock for the whole run. Per-record failures never throw;
+ * Orchestrates one sync of one collection: pull (forgetting what an emptied server lost) →
+ * resolve conflicts → push (again when the local side won a conflict) → pull our own writes and
+ * concurrent ones → drop records no longer readable. Holds the cross-tab sync lock for the whole run. Per-record failures never throw;
  * they are reported in the SyncResult.
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
@@ -12,7 +12,7 @@ import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
-import { dropUnreadable } from './readable.js';
+import { dropUnreadable, serverIdsIfChanged } from './readable.js';
 
 export interface SyncProgress {
   phase: 'pull' | 'push';
@@ -55,8 +55,21 @@ export interface SyncResult {
   errors: SyncErrorReport[];
   /** Server changes with no local effect (already known, unknown tombstones, waiting conflicts). */
   skipped: number;
-  /** Records dropped because the server no longer lets us read them. */
+  /**
+   * Records dropped because the server no longer has them (`serverFlushed`) or no longer lets us
+   * read them.
+   */
   removed: number;
+  /**
+   * The server's copy of the collection was found emptied since the last sync — deleted and
+   * re-created, or the whole server flushed (the protocol's signal: a `_since` poll returned no
+   * change while the collection's timestamp moved past the replica's; kinto.js reports it as
+   * "Server has been flushed"). Synced records the server no longer has were dropped (counted in
+   * `removed`); local changes were kept: pending updates now re-create their records (pushed in
+   * this sync, counted in `pushed`), or under the `manual` strategy became conflicts against
+   * the server's deletion (`conflicts`, `remote: null`). False when nothing held was missing.
+   */
+  serverFlushed: boolean;
   /** The server answered 304: nothing changed remotely. */
   notModified: boolean;
 }
@@ -112,7 +125,7 @@ export class SyncEngine {
     const { http, local, bucket, collection } = this.#options;
     const strategy = options.strategy ?? this.#options.strategy;
     const signal = options.signal ? { signal: options.signal } : {};
-    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false };
+    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false, serverFlushed: false };
     let requeued = false;
 
     const settle = async (conflicts: Conflict[]) => {
@@ -138,6 +151,17 @@ export class SyncEngine {
           if (page.applied.length) this.#options.onChanges(page.applied);
           await settle(page.conflicts);
           options.onProgress?.({ phase: 'pull', ...progress });
+        },
+        onEmptied: async () => {
+          // What the server still shows (it may hold records written since it was emptied).
+          const onServer = await serverIdsIfChanged({ http, local, bucket, collection, ...signal });
+          if (!onServer) return;
+          const emptied = await local.forgetEmptied((id) => onServer.has(id), strategy === 'manual');
+          const forgotten = emptied.dropped.length + emptied.recreated.length + emptied.settled.length + emptied.conflicts.length;
+          result.serverFlushed ||= forgotten > 0;
+          result.removed += emptied.dropped.length;
+          if (emptied.dropped.length) this.#options.onChanges(emptied.dropped.map((id) => ({ type: 'delete', id })));
+          await settle(emptied.conflicts);
         },
       });
       return outcome;

@@ -18,6 +18,10 @@
  * a completed pull is the newest `last_modified` received, not the ETag (on servers whose ETag
  * can run ahead of a not-yet-committed write, Kinto #602); the ETag is stored separately and only
  * used for `If-None-Match` (304 when nothing changed).
+ *
+ * A poll that returns no change at all while the collection's timestamp moved past the stored
+ * ETag means the server's copy was emptied (deleted and re-created, or flushed): the pull then
+ * hands over to `onEmptied` before it completes (`PullResult.emptied`).
  */
 import { PreconditionFailedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
@@ -36,12 +40,25 @@ export interface PullOptions {
   signal?: AbortSignal;
   /** Called after each page is written (its conflicts are resolved before the next page). */
   onPage(outcome: ImportOutcome, progress: { done: number; total: number }): Promise<void>;
+  /**
+   * Called when a poll finds the server's copy emptied (see `PullResult.emptied`), before the
+   * pull completes: if it fails (or the tab closes), the next poll sees the same signal again.
+   */
+  onEmptied?(): Promise<void>;
 }
 
 export interface PullResult {
   notModified: boolean;
   /** Records received from the server. */
   received: number;
+  /**
+   * The server's copy was emptied since the last pull: a poll (`_since`, after a completed pull)
+   * returned no change at all while the collection's timestamp moved past the one the replica
+   * holds. Only an emptied collection does that — deleted and re-created, or the server flushed —
+   * and it is the signal Kinto's own client acts on ("Server has been flushed", protocol-reference
+   * §15.3 step 4), from Kinto and from Quire alike.
+   */
+  emptied: boolean;
 }
 
 interface ListBody {
@@ -75,6 +92,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     checkpoint = { floor: state.since, before: null, lowest: null, newest: state.since, catchUp: false };
     poll = state.etag !== null;
   }
+  // A poll after a completed pull (not a resumed one): the only kind that can tell an emptied server.
+  const polled = poll;
   let received = 0;
   let total: number | null = null;
   let counted = false;
@@ -95,7 +114,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     let response: HttpResponse<ListBody> = await http.request<ListBody>({ path, query, headers, ...(signal ? { signal } : {}) });
     if (response.status === 304) {
       await writeSyncState(db, { ...state, lastSyncAt: Date.now() });
-      return { notModified: true, received };
+      return { notModified: true, received, emptied: false };
     }
     poll = false;
     const etag = parseETag(response.headers.get('etag'));
@@ -143,8 +162,10 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       await writeCheckpoint(db, checkpoint);
       continue;
     }
+    const emptied = polled && received === 0 && etag !== null && state.etag !== null && etag > state.etag;
+    if (emptied) await options.onEmptied?.();
     await completePull(db, { since: checkpoint.newest, etag, lastSyncAt: Date.now() });
-    return { notModified: false, received };
+    return { notModified: false, received, emptied };
   }
 }
 

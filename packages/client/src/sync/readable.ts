@@ -19,20 +19,31 @@ export interface ReadableOptions {
 
 /** Returns the ids removed locally. */
 export async function dropUnreadable(options: ReadableOptions): Promise<string[]> {
+  const readable = await serverIdsIfChanged(options);
+  return readable ? options.local.removeUnreadable((id) => readable.has(id)) : [];
+}
+
+/**
+ * The ids the server shows us, when its `Total-Objects` differs from what the replica expects
+ * (null when they agree, or the server does not count): one HEAD, then the ids listed
+ * (`_fields=id`, paged) only on a mismatch, and not even then when the server shows none.
+ */
+export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<string> | null> {
   const { http, local } = options;
   const path = endpoints.records(options.bucket, options.collection);
   const signal = options.signal ? { signal: options.signal } : {};
   const head = await http.request({ method: 'HEAD', path, ...signal });
   const header = head.headers.get('total-objects') ?? head.headers.get('total-records');
-  if (header === null) return [];
-  if (Number(header) === (await local.expectedServerCount())) return [];
-  const readable = new Set<string>();
+  if (header === null) return null;
+  if (Number(header) === (await local.expectedServerCount())) return null;
+  const ids = new Set<string>();
+  if (Number(header) === 0) return ids;
   let response = await http.request<{ data: { id: string }[] }>({ path, query: { _fields: 'id', _limit: 10_000 }, ...signal });
   for (;;) {
-    for (const record of response.body.data) readable.add(record.id);
+    for (const record of response.body.data) ids.add(record.id);
     const next = response.headers.get('next-page');
     if (!next) break;
     response = await http.request<{ data: { id: string }[] }>({ path: next, ...signal });
   }
-  return local.removeUnreadable((id) => readable.has(id));
+  return ids;
 }

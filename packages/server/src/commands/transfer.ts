@@ -12,13 +12,17 @@ import { resolveSecrets } from '../secrets.js';
 import { connectStorage } from '../storage/factory.js';
 import { exportStore } from '../transfer/export.js';
 import { ImportError, importStore } from '../transfer/import.js';
+import { importLimits } from '../transfer/validate.js';
 
 export const TRANSFER_USAGE = `  quire export [--output file.ndjson] [--page-size 1000]
       write every bucket and account (objects, tombstones, permissions, timestamps, history)
       as NDJSON to the file or to standard output
   quire import [--input file.ndjson] [--batch-size 1000] [--replace]
       load an export into the configured store (migrating it first), keeping ids and
-      last_modified; a store that holds data is refused unless --replace (which empties it)`;
+      last_modified; all or nothing: every line is checked as the API would (ids, parents,
+      resource types, sizes) before anything is written, and the first refusal names its line;
+      a store that holds data, or an object given twice, is refused unless --replace (which
+      empties the store first, and lets the later line for an object win)`;
 
 /** A progress line on stderr, rewritten in place, at most every 250 ms; only on a terminal. */
 function progress(verb: string): { update(count: number): void; done(count: number): void } {
@@ -106,8 +110,9 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
   const input = values.input ? createReadStream(values.input) : process.stdin;
   const bar = progress('imported');
   try {
-    const count = await importStore(storage, input, { batchSize, replace: values.replace === true, onProgress: (n) => bar.update(n) });
-    bar.done(count);
+    const summary = await importStore(storage, input, { batchSize, replace: values.replace === true, limits: importLimits(settings), onProgress: (n) => bar.update(n) });
+    bar.done(summary.objects);
+    if (summary.replaced > 0) console.error(`quire import: ${summary.replaced} lines replaced an earlier line for the same object (--replace)`);
   } catch (error) {
     if (!(error instanceof ImportError)) throw error;
     console.error(`quire import: ${error.message}`);

@@ -43,10 +43,19 @@ export function toApiError(error: unknown, settings: Settings): ApiError {
   return new ApiError(500, ERRNO.UNDEFINED, { message: 'A programmatic error occurred, developers have been informed.' });
 }
 
+/**
+ * Whether a status is the server's fault, logged as an error with its stack. 507 is not: a
+ * quota refusal (quotas/listener.ts) is the client's doing, like a 4xx — its request line
+ * (observability/request-log.ts) is enough.
+ */
+export function isServerFault(status: number): boolean {
+  return status >= 500 && status !== 507;
+}
+
 export function registerErrorHandler(app: FastifyInstance, settings: Settings): void {
   app.setErrorHandler(async (error, request, reply) => {
     const apiError = toApiError(error, settings);
-    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (isServerFault(apiError.status)) request.log.error({ err: error }, 'request failed');
     const body = apiError.toBody();
     if (apiError.status === 500) body.info = settings.error_info_link;
     for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);

@@ -3,10 +3,12 @@
  * duration, a hash of the user id (never the id: it may be an e-mail address) and the request
  * id, which is taken from `X-Request-Id` when a proxy sends one and returned in that header.
  * Health checks, 304 polls and batch sub-requests log at debug level: a client polling every
- * few seconds must not fill the log. Failures (5xx) log at error level.
+ * few seconds must not fill the log. Failures (5xx) log at error level, but a quota refusal
+ * (507: the client's doing) at warn.
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isServerFault } from '../http/error-handler.js';
 import type { Settings } from '../config.js';
 
 const QUIET_ROUTES = new Set(['/v1/__heartbeat__', '/v1/__lbheartbeat__', '/v1/__version__']);
@@ -36,7 +38,8 @@ function logRequest(request: FastifyRequest, reply: FastifyReply): void {
   const route = request.routeOptions.url ?? 'unmatched';
   const status = reply.statusCode;
   const quiet = status === 304 || QUIET_ROUTES.has(route) || request.work.batch;
-  const level = status >= 500 ? 'error' : quiet ? 'debug' : 'info';
+  // A quota refusal (507) is the client's doing: a warning, not an error.
+  const level = isServerFault(status) ? 'error' : status === 507 ? 'warn' : quiet ? 'debug' : 'info';
   const userid = request.identity?.userId;
   request.log[level](
     {

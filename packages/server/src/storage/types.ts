@@ -238,8 +238,10 @@ export interface ObjectStore {
 
   /**
    * Hard-deletes (no tombstones) every object and tombstone whose parentId is `uri` or starts
-   * with `uri + '/'` (history entries included). The scope timestamps stay: a tree re-created
-   * keeps increasing timestamps. Their ACLs and the outbox items are the other facets' part.
+   * with `uri + '/'` (history entries included). The timestamps of the scopes below move to
+   * max(now, their value + 1): a list re-created there starts above every timestamp the old
+   * one served, so an old ETag is never answered 304 and `_since=<old>` shows the list moved
+   * past it with nothing returned. Their ACLs and the outbox items are the other facets' part.
    */
   deleteTree(uri: string): Promise<void>;
 

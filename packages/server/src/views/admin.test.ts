@@ -74,6 +74,7 @@ describe('registerAdmin serving a build', () => {
     writeFileSync(join(root, 'assets', 'index-abc123.js'), `console.log(${JSON.stringify('x'.repeat(4000))});`);
     writeFileSync(join(root, 'version.json'), JSON.stringify({ version: '1.2.3' }));
     writeFileSync(join(root, '.secret'), 'no');
+    writeFileSync(join(root, 'assets', 'index-abc123.js.map'), '{"version":3,"sources":["../src/secret-path.ts"]}');
     writeFileSync(join(root, '..', 'quire-admin-outside.txt'), 'OUTSIDE-CONTENT');
     app = await appOn(root);
   });
@@ -108,8 +109,8 @@ describe('registerAdmin serving a build', () => {
     expect((app.services.capabilities as Record<string, { version: string }>).admin?.version).toBe('1.2.3');
   });
 
-  it('serves nothing outside the build, no dotfile, no directory', async () => {
-    for (const url of ['/v1/admin/../quire-admin-outside.txt', '/v1/admin/%2e%2e/quire-admin-outside.txt', '/v1/admin/.secret', '/v1/admin/assets', '/v1/admin/nope.js', '/v1/admin/%00']) {
+  it('serves nothing outside the build, no dotfile, no directory, no source map', async () => {
+    for (const url of ['/v1/admin/assets/index-abc123.js.map', '/v1/admin/../quire-admin-outside.txt', '/v1/admin/%2e%2e/quire-admin-outside.txt', '/v1/admin/.secret', '/v1/admin/assets', '/v1/admin/nope.js', '/v1/admin/%00']) {
       const response = await app.inject({ url });
       expect(response.statusCode, url).toBe(404);
       expect(response.body, url).not.toContain('OUTSIDE-CONTENT');

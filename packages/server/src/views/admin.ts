@@ -48,7 +48,6 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.ico': 'image/x-icon',
   '.woff2': 'font/woff2',
-  '.map': 'application/json; charset=utf-8',
   '.txt': 'text/plain; charset=utf-8',
 };
 
@@ -119,6 +118,8 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
   function load(relative: string): CachedFile | null {
     const file = resolve(root, relative === '' ? 'index.html' : relative);
     if (!file.startsWith(root + sep) || relative.split('/').some((part) => part.startsWith('.'))) return null;
+    // Source maps are never served, even from a build that has them (apps/console/vite.config.ts).
+    if (extname(file) === '.map') return null;
     let stat: Stats;
     try {
       stat = statSync(file);

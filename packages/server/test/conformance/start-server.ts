@@ -18,6 +18,8 @@ declare module 'vitest' {
 }
 
 const MAX_BODY_BYTES = 256 * 1024;
+/** The quota limits of the one bucket the quotas suite uses (the same for both backends' setups). */
+const QUOTAS = { bucket: 'conformance-quotas', bucket_max_items: 4, bucket_max_bytes: 2500, max_bytes_per_item: 1024, collection_max_items: 2 };
 
 const HMAC_SECRET = 'conformance-secret';
 const ACCOUNTS_ADMIN = 'conformance-admin';
@@ -40,6 +42,11 @@ export async function startForConformance(project: TestProject, storage: Storage
       max_body_bytes: MAX_BODY_BYTES,
       // The history plugin (capability `history`, suites/history.test.ts).
       history_enabled: true,
+      // The quotas plugin (capability `quotas`, suites/quotas.test.ts): limits on one bucket of
+      // its own only, so no other suite meets them.
+      quotas_enabled: true,
+      quotas_buckets: { [QUOTAS.bucket]: { max_items: QUOTAS.bucket_max_items, max_bytes: QUOTAS.bucket_max_bytes, max_bytes_per_item: QUOTAS.max_bytes_per_item } },
+      quotas_collections: { [QUOTAS.bucket]: { max_items: QUOTAS.collection_max_items } },
       bucket_read_principals: [bucketReaderId],
       experimental_collection_schema_validation: true,
       // Capability shown; the suite flushes only with QUIRE_CONFORMANCE_ALLOW_FLUSH=1, never set
@@ -57,6 +64,8 @@ export async function startForConformance(project: TestProject, storage: Storage
   });
   // The body limit is not public in `GET /`; tell the suite so its 413 test runs.
   process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(MAX_BODY_BYTES);
+  // Nor are the quota limits.
+  process.env.QUIRE_CONFORMANCE_QUOTAS = JSON.stringify(QUOTAS);
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

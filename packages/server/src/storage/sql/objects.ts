@@ -315,10 +315,19 @@ export class SqlObjects implements ObjectStore {
     await s.sendPendingWrites();
     s.forgetLocked();
     s.invalidate({ kind: 'tree', uri });
-    // The scope timestamps stay: a collection deleted then re-created keeps increasing
-    // timestamps, so clients holding an old ETag never mistake new data for old.
+    s.pending.releaseTree(uri);
+    // The scope timestamps below the tree are bumped, not dropped (issue 29): a list re-created
+    // there starts above every timestamp the old one served, so an old ETag gets 200, not 304,
+    // and `_since=<old>` shows the timestamp moved past it with nothing returned (the "server
+    // was flushed" signal of Kinto's clients). Bumped rather than deleted and stored afresh as
+    // Kinto does: `now` may lie below them (client-supplied timestamps, clock steps back). The
+    // rows stay locked until commit, as every write's scope is.
     await s.query(
-      `WITH entries AS (DELETE FROM history WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\')
+      `WITH entries AS (DELETE FROM history WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'),
+       stamped AS (
+         UPDATE timestamps SET last_modified = GREATEST(${NOW_MS}, last_modified + 1)
+         WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'
+       )
        DELETE FROM objects WHERE parent_id = $1 OR parent_id LIKE $2 ESCAPE '\\'`,
       [uri, likePrefix(`${uri}/`)],
     );

@@ -93,6 +93,13 @@ export class PendingWrites {
     this.#scopes.delete(key(parentId, resourceName));
   }
 
+  /** The database moved the timestamps of every scope below `uri` (a deleted tree): ask it again for those. */
+  releaseTree(uri: string): void {
+    for (const [scopeKey, scope] of this.#scopes) {
+      if (scope.parentId === uri || scope.parentId.startsWith(`${uri}/`)) this.#scopes.delete(scopeKey);
+    }
+  }
+
   /** The next timestamp of a scope this transaction holds (undefined: it holds none yet). */
   next(parentId: string, resourceName: string): number | undefined {
     const held = this.#scopes.get(key(parentId, resourceName));

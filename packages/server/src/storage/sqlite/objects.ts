@@ -173,11 +173,17 @@ export class SqliteObjects implements ObjectStore {
   async deleteTree(uri: string): Promise<void> {
     this.#s.assertWritable();
     const [low, high] = belowRange(uri);
-    // The scope timestamps stay: a collection deleted then re-created keeps increasing
-    // timestamps, so clients holding an old ETag never mistake new data for old.
     for (const table of ['objects', 'history']) {
       this.#s.db.run(`DELETE FROM ${table} WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)`, [uri, low, high]);
     }
+    // The scope timestamps below the tree are bumped, not dropped (issue 29; sql/objects.ts
+    // says why): a list re-created there starts above every timestamp the old one served.
+    this.#s.db.run('UPDATE timestamps SET last_modified = max(?, last_modified + 1) WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)', [
+      Date.now(),
+      uri,
+      low,
+      high,
+    ]);
   }
 
   async purgeDeleted(scope: Scope, before?: number): Promise<number> {

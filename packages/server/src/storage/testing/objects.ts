@@ -386,8 +386,58 @@ export function describeObjects(suite: Suite): void {
     test('keeps timestamps increasing when a deleted tree is re-created', async () => {
       const { last_modified } = await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       await deleteBelow(storage, scope.parentId);
-      expect(await storage.read((session) => session.objects.timestamp(scope))).toBeGreaterThanOrEqual(last_modified);
+      expect(await storage.read((session) => session.objects.timestamp(scope))).toBeGreaterThan(last_modified);
       expect((await storage.transaction((session) => session.objects.create(scope, 'a', {}))).last_modified).toBeGreaterThan(last_modified);
+    });
+
+    test('moves every scope timestamp below the tree past what it was, even one set in the future (issue 29)', async () => {
+      const bucket = `/buckets/${randomUUID()}`;
+      const records: Scope = { resourceName: 'record', parentId: `${bucket}/collections/c` };
+      const groups: Scope = { resourceName: 'group', parentId: bucket };
+      const sibling: Scope = { resourceName: 'record', parentId: `${bucket}x/collections/c` };
+      const future = Date.now() + 3_600_000; // a client-supplied last_modified (§5.2)
+      await storage.transaction((session) => session.objects.create(records, 'r', { last_modified: future }, { lastModified: future }));
+      await storage.transaction(async (session) => {
+        await session.objects.create(groups, 'g', {});
+        await session.objects.delete(groups, 'g'); // a tombstone is the newest timestamp served
+      });
+      await storage.transaction((session) => session.objects.create(sibling, 'r', {}));
+      const before = await storage.read(async (session) => [await session.objects.timestamp(records), await session.objects.timestamp(groups), await session.objects.timestamp(sibling)]);
+      expect(before[0]).toBe(future);
+
+      await deleteBelow(storage, bucket);
+      const after = await storage.read(async (session) => [await session.objects.timestamp(records), await session.objects.timestamp(groups), await session.objects.timestamp(sibling)]);
+      expect(after[0]).toBeGreaterThan(before[0]!);
+      expect(after[1]).toBeGreaterThan(before[1]!);
+      expect(after[2]).toBe(before[2]); // outside the tree: untouched
+      // Stable until the next write, as any scope timestamp.
+      expect(await storage.read((session) => session.objects.timestamp(records))).toBe(after[0]);
+      expect(await storage.snapshot((session) => session.objects.timestamp(records))).toBe(after[0]);
+    });
+
+    test('in one transaction, writes after a deleteTree are stamped above the bumped scope (a batch that re-creates)', async () => {
+      const bucket = `/buckets/${randomUUID()}`;
+      const records: Scope = { resourceName: 'record', parentId: `${bucket}/collections/c` };
+      await storage.transaction(async (session) => {
+        await session.objects.create(records, 'a', {});
+        await session.objects.create(records, 'b', {});
+      });
+      const old = await storage.read((session) => session.objects.timestamp(records));
+      const [bumped, written, final] = await storage.transaction(async (session) => {
+        await session.objects.create(records, 'c', {}); // the scope is now held by this transaction
+        const held = await session.objects.timestamp(records);
+        await session.outbox.deleteTree(bucket);
+        await session.objects.deleteTree(bucket);
+        await session.permissions.deleteTree(bucket, { itself: false });
+        const bumped = await session.objects.timestamp(records);
+        expect(bumped).toBeGreaterThan(held);
+        const written = await session.objects.create(records, 'a', {});
+        return [bumped, written.last_modified, await session.objects.timestamp(records)];
+      });
+      expect(bumped).toBeGreaterThan(old);
+      expect(written).toBeGreaterThan(bumped);
+      expect(await storage.read((session) => session.objects.timestamp(records))).toBe(final);
+      expect(ids(await storage.read((session) => session.objects.list(records, { includeDeleted: true })))).toEqual(['a']);
     });
   });
 
