@@ -119,6 +119,28 @@ describe('§5.3 collection timestamp (list ETag)', () => {
     }
   });
 
+  // A client holding the old ETag must learn that the list changed: a cache gets 200, a `_since`
+  // poll sees the timestamp move past its own with nothing returned (the "server emptied" signal
+  // kinto.js acts on). The original stores a fresh timestamp for the re-created list.
+  for (const deleted of ['collection', 'bucket'] as const) {
+    it(`moves past every old timestamp when the ${deleted} is deleted and re-created`, async () => {
+      const fx = await createCollectionFixture(alice);
+      await createRecords(alice, fx, [{ n: 1 }, { n: 2 }]);
+      const old = expectETag(await get(fx.records, { auth: alice }));
+      const parent = deleted === 'collection' ? fx.path : `/buckets/${fx.bucket}`;
+      expect((await del(parent, { auth: alice })).status).toBe(200);
+      if (deleted === 'bucket') expect((await put(`/buckets/${fx.bucket}`, { auth: alice })).status).toBe(201);
+      expect((await put(fx.path, { auth: alice })).status).toBe(201);
+      const cached = await get(fx.records, { auth: alice, headers: { 'If-None-Match': `"${old}"` } });
+      expect(cached.status).toBe(200);
+      expect(expectETag(cached)).toBeGreaterThan(old);
+      const polled = await get<ListBody>(`${fx.records}?_since=${old}`, { auth: alice });
+      expect(polled.status).toBe(200);
+      expect(polled.json.data).toEqual([]);
+      expect(expectETag(polled)).toBeGreaterThan(old);
+    });
+  }
+
   it('does not move on reads of a non-empty collection', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{}, {}]);
