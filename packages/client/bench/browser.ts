@@ -28,6 +28,9 @@ const { values } = parseArgs({
     tabs: { type: 'string', default: '3' },
     only: { type: 'string', default: 'cold,push,dump,tabs,offline,bundle' },
     clients: { type: 'string', default: 'quire,kinto' },
+    // kinto 17's importBulk leaves an empty replica without a timestamp: its first sync then
+    // downloads and compares every record again (673 s for 100k, once measured): off by default.
+    'kinto-dump-sync': { type: 'boolean', default: false },
   },
 });
 const sizes = values.sizes.split(',').map(Number);
@@ -219,18 +222,19 @@ async function main(): Promise<void> {
       // One more write after the dump: the first sync after loading it must bring it (and only it).
       await api(url, 'PUT', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`, { data: { n: -1, title: 'after the dump', done: 0 } });
       for (const client of clients) {
-        const m = await inFreshContext<{ loadMs: number; records: number; firstSyncMs: number; firstSyncRequests: number; pulled: number; skipped?: string }>(
+        const m = await inFreshContext<{ loadMs: number; records: number; firstSyncMs?: number; firstSyncRequests?: number; pulled?: number; skipped?: string }>(
           browser,
           served.origin,
           `${client}:dump`,
-          { bucket, collection: `cold-${size}`, dumpUrl: '/bench/dump.json' },
+          { bucket, collection: `cold-${size}`, dumpUrl: '/bench/dump.json', firstSync: client === 'quire' || values['kinto-dump-sync'] },
         );
         if (m.skipped) {
           row([`load a ${fmt(size)}-record dump`, name(client), '—', '', m.skipped]);
           continue;
         }
-        row([`load a ${fmt(size)}-record dump`, name(client), seconds(m.loadMs), '0', `${fmt(m.records)} records held after the first sync`]);
-        row(['first sync after the dump', name(client), seconds(m.firstSyncMs), fmt(m.firstSyncRequests), `${fmt(m.pulled)} pulled`]);
+        row([`load a ${fmt(size)}-record dump`, name(client), seconds(m.loadMs), '0', `${fmt(m.records)} records held`]);
+        if (m.firstSyncMs === undefined) row(['first sync after the dump', name(client), '—', '', 'not run (--kinto-dump-sync): re-downloads every record']);
+        else row(['first sync after the dump', name(client), seconds(m.firstSyncMs), fmt(m.firstSyncRequests!), `${fmt(m.pulled!)} pulled`]);
       }
       await api(url, 'DELETE', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`);
     }

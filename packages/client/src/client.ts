@@ -3,14 +3,18 @@
  * collection a local replica (its own IndexedDB database), a sync engine, the cross-tab lock and
  * change channel.
  */
-import { Collection, type ChangeEvent, type CollectionParts } from './api/collection.js';
+import { Collection, type CollectionParts } from './api/collection.js';
+import { createCollectionChannel } from './api/collection-channel.js';
+import type { ChangeEvent } from './api/events.js';
+import type { SharedSyncStatus } from './api/sync-status.js';
+import { browserOnlineSource, type OnlineSource } from './online.js';
+import { Remote } from './remote/remote.js';
 import { type DexieEnvironment, openCollectionDb } from './store/db.js';
 import { LocalCollection } from './store/local-collection.js';
+import { readSyncState } from './store/meta.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
 import { LiveChanges, type LiveOptions } from './sync/live.js';
-import { Remote } from './remote/remote.js';
-import { createChangeChannel } from './tabs/broadcast.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
@@ -35,6 +39,11 @@ export interface ClientOptions {
   newId?: () => string;
   /** Live changes (the change monitor, pushed or polled) used by auto-sync. */
   live?: LiveOptions;
+  /**
+   * Whether the device is online (default: `navigator.onLine` and its events; always online in
+   * Node). Nothing is retried or tried in the background while offline.
+   */
+  online?: OnlineSource;
 }
 
 export interface CollectionOptions {
@@ -67,6 +76,7 @@ export class QuireClient {
   /** One change-monitor connection for every auto-synced collection (`status`, `onStatus`, `onEntry`). */
   readonly live: LiveChanges;
   readonly http: HttpTransport;
+  readonly online: OnlineSource;
   readonly #options: ClientOptions;
   readonly #collections = new Map<string, Collection<never>>();
   readonly #tabId: string;
@@ -76,7 +86,9 @@ export class QuireClient {
     this.#options = options;
     this.#newId = options.newId ?? (() => globalThis.crypto.randomUUID());
     this.#tabId = this.#newId();
+    this.online = options.online ?? browserOnlineSource();
     this.http = new HttpTransport({
+      online: this.online,
       remote: options.remote,
       ...(options.auth ? { auth: options.auth } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -87,7 +99,7 @@ export class QuireClient {
     });
     this.remote = new Remote(this.http);
     const manager = options.lockManager === undefined ? webLockManager() : options.lockManager;
-    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, options.live);
+    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, this.online, this.#tabId, options.live);
   }
 
   bucket(name: string): Bucket {
@@ -103,7 +115,10 @@ export class QuireClient {
     const existing = this.#collections.get(key);
     if (existing) return existing as unknown as Collection<T>;
     let collection!: Collection<T>;
-    const parts = this.#open(bucket, name, options, (event) => collection.emit('change', event));
+    const parts = this.#open(bucket, name, options, {
+      emit: (event) => collection.emit('change', event),
+      status: (status) => collection.receiveStatus(status),
+    });
     collection = new Collection<T>(bucket, name, parts, () => {
       if (this.#collections.get(key) === (collection as unknown as Collection<never>)) this.#collections.delete(key);
     });
@@ -112,32 +127,22 @@ export class QuireClient {
     return collection;
   }
 
-  async #open(bucket: string, name: string, options: CollectionOptions, emit: (event: ChangeEvent) => void): Promise<CollectionParts> {
+  async #open(
+    bucket: string,
+    name: string,
+    options: CollectionOptions,
+    handlers: { emit: (event: ChangeEvent) => void; status: (status: SharedSyncStatus) => void },
+  ): Promise<CollectionParts> {
     const dbName = `${this.#options.dbPrefix ?? 'quire'}:${bucket}/${name}`;
     const env: DexieEnvironment | undefined =
       this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
     const db = await openCollectionDb(dbName, options.indexes ?? [], env);
     const local = new LocalCollection(db, this.#newId);
-    const channel = createChangeChannel(`quire-changes:${dbName}`, this.#tabId);
-    const unsubscribe = channel.subscribe((message) => emit({ source: 'tab', changes: message.changes }));
-    // Other tabs get the changes coalesced per event-loop turn (one message for a burst of writes).
-    let outgoing: { source: 'local' | 'sync'; changes: ChangeEvent['changes'] } | null = null;
-    const flush = () => {
-      if (outgoing) channel.post({ db: dbName, ...outgoing, sender: this.#tabId });
-      outgoing = null;
-    };
-    const broadcast = (event: ChangeEvent) => {
-      emit(event);
-      const source = event.source === 'sync' ? 'sync' : 'local';
-      if (outgoing && outgoing.source !== source) flush();
-      if (!outgoing) {
-        outgoing = { source, changes: [] };
-        setTimeout(flush, 0);
-      }
-      outgoing.changes.push(...event.changes);
-    };
+    const channel = createCollectionChannel(dbName, this.#tabId, handlers);
     const manager = this.#options.lockManager === undefined ? webLockManager() : this.#options.lockManager;
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
+    // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
+    const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
     const engine = new SyncEngine({
       http: this.http,
       local,
@@ -149,16 +154,18 @@ export class QuireClient {
       lockName: `quire-sync:${dbName}`,
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
       checkReadable: options.checkReadable ?? true,
-      onChanges: (changes) => broadcast({ source: 'sync', changes }),
+      onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
     });
     return {
       local,
       engine,
-      broadcast,
+      channel,
       live: this.live,
+      online: this.online,
+      leaderLock,
+      dbName,
+      lastSyncAt: (await readSyncState(db)).lastSyncAt,
       close: async () => {
-        flush();
-        unsubscribe();
         channel.close();
         db.close();
       },

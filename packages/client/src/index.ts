@@ -1,10 +1,12 @@
 /** Public surface of @quire/client. */
 export { createClient, QuireClient, Bucket, type ClientOptions, type CollectionOptions } from './client.js';
 export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution, type RemoteChangeEvent } from './api/collection.js';
-export { LiveChanges, MONITOR_PATH, type ChangeEntry, type LiveMode, type LiveOptions, type LiveStatus } from './sync/live.js';
+export type { SyncStatus, SyncFailure } from './api/sync-status.js';
+export { LiveChanges, MONITOR_PATH, type ChangeEntry, type LiveMode, type LiveOptions, type LiveState, type LiveStatus } from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
 export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';
-export { createManualOnlineSource, browserOnlineSource, type OnlineSource, type AutoSyncOptions } from './sync/scheduler.js';
+export { createManualOnlineSource, browserOnlineSource, type OnlineSource } from './online.js';
+export type { AutoSyncOptions } from './sync/scheduler.js';
 export { Remote, type ServerInfo, type Permissions, type KintoObject, type ObjectResponse, type WriteOptions, type ListOptions } from './remote/remote.js';
 export { endpoints } from './transport/endpoints.js';
 export type { Auth } from './transport/auth.js';

@@ -1,46 +1,40 @@
 /**
  * Collection<T>: the app's view of one synchronised collection. Local reads and writes work
  * offline; `sync()` runs the engine; events report changes from this tab, from sync and from
- * other tabs.
+ * other tabs; `status` is the sync status every tab shares. Auto-sync runs in one tab per
+ * collection (the leader); the others follow through the shared IndexedDB and the channel.
  */
 import type { Observable } from 'dexie';
+import type { OnlineSource } from '../online.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
 import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
 import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
+import { type Leadership, lead } from '../tabs/leadership.js';
+import type { SyncLock } from '../tabs/locks.js';
+import type { CollectionChannel } from './collection-channel.js';
+import type { CollectionEvents } from './events.js';
+import { describeFailure, type SharedSyncStatus, type SyncStatus, SyncStatusStore } from './sync-status.js';
 
 export type { ListQuery };
-
-export interface ChangeEvent {
-  /** `local`: a write in this tab; `sync`: applied by a sync in this tab; `tab`: another tab. */
-  source: 'local' | 'sync' | 'tab';
-  changes: ChangeNotice[];
-}
-
-/** The server announced that this collection changed (live changes): a sync follows. */
-export interface RemoteChangeEvent {
-  /** The collection's timestamp on the server: the replica is current once it has pulled up to it. */
-  lastModified: number;
-  receivedAt: number;
-}
-
-export interface CollectionEvents {
-  change: ChangeEvent;
-  remote: RemoteChangeEvent;
-  progress: SyncProgress;
-  sync: SyncResult;
-  error: unknown;
-}
+export type { ChangeEvent, CollectionEvents, RemoteChangeEvent } from './events.js';
 
 export interface CollectionParts {
   local: LocalCollection;
   engine: SyncEngine;
-  /** Tells other tabs (and this tab's listeners) about changes. */
-  broadcast: (event: ChangeEvent) => void;
+  /** This tab's listeners and the other tabs: changes and the sync status. */
+  channel: CollectionChannel;
   /** The client's live changes (one connection for all its collections). */
   live?: LiveChanges;
+  online: OnlineSource;
+  /** Elects the one tab that auto-syncs this replica. */
+  leaderLock: SyncLock;
+  /** Names the replica (the IndexedDB database), hence the leadership. */
+  dbName: string;
+  /** When the replica last completed a pull (null: never). */
+  lastSyncAt: number | null;
   close: () => Promise<void>;
 }
 
@@ -60,8 +54,10 @@ export class Collection<T extends object = Record<string, unknown>> {
   /** The options of every call the queued sync stands for. */
   readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
   #scheduler: SyncScheduler | null = null;
+  #leadership: Leadership | null = null;
   #stopLive: () => void = () => {};
   #liveGeneration = 0;
+  readonly #status: SyncStatusStore;
 
   /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
   constructor(bucket: string, name: string, parts: Promise<CollectionParts>, onClose: () => void = () => {}) {
@@ -69,6 +65,32 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.name = name;
     this.#parts = parts;
     this.#onClose = onClose;
+    this.#status = new SyncStatusStore((status) => void parts.then((p) => p.channel.shareStatus(status), () => {}));
+    void parts.then(
+      (p) => {
+        if (this.#status.snapshot.lastSyncAt === null && p.lastSyncAt !== null) this.#status.receive({ ...this.#status.snapshot, lastSyncAt: p.lastSyncAt });
+      },
+      () => {},
+    );
+    // What another tab wrote is pushed by the tab that auto-syncs (maybe this one).
+    this.on('change', (event) => {
+      if (event.source === 'tab' && event.tab === 'local') this.#scheduler?.notifyLocalWrite();
+    });
+  }
+
+  /** The sync status, the same in every tab: running, progress, last result or failure, who auto-syncs. */
+  get status(): SyncStatus {
+    return this.#status.snapshot;
+  }
+
+  /** Calls `listener` whenever `status` changes (a sync in this tab or another, auto-sync leadership). */
+  onStatus(listener: (status: SyncStatus) => void): () => void {
+    return this.#status.subscribe(listener);
+  }
+
+  /** @internal The status another tab shared. */
+  receiveStatus(status: SharedSyncStatus): void {
+    this.#status.receive(status);
   }
 
   on<K extends keyof CollectionEvents>(event: K, listener: Listener<CollectionEvents[K]>): () => void {
@@ -91,7 +113,7 @@ export class Collection<T extends object = Record<string, unknown>> {
   }
 
   async #wrote(change: ChangeNotice): Promise<void> {
-    (await this.#parts).broadcast({ source: 'local', changes: [change] });
+    (await this.#parts).channel.broadcast({ source: 'local', changes: [change] });
     this.#scheduler?.notifyLocalWrite();
   }
 
@@ -173,7 +195,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     const conflict = (await parts.local.conflicts()).find((item) => item.id === id);
     if (!conflict) return;
     await parts.local.settleConflict(conflict, resolution);
-    parts.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
+    parts.channel.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
     this.#scheduler?.notifyLocalWrite();
   }
 
@@ -199,17 +221,21 @@ export class Collection<T extends object = Record<string, unknown>> {
     }
     const run = (async () => {
       const parts = await this.#parts;
+      this.#status.update({ syncing: true, progress: null });
       try {
         const result = await parts.engine.sync({
           ...options,
           onProgress: (progress) => {
             options.onProgress?.(progress);
+            this.#status.update({ progress });
             this.emit('progress', progress);
           },
         });
+        this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), lastResult: result, error: null });
         this.emit('sync', result);
         return result;
       } catch (error) {
+        this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), error: describeFailure(error) });
         this.emit('error', error);
         throw error;
       }
@@ -222,22 +248,40 @@ export class Collection<T extends object = Record<string, unknown>> {
   }
 
   /**
-   * Starts automatic sync: on reconnect, on an interval, after local writes, and — unless
-   * `live: false` — as soon as the server announces a change of this collection (live changes).
+   * Starts automatic sync: on reconnect, on an interval, after local writes (in any tab), and —
+   * unless `live: false` — as soon as the server announces a change of this collection (live
+   * changes). One tab auto-syncs a collection at a time (`status.autoSync` says which): the
+   * others follow through the shared replica and take over when it stops or closes.
    * Resolves to how remote changes are learnt: `stream`, `poll` (the monitor) or `none` (the interval).
    */
   startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
     this.stopAutoSync();
-    const scheduler = new SyncScheduler(() => this.sync(), options, () => {});
-    this.#scheduler = scheduler;
-    scheduler.start();
-    if (options.live === false) return Promise.resolve('none');
     const generation = ++this.#liveGeneration;
     return (async () => {
-      const { live, engine } = await this.#parts;
-      if (!live || generation !== this.#liveGeneration) return 'none';
+      const parts = await this.#parts;
+      if (generation !== this.#liveGeneration) return 'none';
+      const schedulerOptions = { ...options, online: options.online ?? parts.online };
+      this.#status.update({ autoSync: 'follower' });
+      this.#leadership = lead(
+        parts.leaderLock,
+        `quire-autosync:${parts.dbName}`,
+        (signal) => {
+          const scheduler = new SyncScheduler(() => this.sync(), schedulerOptions, () => {});
+          this.#scheduler = scheduler;
+          scheduler.start();
+          signal.addEventListener('abort', () => {
+            scheduler.stop();
+            if (this.#scheduler === scheduler) this.#scheduler = null;
+          });
+        },
+        (leading) => this.#status.update({ autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null }),
+      );
+      if (options.live === false || !parts.live) return 'none';
+      const { live, engine } = parts;
       const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
         this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
+        const scheduler = this.#scheduler;
+        if (!scheduler) return; // another tab auto-syncs this collection: it got the entry too
         // The replica may hold that version already (the stream starts with every collection's
         // timestamp): compare once the sync in progress, if any, has ended.
         void (async () => {
@@ -255,12 +299,17 @@ export class Collection<T extends object = Record<string, unknown>> {
     })().catch(() => 'none' as const);
   }
 
-  stopAutoSync(): void {
+  /** Stops auto-sync in this tab; another tab that auto-syncs this collection takes over. Resolves once the leadership is given up. */
+  stopAutoSync(): Promise<void> {
     this.#liveGeneration++;
     this.#stopLive();
     this.#stopLive = () => {};
     this.#scheduler?.stop();
     this.#scheduler = null;
+    const leadership = this.#leadership;
+    this.#leadership = null;
+    if (this.#status.snapshot.autoSync !== null) this.#status.update({ autoSync: null });
+    return leadership ? leadership.release() : Promise.resolve();
   }
 
   /** Drops the local replica (records, pending changes, sync state). */
@@ -269,7 +318,7 @@ export class Collection<T extends object = Record<string, unknown>> {
   }
 
   async close(): Promise<void> {
-    this.stopAutoSync();
+    await this.stopAutoSync();
     this.#onClose();
     await (await this.#parts).close();
   }
