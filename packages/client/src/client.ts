@@ -53,8 +53,11 @@ export interface CollectionOptions {
   strategy?: ConflictStrategy;
   /** Records per page while pulling (default 2000; the server may cap it). */
   pageSize?: number;
-  /** Detect records that lost read permission after each sync (default true). */
-  checkReadable?: boolean;
+  /**
+   * Detect records that lost read permission (default true): one `HEAD` after a sync that changed
+   * something, and every `intervalMs` (default 10 min) when polls find nothing new; false: never.
+   */
+  checkReadable?: boolean | { intervalMs?: number };
 }
 
 export class Bucket {
@@ -153,7 +156,7 @@ export class QuireClient {
       lock,
       lockName: `quire-sync:${dbName}`,
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
-      checkReadable: options.checkReadable ?? true,
+      checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
     });
     return {
@@ -179,6 +182,13 @@ export class QuireClient {
     this.live.close();
     await this.http.close();
   }
+}
+
+const READABLE_CHECK_INTERVAL_MS = 10 * 60_000;
+
+function readablePolicy(option: CollectionOptions['checkReadable']): { intervalMs: number } | null {
+  if (option === false) return null;
+  return { intervalMs: (typeof option === 'object' ? option.intervalMs : undefined) ?? READABLE_CHECK_INTERVAL_MS };
 }
 
 /** Names the connection tabs share: the server and who the user is (never the secret itself). */

@@ -8,7 +8,7 @@
 import { type Collection, liveQuery, type Observable } from 'dexie';
 import { StoreError } from '../errors.js';
 import type { CollectionDb } from './db.js';
-import { resetSyncMeta, writeCheckpoint } from './meta.js';
+import { adjustServerCount, readServerCount, resetSyncMeta, writeCheckpoint, writeServerCount } from './meta.js';
 import { afterPublish, afterSettlement, nextOutboxEntry } from './outbox.js';
 import { asLocal } from './record-fields.js';
 import type { ConflictEntry, LocalRecord, OutboxEntry, PullCheckpoint, RemoteRecord } from './types.js';
@@ -60,6 +60,15 @@ export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> 
 function mapStoreError(error: unknown): never {
   if (error instanceof StoreError) throw error;
   throw new StoreError('QUIRE_ERR_STORE_FAILED', `IndexedDB failure: ${(error as Error).message}`, { cause: error });
+}
+
+/**
+ * What one record adds to the count the server should show us: 1 when held, minus a pending
+ * creation (not on the server yet), plus a pending deletion (still there). Local writes never
+ * change the sum; only what sync writes does (see readServerCount).
+ */
+function serverShare(held: boolean, entry: OutboxEntry | null | undefined): number {
+  return (held ? 1 : 0) - (entry?.op === 'create' ? 1 : 0) + (entry?.op === 'delete' ? 1 : 0);
 }
 
 /** The record with `last_modified` set to `version`, or without one when null: only the server sets it. */
@@ -206,17 +215,29 @@ export class LocalCollection {
     return this.db.$conflicts.toArray();
   }
 
-  /** Records the server should show us: those held, plus pending deletions, minus pending creations. */
+  /**
+   * Records the server should show us: those held, plus pending deletions, minus pending
+   * creations. Kept as a number (readServerCount): counted only when unknown.
+   */
   expectedServerCount(): Promise<number> {
     const { db } = this;
-    return db.transaction('r', db.records, db.$outbox, async () => {
-      const [records, creates, deletes] = await Promise.all([
-        db.records.count(),
-        db.$outbox.filter((entry) => entry.op === 'create').count(),
-        db.$outbox.filter((entry) => entry.op === 'delete').count(),
-      ]);
-      return records - creates + deletes;
+    return db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
+      const kept = await readServerCount(db);
+      if (kept !== null) return kept;
+      const count = await this.#countServerShare();
+      await writeServerCount(db, count);
+      return count;
     });
+  }
+
+  async #countServerShare(): Promise<number> {
+    const { db } = this;
+    const [records, creates, deletes] = await Promise.all([
+      db.records.count(),
+      db.$outbox.filter((entry) => entry.op === 'create').count(),
+      db.$outbox.filter((entry) => entry.op === 'delete').count(),
+    ]);
+    return records - creates + deletes;
   }
 
   /**
@@ -239,6 +260,8 @@ export class LocalCollection {
         changes.put.length ? db.records.bulkPut(changes.put) : undefined,
         changes.remove.length ? db.records.bulkDelete(changes.remove) : undefined,
         changes.settled.length ? db.$outbox.bulkDelete(changes.settled) : undefined,
+        // A cold page is stored without looking at what is held: the count becomes unknown.
+        held ? adjustServerCount(db, pageShareDelta(ids, held, changes)) : writeServerCount(db, null),
       ]);
       for (const remote of changes.waiting) {
         const stored = await db.$conflicts.get(remote.id);
@@ -253,20 +276,26 @@ export class LocalCollection {
   async acknowledgePushed(published: readonly Published[]): Promise<void> {
     if (published.length === 0) return;
     const { db } = this;
-    await db.transaction('rw', db.records, db.$outbox, async () => {
+    await db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
+      let delta = 0;
       for (const { sent, server } of published) {
-        const current = await db.$outbox.get(sent.id);
+        const [current, local] = await Promise.all([db.$outbox.get(sent.id), db.records.get(sent.id)]);
         const next = afterPublish(sent, current, server?.last_modified ?? null, this.#newId);
         if (next) await db.$outbox.put(next);
         else await db.$outbox.delete(sent.id);
+        let held = local !== undefined;
         if (current?.rev === sent.rev) {
-          if (server) await db.records.put(asLocal(server));
-        } else if (current && next) {
+          if (server) {
+            await db.records.put(asLocal(server));
+            held = true;
+          }
+        } else if (local && next) {
           // Written again meanwhile: the local version now stands on the version just published.
-          const local = await db.records.get(sent.id);
-          if (local) await db.records.put(withServerVersion(local, next.base));
+          await db.records.put(withServerVersion(local, next.base));
         }
+        delta += serverShare(held, next) - serverShare(local !== undefined, current);
       }
+      await adjustServerCount(db, delta);
     });
   }
 
@@ -286,19 +315,20 @@ export class LocalCollection {
    */
   async settleConflict(conflict: ConflictEntry, settlement: Settlement): Promise<boolean> {
     const { db } = this;
-    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts, db.$meta], async () => {
       const id = conflict.id;
-      const entry = await db.$outbox.get(id);
+      const [entry, held] = await Promise.all([db.$outbox.get(id), db.records.get(id)]);
       const remote = conflict.remote && !conflict.remote.deleted ? conflict.remote : null;
       await db.$conflicts.delete(id);
       let keep: Record<string, unknown> | null;
       if (settlement === 'remote') keep = remote;
-      else if (settlement === 'local') keep = entry?.op === 'delete' ? null : ((await db.records.get(id)) ?? conflict.local);
+      else if (settlement === 'local') keep = entry?.op === 'delete' ? null : (held ?? conflict.local);
       else keep = settlement.merged;
       const next = afterSettlement(id, keep, remote, entry?.seq ?? this.#seq(), this.#newId);
       await Promise.all([
         next.record ? db.records.put(next.record) : db.records.delete(id),
         next.entry ? db.$outbox.put(next.entry) : db.$outbox.delete(id),
+        adjustServerCount(db, serverShare(next.record !== null, next.entry) - serverShare(held !== undefined, entry)),
       ]);
       return next.entry !== null;
     });
@@ -307,11 +337,13 @@ export class LocalCollection {
   /** Removes the records `isReadable` rejects, except those with a pending change; returns their ids. */
   async removeUnreadable(isReadable: (id: string) => boolean): Promise<string[]> {
     const { db } = this;
-    return db.transaction('rw', db.records, db.$outbox, async () => {
+    return db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
       const pending = new Set((await db.$outbox.toCollection().primaryKeys()) as string[]);
       const ids = (await db.records.toCollection().primaryKeys()) as string[];
       const gone = ids.filter((id) => !pending.has(id) && !isReadable(id));
       await db.records.bulkDelete(gone);
+      // Every record was looked at: count exactly (this also repairs any drift).
+      await writeServerCount(db, await this.#countServerShare());
       return gone;
     });
   }
@@ -321,6 +353,22 @@ export class LocalCollection {
     const { db } = this;
     await db.transaction('rw', [db.records, db.$outbox, db.$meta, db.$conflicts], async () => {
       await Promise.all([db.records.clear(), db.$outbox.clear(), resetSyncMeta(db), db.$conflicts.clear()]);
+      await writeServerCount(db, 0);
     });
   }
+}
+
+/** How a pulled page changes the server count, from what was held before it and what it changed. */
+function pageShareDelta(ids: readonly string[], held: HeldRecords, changes: PageChanges): number {
+  const put = new Set(changes.put.map((record) => record.id));
+  const removed = new Set(changes.remove);
+  const settled = new Set(changes.settled);
+  let delta = 0;
+  ids.forEach((id, i) => {
+    const wasHeld = held.locals[i] !== undefined;
+    const entry = held.entries[i];
+    const isHeld = put.has(id) ? true : removed.has(id) ? false : wasHeld;
+    delta += serverShare(isHeld, settled.has(id) ? undefined : entry) - serverShare(wasHeld, entry);
+  });
+  return delta;
 }

@@ -6,7 +6,7 @@
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
-import { readSyncState, resetSyncMeta } from '../store/meta.js';
+import { readReadableCheck, readSyncState, resetSyncMeta, writeReadableCheck } from '../store/meta.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
@@ -76,8 +76,11 @@ export interface SyncEngineOptions {
   lock: SyncLock;
   lockName: string;
   batchSize: () => Promise<number | null>;
-  /** Check for records that lost read permission after each sync (default true). */
-  checkReadable: boolean;
+  /**
+   * Check for records that lost read permission: after a sync that changed something, and at
+   * least every `intervalMs` otherwise (null: never).
+   */
+  checkReadable: { intervalMs: number } | null;
   onChanges: (changes: ChangeNotice[]) => void;
 }
 
@@ -190,12 +193,28 @@ export class SyncEngine {
       }
     }
 
-    if (this.#options.checkReadable) {
+    if (await this.#readableCheckDue(result)) {
       const gone = await dropUnreadable({ http, local, bucket, collection, ...signal });
+      await writeReadableCheck(local.db, Date.now());
       result.removed += gone.length;
       if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
     }
     result.ok = result.errors.length === 0 && result.conflicts.every((conflict) => conflict.resolution !== 'manual');
     return result;
+  }
+
+  /**
+   * A revoked read permission shows only in `Total-Objects` (the records stop coming, no
+   * tombstone). Revoking a record's permission changes the record, hence the collection's ETag:
+   * checked after any sync that was not a 304 or that pushed. A change of group membership or of
+   * an inherited permission leaves the ETag alone: checked every `intervalMs` too. A no-change
+   * poll is thus ONE request, and the check itself counts nothing locally (readServerCount).
+   */
+  async #readableCheckDue(result: SyncResult): Promise<boolean> {
+    const policy = this.#options.checkReadable;
+    if (!policy) return false;
+    if (!result.notModified || result.pushed > 0) return true;
+    const last = await readReadableCheck(this.#options.local.db);
+    return last === null || Date.now() - last >= policy.intervalMs;
   }
 }
