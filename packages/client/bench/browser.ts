@@ -9,8 +9,11 @@
  * The page (bench/browser/page.js) is served by the API's own HTTP server under `/bench/`, so the
  * clients talk to `/v1` on the same origin, as an app served with its API does (no CORS
  * preflights in the counts). Every job runs in a fresh browser context: an empty IndexedDB.
+ * The browser reaches it as `http://quire.bench:<port>` (mapped to 127.0.0.1, and treated as a
+ * secure context like a deployed https app): on `localhost`/`127.0.0.1` Dexie turns its debug
+ * mode on (async stack tags on every call), which no deployed app pays.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +34,13 @@ const { values } = parseArgs({
     // kinto 17's importBulk leaves an empty replica without a timestamp: its first sync then
     // downloads and compares every record again (673 s for 100k, once measured): off by default.
     'kinto-dump-sync': { type: 'boolean', default: false },
+    // Writes a CPU profile (.cpuprofile, Chrome DevTools' format) of each job's page into this directory.
+    profile: { type: 'string' },
+    // Runs of the creates/push scenario per client (alternating), the median reported: the
+    // machine is shared, single runs are noisy.
+    repeat: { type: 'string', default: '3' },
+    // An unminified bundle (readable profiles).
+    'no-minify': { type: 'boolean', default: false },
   },
 });
 const sizes = values.sizes.split(',').map(Number);
@@ -59,7 +69,7 @@ async function buildQuireBundle(outDir: string): Promise<{ file: string; raw: nu
     format: ['esm'],
     platform: 'browser',
     target: 'es2022',
-    minify: true,
+    minify: !values['no-minify'],
     noExternal: ['dexie'],
     external: ['undici'],
     config: false,
@@ -134,6 +144,7 @@ async function serve(app: Awaited<ReturnType<typeof buildServer>>, files: Map<st
 async function openPage(context: BrowserContext, origin: string): Promise<Page> {
   const page = await context.newPage();
   page.on('pageerror', (error) => console.error(`page error: ${error.message}`));
+  page.on('console', (message) => message.text().startsWith('[timing]') && console.log(message.text()));
   await page.goto(`${origin}/bench/`);
   await page.waitForFunction(() => (globalThis as { benchReady?: boolean }).benchReady === true);
   return page;
@@ -146,7 +157,19 @@ function run<T>(page: Page, job: string, args: Record<string, unknown> = {}): Pr
 async function inFreshContext<T>(browser: Browser, origin: string, job: string, args: Record<string, unknown>): Promise<T> {
   const context = await browser.newContext();
   try {
-    return await run<T>(await openPage(context, origin), job, args);
+    const page = await openPage(context, origin);
+    if (!values.profile) return await run<T>(page, job, args);
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await cdp.send('Profiler.start');
+    const result = await run<T>(page, job, args);
+    const { profile } = await cdp.send('Profiler.stop');
+    mkdirSync(values.profile, { recursive: true });
+    const file = join(values.profile, `${job.replace(':', '-')}-${Date.now()}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    console.log(`profile: ${file}`);
+    return result;
   } finally {
     await context.close();
   }
@@ -170,8 +193,12 @@ async function main(): Promise<void> {
   ]);
   const served = await serve(app, files);
   const url = `${served.origin}/v1`;
+  const pageOrigin = `http://quire.bench:${new URL(served.origin).port}`;
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [...FLAGS, '--host-resolver-rules=MAP quire.bench 127.0.0.1', `--unsafely-treat-insecure-origin-as-secure=${pageOrigin}`],
+  });
   const bucket = `bench-${Date.now().toString(36)}`;
   const rows: string[][] = [['scenario', 'client', 'figure', 'requests', 'notes']];
   const row = (cells: string[]) => {
@@ -191,7 +218,7 @@ async function main(): Promise<void> {
         for (const client of turn % 2 === 0 ? clients : [...clients].reverse()) {
           const m = await inFreshContext<{ coldMs: number; coldRequests: number; records: number; queryMs: number; pollP50: number; pollP95: number; pollRequests: number }>(
             browser,
-            served.origin,
+            pageOrigin,
             `${client}:cold`,
             { bucket, collection: `cold-${size}`, polls, lookup: Math.floor(size / 2) },
           );
@@ -203,13 +230,23 @@ async function main(): Promise<void> {
     }
 
     if (only.has('push')) {
+      type Push = { createMs: number; pushMs: number; pushRequests: number; togetherMs: number };
+      const runs = new Map<string, Push[]>(clients.map((client) => [client, []]));
+      for (let round = 0; round < Number(values.repeat); round++) {
+        for (const client of round % 2 === 0 ? clients : [...clients].reverse()) {
+          const collection = `push-${client}-${round}`;
+          await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
+          runs.get(client)!.push(await inFreshContext<Push>(browser, pageOrigin, `${client}:push`, { bucket, collection, count: creates }));
+        }
+      }
+      const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
       for (const client of clients) {
-        const collection = `push-${client}`;
-        await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
-        const m = await inFreshContext<{ createMs: number; pushMs: number; pushRequests: number; togetherMs: number }>(browser, served.origin, `${client}:push`, { bucket, collection, count: creates });
-        row([`${fmt(creates)} local creates, one by one`, name(client), seconds(m.createMs), '0', `${fmt(m.createMs / creates, 2)} ms each`]);
-        row([`${fmt(creates)} local creates, same tick`, name(client), seconds(m.togetherMs), '0', 'Promise.all']);
-        row([`push of ${fmt(creates)} creates`, name(client), seconds(m.pushMs), fmt(m.pushRequests), 'sync() after the one-by-one creates']);
+        const list = runs.get(client)!;
+        const m = { createMs: median(list.map((r) => r.createMs)), pushMs: median(list.map((r) => r.pushMs)), togetherMs: median(list.map((r) => r.togetherMs)), pushRequests: list[0]!.pushRequests };
+        const all = (key: keyof Push) => `runs ${list.map((r) => fmt(r[key] / 1000, 2)).join(', ')} s`;
+        row([`${fmt(creates)} local creates, one by one`, name(client), seconds(m.createMs), '0', `${fmt(m.createMs / creates, 2)} ms each; ${all('createMs')}`]);
+        row([`${fmt(creates)} local creates, same tick`, name(client), seconds(m.togetherMs), '0', `Promise.all; ${all('togetherMs')}`]);
+        row([`push of ${fmt(creates)} creates`, name(client), seconds(m.pushMs), fmt(m.pushRequests), `the sync() after them; ${all('pushMs')}`]);
       }
     }
 
@@ -224,7 +261,7 @@ async function main(): Promise<void> {
       for (const client of clients) {
         const m = await inFreshContext<{ loadMs: number; records: number; firstSyncMs?: number; firstSyncRequests?: number; pulled?: number; skipped?: string }>(
           browser,
-          served.origin,
+          pageOrigin,
           `${client}:dump`,
           { bucket, collection: `cold-${size}`, dumpUrl: '/bench/dump.json', firstSync: client === 'quire' || values['kinto-dump-sync'] },
         );
@@ -246,11 +283,11 @@ async function main(): Promise<void> {
       const pages: Page[] = [];
       const counts: number[] = [];
       for (let i = 0; i < tabCount; i++) {
-        const page = await openPage(context, served.origin);
+        const page = await openPage(context, pageOrigin);
         const index = pages.length;
         counts.push(0);
         page.on('request', (request) => {
-          if (request.url().startsWith(url)) counts[index]!++;
+          if (request.url().startsWith(`${pageOrigin}/v1`)) counts[index]!++;
         });
         pages.push(page);
       }
@@ -278,7 +315,7 @@ async function main(): Promise<void> {
 
     if (only.has('offline') && clients.includes('quire')) {
       const context = await browser.newContext();
-      const page = await openPage(context, served.origin);
+      const page = await openPage(context, pageOrigin);
       await context.setOffline(true);
       const m = await run<{ attempts: number; online: boolean }>(page, 'quire:offline', { bucket, collection: 'offline', ms: 4500 });
       row(['start offline: requests in 4.5 s', 'Quire', fmt(m.attempts), fmt(m.attempts), `navigator.onLine ${m.online}`]);

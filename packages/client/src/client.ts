@@ -140,8 +140,8 @@ export class QuireClient {
     const env: DexieEnvironment | undefined =
       this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
     const db = await openCollectionDb(dbName, options.indexes ?? [], env);
-    const local = new LocalCollection(db, this.#newId);
     const channel = createCollectionChannel(dbName, this.#tabId, handlers);
+    const local = new LocalCollection(db, this.#newId, (changes) => channel.broadcast({ source: 'local', changes }));
     const manager = this.#options.lockManager === undefined ? webLockManager() : this.#options.lockManager;
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.

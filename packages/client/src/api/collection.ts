@@ -4,18 +4,18 @@
  * other tabs; `status` is the sync status every tab shares. Auto-sync runs in one tab per
  * collection (the leader); the others follow through the shared IndexedDB and the channel.
  */
-import type { Observable } from 'dexie';
 import type { OnlineSource } from '../online.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
-import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
 import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
 import { type Leadership, lead } from '../tabs/leadership.js';
 import type { SyncLock } from '../tabs/locks.js';
 import type { CollectionChannel } from './collection-channel.js';
-import type { CollectionEvents } from './events.js';
+import type { ChangeEvent, CollectionEvents } from './events.js';
+import { LiveQuery, type ObservableLike } from './live-query.js';
 import { describeFailure, type SharedSyncStatus, type SyncStatus, SyncStatusStore } from './sync-status.js';
 
 export type { ListQuery };
@@ -55,6 +55,8 @@ export class Collection<T extends object = Record<string, unknown>> {
   readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
   #scheduler: SyncScheduler | null = null;
   #leadership: Leadership | null = null;
+  /** Live queries by what they read: one object per query, hence stable for UI bindings. */
+  readonly #liveQueries = new Map<string, object>();
   #stopLive: () => void = () => {};
   #liveGeneration = 0;
   readonly #status: SyncStatusStore;
@@ -72,9 +74,9 @@ export class Collection<T extends object = Record<string, unknown>> {
       },
       () => {},
     );
-    // What another tab wrote is pushed by the tab that auto-syncs (maybe this one).
+    // What the app wrote, here or in another tab, is pushed soon by the tab that auto-syncs.
     this.on('change', (event) => {
-      if (event.source === 'tab' && event.tab === 'local') this.#scheduler?.notifyLocalWrite();
+      if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local')) this.#scheduler?.notifyLocalWrite();
     });
   }
 
@@ -112,16 +114,12 @@ export class Collection<T extends object = Record<string, unknown>> {
     return (await this.#parts).local;
   }
 
-  async #wrote(change: ChangeNotice): Promise<void> {
-    (await this.#parts).channel.broadcast({ source: 'local', changes: [change] });
-    this.#scheduler?.notifyLocalWrite();
-  }
-
-  /** Creates a record locally (id: `data.id` or a new UUID) and queues it for the server. */
+  /**
+   * Creates a record locally (id: `data.id` or a new UUID) and queues it for the server. Writes
+   * made in the same tick share one IndexedDB transaction.
+   */
   async create(data: T & { id?: string }): Promise<LocalRecord<T>> {
-    const record = await (await this.#local()).create(data);
-    await this.#wrote({ type: 'create', id: record.id });
-    return record as LocalRecord<T>;
+    return (await (await this.#local()).create(data)) as LocalRecord<T>;
   }
 
   async get(id: string): Promise<LocalRecord<T> | undefined> {
@@ -130,14 +128,11 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Replaces the record's fields, or merges them with `{ patch: true }`. */
   async update(id: string, data: Partial<T>, options: { patch?: boolean } = {}): Promise<LocalRecord<T>> {
-    const record = await (await this.#local()).update(id, data, options);
-    await this.#wrote({ type: 'update', id });
-    return record as LocalRecord<T>;
+    return (await (await this.#local()).update(id, data, options)) as LocalRecord<T>;
   }
 
   async delete(id: string): Promise<void> {
     await (await this.#local()).delete(id);
-    await this.#wrote({ type: 'delete', id });
   }
 
   /** Records through an IndexedDB index: `{ index: 'done', equals: 1 }`, `{ index: 'due', between: [a, b] }`… */
@@ -149,34 +144,46 @@ export class Collection<T extends object = Record<string, unknown>> {
     return (await this.#local()).count(query);
   }
 
-  /** A Dexie live query: emits the result now and whenever it changes (this tab or another). */
-  watch(query: ListQuery = {}): Observable<LocalRecord<T>[]> {
-    let inner: Observable<LocalRecord<T>[]> | null = null;
-    const parts = this.#parts;
-    // The database opens asynchronously; subscribe once it is ready.
-    return {
-      subscribe: (observer: Parameters<Observable<LocalRecord<T>[]>['subscribe']>[0]) => {
-        let subscription: { unsubscribe(): void } | null = null;
-        let closed = false;
-        void parts.then((p) => {
-          if (closed) return;
-          inner = p.local.watch(query) as Observable<LocalRecord<T>[]>;
-          subscription = inner.subscribe(observer as never);
-        });
-        return {
-          unsubscribe() {
-            closed = true;
-            subscription?.unsubscribe();
-          },
-          get closed() {
-            return closed;
-          },
-        };
-      },
-      [Symbol.observable]() {
-        return this;
-      },
-    } as unknown as Observable<LocalRecord<T>[]>;
+  /**
+   * A live query (see LiveQuery): `list(query)` kept current — re-read when the collection changes,
+   * in this tab or another. The same object for the same query. Or any read of the collection:
+   * `live((c) => c.count({ index: 'done', equals: 0 }))` (a new object each call).
+   */
+  live(query?: ListQuery): LiveQuery<LocalRecord<T>[]>;
+  live<R>(read: (collection: this) => Promise<R>): LiveQuery<R>;
+  live<R>(query: ListQuery | ((collection: this) => Promise<R>) = {}): LiveQuery<R> | LiveQuery<LocalRecord<T>[]> {
+    if (typeof query === 'function') return new LiveQuery(() => query(this), (onChange) => this.on('change', onChange));
+    return this.#cachedLive(`list:${JSON.stringify(query)}`, () => this.list(query));
+  }
+
+  /** One record, kept current (undefined while it does not exist). The same object for the same id. */
+  liveRecord(id: string): LiveQuery<LocalRecord<T> | undefined> {
+    // Re-read only when a change names it (or names nothing: a clear).
+    return this.#cachedLive(`record:${id}`, () => this.get(id), (event) => event.changes.length === 0 || event.changes.some((change) => change.id === id));
+  }
+
+  /** The conflicts waiting for the app, kept current. */
+  liveConflicts(): LiveQuery<ConflictEntry[]> {
+    return this.#cachedLive('conflicts', () => this.conflicts());
+  }
+
+  /** The number of local changes not yet accepted by the server, kept current. */
+  livePending(): LiveQuery<number> {
+    return this.#cachedLive('pending', () => this.pending());
+  }
+
+  #cachedLive<R>(key: string, read: () => Promise<R>, relevant: (event: ChangeEvent) => boolean = () => true): LiveQuery<R> {
+    let live = this.#liveQueries.get(key) as LiveQuery<R> | undefined;
+    if (!live) {
+      live = new LiveQuery(read, (onChange) => this.on('change', (event) => relevant(event) && onChange()));
+      this.#liveQueries.set(key, live);
+    }
+    return live;
+  }
+
+  /** `live(query)` as an Observable: emits the result now and whenever it changes (this tab or another). */
+  watch(query: ListQuery = {}): ObservableLike<LocalRecord<T>[]> {
+    return this.live(query).observable();
   }
 
   /** Local changes not yet accepted by the server. */
@@ -196,7 +203,6 @@ export class Collection<T extends object = Record<string, unknown>> {
     if (!conflict) return;
     await parts.local.settleConflict(conflict, resolution);
     parts.channel.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
-    this.#scheduler?.notifyLocalWrite();
   }
 
   /**
@@ -314,7 +320,10 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Drops the local replica (records, pending changes, sync state). */
   async clear(): Promise<void> {
-    await (await this.#local()).clear();
+    const parts = await this.#parts;
+    await parts.local.clear();
+    // No list of ids: anything may have changed (live queries read again).
+    parts.channel.broadcast({ source: 'local', changes: [] });
   }
 
   async close(): Promise<void> {

@@ -5,12 +5,13 @@
  * sync engine through applyPulledPage, acknowledgePushed and the conflict calls; how each write
  * changes a pending entry is decided by the rules of outbox.ts.
  */
-import { type Collection, liveQuery, type Observable } from 'dexie';
-import { StoreError } from '../errors.js';
+import type { Collection } from 'dexie';
 import type { CollectionDb } from './db.js';
 import { adjustServerCount, readServerCount, resetSyncMeta, writeCheckpoint, writeServerCount } from './meta.js';
-import { afterPublish, afterSettlement, nextOutboxEntry } from './outbox.js';
-import { asLocal } from './record-fields.js';
+import { afterPublish, afterSettlement } from './outbox.js';
+import { asLocal, withServerVersion } from './record-fields.js';
+import { toStoreError } from './store-errors.js';
+import { type LocalChange, WriteQueue } from './write-queue.js';
 import type { ConflictEntry, LocalRecord, OutboxEntry, PullCheckpoint, RemoteRecord } from './types.js';
 
 export type IndexValue = string | number | Date | ArrayBuffer | ArrayBufferView | IndexValue[];
@@ -58,8 +59,7 @@ export interface Published {
 export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> | null };
 
 function mapStoreError(error: unknown): never {
-  if (error instanceof StoreError) throw error;
-  throw new StoreError('QUIRE_ERR_STORE_FAILED', `IndexedDB failure: ${(error as Error).message}`, { cause: error });
+  throw toStoreError(error, 'reading the replica');
 }
 
 /**
@@ -71,20 +71,18 @@ function serverShare(held: boolean, entry: OutboxEntry | null | undefined): numb
   return (held ? 1 : 0) - (entry?.op === 'create' ? 1 : 0) + (entry?.op === 'delete' ? 1 : 0);
 }
 
-/** The record with `last_modified` set to `version`, or without one when null: only the server sets it. */
-function withServerVersion<T extends Record<string, unknown>>(record: T, version: number | null): T {
-  const { last_modified: _previous, ...fields } = record;
-  return (version === null ? fields : { ...fields, last_modified: version }) as T;
-}
 
 export class LocalCollection {
   readonly db: CollectionDb;
   readonly #newId: () => string;
+  readonly #writes: WriteQueue;
   #lastSeq = 0;
 
-  constructor(db: CollectionDb, newId: () => string) {
+  /** `onLocalWrites`: what the app's writes changed, once per transaction, after its commit. */
+  constructor(db: CollectionDb, newId: () => string, onLocalWrites: (changes: LocalChange[]) => void = () => {}) {
     this.db = db;
     this.#newId = newId;
+    this.#writes = new WriteQueue(db, newId, () => this.#seq(), onLocalWrites);
   }
 
   /** Outbox order: time-based so tabs interleave sensibly, strictly increasing within this tab. */
@@ -93,30 +91,9 @@ export class LocalCollection {
     return this.#lastSeq;
   }
 
-  async create(data: Record<string, unknown>): Promise<LocalRecord> {
-    const given = typeof data.id === 'string' && data.id !== '';
-    const id = given ? (data.id as string) : this.#newId();
-    const record = { ...withServerVersion(data, null), id };
-    try {
-      if (!given) {
-        // A fresh UUID has neither a record nor a pending entry: two inserts, no lookups
-        // (`add` would still refuse a collision).
-        const entry = nextOutboxEntry(id, undefined, 'create', null, this.#seq(), this.#newId())!;
-        await this.db.transaction('rw', this.db.records, this.db.$outbox, () => Promise.all([this.db.records.add(record), this.db.$outbox.add(entry)]));
-        return record;
-      }
-      return await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [existing, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (existing) throw new StoreError('QUIRE_ERR_STORE_EXISTS', `Record ${id} already exists`);
-        const entry = nextOutboxEntry(id, pending, 'create', null, this.#seq(), this.#newId());
-        // Re-creating an id deleted locally but not yet pushed: keep the server version as base.
-        const stored: LocalRecord = entry && entry.base !== null ? { ...record, last_modified: entry.base } : record;
-        await Promise.all([this.db.records.put(stored), entry ? this.db.$outbox.put(entry) : undefined]);
-        return stored;
-      });
-    } catch (error) {
-      return mapStoreError(error);
-    }
+  /** Creates a record and its pending entry (id: `data.id` or a new one); writes of one tick share a transaction. */
+  create(data: Record<string, unknown>): Promise<LocalRecord> {
+    return this.#writes.create(data);
   }
 
   async get(id: string): Promise<LocalRecord | undefined> {
@@ -128,35 +105,12 @@ export class LocalCollection {
   }
 
   /** Replaces the record's fields (or merges them with `patch`). */
-  async update(id: string, data: Record<string, unknown>, options: { patch?: boolean } = {}): Promise<LocalRecord> {
-    try {
-      return await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [current, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (!current) throw new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`);
-        const fields = withServerVersion(options.patch ? { ...current, ...data } : data, null);
-        const record: LocalRecord = { ...fields, id, ...(current.last_modified !== undefined ? { last_modified: current.last_modified } : {}) };
-        const entry = nextOutboxEntry(id, pending, 'update', current.last_modified ?? null, this.#seq(), this.#newId());
-        await Promise.all([this.db.records.put(record), entry ? this.db.$outbox.put(entry) : undefined]);
-        return record;
-      });
-    } catch (error) {
-      return mapStoreError(error);
-    }
+  update(id: string, data: Record<string, unknown>, options: { patch?: boolean } = {}): Promise<LocalRecord> {
+    return this.#writes.update(id, data, options.patch === true);
   }
 
-  async delete(id: string): Promise<void> {
-    try {
-      await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [current, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (!current) throw new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`);
-        const entry = nextOutboxEntry(id, pending, 'delete', current.last_modified ?? null, this.#seq(), this.#newId());
-        await this.db.records.delete(id);
-        if (entry) await this.db.$outbox.put(entry);
-        else await this.db.$outbox.delete(id);
-      });
-    } catch (error) {
-      mapStoreError(error);
-    }
+  delete(id: string): Promise<void> {
+    return this.#writes.delete(id);
   }
 
   #collection(query: ListQuery) {
@@ -190,11 +144,6 @@ export class LocalCollection {
     } catch (error) {
       return mapStoreError(error);
     }
-  }
-
-  /** An observable re-run whenever the records it read change (in this tab or another one). */
-  watch(query: ListQuery = {}): Observable<LocalRecord[]> {
-    return liveQuery(() => this.#collection(query).toArray());
   }
 
   /** Pending changes, oldest first (those blocked by a manual conflict included). */
@@ -277,25 +226,37 @@ export class LocalCollection {
     if (published.length === 0) return;
     const { db } = this;
     await db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
+      // Read everything at once, decide, write everything at once: two round trips per chunk.
+      const ids = published.map(({ sent }) => sent.id);
+      const [currents, locals] = await Promise.all([db.$outbox.bulkGet(ids), db.records.bulkGet(ids)]);
+      const entries: OutboxEntry[] = [];
+      const done: string[] = [];
+      const records: LocalRecord[] = [];
       let delta = 0;
-      for (const { sent, server } of published) {
-        const [current, local] = await Promise.all([db.$outbox.get(sent.id), db.records.get(sent.id)]);
+      published.forEach(({ sent, server }, i) => {
+        const current = currents[i];
+        const local = locals[i];
         const next = afterPublish(sent, current, server?.last_modified ?? null, this.#newId);
-        if (next) await db.$outbox.put(next);
-        else await db.$outbox.delete(sent.id);
+        if (next) entries.push(next);
+        else done.push(sent.id);
         let held = local !== undefined;
         if (current?.rev === sent.rev) {
           if (server) {
-            await db.records.put(asLocal(server));
+            records.push(asLocal(server));
             held = true;
           }
         } else if (local && next) {
           // Written again meanwhile: the local version now stands on the version just published.
-          await db.records.put(withServerVersion(local, next.base));
+          records.push(withServerVersion(local, next.base));
         }
         delta += serverShare(held, next) - serverShare(local !== undefined, current);
-      }
-      await adjustServerCount(db, delta);
+      });
+      await Promise.all([
+        entries.length ? db.$outbox.bulkPut(entries) : undefined,
+        done.length ? db.$outbox.bulkDelete(done) : undefined,
+        records.length ? db.records.bulkPut(records) : undefined,
+        adjustServerCount(db, delta),
+      ]);
     });
   }
 

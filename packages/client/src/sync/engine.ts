@@ -175,6 +175,8 @@ export class SyncEngine {
           ...signal,
           onChunk: async (chunk, progress) => {
             result.pushed += chunk.published.length;
+            // Published records now carry the server's timestamp.
+            if (chunk.published.length) this.#options.onChanges(chunk.published.map(({ type, id }) => ({ type: type === 'delete' ? 'delete' : 'update', id })));
             for (const error of chunk.errors) {
               const body = error.body as { message?: string } | null;
               result.errors.push({ id: error.id, status: error.status, message: body?.message ?? `HTTP ${error.status}`, body: error.body });
