@@ -2,6 +2,8 @@
 export { createClient, QuireClient, Bucket, type ClientOptions, type CollectionOptions } from './client.js';
 export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution, type RemoteChangeEvent } from './api/collection.js';
 export type { SyncStatus, SyncFailure } from './api/sync-status.js';
+export type { StorageFullEvent } from './api/events.js';
+export { LiveQuery, type LiveQueryState, type ObservableLike } from './api/live-query.js';
 export { LiveChanges, MONITOR_PATH, type ChangeEntry, type LiveMode, type LiveOptions, type LiveState, type LiveStatus } from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
 export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';

@@ -4,6 +4,7 @@
  * other tabs; `status` is the sync status every tab shares. Auto-sync runs in one tab per
  * collection (the leader); the others follow through the shared IndexedDB and the channel.
  */
+import { StoreError } from '../errors.js';
 import type { OnlineSource } from '../online.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
@@ -119,7 +120,7 @@ export class Collection<T extends object = Record<string, unknown>> {
    * made in the same tick share one IndexedDB transaction.
    */
   async create(data: T & { id?: string }): Promise<LocalRecord<T>> {
-    return (await (await this.#local()).create(data)) as LocalRecord<T>;
+    return (await (await this.#local()).create(data).catch((error) => this.#failed(error))) as LocalRecord<T>;
   }
 
   async get(id: string): Promise<LocalRecord<T> | undefined> {
@@ -128,11 +129,22 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Replaces the record's fields, or merges them with `{ patch: true }`. */
   async update(id: string, data: Partial<T>, options: { patch?: boolean } = {}): Promise<LocalRecord<T>> {
-    return (await (await this.#local()).update(id, data, options)) as LocalRecord<T>;
+    return (await (await this.#local()).update(id, data, options).catch((error) => this.#failed(error))) as LocalRecord<T>;
   }
 
   async delete(id: string): Promise<void> {
-    await (await this.#local()).delete(id);
+    await (await this.#local()).delete(id).catch((error) => this.#failed(error));
+  }
+
+  /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
+  #failed(error: unknown): never {
+    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
+      const storage = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }).navigator?.storage;
+      void (storage?.estimate?.() ?? Promise.resolve({} as { usage?: number; quota?: number }))
+        .catch(() => ({}) as { usage?: number; quota?: number })
+        .then((estimate) => this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }));
+    }
+    throw error;
   }
 
   /** Records through an IndexedDB index: `{ index: 'done', equals: 1 }`, `{ index: 'due', between: [a, b] }`… */
@@ -243,7 +255,7 @@ export class Collection<T extends object = Record<string, unknown>> {
       } catch (error) {
         this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), error: describeFailure(error) });
         this.emit('error', error);
-        throw error;
+        this.#failed(error);
       }
     })();
     this.#inflight = run;

@@ -1,4 +1,5 @@
 /** What a collection tells the app (`collection.on(event, listener)`). */
+import type { StoreError } from '../errors.js';
 import type { ChangeNotice, SyncProgress, SyncResult } from '../sync/engine.js';
 
 export interface ChangeEvent {
@@ -16,6 +17,15 @@ export interface RemoteChangeEvent {
   receivedAt: number;
 }
 
+/** The device's storage is full: a write (local, or of a sync) was rolled back, nothing was lost. */
+export interface StorageFullEvent {
+  /** `StoreError` with code `QUIRE_ERR_STORE_QUOTA`. */
+  error: StoreError;
+  /** From `navigator.storage.estimate()` where available, in bytes. */
+  usage: number | null;
+  quota: number | null;
+}
+
 export interface CollectionEvents {
   change: ChangeEvent;
   remote: RemoteChangeEvent;
@@ -23,4 +33,6 @@ export interface CollectionEvents {
   progress: SyncProgress;
   sync: SyncResult;
   error: unknown;
+  /** Storage is full (in this tab): show it, free space, and sync or write again. */
+  quota: StorageFullEvent;
 }

@@ -6,6 +6,7 @@
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
+import { asStoreFailure } from '../store/store-errors.js';
 import { readReadableCheck, readSyncState, resetSyncMeta, writeReadableCheck } from '../store/meta.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
@@ -107,7 +108,9 @@ export class SyncEngine {
       return await this.#options.lock.run(this.#options.lockName, () => this.#run(options), options.signal);
     } catch (error) {
       if (options.signal?.aborted && !(error instanceof QuireError)) throw new SyncAbortedError();
-      throw error;
+      // A page, an acknowledgement or a checkpoint that could not be written was rolled back
+      // whole: the replica, its outbox and its checkpoint are as before it (storage full: QUIRE_ERR_STORE_QUOTA).
+      throw asStoreFailure(error, `syncing ${this.#options.bucket}/${this.#options.collection}`);
     }
   }
 

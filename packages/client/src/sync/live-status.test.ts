@@ -26,8 +26,8 @@ describe('live status machine', () => {
     const offline = run([{ type: 'mode', mode: 'poll' }, { type: 'connect' }, { type: 'open', at: 1 }, { type: 'offline' }]);
     expect(offline).toMatchObject({ state: 'offline', connected: false, lastContact: 1 });
     expect(nextLiveStatus(offline, { type: 'contact', at: 2 })).toBe(offline);
-    // Nothing watched: going offline changes nothing.
-    expect(nextLiveStatus(INITIAL_LIVE_STATUS, { type: 'offline' })).toBe(INITIAL_LIVE_STATUS);
+    // Watching from the start while offline: it waits.
+    expect(nextLiveStatus(INITIAL_LIVE_STATUS, { type: 'offline' })).toMatchObject({ state: 'offline', connected: false });
   });
 
   it('no monitor (`none`) and stop leave it idle, keeping what it learnt', () => {

@@ -61,7 +61,7 @@ export function nextLiveStatus(status: LiveStatus, event: LiveEvent): LiveStatus
       // `none`: no monitor, collections poll on their own: nothing to connect.
       return event.mode === 'none' ? withState({ ...status, mode: 'none' }, 'idle') : { ...status, mode: event.mode };
     case 'offline':
-      return status.state === 'idle' ? status : withState(status, 'offline');
+      return withState(status, 'offline');
     case 'follow':
       return withState(status, 'following');
     case 'connect':
