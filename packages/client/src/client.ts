@@ -16,6 +16,7 @@ import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
 import { LiveChanges, type LiveOptions } from './sync/live.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
+import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
 
@@ -58,6 +59,11 @@ export interface CollectionOptions {
    * something, and every `intervalMs` (default 10 min) when polls find nothing new; false: never.
    */
   checkReadable?: boolean | { intervalMs?: number };
+  /**
+   * Remote transformers: what records become on the server and back (encode in order, decode in
+   * reverse), e.g. `[encryptionTransformer({ passphrase })]` for an end-to-end encrypted collection.
+   */
+  transformers?: RemoteTransformer[];
 }
 
 export class Bucket {
@@ -158,6 +164,7 @@ export class QuireClient {
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
       checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
+      transform: new TransformChain(options.transformers ?? [], { bucket, collection: name }),
     });
     return {
       local,

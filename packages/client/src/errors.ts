@@ -120,3 +120,14 @@ export class SyncAbortedError extends QuireError {
     super('QUIRE_ERR_SYNC_ABORTED', message);
   }
 }
+
+/** A record that does not decrypt (end-to-end encrypted collection): a wrong key, or altered on the way. */
+export class DecryptionError extends QuireError {
+  static override readonly brand = brand('QUIRE_ERR_CRYPTO_DECRYPT');
+  /** The record's id, when one record is to blame. */
+  readonly recordId: string | null;
+  constructor(message: string, recordId: string | null = null, options?: { cause?: unknown }) {
+    super('QUIRE_ERR_CRYPTO_DECRYPT', message, options);
+    this.recordId = recordId;
+  }
+}

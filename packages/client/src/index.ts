@@ -16,8 +16,11 @@ export type { FetchLike } from './transport/http.js';
 export type { BatchRequest, BatchResponse } from './transport/batch.js';
 export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
+export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
+export { encryptionTransformer, deriveKey, DEFAULT_PBKDF2_ITERATIONS, type EncryptionOptions } from './transform/encryption.js';
 export {
   QuireError,
+  DecryptionError,
   NetworkError,
   TimeoutError,
   ServerError,

@@ -232,4 +232,44 @@ describe.skipIf(!available)('in a real browser', () => {
     expect(errors).toEqual([]);
     await context.close();
   });
+
+  it('end-to-end encryption in the browser (WebCrypto): what it encrypts Node decrypts and back; a wrong passphrase is a DecryptionError', async () => {
+    const bucket = uniqueName('e2e');
+    await createCollection(url, bucket, 'notes', 'browser');
+    const { context, page, errors } = await openPage();
+    type Seen = { titles: string[]; error: { code?: string; name?: string } | null };
+    const inBrowser = (passphrase: string, write: boolean) =>
+      page.evaluate(
+        async ([remote, b, secret, doWrite]) => {
+          const { createClient, encryptionTransformer } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
+          const client = createClient({ remote: remote as string, auth: { type: 'basic', username: 'browser', password: 'secret' }, dbPrefix: `p-${secret}` });
+          const notes = client.bucket(b as string).collection('notes', { transformers: [encryptionTransformer({ passphrase: secret as string, iterations: 1000 })] });
+          if (doWrite) await notes.create({ id: 'from-browser', title: 'written in Chromium' });
+          let error: { code?: string; name?: string } | null = null;
+          await notes.sync().catch((caught: { code?: string; name?: string }) => (error = { code: caught.code, name: caught.name }));
+          const titles = (await notes.list()).map((note) => note.title as string).sort();
+          await client.close();
+          return { titles, error };
+        },
+        [url, bucket, passphrase, write] as const,
+      ) as Promise<Seen>;
+    expect(await inBrowser('shared secret', true)).toEqual({ titles: ['written in Chromium'], error: null });
+    const stored = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/from-browser`, undefined, 'browser')).body.data;
+    expect(Object.keys(stored).sort()).toEqual(['ciphertext', 'id', 'iv', 'last_modified', 'quire_e2e']);
+
+    const { encryptionTransformer } = await import('../src/index.js');
+    const { makeClient } = await import('./support/server.js');
+    const node = makeClient(url, { user: 'browser' });
+    const notes = node.bucket(bucket).collection('notes', { transformers: [encryptionTransformer({ passphrase: 'shared secret', iterations: 1000 })] });
+    await notes.sync();
+    expect(await notes.get('from-browser')).toMatchObject({ title: 'written in Chromium' });
+    await notes.create({ id: 'from-node', title: 'written in Node' });
+    await notes.sync();
+    await node.close();
+
+    expect(await inBrowser('shared secret', false)).toEqual({ titles: ['written in Chromium', 'written in Node'], error: null });
+    expect(await inBrowser('not the secret', false)).toEqual({ titles: [], error: { code: 'QUIRE_ERR_CRYPTO_DECRYPT', name: 'DecryptionError' } });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
 });

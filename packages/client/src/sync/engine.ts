@@ -8,12 +8,14 @@ import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../erro
 import type { LocalCollection } from '../store/local-collection.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import { readReadableCheck, readSyncState, resetSyncMeta, writeReadableCheck } from '../store/meta.js';
+import type { LocalRecord, RemoteRecord } from '../store/types.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
 import { dropUnreadable } from './readable.js';
+import type { TransformChain } from '../transform/transformers.js';
 
 export interface SyncProgress {
   phase: 'pull' | 'push';
@@ -83,6 +85,8 @@ export interface SyncEngineOptions {
    */
   checkReadable: { intervalMs: number } | null;
   onChanges: (changes: ChangeNotice[]) => void;
+  /** The collection's remote transformers (none: records travel as they are). */
+  transform?: TransformChain;
 }
 
 const RESOLUTION_NAMES = { remote: 'remote', local: 'local', merged: 'merged', defer: 'manual' } as const;
@@ -118,6 +122,13 @@ export class SyncEngine {
     const { http, local, bucket, collection } = this.#options;
     const strategy = options.strategy ?? this.#options.strategy;
     const signal = options.signal ? { signal: options.signal } : {};
+    const transform = this.#options.transform;
+    const transformers = transform && !transform.empty
+      ? { decode: (records: RemoteRecord[]) => transform.decodeAll(records) }
+      : {};
+    const pushTransformers = transform && !transform.empty
+      ? { encode: (record: LocalRecord) => transform.encode(record), decode: (record: RemoteRecord) => transform.decode(record) }
+      : {};
     const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false };
     let requeued = false;
 
@@ -138,6 +149,7 @@ export class SyncEngine {
         collection,
         pageSize: this.#options.pageSize,
         ...signal,
+        ...transformers,
         onPage: async (page, progress) => {
           result.pulled += page.applied.length;
           result.skipped += page.skipped;
@@ -176,6 +188,7 @@ export class SyncEngine {
           collection,
           batchSize,
           ...signal,
+          ...pushTransformers,
           onChunk: async (chunk, progress) => {
             result.pushed += chunk.published.length;
             // Published records now carry the server's timestamp.
