@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { buildServer, createSqliteStorage, loadSettings, type Storage } from '@quire/server';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { browserBundle } from '../build/browser-bundle.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,22 +61,10 @@ const seconds = (ms: number) => `${fmt(ms / 1000, 2)} s`;
 const millis = (ms: number) => `${fmt(ms, 1)} ms`;
 const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
 
-/** The browser bundle as shipped (tsup, minified, Dexie inside): the same config as tsup.config.ts. */
+/** The browser bundle as shipped (tsup, minified, Dexie inside: build/browser-bundle.ts). */
 async function buildQuireBundle(outDir: string): Promise<{ file: string; raw: number; gzip: number }> {
   const { build } = await import('tsup');
-  await build({
-    entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
-    outDir,
-    format: ['esm'],
-    platform: 'browser',
-    target: 'es2022',
-    minify: !values['no-minify'],
-    noExternal: ['dexie'],
-    external: ['undici'],
-    config: false,
-    silent: true,
-    dts: false,
-  });
+  await build({ ...browserBundle, entry: { 'quire-client': join(packageRoot, 'src/index.ts') }, outDir, minify: !values['no-minify'], sourcemap: false, config: false, silent: true, dts: false });
   const file = join(outDir, 'quire-client.js');
   const code = readFileSync(file);
   return { file, raw: code.length, gzip: gzipSync(code, { level: 9 }).length };
@@ -273,6 +262,8 @@ async function main(): Promise<void> {
         if (m.firstSyncMs === undefined) row(['first sync after the dump', name(client), '—', '', 'not run (--kinto-dump-sync): re-downloads every record']);
         else row(['first sync after the dump', name(client), seconds(m.firstSyncMs), fmt(m.firstSyncRequests!), `${fmt(m.pulled!)} pulled`]);
       }
+      const floor = await inFreshContext<{ loadMs: number; records: number }>(browser, pageOrigin, 'floor:dump', { dumpUrl: '/bench/dump.json' });
+      row([`load a ${fmt(size)}-record dump`, 'IndexedDB', seconds(floor.loadMs), '0', 'the floor: bare IndexedDB puts, same indexes, 5,000 per transaction']);
       await api(url, 'DELETE', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`);
     }
 

@@ -7,6 +7,7 @@ import { Collection, type CollectionParts } from './api/collection.js';
 import { createCollectionChannel } from './api/collection-channel.js';
 import type { ChangeEvent } from './api/events.js';
 import type { SharedSyncStatus } from './api/sync-status.js';
+import { type Dump, type ExportOptions, exportDump } from './dump/dump.js';
 import { browserOnlineSource, type OnlineSource } from './online.js';
 import { Remote } from './remote/remote.js';
 import { type DexieEnvironment, openCollectionDb } from './store/db.js';
@@ -152,6 +153,7 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
     const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
+    const transform = new TransformChain(options.transformers ?? [], { bucket, collection: name });
     const engine = new SyncEngine({
       http: this.http,
       local,
@@ -164,7 +166,7 @@ export class QuireClient {
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
       checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
-      transform: new TransformChain(options.transformers ?? [], { bucket, collection: name }),
+      transform,
     });
     return {
       local,
@@ -175,11 +177,17 @@ export class QuireClient {
       leaderLock,
       dbName,
       lastSyncAt: (await readSyncState(db)).lastSyncAt,
+      transform,
       close: async () => {
         channel.close();
         db.close();
       },
     };
+  }
+
+  /** Every record of a collection as a dump (see `Collection.loadDump`), read consistently from the server. */
+  exportDump(bucket: string, collection: string, options?: ExportOptions): Promise<Dump> {
+    return exportDump(this.http, bucket, collection, options);
   }
 
   /** Stops auto-sync, closes every local database and the connection pool. */

@@ -17,6 +17,7 @@ export type { BatchRequest, BatchResponse } from './transport/batch.js';
 export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
 export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
+export { exportDump, readDump, type Dump, type DumpInput, type ExportOptions } from './dump/dump.js';
 export { encryptionTransformer, deriveKey, DEFAULT_PBKDF2_ITERATIONS, type EncryptionOptions } from './transform/encryption.js';
 export {
   QuireError,

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { browserBundle } from '../build/browser-bundle.js';
 import { createCollection, raw, seed, uniqueName } from './support/server.js';
 
 const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -57,18 +58,7 @@ describe.skipIf(!available)('in a real browser', () => {
   beforeAll(async () => {
     outDir = mkdtempSync(join(tmpdir(), 'quire-client-e2e-'));
     const { build } = await import('tsup');
-    await build({
-      entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
-      outDir,
-      format: ['esm'],
-      platform: 'browser',
-      target: 'es2022',
-      noExternal: ['dexie'],
-      external: ['undici'],
-      config: false,
-      silent: true,
-      dts: false,
-    });
+    await build({ ...browserBundle, entry: { 'quire-client': join(packageRoot, 'src/index.ts') }, outDir, config: false, silent: true, dts: false });
     const files: Record<string, { type: string; body: string | Buffer }> = {
       '/': { type: 'text/html', body: PAGE },
       '/quire-client.js': { type: 'text/javascript', body: readFileSync(join(outDir, 'quire-client.js')) },

@@ -129,6 +129,37 @@ const jobs = {
     return { loadMs: load.ms, records: data.length, firstSyncMs: first.ms, firstSyncRequests: first.requests, pulled: first.value.created.length + first.value.updated.length };
   },
 
+  /**
+   * The floor of a dump load: the same records put with IndexedDB itself (no Dexie, no SDK), into
+   * a store with the replica's indexes (`last_modified`, `n`), in transactions of 5,000.
+   */
+  async 'floor:dump'({ dumpUrl }) {
+    const dump = await (await fetch(dumpUrl)).json();
+    const db = await new Promise((resolve, reject) => {
+      const request = indexedDB.open('floor', 1);
+      request.onupgradeneeded = () => {
+        const store = request.result.createObjectStore('records', { keyPath: 'id' });
+        store.createIndex('last_modified', 'last_modified');
+        store.createIndex('n', 'n');
+      };
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const load = await timed(async () => {
+      for (let start = 0; start < dump.data.length; start += 5000) {
+        await new Promise((resolve, reject) => {
+          const transaction = db.transaction(['records'], 'readwrite');
+          const store = transaction.objectStore('records');
+          for (const record of dump.data.slice(start, start + 5000)) store.put(record);
+          transaction.oncomplete = resolve;
+          transaction.onerror = () => reject(transaction.error);
+        });
+      }
+    });
+    db.close();
+    return { loadMs: load.ms, records: dump.data.length };
+  },
+
   /** A tab of an app with auto-sync and live changes on one collection (the tabs scenario). */
   async 'quire:tab'({ bucket, collection: name }) {
     const { collection, client } = quireCollection(bucket, name);

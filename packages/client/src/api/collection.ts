@@ -6,7 +6,10 @@
  */
 import { StoreError } from '../errors.js';
 import type { OnlineSource } from '../online.js';
+import { type DumpInput, readDump } from '../dump/dump.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
+import { asLocal } from '../store/record-fields.js';
+import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
 import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
@@ -14,6 +17,7 @@ import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
 import { type Leadership, lead } from '../tabs/leadership.js';
 import type { SyncLock } from '../tabs/locks.js';
+import type { TransformChain } from '../transform/transformers.js';
 import type { CollectionChannel } from './collection-channel.js';
 import type { ChangeEvent, CollectionEvents } from './events.js';
 import { LiveQuery, type ObservableLike } from './live-query.js';
@@ -36,6 +40,8 @@ export interface CollectionParts {
   dbName: string;
   /** When the replica last completed a pull (null: never). */
   lastSyncAt: number | null;
+  /** The collection's remote transformers (dumps hold records as the server stores them). */
+  transform: TransformChain;
   close: () => Promise<void>;
 }
 
@@ -328,6 +334,25 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.#leadership = null;
     if (this.#status.snapshot.autoSync !== null) this.#status.update({ autoSync: null });
     return leadership ? leadership.release() : Promise.resolve();
+  }
+
+  /**
+   * Loads a dump (see `exportDump` and the `quire-dump` command) for an instant first start: into
+   * an empty replica, all of it in one transaction with the sync state it stands for — the next
+   * sync asks only for what changed since (a 304 when nothing did). Into a replica that holds
+   * something, only newer records without a pending change (the sync state stays). Records are
+   * decoded by the collection's transformers (an encrypted collection's dump is ciphertext).
+   */
+  async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
+    const parts = await this.#parts;
+    const { records, since, etag } = readDump(dump);
+    const decoded = await parts.transform.decodeAll(records);
+    const { loaded, skipped } = await parts.engine
+      .exclusive(() => parts.local.loadDump(decoded.map(asLocal), { since, etag }))
+      .catch((error) => this.#failed(asStoreFailure(error, 'loading a dump')));
+    // No list of ids (it can be long): anything may have changed (live queries read again).
+    if (loaded > 0) parts.channel.broadcast({ source: 'sync', changes: [] });
+    return { loaded, skipped };
   }
 
   /** Drops the local replica (records, pending changes, sync state). */

@@ -9,6 +9,7 @@ const STATE = 'sync';
 const CHECKPOINT = 'pull-checkpoint';
 const SERVER_COUNT = 'server-count';
 const READABLE_CHECK = 'readable-check';
+const DUMP_LOADING = 'dump-loading';
 
 export async function readSyncState(db: CollectionDb): Promise<SyncState> {
   const entry = await db.$meta.get(STATE);
@@ -75,4 +76,14 @@ export async function readReadableCheck(db: CollectionDb): Promise<number | null
 
 export async function writeReadableCheck(db: CollectionDb, at: number): Promise<void> {
   await db.$meta.put({ key: READABLE_CHECK, value: at });
+}
+
+/** A dump is being loaded into an empty replica (set by its first transaction, removed by its last). */
+export async function readDumpMarker(db: CollectionDb): Promise<boolean> {
+  return (await db.$meta.get(DUMP_LOADING)) !== undefined;
+}
+
+export async function writeDumpMarker(db: CollectionDb, loading: boolean): Promise<void> {
+  if (loading) await db.$meta.put({ key: DUMP_LOADING, value: true });
+  else await db.$meta.delete(DUMP_LOADING);
 }

@@ -104,6 +104,11 @@ export class SyncEngine {
     return (await readSyncState(this.#options.local.db)).etag;
   }
 
+  /** Runs `fn` holding the sync lock: no sync of this replica runs meanwhile, in any tab. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#options.lock.run(this.#options.lockName, fn);
+  }
+
   async sync(options: SyncOptions = {}): Promise<SyncResult> {
     const { http } = this.#options;
     const wait = http.backoff.remaining();
