@@ -4,7 +4,7 @@
  * changes and the sync status re-render as the replica changes; Suspense shows its fallback
  * until the first result; the client comes from the provider.
  */
-import { createClient, type QuireClient } from '@quire/client';
+import { type Collection, createClient, type QuireClient } from '@quire/client';
 import { IDBFactory, IDBKeyRange } from 'fake-indexeddb';
 import { act, Suspense } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
@@ -55,6 +55,16 @@ function TodoList() {
   );
 }
 
+function One({ todos }: { todos: Collection<Todo> }) {
+  const todo = useRecord(todos, 'x', { suspense: true });
+  return <p>{todo?.title ?? 'none'}</p>;
+}
+
+function Status({ todos }: { todos: Collection<Todo> }) {
+  const status = useSyncStatus(todos);
+  return <p>{status.syncing ? 'syncing' : (status.error?.code ?? 'idle')}</p>;
+}
+
 describe('@quire/react hooks', () => {
   it('useRecords and usePending follow local writes, through the provider', async () => {
     await act(async () =>
@@ -80,14 +90,10 @@ describe('@quire/react hooks', () => {
   it('useRecord follows one record; Suspense shows the fallback until the first result', async () => {
     const todos = client.bucket('app').collection<Todo>('todos');
     await todos.create({ id: 'x', title: 'first', done: 0 });
-    function One() {
-      const todo = useRecord(todos, 'x', { suspense: true });
-      return <p>{todo?.title ?? 'none'}</p>;
-    }
     await act(async () =>
       root.render(
         <Suspense fallback={<p>waiting</p>}>
-          <One />
+          <One todos={todos} />
         </Suspense>,
       ),
     );
@@ -104,11 +110,7 @@ describe('@quire/react hooks', () => {
 
   it('useSyncStatus shows a sync running and its failure', async () => {
     const todos = client.bucket('app').collection<Todo>('todos');
-    function Status() {
-      const status = useSyncStatus(todos);
-      return <p>{status.syncing ? 'syncing' : (status.error?.code ?? 'idle')}</p>;
-    }
-    await act(async () => root.render(<Status />));
+    await act(async () => root.render(<Status todos={todos} />));
     await shows('idle');
     await act(async () => {
       await todos.sync().catch(() => {});
