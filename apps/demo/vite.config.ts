@@ -36,6 +36,9 @@ export default defineConfig({
     alias: {
       // The client imports undici lazily, only when running in Node; keep it out of the bundle.
       undici: here('./src/node-only.ts'),
+      // @quire/react's hooks on Preact.
+      react: 'preact/compat',
+      'react-dom': 'preact/compat',
     },
   },
   build: {

@@ -73,13 +73,13 @@ export function useRecord<T extends object>(collection: Collection<T> | null | u
 const NO_CONFLICTS: ConflictEntry[] = [];
 
 /** Conflicts waiting for the app (manual strategy), kept current. */
-export function useConflicts(collection: Collection<object> | null | undefined): ConflictEntry[] {
+export function useConflicts<T extends object>(collection: Collection<T> | null | undefined): ConflictEntry[] {
   const live = useMemo(() => collection?.liveConflicts() ?? null, [collection]);
   return useLiveQuery(live).value ?? NO_CONFLICTS;
 }
 
 /** Local changes not yet accepted by the server (undefined until loaded). */
-export function usePending(collection: Collection<object> | null | undefined): number | undefined {
+export function usePending<T extends object>(collection: Collection<T> | null | undefined): number | undefined {
   const live = useMemo(() => collection?.livePending() ?? null, [collection]);
   return useLiveQuery(live).value;
 }
@@ -87,7 +87,7 @@ export function usePending(collection: Collection<object> | null | undefined): n
 const NO_SYNC_STATUS: SyncStatus = Object.freeze({ syncing: false, progress: null, lastSyncAt: null, lastResult: null, error: null, autoSync: null });
 
 /** The collection's sync status, the same in every tab (running, progress, last result or failure, who auto-syncs). */
-export function useSyncStatus(collection: Collection<object> | null | undefined): SyncStatus {
+export function useSyncStatus<T extends object>(collection: Collection<T> | null | undefined): SyncStatus {
   return useSyncExternalStore(
     useMemo(() => (collection ? (onChange: () => void) => collection.onStatus(onChange) : nothingToSubscribe), [collection]),
     () => collection?.status ?? NO_SYNC_STATUS,
