@@ -23,6 +23,7 @@ import { gzipSync } from 'node:zlib';
 import { buildServer, createSqliteStorage, loadSettings, type Storage } from '@quire/server';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserBundle } from '../build/browser-bundle.js';
+import { api, seedCollection } from './seed.js';
 
 const { values } = parseArgs({
   options: {
@@ -70,22 +71,10 @@ async function buildQuireBundle(outDir: string): Promise<{ file: string; raw: nu
   return { file, raw: code.length, gzip: gzipSync(code, { level: 9 }).length };
 }
 
-async function api(url: string, method: string, path: string, body?: unknown): Promise<Response> {
-  const response = await fetch(url + path, { method, headers: { Authorization: AUTH, 'Content-Type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response;
-}
+const call = (url: string, method: string, path: string, body?: unknown) => api(url, AUTH, method, path, body);
 
-async function seedCollection(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
-  await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
-  const scope = { resourceName: 'record', parentId: `/buckets/${bucket}/collections/${collection}` };
-  for (let start = 0; start < count; start += 5000) {
-    const objects: Array<{ id: string; data: Record<string, unknown> }> = [];
-    for (let i = start; i < Math.min(count, start + 5000); i++) {
-      objects.push({ id: `r${String(i).padStart(7, '0')}`, data: { n: i, title: `record ${i}`, done: i % 3 === 0 ? 1 : 0, tags: ['bench', `t${i % 10}`] } });
-    }
-    await storage.transaction((session) => session.objects.insertMany(scope, objects));
-  }
+async function seed(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
+  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({ n: i, title: `record ${i}`, done: i % 3 === 0 ? 1 : 0, tags: ['bench', `t${i % 10}`] }));
 }
 
 /** A dump as the original client's importBulk and Quire's loadDump take it: every record, and the collection timestamp. */
@@ -94,7 +83,7 @@ async function makeDump(url: string, bucket: string, collection: string): Promis
   let next: string | null = `/buckets/${bucket}/collections/${collection}/records?_sort=-last_modified&_limit=10000`;
   let timestamp: number | null = null;
   while (next) {
-    const response = await api(url, 'GET', next);
+    const response = await call(url, 'GET', next);
     timestamp ??= Number(JSON.parse(response.headers.get('etag') ?? 'null'));
     data.push(...((await response.json()) as { data: unknown[] }).data);
     const link = response.headers.get('next-page');
@@ -197,9 +186,9 @@ async function main(): Promise<void> {
   const name = (client: string) => (client === 'quire' ? 'Quire' : 'kinto 17');
   console.log(`Quire client vs kinto 17 in Chromium (${(await browser.version()).split(' ')[0]}), real IndexedDB; server: embedded SQLite, same process`);
   try {
-    await api(url, 'PUT', `/buckets/${bucket}`, { data: {} });
+    await call(url, 'PUT', `/buckets/${bucket}`, { data: {} });
     const started = performance.now();
-    for (const size of sizes) await seedCollection(storage, url, bucket, `cold-${size}`, size);
+    for (const size of sizes) await seed(storage, url, bucket, `cold-${size}`, size);
     console.log(`seeded ${sizes.map((n) => fmt(n)).join(' + ')} records in ${seconds(performance.now() - started)}\n`);
 
     if (only.has('cold')) {
@@ -224,7 +213,7 @@ async function main(): Promise<void> {
       for (let round = 0; round < Number(values.repeat); round++) {
         for (const client of round % 2 === 0 ? clients : [...clients].reverse()) {
           const collection = `push-${client}-${round}`;
-          await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
+          await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
           runs.get(client)!.push(await inFreshContext<Push>(browser, pageOrigin, `${client}:push`, { bucket, collection, count: creates }));
         }
       }
@@ -246,7 +235,7 @@ async function main(): Promise<void> {
       files.set('/bench/dump.json', { type: 'application/json', body: () => dump });
       console.log(`dump of ${fmt(size)} records: ${kb(dump.length)} in ${seconds(performance.now() - dumped)}`);
       // One more write after the dump: the first sync after loading it must bring it (and only it).
-      await api(url, 'PUT', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`, { data: { n: -1, title: 'after the dump', done: 0 } });
+      await call(url, 'PUT', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`, { data: { n: -1, title: 'after the dump', done: 0 } });
       for (const client of clients) {
         const m = await inFreshContext<{ loadMs: number; records: number; firstSyncMs?: number; firstSyncRequests?: number; pulled?: number; skipped?: string }>(
           browser,
@@ -264,12 +253,12 @@ async function main(): Promise<void> {
       }
       const floor = await inFreshContext<{ loadMs: number; records: number }>(browser, pageOrigin, 'floor:dump', { dumpUrl: '/bench/dump.json' });
       row([`load a ${fmt(size)}-record dump`, 'IndexedDB', seconds(floor.loadMs), '0', 'the floor: bare IndexedDB puts, same indexes, 5,000 per transaction']);
-      await api(url, 'DELETE', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`);
+      await call(url, 'DELETE', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`);
     }
 
     if (only.has('tabs') && clients.includes('quire')) {
       const collection = 'tabs';
-      await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
+      await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
       const context = await browser.newContext();
       const pages: Page[] = [];
       const counts: number[] = [];
@@ -287,7 +276,7 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 2000));
       const atStart = counts.reduce((a, b) => a + b, 0);
       const before = [...counts];
-      await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}/records/remote-1`, { data: { n: 1 } });
+      await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}/records/remote-1`, { data: { n: 1 } });
       const deadline = Date.now() + 10_000;
       for (const page of pages) {
         while (!(await run<{ found: boolean }>(page, 'quire:tab-count', { id: 'remote-1' })).found) {
