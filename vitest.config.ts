@@ -33,6 +33,6 @@ const conformancePackage = {
 
 export default defineConfig({
   test: {
-    projects: ['packages/server', 'packages/client', 'apps/demo', 'apps/console', conformanceProject('embedded'), conformanceProject('postgresql'), conformancePackage],
+    projects: ['packages/server', 'packages/client', 'packages/react', 'apps/demo', 'apps/console', conformanceProject('embedded'), conformanceProject('postgresql'), conformancePackage],
   },
 });

@@ -36,6 +36,9 @@ export default defineConfig({
     alias: {
       // The client imports undici lazily, only when running in Node; keep it out of the bundle.
       undici: here('./src/node-only.ts'),
+      // @quire/react's hooks on Preact: this app's preact/compat, whoever imports react.
+      react: here('./node_modules/preact/compat/dist/compat.mjs'),
+      'react-dom': here('./node_modules/preact/compat/dist/compat.mjs'),
     },
   },
   build: {

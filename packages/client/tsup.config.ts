@@ -1,8 +1,10 @@
 import { defineConfig } from 'tsup';
+import { browserBundle } from './build/browser-bundle.js';
 
 export default defineConfig([
   {
-    // The npm entry (ESM + CJS + types). undici stays a dependency, loaded only in Node.
+    // The npm entry (ESM + CJS + types): bundlers tree-shake it (`sideEffects: false`, no work at
+    // module load), so an app pays for what it imports. undici stays a dependency, loaded only in Node.
     entry: { index: 'src/index.ts' },
     format: ['esm', 'cjs'],
     // Declarations from a non-composite config (the package tsconfig is a composite project for `tsc -b`).
@@ -14,14 +16,19 @@ export default defineConfig([
     external: ['undici'],
   },
   {
-    // A self-contained browser module (Dexie bundled) for <script type="module"> and the e2e test.
+    // A self-contained browser module (Dexie bundled), minified with its source map, for
+    // <script type="module"> and the e2e test. Its size budget: test/bundle-size.test.ts.
+    ...browserBundle,
     entry: { 'quire-client': 'src/index.ts' },
     outDir: 'dist/browser',
+  },
+  {
+    // The `quire-dump` command (Node).
+    entry: { 'dump-cli': 'src/dump/cli.ts' },
     format: ['esm'],
-    platform: 'browser',
-    target: 'es2022',
+    platform: 'node',
+    target: 'node20',
     sourcemap: true,
-    noExternal: ['dexie'],
-    external: ['undici'],
+    external: ['undici', 'dexie'],
   },
 ]);

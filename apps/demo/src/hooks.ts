@@ -1,46 +1,12 @@
-/** Preact hooks over the client's live queries and events. */
-import type { Collection, ConflictEntry, LocalRecord } from '@quire/client';
+/**
+ * The app's own hooks (the status bar, the network, the URL, actions). The data hooks — records,
+ * conflicts — are @quire/react's, through preact/compat (vite.config.ts).
+ */
 import { useEffect, useState } from 'preact/hooks';
 import type { SyncSnapshot, SyncStatus } from './sync-status.js';
 
-/**
- * The records of a collection, kept current by its live query (`watch()`): local writes, synced
- * changes and other tabs' writes all re-render. `undefined` until the first result.
- */
-export function useRecords<T extends Record<string, unknown>>(collection: Collection<T> | null): LocalRecord<T>[] | undefined {
-  const [records, setRecords] = useState<LocalRecord<T>[] | undefined>(undefined);
-  useEffect(() => {
-    setRecords(undefined);
-    if (!collection) return;
-    const subscription = collection.watch().subscribe({ next: setRecords, error: () => setRecords([]) });
-    return () => subscription.unsubscribe();
-  }, [collection]);
-  return records;
-}
-
-/** Manual conflicts of a collection by record id, re-read after every change and sync. */
-export function useConflicts<T extends Record<string, unknown>>(collection: Collection<T> | null): Map<string, ConflictEntry> {
-  const [conflicts, setConflicts] = useState<Map<string, ConflictEntry>>(new Map());
-  useEffect(() => {
-    setConflicts(new Map());
-    if (!collection) return;
-    let stopped = false;
-    const load = () =>
-      void collection
-        .conflicts()
-        .then((entries) => !stopped && setConflicts(new Map(entries.map((entry) => [entry.id, entry]))))
-        .catch(() => {});
-    load();
-    const stops = [collection.on('change', load), collection.on('sync', load)];
-    return () => {
-      stopped = true;
-      for (const stop of stops) stop();
-    };
-  }, [collection]);
-  return conflicts;
-}
-
-export function useSyncStatus(status: SyncStatus): SyncSnapshot {
+/** The status bar's snapshot (sync-status.ts), re-rendered when it changes. */
+export function useStatusBar(status: SyncStatus): SyncSnapshot {
   const [snapshot, setSnapshot] = useState(status.snapshot);
   useEffect(() => {
     setSnapshot(status.snapshot);

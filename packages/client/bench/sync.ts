@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildServer, createPgliteStorage, createPostgresStorage, loadSettings, type Storage } from '@quire/server';
+import { api, seedCollection } from './seed.js';
 import type { Measurement, Task } from './worker.js';
 
 const { values } = parseArgs({
@@ -37,33 +38,17 @@ const impls = values.only.split(',') as Task['impl'][];
 const USER = 'bench';
 const AUTH = `Basic ${Buffer.from(`${USER}:bench`).toString('base64')}`;
 
-async function api(url: string, method: string, path: string, body?: unknown): Promise<Response> {
-  const response = await fetch(url + path, {
-    method,
-    headers: { Authorization: AUTH, 'Content-Type': 'application/json' },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response;
-}
+const call = (url: string, method: string, path: string, body?: unknown) => api(url, AUTH, method, path, body);
 
-async function seedCollection(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
-  await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
-  const scope = { resourceName: 'record', parentId: `/buckets/${bucket}/collections/${collection}` };
-  for (let start = 0; start < count; start += 5000) {
-    const objects: Array<{ id: string; data: Record<string, unknown> }> = [];
-    for (let i = start; i < Math.min(count, start + 5000); i++) {
-      objects.push({ id: `r${String(i).padStart(7, '0')}`, data: { n: i, title: `record ${i}`, done: i % 3 === 0, tags: ['bench', `t${i % 10}`] } });
-    }
-    await storage.transaction((session) => session.objects.insertMany(scope, objects));
-  }
-  const head = await api(url, 'HEAD', `/buckets/${bucket}/collections/${collection}/records`);
+async function seed(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
+  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({ n: i, title: `record ${i}`, done: i % 3 === 0, tags: ['bench', `t${i % 10}`] }));
+  const head = await call(url, 'HEAD', `/buckets/${bucket}/collections/${collection}/records`);
   if (head.headers.get('total-objects') !== String(count)) throw new Error(`seeding ${collection}: got ${head.headers.get('total-objects')}`);
 }
 
 /** Warms the server (JIT, PGlite caches) on the paths measured, so the first client measured is not penalised. */
 async function warmUp(url: string, bucket: string): Promise<void> {
-  await api(url, 'PUT', `/buckets/${bucket}/collections/warmup`, { data: {} });
+  await call(url, 'PUT', `/buckets/${bucket}/collections/warmup`, { data: {} });
   for (let batch = 0; batch < 20; batch++) {
     const requests = Array.from({ length: 25 }, (_, i) => ({
       method: 'PUT',
@@ -71,11 +56,11 @@ async function warmUp(url: string, bucket: string): Promise<void> {
       headers: { 'If-None-Match': '*' },
       body: { data: { n: i } },
     }));
-    await api(url, 'POST', '/batch', { requests });
+    await call(url, 'POST', '/batch', { requests });
   }
   for (const size of sizes) {
     let next: string | null = `${url}/buckets/${bucket}/collections/cold-${size}/records?_sort=-last_modified&_limit=2000`;
-    for (let page = 0; next && page < 5; page++) next = (await api(url, 'GET', next.slice(url.length))).headers.get('next-page');
+    for (let page = 0; next && page < 5; page++) next = (await call(url, 'GET', next.slice(url.length))).headers.get('next-page');
   }
 }
 
@@ -110,9 +95,9 @@ async function main(): Promise<void> {
   console.log(`Quire client vs kinto.js — server: ${pgUrl ? 'PostgreSQL' : 'embedded (PGlite)'}, same process; clients: fresh child process each, fake-indexeddb`);
   console.log(`node ${process.version}; cold sizes ${sizes.join(', ')}; push ${pushCount}; ${polls} polls`);
   try {
-    await api(url, 'PUT', `/buckets/${bucket}`, { data: {} });
+    await call(url, 'PUT', `/buckets/${bucket}`, { data: {} });
     const seeded = performance.now();
-    for (const size of sizes) await seedCollection(storage, url, bucket, `cold-${size}`, size);
+    for (const size of sizes) await seed(storage, url, bucket, `cold-${size}`, size);
     console.log(`seeded ${sizes.map((n) => fmt(n)).join(' + ')} records in ${fmt((performance.now() - seeded) / 1000, 1)} s\n`);
 
     await warmUp(url, bucket);
@@ -133,7 +118,7 @@ async function main(): Promise<void> {
     }
     for (const impl of ordered(sizes.length + 1)) {
       const collection = `push-${impl}`;
-      await api(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
+      await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
       const m = await runTask({ impl, kind: 'push', url, bucket, collection, count: pushCount, user: USER });
       rows.push([`push ${fmt(pushCount)} local changes`, impl === 'quire' ? 'Quire' : 'kinto.js', `${fmt(m.ms / 1000, 2)} s`, fmt((m.records / m.ms) * 1000), fmt(m.requests), `${fmt(m.peakRssMb)} MB`, `${fmt(m.peakHeapMb)} MB`, `${fmt(m.retainedHeapMb)} MB`, `local writes ${fmt(m.extra[0]! / 1000, 2)} s`]);
       console.log(rows.at(-1)!.join(' | '));

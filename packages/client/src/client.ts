@@ -3,15 +3,21 @@
  * collection a local replica (its own IndexedDB database), a sync engine, the cross-tab lock and
  * change channel.
  */
-import { Collection, type ChangeEvent, type CollectionParts } from './api/collection.js';
+import { Collection, type CollectionParts } from './api/collection.js';
+import { createCollectionChannel } from './api/collection-channel.js';
+import type { ChangeEvent } from './api/events.js';
+import type { SharedSyncStatus } from './api/sync-status.js';
+import { type Dump, type ExportOptions, exportDump } from './dump/dump.js';
+import { browserOnlineSource, type OnlineSource } from './online.js';
+import { Remote } from './remote/remote.js';
 import { type DexieEnvironment, openCollectionDb } from './store/db.js';
 import { LocalCollection } from './store/local-collection.js';
+import { readSyncState } from './store/meta.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
 import { LiveChanges, type LiveOptions } from './sync/live.js';
-import { Remote } from './remote/remote.js';
-import { createChangeChannel } from './tabs/broadcast.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
+import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
 
@@ -35,6 +41,11 @@ export interface ClientOptions {
   newId?: () => string;
   /** Live changes (the change monitor, pushed or polled) used by auto-sync. */
   live?: LiveOptions;
+  /**
+   * Whether the device is online (default: `navigator.onLine` and its events; always online in
+   * Node). Nothing is retried or tried in the background while offline.
+   */
+  online?: OnlineSource;
 }
 
 export interface CollectionOptions {
@@ -44,8 +55,16 @@ export interface CollectionOptions {
   strategy?: ConflictStrategy;
   /** Records per page while pulling (default 2000; the server may cap it). */
   pageSize?: number;
-  /** Detect records that lost read permission after each sync (default true). */
-  checkReadable?: boolean;
+  /**
+   * Detect records that lost read permission (default true): one `HEAD` after a sync that changed
+   * something, and every `intervalMs` (default 10 min) when polls find nothing new; false: never.
+   */
+  checkReadable?: boolean | { intervalMs?: number };
+  /**
+   * Remote transformers: what records become on the server and back (encode in order, decode in
+   * reverse), e.g. `[encryptionTransformer({ passphrase })]` for an end-to-end encrypted collection.
+   */
+  transformers?: RemoteTransformer[];
 }
 
 export class Bucket {
@@ -67,6 +86,7 @@ export class QuireClient {
   /** One change-monitor connection for every auto-synced collection (`status`, `onStatus`, `onEntry`). */
   readonly live: LiveChanges;
   readonly http: HttpTransport;
+  readonly online: OnlineSource;
   readonly #options: ClientOptions;
   readonly #collections = new Map<string, Collection<never>>();
   readonly #tabId: string;
@@ -76,7 +96,9 @@ export class QuireClient {
     this.#options = options;
     this.#newId = options.newId ?? (() => globalThis.crypto.randomUUID());
     this.#tabId = this.#newId();
+    this.online = options.online ?? browserOnlineSource();
     this.http = new HttpTransport({
+      online: this.online,
       remote: options.remote,
       ...(options.auth ? { auth: options.auth } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -87,7 +109,7 @@ export class QuireClient {
     });
     this.remote = new Remote(this.http);
     const manager = options.lockManager === undefined ? webLockManager() : options.lockManager;
-    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, options.live);
+    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, this.online, this.#tabId, options.live);
   }
 
   bucket(name: string): Bucket {
@@ -103,7 +125,10 @@ export class QuireClient {
     const existing = this.#collections.get(key);
     if (existing) return existing as unknown as Collection<T>;
     let collection!: Collection<T>;
-    const parts = this.#open(bucket, name, options, (event) => collection.emit('change', event));
+    const parts = this.#open(bucket, name, options, {
+      emit: (event) => collection.emit('change', event),
+      status: (status) => collection.receiveStatus(status),
+    });
     collection = new Collection<T>(bucket, name, parts, () => {
       if (this.#collections.get(key) === (collection as unknown as Collection<never>)) this.#collections.delete(key);
     });
@@ -112,32 +137,23 @@ export class QuireClient {
     return collection;
   }
 
-  async #open(bucket: string, name: string, options: CollectionOptions, emit: (event: ChangeEvent) => void): Promise<CollectionParts> {
+  async #open(
+    bucket: string,
+    name: string,
+    options: CollectionOptions,
+    handlers: { emit: (event: ChangeEvent) => void; status: (status: SharedSyncStatus) => void },
+  ): Promise<CollectionParts> {
     const dbName = `${this.#options.dbPrefix ?? 'quire'}:${bucket}/${name}`;
     const env: DexieEnvironment | undefined =
       this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
     const db = await openCollectionDb(dbName, options.indexes ?? [], env);
-    const local = new LocalCollection(db, this.#newId);
-    const channel = createChangeChannel(`quire-changes:${dbName}`, this.#tabId);
-    const unsubscribe = channel.subscribe((message) => emit({ source: 'tab', changes: message.changes }));
-    // Other tabs get the changes coalesced per event-loop turn (one message for a burst of writes).
-    let outgoing: { source: 'local' | 'sync'; changes: ChangeEvent['changes'] } | null = null;
-    const flush = () => {
-      if (outgoing) channel.post({ db: dbName, ...outgoing, sender: this.#tabId });
-      outgoing = null;
-    };
-    const broadcast = (event: ChangeEvent) => {
-      emit(event);
-      const source = event.source === 'sync' ? 'sync' : 'local';
-      if (outgoing && outgoing.source !== source) flush();
-      if (!outgoing) {
-        outgoing = { source, changes: [] };
-        setTimeout(flush, 0);
-      }
-      outgoing.changes.push(...event.changes);
-    };
+    const channel = createCollectionChannel(dbName, this.#tabId, handlers);
+    const local = new LocalCollection(db, this.#newId, (changes) => channel.broadcast({ source: 'local', changes }));
     const manager = this.#options.lockManager === undefined ? webLockManager() : this.#options.lockManager;
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
+    // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
+    const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
+    const transform = new TransformChain(options.transformers ?? [], { bucket, collection: name });
     const engine = new SyncEngine({
       http: this.http,
       local,
@@ -148,21 +164,30 @@ export class QuireClient {
       lock,
       lockName: `quire-sync:${dbName}`,
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
-      checkReadable: options.checkReadable ?? true,
-      onChanges: (changes) => broadcast({ source: 'sync', changes }),
+      checkReadable: readablePolicy(options.checkReadable),
+      onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
+      transform,
     });
     return {
       local,
       engine,
-      broadcast,
+      channel,
       live: this.live,
+      online: this.online,
+      leaderLock,
+      dbName,
+      lastSyncAt: (await readSyncState(db)).lastSyncAt,
+      transform,
       close: async () => {
-        flush();
-        unsubscribe();
         channel.close();
         db.close();
       },
     };
+  }
+
+  /** Every record of a collection as a dump (see `Collection.loadDump`), read consistently from the server. */
+  exportDump(bucket: string, collection: string, options?: ExportOptions): Promise<Dump> {
+    return exportDump(this.http, bucket, collection, options);
   }
 
   /** Stops auto-sync, closes every local database and the connection pool. */
@@ -172,6 +197,13 @@ export class QuireClient {
     this.live.close();
     await this.http.close();
   }
+}
+
+const READABLE_CHECK_INTERVAL_MS = 10 * 60_000;
+
+function readablePolicy(option: CollectionOptions['checkReadable']): { intervalMs: number } | null {
+  if (option === false) return null;
+  return { intervalMs: (typeof option === 'object' ? option.intervalMs : undefined) ?? READABLE_CHECK_INTERVAL_MS };
 }
 
 /** Names the connection tabs share: the server and who the user is (never the secret itself). */

@@ -10,6 +10,8 @@ describe('errors', () => {
     expect(error).not.toBeInstanceOf(NetworkError);
     expect(error).toMatchObject({ code: 'QUIRE_ERR_SERVER_PRECONDITION', status: 412, errno: 114 });
     expect(error.existing).toEqual({ id: 'a', last_modified: 1 });
+    // Named by a static field, not the class name (which a minifier renames).
+    expect([error.name, new NetworkError('x').name, new QuireError('QUIRE_ERR_X', 'x').name]).toEqual(['PreconditionFailedError', 'NetworkError', 'QuireError']);
   });
 
   it('instanceof works for an error from another copy of the SDK (same Symbol.for brand)', () => {

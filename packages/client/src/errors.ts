@@ -15,7 +15,8 @@ export class QuireError extends Error {
 
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = new.target.name;
+    // From a static field, not `new.target.name`: minifiers rename classes.
+    this.name = (new.target as unknown as { errorName?: string }).errorName ?? 'QuireError';
     this.code = code;
     // Brand every instance with its own class's symbol and all its ancestors'.
     const marks = this as unknown as Record<symbol, boolean>;
@@ -27,6 +28,7 @@ export class QuireError extends Error {
   }
 
   static readonly brand: symbol = BASE;
+  static readonly errorName: string = 'QuireError';
 
   static override [Symbol.hasInstance](value: unknown): boolean {
     // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of `instanceof`, a subclass with its own brand
@@ -38,6 +40,7 @@ export class QuireError extends Error {
 /** The connection failed or was cut (DNS, refused, reset, body cut short). */
 export class NetworkError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_TRANSPORT_NETWORK');
+  static override readonly errorName: string = 'NetworkError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('QUIRE_ERR_TRANSPORT_NETWORK', message, options);
   }
@@ -46,6 +49,7 @@ export class NetworkError extends QuireError {
 /** No response within the configured timeout. */
 export class TimeoutError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_TRANSPORT_TIMEOUT');
+  static override readonly errorName: string = 'TimeoutError';
   constructor(message: string) {
     super('QUIRE_ERR_TRANSPORT_TIMEOUT', message);
   }
@@ -62,6 +66,7 @@ export interface ErrorBody {
 /** The server answered with an error status (the protocol's JSON error body when present). */
 export class ServerError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_SERVER');
+  static override readonly errorName: string = 'ServerError';
   readonly status: number;
   readonly errno: number | null;
   readonly body: unknown;
@@ -84,6 +89,7 @@ export class ServerError extends QuireError {
 /** 412: the object changed meanwhile; `existing` is the server's version when it sent one. */
 export class PreconditionFailedError extends ServerError {
   static override readonly brand = brand('QUIRE_ERR_SERVER_PRECONDITION');
+  static override readonly errorName: string = 'PreconditionFailedError';
   constructor(body: unknown, headers: Headers) {
     super(412, body, headers, 'QUIRE_ERR_SERVER_PRECONDITION');
   }
@@ -97,6 +103,7 @@ export class PreconditionFailedError extends ServerError {
 /** The server asked for a pause (`Backoff`, or `Retry-After` longer than we are allowed to wait). */
 export class BackoffError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_TRANSPORT_BACKOFF');
+  static override readonly errorName: string = 'BackoffError';
   /** Milliseconds until the server accepts requests again. */
   readonly retryAfter: number;
   constructor(retryAfter: number) {
@@ -108,6 +115,7 @@ export class BackoffError extends QuireError {
 /** IndexedDB / Dexie failure, or a local precondition (record exists / not found). */
 export class StoreError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_STORE');
+  static override readonly errorName: string = 'StoreError';
   constructor(code: `QUIRE_ERR_STORE${string}`, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
   }
@@ -116,7 +124,20 @@ export class StoreError extends QuireError {
 /** A sync was stopped (signal aborted, client closed). */
 export class SyncAbortedError extends QuireError {
   static override readonly brand = brand('QUIRE_ERR_SYNC_ABORTED');
+  static override readonly errorName: string = 'SyncAbortedError';
   constructor(message = 'Sync aborted') {
     super('QUIRE_ERR_SYNC_ABORTED', message);
+  }
+}
+
+/** A record that does not decrypt (end-to-end encrypted collection): a wrong key, or altered on the way. */
+export class DecryptionError extends QuireError {
+  static override readonly brand = brand('QUIRE_ERR_CRYPTO_DECRYPT');
+  static override readonly errorName: string = 'DecryptionError';
+  /** The record's id, when one record is to blame. */
+  readonly recordId: string | null;
+  constructor(message: string, recordId: string | null = null, options?: { cause?: unknown }) {
+    super('QUIRE_ERR_CRYPTO_DECRYPT', message, options);
+    this.recordId = recordId;
   }
 }

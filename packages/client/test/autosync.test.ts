@@ -17,7 +17,7 @@ describe('auto-sync', () => {
     const syncs: number[] = [];
     items.on('sync', (result) => syncs.push(result.pushed));
     items.startAutoSync({ intervalMs: 0, debounceMs: 100, online });
-    await expect.poll(() => syncs.length).toBe(1); // the initial sync
+    await expect.poll(() => syncs.length, { timeout: 5000 }).toBe(1); // the initial sync
     for (let i = 0; i < 5; i++) await items.create({ n: i });
     await expect.poll(() => syncs.length, { timeout: 3000 }).toBe(2);
     expect(syncs[1]).toBe(5);

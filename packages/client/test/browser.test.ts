@@ -4,12 +4,14 @@
  * replica again after a reload. Skips with a printed reason when Chromium is missing, unless
  * QUIRE_TEST_REQUIRE_BROWSER=1 (CI), where that is a failure.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { browserBundle } from '../build/browser-bundle.js';
 import { createCollection, raw, seed, uniqueName } from './support/server.js';
 
 const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -25,7 +27,9 @@ const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>quire e2e</title>
 <script type="module">
+  import * as Quire from './quire-client.js';
   import { createClient } from './quire-client.js';
+  window.Quire = Quire;
   window.quire = async (remote, bucket, action) => {
     const client = createClient({ remote, auth: { type: 'basic', username: 'browser', password: 'secret' } });
     const items = client.bucket(bucket).collection('items', { indexes: ['n'], pageSize: 100 });
@@ -54,18 +58,7 @@ describe.skipIf(!available)('in a real browser', () => {
   beforeAll(async () => {
     outDir = mkdtempSync(join(tmpdir(), 'quire-client-e2e-'));
     const { build } = await import('tsup');
-    await build({
-      entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
-      outDir,
-      format: ['esm'],
-      platform: 'browser',
-      target: 'es2022',
-      noExternal: ['dexie'],
-      external: ['undici'],
-      config: false,
-      silent: true,
-      dts: false,
-    });
+    await build({ ...browserBundle, entry: { 'quire-client': join(packageRoot, 'src/index.ts') }, outDir, config: false, silent: true, dts: false });
     const files: Record<string, { type: string; body: string | Buffer }> = {
       '/': { type: 'text/html', body: PAGE },
       '/quire-client.js': { type: 'text/javascript', body: readFileSync(join(outDir, 'quire-client.js')) },
@@ -124,6 +117,148 @@ describe.skipIf(!available)('in a real browser', () => {
     const third = await run('read');
     expect(third.before).toBe(251);
     expect(third.lowest).toEqual([-1, 0, 1]);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  /** A page of a fresh context (an empty IndexedDB) with the SDK as `window.Quire`. */
+  async function openPage(): Promise<{ context: import('playwright-core').BrowserContext; page: import('playwright-core').Page; errors: string[] }> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(origin);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    return { context, page, errors };
+  }
+
+  it('storage full (a real quota): StoreError QUIRE_ERR_STORE_QUOTA and the quota event, nothing lost, and the sync resumes with room', async () => {
+    const bucket = uniqueName('quota');
+    await createCollection(url, bucket, 'items', 'browser');
+    // Incompressible (IndexedDB compresses what it stores): 1000 × 2 KB against a 600 KB quota.
+    await seed(url, bucket, 'items', 1000, (i) => ({ id: `r${i}`, n: i, filler: randomBytes(1500).toString('base64') }), 'browser');
+    const { context, page, errors } = await openPage();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: 600_000 });
+    type Outcome = { error: { code?: string; store: boolean } | null; events: { code: string; quota: number | null }[]; held: number; pending: number; ok?: boolean };
+    const full = (await page.evaluate(
+      async ([remote, b]) => {
+        const { createClient, StoreError } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
+        const client = createClient({ remote: remote!, auth: { type: 'basic', username: 'browser', password: 'secret' } });
+        const items = client.bucket(b!).collection('items', { pageSize: 100 });
+        await items.create({ id: 'draft', n: -1 });
+        const events: { code: string; quota: number | null }[] = [];
+        items.on('quota', (event) => events.push({ code: event.error.code, quota: event.quota }));
+        let error: { code?: string; store: boolean } | null = null;
+        await items.sync().catch((caught: { code?: string }) => (error = { code: caught.code, store: caught instanceof StoreError }));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const outcome = { error, events, held: await items.count(), pending: await items.pending() };
+        await client.close();
+        return outcome;
+      },
+      [url, bucket],
+    )) as Outcome;
+    expect(full.error).toEqual({ code: 'QUIRE_ERR_STORE_QUOTA', store: true });
+    expect(full.events).toEqual([{ code: 'QUIRE_ERR_STORE_QUOTA', quota: expect.any(Number) }]);
+    expect(full.held).toBeGreaterThan(1); // the pages stored before the full one, and the draft
+    expect(full.held).toBeLessThan(1001);
+    expect(full.pending).toBe(1);
+
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin });
+    const resumed = (await page.evaluate(
+      async ([remote, b]) => {
+        const { createClient } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
+        const client = createClient({ remote: remote!, auth: { type: 'basic', username: 'browser', password: 'secret' } });
+        const items = client.bucket(b!).collection('items', { pageSize: 100 });
+        const result = await items.sync();
+        const outcome = { error: null, events: [], ok: result.ok, held: await items.count(), pending: await items.pending() };
+        await client.close();
+        return outcome;
+      },
+      [url, bucket],
+    )) as Outcome;
+    expect(resumed).toMatchObject({ ok: true, held: 1001, pending: 0 });
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('started offline (the browser is): not one request until it is back online, then it syncs and listens at once', async () => {
+    const bucket = uniqueName('offline');
+    await createCollection(url, bucket, 'items', 'browser');
+    const { context, page, errors } = await openPage();
+    await context.setOffline(true);
+    type OfflineTest = { client: import('../src/index.js').QuireClient; attempts: string[] };
+    const started = await page.evaluate(
+      async ([remote, b]) => {
+        const { createClient } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
+        const attempts: string[] = [];
+        const client = createClient({
+          remote: remote!,
+          auth: { type: 'basic', username: 'browser', password: 'secret' },
+          fetch: (input, init) => {
+            attempts.push(input);
+            return fetch(input, init);
+          },
+        });
+        Object.assign(window, { offlineTest: { client, attempts } });
+        const items = client.bucket(b!).collection('items');
+        await items.create({ id: 'written-offline', n: 1 });
+        const mode = await items.startAutoSync();
+        await new Promise((resolve) => setTimeout(resolve, 4500));
+        return { online: navigator.onLine, mode, attempts: attempts.length, state: client.live.status.state };
+      },
+      [url, bucket],
+    );
+    expect(started).toEqual({ online: false, mode: 'none', attempts: 0, state: 'offline' });
+
+    await context.setOffline(false);
+    await expect
+      .poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/written-offline`, undefined, 'browser')).status, { timeout: 15_000 })
+      .toBe(200);
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { offlineTest: OfflineTest }).offlineTest.client.live.status.connected), { timeout: 15_000 })
+      .toBe(true);
+    await page.evaluate(() => (window as unknown as { offlineTest: OfflineTest }).offlineTest.client.close());
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('end-to-end encryption in the browser (WebCrypto): what it encrypts Node decrypts and back; a wrong passphrase is a DecryptionError', async () => {
+    const bucket = uniqueName('e2e');
+    await createCollection(url, bucket, 'notes', 'browser');
+    const { context, page, errors } = await openPage();
+    type Seen = { titles: string[]; error: { code?: string; name?: string } | null };
+    const inBrowser = (passphrase: string, write: boolean) =>
+      page.evaluate(
+        async ([remote, b, secret, doWrite]) => {
+          const { createClient, encryptionTransformer } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
+          const client = createClient({ remote: remote as string, auth: { type: 'basic', username: 'browser', password: 'secret' }, dbPrefix: `p-${secret}` });
+          const notes = client.bucket(b as string).collection('notes', { transformers: [encryptionTransformer({ passphrase: secret as string, iterations: 1000 })] });
+          if (doWrite) await notes.create({ id: 'from-browser', title: 'written in Chromium' });
+          let error: { code?: string; name?: string } | null = null;
+          await notes.sync().catch((caught: { code?: string; name?: string }) => (error = { code: caught.code, name: caught.name }));
+          const titles = (await notes.list()).map((note) => note.title as string).sort();
+          await client.close();
+          return { titles, error };
+        },
+        [url, bucket, passphrase, write] as const,
+      ) as Promise<Seen>;
+    expect(await inBrowser('shared secret', true)).toEqual({ titles: ['written in Chromium'], error: null });
+    const stored = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/from-browser`, undefined, 'browser')).body.data;
+    expect(Object.keys(stored).sort()).toEqual(['ciphertext', 'id', 'iv', 'last_modified', 'quire_e2e']);
+
+    const { encryptionTransformer } = await import('../src/index.js');
+    const { makeClient } = await import('./support/server.js');
+    const node = makeClient(url, { user: 'browser' });
+    const notes = node.bucket(bucket).collection('notes', { transformers: [encryptionTransformer({ passphrase: 'shared secret', iterations: 1000 })] });
+    await notes.sync();
+    expect(await notes.get('from-browser')).toMatchObject({ title: 'written in Chromium' });
+    await notes.create({ id: 'from-node', title: 'written in Node' });
+    await notes.sync();
+    await node.close();
+
+    expect(await inBrowser('shared secret', false)).toEqual({ titles: ['written in Chromium', 'written in Node'], error: null });
+    expect(await inBrowser('not the secret', false)).toEqual({ titles: [], error: { code: 'QUIRE_ERR_CRYPTO_DECRYPT', name: 'DecryptionError' } });
     expect(errors).toEqual([]);
     await context.close();
   });

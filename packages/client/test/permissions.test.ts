@@ -1,4 +1,5 @@
 /** Records that lost read permission on the server disappear locally at the next sync. */
+import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, inject, it } from 'vitest';
 import { createCollection, makeClient, raw, uniqueName } from './support/server.js';
 
@@ -49,22 +50,59 @@ describe('lost read permission', () => {
     await client.close();
   });
 
-  it('costs one HEAD when nothing was revoked', async () => {
+  it('a no-change poll is one request; the HEAD comes after a change, and every intervalMs', async () => {
     const bucket = uniqueName('p');
     await createCollection(url, bucket, 'c', 'alice');
     await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/a`, { data: {} }, 'alice');
     const calls: string[] = [];
-    const client = makeClient(url, {
-      fetch: async (input, init) => {
-        calls.push(`${init.method} ${new URL(input).search}`);
-        return fetch(input, init);
-      },
-    });
+    const fetchFn = async (input: string, init: RequestInit) => {
+      calls.push(init.method ?? 'GET');
+      return fetch(input, init);
+    };
+    const client = makeClient(url, { fetch: fetchFn });
     const c = client.bucket(bucket).collection('c');
     await c.sync();
+    expect(calls).toEqual(['GET', 'HEAD']);
     calls.length = 0;
     await c.sync();
-    expect(calls.map((call) => call.split(' ')[0])).toEqual(['GET', 'HEAD']);
+    expect(calls).toEqual(['GET']);
+    calls.length = 0;
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/b`, { data: {} }, 'alice');
+    await c.sync();
+    expect(calls).toEqual(['GET', 'HEAD']);
     await client.close();
+
+    // A check due by time: a 304 poll is followed by the HEAD.
+    const every = makeClient(url, { fetch: fetchFn });
+    const timed = every.bucket(bucket).collection('c', { checkReadable: { intervalMs: 0 } });
+    await timed.sync();
+    calls.length = 0;
+    await timed.sync();
+    expect(calls).toEqual(['GET', 'HEAD']);
+    await every.close();
+  });
+
+  it('finds a record hidden by a group membership change (no new ETag) at the next timed check', async () => {
+    const bucket = uniqueName('p');
+    await createCollection(url, bucket, 'c', 'alice');
+    const bob = await userId('bob');
+    await raw(url, 'PUT', `/buckets/${bucket}/groups/readers`, { data: { members: [bob] } }, 'alice');
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/a`, { data: {}, permissions: { read: [`/buckets/${bucket}/groups/readers`] } }, 'alice');
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/b`, { data: {}, permissions: { read: [bob] } }, 'alice');
+    const idb = new IDBFactory();
+    const client = makeClient(url, { user: 'bob', idb });
+    const c = client.bucket(bucket).collection('c', { checkReadable: { intervalMs: 60_000 } });
+    expect((await c.sync()).pulled).toBe(2);
+    await raw(url, 'PUT', `/buckets/${bucket}/groups/readers`, { data: { members: [] } }, 'alice');
+    // Within the interval, a 304 poll does not look.
+    expect(await c.sync()).toMatchObject({ notModified: true, removed: 0 });
+    expect(await c.count()).toBe(2);
+    await client.close();
+    // Once the interval has passed (here: a client over the same replica with a 0 ms interval).
+    const later = makeClient(url, { user: 'bob', idb });
+    const again = later.bucket(bucket).collection('c', { checkReadable: { intervalMs: 0 } });
+    expect(await again.sync()).toMatchObject({ notModified: true, removed: 1 });
+    expect((await again.list()).map((record) => record.id)).toEqual(['b']);
+    await later.close();
   });
 });

@@ -2,39 +2,17 @@
  * Several tabs of one app (two clients over one IndexedDB): one sync at a time through the Web
  * Locks path (an injected lock manager) and the IndexedDB lease fallback, no duplicated uploads,
  * no lost writes, and changes visible in the other tab (BroadcastChannel and live queries).
+ * With auto-sync, only one tab (the leader) pulls and pushes; the others follow.
  */
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, inject, it } from 'vitest';
-import type { FetchLike, LockManagerLike } from '../src/index.js';
+import { createManualOnlineSource, type FetchLike } from '../src/index.js';
+import { memoryLockManager } from './support/locks.js';
 import { createCollection, makeClient, raw, uniqueName } from './support/server.js';
 
 const url = inject('quireUrl');
 
 type Item = { n: number };
-
-/** A minimal Web Locks implementation (exclusive mode) standing in for `navigator.locks`. */
-function memoryLockManager(): LockManagerLike & { maxHeld: number } {
-  const queues = new Map<string, Promise<unknown>>();
-  let held = 0;
-  const manager = {
-    maxHeld: 0,
-    request<T>(name: string, _options: { mode: 'exclusive' }, fn: () => Promise<T>): Promise<T> {
-      const previous = queues.get(name) ?? Promise.resolve();
-      const run = previous.catch(() => {}).then(async () => {
-        held++;
-        manager.maxHeld = Math.max(manager.maxHeld, held);
-        try {
-          return await fn();
-        } finally {
-          held--;
-        }
-      });
-      queues.set(name, run);
-      return run;
-    },
-  };
-  return manager;
-}
 
 /** Counts record sub-requests sent through /batch, and the syncs running at once. */
 function countingFetch(counter: { subRequests: number; ids: string[] }): FetchLike {
@@ -129,3 +107,63 @@ describe('changes reach the other tab', () => {
     await tab.close();
   });
 });
+
+/** Requests to a collection's records (pulls, HEADs, batches naming it), per tab. */
+function recordRequests(pattern: RegExp): { fetch: FetchLike; calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    fetch: (input, init) => {
+      const path = new URL(input).pathname;
+      if (pattern.test(path) || (path.endsWith('/batch') && pattern.test(String(init.body)))) calls.push(`${init.method ?? 'GET'} ${path}`);
+      return fetch(input, init);
+    },
+  };
+}
+
+for (const mode of ['web-locks', 'indexeddb-lease'] as const) {
+  describe(`auto-sync in three tabs, ${mode}`, () => {
+    it('only the leading tab pulls and pushes; the others follow, and one takes over when it closes', async () => {
+      const bucket = uniqueName('lead');
+      await createCollection(url, bucket, 'items');
+      const idb = new IDBFactory();
+      const manager = mode === 'web-locks' ? memoryLockManager() : null;
+      const online = createManualOnlineSource(true);
+      const tabs = [0, 1, 2].map(() => {
+        const requests = recordRequests(/\/collections\/items\/records/);
+        const client = makeClient(url, { idb, fetch: requests.fetch, lockManager: manager, online });
+        return { client, requests, items: client.bucket(bucket).collection<Item>('items') };
+      });
+      const [first, second, third] = tabs as [(typeof tabs)[0], (typeof tabs)[0], (typeof tabs)[0]];
+      for (const tab of tabs) await tab.items.startAutoSync({ intervalMs: 0, debounceMs: 50, online });
+      const leaders = () => tabs.filter((tab) => tab.items.status.autoSync === 'leader');
+      await expect.poll(() => leaders().length, { timeout: 10_000 }).toBe(1);
+      expect(tabs.filter((tab) => tab.items.status.autoSync === 'follower')).toHaveLength(2);
+      const leader = leaders()[0]!;
+      // Every tab knows how the leader's first sync went.
+      await expect.poll(() => tabs.every((tab) => tab.items.status.lastResult?.ok === true), { timeout: 10_000 }).toBe(true);
+      for (const tab of tabs) if (tab !== leader) expect(tab.requests.calls).toEqual([]);
+
+      // A remote change (announced by the change stream): pulled by the leader alone, seen by every tab.
+      await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/remote`, { data: { n: 1 } });
+      for (const tab of tabs) await expect.poll(async () => (await tab.items.get('remote'))?.n, { timeout: 5000 }).toBe(1);
+
+      // A follower writes: the leader pushes it, once.
+      const follower = tabs.find((tab) => tab !== leader)!;
+      await follower.items.create({ id: 'from-follower', n: 2 });
+      await expect.poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-follower`)).status, { timeout: 5000 }).toBe(200);
+      await expect.poll(() => follower.items.pending(), { timeout: 5000 }).toBe(0);
+      for (const tab of tabs) if (tab !== leader) expect(tab.requests.calls).toEqual([]);
+
+      // The leader closes: one of the others takes over (and syncs at start).
+      await leader.client.close();
+      const rest = tabs.filter((tab) => tab !== leader);
+      await expect.poll(() => rest.filter((tab) => tab.items.status.autoSync === 'leader').length, { timeout: 15_000 }).toBe(1);
+      const next = rest.find((tab) => tab.items.status.autoSync === 'leader')!;
+      await expect.poll(() => next.requests.calls.length, { timeout: 10_000 }).toBeGreaterThan(0);
+      expect(rest.find((tab) => tab !== next)!.requests.calls).toEqual([]);
+      expect([first, second, third]).toContain(next);
+      await Promise.all(rest.map((tab) => tab.client.close()));
+    });
+  });
+}

@@ -1,7 +1,8 @@
 /** The app: the login screen, or the board of the signed-in user (or of this device, without an account). */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { AppConfig } from '../config.js';
-import { useOnline, useRecords, useSelectedListId } from '../hooks.js';
+import { useRecords } from '@quire/react';
+import { useOnline, useSelectedListId } from '../hooks.js';
 import { byPosition } from '../order.js';
 import { currentSession, endSession, type Session, startSession } from '../session.js';
 import { type Notice, Workspace } from '../workspace.js';

@@ -2,7 +2,8 @@
 import type { ManualResolution } from '@quire/client';
 import { useMemo, useState } from 'preact/hooks';
 import { describeError } from '../errors.js';
-import { useAction, useConflicts, useRecords } from '../hooks.js';
+import { useConflicts, useRecords } from '@quire/react';
+import { useAction } from '../hooks.js';
 import { addItem } from '../items.js';
 import { deleteList, renameList } from '../lists.js';
 import { canEdit, type ListRecord } from '../model.js';
@@ -22,7 +23,8 @@ interface Props {
 export function Board({ workspace, entry, online, onDeleted }: Props) {
   const items = useMemo(() => workspace.items(entry), [workspace, entry.bucket, entry.collection]);
   const records = useRecords(items);
-  const conflicts = useConflicts(items);
+  const conflictList = useConflicts(items);
+  const conflicts = useMemo(() => new Map(conflictList.map((conflict) => [conflict.id, conflict])), [conflictList]);
   const sorted = useMemo(() => byPosition(records ?? []), [records]);
   const editable = canEdit(entry.role);
   const isOwner = entry.role === 'owner';

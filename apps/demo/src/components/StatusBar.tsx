@@ -1,12 +1,12 @@
 /** Sync state at a glance: online or not, pending changes, conflicts, last sync, progress, problems. */
 import { useState } from 'preact/hooks';
-import { useSyncStatus } from '../hooks.js';
+import { useStatusBar } from '../hooks.js';
 import type { SyncStatus } from '../sync-status.js';
 
 const plural = (count: number, one: string, many: string) => `${count.toLocaleString()} ${count === 1 ? one : many}`;
 
 export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow: () => Promise<void> }) {
-  const status = useSyncStatus(source);
+  const status = useStatusBar(source);
   const [syncing, setSyncing] = useState(false);
 
   if (status.mode === 'local') {

@@ -1,46 +1,47 @@
 /**
  * Collection<T>: the app's view of one synchronised collection. Local reads and writes work
  * offline; `sync()` runs the engine; events report changes from this tab, from sync and from
- * other tabs.
+ * other tabs; `status` is the sync status every tab shares. Auto-sync runs in one tab per
+ * collection (the leader); the others follow through the shared IndexedDB and the channel.
  */
-import type { Observable } from 'dexie';
+import { StoreError } from '../errors.js';
+import type { OnlineSource } from '../online.js';
+import { type DumpInput, readDump } from '../dump/dump.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
+import { asLocal } from '../store/record-fields.js';
+import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
-import type { ChangeNotice, SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
 import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
 import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
+import { type Leadership, lead } from '../tabs/leadership.js';
+import type { SyncLock } from '../tabs/locks.js';
+import type { TransformChain } from '../transform/transformers.js';
+import type { CollectionChannel } from './collection-channel.js';
+import type { ChangeEvent, CollectionEvents } from './events.js';
+import { LiveQuery, type ObservableLike } from './live-query.js';
+import { describeFailure, type SharedSyncStatus, type SyncStatus, SyncStatusStore } from './sync-status.js';
 
 export type { ListQuery };
-
-export interface ChangeEvent {
-  /** `local`: a write in this tab; `sync`: applied by a sync in this tab; `tab`: another tab. */
-  source: 'local' | 'sync' | 'tab';
-  changes: ChangeNotice[];
-}
-
-/** The server announced that this collection changed (live changes): a sync follows. */
-export interface RemoteChangeEvent {
-  /** The collection's timestamp on the server: the replica is current once it has pulled up to it. */
-  lastModified: number;
-  receivedAt: number;
-}
-
-export interface CollectionEvents {
-  change: ChangeEvent;
-  remote: RemoteChangeEvent;
-  progress: SyncProgress;
-  sync: SyncResult;
-  error: unknown;
-}
+export type { ChangeEvent, CollectionEvents, RemoteChangeEvent } from './events.js';
 
 export interface CollectionParts {
   local: LocalCollection;
   engine: SyncEngine;
-  /** Tells other tabs (and this tab's listeners) about changes. */
-  broadcast: (event: ChangeEvent) => void;
+  /** This tab's listeners and the other tabs: changes and the sync status. */
+  channel: CollectionChannel;
   /** The client's live changes (one connection for all its collections). */
   live?: LiveChanges;
+  online: OnlineSource;
+  /** Elects the one tab that auto-syncs this replica. */
+  leaderLock: SyncLock;
+  /** Names the replica (the IndexedDB database), hence the leadership. */
+  dbName: string;
+  /** When the replica last completed a pull (null: never). */
+  lastSyncAt: number | null;
+  /** The collection's remote transformers (dumps hold records as the server stores them). */
+  transform: TransformChain;
   close: () => Promise<void>;
 }
 
@@ -60,8 +61,12 @@ export class Collection<T extends object = Record<string, unknown>> {
   /** The options of every call the queued sync stands for. */
   readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
   #scheduler: SyncScheduler | null = null;
+  #leadership: Leadership | null = null;
+  /** Live queries by what they read: one object per query, hence stable for UI bindings. */
+  readonly #liveQueries = new Map<string, object>();
   #stopLive: () => void = () => {};
   #liveGeneration = 0;
+  readonly #status: SyncStatusStore;
 
   /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
   constructor(bucket: string, name: string, parts: Promise<CollectionParts>, onClose: () => void = () => {}) {
@@ -69,6 +74,32 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.name = name;
     this.#parts = parts;
     this.#onClose = onClose;
+    this.#status = new SyncStatusStore((status) => void parts.then((p) => p.channel.shareStatus(status), () => {}));
+    void parts.then(
+      (p) => {
+        if (this.#status.snapshot.lastSyncAt === null && p.lastSyncAt !== null) this.#status.receive({ ...this.#status.snapshot, lastSyncAt: p.lastSyncAt });
+      },
+      () => {},
+    );
+    // What the app wrote, here or in another tab, is pushed soon by the tab that auto-syncs.
+    this.on('change', (event) => {
+      if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local')) this.#scheduler?.notifyLocalWrite();
+    });
+  }
+
+  /** The sync status, the same in every tab: running, progress, last result or failure, who auto-syncs. */
+  get status(): SyncStatus {
+    return this.#status.snapshot;
+  }
+
+  /** Calls `listener` whenever `status` changes (a sync in this tab or another, auto-sync leadership). */
+  onStatus(listener: (status: SyncStatus) => void): () => void {
+    return this.#status.subscribe(listener);
+  }
+
+  /** @internal The status another tab shared. */
+  receiveStatus(status: SharedSyncStatus): void {
+    this.#status.receive(status);
   }
 
   on<K extends keyof CollectionEvents>(event: K, listener: Listener<CollectionEvents[K]>): () => void {
@@ -90,16 +121,12 @@ export class Collection<T extends object = Record<string, unknown>> {
     return (await this.#parts).local;
   }
 
-  async #wrote(change: ChangeNotice): Promise<void> {
-    (await this.#parts).broadcast({ source: 'local', changes: [change] });
-    this.#scheduler?.notifyLocalWrite();
-  }
-
-  /** Creates a record locally (id: `data.id` or a new UUID) and queues it for the server. */
+  /**
+   * Creates a record locally (id: `data.id` or a new UUID) and queues it for the server. Writes
+   * made in the same tick share one IndexedDB transaction.
+   */
   async create(data: T & { id?: string }): Promise<LocalRecord<T>> {
-    const record = await (await this.#local()).create(data);
-    await this.#wrote({ type: 'create', id: record.id });
-    return record as LocalRecord<T>;
+    return (await (await this.#local()).create(data).catch((error) => this.#failed(error))) as LocalRecord<T>;
   }
 
   async get(id: string): Promise<LocalRecord<T> | undefined> {
@@ -108,14 +135,22 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Replaces the record's fields, or merges them with `{ patch: true }`. */
   async update(id: string, data: Partial<T>, options: { patch?: boolean } = {}): Promise<LocalRecord<T>> {
-    const record = await (await this.#local()).update(id, data, options);
-    await this.#wrote({ type: 'update', id });
-    return record as LocalRecord<T>;
+    return (await (await this.#local()).update(id, data, options).catch((error) => this.#failed(error))) as LocalRecord<T>;
   }
 
   async delete(id: string): Promise<void> {
-    await (await this.#local()).delete(id);
-    await this.#wrote({ type: 'delete', id });
+    await (await this.#local()).delete(id).catch((error) => this.#failed(error));
+  }
+
+  /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
+  #failed(error: unknown): never {
+    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
+      const storage = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }).navigator?.storage;
+      void (storage?.estimate?.() ?? Promise.resolve({} as { usage?: number; quota?: number }))
+        .catch(() => ({}) as { usage?: number; quota?: number })
+        .then((estimate) => this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }));
+    }
+    throw error;
   }
 
   /** Records through an IndexedDB index: `{ index: 'done', equals: 1 }`, `{ index: 'due', between: [a, b] }`… */
@@ -127,34 +162,46 @@ export class Collection<T extends object = Record<string, unknown>> {
     return (await this.#local()).count(query);
   }
 
-  /** A Dexie live query: emits the result now and whenever it changes (this tab or another). */
-  watch(query: ListQuery = {}): Observable<LocalRecord<T>[]> {
-    let inner: Observable<LocalRecord<T>[]> | null = null;
-    const parts = this.#parts;
-    // The database opens asynchronously; subscribe once it is ready.
-    return {
-      subscribe: (observer: Parameters<Observable<LocalRecord<T>[]>['subscribe']>[0]) => {
-        let subscription: { unsubscribe(): void } | null = null;
-        let closed = false;
-        void parts.then((p) => {
-          if (closed) return;
-          inner = p.local.watch(query) as Observable<LocalRecord<T>[]>;
-          subscription = inner.subscribe(observer as never);
-        });
-        return {
-          unsubscribe() {
-            closed = true;
-            subscription?.unsubscribe();
-          },
-          get closed() {
-            return closed;
-          },
-        };
-      },
-      [Symbol.observable]() {
-        return this;
-      },
-    } as unknown as Observable<LocalRecord<T>[]>;
+  /**
+   * A live query (see LiveQuery): `list(query)` kept current — re-read when the collection changes,
+   * in this tab or another. The same object for the same query. Or any read of the collection:
+   * `live((c) => c.count({ index: 'done', equals: 0 }))` (a new object each call).
+   */
+  live(query?: ListQuery): LiveQuery<LocalRecord<T>[]>;
+  live<R>(read: (collection: this) => Promise<R>): LiveQuery<R>;
+  live<R>(query: ListQuery | ((collection: this) => Promise<R>) = {}): LiveQuery<R> | LiveQuery<LocalRecord<T>[]> {
+    if (typeof query === 'function') return new LiveQuery(() => query(this), (onChange) => this.on('change', onChange));
+    return this.#cachedLive(`list:${JSON.stringify(query)}`, () => this.list(query));
+  }
+
+  /** One record, kept current (undefined while it does not exist). The same object for the same id. */
+  liveRecord(id: string): LiveQuery<LocalRecord<T> | undefined> {
+    // Re-read only when a change names it (or names nothing: a clear).
+    return this.#cachedLive(`record:${id}`, () => this.get(id), (event) => event.changes.length === 0 || event.changes.some((change) => change.id === id));
+  }
+
+  /** The conflicts waiting for the app, kept current. */
+  liveConflicts(): LiveQuery<ConflictEntry[]> {
+    return this.#cachedLive('conflicts', () => this.conflicts());
+  }
+
+  /** The number of local changes not yet accepted by the server, kept current. */
+  livePending(): LiveQuery<number> {
+    return this.#cachedLive('pending', () => this.pending());
+  }
+
+  #cachedLive<R>(key: string, read: () => Promise<R>, relevant: (event: ChangeEvent) => boolean = () => true): LiveQuery<R> {
+    let live = this.#liveQueries.get(key) as LiveQuery<R> | undefined;
+    if (!live) {
+      live = new LiveQuery(read, (onChange) => this.on('change', (event) => relevant(event) && onChange()));
+      this.#liveQueries.set(key, live);
+    }
+    return live;
+  }
+
+  /** `live(query)` as an Observable: emits the result now and whenever it changes (this tab or another). */
+  watch(query: ListQuery = {}): ObservableLike<LocalRecord<T>[]> {
+    return this.live(query).observable();
   }
 
   /** Local changes not yet accepted by the server. */
@@ -173,8 +220,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     const conflict = (await parts.local.conflicts()).find((item) => item.id === id);
     if (!conflict) return;
     await parts.local.settleConflict(conflict, resolution);
-    parts.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
-    this.#scheduler?.notifyLocalWrite();
+    parts.channel.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
   }
 
   /**
@@ -199,19 +245,23 @@ export class Collection<T extends object = Record<string, unknown>> {
     }
     const run = (async () => {
       const parts = await this.#parts;
+      this.#status.update({ syncing: true, progress: null });
       try {
         const result = await parts.engine.sync({
           ...options,
           onProgress: (progress) => {
             options.onProgress?.(progress);
+            this.#status.update({ progress });
             this.emit('progress', progress);
           },
         });
+        this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), lastResult: result, error: null });
         this.emit('sync', result);
         return result;
       } catch (error) {
+        this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), error: describeFailure(error) });
         this.emit('error', error);
-        throw error;
+        this.#failed(error);
       }
     })();
     this.#inflight = run;
@@ -222,22 +272,40 @@ export class Collection<T extends object = Record<string, unknown>> {
   }
 
   /**
-   * Starts automatic sync: on reconnect, on an interval, after local writes, and — unless
-   * `live: false` — as soon as the server announces a change of this collection (live changes).
+   * Starts automatic sync: on reconnect, on an interval, after local writes (in any tab), and —
+   * unless `live: false` — as soon as the server announces a change of this collection (live
+   * changes). One tab auto-syncs a collection at a time (`status.autoSync` says which): the
+   * others follow through the shared replica and take over when it stops or closes.
    * Resolves to how remote changes are learnt: `stream`, `poll` (the monitor) or `none` (the interval).
    */
   startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
     this.stopAutoSync();
-    const scheduler = new SyncScheduler(() => this.sync(), options, () => {});
-    this.#scheduler = scheduler;
-    scheduler.start();
-    if (options.live === false) return Promise.resolve('none');
     const generation = ++this.#liveGeneration;
     return (async () => {
-      const { live, engine } = await this.#parts;
-      if (!live || generation !== this.#liveGeneration) return 'none';
+      const parts = await this.#parts;
+      if (generation !== this.#liveGeneration) return 'none';
+      const schedulerOptions = { ...options, online: options.online ?? parts.online };
+      this.#status.update({ autoSync: 'follower' });
+      this.#leadership = lead(
+        parts.leaderLock,
+        `quire-autosync:${parts.dbName}`,
+        (signal) => {
+          const scheduler = new SyncScheduler(() => this.sync(), schedulerOptions, () => {});
+          this.#scheduler = scheduler;
+          scheduler.start();
+          signal.addEventListener('abort', () => {
+            scheduler.stop();
+            if (this.#scheduler === scheduler) this.#scheduler = null;
+          });
+        },
+        (leading) => this.#status.update({ autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null }),
+      );
+      if (options.live === false || !parts.live) return 'none';
+      const { live, engine } = parts;
       const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
         this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
+        const scheduler = this.#scheduler;
+        if (!scheduler) return; // another tab auto-syncs this collection: it got the entry too
         // The replica may hold that version already (the stream starts with every collection's
         // timestamp): compare once the sync in progress, if any, has ended.
         void (async () => {
@@ -255,21 +323,48 @@ export class Collection<T extends object = Record<string, unknown>> {
     })().catch(() => 'none' as const);
   }
 
-  stopAutoSync(): void {
+  /** Stops auto-sync in this tab; another tab that auto-syncs this collection takes over. Resolves once the leadership is given up. */
+  stopAutoSync(): Promise<void> {
     this.#liveGeneration++;
     this.#stopLive();
     this.#stopLive = () => {};
     this.#scheduler?.stop();
     this.#scheduler = null;
+    const leadership = this.#leadership;
+    this.#leadership = null;
+    if (this.#status.snapshot.autoSync !== null) this.#status.update({ autoSync: null });
+    return leadership ? leadership.release() : Promise.resolve();
+  }
+
+  /**
+   * Loads a dump (see `exportDump` and the `quire-dump` command) for an instant first start: into
+   * an empty replica, all of it in one transaction with the sync state it stands for — the next
+   * sync asks only for what changed since (a 304 when nothing did). Into a replica that holds
+   * something, only newer records without a pending change (the sync state stays). Records are
+   * decoded by the collection's transformers (an encrypted collection's dump is ciphertext).
+   */
+  async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
+    const parts = await this.#parts;
+    const { records, since, etag } = readDump(dump);
+    const decoded = await parts.transform.decodeAll(records);
+    const { loaded, skipped } = await parts.engine
+      .exclusive(() => parts.local.loadDump(decoded.map(asLocal), { since, etag }))
+      .catch((error) => this.#failed(asStoreFailure(error, 'loading a dump')));
+    // No list of ids (it can be long): anything may have changed (live queries read again).
+    if (loaded > 0) parts.channel.broadcast({ source: 'sync', changes: [] });
+    return { loaded, skipped };
   }
 
   /** Drops the local replica (records, pending changes, sync state). */
   async clear(): Promise<void> {
-    await (await this.#local()).clear();
+    const parts = await this.#parts;
+    await parts.local.clear();
+    // No list of ids: anything may have changed (live queries read again).
+    parts.channel.broadcast({ source: 'local', changes: [] });
   }
 
   async close(): Promise<void> {
-    this.stopAutoSync();
+    await this.stopAutoSync();
     this.#onClose();
     await (await this.#parts).close();
   }

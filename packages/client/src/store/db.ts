@@ -72,7 +72,9 @@ export async function openCollectionDb(name: string, indexes: readonly string[],
   } finally {
     probe.close();
   }
-  const db = new Dexie(name, options) as CollectionDb;
+  // Dexie's query cache serves Dexie's own live queries, which the SDK does not use (its live
+  // queries follow the collection's change events: api/live-query.ts): off.
+  const db = new Dexie(name, { ...options, cache: 'disabled' }) as CollectionDb;
   db.version(version).stores(schema);
   try {
     await db.open();

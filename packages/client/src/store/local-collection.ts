@@ -5,12 +5,24 @@
  * sync engine through applyPulledPage, acknowledgePushed and the conflict calls; how each write
  * changes a pending entry is decided by the rules of outbox.ts.
  */
-import { type Collection, liveQuery, type Observable } from 'dexie';
-import { StoreError } from '../errors.js';
+import type { Collection } from 'dexie';
 import type { CollectionDb } from './db.js';
-import { resetSyncMeta, writeCheckpoint } from './meta.js';
-import { afterPublish, afterSettlement, nextOutboxEntry } from './outbox.js';
-import { asLocal } from './record-fields.js';
+import {
+  adjustServerCount,
+  readCheckpoint,
+  readDumpMarker,
+  readServerCount,
+  readSyncState,
+  resetSyncMeta,
+  writeCheckpoint,
+  writeDumpMarker,
+  writeServerCount,
+  writeSyncState,
+} from './meta.js';
+import { afterPublish, afterSettlement } from './outbox.js';
+import { asLocal, withServerVersion } from './record-fields.js';
+import { toStoreError } from './store-errors.js';
+import { type LocalChange, WriteQueue } from './write-queue.js';
 import type { ConflictEntry, LocalRecord, OutboxEntry, PullCheckpoint, RemoteRecord } from './types.js';
 
 export type IndexValue = string | number | Date | ArrayBuffer | ArrayBufferView | IndexValue[];
@@ -29,6 +41,9 @@ export interface ListQuery {
   offset?: number;
   limit?: number;
 }
+
+/** Records per transaction when a dump is loaded (fewer, larger transactions were measured slower in Chromium). */
+const DUMP_CHUNK = 5_000;
 
 /** What the replica holds for the records of a pulled page, in the page's order. */
 export interface HeldRecords {
@@ -70,24 +85,30 @@ export interface EmptiedOutcome {
 export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> | null };
 
 function mapStoreError(error: unknown): never {
-  if (error instanceof StoreError) throw error;
-  throw new StoreError('QUIRE_ERR_STORE_FAILED', `IndexedDB failure: ${(error as Error).message}`, { cause: error });
+  throw toStoreError(error, 'reading the replica');
 }
 
-/** The record with `last_modified` set to `version`, or without one when null: only the server sets it. */
-function withServerVersion<T extends Record<string, unknown>>(record: T, version: number | null): T {
-  const { last_modified: _previous, ...fields } = record;
-  return (version === null ? fields : { ...fields, last_modified: version }) as T;
+/**
+ * What one record adds to the count the server should show us: 1 when held, minus a pending
+ * creation (not on the server yet), plus a pending deletion (still there). Local writes never
+ * change the sum; only what sync writes does (see readServerCount).
+ */
+function serverShare(held: boolean, entry: OutboxEntry | null | undefined): number {
+  return (held ? 1 : 0) - (entry?.op === 'create' ? 1 : 0) + (entry?.op === 'delete' ? 1 : 0);
 }
+
 
 export class LocalCollection {
   readonly db: CollectionDb;
   readonly #newId: () => string;
+  readonly #writes: WriteQueue;
   #lastSeq = 0;
 
-  constructor(db: CollectionDb, newId: () => string) {
+  /** `onLocalWrites`: what the app's writes changed, once per transaction, after its commit. */
+  constructor(db: CollectionDb, newId: () => string, onLocalWrites: (changes: LocalChange[]) => void = () => {}) {
     this.db = db;
     this.#newId = newId;
+    this.#writes = new WriteQueue(db, newId, () => this.#seq(), onLocalWrites);
   }
 
   /** Outbox order: time-based so tabs interleave sensibly, strictly increasing within this tab. */
@@ -96,30 +117,9 @@ export class LocalCollection {
     return this.#lastSeq;
   }
 
-  async create(data: Record<string, unknown>): Promise<LocalRecord> {
-    const given = typeof data.id === 'string' && data.id !== '';
-    const id = given ? (data.id as string) : this.#newId();
-    const record = { ...withServerVersion(data, null), id };
-    try {
-      if (!given) {
-        // A fresh UUID has neither a record nor a pending entry: two inserts, no lookups
-        // (`add` would still refuse a collision).
-        const entry = nextOutboxEntry(id, undefined, 'create', null, this.#seq(), this.#newId())!;
-        await this.db.transaction('rw', this.db.records, this.db.$outbox, () => Promise.all([this.db.records.add(record), this.db.$outbox.add(entry)]));
-        return record;
-      }
-      return await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [existing, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (existing) throw new StoreError('QUIRE_ERR_STORE_EXISTS', `Record ${id} already exists`);
-        const entry = nextOutboxEntry(id, pending, 'create', null, this.#seq(), this.#newId());
-        // Re-creating an id deleted locally but not yet pushed: keep the server version as base.
-        const stored: LocalRecord = entry && entry.base !== null ? { ...record, last_modified: entry.base } : record;
-        await Promise.all([this.db.records.put(stored), entry ? this.db.$outbox.put(entry) : undefined]);
-        return stored;
-      });
-    } catch (error) {
-      return mapStoreError(error);
-    }
+  /** Creates a record and its pending entry (id: `data.id` or a new one); writes of one tick share a transaction. */
+  create(data: Record<string, unknown>): Promise<LocalRecord> {
+    return this.#writes.create(data);
   }
 
   async get(id: string): Promise<LocalRecord | undefined> {
@@ -131,35 +131,12 @@ export class LocalCollection {
   }
 
   /** Replaces the record's fields (or merges them with `patch`). */
-  async update(id: string, data: Record<string, unknown>, options: { patch?: boolean } = {}): Promise<LocalRecord> {
-    try {
-      return await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [current, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (!current) throw new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`);
-        const fields = withServerVersion(options.patch ? { ...current, ...data } : data, null);
-        const record: LocalRecord = { ...fields, id, ...(current.last_modified !== undefined ? { last_modified: current.last_modified } : {}) };
-        const entry = nextOutboxEntry(id, pending, 'update', current.last_modified ?? null, this.#seq(), this.#newId());
-        await Promise.all([this.db.records.put(record), entry ? this.db.$outbox.put(entry) : undefined]);
-        return record;
-      });
-    } catch (error) {
-      return mapStoreError(error);
-    }
+  update(id: string, data: Record<string, unknown>, options: { patch?: boolean } = {}): Promise<LocalRecord> {
+    return this.#writes.update(id, data, options.patch === true);
   }
 
-  async delete(id: string): Promise<void> {
-    try {
-      await this.db.transaction('rw', this.db.records, this.db.$outbox, async () => {
-        const [current, pending] = await Promise.all([this.db.records.get(id), this.db.$outbox.get(id)]);
-        if (!current) throw new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`);
-        const entry = nextOutboxEntry(id, pending, 'delete', current.last_modified ?? null, this.#seq(), this.#newId());
-        await this.db.records.delete(id);
-        if (entry) await this.db.$outbox.put(entry);
-        else await this.db.$outbox.delete(id);
-      });
-    } catch (error) {
-      mapStoreError(error);
-    }
+  delete(id: string): Promise<void> {
+    return this.#writes.delete(id);
   }
 
   #collection(query: ListQuery) {
@@ -195,11 +172,6 @@ export class LocalCollection {
     }
   }
 
-  /** An observable re-run whenever the records it read change (in this tab or another one). */
-  watch(query: ListQuery = {}): Observable<LocalRecord[]> {
-    return liveQuery(() => this.#collection(query).toArray());
-  }
-
   /** Pending changes, oldest first (those blocked by a manual conflict included). */
   pending(): Promise<OutboxEntry[]> {
     return this.db.$outbox.orderBy('seq').toArray();
@@ -218,17 +190,29 @@ export class LocalCollection {
     return this.db.$conflicts.toArray();
   }
 
-  /** Records the server should show us: those held, plus pending deletions, minus pending creations. */
+  /**
+   * Records the server should show us: those held, plus pending deletions, minus pending
+   * creations. Kept as a number (readServerCount): counted only when unknown.
+   */
   expectedServerCount(): Promise<number> {
     const { db } = this;
-    return db.transaction('r', db.records, db.$outbox, async () => {
-      const [records, creates, deletes] = await Promise.all([
-        db.records.count(),
-        db.$outbox.filter((entry) => entry.op === 'create').count(),
-        db.$outbox.filter((entry) => entry.op === 'delete').count(),
-      ]);
-      return records - creates + deletes;
+    return db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
+      const kept = await readServerCount(db);
+      if (kept !== null) return kept;
+      const count = await this.#countServerShare();
+      await writeServerCount(db, count);
+      return count;
     });
+  }
+
+  async #countServerShare(): Promise<number> {
+    const { db } = this;
+    const [records, creates, deletes] = await Promise.all([
+      db.records.count(),
+      db.$outbox.filter((entry) => entry.op === 'create').count(),
+      db.$outbox.filter((entry) => entry.op === 'delete').count(),
+    ]);
+    return records - creates + deletes;
   }
 
   /**
@@ -251,6 +235,8 @@ export class LocalCollection {
         changes.put.length ? db.records.bulkPut(changes.put) : undefined,
         changes.remove.length ? db.records.bulkDelete(changes.remove) : undefined,
         changes.settled.length ? db.$outbox.bulkDelete(changes.settled) : undefined,
+        // A cold page is stored without looking at what is held: the count becomes unknown.
+        held ? adjustServerCount(db, pageShareDelta(ids, held, changes)) : writeServerCount(db, null),
       ]);
       for (const remote of changes.waiting) {
         const stored = await db.$conflicts.get(remote.id);
@@ -265,20 +251,38 @@ export class LocalCollection {
   async acknowledgePushed(published: readonly Published[]): Promise<void> {
     if (published.length === 0) return;
     const { db } = this;
-    await db.transaction('rw', db.records, db.$outbox, async () => {
-      for (const { sent, server } of published) {
-        const current = await db.$outbox.get(sent.id);
+    await db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
+      // Read everything at once, decide, write everything at once: two round trips per chunk.
+      const ids = published.map(({ sent }) => sent.id);
+      const [currents, locals] = await Promise.all([db.$outbox.bulkGet(ids), db.records.bulkGet(ids)]);
+      const entries: OutboxEntry[] = [];
+      const done: string[] = [];
+      const records: LocalRecord[] = [];
+      let delta = 0;
+      published.forEach(({ sent, server }, i) => {
+        const current = currents[i];
+        const local = locals[i];
         const next = afterPublish(sent, current, server?.last_modified ?? null, this.#newId);
-        if (next) await db.$outbox.put(next);
-        else await db.$outbox.delete(sent.id);
+        if (next) entries.push(next);
+        else done.push(sent.id);
+        let held = local !== undefined;
         if (current?.rev === sent.rev) {
-          if (server) await db.records.put(asLocal(server));
-        } else if (current && next) {
+          if (server) {
+            records.push(asLocal(server));
+            held = true;
+          }
+        } else if (local && next) {
           // Written again meanwhile: the local version now stands on the version just published.
-          const local = await db.records.get(sent.id);
-          if (local) await db.records.put(withServerVersion(local, next.base));
+          records.push(withServerVersion(local, next.base));
         }
-      }
+        delta += serverShare(held, next) - serverShare(local !== undefined, current);
+      });
+      await Promise.all([
+        entries.length ? db.$outbox.bulkPut(entries) : undefined,
+        done.length ? db.$outbox.bulkDelete(done) : undefined,
+        records.length ? db.records.bulkPut(records) : undefined,
+        adjustServerCount(db, delta),
+      ]);
     });
   }
 
@@ -298,19 +302,20 @@ export class LocalCollection {
    */
   async settleConflict(conflict: ConflictEntry, settlement: Settlement): Promise<boolean> {
     const { db } = this;
-    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts, db.$meta], async () => {
       const id = conflict.id;
-      const entry = await db.$outbox.get(id);
+      const [entry, held] = await Promise.all([db.$outbox.get(id), db.records.get(id)]);
       const remote = conflict.remote && !conflict.remote.deleted ? conflict.remote : null;
       await db.$conflicts.delete(id);
       let keep: Record<string, unknown> | null;
       if (settlement === 'remote') keep = remote;
-      else if (settlement === 'local') keep = entry?.op === 'delete' ? null : ((await db.records.get(id)) ?? conflict.local);
+      else if (settlement === 'local') keep = entry?.op === 'delete' ? null : (held ?? conflict.local);
       else keep = settlement.merged;
       const next = afterSettlement(id, keep, remote, entry?.seq ?? this.#seq(), this.#newId);
       await Promise.all([
         next.record ? db.records.put(next.record) : db.records.delete(id),
         next.entry ? db.$outbox.put(next.entry) : db.$outbox.delete(id),
+        adjustServerCount(db, serverShare(next.record !== null, next.entry) - serverShare(held !== undefined, entry)),
       ]);
       return next.entry !== null;
     });
@@ -319,11 +324,13 @@ export class LocalCollection {
   /** Removes the records `isReadable` rejects, except those with a pending change; returns their ids. */
   async removeUnreadable(isReadable: (id: string) => boolean): Promise<string[]> {
     const { db } = this;
-    return db.transaction('rw', db.records, db.$outbox, async () => {
+    return db.transaction('rw', db.records, db.$outbox, db.$meta, async () => {
       const pending = new Set((await db.$outbox.toCollection().primaryKeys()) as string[]);
       const ids = (await db.records.toCollection().primaryKeys()) as string[];
       const gone = ids.filter((id) => !pending.has(id) && !isReadable(id));
       await db.records.bulkDelete(gone);
+      // Every record was looked at: count exactly (this also repairs any drift).
+      await writeServerCount(db, await this.#countServerShare());
       return gone;
     });
   }
@@ -342,7 +349,7 @@ export class LocalCollection {
    */
   async forgetEmptied(onServer: (id: string) => boolean, asConflicts: boolean): Promise<EmptiedOutcome> {
     const { db } = this;
-    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts], async () => {
+    return db.transaction('rw', [db.records, db.$outbox, db.$conflicts, db.$meta], async () => {
       const outcome: EmptiedOutcome = { dropped: [], recreated: [], settled: [], conflicts: [] };
       const entries = new Map((await db.$outbox.toArray()).map((entry) => [entry.id, entry]));
       const ids = (await db.records.toCollection().primaryKeys()) as string[];
@@ -368,7 +375,59 @@ export class LocalCollection {
       // Deleted here and gone there: done, and so is a conflict it waited in.
       for (const entry of entries.values()) if (entry.op === 'delete' && !onServer(entry.id)) outcome.settled.push(entry.id);
       await Promise.all([db.records.bulkDelete(outcome.dropped), db.$outbox.bulkDelete(outcome.settled), db.$conflicts.bulkDelete(outcome.settled)]);
+      // Every record was looked at: count exactly.
+      await writeServerCount(db, await this.#countServerShare());
       return outcome;
+    });
+  }
+
+  /**
+   * Loads a dump (the server's records at `etag`, the newest `last_modified` among them being
+   * `since`). Into a replica that holds nothing (never synced, nothing pending), it is stored as
+   * is, in chunks of DUMP_CHUNK records, and the last chunk's transaction writes the sync state it
+   * stands for, so the next pull is `_since` from it — a 304 when the server has not changed since.
+   * A load cut short (a closed tab) leaves a marker: the next load starts it over, and a sync
+   * meanwhile is a full (correct) pull. Into a replica that holds something, only records newer
+   * than the ones held and without a pending change are taken, in one transaction, and the sync
+   * state stays (a dump has no tombstones: the next pull brings deletions).
+   * The caller holds the sync lock (no pull interleaves its older versions with newer ones).
+   */
+  async loadDump(records: readonly LocalRecord[], state: { since: number | null; etag: number | null }): Promise<{ loaded: number; skipped: number }> {
+    const { db } = this;
+    const fresh = await db.transaction('rw', [db.records, db.$outbox, db.$meta], async () => {
+      const [pending, sync, checkpoint, unfinished] = await Promise.all([db.$outbox.count(), readSyncState(db), readCheckpoint(db), readDumpMarker(db)]);
+      if (pending > 0 || sync.since !== null || checkpoint !== null) return false;
+      if (unfinished) await db.records.clear();
+      else if ((await db.records.count()) > 0) return false;
+      await writeDumpMarker(db, true);
+      return true;
+    });
+    if (fresh) {
+      for (let start = 0; start < records.length || start === 0; start += DUMP_CHUNK) {
+        const chunk = records.slice(start, start + DUMP_CHUNK) as LocalRecord[];
+        const last = start + DUMP_CHUNK >= records.length;
+        await db.transaction('rw', [db.records, db.$meta], async () => {
+          await db.records.bulkPut(chunk);
+          if (last) {
+            await Promise.all([writeSyncState(db, { since: state.since, etag: state.etag, lastSyncAt: null }), writeServerCount(db, records.length), writeDumpMarker(db, false)]);
+          }
+        });
+      }
+      return { loaded: records.length, skipped: 0 };
+    }
+    return db.transaction('rw', [db.records, db.$outbox, db.$meta], async () => {
+      const ids = records.map((record) => record.id);
+      const [locals, entries] = await Promise.all([db.records.bulkGet(ids), db.$outbox.bulkGet(ids)]);
+      const newer: LocalRecord[] = [];
+      let added = 0;
+      records.forEach((record, i) => {
+        if (entries[i] || (locals[i]?.last_modified ?? -1) >= (record.last_modified ?? 0)) return;
+        newer.push(record);
+        if (!locals[i]) added++;
+      });
+      await db.records.bulkPut(newer);
+      await adjustServerCount(db, added);
+      return { loaded: newer.length, skipped: records.length - newer.length };
     });
   }
 
@@ -377,6 +436,22 @@ export class LocalCollection {
     const { db } = this;
     await db.transaction('rw', [db.records, db.$outbox, db.$meta, db.$conflicts], async () => {
       await Promise.all([db.records.clear(), db.$outbox.clear(), resetSyncMeta(db), db.$conflicts.clear()]);
+      await writeServerCount(db, 0);
     });
   }
+}
+
+/** How a pulled page changes the server count, from what was held before it and what it changed. */
+function pageShareDelta(ids: readonly string[], held: HeldRecords, changes: PageChanges): number {
+  const put = new Set(changes.put.map((record) => record.id));
+  const removed = new Set(changes.remove);
+  const settled = new Set(changes.settled);
+  let delta = 0;
+  ids.forEach((id, i) => {
+    const wasHeld = held.locals[i] !== undefined;
+    const entry = held.entries[i];
+    const isHeld = put.has(id) ? true : removed.has(id) ? false : wasHeld;
+    delta += serverShare(isHeld, settled.has(id) ? undefined : entry) - serverShare(wasHeld, entry);
+  });
+  return delta;
 }

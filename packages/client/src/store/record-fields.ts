@@ -6,7 +6,8 @@ import type { LocalRecord, RemoteRecord } from './types.js';
 
 const SERVER_FIELDS = new Set(['last_modified', 'deleted']);
 
-function deepEqual(a: unknown, b: unknown): boolean {
+/** Structural equality of JSON-like values (key order ignored). */
+export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
@@ -38,4 +39,10 @@ export function payload(record: Record<string, unknown>): Record<string, unknown
 export function asLocal(remote: RemoteRecord): LocalRecord {
   const { deleted: _deleted, ...record } = remote;
   return record as LocalRecord;
+}
+
+/** The record with `last_modified` set to `version`, or without one when null: only the server sets it. */
+export function withServerVersion<T extends Record<string, unknown>>(record: T, version: number | null): T {
+  const { last_modified: _previous, ...fields } = record;
+  return (version === null ? fields : { ...fields, last_modified: version }) as T;
 }

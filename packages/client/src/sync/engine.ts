@@ -6,13 +6,16 @@
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
-import { readSyncState, resetSyncMeta } from '../store/meta.js';
+import { asStoreFailure } from '../store/store-errors.js';
+import { readReadableCheck, readSyncState, resetSyncMeta, writeReadableCheck } from '../store/meta.js';
+import type { LocalRecord, RemoteRecord } from '../store/types.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
 import { dropUnreadable, serverIdsIfChanged } from './readable.js';
+import type { TransformChain } from '../transform/transformers.js';
 
 export interface SyncProgress {
   phase: 'pull' | 'push';
@@ -89,9 +92,14 @@ export interface SyncEngineOptions {
   lock: SyncLock;
   lockName: string;
   batchSize: () => Promise<number | null>;
-  /** Check for records that lost read permission after each sync (default true). */
-  checkReadable: boolean;
+  /**
+   * Check for records that lost read permission: after a sync that changed something, and at
+   * least every `intervalMs` otherwise (null: never).
+   */
+  checkReadable: { intervalMs: number } | null;
   onChanges: (changes: ChangeNotice[]) => void;
+  /** The collection's remote transformers (none: records travel as they are). */
+  transform?: TransformChain;
 }
 
 const RESOLUTION_NAMES = { remote: 'remote', local: 'local', merged: 'merged', defer: 'manual' } as const;
@@ -109,6 +117,11 @@ export class SyncEngine {
     return (await readSyncState(this.#options.local.db)).etag;
   }
 
+  /** Runs `fn` holding the sync lock: no sync of this replica runs meanwhile, in any tab. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#options.lock.run(this.#options.lockName, fn);
+  }
+
   async sync(options: SyncOptions = {}): Promise<SyncResult> {
     const { http } = this.#options;
     const wait = http.backoff.remaining();
@@ -117,7 +130,9 @@ export class SyncEngine {
       return await this.#options.lock.run(this.#options.lockName, () => this.#run(options), options.signal);
     } catch (error) {
       if (options.signal?.aborted && !(error instanceof QuireError)) throw new SyncAbortedError();
-      throw error;
+      // A page, an acknowledgement or a checkpoint that could not be written was rolled back
+      // whole: the replica, its outbox and its checkpoint are as before it (storage full: QUIRE_ERR_STORE_QUOTA).
+      throw asStoreFailure(error, `syncing ${this.#options.bucket}/${this.#options.collection}`);
     }
   }
 
@@ -125,6 +140,13 @@ export class SyncEngine {
     const { http, local, bucket, collection } = this.#options;
     const strategy = options.strategy ?? this.#options.strategy;
     const signal = options.signal ? { signal: options.signal } : {};
+    const transform = this.#options.transform;
+    const transformers = transform && !transform.empty
+      ? { decode: (records: RemoteRecord[]) => transform.decodeAll(records) }
+      : {};
+    const pushTransformers = transform && !transform.empty
+      ? { encode: (record: LocalRecord) => transform.encode(record), decode: (record: RemoteRecord) => transform.decode(record) }
+      : {};
     const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false, serverFlushed: false };
     let requeued = false;
 
@@ -145,6 +167,7 @@ export class SyncEngine {
         collection,
         pageSize: this.#options.pageSize,
         ...signal,
+        ...transformers,
         onPage: async (page, progress) => {
           result.pulled += page.applied.length;
           result.skipped += page.skipped;
@@ -194,8 +217,11 @@ export class SyncEngine {
           collection,
           batchSize,
           ...signal,
+          ...pushTransformers,
           onChunk: async (chunk, progress) => {
             result.pushed += chunk.published.length;
+            // Published records now carry the server's timestamp.
+            if (chunk.published.length) this.#options.onChanges(chunk.published.map(({ type, id }) => ({ type: type === 'delete' ? 'delete' : 'update', id })));
             for (const error of chunk.errors) {
               const body = error.body as { message?: string } | null;
               result.errors.push({ id: error.id, status: error.status, message: body?.message ?? `HTTP ${error.status}`, body: error.body });
@@ -214,12 +240,28 @@ export class SyncEngine {
       }
     }
 
-    if (this.#options.checkReadable) {
+    if (await this.#readableCheckDue(result)) {
       const gone = await dropUnreadable({ http, local, bucket, collection, ...signal });
+      await writeReadableCheck(local.db, Date.now());
       result.removed += gone.length;
       if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
     }
     result.ok = result.errors.length === 0 && result.conflicts.every((conflict) => conflict.resolution !== 'manual');
     return result;
+  }
+
+  /**
+   * A revoked read permission shows only in `Total-Objects` (the records stop coming, no
+   * tombstone). Revoking a record's permission changes the record, hence the collection's ETag:
+   * checked after any sync that was not a 304 or that pushed. A change of group membership or of
+   * an inherited permission leaves the ETag alone: checked every `intervalMs` too. A no-change
+   * poll is thus ONE request, and the check itself counts nothing locally (readServerCount).
+   */
+  async #readableCheckDue(result: SyncResult): Promise<boolean> {
+    const policy = this.#options.checkReadable;
+    if (!policy) return false;
+    if (!result.notModified || result.pushed > 0) return true;
+    const last = await readReadableCheck(this.#options.local.db);
+    return last === null || Date.now() - last >= policy.intervalMs;
   }
 }

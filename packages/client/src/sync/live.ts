@@ -1,52 +1,32 @@
 /**
  * Live changes: one connection tells every auto-synced collection of a client when the server
- * has something new for it, through the change monitor (`/buckets/monitor/collections/changes/records`,
- * capability `changes`, compatible with the original server's kinto-changes plugin).
+ * has something new for it, through the change monitor (change-monitor.ts).
  *
- * - `stream`: the server offers the monitor as server-sent events (`capabilities.changes.stream`):
- *   one long GET with `Accept: text/event-stream`, read with fetch streaming (browsers and Node
- *   alike: EventSource cannot send an Authorization header). Each event is an entry
- *   `{bucket, collection, last_modified}`; the collection it names syncs (`_since` pull), the
- *   others do not. Reconnects with jittered exponential backoff (never sooner than a
- *   `Retry-After` the server sent), resuming with `Last-Event-ID`.
- * - `poll`: the monitor without the stream: one GET every `pollMs` for all collections, with
- *   `_since` and `If-None-Match` (a 304 when nothing changed).
- * - `none`: no monitor (the original server without the plugin): collections keep polling
- *   themselves on their own interval, as before.
+ * - `stream`: the server offers the monitor as server-sent events (`capabilities.changes.stream`);
+ *   the collection an event names syncs (`_since` pull), the others do not. Reconnects with
+ *   jittered exponential backoff (never sooner than a `Retry-After` the server sent), resuming
+ *   with `Last-Event-ID`; a stream silent for twice the server's heartbeat is reopened.
+ * - `poll`: the monitor without the stream: one GET every `pollMs` for all collections.
+ * - `none`: no monitor: collections poll on their own interval.
  *
- * Between tabs (where the Web Locks API exists): one tab holds the connection, under a lock named
- * after the server and the user, and forwards each entry to the other tabs on a BroadcastChannel;
- * when it closes, another tab takes the lock over.
+ * What this module does: keep who watches which collection and hand them entries; find out the
+ * mode; and, while this tab leads (tabs/leadership.ts: one tab per server and user where Web
+ * Locks exist), hold the connection and forward entries to the other tabs (tabs/broadcast.ts),
+ * which follow. It tries nothing while the browser is offline (online.ts) and reconnects at once
+ * when the network comes back. Its state is the machine of live-status.ts.
  */
+import { type OnlineSource, untilOnline } from '../online.js';
 import type { Remote } from '../remote/remote.js';
 import { type RetryPolicy, retryDelay, serverWait, sleep } from '../retry.js';
+import { createTabChannel, type TabChannel } from '../tabs/broadcast.js';
+import { type Leadership, lead, SOLE_TAB } from '../tabs/leadership.js';
+import { createWebLock, type LockManagerLike } from '../tabs/locks.js';
 import type { HttpTransport } from '../transport/http.js';
-import type { LockManagerLike } from '../tabs/locks.js';
+import { type ChangeEntry, pollChangeMonitor, readChangeStream } from './change-monitor.js';
+import { type LiveEvent, type LiveMode, type LiveStatus, LiveStatusMachine } from './live-status.js';
 
-export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
-
-export interface ChangeEntry {
-  id: string;
-  last_modified: number;
-  bucket: string;
-  collection: string;
-  host?: string;
-}
-
-export type LiveMode = 'stream' | 'poll' | 'none';
-
-export interface LiveStatus {
-  /** How changes are learnt: `stream` (pushed), `poll` (the monitor, on a timer), `none` (each collection polls). */
-  mode: LiveMode;
-  /** The connection (stream) or the last poll is up. */
-  connected: boolean;
-  /** Another tab holds the connection and forwards its entries to this one. */
-  follower: boolean;
-  /** When the server last confirmed the entries are current (an event, a heartbeat or a poll), ms since epoch. */
-  lastContact: number | null;
-  /** The newest entry timestamp received (the stream's `Last-Event-ID`). */
-  lastEventId: number | null;
-}
+export { MONITOR_PATH, type ChangeEntry } from './change-monitor.js';
+export type { LiveMode, LiveState, LiveStatus } from './live-status.js';
 
 export interface LiveOptions {
   /** Poll period of the monitor when there is no stream (default 3 s). */
@@ -57,11 +37,18 @@ export interface LiveOptions {
 }
 
 type EntryListener = (entry: ChangeEntry) => void;
-type StatusListener = (status: LiveStatus) => void;
 
-interface BroadcastMessage {
+/** What the leading tab tells the others. */
+interface LiveMessage {
   kind: 'entry';
   entry: ChangeEntry;
+}
+
+/** Runs while some collection watches: detection, then leading or following. */
+interface Session {
+  abort: AbortController;
+  leadership: Leadership | null;
+  channel: TabChannel<LiveMessage> | null;
 }
 
 export class LiveChanges {
@@ -69,33 +56,37 @@ export class LiveChanges {
   readonly #remote: Remote;
   readonly #key: string;
   readonly #locks: LockManagerLike | null;
+  readonly #online: OnlineSource;
+  readonly #tabId: string;
   readonly #pollMs: number;
   /** Reconnections and new attempts to learn what the server offers. */
   readonly #retry: RetryPolicy;
   readonly #watchers = new Map<string, Set<EntryListener>>();
   readonly #entryListeners = new Set<EntryListener>();
-  readonly #statusListeners = new Set<StatusListener>();
-  #status: LiveStatus = { mode: 'none', connected: false, follower: false, lastContact: null, lastEventId: null };
-  #abort: AbortController | null = null;
-  #channel: BroadcastChannel | null = null;
+  readonly #machine = new LiveStatusMachine();
+  #session: Session | null = null;
   #detected: Promise<LiveMode> | null = null;
+  #mode: LiveMode | null = null;
   /** The user's personal bucket: its entries also go to the watchers of `default/<collection>`. */
   #personalBucket: string | null = null;
   /** A stream silent for longer (no event, no heartbeat) is taken for dead and reopened. */
   #silenceMs = 35_000;
+  #wake: (() => void) | null = null;
 
   /** `key` names the connection shared by tabs: the server and the user. */
-  constructor(http: HttpTransport, remote: Remote, key: string, locks: LockManagerLike | null, options: LiveOptions = {}) {
+  constructor(http: HttpTransport, remote: Remote, key: string, locks: LockManagerLike | null, online: OnlineSource, tabId: string, options: LiveOptions = {}) {
     this.#http = http;
     this.#remote = remote;
     this.#key = key;
     this.#locks = locks;
+    this.#online = online;
+    this.#tabId = tabId;
     this.#pollMs = options.pollMs ?? 3_000;
     this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 15_000 };
   }
 
   get status(): LiveStatus {
-    return { ...this.#status };
+    return { ...this.#machine.status };
   }
 
   /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is retried on the next call. */
@@ -105,7 +96,8 @@ export class LiveChanges {
       const changes = info.capabilities.changes as { stream?: { url?: string; heartbeat_seconds?: number } } | undefined;
       const heartbeat = changes?.stream?.heartbeat_seconds;
       if (typeof heartbeat === 'number' && heartbeat > 0) this.#silenceMs = heartbeat * 2_000 + 5_000;
-      return changes ? (changes.stream?.url ? 'stream' : 'poll') : 'none';
+      this.#mode = changes ? (changes.stream?.url ? 'stream' : 'poll') : 'none';
+      return this.#mode;
     });
     this.#detected.catch(() => (this.#detected = null));
     return this.#detected;
@@ -117,14 +109,14 @@ export class LiveChanges {
     return () => this.#entryListeners.delete(listener);
   }
 
-  onStatus(listener: StatusListener): () => void {
-    this.#statusListeners.add(listener);
-    return () => this.#statusListeners.delete(listener);
+  onStatus(listener: (status: LiveStatus) => void): () => void {
+    return this.#machine.subscribe((status) => listener({ ...status }));
   }
 
   /**
    * Calls `listener` with each entry of `bucket/collection`; the connection is open while some
-   * collection watches. Resolves to the mode in use (`none`: the caller polls by itself).
+   * collection watches. Resolves to the mode in use: `none` when there is no monitor, or when the
+   * server could not be asked yet (offline): the connection then opens once it answers.
    */
   async watch(bucket: string, collection: string, listener: EntryListener): Promise<{ mode: LiveMode; stop: () => void }> {
     const key = `${bucket}/${collection}`;
@@ -140,231 +132,173 @@ export class LiveChanges {
       if (current?.size === 0) this.#watchers.delete(key);
       if (this.#watchers.size === 0) this.#stop();
     };
-    let mode: LiveMode;
+    this.#ensureSession();
+    if (this.#mode !== null) return { mode: this.#mode, stop };
+    if (!this.#online.isOnline()) return { mode: 'none', stop };
     try {
-      mode = await this.mode();
-    } catch (error) {
-      // Offline at start (a page loaded from its service worker): find out once the server answers.
-      this.#detectLater(error);
-      return { mode: 'none', stop };
-    }
-    if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
-    return { mode, stop };
-  }
-
-  #detecting = false;
-
-  /** Asks the server what it offers again, with backoff (and at once when the browser goes online), until it answers. */
-  #detectLater(firstFailure: unknown): void {
-    if (this.#detecting) return;
-    this.#detecting = true;
-    const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
-    let wake = () => {};
-    const online = () => wake();
-    target.addEventListener?.('online', online);
-    void (async () => {
-      try {
-        let failure = firstFailure;
-        for (let attempt = 0; this.#watchers.size > 0 && !this.#abort; attempt++) {
-          const woken = new AbortController();
-          wake = () => woken.abort();
-          await sleep(retryDelay(this.#retry, attempt, serverWait(failure)), { signal: woken.signal, unref: true });
-          if (this.#watchers.size === 0 || this.#abort) return;
-          try {
-            const mode = await this.mode();
-            if (mode !== 'none' && this.#watchers.size > 0 && !this.#abort) this.#start(mode);
-            return;
-          } catch (error) {
-            failure = error; // still unreachable
-          }
-        }
-      } finally {
-        target.removeEventListener?.('online', online);
-        this.#detecting = false;
-      }
-    })();
-  }
-
-  #setStatus(patch: Partial<LiveStatus>): void {
-    this.#status = { ...this.#status, ...patch };
-    for (const listener of this.#statusListeners) listener(this.status);
-  }
-
-  #dispatch(entry: ChangeEntry): void {
-    if (this.#status.lastEventId === null || entry.last_modified > this.#status.lastEventId) this.#status.lastEventId = entry.last_modified;
-    for (const listener of this.#entryListeners) listener(entry);
-    for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
-    if (entry.bucket === this.#personalBucket) for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
-  }
-
-  #start(mode: LiveMode): void {
-    const abort = new AbortController();
-    this.#abort = abort;
-    this.#setStatus({ mode });
-    const target = globalThis as { addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
-    if (typeof target.addEventListener === 'function' && typeof target.removeEventListener === 'function') {
-      const online = () => this.reconnectNow();
-      target.addEventListener('online', online);
-      abort.signal.addEventListener('abort', () => target.removeEventListener!('online', online), { once: true });
-    }
-    const Channel = (globalThis as { BroadcastChannel?: typeof BroadcastChannel }).BroadcastChannel;
-    if (this.#locks && Channel) {
-      // One tab leads; the others follow its broadcasts until the lock comes to them.
-      const channel = new Channel(`quire-live:${this.#key}`);
-      this.#channel = channel;
-      (channel as unknown as { unref?: () => void }).unref?.();
-      channel.onmessage = (event: MessageEvent<BroadcastMessage>) => {
-        if (event.data?.kind === 'entry' && !abort.signal.aborted) {
-          this.#setStatus({ lastContact: Date.now() });
-          this.#dispatch(event.data.entry);
-        }
-      };
-      this.#setStatus({ follower: true });
-      this.#locks
-        .request(`quire-live:${this.#key}`, { mode: 'exclusive', signal: abort.signal }, async () => {
-          this.#setStatus({ follower: false });
-          await this.#lead(mode, abort.signal, (entry) => channel.postMessage({ kind: 'entry', entry } satisfies BroadcastMessage));
-        })
-        .catch(() => {});
-    } else {
-      void this.#lead(mode, abort.signal, () => {});
+      return { mode: await this.mode(), stop };
+    } catch {
+      return { mode: 'none', stop }; // the session keeps asking, with backoff
     }
   }
-
-  #stop(): void {
-    this.#abort?.abort();
-    this.#abort = null;
-    this.#channel?.close();
-    this.#channel = null;
-    this.#setStatus({ connected: false, follower: false });
-  }
-
-  /** Holds the connection until `signal` aborts, reconnecting after failures. */
-  async #lead(mode: LiveMode, signal: AbortSignal, forward: EntryListener): Promise<void> {
-    for (let failures = 0; !signal.aborted; ) {
-      let failure: unknown = null;
-      try {
-        if (mode === 'stream') await this.#readStream(signal, forward, () => (failures = 0));
-        else {
-          await this.#pollOnce(signal, forward);
-          failures = 0;
-          await sleep(this.#pollMs, { signal, unref: true });
-          continue;
-        }
-      } catch (error) {
-        failures++;
-        failure = error;
-      }
-      this.#setStatus({ connected: false });
-      if (signal.aborted) break;
-      // A stream that ended cleanly (server restart) reconnects at once the first time; the
-      // network coming back (the browser's `online` event) ends the wait too.
-      const woken = await this.#pause(failures === 0 ? 0 : retryDelay(this.#retry, failures - 1, serverWait(failure)), signal);
-      if (woken) failures = 0;
-      else if (failures === 0) failures = 1; // the next end in a row waits
-    }
-  }
-
-  async #readStream(signal: AbortSignal, forward: EntryListener, connected: () => void): Promise<void> {
-    const headers: Record<string, string> = {};
-    if (this.#status.lastEventId !== null) headers['Last-Event-ID'] = String(resumeFrom(this.#status.lastEventId));
-    const response = await this.#http.stream(MONITOR_PATH, { headers, signal });
-    if (!response.body) throw new Error('the change stream has no body');
-    connected();
-    this.#setStatus({ connected: true, lastContact: Date.now() });
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    const onAbort = () => void reader.cancel().catch(() => {});
-    signal.addEventListener('abort', onAbort, { once: true });
-    let silent = false;
-    let watchdog: ReturnType<typeof setTimeout> | undefined;
-    const arm = () => {
-      clearTimeout(watchdog);
-      watchdog = setTimeout(() => {
-        silent = true;
-        onAbort();
-      }, this.#silenceMs);
-      (watchdog as { unref?: () => void }).unref?.();
-    };
-    arm();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (silent) throw new Error('the change stream went silent');
-        if (done) return;
-        arm();
-        buffer += value.replace(/\r\n?/g, '\n');
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          this.#setStatus({ lastContact: Date.now() });
-          let data = '';
-          for (const line of block.split('\n')) if (line.startsWith('data:')) data += line.slice(5).trimStart();
-          if (!data) continue; // a comment (heartbeat) or `retry:`
-          let entry: ChangeEntry;
-          try {
-            entry = JSON.parse(data) as ChangeEntry;
-          } catch {
-            continue;
-          }
-          this.#dispatch(entry);
-          forward(entry);
-        }
-      }
-    } finally {
-      clearTimeout(watchdog);
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
-  #etag: string | null = null;
-  #wake: (() => void) | null = null;
 
   /** Reconnect now (e.g. the network is back) rather than at the end of the backoff delay. */
   reconnectNow(): void {
     this.#wake?.();
   }
 
-  /** Waits `ms`; resolves true when `reconnectNow()` cut the wait short. */
-  #pause(ms: number, signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      const controller = new AbortController();
-      const onAbort = () => controller.abort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      let woken = false;
-      this.#wake = () => {
-        woken = true;
-        controller.abort();
-      };
-      void sleep(ms, { signal: controller.signal, unref: true }).then(() => {
-        signal.removeEventListener('abort', onAbort);
-        this.#wake = null;
-        resolve(woken);
-      });
-    });
-  }
-
-  async #pollOnce(signal: AbortSignal, forward: EntryListener): Promise<void> {
-    const since = this.#status.lastEventId;
-    const response = await this.#http.request<{ data: ChangeEntry[] }>({
-      path: MONITOR_PATH,
-      query: since === null ? {} : { _since: resumeFrom(since) },
-      headers: this.#etag ? { 'If-None-Match': this.#etag } : {},
-      signal,
-    });
-    this.#setStatus({ connected: true, lastContact: Date.now() });
-    if (response.status === 304) return;
-    this.#etag = response.headers.get('etag');
-    const entries = [...(response.body?.data ?? [])].sort((a, b) => a.last_modified - b.last_modified);
-    for (const entry of entries) {
-      this.#dispatch(entry);
-      forward(entry);
-    }
-  }
-
   close(): void {
     this.#watchers.clear();
     this.#stop();
+  }
+
+  #send(event: LiveEvent): void {
+    this.#machine.send(event);
+  }
+
+  #dispatch(entry: ChangeEntry): void {
+    this.#send({ type: 'entry', lastModified: entry.last_modified, at: Date.now() });
+    for (const listener of this.#entryListeners) listener(entry);
+    for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
+    if (entry.bucket === this.#personalBucket) for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
+  }
+
+  #ensureSession(): void {
+    if (this.#session) return;
+    const session: Session = { abort: new AbortController(), leadership: null, channel: null };
+    this.#session = session;
+    const { signal } = session.abort;
+    // The browser's `online` event cuts any wait short (a backoff, a detection retry).
+    const unsubscribe = this.#online.subscribe((online) => (online ? this.reconnectNow() : this.#send({ type: 'offline' })));
+    signal.addEventListener('abort', unsubscribe, { once: true });
+    void this.#detectThenJoin(session).catch(() => {});
+  }
+
+  /** Finds out the mode (waiting for the network, retrying with backoff), then leads or follows. */
+  async #detectThenJoin(session: Session): Promise<void> {
+    const { signal } = session.abort;
+    let mode: LiveMode | null = this.#mode;
+    for (let failures = 0; mode === null && !signal.aborted; ) {
+      await this.#whenOnline(signal);
+      if (signal.aborted) return;
+      this.#send({ type: 'detect' });
+      try {
+        mode = await this.mode();
+      } catch (error) {
+        this.#send({ type: 'retry' });
+        await this.#pause(retryDelay(this.#retry, failures++, serverWait(error)), signal);
+      }
+    }
+    if (mode === null || signal.aborted) return;
+    const found: LiveMode = mode;
+    this.#send({ type: 'mode', mode: found });
+    if (found === 'none') return;
+    const lock = this.#locks ? createWebLock(this.#locks) : SOLE_TAB;
+    if (this.#locks) {
+      // One tab leads; the others follow its broadcasts until the leadership comes to them.
+      const channel = createTabChannel<LiveMessage>(`quire-live:${this.#key}`, this.#tabId);
+      session.channel = channel;
+      channel.subscribe((message) => {
+        if (message?.kind !== 'entry' || signal.aborted || session.leadership?.leading) return;
+        this.#dispatch(message.entry);
+      });
+      this.#send({ type: 'follow' });
+    }
+    session.leadership = lead(lock, `quire-live:${this.#key}`, (leading) =>
+      this.#connect(found, leading, (entry) => session.channel?.post({ kind: 'entry', entry })),
+    );
+  }
+
+  #stop(): void {
+    const session = this.#session;
+    this.#session = null;
+    if (!session) return;
+    session.abort.abort();
+    void session.leadership?.release();
+    session.channel?.close();
+    this.#send({ type: 'stop' });
+  }
+
+  /** Holds the connection while this tab leads (until `signal` aborts), reconnecting after failures. */
+  async #connect(mode: LiveMode, signal: AbortSignal, forward: EntryListener): Promise<void> {
+    const received = (entry: ChangeEntry) => {
+      this.#dispatch(entry);
+      forward(entry);
+    };
+    let etag: string | null = null;
+    for (let failures = 0; !signal.aborted; ) {
+      await this.#whenOnline(signal);
+      if (signal.aborted) break;
+      this.#send({ type: 'connect' });
+      // Going offline ends this connection at once: no waiting for it to time out.
+      const connection = new AbortController();
+      const end = () => connection.abort();
+      signal.addEventListener('abort', end, { once: true });
+      const unsubscribe = this.#online.subscribe((online) => online || end());
+      let failure: unknown = null;
+      try {
+        if (mode === 'stream') {
+          const lastEventId = this.#machine.status.lastEventId;
+          await readChangeStream(
+            this.#http,
+            { lastEventId: lastEventId === null ? null : resumeFrom(lastEventId), signal: connection.signal, silenceMs: this.#silenceMs },
+            {
+              onOpen: () => {
+                failures = 0;
+                this.#send({ type: 'open', at: Date.now() });
+              },
+              onContact: () => this.#send({ type: 'contact', at: Date.now() }),
+              onEntry: received,
+            },
+          );
+        } else {
+          const since = this.#machine.status.lastEventId;
+          const polled = await pollChangeMonitor(this.#http, { since: since === null ? null : resumeFrom(since), etag, signal: connection.signal });
+          etag = polled.etag;
+          failures = 0;
+          this.#send({ type: 'open', at: Date.now() });
+          for (const entry of polled.entries) received(entry);
+          await sleep(this.#pollMs, { signal: connection.signal, unref: true });
+          continue;
+        }
+      } catch (error) {
+        failures++;
+        failure = error;
+      } finally {
+        unsubscribe();
+        signal.removeEventListener('abort', end);
+      }
+      if (signal.aborted) break;
+      this.#send({ type: 'retry' });
+      if (!this.#online.isOnline()) continue; // waits for the network at the top of the loop
+      // A stream that ended cleanly (server restart) reconnects at once the first time; the
+      // network coming back ends the wait too.
+      const woken = await this.#pause(failures === 0 ? 0 : retryDelay(this.#retry, failures - 1, serverWait(failure)), signal);
+      if (woken) failures = 0;
+      else if (failures === 0) failures = 1; // the next end in a row waits
+    }
+  }
+
+  async #whenOnline(signal: AbortSignal): Promise<void> {
+    if (this.#online.isOnline()) return;
+    this.#send({ type: 'offline' });
+    await untilOnline(this.#online, signal);
+  }
+
+  /** Waits `ms`; resolves true when `reconnectNow()` cut the wait short. */
+  async #pause(ms: number, signal: AbortSignal): Promise<boolean> {
+    const controller = new AbortController();
+    const end = () => controller.abort();
+    signal.addEventListener('abort', end, { once: true });
+    let woken = false;
+    this.#wake = () => {
+      woken = true;
+      controller.abort();
+    };
+    await sleep(ms, { signal: controller.signal, unref: true });
+    signal.removeEventListener('abort', end);
+    this.#wake = null;
+    return woken;
   }
 }
 

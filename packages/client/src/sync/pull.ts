@@ -38,6 +38,8 @@ export interface PullOptions {
   collection: string;
   pageSize: number;
   signal?: AbortSignal;
+  /** The collection's remote transformers: each page is decoded before it is written. */
+  decode?: (records: RemoteRecord[]) => Promise<RemoteRecord[]>;
   /** Called after each page is written (its conflicts are resolved before the next page). */
   onPage(outcome: ImportOutcome, progress: { done: number; total: number }): Promise<void>;
   /**
@@ -120,7 +122,6 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     const etag = parseETag(response.headers.get('etag'));
     let restarted = false;
     for (;;) {
-      const page = response.body.data;
       const next = response.headers.get('next-page');
       // Fetch the next page while this one is written: at most two pages in memory.
       const prefetch = next
@@ -128,6 +129,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
             .request<ListBody>({ path: next, headers: etag === null ? {} : { 'If-Match': quoteETag(etag) }, ...(signal ? { signal } : {}) })
             .then((value) => ({ value }), (error: unknown) => ({ error }))
         : null;
+      const page = options.decode ? await options.decode(response.body.data) : response.body.data;
       const range = bounds(page);
       if (range) {
         checkpoint = {

@@ -22,6 +22,9 @@ export interface PushOptions {
   collection: string;
   batchSize: number | null;
   signal?: AbortSignal;
+  /** The collection's remote transformers: records are encoded to be sent, server versions decoded. */
+  encode?: (record: LocalRecord) => Promise<LocalRecord>;
+  decode?: (record: RemoteRecord) => Promise<RemoteRecord>;
   onChunk(outcome: PushChunkOutcome, progress: { done: number; total: number }): Promise<void>;
 }
 
@@ -42,12 +45,22 @@ interface Sent {
   record: LocalRecord | undefined;
 }
 
-function toRequest(bucket: string, collection: string, { entry, record }: Sent): BatchRequest {
+/** `body`: the record as the server is to store it (encoded by the transformers). */
+function toRequest(bucket: string, collection: string, { entry }: Sent, body: LocalRecord | undefined): BatchRequest {
   // Sub-request paths carry no `/v1` prefix (the server adds it), as kinto-http sends them.
   const path = endpoints.record(bucket, collection, entry.id);
   if (entry.op === 'delete') return { method: 'DELETE', path, headers: { 'If-Match': quoteETag(entry.base!) } };
   const headers: Record<string, string> = entry.op === 'create' || entry.base === null ? { 'If-None-Match': '*' } : { 'If-Match': quoteETag(entry.base) };
-  return { method: 'PUT', path, headers, body: { data: payload(record ?? { id: entry.id }) } };
+  return { method: 'PUT', path, headers, body: { data: payload(body ?? { id: entry.id }) } };
+}
+
+/** The server versions a response carries (the record written, the `existing` of a 412), decoded. */
+async function decodeResponse(response: BatchResponse, decode: (record: RemoteRecord) => Promise<RemoteRecord>): Promise<BatchResponse> {
+  const body = response.body as { data?: RemoteRecord; details?: { existing?: RemoteRecord } } | null;
+  if (!body || typeof body !== 'object') return response;
+  const data = body.data && typeof body.data.id === 'string' ? await decode(body.data) : body.data;
+  const existing = body.details?.existing && typeof body.details.existing.id === 'string' ? await decode(body.details.existing) : body.details?.existing;
+  return { ...response, body: { ...body, ...(data ? { data } : {}), ...(body.details ? { details: { ...body.details, existing } } : {}) } };
 }
 
 type Verdict =
@@ -75,24 +88,31 @@ export async function push(options: PushOptions): Promise<void> {
   if (entries.length === 0) return;
   let done = 0;
   const parts = chunk(entries, options.batchSize);
-  const send = async (part: OutboxEntry[]) => {
+  // A batch is prepared (its records read, its requests built) while the previous one travels,
+  // and sent the moment that one's response arrives, then acknowledged while the next one
+  // travels: the server always has the next batch, one at a time. (Several batches at once into
+  // one collection were measured slower: the server serialises them on the collection anyway.)
+  const prepare = async (part: OutboxEntry[]) => {
     const records = await local.getMany(part.map((entry) => entry.id));
     // A creation or update whose record vanished cannot be sent (it would blank the server copy).
     const sent: Sent[] = part.map((entry, i) => ({ entry, record: records[i] })).filter((item) => item.entry.op === 'delete' || item.record);
-    const responses = await sendBatch(
-      options.http,
-      sent.map((item) => toRequest(options.bucket, options.collection, item)),
-      options.signal,
-    );
-    return { sent, responses };
+    const { encode } = options;
+    const bodies = encode ? await Promise.all(sent.map((item) => (item.record && item.entry.op !== 'delete' ? encode(item.record) : item.record))) : sent.map((item) => item.record);
+    return { sent, requests: sent.map((item, i) => toRequest(options.bucket, options.collection, item, bodies[i])) };
   };
-  // The next batch travels while the previous one's results are written locally.
-  let inflight = parts.length ? send(parts[0]!) : null;
+  const send = async ({ sent, requests }: Awaited<ReturnType<typeof prepare>>) => {
+    const responses = await sendBatch(options.http, requests, options.signal);
+    const { decode } = options;
+    return { sent, responses: decode ? await Promise.all(responses.map((response) => decodeResponse(response, decode))) : responses };
+  };
+  let inflight: Promise<{ sent: Sent[]; responses: BatchResponse[] }> | null = parts.length ? prepare(parts[0]!).then(send) : null;
   for (let index = 0; inflight; index++) {
+    const following = parts[index + 1];
+    const next = following ? prepare(following) : null;
+    next?.catch(() => {});
     const { sent, responses } = await inflight;
     options.signal?.throwIfAborted();
-    const following = parts[index + 1];
-    inflight = following ? send(following) : null;
+    inflight = next ? next.then(send) : null;
     // If acknowledging fails, don't leave the next batch's rejection unhandled.
     inflight?.catch(() => {});
     const outcome: PushChunkOutcome = { published: [], conflicts: [], errors: [] };

@@ -4,49 +4,8 @@
  * a `Retry-After` the transport did not wait out) is always waited out. The online source is
  * injectable (Node has no `online` events).
  */
+import { browserOnlineSource, type OnlineSource } from '../online.js';
 import { type RetryPolicy, retryDelay, serverWait } from '../retry.js';
-
-export interface OnlineSource {
-  isOnline(): boolean;
-  subscribe(listener: (online: boolean) => void): () => void;
-}
-
-/** `navigator.onLine` + window events in browsers; always online elsewhere. */
-export function browserOnlineSource(): OnlineSource {
-  const target = globalThis as { addEventListener?: Window['addEventListener']; removeEventListener?: Window['removeEventListener']; navigator?: { onLine?: boolean } };
-  return {
-    isOnline: () => target.navigator?.onLine ?? true,
-    subscribe(listener) {
-      if (!target.addEventListener || !target.removeEventListener) return () => {};
-      const on = () => listener(true);
-      const off = () => listener(false);
-      target.addEventListener('online', on);
-      target.addEventListener('offline', off);
-      return () => {
-        target.removeEventListener!('online', on);
-        target.removeEventListener!('offline', off);
-      };
-    },
-  };
-}
-
-/** An online source driven by the app (Node, tests). */
-export function createManualOnlineSource(initial = true): OnlineSource & { set(online: boolean): void } {
-  let online = initial;
-  const listeners = new Set<(online: boolean) => void>();
-  return {
-    isOnline: () => online,
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    set(value) {
-      if (value === online) return;
-      online = value;
-      for (const listener of listeners) listener(value);
-    },
-  };
-}
 
 export interface AutoSyncOptions {
   /** Sync every `intervalMs` (default 60 s; 0 disables). */

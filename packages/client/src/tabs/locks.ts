@@ -5,6 +5,7 @@
  * expiring if its holder dies.
  */
 import type { Table } from 'dexie';
+import { sleep } from '../retry.js';
 import type { LockEntry } from '../store/types.js';
 
 export interface SyncLock {
@@ -33,13 +34,16 @@ export interface LeaseLockOptions {
   owner: string;
   /** Lease length; renewed every third of it while held (default 10 s). */
   ttlMs?: number;
+  /** First wait between attempts, doubled up to `maxPollMs` (defaults 25 ms, 500 ms). */
   pollMs?: number;
+  maxPollMs?: number;
   now?: () => number;
 }
 
 export function createLeaseLock(options: LeaseLockOptions): SyncLock {
   const ttl = options.ttlMs ?? 10_000;
   const poll = options.pollMs ?? 25;
+  const maxPoll = options.maxPollMs ?? 500;
   const now = options.now ?? Date.now;
   const { table, owner } = options;
 
@@ -56,12 +60,21 @@ export function createLeaseLock(options: LeaseLockOptions): SyncLock {
       let wait = poll;
       while (!(await tryAcquire(name))) {
         signal?.throwIfAborted();
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        wait = Math.min(wait * 2, 500);
+        // Waiting for a lock is background work: it must not keep a Node process alive.
+        await sleep(wait, { signal, unref: true });
+        signal?.throwIfAborted();
+        wait = Math.min(wait * 2, maxPoll);
       }
+      // Renewed only while still ours: a lease that expired meanwhile (a frozen tab) and was
+      // taken by another tab is not stolen back.
       const renew = setInterval(() => {
-        void table.update(name, { expires: now() + ttl }).catch(() => {});
+        void table.db
+          .transaction('rw', table, async () => {
+            if ((await table.get(name))?.owner === owner) await table.update(name, { expires: now() + ttl });
+          })
+          .catch(() => {});
       }, ttl / 3);
+      (renew as { unref?: () => void }).unref?.();
       try {
         return await fn();
       } finally {

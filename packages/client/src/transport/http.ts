@@ -4,6 +4,7 @@
  * global `fetch`; Node uses undici with a keep-alive pool (unless a `fetch` is injected).
  */
 import { BackoffError, NetworkError, PreconditionFailedError, QuireError, ServerError, SyncAbortedError, TimeoutError } from '../errors.js';
+import type { OnlineSource } from '../online.js';
 import { type RetryPolicy, retryDelay, serverWait, sleep } from '../retry.js';
 import { type Auth, authorizationHeader } from './auth.js';
 import { BackoffState } from './backoff.js';
@@ -24,6 +25,8 @@ export interface HttpOptions {
   maxRetryAfterMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /** Network errors are not retried while this says offline (default: always online). */
+  online?: OnlineSource;
 }
 
 export interface HttpRequest {
@@ -102,7 +105,9 @@ export class HttpTransport {
         // only an idempotent one, after a network error or a timeout.
         const asked = serverWait(error);
         if (asked !== null && asked > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(asked);
-        const transient = (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method);
+        // Retrying without a network only fails again: whoever called will try when it is back.
+        const offline = this.#options.online?.isOnline() === false;
+        const transient = (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method) && !offline;
         const delay = asked ?? (transient ? retryDelay(NETWORK_RETRY, attempt) : null);
         if (delay === null) throw error;
         await sleep(delay, { signal: request.signal });

@@ -1,0 +1,38 @@
+/** What a collection tells the app (`collection.on(event, listener)`). */
+import type { StoreError } from '../errors.js';
+import type { ChangeNotice, SyncProgress, SyncResult } from '../sync/engine.js';
+
+export interface ChangeEvent {
+  /** `local`: a write in this tab; `sync`: applied by a sync in this tab; `tab`: another tab. */
+  source: 'local' | 'sync' | 'tab';
+  /** For `tab`: whether that tab wrote them (`local`) or a sync there applied them (`sync`). */
+  tab?: 'local' | 'sync';
+  changes: ChangeNotice[];
+}
+
+/** The server announced that this collection changed (live changes): a sync follows. */
+export interface RemoteChangeEvent {
+  /** The collection's timestamp on the server: the replica is current once it has pulled up to it. */
+  lastModified: number;
+  receivedAt: number;
+}
+
+/** The device's storage is full: a write (local, or of a sync) was rolled back, nothing was lost. */
+export interface StorageFullEvent {
+  /** `StoreError` with code `QUIRE_ERR_STORE_QUOTA`. */
+  error: StoreError;
+  /** From `navigator.storage.estimate()` where available, in bytes. */
+  usage: number | null;
+  quota: number | null;
+}
+
+export interface CollectionEvents {
+  change: ChangeEvent;
+  remote: RemoteChangeEvent;
+  /** Syncs run in this tab (every tab sees them all through `status`). */
+  progress: SyncProgress;
+  sync: SyncResult;
+  error: unknown;
+  /** Storage is full (in this tab): show it, free space, and sync or write again. */
+  quota: StorageFullEvent;
+}
