@@ -12,6 +12,7 @@
  * nonces, outbox), then what spans them (transactions, snapshots) and the store's upkeep.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { describeCollectionTimestamps } from './testing/collection-timestamps.js';
 import { randomScope, type Current, type Suite } from './testing/context.js';
 import { describeLifecycle } from './testing/lifecycle.js';
 import { describeNonces } from './testing/nonces.js';
@@ -66,6 +67,7 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
     describeObjects(suite);
     describeObjectListings(suite);
     describePermissions(suite);
+    describeCollectionTimestamps(suite);
     describeNonces(suite);
     describeOutbox(suite);
     describeSessions(suite);

@@ -12,7 +12,8 @@
  */
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
-import type { Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import { bucketIdOf, splitWithin } from '../collection-timestamps.js';
+import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import { DYNAMIC } from './drivers/types.js';
 import { likePrefix, QueryBuilder } from './queries.js';
@@ -38,6 +39,63 @@ export class SqlObjects implements ObjectStore {
       [resourceName, parentIds],
     );
     return new Map(rows.map((row) => [row.parent_id, Number(row.last_modified)]));
+  }
+
+  async collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
+    const params: unknown[] = [];
+    const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
+    const byTimestamp = query.since !== undefined || query.atMost !== undefined;
+    const branches: string[] = [];
+    if (byTimestamp) {
+      // Driven by the index timestamps (resource_name, last_modified): what changed since.
+      const conditions = ["t.resource_name = 'record'"];
+      if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since, 'bigint')}`);
+      if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${param(query.atMost, 'bigint')}`);
+      if (query.within) {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
+        conditions.push(`(c.parent_id = ANY(${param(buckets, 'text[]')}) OR t.parent_id = ANY(${param(collections, 'text[]')}))`);
+      }
+      branches.push(
+        `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+         FROM timestamps t
+         JOIN objects c ON c.parent_id = substring(t.parent_id FROM '^/buckets/[^/]+') AND c.resource_name = 'collection'
+           AND c.id = substring(t.parent_id FROM '^/buckets/[^/]+/collections/([^/]+)$') AND NOT c.deleted
+         WHERE ${conditions.join(' AND ')}`,
+      );
+    } else {
+      const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+         FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
+      const live = "c.resource_name = 'collection' AND NOT c.deleted";
+      if (!query.within) branches.push(`${select} WHERE ${live}`);
+      else {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id = ANY(${param(buckets, 'text[]')})`);
+        if (parents.length > 0) {
+          branches.push(
+            `${select} JOIN unnest(${param(parents, 'text[]')}, ${param(ids, 'text[]')}) AS named(parent_id, id)
+               ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
+          );
+        }
+      }
+    }
+    if (branches.length === 0) return [];
+    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
+    const columns = ['COALESCE(last_modified, -1)', 'bucket_uri COLLATE "C"', 'collection COLLATE "C"'];
+    const key = columns.join(', ');
+    let where = '';
+    if (query.after) {
+      const after = query.after;
+      where = `WHERE (${key}) ${direction === 'DESC' ? '<' : '>'} (${param(after.lastModified ?? -1, 'bigint')}, ${param(`/buckets/${after.bucket}`, 'text')}, ${param(after.collection, 'text')})`;
+    }
+    const limit = query.limit !== undefined ? `LIMIT ${param(query.limit, 'int')}` : '';
+    const rows = await this.#s.query<{ bucket_uri: string; collection: string; last_modified: string | number | null }>(
+      `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) AS found ${where}
+       ORDER BY ${columns.map((column) => `${column} ${direction}`).join(', ')} ${limit}`,
+      params,
+      DYNAMIC,
+    );
+    return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: row.last_modified === null ? null : Number(row.last_modified) }));
   }
 
   async timestamp(scope: Scope): Promise<number> {

@@ -7,7 +7,8 @@
  */
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
-import type { Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import { bucketIdOf, splitWithin } from '../collection-timestamps.js';
+import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
 import { belowRange, QueryBuilder } from './queries.js';
@@ -39,6 +40,70 @@ export class SqliteObjects implements ObjectStore {
       [resourceName, JSON.stringify(parentIds)],
     );
     return new Map(rows.map((row) => [row.parent_id, row.last_modified]));
+  }
+
+  async collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
+    const params: unknown[] = [];
+    const param = (value: unknown) => {
+      params.push(value);
+      return '?';
+    };
+    const list = (values: string[]) => `(SELECT value FROM json_each(${param(JSON.stringify(values))}))`;
+    const byTimestamp = query.since !== undefined || query.atMost !== undefined;
+    const branches: string[] = [];
+    if (byTimestamp) {
+      // Driven by the index timestamps (resource_name, last_modified): what changed since. The
+      // records scope `/buckets/<b>/collections/<c>` names its collection: `slash` is the
+      // position of the slash after <b>.
+      const slash = "(9 + instr(substr(t.parent_id, 10), '/'))";
+      const conditions = ["t.resource_name = 'record'"];
+      if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since)}`);
+      if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${param(query.atMost)}`);
+      if (query.within) {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
+        conditions.push(`(c.parent_id IN ${list(buckets)} OR t.parent_id IN ${list(collections)})`);
+      }
+      branches.push(
+        `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+         FROM timestamps t
+         JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${slash} - 1) AND c.resource_name = 'collection'
+           AND c.id = substr(t.parent_id, ${slash} + 13) AND NOT c.deleted
+         WHERE ${conditions.join(' AND ')}`,
+      );
+    } else {
+      const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+         FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
+      const live = "c.resource_name = 'collection' AND NOT c.deleted";
+      if (!query.within) branches.push(`${select} WHERE ${live}`);
+      else {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id IN ${list(buckets)}`);
+        if (parents.length > 0) {
+          const named = JSON.stringify(parents.map((parent, i) => [parent, ids[i]]));
+          branches.push(
+            `${select} JOIN (SELECT value ->> 0 AS parent_id, value ->> 1 AS id FROM json_each(${param(named)})) AS named
+               ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
+          );
+        }
+      }
+    }
+    if (branches.length === 0) return [];
+    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
+    const columns = ['coalesce(last_modified, -1)', 'bucket_uri', 'collection'];
+    const key = columns.join(', ');
+    let where = '';
+    if (query.after) {
+      const after = query.after;
+      where = `WHERE (${key}) ${direction === 'DESC' ? '<' : '>'} (${param(after.lastModified ?? -1)}, ${param(`/buckets/${after.bucket}`)}, ${param(after.collection)})`;
+    }
+    const limit = query.limit !== undefined ? `LIMIT ${param(query.limit)}` : '';
+    const rows = this.#s.db.all<{ bucket_uri: string; collection: string; last_modified: number | null }>(
+      `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) ${where}
+       ORDER BY ${columns.map((column) => `${column} ${direction}`).join(', ')} ${limit}`,
+      params as never,
+    );
+    return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: row.last_modified }));
   }
 
   async timestamp(scope: Scope): Promise<number> {
