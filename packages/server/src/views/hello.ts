@@ -22,6 +22,7 @@ export function registerHello(app: FastifyInstance): void {
         batch_max_requests: settings.batch_max_requests,
         readonly: settings.readonly,
         explicit_permissions: settings.explicit_permissions,
+        max_object_id_length: settings.max_object_id_length,
       },
       capabilities,
     };
