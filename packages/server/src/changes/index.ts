@@ -15,10 +15,11 @@ import { baseUrl, effectiveLimit } from '../resource/handlers.js';
 import { setTimestampHeaders } from '../resource/object-responses.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parsePreconditions, checkListPreconditions } from '../resource/preconditions.js';
-import { parseListQuery, projectFields } from '../resource/querystring.js';
+import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
-import { parseResources, readCollections, selectEntries, type ChangeEntry } from './entries.js';
+import { parseResources, selectEntries, type ChangeEntry } from './entries.js';
 import { ChangeFeed } from './feed.js';
+import { MonitorReads, rangeOf } from './reads.js';
 import { openStream } from './stream.js';
 
 export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
@@ -39,7 +40,8 @@ export function registerChanges(app: FastifyInstance): void {
   const { settings, storage } = services;
   if (!settings.changes_enabled) return;
   const resources = parseResources(settings.changes_resources);
-  const feed = new ChangeFeed(settings, storage, resources, () => app.log);
+  const reads = new MonitorReads(settings, resources, settings.http_host ?? '');
+  const feed = new ChangeFeed(settings, storage, reads, () => app.log);
   feed.start(services.events);
   app.decorate('changesFeed', feed);
   app.addHook('onClose', async () => feed.close());
@@ -53,22 +55,34 @@ export function registerChanges(app: FastifyInstance): void {
     stream: { url: MONITOR_PATH, accept: 'text/event-stream', heartbeat_seconds: settings.changes_stream_heartbeat_seconds },
   };
 
-  /** Every entry the caller may see. */
-  async function visibleEntries(request: FastifyRequest): Promise<ChangeEntry[]> {
+  /** The entries the query may select (pushed down: `_since`, `_before`, `bucket`; the filters still apply), and the list's ETag. */
+  async function read(request: FastifyRequest, query: ListQuery, ifNoneMatch: boolean): Promise<{ entries: ChangeEntry[] | null; timestamp: number }> {
     const { principals } = request.identity;
-    const collections = await storage.read((session) => readCollections(session, feed.host, resources));
-    return collections.filter(({ bucketAcl, collectionAcl }) => feed.visible(principals, bucketAcl, collectionAcl)).map(({ entry }) => entry);
+    const range = rangeOf(query.filters);
+    return storage.read(async (session) => {
+      // A conditional poll first learns the ETag (one short read), and often stops there.
+      let timestamp = ifNoneMatch ? await reads.newest(session, principals) : null;
+      if (timestamp !== null && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { entries: null, timestamp };
+      const entries = await reads.entries(session, principals, range);
+      if (timestamp === null) {
+        // The newest entry overall: the range's newest when it reaches the top, else a look down from there.
+        const complete = range.atMost === undefined && range.buckets === undefined;
+        const top = entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0);
+        timestamp = complete && entries.length > 0 ? top : complete && range.since === undefined ? 0 : await reads.newest(session, principals, complete ? range.since : undefined);
+      }
+      return { entries, timestamp };
+    });
   }
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
-    if (request.wantsEventStream) return openStream(feed, services, request, reply, visibleEntries);
+    if (request.wantsEventStream) return openStream(feed, services, reads, request, reply);
     const query = parseListQuery(splitUrl(request.raw.url).query);
-    const entries = await visibleEntries(request);
-    const timestamp = entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0);
-    const outcome = checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET');
+    const preconditions = parsePreconditions(request.headers);
+    const { entries, timestamp } = await read(request, query, preconditions.ifNoneMatch?.kind === 'timestamp');
+    const outcome = checkListPreconditions(preconditions, timestamp, 'GET');
     setTimestampHeaders(reply, timestamp);
     setCacheHeaders(reply, cacheLifetime(settings, request.identity, { resourceName: 'record', parentUri: '/buckets/monitor/collections/changes', parent: null }));
-    if (outcome === 'not-modified') return reply.code(304).send();
+    if (outcome === 'not-modified' || entries === null) return reply.code(304).send();
 
     const selected = selectEntries(entries, query);
     const limit = effectiveLimit(services, query.requestedLimit);
@@ -93,9 +107,10 @@ export function registerChanges(app: FastifyInstance): void {
     registerMethods(scoped, `/v1${MONITOR_PATH}`, {
       GET: list,
       HEAD: async (request: FastifyRequest, reply: FastifyReply) => {
-        const entries = await visibleEntries(request);
-        const selected = selectEntries(entries, parseListQuery(splitUrl(request.raw.url).query));
-        setTimestampHeaders(reply, entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0));
+        const query = parseListQuery(splitUrl(request.raw.url).query);
+        const { entries, timestamp } = await read(request, query, false);
+        const selected = selectEntries(entries ?? [], query);
+        setTimestampHeaders(reply, timestamp);
         reply.header('Total-Objects', String(selected.length));
         reply.header('Total-Records', String(selected.length));
         return reply.send();

@@ -197,7 +197,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
    * for a resource that presents copies of its objects (the copies would miss the stamp).
    */
   async function write(request: FastifyRequest, fn: (session: StorageSession, stampAtCommit: boolean) => Promise<() => unknown>) {
-    const stampAtCommit = !request.work.isOpen && !events.hasInTransactionSubscribers && def.present === undefined;
+    const stampAtCommit = !request.work.isOpen && !events.runsInTransaction(def.name) && def.present === undefined;
     const answer = await request.work.run('write', (session) => fn(session, stampAtCommit));
     return answer();
   }

@@ -1,0 +1,116 @@
+/**
+ * Deleted collections on the change monitor (issue 29): an entry the clients understand, in the
+ * spirit of Kinto's tombstones — the collection's entry with `deleted: true` and a
+ * `last_modified` above every timestamp the collection served:
+ *
+ *   {"id": "<the collection's entry id>", "last_modified": 1732550000999, "bucket": "b",
+ *    "collection": "c", "host": "", "deleted": true}
+ *
+ * Listed, as tombstones are, only to a poll with `_since` (or `_before`) and to streams; a client
+ * syncing the monitor as a Kinto collection (kinto.js, Quire's client) then drops its copy of the
+ * entry, and one that follows the collection learns it is gone. A client that knows nothing of
+ * the field reads an entry newer than its copy, pulls the collection, and is told it is gone
+ * (403/404) — what it would have met at its next sync anyway.
+ *
+ * Who sees it: whoever could read the collection when it was deleted (read or write on it or its
+ * bucket, or by the `*_principals` settings). Those ACLs are gone with the collection, so they
+ * are read, before the deletion commits, from the store as others see it (another session: the
+ * deleting transaction's own view has them deleted already), and kept in the entry (`readers`).
+ *
+ * Stored as objects of resource `monitor-deletion` in one scope (parent `''`): each deletion
+ * takes the scope's next timestamp, so they are unique, ordered, and read by `_since` through the
+ * scope index. Their id is the entry id; a collection created again drops its deletion entry
+ * (its live entry replaces it, once its records' timestamp passes it).
+ */
+import type { ResourceEvent } from '../events/types.js';
+import type { Permissions, Scope, Storage, StorageSession, StoredObject } from '../storage/types.js';
+import { collectionUri, type ChangeEntry, isMonitored, type MonitoredResources } from './entries.js';
+import type { EntryFactory } from './entry-factory.js';
+
+export const DELETIONS_SCOPE: Scope = { resourceName: 'monitor-deletion', parentId: '' };
+
+/** A deletion entry and who may see it. */
+export interface Deletion {
+  entry: ChangeEntry & { deleted: true };
+  readers: string[];
+}
+
+/** ACLs as a stream's `offer` takes them: the readers stand for the bucket's. */
+export function deletionAcl(readers: readonly string[]): Permissions {
+  return { read: [...readers] };
+}
+
+function readersOf(...acls: Array<Permissions | undefined>): string[] {
+  const readers = new Set<string>();
+  for (const acl of acls) for (const principal of [...(acl?.read ?? []), ...(acl?.write ?? [])]) readers.add(principal);
+  return [...readers].sort();
+}
+
+/** The collections a request deleted (directly, or with their bucket), as the store showed them before. */
+async function deletedCollections(storage: Storage, events: ResourceEvent[], resources: MonitoredResources | null): Promise<Array<{ bucket: string; collection: string; readers: string[] }>> {
+  const collections: Array<[string, string]> = [];
+  const buckets: string[] = [];
+  for (const { payload, impactedObjects } of events) {
+    if (payload.action !== 'delete') continue;
+    for (const { new: object } of impactedObjects) {
+      if (payload.resource_name === 'bucket') buckets.push(String(object.id));
+      else if (payload.resource_name === 'collection' && typeof payload.bucket_id === 'string') collections.push([payload.bucket_id, String(object.id)]);
+    }
+  }
+  if (collections.length === 0 && buckets.length === 0) return [];
+  // Another session: the deleting transaction has the ACLs (and a bucket's collections) deleted already.
+  return storage.read(async (session) => {
+    const found = [...collections];
+    if (buckets.length > 0) {
+      const rows = await session.objects.collectionTimestamps({ within: { buckets, collections: [] } });
+      for (const row of rows) found.push([row.bucket, row.collection]);
+    }
+    const uris = new Set<string>();
+    for (const [bucket, collection] of found) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
+    const acls = await session.permissions.get([...uris]);
+    const seen = new Set<string>();
+    const result: Array<{ bucket: string; collection: string; readers: string[] }> = [];
+    for (const [bucket, collection] of found) {
+      const uri = collectionUri(bucket, collection);
+      if (seen.has(uri) || !isMonitored(resources, bucket, collection)) continue;
+      seen.add(uri);
+      result.push({ bucket, collection, readers: readersOf(acls.get(`/buckets/${bucket}`), acls.get(uri)) });
+    }
+    return result;
+  });
+}
+
+/**
+ * In the deleting transaction: stores a deletion entry per collection the request deleted, and
+ * drops those of collections it created. Returns the entries stored.
+ */
+export async function recordDeletions(
+  storage: Storage,
+  session: StorageSession,
+  events: ResourceEvent[],
+  factory: EntryFactory,
+  resources: MonitoredResources | null,
+): Promise<Deletion[]> {
+  for (const { payload, impactedObjects } of events) {
+    if (payload.resource_name !== 'collection' || payload.action !== 'create' || typeof payload.bucket_id !== 'string') continue;
+    for (const { new: object } of impactedObjects) {
+      const collection = String(object.id);
+      // Its records timestamp from the start, so that a `_since` read (timestamps index) finds it.
+      await session.objects.timestamp({ resourceName: 'record', parentId: collectionUri(payload.bucket_id, collection) });
+      const id = factory.entry(payload.bucket_id, collection, 0).id;
+      if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
+    }
+  }
+  const deleted = await deletedCollections(storage, events, resources);
+  if (deleted.length === 0) return [];
+  const stored = await session.objects.insertMany(
+    DELETIONS_SCOPE,
+    deleted.map(({ bucket, collection, readers }) => ({ id: factory.entry(bucket, collection, 0).id, data: { bucket, collection, readers } })),
+  );
+  return stored.map((object) => toDeletion(factory, object));
+}
+
+export function toDeletion(factory: EntryFactory, object: StoredObject): Deletion {
+  const entry = factory.entry(String(object.bucket), String(object.collection), object.last_modified);
+  return { entry: { ...entry, deleted: true }, readers: Array.isArray(object.readers) ? (object.readers as string[]) : [] };
+}
