@@ -13,9 +13,10 @@
  * (403/404) — what it would have met at its next sync anyway.
  *
  * Who sees it: whoever could read the collection when it was deleted (read or write on it or its
- * bucket, or by the `*_principals` settings). Those ACLs are gone with the collection, so they
- * are read, before the deletion commits, from the store as others see it (another session: the
- * deleting transaction's own view has them deleted already), and kept in the entry (`readers`).
+ * bucket — a group's members as they were then —, or by the `*_principals` settings). Those ACLs
+ * are gone with the collection, so they are read, before the deletion commits, from the store as
+ * others see it (another session: the deleting transaction's own view has them deleted already),
+ * and kept with the entry (`readers`).
  *
  * Stored as objects of resource `monitor-deletion` in one scope (parent `''`): each deletion
  * takes the scope's next timestamp, so they are unique, ordered, and read by `_since` through the
@@ -44,6 +45,18 @@ function readersOf(...acls: Array<Permissions | undefined>): string[] {
   const readers = new Set<string>();
   for (const acl of acls) for (const principal of [...(acl?.read ?? []), ...(acl?.write ?? [])]) readers.add(principal);
   return [...readers].sort();
+}
+
+const GROUP_URI = /^\/buckets\/([^/]+)\/groups\/([^/]+)$/;
+
+async function groupMembers(session: StorageSession, groups: Set<string>): Promise<Map<string, string[]>> {
+  const members = new Map<string, string[]>();
+  for (const uri of groups) {
+    const [, bucket, group] = GROUP_URI.exec(uri)!;
+    const object = await session.objects.get({ resourceName: 'group', parentId: `/buckets/${bucket}` }, group!);
+    if (Array.isArray(object?.members)) members.set(uri, object.members.filter((member): member is string => typeof member === 'string'));
+  }
+  return members;
 }
 
 /** The collections a request deleted (directly, or with their bucket), as the store showed them before. */
@@ -75,6 +88,13 @@ async function deletedCollections(storage: Storage, events: ResourceEvent[], res
       if (seen.has(uri) || !isMonitored(resources, bucket, collection)) continue;
       seen.add(uri);
       result.push({ bucket, collection, readers: readersOf(acls.get(`/buckets/${bucket}`), acls.get(uri)) });
+    }
+    // A group may go with its bucket: its members as they are now stand for it.
+    const members = await groupMembers(session, new Set(result.flatMap(({ readers }) => readers.filter((reader) => GROUP_URI.test(reader)))));
+    for (const item of result) {
+      const expanded = new Set(item.readers);
+      for (const reader of item.readers) for (const member of members.get(reader) ?? []) expanded.add(member);
+      item.readers = [...expanded].sort();
     }
     return result;
   });

@@ -269,11 +269,16 @@ export class ChangeFeed {
     });
   }
 
-  /** Rights first (accounts, buckets, groups), then the entries. */
+  /** Deleted accounts' streams end; deletions are offered; then rights change (buckets' groups, groups); then the entries. */
   async #apply(batch: Batch, resyncSince: number | null): Promise<void> {
     if (batch.accounts.length > 0) {
       const gone = new Set(batch.accounts);
       for (const stream of [...this.#streams]) if (stream.userId !== null && gone.has(stream.userId)) stream.close();
+    }
+    // Deletions first: those who could read the collection until now, a deleted bucket's groups included.
+    for (const [bucket, collection, timestamp, readers] of batch.deletions) {
+      const entry = { ...this.reads.entry(bucket, collection, timestamp), deleted: true as const };
+      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
     }
     if (batch.buckets.length > 0) {
       const prefixes = batch.buckets.map((bucket) => `/buckets/${bucket}/groups/`);
@@ -284,10 +289,6 @@ export class ChangeFeed {
       }
     }
     if (batch.groups) await this.#refreshGroups(batch.groups);
-    for (const [bucket, collection, timestamp, readers] of batch.deletions) {
-      const entry = { ...this.reads.entry(bucket, collection, timestamp), deleted: true as const };
-      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
-    }
     if (resyncSince !== null) await this.#resync(resyncSince);
     else await this.#offer(batch.changes);
   }

@@ -63,7 +63,7 @@ export function registerChanges(app: FastifyInstance): void {
       // A conditional poll first learns the ETag (one short read), and often stops there.
       let timestamp = ifNoneMatch ? await reads.newest(session, principals) : null;
       if (timestamp !== null && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { entries: null, timestamp };
-      const entries = await reads.entries(session, principals, range);
+      const entries = await reads.entries(session, principals, range, query.includeDeleted);
       if (timestamp === null) {
         // The newest entry overall: the range's newest when it reaches the top, else a look down from there.
         const complete = range.atMost === undefined && range.buckets === undefined;
