@@ -58,6 +58,8 @@ async function seed(storage: Storage, owner: string, count: number): Promise<voi
         for (let i = start; i < Math.min(size, start + chunk); i++) {
           const uri = `/buckets/${bucket}/collections/c${i}`;
           await session.objects.create({ resourceName: 'collection', parentId: `/buckets/${bucket}` }, `c${i}`, {});
+          // What creating a collection through the API stores (changes/deletions.ts): its records timestamp.
+          await session.objects.timestamp({ resourceName: 'record', parentId: uri });
           await session.permissions.set(uri, { write: [user] });
           if (i % 10 === 0) await session.objects.create({ resourceName: 'record', parentId: uri }, 'r', { n: i });
         }

@@ -101,6 +101,23 @@ async function deletedCollections(storage: Storage, events: ResourceEvent[], res
 }
 
 /**
+ * In the creating transaction: a new collection's records timestamp, stored from the start (also
+ * while the monitor is off), so that the monitor's reads by timestamp find it. Returns the
+ * collections created.
+ */
+export async function storeRecordsTimestamps(session: StorageSession, events: ResourceEvent[]): Promise<Array<[string, string]>> {
+  const created: Array<[string, string]> = [];
+  for (const { payload, impactedObjects } of events) {
+    if (payload.resource_name !== 'collection' || payload.action !== 'create' || typeof payload.bucket_id !== 'string') continue;
+    for (const { new: object } of impactedObjects) {
+      created.push([payload.bucket_id, String(object.id)]);
+      await session.objects.timestamp({ resourceName: 'record', parentId: collectionUri(payload.bucket_id, String(object.id)) });
+    }
+  }
+  return created;
+}
+
+/**
  * In the deleting transaction: stores a deletion entry per collection the request deleted, and
  * drops those of collections it created. Returns the entries stored.
  */
@@ -111,15 +128,9 @@ export async function recordDeletions(
   factory: EntryFactory,
   resources: MonitoredResources | null,
 ): Promise<Deletion[]> {
-  for (const { payload, impactedObjects } of events) {
-    if (payload.resource_name !== 'collection' || payload.action !== 'create' || typeof payload.bucket_id !== 'string') continue;
-    for (const { new: object } of impactedObjects) {
-      const collection = String(object.id);
-      // Its records timestamp from the start, so that a `_since` read (timestamps index) finds it.
-      await session.objects.timestamp({ resourceName: 'record', parentId: collectionUri(payload.bucket_id, collection) });
-      const id = factory.entry(payload.bucket_id, collection, 0).id;
-      if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
-    }
+  for (const [bucket, collection] of await storeRecordsTimestamps(session, events)) {
+    const id = factory.entry(bucket, collection, 0).id;
+    if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
   }
   const deleted = await deletedCollections(storage, events, resources);
   if (deleted.length === 0) return [];

@@ -18,6 +18,7 @@ import { parsePreconditions, checkListPreconditions } from '../resource/precondi
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
 import { parseResources, selectEntries, type ChangeEntry } from './entries.js';
+import { storeRecordsTimestamps } from './deletions.js';
 import { ChangeFeed } from './feed.js';
 import { MonitorReads, rangeOf } from './reads.js';
 import { openStream } from './stream.js';
@@ -38,7 +39,16 @@ declare module 'fastify' {
 export function registerChanges(app: FastifyInstance): void {
   const { services } = app;
   const { settings, storage } = services;
-  if (!settings.changes_enabled) return;
+  if (!settings.changes_enabled) {
+    // Off for now, maybe on later: collections created meanwhile must still be found by timestamp.
+    services.events.subscribe({
+      name: 'changes-collections',
+      actions: new Set(['create']),
+      resources: new Set(['collection']),
+      inTransaction: async (events, session) => void (await storeRecordsTimestamps(session, events)),
+    });
+    return;
+  }
   const resources = parseResources(settings.changes_resources);
   const reads = new MonitorReads(settings, resources, settings.http_host ?? '');
   const feed = new ChangeFeed(settings, storage, reads, () => app.log);
@@ -55,22 +65,35 @@ export function registerChanges(app: FastifyInstance): void {
     stream: { url: MONITOR_PATH, accept: 'text/event-stream', heartbeat_seconds: settings.changes_stream_heartbeat_seconds },
   };
 
-  /** The entries the query may select (pushed down: `_since`, `_before`, `bucket`; the filters still apply), and the list's ETag. */
-  async function read(request: FastifyRequest, query: ListQuery, ifNoneMatch: boolean): Promise<{ entries: ChangeEntry[] | null; timestamp: number }> {
+  /**
+   * The entries the query selects, sorted (its page and, when there is one, the next page's
+   * first), and the list's ETag. Sorted by `last_modified` (the default), only the first page's
+   * worth is read, in timestamp order; otherwise every entry the caller may see (pushed down:
+   * `_since`, `_before`, `bucket`; the filters always apply after).
+   */
+  async function select(request: FastifyRequest, query: ListQuery, limit: number, ifNoneMatch: boolean): Promise<{ selected: ChangeEntry[] | null; timestamp: number }> {
     const { principals } = request.identity;
     const range = rangeOf(query.filters);
+    const [first] = query.sorting;
+    const byTimestamp = query.sorting.length === 1 && first?.field === 'last_modified';
+    if (byTimestamp) range.order = first.direction === -1 ? 'desc' : 'asc';
+    const after = query.token?.lastObject?.last_modified;
+    if (byTimestamp && Number.isSafeInteger(after)) {
+      if (range.order === 'desc') range.atMost = Math.min(range.atMost ?? Number.MAX_SAFE_INTEGER, after as number);
+      else range.since = Math.max(range.since ?? -1, (after as number) - 1);
+    }
     return storage.read(async (session) => {
-      // A conditional poll first learns the ETag (one short read), and often stops there.
-      let timestamp = ifNoneMatch ? await reads.newest(session, principals) : null;
-      if (timestamp !== null && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { entries: null, timestamp };
-      const entries = await reads.entries(session, principals, range, query.includeDeleted);
-      if (timestamp === null) {
-        // The newest entry overall: the range's newest when it reaches the top, else a look down from there.
-        const complete = range.atMost === undefined && range.buckets === undefined;
-        const top = entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0);
-        timestamp = complete && entries.length > 0 ? top : complete && range.since === undefined ? 0 : await reads.newest(session, principals, complete ? range.since : undefined);
+      // The ETag first (a short read), which a conditional poll often stops at.
+      const timestamp = await reads.newest(session, principals);
+      if (ifNoneMatch && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { selected: null, timestamp };
+      const options = { deletions: query.includeDeleted };
+      if (!byTimestamp) return { selected: selectEntries(await reads.entries(session, principals, range, options), query), timestamp };
+      // The first `limit + 1` the filters keep: read twice as many each time they keep too few.
+      for (let want = limit + 1; ; want *= 2) {
+        const entries = await reads.entries(session, principals, range, { ...options, want });
+        const selected = selectEntries(entries, query);
+        if (selected.length > limit || entries.filter((entry) => !('deleted' in entry)).length < want) return { selected, timestamp };
       }
-      return { entries, timestamp };
     });
   }
 
@@ -78,14 +101,13 @@ export function registerChanges(app: FastifyInstance): void {
     if (request.wantsEventStream) return openStream(feed, services, reads, request, reply);
     const query = parseListQuery(splitUrl(request.raw.url).query);
     const preconditions = parsePreconditions(request.headers);
-    const { entries, timestamp } = await read(request, query, preconditions.ifNoneMatch?.kind === 'timestamp');
+    const limit = effectiveLimit(services, query.requestedLimit);
+    const { selected, timestamp } = await select(request, query, limit, preconditions.ifNoneMatch?.kind === 'timestamp');
     const outcome = checkListPreconditions(preconditions, timestamp, 'GET');
     setTimestampHeaders(reply, timestamp);
     setCacheHeaders(reply, cacheLifetime(settings, request.identity, { resourceName: 'record', parentUri: '/buckets/monitor/collections/changes', parent: null }));
-    if (outcome === 'not-modified' || entries === null) return reply.code(304).send();
+    if (outcome === 'not-modified' || selected === null) return reply.code(304).send();
 
-    const selected = selectEntries(entries, query);
-    const limit = effectiveLimit(services, query.requestedLimit);
     const items = selected.slice(0, limit);
     if (selected.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
@@ -108,11 +130,11 @@ export function registerChanges(app: FastifyInstance): void {
       GET: list,
       HEAD: async (request: FastifyRequest, reply: FastifyReply) => {
         const query = parseListQuery(splitUrl(request.raw.url).query);
-        const { entries, timestamp } = await read(request, query, false);
-        const selected = selectEntries(entries ?? [], query);
+        // A count: every entry the query selects.
+        const { selected, timestamp } = await select(request, { ...query, sorting: [] }, Number.POSITIVE_INFINITY, false);
         setTimestampHeaders(reply, timestamp);
-        reply.header('Total-Objects', String(selected.length));
-        reply.header('Total-Records', String(selected.length));
+        reply.header('Total-Objects', String(selected?.length ?? 0));
+        reply.header('Total-Records', String(selected?.length ?? 0));
         return reply.send();
       },
     });

@@ -21,9 +21,12 @@ import { DELETIONS_SCOPE, type Deletion, deletionAcl, toDeletion } from './delet
 import { collectionUri, isMonitored, mayRead, type ChangeEntry, type MonitoredResources } from './entries.js';
 import { EntryFactory } from './entry-factory.js';
 
-/** Changed rows read before the caller's own collections drive the read instead. */
-const SINCE_SCAN = 500;
-/** Rows read at a time when looking down from `_since` for the newest visible one (the ETag). */
+/** Rows of the timestamps index read at a time. */
+const SCAN = 500;
+/** Past this many rows walked, a caller who may see under 1 in SPARSE of them has their own collections read instead. */
+const SPARSE_AFTER = 2_000;
+const SPARSE = 10;
+/** Rows read at a time when looking down for the newest visible deletion. */
 const NEWEST_SCAN = 50;
 const READ_PERMISSIONS = ['read', 'write'];
 
@@ -37,14 +40,16 @@ export interface EntryRange {
   order?: 'asc' | 'desc';
   after?: CollectionTimestamp;
   limit?: number;
+  /** A stream's next pages: how the first one read (the caller's own collections, when they see few of all). */
+  scan?: 'collections';
 }
 
 type Within = CollectionTimestampsQuery['within'];
 
-/** A page of entries, and the row to continue after (null: the last page). */
+/** A page of entries, and where the next starts (null: the last page). */
 export interface EntryPage {
   entries: ChangeEntry[];
-  next: CollectionTimestamp | null;
+  next: Pick<EntryRange, 'after' | 'scan'> | null;
 }
 
 export class MonitorReads {
@@ -78,17 +83,21 @@ export class MonitorReads {
   }
 
   /**
-   * The entries `principals` may see within `range` (a poll: no `after`, no `limit`); with
-   * `deletions`, the deleted collections' entries of the range too (deletions.ts).
+   * The entries `principals` may see within `range`, in its order (newest first unless it says
+   * otherwise): all of them, or the first `want` (and those of the same timestamp as the last);
+   * with `deletions`, the deleted collections' entries of the range too (deletions.ts).
    */
-  async entries(session: StorageSession, principals: readonly string[], range: EntryRange = {}, deletions = false): Promise<ChangeEntry[]> {
-    const live = range.since !== undefined ? await this.#changedSince(session, principals, range) : null;
-    let entries = live;
-    if (entries === null) {
+  async entries(session: StorageSession, principals: readonly string[], range: EntryRange = {}, options: { deletions?: boolean; want?: number } = {}): Promise<ChangeEntry[]> {
+    const order = range.order ?? 'desc';
+    const want = options.want ?? Number.POSITIVE_INFINITY;
+    const scanned = await this.#scan(session, principals, { ...range, order }, want);
+    let rows = scanned?.rows;
+    if (!rows) {
       const within = await this.#within(session, principals, range.buckets);
-      entries = within && within.buckets.length === 0 && within.collections.length === 0 ? [] : await this.#toEntries(session, await this.#read(session, { within, since: range.since, atMost: range.atMost }));
+      rows = within && within.buckets.length === 0 && within.collections.length === 0 ? [] : await this.#read(session, { within, since: range.since, atMost: range.atMost, order });
     }
-    if (!deletions) return entries;
+    const entries = await this.#toEntries(session, rows);
+    if (!options.deletions) return entries;
     const deleted = await this.#deletions(session, principals, range);
     return deleted.length > 0 ? [...entries, ...deleted] : entries;
   }
@@ -101,24 +110,23 @@ export class MonitorReads {
   }
 
   /**
-   * A page of the entries of `range` (ascending unless it says otherwise), for a stream's first
-   * events: after `range.since`, what changed is walked in timestamp order, whoever's, and each
-   * page checked against the ACLs (`limit` rows read, maybe fewer visible); without it, the
-   * caller's collections are read a page at a time.
+   * A page of the entries of `range`, oldest first, for a stream's first events (and the
+   * deletions since `range.since` on the first page); `next`: where the next page starts.
    */
   async page(session: StorageSession, principals: readonly string[], range: EntryRange & { limit: number }): Promise<EntryPage> {
-    const byTimestamp = range.since !== undefined;
-    const within = byTimestamp ? this.#resourcesWithin() : await this.#within(session, principals, range.buckets);
-    if (within && within.buckets.length === 0 && within.collections.length === 0) return { entries: [], next: null };
-    const rows = await this.#read(session, { within, since: range.since, atMost: range.atMost, order: range.order, after: range.after, limit: range.limit });
-    const next = rows.length === range.limit ? rows.at(-1)! : null;
-    let candidates = rows;
-    if (byTimestamp) {
-      const buckets = range.buckets ? new Set(range.buckets) : null;
-      candidates = await this.#visibleRows(session, principals, buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows);
+    let rows: CollectionTimestamp[];
+    let next: EntryPage['next'];
+    const scanned = range.scan === 'collections' ? null : await this.#scan(session, principals, { ...range, order: 'asc' }, range.limit);
+    if (scanned) ({ rows, next } = scanned);
+    else {
+      // Few of the collections are the caller's: theirs, a page at a time.
+      const within = await this.#within(session, principals, range.buckets);
+      const empty = within && within.buckets.length === 0 && within.collections.length === 0;
+      rows = empty ? [] : await this.#read(session, { within, since: range.since, atMost: range.atMost, order: 'asc', after: range.after, limit: range.limit });
+      next = rows.length === range.limit ? { after: rows.at(-1)!, scan: 'collections' } : null;
     }
-    const entries = await this.#toEntries(session, candidates);
-    if (byTimestamp && range.after === undefined) {
+    const entries = await this.#toEntries(session, rows);
+    if (range.since !== undefined && range.after === undefined) {
       // The deletions since, first (a stream's first page): few, and older or newer alike, a reconnecting client asks for them again at worst.
       const deleted = await this.#deletions(session, principals, range);
       if (deleted.length > 0) return { entries: [...deleted.sort((a, b) => a.last_modified - b.last_modified), ...entries], next };
@@ -133,11 +141,9 @@ export class MonitorReads {
   }
 
   async #newestLive(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
-    // Down from `atMost`, whoever's: usually the first row is the caller's newest.
-    const rows = await this.#read(session, { within: this.#resourcesWithin(), atMost, order: 'desc', limit: NEWEST_SCAN });
-    const visible = await this.#visibleRows(session, principals, rows);
-    if (visible.length > 0) return visible[0]!.lastModified ?? 0;
-    if (rows.length < NEWEST_SCAN) return 0;
+    // Down from `atMost`, whoever's: usually the first rows hold the caller's newest.
+    const scanned = await this.#scan(session, principals, { ...(atMost !== undefined ? { atMost } : {}), order: 'desc' }, 1);
+    if (scanned) return scanned.rows[0]?.lastModified ?? 0;
     const within = await this.#within(session, principals);
     if (within && within.buckets.length === 0 && within.collections.length === 0) return 0;
     const [row] = await this.#toEntries(session, await this.#read(session, { within, atMost, order: 'desc', limit: 1 }));
@@ -145,34 +151,39 @@ export class MonitorReads {
   }
 
   /**
-   * What changed since `range.since`, checked a page at a time against its ACLs: the cost of what
-   * changed since, whoever's. Null when more than `SINCE_SCAN` rows did and the caller's own
-   * collections are fewer: those are read instead.
+   * The rows `principals` may see, in timestamp order, through the timestamps index (whoever's
+   * they are, a page of `SCAN` at a time, checked against their ACLs): the first `want`, and
+   * those of the same timestamp as the last. The cost of what is read, not of how many
+   * collections exist. Null when the caller may see under 1 in `SPARSE` of the rows walked (past
+   * `SPARSE_AFTER`): their own collections are then fewer than the others', and read instead.
+   * `next`: where to go on, when the range does.
    */
-  async #changedSince(session: StorageSession, principals: readonly string[], range: EntryRange): Promise<ChangeEntry[] | null> {
+  async #scan(
+    session: StorageSession,
+    principals: readonly string[],
+    range: EntryRange & { order: 'asc' | 'desc' },
+    want: number,
+  ): Promise<{ rows: CollectionTimestamp[]; next: EntryPage['next'] } | null> {
     const within = this.#resourcesWithin();
     const buckets = range.buckets ? new Set(range.buckets) : null;
+    // The index is walked from one end: an open range is bounded by the end it starts from.
+    const bounds = range.order === 'asc' ? { since: range.since ?? -1, atMost: range.atMost } : { since: range.since, atMost: range.atMost ?? Number.MAX_SAFE_INTEGER };
     const found: CollectionTimestamp[] = [];
-    let after: CollectionTimestamp | undefined;
-    for (let read = 0; ; read += SINCE_SCAN) {
-      const rows = await this.#read(session, { within, since: range.since, atMost: range.atMost, order: 'asc', after, limit: SINCE_SCAN });
+    let after = range.after;
+    let walked = 0;
+    for (;;) {
+      const rows = await this.#read(session, { within, ...bounds, order: range.order, after, limit: SCAN });
+      walked += rows.length;
       const candidates = buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows;
-      found.push(...(await this.#visibleRows(session, principals, candidates)));
-      if (rows.length < SINCE_SCAN) break;
+      for (const row of await this.#visibleRows(session, principals, candidates)) {
+        const last = found.at(-1);
+        if (last && found.length >= want && row.lastModified !== last.lastModified) return { rows: found, next: { after: last } };
+        found.push(row);
+      }
+      if (rows.length < SCAN) return { rows: found, next: null };
       after = rows.at(-1);
-      if (read + SINCE_SCAN >= SINCE_SCAN * 4 && (await this.#ownCount(session, principals, range.buckets)) < read) return null;
+      if (walked >= SPARSE_AFTER && found.length * SPARSE < walked) return null;
     }
-    if (range.order === 'desc') found.reverse();
-    return this.#toEntries(session, found);
-  }
-
-  /** How many collections the caller may read (an upper bound: those of the buckets and those named). */
-  async #ownCount(session: StorageSession, principals: readonly string[], onlyBuckets?: readonly string[]): Promise<number> {
-    const within = await this.#within(session, principals, onlyBuckets);
-    if (!within) return Number.POSITIVE_INFINITY;
-    if (within.buckets.length === 0) return within.collections.length;
-    // A bucket may hold any number: count them.
-    return (await this.#read(session, { within: { buckets: within.buckets, collections: [] } })).length + within.collections.length;
   }
 
   /** Deleted collections' entries of the range that `principals` may see. */

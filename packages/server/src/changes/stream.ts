@@ -210,7 +210,7 @@ export class EventStream implements FeedStream {
         this.#reading = false;
         if (this.#closed) return;
         snapshot.queue.push(...entries);
-        if (next) snapshot.range = { ...snapshot.range, after: next };
+        if (next) snapshot.range = { ...snapshot.range, ...next };
         else snapshot.done = true;
         this.#pump();
       },

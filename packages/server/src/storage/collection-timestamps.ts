@@ -50,3 +50,8 @@ export function splitWithin(within: NonNullable<CollectionTimestampsQuery['withi
 export function bucketIdOf(bucketUri: string): string {
   return bucketUri.slice('/buckets/'.length);
 }
+
+/** The URI of a collection's records scope, the second key of the order they are read in. */
+export function collectionScopeUri(collection: { bucket: string; collection: string }): string {
+  return `/buckets/${collection.bucket}/collections/${collection.collection}`;
+}

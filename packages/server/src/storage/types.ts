@@ -155,7 +155,7 @@ export interface CollectionTimestampsQuery {
    * collections named again are listed once); `null`: every collection.
    */
   within: { buckets: readonly string[]; collections: ReadonlyArray<readonly [bucket: string, collection: string]> } | null;
-  /** Only timestamps above this one (exclusive). */
+  /** Only timestamps above this one (exclusive). With `atMost`, the read goes by timestamp. */
   since?: number;
   /** Only timestamps up to this one (inclusive). */
   atMost?: number;
@@ -213,7 +213,7 @@ export interface ObjectStore {
 
   /**
    * The change monitor (changes/): live collections with their records' scope
-   * timestamp, in `(lastModified, bucket, collection)` order (`order`), after the key `after`,
+   * timestamp, in `(lastModified, records scope URI)` order (`order`), after the key `after`,
    * at most `limit`. With `since` the timestamps drive the read (an index on them), so its cost
    * follows what changed since, not how many collections exist; without it, `within` does.
    * A collection whose records scope has no timestamp yet comes with `lastModified: null`

@@ -12,7 +12,7 @@
  */
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
-import { bucketIdOf, splitWithin } from '../collection-timestamps.js';
+import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
 import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import { DYNAMIC } from './drivers/types.js';
@@ -44,54 +44,57 @@ export class SqlObjects implements ObjectStore {
   async collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
     const params: unknown[] = [];
     const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
-    const byTimestamp = query.since !== undefined || query.atMost !== undefined;
-    const branches: string[] = [];
-    if (byTimestamp) {
-      // Driven by the index timestamps (resource_name, last_modified): what changed since.
-      const conditions = ["t.resource_name = 'record'"];
+    const desc = query.order === 'desc';
+    const direction = desc ? 'DESC' : 'ASC';
+    const limit = query.limit !== undefined ? `LIMIT ${param(query.limit, 'int')}` : '';
+    // One order for both ways of reading: the records timestamp, then the records scope's URI.
+    const after = (timestamp: string, uri: string) =>
+      query.after
+        ? [`(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1, 'bigint')}, ${param(collectionScopeUri(query.after), 'text')})`]
+        : [];
+    if (query.since !== undefined || query.atMost !== undefined) {
+      // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
+      // what changed since costs what changed. The records scope names its collection.
+      const conditions = ["t.resource_name = 'record'", ...after('t.last_modified', 't.parent_id')];
       if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since, 'bigint')}`);
       if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${param(query.atMost, 'bigint')}`);
       if (query.within) {
         const { buckets, parents, ids } = splitWithin(query.within);
         const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
-        conditions.push(`(c.parent_id = ANY(${param(buckets, 'text[]')}) OR t.parent_id = ANY(${param(collections, 'text[]')}))`);
+        conditions.push(`('/buckets/' || split_part(t.parent_id, '/', 3) = ANY(${param(buckets, 'text[]')}) OR t.parent_id = ANY(${param(collections, 'text[]')}))`);
       }
-      branches.push(
+      const rows = await this.#s.query<{ bucket_uri: string; collection: string; last_modified: string | number }>(
         `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
          FROM timestamps t
-         JOIN objects c ON c.parent_id = substring(t.parent_id FROM '^/buckets/[^/]+') AND c.resource_name = 'collection'
-           AND c.id = substring(t.parent_id FROM '^/buckets/[^/]+/collections/([^/]+)$') AND NOT c.deleted
-         WHERE ${conditions.join(' AND ')}`,
+         JOIN objects c ON c.parent_id = '/buckets/' || split_part(t.parent_id, '/', 3) AND c.resource_name = 'collection'
+           AND c.id = split_part(t.parent_id, '/', 5) AND NOT c.deleted
+         WHERE ${conditions.join(' AND ')}
+         ORDER BY t.last_modified ${direction}, t.parent_id ${direction} ${limit}`,
+        params,
+        DYNAMIC,
       );
-    } else {
-      const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
-         FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
-      const live = "c.resource_name = 'collection' AND NOT c.deleted";
-      if (!query.within) branches.push(`${select} WHERE ${live}`);
-      else {
-        const { buckets, parents, ids } = splitWithin(query.within);
-        if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id = ANY(${param(buckets, 'text[]')})`);
-        if (parents.length > 0) {
-          branches.push(
-            `${select} JOIN unnest(${param(parents, 'text[]')}, ${param(ids, 'text[]')}) AS named(parent_id, id)
-               ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
-          );
-        }
+      return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: Number(row.last_modified) }));
+    }
+    const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified, c.parent_id || '/collections/' || c.id AS uri
+       FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
+    const live = "c.resource_name = 'collection' AND NOT c.deleted";
+    const branches: string[] = [];
+    if (!query.within) branches.push(`${select} WHERE ${live}`);
+    else {
+      const { buckets, parents, ids } = splitWithin(query.within);
+      if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id = ANY(${param(buckets, 'text[]')})`);
+      if (parents.length > 0) {
+        branches.push(
+          `${select} JOIN unnest(${param(parents, 'text[]')}, ${param(ids, 'text[]')}) AS named(parent_id, id)
+             ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
+        );
       }
     }
     if (branches.length === 0) return [];
-    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
-    const columns = ['COALESCE(last_modified, -1)', 'bucket_uri COLLATE "C"', 'collection COLLATE "C"'];
-    const key = columns.join(', ');
-    let where = '';
-    if (query.after) {
-      const after = query.after;
-      where = `WHERE (${key}) ${direction === 'DESC' ? '<' : '>'} (${param(after.lastModified ?? -1, 'bigint')}, ${param(`/buckets/${after.bucket}`, 'text')}, ${param(after.collection, 'text')})`;
-    }
-    const limit = query.limit !== undefined ? `LIMIT ${param(query.limit, 'int')}` : '';
+    const where = after('COALESCE(last_modified, -1)', 'uri COLLATE "C"');
     const rows = await this.#s.query<{ bucket_uri: string; collection: string; last_modified: string | number | null }>(
-      `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) AS found ${where}
-       ORDER BY ${columns.map((column) => `${column} ${direction}`).join(', ')} ${limit}`,
+      `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) AS found ${where.length ? `WHERE ${where[0]}` : ''}
+       ORDER BY COALESCE(last_modified, -1) ${direction}, uri COLLATE "C" ${direction} ${limit}`,
       params,
       DYNAMIC,
     );

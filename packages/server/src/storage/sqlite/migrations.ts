@@ -115,7 +115,7 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
     name: '002-change-monitor',
     sql: `
       -- The change monitor reads what changed, not everything (PostgreSQL migration 007 says why).
-      CREATE INDEX timestamps_resource_last_modified ON timestamps (resource_name, last_modified);
+      CREATE INDEX timestamps_resource_last_modified ON timestamps (resource_name, last_modified, parent_id);
       -- The condition is CONTAINER_DEPTH (storage/collection-timestamps.ts): buckets, collections, groups.
       CREATE INDEX access_control_entries_containers ON access_control_entries (principal, permission, object_id)
         WHERE length(object_id) - length(replace(object_id, '/', '')) IN (2, 4);

@@ -3,7 +3,7 @@
 -- timestamps above <t> in order, and the collections a user may read are found from the ACEs of
 -- buckets and collections alone, however many records the user wrote (every record keeps its
 -- author's write ACE).
-CREATE INDEX timestamps_resource_last_modified ON timestamps (resource_name, last_modified);
+CREATE INDEX timestamps_resource_last_modified ON timestamps (resource_name, last_modified, parent_id);
 
 -- The condition is CONTAINER_DEPTH (storage/collection-timestamps.ts): buckets, collections,
 -- groups — not records.
