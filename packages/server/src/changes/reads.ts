@@ -171,8 +171,9 @@ export class MonitorReads {
     const found: CollectionTimestamp[] = [];
     let after = range.after;
     let walked = 0;
-    for (;;) {
-      const rows = await this.#read(session, { within, ...bounds, order: range.order, after, limit: SCAN });
+    // Pages grow from what is wanted to SCAN: the newest visible row (an ETag) costs a row or two.
+    for (let size = Math.min(SCAN, Math.max(8, want + 1)); ; size = Math.min(SCAN, size * 4)) {
+      const rows = await this.#read(session, { within, ...bounds, order: range.order, after, limit: size });
       walked += rows.length;
       const candidates = buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows;
       for (const row of await this.#visibleRows(session, principals, candidates)) {
@@ -180,7 +181,7 @@ export class MonitorReads {
         if (last && found.length >= want && row.lastModified !== last.lastModified) return { rows: found, next: { after: last } };
         found.push(row);
       }
-      if (rows.length < SCAN) return { rows: found, next: null };
+      if (rows.length < size) return { rows: found, next: null };
       after = rows.at(-1);
       if (walked >= SPARSE_AFTER && found.length * SPARSE < walked) return null;
     }

@@ -58,7 +58,8 @@ export class SqliteObjects implements ObjectStore {
     if (query.since !== undefined || query.atMost !== undefined) {
       // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
       // what changed since costs what changed. The records scope `/buckets/<b>/collections/<c>`
-      // names its collection: `slash` is the position of the slash after <b>.
+      // names its collection: `slash` is the position of the slash after <b>. CROSS JOIN keeps
+      // the timestamps outside (SQLite's way of fixing the join order), walked in index order.
       const slash = "(9 + instr(substr(t.parent_id, 10), '/'))";
       const conditions = ["t.resource_name = 'record'", ...after('t.last_modified', 't.parent_id')];
       if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since)}`);
@@ -70,7 +71,7 @@ export class SqliteObjects implements ObjectStore {
       }
       sql = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
          FROM timestamps t
-         JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${slash} - 1) AND c.resource_name = 'collection'
+         CROSS JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${slash} - 1) AND c.resource_name = 'collection'
            AND c.id = substr(t.parent_id, ${slash} + 13) AND NOT c.deleted
          WHERE ${conditions.join(' AND ')}
          ORDER BY t.last_modified ${direction}, t.parent_id ${direction}`;
