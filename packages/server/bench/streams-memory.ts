@@ -33,6 +33,7 @@ const auth = (user: string) => `Basic ${Buffer.from(`${user}:bench`).toString('b
 interface Memory {
   rss: number;
   heap: number;
+  heapTotal: number;
 }
 
 function start(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
@@ -127,6 +128,8 @@ async function main(): Promise<void> {
     console.log(`node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, each stream following a bucket of 3 collections`);
     console.log(`  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ${kb((after.rss - before.rss) / count)} KB per stream`);
     console.log(`  heap+external ${(before.heap / 2 ** 20).toFixed(0)} MB -> ${(after.heap / 2 ** 20).toFixed(0)} MB: ${kb((after.heap - before.heap) / count)} KB per stream (after a full GC)`);
+    const native = (memory: Memory) => memory.rss - memory.heapTotal;
+    console.log(`  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ${kb((native(after) - native(before)) / count)} KB per stream; V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`);
   } finally {
     for (const stream of streams) stream.destroy();
     server?.kill('SIGTERM');
