@@ -74,7 +74,10 @@ function send(base: string, sample: Probe, index: number): Promise<{ status: num
   const headers: Record<string, string> = {};
   if (sample.accept !== '') headers.accept = sample.accept;
   // Any text, as the bytes of its UTF-8 (what a client can put in a header), control characters aside.
-  if (sample.lastEventId !== undefined) headers['last-event-id'] = Buffer.from(sample.lastEventId, 'utf8').toString('latin1').replace(/[\0-\x08\x0a-\x1f\x7f]/g, '');
+  if (sample.lastEventId !== undefined) {
+    const bytes = [...Buffer.from(sample.lastEventId, 'utf8').toString('latin1')];
+    headers['last-event-id'] = bytes.filter((char) => char === '\t' || (char >= ' ' && char !== '\u007f')).join('');
+  }
   if (sample.who === 'bob') Object.assign(headers, bob);
   if (sample.who === 'mallory') Object.assign(headers, mallory);
   if (sample.who === 'stranger') Object.assign(headers, basicAuth(`stranger${index}`));
