@@ -4,6 +4,10 @@
  * per collection (entries.ts), polled like any records list (`_since`, `_before`, filters,
  * `_sort`, `_limit` / `Next-Page`, `ETag` = the newest entry's timestamp, `If-None-Match` → 304).
  *
+ * Entries are read by reads.ts at the cost of what is asked (a page, what changed since); a
+ * deleted collection's entry (`deleted: true`) is listed with `_since`, as tombstones are
+ * (deletions.ts).
+ *
  * The same URL with `Accept: text/event-stream` is a server-sent event stream (stream.ts,
  * feed.ts): each entry as an event `id: <last_modified>` / `data: <entry JSON>`, first those
  * newer than `Last-Event-ID` (or `_since`; neither: every entry), then each change as it commits.
