@@ -59,8 +59,13 @@ async function groupMembers(session: StorageSession, groups: Set<string>): Promi
   return members;
 }
 
-/** The collections a request deleted (directly, or with their bucket), as the store showed them before. */
-async function deletedCollections(storage: Storage, events: ResourceEvent[], resources: MonitoredResources | null): Promise<Array<{ bucket: string; collection: string; readers: string[] }>> {
+/**
+ * The collections a request deleted (directly, or with their bucket), as the store showed them
+ * before: read beside the transaction where the store can (`concurrentReads`); on a store of one
+ * connection (PGlite, in-memory SQLite), from the transaction itself, where a deleted bucket's
+ * ACLs and collections are gone already (its collections' deletions are then not announced).
+ */
+async function deletedCollections(storage: Storage, session: StorageSession, events: ResourceEvent[], resources: MonitoredResources | null): Promise<Array<{ bucket: string; collection: string; readers: string[] }>> {
   const collections: Array<[string, string]> = [];
   const buckets: string[] = [];
   for (const { payload, impactedObjects } of events) {
@@ -72,7 +77,8 @@ async function deletedCollections(storage: Storage, events: ResourceEvent[], res
   }
   if (collections.length === 0 && buckets.length === 0) return [];
   // Another session: the deleting transaction has the ACLs (and a bucket's collections) deleted already.
-  return storage.read(async (session) => {
+  const before = <T>(fn: (session: StorageSession) => Promise<T>) => (storage.concurrentReads ? storage.read(fn) : fn(session));
+  return before(async (session) => {
     const found = [...collections];
     if (buckets.length > 0) {
       const rows = await session.objects.collectionTimestamps({ within: { buckets, collections: [] } });
@@ -132,7 +138,7 @@ export async function recordDeletions(
     const id = factory.entry(bucket, collection, 0).id;
     if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
   }
-  const deleted = await deletedCollections(storage, events, resources);
+  const deleted = await deletedCollections(storage, session, events, resources);
   if (deleted.length === 0) return [];
   const stored = await session.objects.insertMany(
     DELETIONS_SCOPE,
