@@ -47,7 +47,7 @@ describe.runIf(applies)('change monitor (capability changes)', () => {
     expect(info.capabilities.changes).toMatchObject({ description: expect.any(String), url: expect.any(String) });
   });
 
-  it('lists entries shaped as kinto-changes does, newest first, the ETag being the newest', async () => {
+  it('lists entries shaped as kinto-changes does, newest first, the ETag no older than the newest', async () => {
     const res = await monitor();
     expect(res.status).toBe(200);
     const entries = res.json.data;
@@ -56,7 +56,8 @@ describe.runIf(applies)('change monitor (capability changes)', () => {
     }
     const stamps = entries.map((entry) => entry.last_modified);
     expect(stamps).toEqual([...stamps].sort((a, b) => b - a));
-    if (entries.length > 0) expect(expectETag(res)).toBe(entries[0]!.last_modified);
+    // The newest entry's timestamp, or a newer one: a deleted collection's entry, listed only with _since, moves it too.
+    if (entries.length > 0) expect(expectETag(res)).toBeGreaterThanOrEqual(entries[0]!.last_modified);
   });
 
   it('answers 304 to If-None-Match with the current ETag, and only newer entries to _since', async () => {
