@@ -186,6 +186,8 @@ export class MonitorReads {
       }
       if (rows.length < size) return { rows: found, next: null };
       after = rows.at(-1);
+      // Between pages, a turn of the event loop (the embedded store's statements are synchronous).
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (walked >= SPARSE_AFTER && found.length * SPARSE < walked) return null;
     }
   }

@@ -76,6 +76,7 @@ describe('change stream', () => {
     stream.start({});
     stream.offer(reads.entry('b', 'c1', 20), acl, undefined); // newer than what the snapshot will read
     stream.offer(reads.entry('b', 'c2', 9), acl, undefined); // older than what it will read
+    await new Promise((resolve) => setImmediate(resolve)); // the first read starts after a turn of the event loop
     release({ entries: [reads.entry('b', 'c2', 10), reads.entry('b', 'c1', 11)], next: null });
     await new Promise((resolve) => setImmediate(resolve));
     expect(chunks.join('').match(/^id: .*$/gm)).toEqual(['id: 10', 'id: 20']);

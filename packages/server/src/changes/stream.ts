@@ -32,8 +32,11 @@ import type { ChangeFeed, FeedStream } from './feed.js';
 import { rangeOf, type EntryPage, type EntryRange, type MonitorReads } from './reads.js';
 import { streamCapKey } from './stream-caps.js';
 
-/** Entries read from the store at a time for a new stream's first events. */
-export const SNAPSHOT_CHUNK = 500;
+/**
+ * Entries read from the store at a time for a new stream's first events: small enough that a
+ * chunk's statements (synchronous on the embedded store) never hold the event loop for long.
+ */
+export const SNAPSHOT_CHUNK = 200;
 /** How long the first events' timestamps are remembered, against a late notification of the same change. */
 const SNAPSHOT_MEMORY_MS = 10_000;
 
@@ -205,7 +208,8 @@ export class EventStream implements FeedStream {
   #readChunk(snapshot: Snapshot): void {
     if (this.#reading) return;
     this.#reading = true;
-    this.#read({ ...snapshot.range, limit: SNAPSHOT_CHUNK }).then(
+    // The next chunk after a turn of the event loop: other requests go in between.
+    new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#read({ ...snapshot.range, limit: SNAPSHOT_CHUNK })).then(
       ({ entries, next }) => {
         this.#reading = false;
         if (this.#closed) return;
