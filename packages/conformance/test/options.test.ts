@@ -54,6 +54,13 @@ describe('expectations files', () => {
   it('refuses an entry without a reason', () => {
     expect(() => parseExpectations('{"deviations": [{"test": "x"}]}')).toThrow(/must say why/);
   });
+
+  it('reads known-flaky entries', () => {
+    const e = parseExpectations('{"deviations": [{"test": "root.test.ts > *", "reason": "a race of the target", "flaky": true}, {"test": "x", "reason": "y"}]}');
+    expect(e.match('root.test.ts > a > b')).toEqual({ test: 'root.test.ts > *', reason: 'a race of the target', flaky: true });
+    expect(e.match('x')).toEqual({ test: 'x', reason: 'y' });
+    expect(() => parseExpectations('{"deviations": [{"test": "x", "reason": "y", "flaky": "yes"}]}')).toThrow(/flaky must be true or false/);
+  });
 });
 
 describe('where reports go', () => {

@@ -230,7 +230,8 @@ describe('the packed packages, installed with npm into an empty folder', () => {
     const lib = (await import(pathToFileURL(join(installed, 'dist/index.js')).href)) as typeof import('../src/index.js');
     const ids: string[] = report.tests.map((t) => t.id);
     const kinto = lib.loadExpectations(lib.resolveExpectations('kinto-26.3'));
-    expect(report.tests.filter((t) => t.outcome === 'unexpected-pass').length).toBe(kinto.deviations.length);
+    // A known-flaky entry that passes is just passed.
+    expect(report.tests.filter((t) => t.outcome === 'unexpected-pass').length).toBe(kinto.deviations.filter((d) => !d.flaky).length);
     expect(lib.shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
     for (const name of lib.shippedExpectations()) {
       const expectations = lib.loadExpectations(lib.resolveExpectations(name));

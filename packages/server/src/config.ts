@@ -18,7 +18,7 @@ import { MAIL_SETTINGS } from './mail/settings.js';
 import { checkObservabilitySettings, OBSERVABILITY_SETTINGS } from './observability/settings.js';
 import { PERMISSION_SETTINGS } from './permission/settings.js';
 import { QUOTA_SETTINGS } from './quotas/settings.js';
-import { RESOURCE_SETTINGS } from './resource/settings.js';
+import { checkResourceSettings, RESOURCE_SETTINGS } from './resource/settings.js';
 import { SCHEMA_SETTINGS } from './schema/settings.js';
 import { SERVER_SETTINGS } from './server-settings.js';
 import { ConfigError } from './settings/config-error.js';
@@ -59,7 +59,7 @@ export type Settings = SettingValues<typeof SETTINGS>;
 const validateSettings = createSettingsValidator(SETTINGS);
 
 /** Checks across settings, each with its feature; run once every value passed its schema. */
-const CHECKS: Array<(settings: Settings) => void> = [checkStorageSettings, checkAuthSettings, checkObservabilitySettings, checkAttachmentSettings];
+const CHECKS: Array<(settings: Settings) => void> = [checkStorageSettings, checkAuthSettings, checkObservabilitySettings, checkAttachmentSettings, checkResourceSettings];
 
 export interface LoadSettingsOptions {
   env?: NodeJS.ProcessEnv;

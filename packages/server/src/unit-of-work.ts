@@ -124,7 +124,7 @@ export class UnitOfWork {
       try {
         const value = await fn(session);
         // Only changes stamped at once are delivered here (stampAtCommit is for requests without such listeners).
-        if (open.events && bus.hasInTransactionSubscribers) await bus.deliverInTransaction(open.events.stamped(), session);
+        if (open.events?.events.some((event) => bus.runsInTransaction(event.payload.resource_name))) await bus.deliverInTransaction(open.events.stamped(), session);
         return value;
       } finally {
         this.#open = null;

@@ -62,4 +62,56 @@ describe.skipIf(pgReason !== undefined)('change stream across two server process
       await stream.close();
     }
   });
+
+  it('carries rights and deletions across processes within a second (issue 29, defect 4)', async () => {
+    const rightsEnv = { ...env, QUIRE_MULTIAUTH_POLICIES: 'account,basicauth', QUIRE_ACCOUNT_CREATE_PRINCIPALS: 'system.Everyone', QUIRE_CHANGES_STREAM_COALESCE_MS: '0' };
+    const a = await start(['start'], rightsEnv).listening;
+    const b = await start(['start'], rightsEnv).listening;
+    const bob = { Authorization: `Basic ${Buffer.from('bob:secret').toString('base64')}` };
+    const call = async (method: string, base: string, path: string, auth: Record<string, string>, body?: unknown) => {
+      const response = await fetch(`${base}${path}`, { method, headers: { ...auth, ...(body ? { 'Content-Type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      expect(response.status, `${method} ${path}`).toBeLessThan(300);
+      return (await response.json()) as { data: { last_modified: number }; user?: { id: string } };
+    };
+    const bobId = (await call('GET', a, '', bob)).user!.id;
+    await call('PUT', a, 'buckets/team', alice);
+    await call('PUT', a, 'buckets/team/groups/readers', alice, { data: { members: [bobId] } });
+    await call('PUT', a, 'buckets/team/collections/c', alice, { permissions: { read: ['/buckets/team/groups/readers'] } });
+    const first = await call('PUT', a, 'buckets/team/collections/c/records/r', alice, { data: {} });
+
+    // Bob follows through process B; alice deletes the bucket through process A.
+    const bobs = await openEventStream(`${b}${MONITOR}?bucket=team`, bob);
+    try {
+      expect(Number((await bobs.next()).id)).toBe(first.data.last_modified);
+      let started = Date.now();
+      await call('DELETE', a, 'buckets/team', alice);
+      const gone = JSON.parse((await bobs.next(2_000)).data);
+      expect(gone).toMatchObject({ bucket: 'team', collection: 'c', deleted: true });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      // The same names again, without the group: nothing more for bob.
+      await call('PUT', a, 'buckets/team', alice);
+      await call('PUT', a, 'buckets/team/collections/c', alice, { permissions: { read: ['/buckets/team/groups/readers'] } });
+      await call('PUT', a, 'buckets/team/collections/c/records/secret', alice, { data: {} });
+      await expect(bobs.next(1_000)).rejects.toThrow(/no event/);
+
+      // An account's streams on B end when A deletes the account.
+      const carol = { Authorization: `Basic ${Buffer.from('carol:carol-password').toString('base64')}` };
+      const created = await fetch(`${a}accounts/carol`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ data: { password: 'carol-password' } }) });
+      expect(created.status).toBe(201);
+      await call('PUT', a, 'buckets/carols', carol);
+      await call('PUT', a, 'buckets/carols/collections/c', carol);
+      const carols = await openEventStream(`${b}${MONITOR}`, carol);
+      try {
+        await carols.next();
+        started = Date.now();
+        await call('DELETE', a, 'accounts/carol', carol);
+        await expect(carols.next(2_000)).rejects.toThrow(/stream ended/);
+        expect(Date.now() - started).toBeLessThan(1_000);
+      } finally {
+        await carols.close();
+      }
+    } finally {
+      await bobs.close();
+    }
+  });
 });

@@ -3,11 +3,12 @@
  * feed as server-sent events, on both stores.
  */
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, expect, it } from 'vitest';
 import { describeOnBackends } from './helpers/backends.js';
 import { basicAuth } from './helpers/embedded-server.js';
-import { openEventStream, type EventStreamReader } from './helpers/sse.js';
+import { openEventStream } from './helpers/sse.js';
 
 const alice = basicAuth('alice');
 const bob = basicAuth('bob');
@@ -28,9 +29,9 @@ let unique = 0;
 const name = (prefix: string) => `${prefix}${Date.now().toString(36)}${unique++}`;
 
 describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
-  const open: Array<EventStreamReader | FastifyInstance> = [];
+  const open: Array<{ close(): Promise<unknown> }> = [];
   afterEach(async () => {
-    for (const item of open.splice(0).reverse()) await ('close' in item && typeof item.close === 'function' ? item.close() : undefined);
+    for (const item of open.splice(0).reverse()) await item.close();
   });
 
   it('lists one entry per readable collection, with the records timestamp and a stable kinto-changes id', async () => {
@@ -198,25 +199,59 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await expect(stream.next(300)).rejects.toThrow(/no event/);
   });
 
-  it('caps streams per user and per process', async () => {
-    const app = await serverWith({ changes_stream_max_per_user: 1, changes_stream_max_per_process: 2 });
+  it('caps streams per verified user, per address for anonymous and Basic Auth callers, and per process (issue 29, defect 5)', async () => {
+    const app = await serverWith({
+      multiauth_policies: ['account', 'basicauth'],
+      account_create_principals: ['system.Everyone'],
+      changes_stream_max_per_user: 1,
+      changes_stream_max_per_address: 2,
+      changes_stream_max_per_process: 4,
+    });
     open.push(app);
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
-    const one = await openEventStream(`${base}${MONITOR}`, alice);
-    open.push(one);
-    const refused = await fetch(`${base}${MONITOR}`, { headers: { ...alice, Accept: 'text/event-stream' } });
-    expect(refused.status).toBe(429);
-    expect(await refused.json()).toMatchObject({ errno: 117 });
-    const two = await openEventStream(`${base}${MONITOR}`, bob);
-    open.push(two);
-    const full = await fetch(`${base}${MONITOR}`, { headers: { ...basicAuth('carol'), Accept: 'text/event-stream' } });
-    expect(full.status).toBe(503);
-    expect(full.headers.get('retry-after')).toBeTruthy();
-    await full.body?.cancel();
+    // node:http without keep-alive (fetch may leave a spare connection open, which the server then waits for at close).
+    const hold = (headers: Record<string, string>) =>
+      new Promise<{ close(): Promise<void> }>((resolve, reject) => {
+        const req = http.get(`${base}${MONITOR}`, { agent: false, headers: { ...headers, Accept: 'text/event-stream' } }, (res) => {
+          if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+          res.resume();
+          resolve({ close: async () => void req.destroy() });
+        });
+        req.on('error', () => {});
+      });
+    const refusal = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: unknown; retryAfter: string | undefined }>((resolve, reject) => {
+        const req = http.get(`${base}${MONITOR}`, { agent: false, headers: { ...headers, Accept: 'text/event-stream' } }, (res) => {
+          if (res.statusCode === 200) return reject(new Error('a stream was opened'));
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), retryAfter: res.headers['retry-after'] as string | undefined }));
+        });
+        req.on('error', reject);
+      });
+    // Basic Auth: every made-up name is a new identity, so they count by address.
+    open.push(await hold(basicAuth(name('made-up'))));
+    open.push(await hold(basicAuth(name('made-up'))));
+    expect(await refusal(basicAuth(name('made-up')))).toMatchObject({ status: 429, body: { errno: 117 }, retryAfter: expect.any(String) });
+    // Anonymous callers share that address's allowance too.
+    expect((await refusal({})).status).toBe(429);
+    // A verified account counts by itself, wherever it comes from.
+    const account = name('acc');
+    expect((await app.inject({ method: 'PUT', url: `/v1/accounts/${account}`, payload: { data: { password: 'secret' } } })).statusCode).toBe(201);
+    const accountAuth = basicAuth(account, 'secret');
+    const mine = await hold(accountAuth);
+    open.push(mine);
+    expect(await refusal(accountAuth)).toMatchObject({ status: 429, body: { errno: 117 } });
+    const other = name('acc');
+    await app.inject({ method: 'PUT', url: `/v1/accounts/${other}`, payload: { data: { password: 'secret' } } });
+    open.push(await hold(basicAuth(other, 'secret')));
+    // The process is full.
+    const third = name('acc');
+    await app.inject({ method: 'PUT', url: `/v1/accounts/${third}`, payload: { data: { password: 'secret' } } });
+    expect(await refusal(basicAuth(third, 'secret'))).toMatchObject({ status: 503, retryAfter: expect.any(String) });
     // A closed stream frees its place.
-    await one.close();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const again = await openEventStream(`${base}${MONITOR}`, alice);
-    open.push(again);
+    await mine.close();
+    await expect.poll(() => hold(basicAuth(third, 'secret')).then((stream) => open.push(stream), () => false)).toBeTruthy();
   });
 });

@@ -15,6 +15,8 @@
  * report): a glob where `*` stands for any text, or a regular expression between slashes
  * (searched anywhere in the id). A listed test that fails is an "expected deviation"; one that
  * passes is reported as "unexpectedly passed" so the file can be tidied, without failing the run.
+ * An entry with `"flaky": true` is a known intermittent failure of the target (a race of its
+ * own): failing, it is an expected deviation; passing, it is simply passed.
  * `extends` (a name or a path, relative to the file) adds the deviations of another file first.
  *
  * The package ships files for known servers in `expectations/` (see `shippedExpectations()`):
@@ -27,6 +29,8 @@ import { packageRoot } from '../package-root.js';
 export interface Deviation {
   test: string;
   reason: string;
+  /** Fails only sometimes: passing is not "unexpected". */
+  flaky?: boolean;
 }
 
 export interface Expectations {
@@ -90,10 +94,11 @@ export function parseExpectations(text: string, file = '(inline)', seen: string[
   const list = (parsed as { deviations?: unknown })?.deviations;
   if (!Array.isArray(list)) throw new Error(`expectations file ${file}: needs a "deviations" list`);
   const own: Deviation[] = list.map((d: unknown, i: number) => {
-    const { test, reason } = (d ?? {}) as { test?: unknown; reason?: unknown };
+    const { test, reason, flaky } = (d ?? {}) as { test?: unknown; reason?: unknown; flaky?: unknown };
     if (typeof test !== 'string' || test === '') throw new Error(`expectations file ${file}: deviations[${i}].test must be a non-empty string`);
     if (typeof reason !== 'string' || reason.trim() === '') throw new Error(`expectations file ${file}: deviations[${i}].reason must say why`);
-    return { test, reason };
+    if (flaky !== undefined && typeof flaky !== 'boolean') throw new Error(`expectations file ${file}: deviations[${i}].flaky must be true or false`);
+    return flaky ? { test, reason, flaky } : { test, reason };
   });
   const base = (parsed as { extends?: unknown }).extends;
   let inherited: Deviation[] = [];

@@ -168,8 +168,8 @@ function applyExpectation(outcome: TestOutcome, expectations: Expectations | und
   if (!match) return;
   if (outcome.outcome === 'failed') {
     outcome.outcome = 'expected-failure';
-    outcome.reason = match.reason;
-  } else if (outcome.outcome === 'passed') {
+    outcome.reason = match.flaky ? `known flaky: ${match.reason}` : match.reason;
+  } else if (outcome.outcome === 'passed' && !match.flaky) {
     outcome.outcome = 'unexpected-pass';
     outcome.reason = `listed as a deviation (${match.reason}) but passed`;
   }

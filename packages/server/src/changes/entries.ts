@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import type { Settings } from '../config.js';
 import type { ListQuery } from '../resource/querystring.js';
 import { matchesFilter as matchesReference, selectObjects } from '../storage/filters/evaluate.js';
-import type { Filter, Permissions, Sort, StorageSession } from '../storage/types.js';
+import type { Filter, Permissions, Sort } from '../storage/types.js';
 
 export interface ChangeEntry {
   id: string;
@@ -78,43 +78,6 @@ export function mayRead(settings: Settings, principals: string[], bucketAcl: Per
     holds(collectionAcl?.read) ||
     holds(collectionAcl?.write)
   );
-}
-
-/** A collection of the monitor, with the ACLs that decide who sees it. */
-export interface MonitoredCollection {
-  entry: ChangeEntry;
-  bucketAcl: Permissions | undefined;
-  collectionAcl: Permissions | undefined;
-}
-
-/**
- * Every monitored collection with its records' timestamp (one scope-timestamp read each) and
- * its ACLs. `only`: restrict to these collection URIs.
- */
-export async function readCollections(session: StorageSession, host: string, resources: MonitoredResources | null): Promise<MonitoredCollection[]> {
-  const buckets = (await session.objects.list({ resourceName: 'bucket', parentId: '' })).filter((bucket) => !('deleted' in bucket && bucket.deleted));
-  const found: Array<{ bucket: string; collection: string; uri: string; bucketAcl: Permissions | undefined; collectionAcl: Permissions | undefined }> = [];
-  for (const bucket of buckets) {
-    const bucketUri = `/buckets/${bucket.id}`;
-    const collections = (await session.objects.list({ resourceName: 'collection', parentId: bucketUri }))
-      .filter((collection) => !('deleted' in collection && collection.deleted))
-      .filter((collection) => isMonitored(resources, bucket.id, collection.id));
-    if (collections.length === 0) continue;
-    const uris = collections.map((collection) => collectionUri(bucket.id, collection.id));
-    const acls = await session.permissions.get([bucketUri, ...uris]);
-    for (const collection of collections) {
-      const uri = collectionUri(bucket.id, collection.id);
-      found.push({ bucket: bucket.id, collection: collection.id, uri, bucketAcl: acls.get(bucketUri), collectionAcl: acls.get(uri) });
-    }
-  }
-  // Every records timestamp in one statement where the store can; the scopes never written get theirs stored now.
-  const stored = (await session.objects.timestamps?.('record', found.map((item) => item.uri))) ?? new Map<string, number>();
-  const result: MonitoredCollection[] = [];
-  for (const item of found) {
-    const timestamp = stored.get(item.uri) ?? (await session.objects.timestamp({ resourceName: 'record', parentId: item.uri }));
-    result.push({ entry: makeEntry(host, item.bucket, item.collection, timestamp), bucketAcl: item.bucketAcl, collectionAcl: item.collectionAcl });
-  }
-  return result;
 }
 
 // ---------------------------------------------------------------------------------------------

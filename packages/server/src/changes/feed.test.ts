@@ -13,9 +13,12 @@ import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 import type { Permissions, Storage, StoreChannelListener } from '../storage/types.js';
 import type { ChangeEntry } from './entries.js';
 import { CHANGES_CHANNEL, ChangeFeed, type FeedStream } from './feed.js';
+import { MonitorReads } from './reads.js';
 
 class RecordingStream implements FeedStream {
-  readonly userKey = 'u';
+  readonly capKey = 'user:u';
+  readonly userId = 'u';
+  principals: readonly string[] = ['u'];
   readonly entries: ChangeEntry[] = [];
   readonly #sent = new Map<string, number>();
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined): void {
@@ -25,7 +28,6 @@ class RecordingStream implements FeedStream {
     this.entries.push(entry);
   }
   heartbeat(): void {}
-  async refreshPrincipals(): Promise<void> {}
   close(): void {}
 }
 
@@ -66,7 +68,7 @@ describe('change feed and the notification channel', () => {
 
   it("offers what another process announces, and makes up for a lost notification when the channel is back", async () => {
     const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
-    const feed = new ChangeFeed(settings, storage, null, () => undefined);
+    const feed = new ChangeFeed(settings, storage, new MonitorReads(settings, null, ''), () => undefined);
     feed.start(new EventBus());
     const stream = new RecordingStream();
     feed.add(stream);
@@ -87,7 +89,7 @@ describe('change feed and the notification channel', () => {
 
     // Too many changes for one payload: "re-read everything".
     const third = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}));
-    listener!.message(JSON.stringify({ o: 'another-process', r: 1 }));
+    listener!.message(JSON.stringify({ o: 'another-process', r: second.last_modified }));
     await expect.poll(() => stream.entries.at(-1)?.last_modified).toBe(third.last_modified);
     // Our own notifications are not offered twice.
     listener!.message(JSON.stringify({ o: 'ignored-if-ours', e: [['b', 'c', third.last_modified]] }));

@@ -1,80 +1,117 @@
 /**
  * The live side of the change monitor: which collections' records changed, told to the open
- * event streams of every process.
+ * event streams of every process, and what changes the rights of an open stream.
  *
- * - In this process, the event bus gives every committed record change (after commit); the
- *   feed gathers them for `changes_stream_coalesce_ms` — a burst of 1,000 writes to a collection
- *   is one entry, carrying its last timestamp — then offers each stream the newest entry of
- *   each changed collection it may read.
- * - Across processes (PostgreSQL), the same flush is one NOTIFY on channel `quire_changes`
- *   (`{"o": origin, "e": [[bucket, collection, timestamp]…], "g": 1 when groups changed}`; when
- *   that would not fit PostgreSQL's 8,000-byte payload, `{"o", "r": 1}`: "re-read everything").
- *   Every process LISTENs and offers those entries to its own streams.
- * - Nothing is lost with a notification: each stream remembers the last timestamp it sent per
- *   collection, and when the channel comes back after a drop (or on `r`) the feed re-reads every
- *   collection's timestamp and offers what is newer; a client that reconnects gives its last
- *   event id (`Last-Event-ID`), which reads like `_since`.
+ * - In this process, the event bus gives every committed change (after commit); the feed gathers
+ *   them for `changes_stream_coalesce_ms` — a burst of 1,000 writes to a collection is one
+ *   entry, carrying its last timestamp — then offers each stream the newest entry of each changed
+ *   collection. Each stream checks its principals and filters, and writes at its client's pace
+ *   (stream.ts).
+ * - Across processes (PostgreSQL), the same flush is one NOTIFY on channel `quire_changes`:
+ *   `{"o": origin, "e": [[bucket, collection, timestamp]…], "d": [[bucket, collection,
+ *   timestamp, readers]…], "g": principals whose groups changed (or 1: everyone's), "a": deleted
+ *   user ids, "b": deleted buckets}`; when that would not fit PostgreSQL's 8,000-byte payload,
+ *   `{"o", "r": oldest timestamp, "g": 1, "a"…}`: "re-read what changed since". Every process
+ *   LISTENs and applies it to its own streams.
+ * - Nothing is lost with a notification: when the channel comes back after a drop (or on `r`)
+ *   the feed reads what changed since (timestamps index: the cost of what changed), and a client
+ *   that reconnects gives its last event id (`Last-Event-ID`), which reads like `_since`.
+ * - Entries offered are never older than one offered before for that collection (`#latest`, a
+ *   bounded map): a late notification of an old change is dropped once for every stream.
  *
- * Permissions are checked when an entry is offered, from the ACLs as they are then (the
- * storage's read cache, invalidated at commit in every process), so a revoked reader stops
- * getting entries at once; a stream's group principals are read again when groups change.
+ * Rights, within a notification's delivery (well under a second):
+ * - permissions are checked when an entry is offered, from the ACLs as they are then (the read
+ *   cache, invalidated at commit in every process): a revoked reader stops getting entries;
+ * - a group's members changed: the streams of those members (or of everyone, when the group
+ *   lists `system.Authenticated` / `system.Everyone`) read their groups again;
+ * - a bucket deleted: its groups leave every stream's principals, so that a bucket re-created
+ *   with that name gives nothing to the members of the old one's groups;
+ * - an account deleted: its streams end.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { AUTHENTICATED, EVERYONE } from '../auth/policy.js';
 import type { Settings } from '../config.js';
 import type { EventBus } from '../events/bus.js';
 import type { ResourceEvent } from '../events/types.js';
 import type { Permissions, Storage } from '../storage/types.js';
-import { collectionUri, makeEntry, mayRead, readCollections, type ChangeEntry, type MonitoredResources } from './entries.js';
+import { accountUserId } from '../accounts/ids.js';
+import { collectionUri, type ChangeEntry } from './entries.js';
+import { type Deletion, deletionAcl, recordDeletions } from './deletions.js';
+import type { MonitorReads } from './reads.js';
+import { isAddressKey } from './stream-caps.js';
 
 export const CHANGES_CHANNEL = 'quire_changes';
 const MAX_PAYLOAD = 7_000;
+/** Principals listed in a notification before it says "every stream" instead. */
+const MAX_PRINCIPALS = 100;
+/** Collections whose newest offered timestamp is remembered (the oldest forgotten first). */
+const LATEST_SIZE = 50_000;
 
 /** What the feed needs of an open stream (stream.ts). */
 export interface FeedStream {
-  readonly userKey: string;
+  /** What its caps count it under (stream-caps.ts). */
+  readonly capKey: string;
+  readonly userId: string | null;
+  principals: readonly string[];
   /** Offers an entry; the stream decides (permissions, filters, what it already sent). */
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): void;
   heartbeat(): void;
-  refreshPrincipals(): Promise<void>;
   close(): void;
 }
 
 type Change = [bucket: string, collection: string, timestamp: number];
+type DeletionChange = [bucket: string, collection: string, timestamp: number, readers: string[]];
+
+interface Message {
+  o?: string;
+  e?: Change[];
+  d?: DeletionChange[];
+  r?: number;
+  g?: string[] | 1;
+  a?: string[];
+  b?: string[];
+}
+
+/** What a flush carries, in this process and to the others. */
+interface Batch {
+  changes: Change[];
+  deletions: DeletionChange[];
+  /** Principals whose groups changed; 'all': every stream's. */
+  groups: Set<string> | 'all' | null;
+  accounts: string[];
+  buckets: string[];
+}
 
 export class ChangeFeed {
   readonly #settings: Settings;
   readonly #storage: Storage;
-  readonly #resources: MonitoredResources | null;
-  readonly #host: string;
+  readonly reads: MonitorReads;
   readonly #log: () => FastifyBaseLogger | undefined;
   readonly #origin = randomUUID();
   readonly #streams = new Set<FeedStream>();
-  readonly #perUser = new Map<string, number>();
-  /** Changes of this process waiting for the flush, newest timestamp per collection. */
-  #pending = new Map<string, Change>();
-  #groupsChanged = false;
+  readonly #perKey = new Map<string, number>();
+  /** The newest timestamp offered per collection URI (and whether it was a deletion). */
+  readonly #latest = new Map<string, number>();
+  #pending: Batch = emptyBatch();
   #flushTimer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   /** Offers run one after the other, so that a stream sees each collection's entries in order. */
   #queue: Promise<void> = Promise.resolve();
-  #channelDown = false;
+  /** Deletion entries stored by a request, until it commits. */
+  readonly #deletions = new WeakMap<ResourceEvent, Deletion[]>();
+  #channelDownSince: number | null = null;
   #closed = false;
 
-  constructor(settings: Settings, storage: Storage, resources: MonitoredResources | null, log: () => FastifyBaseLogger | undefined) {
+  constructor(settings: Settings, storage: Storage, reads: MonitorReads, log: () => FastifyBaseLogger | undefined) {
     this.#settings = settings;
     this.#storage = storage;
-    this.#resources = resources;
-    this.#host = settings.http_host ?? '';
+    this.reads = reads;
     this.#log = log;
   }
 
-  get host(): string {
-    return this.#host;
-  }
-
-  get resources(): MonitoredResources | null {
-    return this.#resources;
+  get log(): FastifyBaseLogger | undefined {
+    return this.#log();
   }
 
   get streamCount(): number {
@@ -83,34 +120,49 @@ export class ChangeFeed {
 
   /** Subscribes to the bus and, where processes share the store, to the channel. */
   start(events: EventBus): void {
+    // In the transaction, for collections and buckets only (other writes stay stamped at commit):
+    // a new collection's records timestamp, deleted collections' entries.
+    events.subscribe({
+      name: 'changes-collections',
+      actions: new Set(['create', 'delete']),
+      resources: new Set(['collection', 'bucket']),
+      inTransaction: async (batch, session) => {
+        const deletions = await recordDeletions(this.#storage, session, batch, this.reads.factory, this.reads.resources);
+        if (deletions.length > 0) this.#deletions.set(batch[0]!, deletions);
+      },
+    });
     events.subscribe({
       name: 'changes',
       actions: new Set(['create', 'update', 'delete']),
-      resources: new Set(['record', 'group']),
+      resources: new Set(['record', 'group', 'collection', 'bucket', 'account']),
       afterCommit: (committed) => this.#committed(committed),
     });
     this.#storage.channels?.listen(CHANGES_CHANNEL, {
       message: (payload) => this.#received(payload),
       connected: () => {
-        if (this.#channelDown) this.#enqueue(() => this.#resync());
-        this.#channelDown = false;
+        const since = this.#channelDownSince;
+        this.#channelDownSince = null;
+        // What the other processes said while we could not hear: read again (clocks: a minute's margin).
+        if (since !== null) this.#enqueue(() => this.#resync(since - 60_000));
       },
       disconnected: () => {
-        this.#channelDown = true;
+        this.#channelDownSince ??= Date.now();
       },
     });
   }
 
-  /** Room for one more stream of this user? (`changes_stream_max_*`) */
-  admits(userKey: string): 'ok' | 'process' | 'user' {
+  /** Room for one more stream under this cap key? (`changes_stream_max_*`) */
+  admits(capKey: string): 'ok' | 'process' | 'user' | 'address' {
     if (this.#streams.size >= this.#settings.changes_stream_max_per_process) return 'process';
-    if ((this.#perUser.get(userKey) ?? 0) >= this.#settings.changes_stream_max_per_user) return 'user';
+    const address = isAddressKey(capKey);
+    const cap = address ? this.#settings.changes_stream_max_per_address : this.#settings.changes_stream_max_per_user;
+    if ((this.#perKey.get(capKey) ?? 0) >= cap) return address ? 'address' : 'user';
     return 'ok';
   }
 
   add(stream: FeedStream): void {
     this.#streams.add(stream);
-    this.#perUser.set(stream.userKey, (this.#perUser.get(stream.userKey) ?? 0) + 1);
+    this.#perKey.set(stream.capKey, (this.#perKey.get(stream.capKey) ?? 0) + 1);
     if (!this.#heartbeat) {
       this.#heartbeat = setInterval(() => {
         for (const open of this.#streams) open.heartbeat();
@@ -121,9 +173,9 @@ export class ChangeFeed {
 
   remove(stream: FeedStream): void {
     if (!this.#streams.delete(stream)) return;
-    const count = (this.#perUser.get(stream.userKey) ?? 1) - 1;
-    if (count > 0) this.#perUser.set(stream.userKey, count);
-    else this.#perUser.delete(stream.userKey);
+    const count = (this.#perKey.get(stream.capKey) ?? 1) - 1;
+    if (count > 0) this.#perKey.set(stream.capKey, count);
+    else this.#perKey.delete(stream.capKey);
     if (this.#streams.size === 0 && this.#heartbeat) {
       clearInterval(this.#heartbeat);
       this.#heartbeat = null;
@@ -131,23 +183,28 @@ export class ChangeFeed {
   }
 
   #committed(events: ResourceEvent[]): void {
+    const batch = this.#pending;
+    const deletions = events.length > 0 ? this.#deletions.get(events[0]!) : undefined;
+    for (const { entry, readers } of deletions ?? []) batch.deletions.push([entry.bucket, entry.collection, entry.last_modified, readers]);
     for (const { payload, impactedObjects } of events) {
-      if (payload.resource_name === 'group') {
-        this.#groupsChanged = true;
-        continue;
+      const { resource_name: resource, action } = payload;
+      if (resource === 'group') {
+        addGroupChange(batch, impactedObjects);
+      } else if (resource === 'account') {
+        if (action === 'delete') for (const { new: object } of impactedObjects) batch.accounts.push(accountUserId(String(object.id)));
+      } else if (resource === 'bucket') {
+        if (action === 'delete') for (const { new: object } of impactedObjects) batch.buckets.push(String(object.id));
+      } else if (resource === 'record') {
+        const bucket = payload.bucket_id;
+        const collection = payload.collection_id;
+        if (typeof bucket !== 'string' || typeof collection !== 'string') continue;
+        // The bus keeps the first payload of a batch's grouped changes: the newest object tells the collection's timestamp.
+        let timestamp = Number.isFinite(payload.timestamp) ? payload.timestamp : 0;
+        for (const impacted of impactedObjects) timestamp = Math.max(timestamp, impacted.new.last_modified);
+        if (timestamp > 0) batch.changes.push([bucket, collection, timestamp]);
       }
-      const bucket = payload.bucket_id;
-      const collection = payload.collection_id;
-      if (typeof bucket !== 'string' || typeof collection !== 'string') continue;
-      // The bus keeps the first payload of a batch's grouped changes: the newest object tells the collection's timestamp.
-      let timestamp = Number.isFinite(payload.timestamp) ? payload.timestamp : 0;
-      for (const impacted of impactedObjects) timestamp = Math.max(timestamp, impacted.new.last_modified);
-      if (timestamp === 0) continue;
-      const uri = collectionUri(bucket, collection);
-      const previous = this.#pending.get(uri);
-      if (!previous || previous[2] < timestamp) this.#pending.set(uri, [bucket, collection, timestamp]);
     }
-    if (this.#flushTimer === null && (this.#pending.size > 0 || this.#groupsChanged)) {
+    if (this.#flushTimer === null && !isEmpty(batch)) {
       // Many streams: gather longer (1 ms per 20 streams), so that a busy collection read by
       // thousands costs a bounded number of fan-outs per second rather than one per write.
       this.#flushTimer = setTimeout(() => this.#flush(), this.#settings.changes_stream_coalesce_ms + Math.floor(this.#streams.size / 20));
@@ -156,37 +213,49 @@ export class ChangeFeed {
 
   #flush(): void {
     this.#flushTimer = null;
-    const changes = [...this.#pending.values()];
-    const groups = this.#groupsChanged;
-    this.#pending = new Map();
-    this.#groupsChanged = false;
+    const batch = this.#pending;
+    this.#pending = emptyBatch();
+    batch.changes = newestPerCollection(batch.changes);
     if (this.#storage.channels) {
-      let payload = JSON.stringify({ o: this.#origin, e: changes, ...(groups ? { g: 1 } : {}) });
-      if (Buffer.byteLength(payload) > MAX_PAYLOAD) payload = JSON.stringify({ o: this.#origin, r: 1, ...(groups ? { g: 1 } : {}) });
-      this.#storage.channels.notify(CHANGES_CHANNEL, payload).catch((error: unknown) => {
+      this.#storage.channels.notify(CHANGES_CHANNEL, this.#encode(batch)).catch((error: unknown) => {
         // The other processes' streams catch up when their channel reconnects, or their clients do.
         this.#log()?.warn({ err: error }, 'changes: NOTIFY failed');
       });
     }
-    this.#enqueue(async () => {
-      if (groups) await this.#refreshPrincipals();
-      await this.#offer(changes);
-    });
+    this.#enqueue(() => this.#apply(batch, null));
+  }
+
+  #encode(batch: Batch): string {
+    const rights: Message = {
+      ...(batch.groups ? { g: batch.groups === 'all' || batch.groups.size > MAX_PRINCIPALS ? 1 : [...batch.groups] } : {}),
+      ...(batch.accounts.length ? { a: batch.accounts } : {}),
+      ...(batch.buckets.length ? { b: batch.buckets } : {}),
+    };
+    const full = JSON.stringify({ o: this.#origin, e: batch.changes, ...(batch.deletions.length ? { d: batch.deletions } : {}), ...rights });
+    if (Buffer.byteLength(full) <= MAX_PAYLOAD) return full;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const [, , timestamp] of [...batch.changes, ...batch.deletions]) oldest = Math.min(oldest, timestamp);
+    const short = JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, ...rights, ...(rights.g ? { g: 1 } : {}) });
+    // Too many accounts or buckets to name: every stream re-reads its groups (deleted accounts' streams stay until their next check).
+    return Buffer.byteLength(short) <= MAX_PAYLOAD ? short : JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, g: 1 });
   }
 
   #received(text: string): void {
-    let message: { o?: string; e?: Change[]; r?: number; g?: number };
+    let message: Message;
     try {
-      message = JSON.parse(text) as typeof message;
+      message = JSON.parse(text) as Message;
     } catch {
       return;
     }
-    if (message.o === this.#origin) return; // ours, offered at the flush already
-    this.#enqueue(async () => {
-      if (message.g) await this.#refreshPrincipals();
-      if (message.r) await this.#resync();
-      else if (Array.isArray(message.e)) await this.#offer(message.e);
-    });
+    if (message.o === this.#origin) return; // ours, applied at the flush already
+    const batch: Batch = {
+      changes: Array.isArray(message.e) ? message.e : [],
+      deletions: Array.isArray(message.d) ? message.d : [],
+      groups: message.g === 1 ? 'all' : Array.isArray(message.g) ? new Set(message.g) : null,
+      accounts: Array.isArray(message.a) ? message.a : [],
+      buckets: Array.isArray(message.b) ? message.b : [],
+    };
+    this.#enqueue(() => this.#apply(batch, typeof message.r === 'number' ? message.r : null));
   }
 
   #enqueue(task: () => Promise<void>): void {
@@ -200,41 +269,81 @@ export class ChangeFeed {
     });
   }
 
-  async #refreshPrincipals(): Promise<void> {
-    await Promise.all([...this.#streams].map((stream) => stream.refreshPrincipals()));
+  /** Deleted accounts' streams end; deletions are offered; then rights change (buckets' groups, groups); then the entries. */
+  async #apply(batch: Batch, resyncSince: number | null): Promise<void> {
+    if (batch.accounts.length > 0) {
+      const gone = new Set(batch.accounts);
+      for (const stream of [...this.#streams]) if (stream.userId !== null && gone.has(stream.userId)) stream.close();
+    }
+    // Deletions first: those who could read the collection until now, a deleted bucket's groups included.
+    for (const [bucket, collection, timestamp, readers] of batch.deletions) {
+      const entry = { ...this.reads.entry(bucket, collection, timestamp), deleted: true as const };
+      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
+    }
+    if (batch.buckets.length > 0) {
+      const prefixes = batch.buckets.map((bucket) => `/buckets/${bucket}/groups/`);
+      for (const stream of this.#streams) {
+        if (stream.principals.some((principal) => prefixes.some((prefix) => principal.startsWith(prefix)))) {
+          stream.principals = stream.principals.filter((principal) => !prefixes.some((prefix) => principal.startsWith(prefix)));
+        }
+      }
+    }
+    if (batch.groups) await this.#refreshGroups(batch.groups);
+    if (resyncSince !== null) await this.#resync(resyncSince);
+    else await this.#offer(batch.changes);
+  }
+
+  /** The streams holding one of `principals` (all: every stream) read their groups again, one query per user. */
+  async #refreshGroups(principals: Set<string> | 'all'): Promise<void> {
+    const byUser = new Map<string, FeedStream[]>();
+    for (const stream of this.#streams) {
+      if (stream.userId === null) continue; // anonymous: in no group
+      if (principals !== 'all' && !principals.has(stream.userId) && !principals.has(AUTHENTICATED) && !principals.has(EVERYONE)) continue;
+      const streams = byUser.get(stream.userId) ?? [];
+      streams.push(stream);
+      byUser.set(stream.userId, streams);
+    }
+    for (const [userId, streams] of byUser) {
+      const groups = await this.#storage.read((session) => session.permissions.groupsOf([userId, AUTHENTICATED]));
+      for (const stream of streams) stream.principals = [userId, EVERYONE, AUTHENTICATED, ...groups];
+    }
+  }
+
+  #isNewer(entry: ChangeEntry): boolean {
+    const uri = collectionUri(entry.bucket, entry.collection);
+    const latest = this.#latest.get(uri);
+    if (latest !== undefined && latest >= entry.last_modified) return false;
+    this.#latest.delete(uri);
+    this.#latest.set(uri, entry.last_modified);
+    if (this.#latest.size > LATEST_SIZE) this.#latest.delete(this.#latest.keys().next().value as string);
+    return true;
   }
 
   /** Offers each stream the entries of `changes`, with the ACLs they have now. */
   async #offer(changes: Change[]): Promise<void> {
-    const monitored = changes.filter(([bucket, collection]) => this.#isMonitored(bucket, collection));
-    if (monitored.length === 0 || this.#streams.size === 0) return;
+    const entries = changes.map(([bucket, collection, timestamp]) => this.reads.entry(bucket, collection, timestamp)).filter((entry) => this.reads.monitors(entry) && this.#isNewer(entry));
+    if (entries.length === 0 || this.#streams.size === 0) return;
+    await this.#offerEntries(entries);
+  }
+
+  async #offerEntries(entries: ChangeEntry[]): Promise<void> {
     const uris = new Set<string>();
-    for (const [bucket, collection] of monitored) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
-    const acls = this.#resources === null ? await this.#storage.read((session) => session.permissions.get([...uris])) : new Map<string, Permissions>();
-    for (const [bucket, collection, timestamp] of monitored) {
-      const entry = makeEntry(this.#host, bucket, collection, timestamp);
-      const bucketAcl = acls.get(`/buckets/${bucket}`);
-      const collectionAcl = acls.get(collectionUri(bucket, collection));
+    for (const { bucket, collection } of entries) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
+    const acls = this.reads.resources === null ? await this.#storage.read((session) => session.permissions.get([...uris])) : new Map<string, Permissions>();
+    for (const entry of entries) {
+      const bucketAcl = acls.get(`/buckets/${entry.bucket}`);
+      const collectionAcl = acls.get(collectionUri(entry.bucket, entry.collection));
       for (const stream of this.#streams) stream.offer(entry, bucketAcl, collectionAcl);
     }
   }
 
-  /** Re-reads every collection's timestamp and offers each stream what it has not seen. */
-  async #resync(): Promise<void> {
-    const collections = await this.#storage.read((session) => readCollections(session, this.#host, this.#resources));
-    for (const { entry, bucketAcl, collectionAcl } of collections) {
-      for (const stream of this.#streams) stream.offer(entry, bucketAcl, collectionAcl);
+  /** Reads what changed after `since` (live collections and deletions) and offers each stream what is new to it. */
+  async #resync(since: number): Promise<void> {
+    const { live, deletions } = await this.#storage.read((session) => this.reads.changedSince(session, since));
+    for (const { entry, readers } of deletions) {
+      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
     }
-  }
-
-  #isMonitored(bucket: string, collection: string): boolean {
-    const resources = this.#resources;
-    return resources === null || resources.buckets.has(bucket) || resources.collections.has(collectionUri(bucket, collection));
-  }
-
-  /** Whether these principals may see entries of that collection (no `changes_resources`: their ACLs). */
-  visible(principals: string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
-    return this.#resources !== null || mayRead(this.#settings, principals, bucketAcl, collectionAcl);
+    await this.#offerEntries(live.filter((entry) => this.#isNewer(entry)));
   }
 
   /** Ends every open stream, the feed staying up (tests; clients reconnect with their last id). */
@@ -249,4 +358,40 @@ export class ChangeFeed {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     for (const stream of [...this.#streams]) stream.close();
   }
+}
+
+function emptyBatch(): Batch {
+  return { changes: [], deletions: [], groups: null, accounts: [], buckets: [] };
+}
+
+function isEmpty(batch: Batch): boolean {
+  return batch.changes.length === 0 && batch.deletions.length === 0 && batch.groups === null && batch.accounts.length === 0 && batch.buckets.length === 0;
+}
+
+function newestPerCollection(changes: Change[]): Change[] {
+  const newest = new Map<string, Change>();
+  for (const change of changes) {
+    const key = collectionUri(change[0], change[1]);
+    const known = newest.get(key);
+    if (!known || known[2] < change[2]) newest.set(key, change);
+  }
+  return [...newest.values()];
+}
+
+/** The principals whose groups a group event changes: members added, removed, or all of a deleted group's. */
+function addGroupChange(batch: Batch, impactedObjects: ResourceEvent['impactedObjects']): void {
+  if (batch.groups === 'all') return;
+  const groups = batch.groups ?? new Set<string>();
+  batch.groups = groups;
+  const membersOf = (object: unknown) => {
+    const members = (object as { members?: unknown } | undefined)?.members;
+    return Array.isArray(members) ? members.filter((member): member is string => typeof member === 'string') : [];
+  };
+  for (const { new: current, old } of impactedObjects) {
+    const before = new Set(membersOf(old));
+    const after = new Set('deleted' in current && current.deleted ? [] : membersOf(current));
+    for (const member of before) if (!after.has(member)) groups.add(member);
+    for (const member of after) if (!before.has(member)) groups.add(member);
+  }
+  if (groups.has(EVERYONE) || groups.has(AUTHENTICATED)) batch.groups = 'all';
 }

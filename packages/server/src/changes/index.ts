@@ -4,6 +4,10 @@
  * per collection (entries.ts), polled like any records list (`_since`, `_before`, filters,
  * `_sort`, `_limit` / `Next-Page`, `ETag` = the newest entry's timestamp, `If-None-Match` → 304).
  *
+ * Entries are read by reads.ts at the cost of what is asked (a page, what changed since); a
+ * deleted collection's entry (`deleted: true`) is listed with `_since`, as tombstones are
+ * (deletions.ts).
+ *
  * The same URL with `Accept: text/event-stream` is a server-sent event stream (stream.ts,
  * feed.ts): each entry as an event `id: <last_modified>` / `data: <entry JSON>`, first those
  * newer than `Last-Event-ID` (or `_since`; neither: every entry), then each change as it commits.
@@ -15,10 +19,12 @@ import { baseUrl, effectiveLimit } from '../resource/handlers.js';
 import { setTimestampHeaders } from '../resource/object-responses.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parsePreconditions, checkListPreconditions } from '../resource/preconditions.js';
-import { parseListQuery, projectFields } from '../resource/querystring.js';
+import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
-import { parseResources, readCollections, selectEntries, type ChangeEntry } from './entries.js';
+import { parseResources, selectEntries, type ChangeEntry } from './entries.js';
+import { storeRecordsTimestamps } from './deletions.js';
 import { ChangeFeed } from './feed.js';
+import { MonitorReads, rangeOf } from './reads.js';
 import { openStream } from './stream.js';
 
 export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
@@ -37,9 +43,19 @@ declare module 'fastify' {
 export function registerChanges(app: FastifyInstance): void {
   const { services } = app;
   const { settings, storage } = services;
-  if (!settings.changes_enabled) return;
+  if (!settings.changes_enabled) {
+    // Off for now, maybe on later: collections created meanwhile must still be found by timestamp.
+    services.events.subscribe({
+      name: 'changes-collections',
+      actions: new Set(['create']),
+      resources: new Set(['collection']),
+      inTransaction: async (events, session) => void (await storeRecordsTimestamps(session, events)),
+    });
+    return;
+  }
   const resources = parseResources(settings.changes_resources);
-  const feed = new ChangeFeed(settings, storage, resources, () => app.log);
+  const reads = new MonitorReads(settings, resources, settings.http_host ?? '');
+  const feed = new ChangeFeed(settings, storage, reads, () => app.log);
   feed.start(services.events);
   app.decorate('changesFeed', feed);
   app.addHook('onClose', async () => feed.close());
@@ -53,25 +69,49 @@ export function registerChanges(app: FastifyInstance): void {
     stream: { url: MONITOR_PATH, accept: 'text/event-stream', heartbeat_seconds: settings.changes_stream_heartbeat_seconds },
   };
 
-  /** Every entry the caller may see. */
-  async function visibleEntries(request: FastifyRequest): Promise<ChangeEntry[]> {
+  /**
+   * The entries the query selects, sorted (its page and, when there is one, the next page's
+   * first), and the list's ETag. Sorted by `last_modified` (the default), only the first page's
+   * worth is read, in timestamp order; otherwise every entry the caller may see (pushed down:
+   * `_since`, `_before`, `bucket`; the filters always apply after).
+   */
+  async function select(request: FastifyRequest, query: ListQuery, limit: number, ifNoneMatch: boolean): Promise<{ selected: ChangeEntry[] | null; timestamp: number }> {
     const { principals } = request.identity;
-    const collections = await storage.read((session) => readCollections(session, feed.host, resources));
-    return collections.filter(({ bucketAcl, collectionAcl }) => feed.visible(principals, bucketAcl, collectionAcl)).map(({ entry }) => entry);
+    const range = rangeOf(query.filters);
+    const [first] = query.sorting;
+    const byTimestamp = query.sorting.length === 1 && first?.field === 'last_modified';
+    if (byTimestamp) range.order = first.direction === -1 ? 'desc' : 'asc';
+    const after = query.token?.lastObject?.last_modified;
+    if (byTimestamp && Number.isSafeInteger(after)) {
+      if (range.order === 'desc') range.atMost = Math.min(range.atMost ?? Number.MAX_SAFE_INTEGER, after as number);
+      else range.since = Math.max(range.since ?? -1, (after as number) - 1);
+    }
+    return storage.read(async (session) => {
+      // The ETag first (a short read), which a conditional poll often stops at.
+      const timestamp = await reads.newest(session, principals);
+      if (ifNoneMatch && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { selected: null, timestamp };
+      const options = { deletions: query.includeDeleted };
+      if (!byTimestamp) return { selected: selectEntries(await reads.entries(session, principals, range, options), query), timestamp };
+      // The first `limit + 1` the filters keep: read twice as many each time they keep too few.
+      for (let want = limit + 1; ; want *= 2) {
+        const entries = await reads.entries(session, principals, range, { ...options, want });
+        const selected = selectEntries(entries, query);
+        if (selected.length > limit || entries.filter((entry) => !('deleted' in entry)).length < want) return { selected, timestamp };
+      }
+    });
   }
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
-    if (request.wantsEventStream) return openStream(feed, services, request, reply, visibleEntries);
+    if (request.wantsEventStream) return openStream(feed, services, reads, request, reply);
     const query = parseListQuery(splitUrl(request.raw.url).query);
-    const entries = await visibleEntries(request);
-    const timestamp = entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0);
-    const outcome = checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET');
+    const preconditions = parsePreconditions(request.headers);
+    const limit = effectiveLimit(services, query.requestedLimit);
+    const { selected, timestamp } = await select(request, query, limit, preconditions.ifNoneMatch?.kind === 'timestamp');
+    const outcome = checkListPreconditions(preconditions, timestamp, 'GET');
     setTimestampHeaders(reply, timestamp);
     setCacheHeaders(reply, cacheLifetime(settings, request.identity, { resourceName: 'record', parentUri: '/buckets/monitor/collections/changes', parent: null }));
-    if (outcome === 'not-modified') return reply.code(304).send();
+    if (outcome === 'not-modified' || selected === null) return reply.code(304).send();
 
-    const selected = selectEntries(entries, query);
-    const limit = effectiveLimit(services, query.requestedLimit);
     const items = selected.slice(0, limit);
     if (selected.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
@@ -93,11 +133,12 @@ export function registerChanges(app: FastifyInstance): void {
     registerMethods(scoped, `/v1${MONITOR_PATH}`, {
       GET: list,
       HEAD: async (request: FastifyRequest, reply: FastifyReply) => {
-        const entries = await visibleEntries(request);
-        const selected = selectEntries(entries, parseListQuery(splitUrl(request.raw.url).query));
-        setTimestampHeaders(reply, entries.reduce((max, entry) => Math.max(max, entry.last_modified), 0));
-        reply.header('Total-Objects', String(selected.length));
-        reply.header('Total-Records', String(selected.length));
+        const query = parseListQuery(splitUrl(request.raw.url).query);
+        // A count: every entry the query selects.
+        const { selected, timestamp } = await select(request, { ...query, sorting: [] }, Number.POSITIVE_INFINITY, false);
+        setTimestampHeaders(reply, timestamp);
+        reply.header('Total-Objects', String(selected?.length ?? 0));
+        reply.header('Total-Records', String(selected?.length ?? 0));
         return reply.send();
       },
     });

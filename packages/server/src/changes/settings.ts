@@ -19,7 +19,13 @@ export const CHANGES_SETTINGS = {
   changes_stream_max_per_user: Type.Integer({
     default: 20,
     minimum: 1,
-    description: 'Open change streams per user (or per address for anonymous callers); one more is answered 429.',
+    description: 'Open change streams per verified user (an account, an OpenID identity); one more is answered 429.',
+  }),
+  changes_stream_max_per_address: Type.Integer({
+    default: 100,
+    minimum: 1,
+    description:
+      'Open change streams per client address (an IPv6 one: per /64) for callers whose identity nobody verified: anonymous ones, and Basic Auth users, whose every made-up name is a new identity. One more is answered 429.',
   }),
   changes_stream_heartbeat_seconds: Type.Number({
     default: 15,
@@ -27,9 +33,10 @@ export const CHANGES_SETTINGS = {
     description: 'How often an open change stream sends a comment line, so that proxies keep it open.',
   }),
   changes_stream_max_buffer_bytes: Type.Integer({
-    default: 1048576,
+    default: 65536,
     minimum: 1,
-    description: 'Bytes a change stream may have waiting to be written; a reader that falls further behind is disconnected (it resumes with `Last-Event-ID`).',
+    description:
+      'Bytes of changes a change stream may hold for a client that reads slower than they come (one entry per collection, the newest); past that it forgets them and reads again from the store what changed, once the client has read what was written. Never disconnected for it.',
   }),
   changes_stream_coalesce_ms: Type.Integer({
     default: 5,

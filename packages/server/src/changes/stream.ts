@@ -8,16 +8,20 @@
  *   : heartbeat                      every `changes_stream_heartbeat_seconds`
  *
  * At the start, the entries newer than `Last-Event-ID` (or `_since`), oldest first — without
- * either, every entry the caller may see — then every change as it commits. A stream never sends
- * an entry older than or equal to one it already sent for that collection. Filters of the query
+ * either, every entry the caller may see — then every change as it commits. Filters of the query
  * string (`bucket=…`, `in_collection=…`) apply to every event.
  *
- * A reader that does not keep up (more than `changes_stream_max_buffer_bytes` waiting to be
- * written) is disconnected, never buffered without bound: it reconnects with its last event id.
+ * Nobody can cut another's stream (issue 29): the status line and headers leave before anything
+ * is read; the first entries are read a chunk at a time (`SNAPSHOT_CHUNK`) and written only as
+ * fast as the client reads them (`write()`'s answer, then 'drain'); changes offered meanwhile wait
+ * as one entry per collection (the newest). Past `changes_stream_max_buffer_bytes` of those, the
+ * stream forgets them and reads again, once it can write, what changed since the oldest one it
+ * forgot: its memory stays bounded, and it is never dropped for being behind. An entry is then
+ * never older than one the stream sent for that collection; after such a catch-up one may come
+ * again (a client pulls `_since` and finds nothing).
  */
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { EVERYONE } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { parseListQuery } from '../resource/querystring.js';
@@ -25,88 +29,223 @@ import type { Services } from '../request-context.js';
 import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, matchesFilter, type ChangeEntry } from './entries.js';
 import type { ChangeFeed, FeedStream } from './feed.js';
+import { rangeOf, type EntryPage, type EntryRange, type MonitorReads } from './reads.js';
+import { streamCapKey } from './stream-caps.js';
 
-/** An entry's collection URI and event text, computed once however many streams send it. */
-const prepared = new WeakMap<ChangeEntry, { uri: string; text: string }>();
+/**
+ * Entries read from the store at a time for a new stream's first events: small enough that a
+ * chunk's statements (synchronous on the embedded store) never hold the event loop for long.
+ */
+export const SNAPSHOT_CHUNK = 200;
+/** How long the first events' timestamps are remembered, against a late notification of the same change. */
+const SNAPSHOT_MEMORY_MS = 10_000;
 
-function prepare(entry: ChangeEntry): { uri: string; text: string } {
-  let value = prepared.get(entry);
-  if (!value) {
-    value = { uri: collectionUri(entry.bucket, entry.collection), text: `id: ${entry.last_modified}\ndata: ${JSON.stringify(entry)}\n\n` };
-    prepared.set(entry, value);
+/** An entry's event text, computed once however many streams send it. */
+const texts = new WeakMap<ChangeEntry, string>();
+
+function eventText(entry: ChangeEntry): string {
+  let text = texts.get(entry);
+  if (text === undefined) {
+    text = `id: ${entry.last_modified}\ndata: ${JSON.stringify(entry)}\n\n`;
+    texts.set(entry, text);
   }
-  return value;
+  return text;
+}
+
+/** Where a stream reads its first entries (and what it missed after falling behind), a page at a time. */
+export type SnapshotReader = (range: EntryRange & { limit: number }) => Promise<EntryPage>;
+
+interface Snapshot {
+  /** Entries read, not yet written. */
+  queue: ChangeEntry[];
+  /** What to read next (`after`: the last row read). */
+  range: EntryRange;
+  done: boolean;
 }
 
 export class EventStream implements FeedStream {
-  readonly userKey: string;
+  readonly capKey: string;
+  readonly userId: string | null;
   readonly #feed: ChangeFeed;
-  readonly #services: Services;
   readonly #out: PassThrough;
-  readonly #socket: NodeJS.WritableStream & { writableLength: number; headersSent?: boolean; destroy(): void };
   readonly #filters: Filter[];
-  readonly #basePrincipals: string[];
+  readonly #read: SnapshotReader;
+  readonly #maxPendingBytes: number;
   #principals: string[];
-  /** The last timestamp sent per collection URI. */
-  readonly #sent = new Map<string, number>();
+  /** Changes waiting to be written, newest per collection URI, and their size in bytes. */
+  #pending = new Map<string, ChangeEntry>();
+  #pendingBytes = 0;
+  /** Timestamps sent by the snapshot, per collection, for a while (against late notifications). */
+  #recent: Map<string, number> | null = null;
+  #recentTimer: NodeJS.Timeout | null = null;
+  /** The snapshot being written: its entries not yet written, and where the next read starts. */
+  #snapshot: Snapshot | null = null;
+  /** Fell behind: read again what changed after this timestamp once the snapshot is written. */
+  #catchUpSince: number | null = null;
+  #reading = false;
+  #blocked = false;
   #closed = false;
 
-  constructor(feed: ChangeFeed, services: Services, request: FastifyRequest, reply: FastifyReply, out: PassThrough, filters: Filter[]) {
+  constructor(feed: ChangeFeed, services: Pick<Services, 'settings'>, identity: { userId: string | null; principals: string[] }, capKey: string, out: PassThrough, filters: Filter[], read: SnapshotReader) {
     this.#feed = feed;
-    this.#services = services;
     this.#out = out;
-    this.#socket = reply.raw as never;
     this.#filters = filters;
-    const { userId, principals } = request.identity;
-    this.userKey = userId ?? `address:${request.ip}`;
-    this.#principals = principals;
-    // Group URIs are read again when groups change; the rest stays what authentication gave.
-    this.#basePrincipals = principals.filter((principal) => !principal.startsWith('/buckets/'));
+    this.#read = read;
+    this.#maxPendingBytes = services.settings.changes_stream_max_buffer_bytes;
+    this.capKey = capKey;
+    this.userId = identity.userId;
+    this.#principals = identity.principals;
+    out.on('drain', () => {
+      this.#blocked = false;
+      this.#pump();
+    });
   }
 
-  get principals(): string[] {
+  get principals(): readonly string[] {
     return this.#principals;
+  }
+
+  set principals(principals: readonly string[]) {
+    this.#principals = [...principals];
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Starts with the entries of `range` (oldest first), then what the feed offers. */
+  start(range: EntryRange): void {
+    this.#snapshot = { queue: [], range: { ...range, order: 'asc' }, done: false };
+    this.#pump();
   }
 
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): void {
     if (this.#closed) return;
-    const prepared = prepare(entry);
-    if ((this.#sent.get(prepared.uri) ?? -1) >= entry.last_modified) return;
     if (this.#filters.length > 0 && !this.#filters.every((filter) => matchesFilter(entry, filter))) return;
-    if (!this.#feed.visible(this.#principals, bucketAcl, collectionAcl)) return;
-    this.#sent.set(prepared.uri, entry.last_modified);
-    this.#write(prepared.text);
+    if (!this.#feed.reads.visible(this.#principals, bucketAcl, collectionAcl)) return;
+    this.#enqueue(entry);
   }
 
   heartbeat(): void {
-    this.#write(': heartbeat\n\n');
+    // A stream that cannot write now has no use for a keep-alive.
+    if (!this.#blocked && !this.#closed) this.#write(': heartbeat\n\n');
   }
 
-  async refreshPrincipals(): Promise<void> {
-    const userId = this.#basePrincipals.find((principal) => principal !== EVERYONE && !principal.startsWith('system.'));
-    if (!userId) return;
-    const groups = await this.#services.storage.read((session) => session.permissions.groupsOf(this.#basePrincipals.filter((principal) => principal !== EVERYONE)));
-    this.#principals = [...this.#basePrincipals, ...groups];
+  #enqueue(entry: ChangeEntry): void {
+    const uri = collectionUri(entry.bucket, entry.collection);
+    if ((this.#recent?.get(uri) ?? -1) >= entry.last_modified) return;
+    const waiting = this.#pending.get(uri);
+    if (waiting && waiting.last_modified >= entry.last_modified) return;
+    if (!waiting && this.#pending.size === 0 && !this.#blocked && this.#snapshot === null && !this.#reading) {
+      this.#write(eventText(entry));
+      return;
+    }
+    if (waiting) this.#pendingBytes -= eventText(waiting).length;
+    this.#pending.set(uri, entry);
+    this.#pendingBytes += eventText(entry).length;
+    if (this.#pendingBytes > this.#maxPendingBytes) this.#fallBehind();
+    else this.#pump();
+  }
+
+  /** Too much waiting: forget it, and read again what changed after the oldest of it. */
+  #fallBehind(): void {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const entry of this.#pending.values()) oldest = Math.min(oldest, entry.last_modified);
+    this.#catchUpSince = Math.min(this.#catchUpSince ?? Number.POSITIVE_INFINITY, oldest - 1);
+    this.#pending = new Map();
+    this.#pendingBytes = 0;
+    this.#pump();
+  }
+
+  /** Writes what it can: the snapshot's entries, then the changes waiting; reads the next chunk when it needs one. */
+  #pump(): void {
+    while (!this.#blocked && !this.#closed) {
+      const snapshot = this.#snapshot;
+      if (snapshot) {
+        const entry = snapshot.queue.shift();
+        if (entry) {
+          this.#writeSnapshotEntry(entry);
+          continue;
+        }
+        if (!snapshot.done) {
+          this.#readChunk(snapshot);
+          return;
+        }
+        this.#snapshot = null;
+        this.#forgetRecentLater();
+      }
+      if (this.#catchUpSince !== null) {
+        // Behind: what changed meanwhile, from the store, as a snapshot of its own.
+        this.#snapshot = { queue: [], range: { since: this.#catchUpSince, order: 'asc' }, done: false };
+        this.#catchUpSince = null;
+        continue;
+      }
+      const next = this.#pending.entries().next();
+      if (next.done) return;
+      const [uri, entry] = next.value;
+      this.#pending.delete(uri);
+      this.#pendingBytes -= eventText(entry).length;
+      this.#write(eventText(entry));
+    }
+  }
+
+  #writeSnapshotEntry(entry: ChangeEntry): void {
+    if (this.#filters.length > 0 && !this.#filters.every((filter) => matchesFilter(entry, filter))) return;
+    const uri = collectionUri(entry.bucket, entry.collection);
+    const waiting = this.#pending.get(uri);
+    if (waiting) {
+      // A change offered meanwhile: the newer of the two, once.
+      if (waiting.last_modified >= entry.last_modified) return;
+      this.#pending.delete(uri);
+      this.#pendingBytes -= eventText(waiting).length;
+    }
+    if ((this.#recent?.get(uri) ?? -1) >= entry.last_modified) return;
+    this.#recent ??= new Map();
+    this.#recent.set(uri, entry.last_modified);
+    this.#write(eventText(entry));
+  }
+
+  #readChunk(snapshot: Snapshot): void {
+    if (this.#reading) return;
+    this.#reading = true;
+    // The next chunk after a turn of the event loop: other requests go in between.
+    new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#read({ ...snapshot.range, limit: SNAPSHOT_CHUNK })).then(
+      ({ entries, next }) => {
+        this.#reading = false;
+        if (this.#closed) return;
+        snapshot.queue.push(...entries);
+        if (next) snapshot.range = { ...snapshot.range, ...next };
+        else snapshot.done = true;
+        this.#pump();
+      },
+      (error: unknown) => {
+        this.#reading = false;
+        this.#feed.log?.warn({ err: error }, 'changes: could not read the entries of a stream');
+        this.close();
+      },
+    );
+  }
+
+  #forgetRecentLater(): void {
+    if (this.#recentTimer || !this.#recent) return;
+    this.#recentTimer = setTimeout(() => {
+      this.#recent = null;
+      this.#recentTimer = null;
+    }, SNAPSHOT_MEMORY_MS);
+    this.#recentTimer.unref();
   }
 
   #write(text: string): void {
     if (this.#closed) return;
-    const waiting = this.#out.writableLength + this.#out.readableLength + this.#socket.writableLength;
-    if (waiting > this.#services.settings.changes_stream_max_buffer_bytes) {
-      // A slow reader: drop it rather than hold an ever-growing buffer; it resumes from its last id.
-      this.close();
-      this.#socket.destroy();
-      return;
-    }
-    // Once the response has started, straight to the socket (the PassThrough only carried what
-    // was written before Fastify sent the headers).
-    if (this.#socket.headersSent && this.#out.readableLength === 0 && this.#out.writableLength === 0) this.#socket.write(text);
-    else this.#out.write(text);
+    if (!this.#out.write(text)) this.#blocked = true;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#recentTimer) clearTimeout(this.#recentTimer);
+    this.#pending = new Map();
+    this.#snapshot = null;
     this.#feed.remove(this);
     this.#out.end();
   }
@@ -116,26 +255,24 @@ function lastEventId(request: FastifyRequest): number | null {
   const header = request.headers['last-event-id'];
   const raw = Array.isArray(header) ? header[0] : header;
   if (raw === undefined || raw === '') return null;
-  if (!/^\d+$/.test(raw.trim())) throw invalidParameter('header', 'Last-Event-ID', `${JSON.stringify(raw)} is not a timestamp`);
-  return Number(raw.trim());
+  const trimmed = raw.trim();
+  if (!/^\d{1,16}$/.test(trimmed) || !Number.isSafeInteger(Number(trimmed))) throw invalidParameter('header', 'Last-Event-ID', 'is not a timestamp');
+  return Number(trimmed);
 }
 
-export async function openStream(
-  feed: ChangeFeed,
-  services: Services,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  visibleEntries: (request: FastifyRequest) => Promise<ChangeEntry[]>,
-): Promise<FastifyReply> {
-  const { settings } = services;
+export async function openStream(feed: ChangeFeed, services: Services, reads: MonitorReads, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const { settings, storage } = services;
   const query = parseListQuery(splitUrl(request.raw.url).query);
   const since = lastEventId(request);
-  const userKey = request.identity.userId ?? `address:${request.ip}`;
-  const admitted = feed.admits(userKey);
+  const capKey = streamCapKey(request.identity, request.ip);
+  const admitted = feed.admits(capKey);
   if (admitted !== 'ok') throw streamRefused(admitted, settings.retry_after_seconds);
 
   const out = new PassThrough();
-  const stream = new EventStream(feed, services, request, reply, out, query.filters);
+  const identity = request.identity;
+  const stream: EventStream = new EventStream(feed, services, identity, capKey, out, query.filters, (range) =>
+    storage.read((session) => reads.page(session, stream.principals, range)),
+  );
   // Registered before the first read: a change committed meanwhile is offered too (once).
   feed.add(stream);
   // The response's close: the client went away (or the stream was ended).
@@ -146,24 +283,22 @@ export async function openStream(
   reply.header('Cache-Control', 'no-cache, no-store');
   // nginx and others: do not buffer the stream.
   reply.header('X-Accel-Buffering', 'no');
+  // Fastify writes the status line and headers with the first chunk (`retry:`), before any entry:
+  // the entries are written only as the client reads, so none can hold them back.
   void reply.send(out);
 
-  try {
-    const entries = (await visibleEntries(request))
-      .filter((entry) => since === null || entry.last_modified > since)
-      .sort((a, b) => a.last_modified - b.last_modified);
-    // Already checked against the ACLs by visibleEntries: offer them as visible to this stream.
-    for (const entry of entries) stream.offer(entry, { read: stream.principals }, undefined);
-  } catch (error) {
-    request.log.warn({ err: error }, 'changes: could not read the entries of a new stream');
-    stream.close();
-  }
+  // After `Last-Event-ID` (else `_since`), within the `bucket` filter.
+  const { since: sinceFilter, buckets } = rangeOf(query.filters);
+  const first = since ?? sinceFilter;
+  stream.start({ ...(first !== undefined ? { since: first } : {}), ...(buckets ? { buckets } : {}) });
   return reply;
 }
 
-function streamRefused(kind: 'process' | 'user', retryAfter: number): ApiError {
+function streamRefused(kind: 'process' | 'user' | 'address', retryAfter: number): ApiError {
   const headers = { 'Retry-After': String(retryAfter) };
-  return kind === 'process'
-    ? new ApiError(503, ERRNO.BACKEND, { message: 'Too many change streams are open on this server.', headers })
-    : new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, { message: 'Too many change streams are open for this user.', headers });
+  if (kind === 'process') return new ApiError(503, ERRNO.BACKEND, { message: 'Too many change streams are open on this server.', headers });
+  return new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
+    message: kind === 'user' ? 'Too many change streams are open for this user.' : 'Too many change streams are open from this address.',
+    headers,
+  });
 }

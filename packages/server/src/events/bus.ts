@@ -32,9 +32,12 @@ export class EventBus {
     return this.#subscribers;
   }
 
-  /** Whether some subscriber runs in the transaction (then changes must be stamped before commit). */
-  get hasInTransactionSubscribers(): boolean {
-    return this.#subscribers.some((subscriber) => subscriber.inTransaction !== undefined);
+  /**
+   * Whether some subscriber runs in the transaction for changes of `resourceName` (then they must
+   * be stamped before commit; the others may be stamped at commit).
+   */
+  runsInTransaction(resourceName: string): boolean {
+    return this.#subscribers.some((subscriber) => subscriber.inTransaction !== undefined && (subscriber.resources === null || subscriber.resources.has(resourceName)));
   }
 
   /** Whether some subscriber listens to `action` on `resourceName` (skip building events otherwise). */

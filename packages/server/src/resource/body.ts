@@ -71,9 +71,14 @@ export function parsePermissions(value: unknown, def: ResourceDefinition, allowN
   return result;
 }
 
-/** 400 unless `id` follows the resource's id rule (default: §4.2). */
-export function validateId(id: unknown, pattern: RegExp = ID_PATTERN): string {
+/**
+ * 400 unless `id` follows the resource's id rule (default: §4.2) and is at most `maxLength` long
+ * (`max_object_id_length`: an object whose URL would not fit in a request line could never be
+ * read, changed or deleted again).
+ */
+export function validateId(id: unknown, pattern: RegExp = ID_PATTERN, maxLength = Number.POSITIVE_INFINITY): string {
   if (typeof id !== 'string' || !pattern.test(id)) throw invalidParameter('path', null, 'Invalid object id');
+  if (id.length > maxLength) throw invalidParameter('path', null, `Invalid object id: longer than ${maxLength} characters`);
   return id;
 }
 

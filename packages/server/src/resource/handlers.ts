@@ -162,7 +162,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
   /** The checks before touching an object; returns its parent object. */
   async function requireObject(context: AccessContext, ref: ObjectRef, permission: 'read' | 'write') {
     if (!(await access.can(context, ref, permission))) throw denied(services, context.identity);
-    validateId(ref.id, idPattern);
+    validateId(ref.id, idPattern, settings.max_object_id_length);
     return ensureParents(context.session, ref.ancestors.at(-1) ?? null);
   }
 
@@ -197,7 +197,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
    * for a resource that presents copies of its objects (the copies would miss the stamp).
    */
   async function write(request: FastifyRequest, fn: (session: StorageSession, stampAtCommit: boolean) => Promise<() => unknown>) {
-    const stampAtCommit = !request.work.isOpen && !events.hasInTransactionSubscribers && def.present === undefined;
+    const stampAtCommit = !request.work.isOpen && !events.runsInTransaction(def.name) && def.present === undefined;
     const answer = await request.work.run('write', (session) => fn(session, stampAtCommit));
     return answer();
   }
@@ -339,7 +339,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
       const body = parseWriteBody(request.body, def);
       const preconditions = parsePreconditions(request.headers);
       const givenId = body.data?.id;
-      if (givenId !== undefined) validateId(givenId, idPattern);
+      if (givenId !== undefined) validateId(givenId, idPattern, settings.max_object_id_length);
       const ref = objectRef(def, (givenId as string | undefined) ?? newId(context), parent);
 
       return write(request, async (session, stampAtCommit) => {
@@ -403,7 +403,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         if (existing && preconditions.ifNoneMatch?.kind !== 'any') await requireObject(accessContext, ref, 'write');
         else {
           await requireCreate(accessContext, ref.ancestors.at(-1) ?? null);
-          validateId(ref.id, idPattern);
+          validateId(ref.id, idPattern, settings.max_object_id_length);
           await ensureParents(session, ref.ancestors.at(-1) ?? null);
         }
         checkObjectPreconditions(preconditions, existing, existing && present(existing), { method: 'PUT' });

@@ -14,6 +14,7 @@
  * objects and filters: it needs `fast-check` (an optional peer dependency, like vitest).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { describeCollectionTimestamps } from './testing/collection-timestamps.js';
 import { randomScope, type Current, type Suite } from './testing/context.js';
 import { describeGeneratedListings } from './testing/generated-listings.js';
 import { describeLifecycle } from './testing/lifecycle.js';
@@ -70,6 +71,7 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
     describeObjectListings(suite);
     describeGeneratedListings(suite);
     describePermissions(suite);
+    describeCollectionTimestamps(suite);
     describeNonces(suite);
     describeOutbox(suite);
     describeSessions(suite);

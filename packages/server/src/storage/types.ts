@@ -151,6 +151,30 @@ export interface OutboxTarget {
   whileExists: { scope: Scope; id: string };
 }
 
+/** What `ObjectStore.collectionTimestamps` reads. */
+export interface CollectionTimestampsQuery {
+  /**
+   * Which collections: those of the buckets named and the single collections named (a bucket's
+   * collections named again are listed once); `null`: every collection.
+   */
+  within: { buckets: readonly string[]; collections: ReadonlyArray<readonly [bucket: string, collection: string]> } | null;
+  /** Only timestamps above this one (exclusive). With `atMost`, the read goes by timestamp. */
+  since?: number;
+  /** Only timestamps up to this one (inclusive). */
+  atMost?: number;
+  order?: 'asc' | 'desc';
+  /** Keyset: the rows after this one in `order`. */
+  after?: CollectionTimestamp;
+  limit?: number;
+}
+
+/** A live collection and the timestamp of its records (null: no records timestamp stored yet). */
+export interface CollectionTimestamp {
+  bucket: string;
+  collection: string;
+  lastModified: number | null;
+}
+
 /** Access control entries of one object: permission name → principals. */
 export type Permissions = Record<string, string[]>;
 
@@ -189,6 +213,17 @@ export interface ObjectStore {
    * monitor). Scopes never written are absent: ask `timestamp` for those.
    */
   timestamps?(resourceName: string, parentIds: string[]): Promise<Map<string, number>>;
+
+  /**
+   * The change monitor (changes/): live collections with their records' scope
+   * timestamp, in `(lastModified, records scope URI)` order (`order`), after the key `after`,
+   * at most `limit`. With `since` the timestamps drive the read (an index on them), so its cost
+   * follows what changed since, not how many collections exist; without it, `within` does.
+   * A collection whose records scope has no timestamp yet comes with `lastModified: null`
+   * (first in ascending order; never with `since` or `atMost`): ask `timestamp` for it.
+   * Read sessions: a transaction's own unsent writes may be missing.
+   */
+  collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]>;
 
   /**
    * Live object or null (tombstones are not returned). With `forUpdate` in a transaction, what
@@ -290,6 +325,13 @@ export interface PermissionStore {
   authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]>;
 
   /**
+   * The change monitor: the URIs of the buckets (`/buckets/b`) and collections
+   * (`/buckets/b/collections/c`) on which one of `principals` holds one of `permissions`,
+   * whatever their number of records: an index leaves out the ACEs of records and groups.
+   */
+  containersOf(principals: string[], permissions: string[]): Promise<string[]>;
+
+  /**
    * One entry per object on which `principals` hold a permission, directly (ACEs) or through
    * `globalGrants`, shaped as `GET /permissions` shows it (protocol-reference §9.3), then
    * filtered, sorted and cut like a listing.
@@ -384,6 +426,13 @@ export interface Storage {
    * next `_since` poll gives again).
    */
   read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+
+  /**
+   * Whether `read()` may run while a transaction of this store is open, seeing only what is
+   * committed (PostgreSQL, SQLite on a file). Not so where one connection serves all (PGlite,
+   * in-memory SQLite): there a read waits for the open transaction. Absent: not so.
+   */
+  readonly concurrentReads?: boolean;
 
   /**
    * Where several processes share the store (PostgreSQL): a channel between them, LISTEN/NOTIFY.

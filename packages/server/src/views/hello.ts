@@ -23,6 +23,7 @@ export function registerHello(app: FastifyInstance): void {
         readonly: settings.readonly,
         explicit_permissions: settings.explicit_permissions,
         max_query_like_length: settings.max_query_like_length,
+        max_object_id_length: settings.max_object_id_length,
       },
       capabilities: Object.fromEntries(Object.entries(capabilities).map(([name, entry]) => [name, typeof entry === 'function' ? entry(request) : entry])),
     };

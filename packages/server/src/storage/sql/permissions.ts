@@ -7,6 +7,8 @@
  */
 import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
 import { addEntries, copyAcl, normalisedAcl } from '../acl-memo.js';
+import { CONTAINER_DEPTH, isContainerUri } from '../collection-timestamps.js';
+import { DYNAMIC } from './drivers/types.js';
 import { listPermissionEntries } from './permission-entries.js';
 import { likePrefix } from './queries.js';
 import type { SqlSessionState } from './session-state.js';
@@ -116,6 +118,20 @@ export class SqlPermissions implements PermissionStore {
       [likePrefix(prefix), prefix, principals, permissions],
     );
     return rows.map((row) => row.id);
+  }
+
+  async containersOf(principals: string[], permissions: string[]): Promise<string[]> {
+    await this.#s.sendPendingAcls();
+    // `depth` is the condition of the partial index access_control_entries_containers
+    // (migration 007): buckets and collections (and groups, dropped here) only.
+    const rows = await this.#s.query<{ object_id: string }>(
+      `SELECT DISTINCT object_id FROM access_control_entries
+       WHERE principal = ANY($1::text[]) AND permission = ANY($2::text[])
+         AND ${CONTAINER_DEPTH}`,
+      [principals, permissions],
+      DYNAMIC,
+    );
+    return rows.map((row) => row.object_id).filter(isContainerUri);
   }
 
   async entries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {

@@ -38,10 +38,13 @@ export class SqlStorage implements Storage {
   readonly #cache: SharedCache;
   readonly #context: SessionContext;
   readonly channels?: StoreChannels;
+  /** A pool (PostgreSQL), not PGlite's one connection. */
+  readonly concurrentReads: boolean;
 
   constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000 }: SqlStorageOptions = {}) {
     this.#driver = driver;
     this.backend = driver.name;
+    this.concurrentReads = driver.name !== 'pglite';
     this.#maintenance = maintenance;
     // Several processes may share the database: the cache waits for the channel that tells
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.

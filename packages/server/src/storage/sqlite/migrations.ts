@@ -110,4 +110,18 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
       ANALYZE sqlite_schema;
     `,
   },
+  {
+    version: 2,
+    name: '002-change-monitor',
+    sql: `
+      -- The change monitor reads what changed, not everything (PostgreSQL migration 007 says why).
+      CREATE INDEX timestamps_resource_last_modified ON timestamps (resource_name, last_modified, parent_id);
+      -- The condition is CONTAINER_DEPTH (storage/collection-timestamps.ts): buckets, collections, groups.
+      CREATE INDEX access_control_entries_containers ON access_control_entries (principal, permission, object_id)
+        WHERE length(object_id) - length(replace(object_id, '/', '')) IN (2, 4);
+      INSERT OR IGNORE INTO timestamps (parent_id, resource_name, last_modified)
+        SELECT parent_id || '/collections/' || id, 'record', CAST(unixepoch('subsec') * 1000 AS INTEGER)
+        FROM objects WHERE resource_name = 'collection' AND NOT deleted;
+    `,
+  },
 ];

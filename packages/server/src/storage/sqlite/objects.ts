@@ -7,7 +7,8 @@
  */
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
-import type { Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
+import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
 import { belowRange, QueryBuilder } from './queries.js';
@@ -39,6 +40,66 @@ export class SqliteObjects implements ObjectStore {
       [resourceName, JSON.stringify(parentIds)],
     );
     return new Map(rows.map((row) => [row.parent_id, row.last_modified]));
+  }
+
+  async collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
+    const params: unknown[] = [];
+    const param = (value: unknown) => {
+      params.push(value);
+      return '?';
+    };
+    const list = (values: string[]) => `(SELECT value FROM json_each(${param(JSON.stringify(values))}))`;
+    const desc = query.order === 'desc';
+    const direction = desc ? 'DESC' : 'ASC';
+    // One order for both ways of reading: the records timestamp, then the records scope's URI.
+    const after = (timestamp: string, uri: string) =>
+      query.after ? [`(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1)}, ${param(collectionScopeUri(query.after))})`] : [];
+    let sql: string;
+    if (query.since !== undefined || query.atMost !== undefined) {
+      // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
+      // what changed since costs what changed. The records scope `/buckets/<b>/collections/<c>`
+      // names its collection: `slash` is the position of the slash after <b>. CROSS JOIN keeps
+      // the timestamps outside (SQLite's way of fixing the join order), walked in index order.
+      const slash = "(9 + instr(substr(t.parent_id, 10), '/'))";
+      const conditions = ["t.resource_name = 'record'", ...after('t.last_modified', 't.parent_id')];
+      if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since)}`);
+      if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${param(query.atMost)}`);
+      if (query.within) {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
+        conditions.push(`(substr(t.parent_id, 1, ${slash} - 1) IN ${list(buckets)} OR t.parent_id IN ${list(collections)})`);
+      }
+      sql = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+         FROM timestamps t
+         CROSS JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${slash} - 1) AND c.resource_name = 'collection'
+           AND c.id = substr(t.parent_id, ${slash} + 13) AND NOT c.deleted
+         WHERE ${conditions.join(' AND ')}
+         ORDER BY t.last_modified ${direction}, t.parent_id ${direction}`;
+    } else {
+      const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified, c.parent_id || '/collections/' || c.id AS uri
+         FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
+      const live = "c.resource_name = 'collection' AND NOT c.deleted";
+      const branches: string[] = [];
+      if (!query.within) branches.push(`${select} WHERE ${live}`);
+      else {
+        const { buckets, parents, ids } = splitWithin(query.within);
+        if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id IN ${list(buckets)}`);
+        if (parents.length > 0) {
+          const named = JSON.stringify(parents.map((parent, i) => [parent, ids[i]]));
+          branches.push(
+            `${select} JOIN (SELECT value ->> 0 AS parent_id, value ->> 1 AS id FROM json_each(${param(named)})) AS named
+               ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
+          );
+        }
+      }
+      if (branches.length === 0) return [];
+      const where = after('coalesce(last_modified, -1)', 'uri');
+      sql = `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) ${where.length ? `WHERE ${where[0]}` : ''}
+         ORDER BY coalesce(last_modified, -1) ${direction}, uri ${direction}`;
+    }
+    if (query.limit !== undefined) sql += ` LIMIT ${param(query.limit)}`;
+    const rows = this.#s.db.all<{ bucket_uri: string; collection: string; last_modified: number | null }>(sql, params as never);
+    return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: row.last_modified }));
   }
 
   async timestamp(scope: Scope): Promise<number> {

@@ -3,6 +3,7 @@
  * memberships, and the queries over them (`entries`: permission-entries.ts).
  */
 import { addEntries, normalisedAcl } from '../acl-memo.js';
+import { CONTAINER_DEPTH, isContainerUri } from '../collection-timestamps.js';
 import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
 import { listPermissionEntries } from './permission-entries.js';
 import { belowRange } from './queries.js';
@@ -76,6 +77,17 @@ export class SqlitePermissions implements PermissionStore {
       { low, high, permissions: JSON.stringify(permissions), principals: JSON.stringify(principals) },
     );
     return rows.map((row) => row.id);
+  }
+
+  async containersOf(principals: string[], permissions: string[]): Promise<string[]> {
+    // `depth` is the condition of the partial index access_control_entries_containers (migration 2).
+    const rows = this.#s.db.all<{ object_id: string }>(
+      `SELECT DISTINCT object_id FROM access_control_entries
+       WHERE principal IN (SELECT value FROM json_each(?)) AND permission IN (SELECT value FROM json_each(?))
+         AND ${CONTAINER_DEPTH}`,
+      [JSON.stringify(principals), JSON.stringify(permissions)],
+    );
+    return rows.map((row) => row.object_id).filter(isContainerUri);
   }
 
   async entries(query: PermissionEntriesQuery): Promise<PermissionEntry[]> {

@@ -68,7 +68,10 @@ describe('sqlite persistence', () => {
     await (await createSqliteStorage({ path })).close();
     await (await createSqliteStorage({ path })).close();
     const db = new Database(path);
-    expect(db.prepare('SELECT version, name FROM schema_migrations').all()).toEqual([{ version: 1, name: '001-initial' }]);
+    expect(db.prepare('SELECT version, name FROM schema_migrations').all()).toEqual([
+      { version: 1, name: '001-initial' },
+      { version: 2, name: '002-change-monitor' },
+    ]);
     db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '999-future', '')`).run();
     db.close();
     await expect(createSqliteStorage({ path })).rejects.toBeInstanceOf(MigrationRequiredError);
