@@ -5,25 +5,27 @@
  * `_token`, `bucket`, `in_`/`exclude_`/`like_` filters, garbage) — sent as streams and as polls,
  * while a stranger has filled a bucket readable by everyone.
  *
- * Properties: no 5xx, an answer before a deadline, no event-loop stall over 100 ms in the server,
+ * Properties: no 5xx, an answer before a deadline, no event-loop stall over 100 ms in the server (confirmed by
+ * sending the request again),
  * and a bystander's stream, open all along, never cut: it still gets its own next change.
  * Seed `QUIRE_TEST_FUZZ_SEED` (default 29), `QUIRE_TEST_FUZZ_RUNS` requests per store (default
  * 150). The filter engine's own worst cases (`like_` backtracking) are its suite's (issue 29,
  * defect 1): here patterns stay ordinary.
  */
 import http from 'node:http';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnBackends } from '../helpers/backends.js';
 import { basicAuth } from '../helpers/embedded-server.js';
+import { measureStalls } from '../helpers/event-loop.js';
 import { openEventStream, type EventStreamReader } from '../helpers/sse.js';
 
 const SEED = Number(process.env.QUIRE_TEST_FUZZ_SEED ?? 29);
 const RUNS = Number(process.env.QUIRE_TEST_FUZZ_RUNS ?? 150);
 const MONITOR = '/v1/buckets/monitor/collections/changes/records';
 const DEADLINE_MS = 5_000;
+const STALL_BUDGET_MS = 100;
 const mallory = basicAuth('mallory');
 const bob = basicAuth('bob');
 
@@ -136,22 +138,26 @@ describeOnBackends('hostile inputs to the change monitor and its stream (issue 2
   });
 
   it('answers every generated stream and poll below 500, in time, without stalling the event loop, and never cuts a bystander', async () => {
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    loop.enable();
     let index = 0;
+    let worstMs = 0;
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(probe, async (sample) => {
-        const { status, body } = await send(base, sample, index++);
+        let measured = await measureStalls(() => send(base, sample, index++));
+        // A stall counts when sending the same request again stalls again: the machine's other
+        // work (a collection in a parallel test file) can delay a timer once, a request that
+        // computes synchronously delays it every time.
+        if (measured.worstMs >= STALL_BUDGET_MS) measured = await measureStalls(() => send(base, sample, index++));
+        const { status, body } = measured.result;
+        worstMs = Math.max(worstMs, measured.worstMs);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
         expect(status, `${sample.query.join('&')} ${body.slice(0, 300)}`).toBeLessThan(500);
         if (status >= 400) expect(JSON.parse(body)).toMatchObject({ code: status, errno: expect.any(Number), error: expect.any(String) });
+        expect(measured.worstMs, `event-loop stall of ${sample.query.join('&')}`).toBeLessThan(STALL_BUDGET_MS);
       }),
       { seed: SEED, numRuns: RUNS },
     );
-    loop.disable();
-    console.log(`[changes hostile] ${RUNS} requests: ${[...statuses].map(([status, n]) => `${n}× ${status}`).join(', ')}; worst event-loop delay ${Math.round(loop.max / 1e6)} ms`);
-    expect(loop.max / 1e6).toBeLessThan(100);
+    console.log(`[changes hostile] ${RUNS} requests: ${[...statuses].map(([status, n]) => `${n}× ${status}`).join(', ')}; worst event-loop delay ${Math.round(worstMs)} ms`);
     // The bystander's stream is still there, and still told of its own changes.
     const written = (await app.inject({ method: 'PUT', url: '/v1/buckets/own/collections/tasks/records/after', headers: bob, payload: { data: {} } })).json();
     const events = await bystander.until((event) => Number(event.id) === written.data.last_modified, 5_000);
