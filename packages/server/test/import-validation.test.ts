@@ -55,6 +55,20 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'ok', last_modified: 1 }, parent: '/buckets/b/collections/c/../../x', resource: 'record' })], 6, /cannot be under/);
   });
 
+  it('refuses an id longer than max_object_id_length (the API refuses it: no URL could address it)', async () => {
+    await expectRefused(backend.storage, [...PREFIX, record('b', 'c', 'x'.repeat(257), 1004)], 6, /record id longer than 256 characters \(max_object_id_length/);
+    await expectRefused(backend.storage, [HEADER, bucket('b'.repeat(300), 1000)], 2, /bucket id longer than 256/);
+  });
+
+  it('gives an empty imported collection a records timestamp, as one created through the API has (the monitor reads them)', async () => {
+    await run(backend.storage, [...PREFIX, collection('b', 'empty', 1005)]);
+    const found = await backend.storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: ['b'], collections: [] } }));
+    const byCollection = Object.fromEntries(found.map((row) => [row.collection, row.lastModified]));
+    expect(byCollection.empty).toEqual(expect.any(Number));
+    // The collection with records keeps the timestamp it was exported with.
+    expect(byCollection.c).toBe(1003);
+  });
+
   it('refuses a record in a collection that is not in the import, or deleted', async () => {
     await expectRefused(backend.storage, [...PREFIX, record('b', 'nope', 'r', 1004)], 6, /parent \/buckets\/b\/collections\/nope is not in the import/);
     await expectRefused(backend.storage, [...PREFIX, line({ object: { deleted: true, id: 'gone', last_modified: 1004 }, parent: '/buckets/b', resource: 'collection' }), record('b', 'gone', 'r', 1005)], 7, /is deleted/);

@@ -98,7 +98,7 @@ async function stage(input: Readable, options: ImportOptions, staging: Staging):
       continue;
     }
     const before = staging.count;
-    staging.add(checkLine(value, number), text, number, options.replace);
+    staging.add(checkLine(value, number, limits), text, number, options.replace);
     if (staging.count === before) replaced++;
   }
   if (!header) throw new ImportError(`not a ${FORMAT} stream: it is empty`);
@@ -163,6 +163,13 @@ export async function importStore(storage: Storage, input: Readable, options: Im
         throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); ${undone}`, { cause: error });
       }
       options.onProgress?.(objects);
+    }
+    // A collection created through the API has a records timestamp from the start (the change
+    // monitor's `_since` reads walk those); an export has no line for an empty scope.
+    for (const uris of staging.emptyCollections(options.batchSize)) {
+      await storage.transaction(async (session) => {
+        for (const uri of uris) await session.objects.timestamp({ resourceName: 'record', parentId: uri });
+      });
     }
     return { objects, replaced };
   } finally {

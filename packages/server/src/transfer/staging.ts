@@ -52,6 +52,8 @@ export class Staging {
       putContainer: 'INSERT OR REPLACE INTO containers (uri, live) VALUES (?, ?)',
       below: 'SELECT number FROM objects WHERE parent = ? OR (parent >= ? AND parent < ?) LIMIT 1',
       page: 'SELECT number, text FROM lines WHERE number > ? ORDER BY number LIMIT ?',
+      emptyCollections: `SELECT uri FROM containers WHERE live = 1 AND uri > ? AND uri LIKE '/buckets/%/collections/%'
+        AND NOT EXISTS (SELECT 1 FROM objects WHERE resource = 'record' AND parent = containers.uri) ORDER BY uri LIMIT ?`,
     };
     this.#statements = Object.fromEntries(Object.entries(sql).map(([name, text]) => [name, db.prepare(text)]));
     db.exec('BEGIN');
@@ -126,6 +128,16 @@ export class Staging {
       if (rows.length === 0) return;
       after = rows.at(-1)!.number;
       yield rows.map((row) => ({ number: row.number, line: JSON.parse(row.text) as Line }));
+    }
+  }
+
+  /** The live collections given without records, `size` URIs at a time. */
+  *emptyCollections(size: number): Generator<string[]> {
+    for (let after = ''; ; ) {
+      const uris = (this.#statements.emptyCollections!.all(after, size) as Array<{ uri: string }>).map((row) => row.uri);
+      if (uris.length === 0) return;
+      after = uris.at(-1)!;
+      yield uris;
     }
   }
 

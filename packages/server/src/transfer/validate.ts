@@ -13,6 +13,7 @@ import { measureJsonText } from '../http/json-limits.js';
 import { HTTP_SETTINGS } from '../http/settings.js';
 import { QUOTA_RESOURCE } from '../quotas/listener.js';
 import { ID_PATTERN } from '../resource/definition.js';
+import { RESOURCE_SETTINGS } from '../resource/settings.js';
 import { RESOURCES } from '../resources/registry.js';
 import { HISTORY_RESOURCE, type Permissions, type StoredObject, type Tombstone } from '../storage/types.js';
 import type { HeaderLine, Line, ObjectLine, ScopeLine } from './format.js';
@@ -26,6 +27,8 @@ export interface LineLimits {
   maxLineBytes: number;
   maxDepth: number;
   maxKeys: number;
+  /** The API's `max_object_id_length`: a longer id could never be addressed by URL. */
+  maxIdLength: number;
 }
 
 /**
@@ -33,8 +36,13 @@ export interface LineLimits {
  * `permissions`, `parent`, `resource`); a history entry holds a whole object and its
  * permissions one level further down. So: twice the body size and keys, three levels more.
  */
-export function importLimits(settings: { max_body_bytes: number; max_json_depth: number; max_json_keys: number }): LineLimits {
-  return { maxLineBytes: 2 * settings.max_body_bytes, maxDepth: settings.max_json_depth + 3, maxKeys: 2 * settings.max_json_keys + 100 };
+export function importLimits(settings: { max_body_bytes: number; max_json_depth: number; max_json_keys: number; max_object_id_length: number }): LineLimits {
+  return {
+    maxLineBytes: 2 * settings.max_body_bytes,
+    maxDepth: settings.max_json_depth + 3,
+    maxKeys: 2 * settings.max_json_keys + 100,
+    maxIdLength: settings.max_object_id_length,
+  };
 }
 
 /** With the API's default limits. */
@@ -42,6 +50,7 @@ export const DEFAULT_LIMITS: LineLimits = importLimits({
   max_body_bytes: HTTP_SETTINGS.max_body_bytes.default,
   max_json_depth: HTTP_SETTINGS.max_json_depth.default,
   max_json_keys: HTTP_SETTINGS.max_json_keys.default,
+  max_object_id_length: RESOURCE_SETTINGS.max_object_id_length.default,
 });
 
 /** Where an object of each kind lives: the parent's URI pattern and the id rule. */
@@ -121,7 +130,7 @@ function checkPermissions(permissions: unknown, kind: Kind, resource: string, nu
 }
 
 /** An object or scope line, checked on its own (its parents and duplicates: staging.ts). */
-export function checkLine(value: unknown, number: number): Line {
+export function checkLine(value: unknown, number: number, limits: Pick<LineLimits, 'maxIdLength'> = DEFAULT_LIMITS): Line {
   if (!isPlainObject(value)) return refuse(number, 'neither an object nor a scope line');
   if ('scope' in value) {
     const scope = value.scope;
@@ -135,6 +144,9 @@ export function checkLine(value: unknown, number: number): Line {
   const kind = checkPlace(resource, parent, number);
   if (!isPlainObject(object)) return refuse(number, 'object must be a JSON object');
   if (typeof object.id !== 'string' || !kind.id.test(object.id)) refuse(number, `invalid ${resource as string} id ${show(object.id)}`);
+  if ((object.id as string).length > limits.maxIdLength) {
+    refuse(number, `${resource as string} id longer than ${limits.maxIdLength} characters (max_object_id_length: the API refuses it, it could not be addressed by URL)`);
+  }
   if (!isTimestamp(object.last_modified)) refuse(number, `last_modified ${show(object.last_modified)} is not a whole number of milliseconds`);
   if ('deleted' in object) {
     if (object.deleted !== true || Object.keys(object).length !== 3) refuse(number, 'a tombstone is exactly {"deleted":true,"id":…,"last_modified":…}');
