@@ -120,7 +120,7 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
         yield 'a'.repeat(65_536);
       }
     }
-    const limits = { maxLineBytes: 1 << 20, maxDepth: 10, maxKeys: 100 };
+    const limits = { maxLineBytes: 1 << 20, maxDepth: 10, maxKeys: 100, maxIdLength: 256 };
     const error = await importStore(backend.storage, Readable.from(endless()), { batchSize: 10, replace: false, limits }).then(() => null, (caught: unknown) => caught);
     expect((error as Error).message).toBe('line 2: longer than 1048576 bytes');
     expect(pulled).toBeLessThan(2 << 20);
