@@ -35,6 +35,9 @@ export async function createStorageFromSettings(settings: Settings, options: Sto
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
       reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
+      pooler: settings.storage_pooler,
+      ...(settings.storage_listen_url ? { listenUrl: settings.storage_listen_url } : {}),
+      pollIntervalMs: settings.storage_poll_interval_seconds * 1000,
     });
   }
   const dataDir = resolve(settings.data_dir);

@@ -9,7 +9,7 @@ import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
 import type { PoolStats, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
-import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
+import { createPgDriver, detectPooler, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
 import { DYNAMIC, sqlState, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
@@ -50,7 +50,8 @@ export class SqlStorage implements Storage {
     this.#context = { cache: this.#cache, ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}) };
     driver.listen?.(NOTIFY_CHANNEL, {
       message: (payload) => this.#cache.invalidate(decodeInvalidations(payload)),
-      connected: () => this.#cache.setEnabled(true),
+      // Polled notifications arrive up to an interval late: entries would be stale that long.
+      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
       disconnected: () => this.#cache.setEnabled(false),
     });
     if (shared) {
@@ -154,14 +155,20 @@ export class SqlStorage implements Storage {
   }
 }
 
-export interface PostgresStorageOptions extends PgDriverOptions, Pick<SqlStorageOptions, 'cacheMaxEntries'> {
+export interface PostgresStorageOptions extends Omit<PgDriverOptions, 'pooled'>, Pick<SqlStorageOptions, 'cacheMaxEntries'> {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
+  /**
+   * Whether `url` leads to a transaction pooler (see PgDriverOptions.pooled): `detect` (the
+   * default) asks with one connection first (`detectPooler`).
+   */
+  pooler?: 'detect' | 'none' | 'transaction';
 }
 
 /** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
-export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
-  const driver = createPgDriver(options); // validates the schema name used below
+export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, pooler = 'detect', ...options }: PostgresStorageOptions): Promise<SqlStorage> {
+  const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
+  const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
   try {
     if (autoMigrate) {
