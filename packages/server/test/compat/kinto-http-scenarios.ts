@@ -44,10 +44,10 @@ export function describeKintoHttp(
   deploy: (overrides: Record<string, unknown>) => Promise<Deployment>,
   { timeout = 30_000, skip }: { timeout?: number; skip?: string } = {},
 ): void {
-  describe.skipIf(skip !== undefined)(`kinto-http against ${target}`, { timeout }, () => scenarios(target, deploy, timeout));
+  describe.skipIf(skip !== undefined)(`kinto-http against ${target}`, { timeout }, () => scenarios(deploy, timeout));
 }
 
-function scenarios(target: string, deploy: (overrides: Record<string, unknown>) => Promise<Deployment>, timeout: number): void {
+function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deployment>, timeout: number): void {
   let remote: string;
   /** Every HTTP exchange made by the clients, in order (the fetch function is wrapped). */
   const calls: Call[] = [];
