@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { createAccountPolicy, registerAccounts } from './accounts/index.js';
+import { registerAttachments } from './attachments/index.js';
 import { authenticate } from './auth/authenticate.js';
 import { createBasicAuthPolicy } from './auth/basicauth.js';
 import { createOpenIdPolicy, registerOpenId } from './auth/openid.js';
@@ -29,6 +30,7 @@ import { Authorizer } from './permission/authorizer.js';
 import { dispatchedWork } from './http/internal-requests.js';
 import type { Services } from './request-context.js';
 import { baseUrl } from './resource/handlers.js';
+import { extendResource } from './resource/extensions.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
@@ -84,6 +86,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     version: VERSION,
     capabilities: {},
     events,
+    resourceExtensions: [],
+    heartbeats: {},
+    metrics,
   };
   for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
@@ -161,7 +166,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerQuotas(app);
   registerChanges(app);
   registerAccounts(app);
-  for (const def of RESOURCES) registerResource(app, def);
+  await registerAttachments(app);
+  for (const def of RESOURCES) registerResource(app, extendResource(def, services.resourceExtensions));
 
   await app.ready();
   return app;

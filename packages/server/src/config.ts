@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ACCOUNT_SETTINGS } from './accounts/settings.js';
+import { ATTACHMENT_SETTINGS, checkAttachmentSettings } from './attachments/settings.js';
 import { OPENID_SETTINGS } from './auth/openid/settings.js';
 import { AUTH_SETTINGS, checkAuthSettings } from './auth/settings.js';
 import { CHANGES_SETTINGS } from './changes/settings.js';
@@ -47,6 +48,7 @@ export const SETTINGS = composeSettings(
   CHANGES_SETTINGS,
   ACCOUNT_SETTINGS,
   MAIL_SETTINGS,
+  ATTACHMENT_SETTINGS,
 );
 
 export type SettingName = keyof typeof SETTINGS;
@@ -57,7 +59,7 @@ export type Settings = SettingValues<typeof SETTINGS>;
 const validateSettings = createSettingsValidator(SETTINGS);
 
 /** Checks across settings, each with its feature; run once every value passed its schema. */
-const CHECKS: Array<(settings: Settings) => void> = [checkStorageSettings, checkAuthSettings, checkObservabilitySettings];
+const CHECKS: Array<(settings: Settings) => void> = [checkStorageSettings, checkAuthSettings, checkObservabilitySettings, checkAttachmentSettings];
 
 export interface LoadSettingsOptions {
   env?: NodeJS.ProcessEnv;

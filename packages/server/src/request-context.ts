@@ -5,8 +5,11 @@
  */
 import type { AuthPolicy, Identity } from './auth/policy.js';
 import type { Settings } from './config.js';
+import type { FastifyRequest } from 'fastify';
 import type { EventBus } from './events/bus.js';
+import type { Metrics } from './observability/metrics.js';
 import type { Authorizer } from './permission/authorizer.js';
+import type { ResourceExtension } from './resource/extensions.js';
 import type { Storage } from './storage/types.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
@@ -20,12 +23,21 @@ export interface Services {
    * Capabilities shown in `GET /` (§11.1). Each feature adds its own entry when it is
    * enabled, so the list is exactly what this server does.
    */
-  capabilities: Record<string, Record<string, unknown>>;
+  capabilities: Record<string, Capability>;
   /** Resource events (§10): the unit of work gathers them, listeners (history, Redis queue...) subscribe. */
   events: EventBus;
   /** The id of a user's personal bucket (`/buckets/default`), when that feature is enabled. */
   personalBucketId?: (userId: string) => string;
+  /** Hooks features add to the protocol's resources (attachments on records…), applied when the routes are registered. */
+  resourceExtensions: ResourceExtension[];
+  /** Checks of `__heartbeat__` beside the storage's, by name (a feature's backend). */
+  heartbeats: Record<string, () => Promise<boolean>>;
+  /** Prometheus metrics, with `metrics_enabled`. */
+  metrics: Metrics | null;
 }
+
+/** A capability of `GET /`, or what it is for one request (a URL on the request's host). */
+export type Capability = Record<string, unknown> | ((request: FastifyRequest) => Record<string, unknown>);
 
 declare module 'fastify' {
   interface FastifyInstance {

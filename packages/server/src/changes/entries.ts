@@ -12,9 +12,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Settings } from '../config.js';
-import { invalidParameter } from '../errors.js';
-import { getPath } from '../resource/field-path.js';
 import type { ListQuery } from '../resource/querystring.js';
+import { matchesFilter as matchesReference, selectObjects } from '../storage/filters/evaluate.js';
 import type { Filter, Permissions, Sort, StorageSession } from '../storage/types.js';
 
 export interface ChangeEntry {
@@ -119,76 +118,20 @@ export async function readCollections(session: StorageSession, host: string, res
 }
 
 // ---------------------------------------------------------------------------------------------
-// Filters, sorting and pages over entries in memory (a few hundred or thousand at most).
-
-function compareValues(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === undefined) return -1;
-  if (b === undefined) return 1;
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  if (typeof a === 'number') return -1; // numbers before strings, as jsonb orders them
-  if (typeof b === 'number') return 1;
-  return String(a) < String(b) ? -1 : 1;
-}
-
-function likePattern(value: unknown): RegExp {
-  const text = String(value);
-  const escaped = text.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*');
-  return new RegExp(text.includes('*') ? `^${escaped}$` : escaped, 'i');
-}
+// Filters, sorting and pages over entries in memory (built per request, never stored), by the
+// storage's reference filter engine: the same meaning as a records listing's SQL.
 
 export function matchesFilter(entry: ChangeEntry, filter: Filter): boolean {
-  const value = getPath(entry as unknown as Record<string, unknown>, filter.field);
-  const target = filter.value;
-  const same = (a: unknown, b: unknown) => a === b || (typeof a === 'number' && typeof b === 'string' && String(a) === b) || (typeof b === 'number' && typeof a === 'string' && a === String(b));
-  switch (filter.operator) {
-    case 'eq':
-      return same(value, target);
-    case 'not':
-      return !same(value, target);
-    case 'lt':
-      return value !== undefined && compareValues(value, target) < 0;
-    case 'gt':
-      return value !== undefined && compareValues(value, target) > 0;
-    case 'min':
-      return value !== undefined && compareValues(value, target) >= 0;
-    case 'max':
-      return value !== undefined && compareValues(value, target) <= 0;
-    case 'in':
-      return Array.isArray(target) && target.some((item) => same(value, item));
-    case 'exclude':
-      return !(Array.isArray(target) && target.some((item) => same(value, item)));
-    case 'like':
-      return value !== undefined && likePattern(target).test(String(value));
-    case 'has':
-      return (value !== undefined) === (target === true || target === 'true' || target === 1);
-    default:
-      throw invalidParameter('querystring', filter.field, `Unsupported filter on the change monitor: ${filter.operator}`);
-  }
+  return matchesReference(entry, filter);
 }
 
-function compareEntries(a: ChangeEntry, b: ChangeEntry, sorting: Sort[]): number {
-  for (const sort of sorting) {
-    const order = compareValues(getPath(a as never, sort.field), getPath(b as never, sort.field));
-    if (order !== 0) return order * sort.direction;
-  }
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
+const ENTRY_ORDER_TIE_BREAK: Sort = { field: 'id', direction: 1 };
 
-/** The entries the query selects, sorted; `after` continues a page (keyset on the sort fields, then id). */
+/**
+ * The entries the query selects, sorted; a page token continues after its last entry (keyset on
+ * the sort fields, then `id`, unique: two collections may share a timestamp).
+ */
 export function selectEntries(entries: ChangeEntry[], query: Pick<ListQuery, 'filters' | 'sorting' | 'token'>): ChangeEntry[] {
-  let selected = entries.filter((entry) => query.filters.every((filter) => matchesFilter(entry, filter)));
-  selected.sort((a, b) => compareEntries(a, b, query.sorting));
   const after = query.token?.lastObject;
-  if (after) {
-    const sorting = query.sorting;
-    selected = selected.filter((entry) => {
-      for (const sort of sorting) {
-        const order = compareValues(getPath(entry as never, sort.field), after[sort.field]);
-        if (order !== 0) return order * sort.direction > 0;
-      }
-      return typeof after.id === 'string' ? entry.id > after.id : false;
-    });
-  }
-  return selected;
+  return selectObjects(entries, { filters: query.filters, sorting: [...query.sorting, ENTRY_ORDER_TIE_BREAK], ...(after ? { after } : {}) });
 }

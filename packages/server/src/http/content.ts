@@ -28,9 +28,10 @@ function acceptsJson(accept: string): boolean {
 
 /**
  * PostgreSQL's jsonb cannot hold NUL characters nor unpaired surrogates (both valid JSON
- * escapes): refuse them as bad input rather than fail in the database.
+ * escapes): refuse them as bad input rather than fail in the database (bodies here, filter
+ * values in resource/querystring.ts).
  */
-function findUnstorableString(value: unknown): string | null {
+export function findUnstorableString(value: unknown): string | null {
   const check = (text: string) =>
     text.includes('\u0000') ? 'the NUL character \\u0000 is not supported' : text.isWellFormed() ? null : 'unpaired surrogate in a string';
   if (typeof value === 'string') return check(value);

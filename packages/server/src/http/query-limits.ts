@@ -1,12 +1,14 @@
 /**
- * Bounds on a listing's query string (settings `max_query_sort_fields`, `max_query_filters`),
- * for every endpoint at once (records, history, permissions, accounts…, batch sub-requests).
+ * Bounds on a listing's query string (settings `max_query_sort_fields`, `max_query_filters`,
+ * `max_query_like_length`), for every endpoint at once (records, history, permissions,
+ * accounts…, the change monitor and its stream, batch sub-requests).
  * Each sort field or filter is a condition of the statement, and a dotted field with number
  * segments is up to eight JSON paths: the embedded store runs statements synchronously, and
  * 800 sort fields took 3.4 s there, during which no other request was served.
  */
 import type { FastifyInstance } from 'fastify';
 import { invalidParameter } from '../errors.js';
+import { likePatternTooLong } from '../resource/querystring.js';
 import { splitUrl } from './url.js';
 
 export function registerQueryLimits(app: FastifyInstance): void {
@@ -22,6 +24,8 @@ export function registerQueryLimits(app: FastifyInstance): void {
         }
       } else if (!name.startsWith('_')) {
         filters++;
+        const tooLong = likePatternTooLong(name, value, settings.max_query_like_length);
+        if (tooLong) throw tooLong;
       }
     }
     if (filters > settings.max_query_filters) {

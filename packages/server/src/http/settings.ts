@@ -43,6 +43,12 @@ export const HTTP_SETTINGS = {
     minimum: 1,
     description: 'Most filters (`<op>_<field>=…` parameters) in one query string; more gets 400.',
   }),
+  max_query_like_length: Type.Integer({
+    default: 256,
+    minimum: 1,
+    description:
+      'Longest `like_` pattern, in characters; longer gets 400 (on PostgreSQL a pattern costs each string it is tried on up to its length × the pattern’s). Shown in `GET /` settings.',
+  }),
   retry_after_seconds: Type.Integer({ default: 3, minimum: 0, description: '`Retry-After` sent with 503 and 409.' }),
   backoff: Nullable(Type.Integer({ minimum: 0 }), { default: null, description: '`Backoff` seconds sent on responses (unset: none).' }),
   backoff_percentage: Nullable(Type.Number({ minimum: 0, maximum: 100 }), {

@@ -18,7 +18,7 @@ import { ApiError, ERRNO } from '../errors.js';
 import type { EventSubscriber, ImpactedObject, ResourceEvent } from '../events/types.js';
 import type { ObjectStore, Scope, StorageSession } from '../storage/types.js';
 import type { QuotaLimits } from './settings.js';
-import { objectSize } from './size.js';
+import { attachmentSize, objectSize } from './size.js';
 
 export const QUOTA_RESOURCE = 'quota';
 export const BUCKET_INFO_ID = 'bucket_info';
@@ -65,7 +65,9 @@ interface Change {
   cid: string | null;
 }
 
-export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
+/** `countAttachments`: a record's size includes its file's (attachments on). */
+export function createQuotaListener(limits: QuotaLimits, options: { countAttachments?: boolean } = {}): EventSubscriber {
+  const sizeOf = options.countAttachments ? (object: unknown) => objectSize(object) + attachmentSize(object) : objectSize;
   async function applyToBucket(objects: ObjectStore, bid: string, changes: Change[]): Promise<void> {
     const scope: Scope = { resourceName: QUOTA_RESOURCE, parentId: `/buckets/${bid}` };
     const stored = await objects.get(scope, BUCKET_INFO_ID, { forUpdate: true });
@@ -122,8 +124,8 @@ export function createQuotaListener(limits: QuotaLimits): EventSubscriber {
       }
       if (name === 'bucket' && action === 'create') bucketDeleted = false;
       const collection = cid === null ? null : collections.get(cid)!;
-      const oldSize = impacted.old ? objectSize(impacted.old) : 0;
-      const newSize = action === 'delete' ? 0 : objectSize(impacted.new);
+      const oldSize = impacted.old ? sizeOf(impacted.old) : 0;
+      const newSize = action === 'delete' ? 0 : sizeOf(impacted.new);
       if (action !== 'delete') {
         const perItem = limits.collection(bid, cid, 'max_bytes_per_item') ?? limits.bucket(bid, 'max_bytes_per_item');
         // Kinto's message, unclosed parenthesis included.

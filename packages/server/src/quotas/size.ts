@@ -12,3 +12,12 @@ export function objectSize(value: unknown): number {
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) size += 5;
   return size;
 }
+
+/**
+ * The bytes of a record's file, counted with it when attachments are on (the `attachment` field
+ * is then the server's: clients cannot change its `size`). As stored: gzipped when so.
+ */
+export function attachmentSize(value: unknown): number {
+  const size = (value as { attachment?: { size?: unknown } | null } | null)?.attachment?.size;
+  return typeof size === 'number' && Number.isSafeInteger(size) && size > 0 ? size : 0;
+}

@@ -59,6 +59,12 @@ export interface ResourceDefinition {
   processData?(data: Record<string, unknown>, context: WriteContext): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Runs in the write's transaction once the object and its ACL are stored (e.g. group memberships). */
   afterWrite?(context: WriteContext, stored: StoredObject): Promise<void>;
+  /**
+   * Runs in the delete's transaction once the object is deleted but before what lived below it
+   * (a cascading resource's children, the ACLs): the last moment its subtree can be read (the
+   * attachments of a collection's records).
+   */
+  beforeRemainsDeleted?(context: SessionContext & { ref: ObjectRef }): Promise<void> | void;
   /** Runs in the delete's transaction once the object is deleted. */
   afterDelete?(context: SessionContext & { ref: ObjectRef }, tombstone: Tombstone): Promise<void> | void;
   /**

@@ -85,7 +85,7 @@ export function denied(services: Services, identity: Identity): ApiError {
 }
 
 /** 404 (errno 111) unless every ancestor exists; returns the direct parent object. */
-async function ensureParents(session: StorageSession, parent: ObjectRef | null): Promise<StoredObject | null> {
+export async function ensureParents(session: StorageSession, parent: ObjectRef | null): Promise<StoredObject | null> {
   if (!parent) return null;
   let found: StoredObject | null = null;
   for (const ref of [...parent.ancestors, parent]) {
@@ -312,6 +312,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
     const tombstones: Tombstone[] = await session.objects.deleteAll(scope, { filters, sorting: query.sorting });
     for (const tombstone of tombstones) {
       const ref = objectRef(def, tombstone.id, parent);
+      await def.beforeRemainsDeleted?.({ ...context, ref });
       await deleteRemains(session, ref.uri);
       await def.afterDelete?.({ ...context, ref }, tombstone);
     }
@@ -460,6 +461,7 @@ export function createResourceHandlers(services: Services, def: ResourceDefiniti
         checkObjectPreconditions(preconditions, existing, present(existing), { method: 'DELETE' });
         const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
         const tombstone = await session.objects.delete(scopeOf(ref), ref.id, { ...writeOptions(suppliedValue, existing), stampAtCommit });
+        await def.beforeRemainsDeleted?.({ ...accessContext, ref });
         await deleteRemains(session, ref.uri);
         await def.afterDelete?.({ ...accessContext, ref }, tombstone);
         emit(request, ref.parentUri, 'delete', () => tombstone.last_modified, [{ new: tombstone, old: existing }]);

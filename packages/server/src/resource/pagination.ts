@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { invalidParameter } from '../errors.js';
+import { fieldValue } from '../storage/filters/evaluate.js';
 import type { Sort } from '../storage/types.js';
-import { getPath } from './field-path.js';
 
 export interface PageToken {
   lastObject: Record<string, unknown>;
@@ -36,10 +36,14 @@ export function decodeToken(raw: string): PageToken {
   return { lastObject: safe, offset, nonce };
 }
 
+/**
+ * A token continuing after `lastItem`: its sort fields' values read as the sort reads them (an
+ * array index too: `_sort=tags.0`), a field absent where it lacks it.
+ */
 export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], offset: number): { encoded: string; nonce: string } {
   const lastObject: Record<string, unknown> = {};
   for (const { field } of sorting) {
-    const value = getPath(lastItem, field);
+    const value = fieldValue(lastItem, field);
     if (value !== undefined) lastObject[field] = value;
   }
   const nonce = `pagination-token-${randomUUID()}`;

@@ -3,7 +3,9 @@
  * `_fields`, `_token` and the filter grammar `<op>_<field>=<value>`. Produces storage filters
  * and sorts; every bad value is a 400 (errno 107), never a 500.
  */
-import { invalidParameter } from '../errors.js';
+import { type ApiError, invalidParameter } from '../errors.js';
+import { findUnstorableString } from '../http/content.js';
+import { patternLength } from '../storage/filters/like.js';
 import type { Filter, FilterOperator, Sort } from '../storage/types.js';
 import { getPath } from './field-path.js';
 import { decodeToken, type PageToken } from './pagination.js';
@@ -54,20 +56,28 @@ function parseLastModifiedValue(name: string, value: unknown): number {
   throw invalidParameter('querystring', name, `Invalid value for ${name}`);
 }
 
-function parseFilter(name: string, raw: string): Filter {
-  let operator: FilterOperator = 'eq';
-  let field = name;
+/** The operator and field a filter parameter's name says (`like_title` → like on title). */
+export function filterOperation(name: string): { operator: FilterOperator; field: string } {
   const match = OPERATOR_PATTERN.exec(name);
-  if (match) {
-    operator = match[1] as FilterOperator;
-    field = match[2] as string;
-  }
-  if (!FIELD_PATTERN.test(field)) {
-    // Kinto treats such names as plain equality on the whole name; they can match nothing
-    // useful, but they must not be an error either.
-    operator = 'eq';
-    field = name;
-  }
+  if (match && FIELD_PATTERN.test(match[2] as string)) return { operator: match[1] as FilterOperator, field: match[2] as string };
+  // Kinto treats other names as plain equality on the whole name; they can match nothing
+  // useful, but they must not be an error either.
+  return { operator: 'eq', field: name };
+}
+
+/**
+ * A `like_` pattern too long for `max_query_like_length` (http/query-limits.ts checks it on every
+ * request): the error to answer, or null.
+ */
+export function likePatternTooLong(name: string, raw: string, maxLength: number): ApiError | null {
+  if (filterOperation(name).operator !== 'like') return null;
+  const value = nativeValue(raw);
+  if (typeof value !== 'string' || patternLength(value) <= maxLength) return null;
+  return invalidParameter('querystring', name, `${name} is longer than max_query_like_length (${maxLength} characters)`);
+}
+
+function parseFilter(name: string, raw: string): Filter {
+  const { operator, field } = filterOperation(name);
 
   if (operator === 'in' || operator === 'exclude') {
     // Split on commas first, then JSON-parse each piece; empty pieces are allowed (§7.2).
@@ -161,6 +171,9 @@ export function parseListQuery(rawQuery: string): ListQuery {
         // Every other `_xxx` is reserved and ignored (kinto.js sends `_expected=<ts>`).
         if (name.startsWith('_')) break;
         const filter = parseFilter(name, raw);
+        // `"\u0000"`, `"\ud800"`: nothing stored can hold them, and PostgreSQL refuses them as values.
+        const unstorable = findUnstorableString(filter.value);
+        if (unstorable) throw invalidParameter('querystring', name, unstorable);
         if (filter.field === 'last_modified') includeDeleted = true;
         filters.push(filter);
       }

@@ -10,9 +10,12 @@
  *
  * One file per facet of a session under `testing/` (objects and their listings, permissions,
  * nonces, outbox), then what spans them (transactions, snapshots) and the store's upkeep.
+ * `generated-listings.ts` checks listings against the reference filter engine on generated
+ * objects and filters: it needs `fast-check` (an optional peer dependency, like vitest).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { randomScope, type Current, type Suite } from './testing/context.js';
+import { describeGeneratedListings } from './testing/generated-listings.js';
 import { describeLifecycle } from './testing/lifecycle.js';
 import { describeNonces } from './testing/nonces.js';
 import { describeObjectListings } from './testing/objects-listing.js';
@@ -39,11 +42,11 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
   let group = '';
 
   const suite: Suite = {
-    test(title, fn) {
+    test(title, fn, timeoutMs) {
       const key = `${group} > ${title}`;
       declared.add(key);
       const reason = skipped.get(key);
-      if (reason === undefined) it(title, fn);
+      if (reason === undefined) it(title, fn, timeoutMs);
       else it.skip(`${title} (skipped: ${reason})`, fn);
     },
     section(title, body) {
@@ -65,6 +68,7 @@ export function describeStorage(name: string, factory: () => Promise<Storage>, o
 
     describeObjects(suite);
     describeObjectListings(suite);
+    describeGeneratedListings(suite);
     describePermissions(suite);
     describeNonces(suite);
     describeOutbox(suite);

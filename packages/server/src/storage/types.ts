@@ -61,15 +61,18 @@ export type FilterOperator =
  * A filter on one field. `field` is a dotted path into the object (`person.name`); the
  * names `id` and `last_modified` address the object's id and timestamp.
  *
- * Semantics (PostgreSQL jsonb is the reference; every backend must agree):
+ * Semantics (PostgreSQL jsonb's; the reference engine `filters/evaluate.ts` computes them in
+ * memory, and the shared suite checks every backend against it on generated data):
  * - Values compare by JSON type rank `null < string < number < boolean < array < object`,
  *   then by value within a type (jsonb ordering).
  * - A missing field: no match for eq / in / like / contains / contains_any / lt / max;
  *   a match for not / exclude / gt / min (missing sorts after every value).
  * - `in` / `exclude`: `value` is an array of candidate values.
  * - `like`: `value` is a string; `*` matches any run of characters, everything else is
- *   literal (no `%`/`_` wildcards), case-insensitive; without `*` it is a substring match.
- *   Only string fields match.
+ *   literal (no `%`/`_` wildcards), case-insensitive (Unicode simple lowercase, whatever the
+ *   database's locale: filters/like.ts); without `*` it is a substring match. Only string
+ *   fields match.
+ * - A dotted path reads an object's key, or an array's element by index (`tags.0`), as `#>`.
  * - `has`: `value` truthy → field present (a stored JSON null counts as present); falsy → absent.
  * - `contains`: the field is an array containing every element of `value` (an array).
  * - `contains_any`: the field is an array containing at least one element of `value` (an array).

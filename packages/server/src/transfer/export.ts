@@ -1,11 +1,12 @@
 /**
- * `quire export`: every bucket (with its collections, records, groups, history entries and quota
- * counters), every account, tombstones included, with their access-control entries and the scope
+ * `quire export`: every bucket (with its collections, records and their attachments' index,
+ * groups, history entries and quota counters), every account, tombstones included, with their access-control entries and the scope
  * timestamps, as NDJSON (format.ts). Read from one snapshot, a page at a time: memory stays
  * bounded whatever the store's size, and the output waits for a slow reader (backpressure).
  */
 import type { Writable } from 'node:stream';
 import { HISTORY_RESOURCE, type Scope, type Storage, type StorageSession, type StoredObject, type Tombstone } from '../storage/types.js';
+import { INDEX_RESOURCE } from '../attachments/file-index.js';
 import { QUOTA_RESOURCE } from '../quotas/listener.js';
 import { canonicalJson, FORMAT, objectUri, VERSION } from './format.js';
 
@@ -90,6 +91,8 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
       await exportScope(session, { resourceName: 'group', parentId: bucketUri });
       await exportScope(session, { resourceName: 'collection', parentId: bucketUri }, async (collection) => {
         await exportScope(session, { resourceName: 'record', parentId: `${bucketUri}/collections/${collection.id}` });
+        // Which file each record holds (attachments): the files themselves move with their backend.
+        await exportScope(session, { resourceName: INDEX_RESOURCE, parentId: `${bucketUri}/collections/${collection.id}` });
       });
       await exportScope(session, { resourceName: HISTORY_RESOURCE, parentId: bucketUri });
       await exportScope(session, { resourceName: QUOTA_RESOURCE, parentId: bucketUri });

@@ -22,8 +22,9 @@ export function registerHello(app: FastifyInstance): void {
         batch_max_requests: settings.batch_max_requests,
         readonly: settings.readonly,
         explicit_permissions: settings.explicit_permissions,
+        max_query_like_length: settings.max_query_like_length,
       },
-      capabilities,
+      capabilities: Object.fromEntries(Object.entries(capabilities).map(([name, entry]) => [name, typeof entry === 'function' ? entry(request) : entry])),
     };
     const { userId, principals } = request.identity;
     if (userId !== null) {

@@ -21,16 +21,19 @@ async function withTimeout(check: Promise<boolean>, seconds: number): Promise<bo
 }
 
 export function registerUtilities(app: FastifyInstance): void {
-  const { settings, storage, version } = app.services;
+  const { settings, storage, version, heartbeats } = app.services;
 
   registerMethods(app, '/v1/__heartbeat__', { GET: async (_request: FastifyRequest, reply: FastifyReply) => {
     // Storage and permissions live in the same backend; both are probed for the protocol's shape.
-    const [storageOk, permissionOk] = await Promise.all([
-      withTimeout(storage.ping(), settings.heartbeat_timeout_seconds),
-      withTimeout(storage.read((session) => session.permissions.get(['/__heartbeat__'])).then(() => true), settings.heartbeat_timeout_seconds),
-    ]);
-    const status = { storage: storageOk, permission: permissionOk };
-    return reply.code(storageOk && permissionOk ? 200 : 503).send(status);
+    // Features add theirs (the attachments' file backend), as Kinto's plugins do.
+    const checks: Record<string, () => Promise<boolean>> = {
+      storage: () => storage.ping(),
+      permission: () => storage.read((session) => session.permissions.get(['/__heartbeat__'])).then(() => true),
+      ...heartbeats,
+    };
+    const results = await Promise.all(Object.values(checks).map((check) => withTimeout(check(), settings.heartbeat_timeout_seconds)));
+    const status = Object.fromEntries(Object.keys(checks).map((name, index) => [name, results[index] as boolean]));
+    return reply.code(results.every(Boolean) ? 200 : 503).send(status);
   } });
 
   registerMethods(app, '/v1/__lbheartbeat__', { GET: async () => ({}) });

@@ -3,6 +3,9 @@
  * imports the server). Used by the vitest global setups of the root config.
  */
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
@@ -26,6 +29,7 @@ export async function startForConformance(project: TestProject, storage: Storage
   const bucketReader = 'conformance-auditor:conformance-auditor-password';
   const bucketReaderId = `basicauth:${createHmac('sha256', HMAC_SECRET).update(bucketReader).digest('hex')}`;
   process.env.QUIRE_CONFORMANCE_BUCKET_READER = bucketReader;
+  const files = mkdtempSync(join(tmpdir(), 'quire-conformance-files-'));
   const settings = loadSettings({
     env: {},
     overrides: {
@@ -46,6 +50,9 @@ export async function startForConformance(project: TestProject, storage: Storage
       multiauth_policies: ['account', 'basicauth'],
       account_create_principals: ['system.Everyone'],
       account_write_principals: [`account:${ACCOUNTS_ADMIN}`],
+      // Attachments (suites/attachments.test.ts), files in a directory of this run, served by the server.
+      attachment_enabled: true,
+      attachment_base_path: files,
     },
   });
   // The body limit is not public in `GET /`; tell the suite so its 413 test runs.
@@ -67,5 +74,6 @@ export async function startForConformance(project: TestProject, storage: Storage
   return async () => {
     await app.close();
     await storage.close();
+    rmSync(files, { recursive: true, force: true });
   };
 }

@@ -12,6 +12,7 @@
  * order is exactly the protocol's. A missing field is SQL NULL, which sorts last ascending and
  * first descending, as the protocol wants.
  */
+import { sqlLike } from '../filters/like.js';
 import { keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
@@ -59,13 +60,6 @@ function fitsColumn(ref: FieldRef, value: unknown): boolean {
   if (ref.column?.type === 'text') return typeof value === 'string';
   if (ref.column?.type === 'bigint') return Number.isSafeInteger(value);
   return false;
-}
-
-/** Turns a `like` value into a LIKE pattern: `*` is the only wildcard. */
-export function likePattern(value: string): string {
-  // Kinto passes `%` and `_` through, so they act as wildcards there; here they are literal.
-  const escaped = value.replace(/[\\%_]/g, (char) => `\\${char}`);
-  return escaped.includes('*') ? escaped.replaceAll('*', '%') : `%${escaped}%`;
 }
 
 /** Escapes a string for use as a literal LIKE prefix. */
@@ -138,11 +132,9 @@ export class QueryBuilder {
         return this.#inList(ref, toArray(value));
       case 'exclude':
         return orMissing(ref, `NOT (${this.#inList(ref, toArray(value))})`);
-      case 'like': {
-        const pattern = this.bind(likePattern(String(value)));
-        if (ref.column?.type === 'text') return `${ref.column.sql} ILIKE ${pattern} ESCAPE '\\'`;
-        return `(jsonb_typeof(${ref.jsonb}) = 'string' AND (${ref.jsonb} #>> '{}') ILIKE ${pattern} ESCAPE '\\')`;
-      }
+      case 'like':
+        if (ref.column?.type === 'text') return this.#like(ref.column.sql, String(value));
+        return `(jsonb_typeof(${ref.jsonb}) = 'string' AND ${this.#like(`(${ref.jsonb} #>> '{}')`, String(value))})`;
       case 'has':
         if (!ref.nullable) return value ? 'TRUE' : 'FALSE';
         return `${ref.jsonb} IS ${value ? 'NOT NULL' : 'NULL'}`;
@@ -156,6 +148,19 @@ export class QueryBuilder {
       default:
         throw new TypeError(`unknown filter operator ${JSON.stringify(operator satisfies never)}`);
     }
+  }
+
+  /**
+   * A string matching a `like` pattern (filters/like.ts). Not ILIKE, whose folding follows the
+   * database's locale (ASCII only under C, and PGlite's): ASCII letters are lowered under the C
+   * collation, the other characters the pattern needs by `translate`, then LIKE compares.
+   * (Kinto passes `%` and `_` through, so they act as wildcards there; here they are literal.)
+   */
+  #like(text: string, value: string): string {
+    const { pattern, from, to } = sqlLike(value);
+    const lowered = `lower(${text} COLLATE "C")`;
+    const folded = from === '' ? lowered : `translate(${lowered}, ${this.bind(from)}, ${this.bind(to)})`;
+    return `${folded} LIKE ${this.bind(pattern)} ESCAPE '\\'`;
   }
 
   /** `ORDER BY` list; missing fields last ascending, first descending. */

@@ -1,20 +1,22 @@
 /**
- * PostgreSQL's jsonb order and containment for arrays and objects, as SQL functions of the
- * SQLite store (registered on each connection). SQLite knows JSON as text: scalars are compared
- * in SQL (queries.ts), but two arrays of one length compare element by element in jsonb, and two
- * objects of one size key by key in jsonb's key order (by length, then bytes), whatever the order
- * they were written in. Only arrays and objects come here, so the common filters and sorts never
- * call into JavaScript.
+ * The SQL functions the SQLite store's filters and sorts call (registered on each connection).
+ * SQLite knows JSON as text: scalars are compared in SQL (queries.ts), but two arrays of one
+ * length compare element by element in jsonb, and two objects of one size key by key in jsonb's
+ * key order (by length, then bytes), whatever the order they were written in. Only arrays and
+ * objects come to the first two, so the common filters and sorts never call into JavaScript.
  *
- * - `quire_jsonb_key(json)`: a blob whose byte order (memcmp) is jsonb's order of the value.
+ * - `quire_jsonb_key(json)`: a blob whose byte order (memcmp) is jsonb's order of the value
+ *   (filters/json-order.ts `compareJson`).
  * - `quire_jsonb_contains(array, wanted, any)`: jsonb's `array @> wanted` (`any` = 0), or whether
  *   `array @> [w]` for some element `w` of `wanted` (`any` = 1); both arrays, as JSON text.
+ * - `quire_like(text, pattern)`: the `like` filter (filters/like.ts), in linear time, for the
+ *   patterns SQLite's own LIKE would take too long over or cannot fold (queries.ts).
  *
  * Strings compare by their UTF-8 bytes, as under PostgreSQL's "C" collation.
  */
 import type Database from 'better-sqlite3';
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import { type Json, jsonbKeys, jsonContains } from '../filters/json-order.js';
+import { likeMatches } from '../filters/like.js';
 
 // Tags in jsonb's type order: null < string < number < boolean < array < object.
 const NULL = 1;
@@ -42,10 +44,9 @@ function encode(value: Json, out: number[]): void {
     for (const element of value) encode(element, out);
   } else {
     // jsonb: the object with more keys is the greater; then key, value, key… in its key order.
-    const keys = Object.keys(value).map((key) => ({ key, bytes: Buffer.from(key, 'utf8') }));
-    keys.sort((a, b) => a.bytes.length - b.bytes.length || Buffer.compare(a.bytes, b.bytes));
+    const keys = jsonbKeys(value);
     out.push(OBJECT, ...uint32(keys.length));
-    for (const { key } of keys) {
+    for (const key of keys) {
       encodeString(key, out);
       encode(value[key]!, out);
     }
@@ -75,31 +76,12 @@ function uint32(value: number): number[] {
   return [(value >>> 24) & 0xff, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff];
 }
 
-function isObject(value: Json): value is { [key: string]: Json } {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** jsonb's `@>` between containers: scalars must be equal, containers of one kind contained. */
-function contains(container: Json, wanted: Json): boolean {
-  if (Array.isArray(container)) {
-    return Array.isArray(wanted) && wanted.every((element) => container.some((candidate) => containsOrEquals(candidate, element)));
-  }
-  if (isObject(container)) {
-    return isObject(wanted) && Object.keys(wanted).every((key) => Object.hasOwn(container, key) && containsOrEquals(container[key]!, wanted[key]!));
-  }
-  return false;
-}
-
-function containsOrEquals(candidate: Json, wanted: Json): boolean {
-  if (wanted !== null && typeof wanted === 'object') return contains(candidate, wanted);
-  return candidate === wanted;
-}
-
-export function registerJsonbFunctions(db: Database.Database): void {
+export function registerFilterFunctions(db: Database.Database): void {
   db.function('quire_jsonb_key', { deterministic: true }, (json: string) => jsonbSortKey(json));
   db.function('quire_jsonb_contains', { deterministic: true }, (array: string, wanted: string, any: number) => {
     const container = JSON.parse(array) as Json;
     const elements = JSON.parse(wanted) as Json[];
-    return (any ? elements.some((element) => contains(container, [element])) : contains(container, elements)) ? 1 : 0;
+    return (any ? elements.some((element) => jsonContains(container, [element])) : jsonContains(container, elements)) ? 1 : 0;
   });
+  db.function('quire_like', { deterministic: true }, (text: unknown, pattern: string) => (typeof text === 'string' && likeMatches(text, pattern) ? 1 : 0));
 }

@@ -19,9 +19,10 @@
  * ~70 ns a row); `contains` of scalars looks each up among the elements in SQL; only arrays and
  * objects go through the JavaScript functions of jsonb.ts.
  *
- * One difference from PostgreSQL: `like` folds case for ASCII letters only (SQLite's LIKE
- * without ICU), as PostgreSQL does under the C locale but not under a UTF-8 one.
+ * `like` folds case as filters/like.ts says (Unicode simple lowercase), not as SQLite's LIKE
+ * alone would (ASCII letters only, without ICU).
  */
+import { sqlLike } from '../filters/like.js';
 import { keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 import type { SqlValue } from './connection.js';
@@ -133,11 +134,13 @@ function jsonPaths(field: string): string[] {
   return paths;
 }
 
-/** Turns a `like` value into a LIKE pattern (ESCAPE '\'): `*` is the only wildcard. */
-function likePattern(value: string): string {
-  const escaped = value.replace(/[\\%_]/g, (char) => `\\${char}`);
-  return escaped.includes('*') ? escaped.replaceAll('*', '%') : `%${escaped}%`;
-}
+/**
+ * SQLite's LIKE costs (string length × the longest piece of the pattern between two `*`): it is
+ * run for patterns whose pieces are at most this long, the linear `quire_like` for the others.
+ */
+const NATIVE_LIKE_MAX_PIECE = 32;
+/** Nor past this many characters to fold by `replace()` before it (the Kelvin sign and İ of ASCII patterns). */
+const NATIVE_LIKE_MAX_VARIANTS = 4;
 
 /**
  * The URIs below `uri` (starting with `uri + '/'`) are the strings in [uri + '/', uri + '0')
@@ -241,10 +244,11 @@ export class QueryBuilder {
       case 'exclude':
         return `NOT ${this.#inList(ref, toArray(value))}`;
       case 'like': {
-        const pattern = this.bind(likePattern(String(value)));
-        if (ref.column) return ref.column.type === 'text' ? `${ref.column.sql} LIKE ${pattern} ESCAPE '\\'` : 'FALSE';
-        // The type test second: most rows fail the LIKE already.
-        return `(${ref.value!.atom} LIKE ${pattern} ESCAPE '\\' AND ${ref.value!.type} = 'text')`;
+        if (ref.column) return ref.column.type === 'text' ? this.#like(ref.column.sql, String(value)).sql : 'FALSE';
+        const { sql, native } = this.#like(ref.value!.atom, String(value));
+        const isText = `${ref.value!.type} = 'text'`;
+        // SQLite's LIKE before the type test, as most rows fail it; the type first before a call into JavaScript.
+        return native ? `(${sql} AND ${isText})` : `(${isText} AND ${sql})`;
       }
       case 'has':
         if (!ref.value) return value ? 'TRUE' : 'FALSE';
@@ -270,6 +274,22 @@ export class QueryBuilder {
       default:
         throw new TypeError(`unknown filter operator ${JSON.stringify(operator satisfies never)}`);
     }
+  }
+
+  /**
+   * A string matching a `like` pattern (filters/like.ts): SQLite's LIKE, which folds ASCII
+   * letters, after `replace()` folds the other characters the pattern needs, when that is cheap;
+   * else the reference matcher itself.
+   */
+  #like(text: string, value: string): { sql: string; native: boolean } {
+    const { pattern, from, to } = sqlLike(value);
+    const variants = [...from];
+    if (variants.length > NATIVE_LIKE_MAX_VARIANTS || value.split('*').some((piece) => piece.length > NATIVE_LIKE_MAX_PIECE)) {
+      return { sql: `quire_like(${text}, ${this.bind(value)})`, native: false };
+    }
+    const targets = [...to];
+    const folded = variants.reduce((sql, variant, index) => `replace(${sql}, ${this.bind(variant)}, ${this.bind(targets[index]!)})`, text);
+    return { sql: `${folded} LIKE ${this.bind(pattern)} ESCAPE '\\'`, native: true };
   }
 
   /** `ORDER BY` list; missing fields last ascending, first descending. */

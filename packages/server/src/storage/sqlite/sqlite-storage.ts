@@ -24,7 +24,7 @@ import { BackendError, MigrationRequiredError, StorageError } from '../errors.js
 import type { Scope, Storage, StorageSession } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { Connection, Pool } from './connection.js';
-import { registerJsonbFunctions } from './jsonb.js';
+import { registerFilterFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
 import { SqliteObjects } from './objects.js';
 import { SqliteSession } from './session.js';
@@ -246,7 +246,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
 /** Settings of every connection (they are per connection, not stored in the file). */
 function configure(connection: Connection): Connection {
   connection.exec(`PRAGMA cache_size = ${CACHE_SIZE}; PRAGMA temp_store = MEMORY`);
-  registerJsonbFunctions(connection.db);
+  registerFilterFunctions(connection.db);
   return connection;
 }
 

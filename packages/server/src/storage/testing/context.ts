@@ -3,6 +3,7 @@
  * may skip it, with a reason), the store and scope of the running test, and small helpers.
  */
 import { randomUUID } from 'node:crypto';
+import { fieldValue } from '../filters/evaluate.js';
 import type { ListOptions, Scope, Sort, Storage, StoredObject, Tombstone } from '../types.js';
 
 export type Listed = StoredObject | Tombstone;
@@ -15,7 +16,7 @@ export interface Current {
 
 export interface Suite {
   /** Declares a test of the current section; skipped, with its reason, when the backend asks. */
-  test(title: string, fn: () => Promise<void>): void;
+  test(title: string, fn: () => Promise<void>, timeoutMs?: number): void;
   /** Declares a group of tests; skips name a test `'<section> > <test>'`. */
   section(title: string, body: () => void): void;
   /** `use` is given each test's store and scope, before the test and its sections' hooks. */
@@ -49,21 +50,11 @@ export async function deleteBelow(storage: Storage, uri: string): Promise<void> 
   });
 }
 
-/** The value at a dotted path, or undefined when an object on the way lacks it. */
-export function valueAt(object: object, path: string): unknown {
-  let value: unknown = object;
-  for (const key of path.split('.')) {
-    if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
-}
-
-/** The keyset continuation of a page ending with `last` (absent keys = missing fields). */
+/** The keyset continuation of a page ending with `last` (absent keys = missing fields), as the resource layer makes it. */
 export function continuationOf(last: Listed, sorting: Sort[]): Record<string, unknown> {
   const after: Record<string, unknown> = {};
   for (const { field } of sorting) {
-    const value = valueAt(last, field);
+    const value = fieldValue(last, field);
     if (value !== undefined) after[field] = value;
   }
   return after;
