@@ -34,6 +34,8 @@ export interface PgbouncerOptions {
   poolSize?: number;
   /** Startup parameters accepted and dropped (none in the stock configuration). */
   ignoreStartupParameters?: string[];
+  /** The PostgreSQL it pools (default QUIRE_TEST_PG_URL): its host, port and user. */
+  target?: string;
 }
 
 const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer', '/usr/local/sbin/pgbouncer'];
@@ -78,10 +80,10 @@ function answers(port: number): Promise<boolean> {
 }
 
 /** Starts a PgBouncer in front of QUIRE_TEST_PG_URL's server (call `pgbouncerUnavailable` first). */
-export async function startPgbouncer({ poolMode = 'transaction', poolSize = 10, ignoreStartupParameters = [] }: PgbouncerOptions = {}): Promise<Pgbouncer> {
+export async function startPgbouncer({ poolMode = 'transaction', poolSize = 10, ignoreStartupParameters = [], target: targetUrl = PG_URL }: PgbouncerOptions = {}): Promise<Pgbouncer> {
   const binary = findBinary();
   if (!binary) throw new Error('pgbouncer not found');
-  const target = new URL(PG_URL);
+  const target = new URL(targetUrl);
   const user = decodeURIComponent(target.username || 'postgres');
   // As root, pgbouncer itself switches to `postgres` (-u): the process to stop is the child.
   const asUser: string[] = [];
