@@ -53,6 +53,13 @@ export const STORAGE_SETTINGS = {
     minimum: 0.05,
     description: 'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
   }),
+  storage_max_declared_indexes: Type.Integer({
+    default: 16,
+    minimum: 0,
+    maximum: 256,
+    description:
+      'Data fields indexed at most for the whole store, from the `indexes` collections declare (a Quire extension, see the server README): the fields declared by most collections first. Every write pays for each of these indexes. 0: none (those that exist are dropped).',
+  }),
   storage_max_fetch_size: Type.Integer({ default: 10000, minimum: 1, description: 'Hard cap on objects read per page.' }),
 } satisfies SettingSchemas;
 

@@ -256,7 +256,7 @@ export class SqlObjects implements ObjectStore {
     const first = Math.max(now, current + 1);
     // Tombstones get first, first + 1, … in sorting order. The new timestamps exceed every
     // existing one of the scope, so the unique index never sees a collision.
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, { ...options, includeDeleted: false });
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
@@ -288,7 +288,7 @@ export class SqlObjects implements ObjectStore {
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
     await this.#s.sendPendingWrites();
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, options);
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
@@ -307,7 +307,7 @@ export class SqlObjects implements ObjectStore {
       const [counted] = await this.#s.query<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = $1 AND resource_name = $2', [scope.parentId, scope.resourceName]);
       return counted?.live ?? 0;
     }
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, { filters });
     const [row] = await this.#s.query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params, DYNAMIC);
     return row?.count ?? 0;
@@ -352,7 +352,7 @@ export class SqlObjects implements ObjectStore {
     await s.sendPendingWrites();
     s.forgetLocked();
     if (!Number.isInteger(keep) || keep < 1) throw new StorageError(`trim keeps at least one object (asked ${keep})`);
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, { filters });
     // The newest `keep` are found walking the timestamp index backwards; the older matches
     // are deleted in the same statement.

@@ -23,7 +23,8 @@ if (reason !== undefined) {
 
   /** A storage on the file's schema; each call is a separate pool, like a separate process. */
   async function open(poolSize = 4): Promise<SqlStorage> {
-    const storage = await createPostgresStorage({ url, schema, poolSize, autoMigrate: true });
+    // Indexes built plainly: CONCURRENTLY waits for every older transaction of the shared test database.
+    const storage = await createPostgresStorage({ url, schema, poolSize, autoMigrate: true, concurrentIndexBuilds: false });
     opened.push(storage);
     return storage;
   }
