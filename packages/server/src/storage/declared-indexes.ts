@@ -63,9 +63,15 @@ export function chooseFields(declarations: Iterable<string[]>, max: number): str
 /** Names of the indexes Quire keeps for declared fields. */
 export const INDEX_PREFIX = 'quire_field_';
 
+/**
+ * The version of the indexes' definition (their expressions, in the query builders): a new one
+ * names every index anew, so that the keeper drops the old ones and builds their successors.
+ */
+const DEFINITION = 1;
+
 /** The index of a field: a name of its own, whatever the field (identifiers are short and plain). */
 export function indexName(field: string): string {
-  return `${INDEX_PREFIX}${createHash('sha256').update(field).digest('hex').slice(0, 20)}`;
+  return `${INDEX_PREFIX}${createHash('sha256').update(`${DEFINITION}:${field}`).digest('hex').slice(0, 20)}`;
 }
 
 /** What a backend does for the keeper: read what is declared, what exists, and change it. */

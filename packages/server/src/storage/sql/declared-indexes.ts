@@ -16,7 +16,7 @@ const NAME = new RegExp(`^${INDEX_PREFIX}[0-9a-f]{20}$`);
 export function indexColumns(field: string): string {
   const ref = new QueryBuilder({ indexed: new Set([field]) }).field(field);
   if (!ref.ordered) throw new TypeError(`not an indexable field: ${JSON.stringify(field)}`);
-  return `parent_id, resource_name, ${ref.ordered.map((part) => `(${part})`).join(', ')}, last_modified`;
+  return `parent_id, resource_name, (${ref.ordered}), last_modified`;
 }
 
 /**

@@ -28,11 +28,12 @@ export interface FieldRef {
   /** Whether an object can lack the field (id and last_modified are always there). */
   readonly nullable: boolean;
   /**
-   * A field with a declared index (declared-indexes.ts): `[(key IS NULL), key]`, compared and
-   * sorted as a pair, in which a missing field comes after every value as the protocol orders
-   * it, so that one range of the index serves a filter, missing objects included, and a sort.
+   * A field with a declared index (declared-indexes.ts): the key, with `{}` for a missing field
+   * (jsonb puts an object after every array, so after every key): a missing field comes after
+   * every value as the protocol orders it, and one range of the index, over one column whose
+   * statistics the planner has, serves a filter, missing objects included, and a sort.
    */
-  readonly ordered?: readonly [string, string];
+  readonly ordered?: string;
 }
 
 type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
@@ -113,7 +114,7 @@ export class QueryBuilder {
       // IMMUTABLE, as an index expression must be, and NULL for a missing field (STRICT).
       const jsonb = `(data #> '{${path.split('.').join(',')}}'::text[])`;
       const key = `jsonb_set('[null]'::jsonb, '{0}', ${jsonb})`;
-      return { jsonb, key, nullable: true, ordered: [`(${key} IS NULL)`, key] };
+      return { jsonb, key, nullable: true, ordered: `COALESCE(${key}, '{}'::jsonb)` };
     }
     let placeholder = this.#paths.get(path);
     if (placeholder === undefined) {
@@ -190,7 +191,7 @@ export class QueryBuilder {
     return sortingOrDefault(sorting)
       .map(({ field, direction }) => {
         const ref = this.field(field);
-        if (ref.ordered) return ref.ordered.map((part) => `${part} ${direction === 1 ? 'ASC' : 'DESC'}`).join(', ');
+        if (ref.ordered) return `${ref.ordered} ${direction === 1 ? 'ASC' : 'DESC'}`;
         return `${ref.column?.sql ?? ref.key} ${direction === 1 ? 'ASC NULLS LAST' : 'DESC NULLS FIRST'}`;
       })
       .join(', ');
@@ -226,13 +227,12 @@ export class QueryBuilder {
   }
 
   /**
-   * A declared field compared to `value` as the pair `[(key IS NULL), key]`: a missing field is
-   * `(true, NULL)`, after every value, so it matches `>`, `>=` and `<>` and nothing else, as the
-   * protocol wants (types.ts), in one condition an index range serves.
+   * A declared field compared to `value` by its ordered key: a missing field (`{}`) comes after
+   * every value, so it matches `>`, `>=` and `<>` and nothing else, as the protocol wants
+   * (types.ts), in one condition an index range serves.
    */
   #orderedCompare(ref: FieldRef, op: Comparison, value: unknown): string {
-    const [missing, key] = ref.ordered!;
-    return `(${missing}, ${key}) ${op} (FALSE, ${this.bindJson([value])})`;
+    return `${ref.ordered!} ${op} ${this.bindJson([value])}`;
   }
 
   /** Column comparison when the value has the column's type (uses the indexes), else jsonb. */
