@@ -98,11 +98,12 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       const heard = [recorder(), recorder()];
       b.channels!.listen('pooled_test', heard[0]!);
       c.channels!.listen('pooled_test', heard[1]!);
-      await eventually(() => heard.every((listener) => listener.heard[0] === '<connected>'), true);
+      // Down until every sender logs for the pollers (they look every second), then up.
+      await eventually(() => heard.every((listener) => listener.heard.join() === '<disconnected>,<connected>'), true);
       // Concurrent senders, in transactions that commit in any order: each message arrives once.
       const sent = Array.from({ length: 40 }, (_, i) => `m${i}`);
       await Promise.all(sent.map((payload) => (Number(payload.slice(1)) % 2 ? a : b).channels!.notify('pooled_test', payload)));
-      const expected = ['<connected>', ...sent].sort();
+      const expected = ['<connected>', '<disconnected>', ...sent].sort();
       for (const listener of heard) await eventually(() => [...listener.heard].sort(), expected);
       // A notification sent in a transaction that rolls back is never read.
       const driver = createPgDriver({ url, poolSize: 1, pooled: true });
@@ -126,7 +127,8 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       const store = await open(2);
       const listener = recorder();
       store.channels!.listen('pooled_test_pruned', listener);
-      await eventually(() => listener.heard, ['<connected>']);
+      await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
+      listener.heard.length = 0;
       await store.channels!.notify('pooled_test_pruned', 'kept');
       await eventually(() => listener.heard.at(-1), 'kept');
       // A notification pruned before this poller read it, as if it had been stopped for minutes.
@@ -140,9 +142,9 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       } finally {
         await driver.close();
       }
-      await eventually(() => listener.heard, ['<connected>', 'kept', '<disconnected>', '<connected>']);
+      await eventually(() => listener.heard, ['kept', '<disconnected>', '<connected>']);
       await store.channels!.notify('pooled_test_pruned', 'next');
-      await eventually(() => listener.heard, ['<connected>', 'kept', '<disconnected>', '<connected>', 'next']);
+      await eventually(() => listener.heard, ['kept', '<disconnected>', '<connected>', 'next']);
     });
 
     it('the shared cache stays off while notifications are polled: a change elsewhere is read at once', async () => {
@@ -154,6 +156,34 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       await a.transaction((session) => session.objects.update(bucket, id, { v: 2 }));
       // No waiting for a notification: b did not keep v1.
       expect(await b.read((session) => session.objects.get(bucket, id))).toMatchObject({ v: 2 });
+    });
+
+    it('a process that listens writes no log while nobody polls, and logs once a poller registers', async () => {
+      const driver = createPgDriver({ url, poolSize: 1, pooled: true, listenUrl: directUrl });
+      const logged = async () => (await driver.query<{ count: number }>('SELECT count(*)::int AS count FROM notifications'))[0]!.count;
+      try {
+        // Whoever polled in the tests above is gone (closed): it unregistered.
+        await Promise.all(opened.splice(0).map((each) => each.close()));
+        shared = undefined;
+        const send = async (payload: string) => {
+          const statement = driver.notify!('pooled_test_log', payload);
+          await driver.query(statement.text, statement.params);
+        };
+        driver.notify!('pooled_test_log', 'wake'); // the watch looks now
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        const before = await logged();
+        await send('unlogged');
+        expect(await logged()).toBe(before);
+        const poller = await open(1);
+        const listener = recorder();
+        poller.channels!.listen('pooled_test_log', listener);
+        await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
+        await send('logged');
+        await eventually(() => listener.heard.at(-1), 'logged');
+        expect(await logged()).toBe(before + 1);
+      } finally {
+        await driver.close();
+      }
     });
 
     it('with a direct listen URL, notifications are pushed and the cache works', async () => {

@@ -20,6 +20,7 @@
  * (it was stopped longer than that) and tells its listener the channel was down, which then
  * starts over (the cache empties, the change feed re-reads every timestamp).
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { backoffDelay, sleep } from '../../../retry.js';
 import type { ChannelListener, DeferredStatement } from './types.js';
@@ -30,15 +31,63 @@ export const NOTIFICATION_RETENTION_MS = 120_000;
 const POLL_BATCH = 500;
 
 /**
- * Sends `$2` on channel `$1` and logs it for the pollers, in one statement. Channels are per
- * database: the schema goes with the pushed payload, and listeners keep their own.
+ * Sends `$2` on channel `$1` and, when some process polls, logs it for them, in one statement.
+ * Channels are per database: the schema goes with the pushed payload, and listeners keep their own.
  */
-export function notifyStatement(channel: string, payload: string): DeferredStatement {
+export function notifyStatement(channel: string, payload: string, logged: boolean): DeferredStatement {
   return {
-    text: `WITH logged AS (INSERT INTO notifications (channel, payload) VALUES ($1, $2))
-           SELECT pg_notify($1, current_schema() || ' ' || $2)`,
+    text: logged
+      ? `WITH logged AS (INSERT INTO notifications (channel, payload) VALUES ($1, $2))
+         SELECT pg_notify($1, current_schema() || ' ' || $2)`
+      : `SELECT pg_notify($1, current_schema() || ' ' || $2)`,
     params: [channel, payload],
   };
+}
+
+/** How often a poller says it polls, how long that counts, and how often senders look. */
+const POLLER_HEARTBEAT_MS = 10_000;
+const POLLER_TTL_MS = 30_000;
+const POLLERS_REFRESH_MS = 1_000;
+
+/**
+ * Whether notifications must be logged: while a process polls (`notification_pollers` holds a
+ * recent row). Logging costs a sender a write — a notification sent on its own became a write
+ * transaction, 40 → 260 µs of PostgreSQL CPU — so a deployment where every process listens
+ * logs nothing. Asked at once, then every second (one indexed read of a tiny table); until the
+ * first answer, it logs.
+ */
+export class PollersWatch {
+  readonly #run: RunStatement;
+  #polled = true;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(run: RunStatement) {
+    this.#run = run;
+  }
+
+  get polled(): boolean {
+    this.#start();
+    return this.#polled;
+  }
+
+  #start(): void {
+    if (this.#timer) return;
+    const look = () =>
+      void this.#run<{ polled: boolean }>('SELECT EXISTS (SELECT 1 FROM notification_pollers WHERE seen > clock_timestamp() - $1 * interval \'1 millisecond\') AS polled', [POLLER_TTL_MS])
+        .then(([row]) => {
+          this.#polled = row?.polled ?? true;
+        })
+        .catch(() => {
+          this.#polled = true; // unknown: log, to be safe
+        });
+    this.#timer = setInterval(look, POLLERS_REFRESH_MS);
+    this.#timer.unref();
+    look();
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+  }
 }
 
 /** Something that runs one statement (a driver's autocommit `query`). */
@@ -53,6 +102,7 @@ export async function pruneNotifications(run: RunStatement, retentionMs = NOTIFI
      ON CONFLICT (singleton) DO UPDATE SET through = greatest(p.through, excluded.through)`,
     [retentionMs],
   );
+  await run('DELETE FROM notification_pollers WHERE seen < clock_timestamp() - $1 * interval \'1 millisecond\'', [retentionMs]);
 }
 
 export interface ListenConnectionOptions {
@@ -139,6 +189,10 @@ export class NotificationPoller {
   readonly #run: RunStatement;
   readonly #intervalMs: number;
   readonly #maxRetryDelayMs: number;
+  readonly #id = randomUUID();
+  /** When the senders have all seen this poller's registration (null: not registered yet). */
+  #loggedFrom: number | null = null;
+  #lastHeartbeat = 0;
   readonly #listeners = new Map<string, ChannelListener[]>();
   /** Where the next poll starts: the last row read, or (xmin, 0). Null until the first poll. */
   #cursor: { xid: bigint; id: bigint } | null = null;
@@ -158,7 +212,25 @@ export class NotificationPoller {
     listeners.push(listener);
     this.#listeners.set(channel, listeners);
     if (this.#up) listener.connected('polled');
+    else listener.disconnected(); // connected once the senders log for it: its listeners then start over
     this.#running ??= this.#loop();
+  }
+
+  /**
+   * Tells the senders this process polls (every POLLER_HEARTBEAT_MS). The first time, the
+   * notifications are logged only once every sender has looked again (PollersWatch): until
+   * then this poller is not `connected`, and its listeners start over when it is.
+   */
+  async #register(): Promise<void> {
+    const now = Date.now();
+    if (this.#loggedFrom !== null && now - this.#lastHeartbeat < POLLER_HEARTBEAT_MS) return;
+    await this.#run(
+      `INSERT INTO notification_pollers (poller, seen) VALUES ($1, clock_timestamp())
+       ON CONFLICT (poller) DO UPDATE SET seen = clock_timestamp()`,
+      [this.#id],
+    );
+    this.#lastHeartbeat = now;
+    this.#loggedFrom ??= now + 2 * POLLERS_REFRESH_MS + 500;
   }
 
   async #loop(): Promise<void> {
@@ -179,6 +251,7 @@ export class NotificationPoller {
 
   /** One poll; true when it stopped at POLL_BATCH rows (more are waiting). */
   async #poll(): Promise<boolean> {
+    await this.#register();
     const channels = [...this.#listeners.keys()];
     const cursor = this.#cursor;
     const rows = await this.#run<PollRow>(
@@ -197,9 +270,12 @@ export class NotificationPoller {
     if (!cursor) {
       // The first poll: what commits from now on.
       this.#cursor = { xid: horizon, id: 0n };
+      return false;
+    }
+    if (!this.#up && Date.now() >= this.#loggedFrom!) {
+      // Every sender logs now: from here on nothing is missed.
       this.#up = true;
       for (const listener of [...this.#listeners.values()].flat()) listener.connected('polled');
-      return false;
     }
     if (first.pruned !== null && BigInt(first.pruned) >= cursor.xid) {
       // Rows this poller had not read may be gone: its listeners start over.
@@ -222,5 +298,6 @@ export class NotificationPoller {
     this.#stopped = true;
     this.#stopping.abort();
     await this.#running;
+    await this.#run('DELETE FROM notification_pollers WHERE poller = $1', [this.#id]).catch(() => {});
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { listenConnection, NOTIFICATION_RETENTION_MS, NotificationPoller, notifyStatement, pruneNotifications } from './pg-notifications.js';
+import { listenConnection, NOTIFICATION_RETENTION_MS, NotificationPoller, notifyStatement, PollersWatch, pruneNotifications } from './pg-notifications.js';
 import { SharedConnections } from './pg-shared.js';
 import { toBackendError, transactionMode, type ChannelListener, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
@@ -139,6 +139,8 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
   pool.on('connect', (client) => client.on('error', () => {}));
 
   const listeners: Array<() => Promise<void>> = [];
+  /** Whether some process polls: then notifications are logged for it (pg-notifications.ts). */
+  const pollers = new PollersWatch((text, params) => wrap(pool).query(text, params));
   let poller: NotificationPoller | null = null;
   /** Where LISTEN is impossible (a pooler and no `listenUrl`, or LISTEN refused): polled. */
   const poll = (channel: string, listener: ChannelListener) => {
@@ -264,13 +266,14 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
       const config = { connectionString: target, types, ...settingsOf(target), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
       listeners.push(listenConnection({ config, channel, listener, maxRetryDelayMs: reconnectMaxDelayMs, refused: () => poll(channel, listener) }));
     },
-    notify: notifyStatement,
+    notify: (channel, payload) => notifyStatement(channel, payload, pollers.polled),
     stats() {
       // The shared connections count as busy: they are always open, and shared by design.
       return { total: pool.totalCount + sharedCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
     async close() {
       if (pruning) clearInterval(pruning);
+      pollers.close();
       await Promise.all([...listeners.map((stop) => stop()), poller?.close()]);
       await shared.close();
       await pool.end();

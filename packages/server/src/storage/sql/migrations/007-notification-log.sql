@@ -1,9 +1,9 @@
--- Quire storage schema, version 7: notifications between processes are also kept in a table.
+-- Quire storage schema, version 7: notifications between processes can also be kept in a table.
 -- Processes tell each other what they changed with NOTIFY (the shared read cache, the change
 -- feed). A process that cannot LISTEN (it reaches PostgreSQL only through a transaction pooler,
 -- where a LISTEN lands on whichever server connection the pooler lends) reads them from here
--- instead (sql/drivers/pg-notifications.ts): every notification is also a row, written by the
--- statement that sends it, so in the same transaction.
+-- instead (sql/drivers/pg-notifications.ts): while such a process is registered below, every
+-- notification is also a row, written by the statement that sends it, so in the same transaction.
 -- Read in the order of the writing transactions' ids: a poller takes the rows of transactions
 -- below its snapshot's xmin, which have all ended, so none can commit behind its cursor.
 CREATE TABLE notifications (
@@ -22,3 +22,10 @@ CREATE TABLE notifications_pruned (
   through   xid8 NOT NULL
 );
 INSERT INTO notifications_pruned (through) VALUES ('0');
+
+-- The processes that poll, each with the last time it said so: while one is recent, the others
+-- write their notifications into the table too (else they do not, and NOTIFY costs no write).
+CREATE TABLE notification_pollers (
+  poller    text PRIMARY KEY,
+  seen      timestamptz NOT NULL
+);
