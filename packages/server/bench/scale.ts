@@ -49,7 +49,6 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
@@ -57,7 +56,7 @@ import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { importStore } from '../src/transfer/import.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
-import { benchSettings, formatNumber } from './support.js';
+import { benchSettings, formatNumber, postgresProblem, runSql } from './support.js';
 
 type Backend = 'postgresql' | 'embedded';
 
@@ -300,7 +299,7 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
     url: databaseUrl.toString(),
     dataDir: backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-scale-')) : '',
   };
-  if (backend === 'postgresql') await admin(url, `CREATE DATABASE ${database}`);
+  if (backend === 'postgresql') await runSql(url, `CREATE DATABASE ${database}`);
   const results: StageResult[] = [];
   try {
     for (const stage of stages) {
@@ -312,7 +311,7 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
         await storage.close();
       }
       // What autovacuum does soon after a bulk load: the planner's statistics of the new rows.
-      if (backend === 'postgresql') await admin(config.url, 'ANALYZE');
+      if (backend === 'postgresql') await runSql(config.url, 'ANALYZE');
       const { loadMs, indexMs } = timings;
       console.log(
         `${backend}: ${formatNumber(stage.records)} records, ${formatNumber(stage.collections)} collections loaded through the import path in ${formatNumber(loadMs / 1000, 1)} s, the declared index built in ${formatNumber(indexMs / 1000, 1)} s`,
@@ -334,33 +333,10 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
       }
     }
   } finally {
-    if (backend === 'postgresql') await admin(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    if (backend === 'postgresql') await runSql(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     if (config.dataDir) await rm(config.dataDir, { recursive: true, force: true });
   }
   return results;
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function postgresProblem(url: string): Promise<string | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await client.end();
-    return null;
-  } catch (error) {
-    return `PostgreSQL at ${url} is unreachable: ${(error as Error).message}`;
-  }
 }
 
 const sizeOf = (row: Row, stage: Stage) => formatNumber(row.scale === 'collections' ? stage.collections : row.scale === 'ACEs' ? stage.records + 1 + ALICE_ENTRIES : stage.records);

@@ -73,14 +73,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { pgbouncerUnavailable, startPgbouncer } from '../test/helpers/pgbouncer.js';
 import { childConfig, isServerChild, serveClusterInChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
-import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
+import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, postgresProblem, recordId, runSql, type LoadResult } from './support.js';
 
 const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite', 'observed', 'pooled', 'pgbouncer', 'polled'] as const;
 /** Servers on a database of their own (a schema cannot be chosen through a pooler). */
@@ -375,16 +374,7 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
  */
 async function pooledTarget(server: ServerName, url: string): Promise<{ url: string; listenUrl?: string; close: () => Promise<void> }> {
   const database = `quire_bench_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: url });
-    client.on('error', () => {});
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
+  const admin = (sql: string) => runSql(url, sql);
   await admin(`CREATE DATABASE ${database}`);
   const direct = new URL(url);
   direct.pathname = `/${database}`;
@@ -399,33 +389,13 @@ async function pooledTarget(server: ServerName, url: string): Promise<{ url: str
   };
 }
 
-/** Why PostgreSQL cannot be used, or null when it answers. */
-async function postgresProblem(url: string): Promise<string | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
-  try {
-    await client.connect();
-  } catch (error) {
-    return `PostgreSQL at ${url} is unreachable: ${(error as Error).message}`;
-  }
-  await client.end();
-  return null;
-}
-
 /** Why PgBouncer cannot be used here, or null. */
 function pgbouncerProblem(): string | null {
   return pgbouncerUnavailable('bench/throughput.ts') ?? null;
 }
 
 async function dropSchema(config: ChildConfig): Promise<void> {
-  const client = new pg.Client({ connectionString: config.url });
-  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
+  await runSql(config.url, `DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);
 }
 
 /** Values of a comma-separated option, each checked against `allowed`. */

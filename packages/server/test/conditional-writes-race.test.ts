@@ -27,7 +27,7 @@ import { type Dispatcher, Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { pgbouncerUnavailable } from './helpers/pgbouncer.js';
-import { startPooledDeployment } from './helpers/pooled-deployment.js';
+import { startPooledDeployment, stopProcess as stopServer } from './helpers/pooled-deployment.js';
 import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from './helpers/postgres.js';
 
 const ROUNDS = Number(process.env.QUIRE_TEST_RACE_ROUNDS ?? 20);
@@ -87,16 +87,6 @@ async function startServer(port: number, env: Record<string, string>): Promise<C
     throw error;
   });
   return child;
-}
-
-/** SIGTERM (graceful: closes its pool), SIGKILL if still running after 10 s. */
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function send(pool: Pool, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Reply> {

@@ -18,6 +18,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PG_URL, runAsAdmin } from './postgres.js';
+import { freePort } from './private-postgres.js';
 
 export interface Pgbouncer {
   readonly port: number;
@@ -45,15 +46,6 @@ function findBinary(): string | undefined {
   return [process.env.QUIRE_TEST_PGBOUNCER, ...fromPath, ...CANDIDATES].find((path): path is string => !!path && existsSync(path));
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** Why the pooler tests cannot run here, printed; under QUIRE_TEST_REQUIRE_PG, thrown instead. */
 function unavailable(file: string, reason: string): string {

@@ -69,8 +69,8 @@ async function startProcess(env: Record<string, string>): Promise<{ child: Child
   return { child, url };
 }
 
-/** SIGTERM (graceful), SIGKILL if still running after 10 s. */
-async function stopProcess(child: ChildProcess): Promise<void> {
+/** SIGTERM (graceful: closes its pool), SIGKILL if still running after 10 s. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');

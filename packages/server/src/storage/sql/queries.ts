@@ -14,7 +14,7 @@
  */
 import { isIndexablePath } from '../declared-indexes.js';
 import { sqlLike } from '../filters/like.js';
-import { keysetCondition, sortingOrDefault } from '../keyset.js';
+import { type Comparison, compareNumbers, keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
 /** How one field path is read from a row. */
@@ -35,8 +35,6 @@ export interface FieldRef {
    */
   readonly ordered?: string;
 }
-
-type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
 
 const ID: FieldRef = {
   jsonb: 'to_jsonb(id)',
@@ -252,7 +250,7 @@ export class QueryBuilder {
   #compareScalar(ref: FieldRef, op: Comparison, value: string | number): string {
     const rank = typeof value === 'number' ? 2 : 1;
     const same = typeof value === 'number' ? `(${ref.jsonb})::numeric ${op} ${this.bind(value)}::numeric` : `(${ref.jsonb} #>> '{}') ${op} ${this.bind(value)}::text`;
-    const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(([type, typeRank]) => `WHEN '${type}' THEN ${String(compareRanks(typeRank, op, rank))}`);
+    const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(([type, typeRank]) => `WHEN '${type}' THEN ${String(compareNumbers(typeRank, op, rank))}`);
     return `(CASE jsonb_typeof(${ref.jsonb}) WHEN '${rank === 2 ? 'number' : 'string'}' THEN ${same} ${others.join(' ')} END)`;
   }
 
@@ -275,22 +273,6 @@ const JSONB_RANKS: ReadonlyArray<[string, number]> = [
   ['object', 5],
 ];
 
-function compareRanks(a: number, op: Comparison, b: number): boolean {
-  switch (op) {
-    case '=':
-      return a === b;
-    case '<>':
-      return a !== b;
-    case '<':
-      return a < b;
-    case '>':
-      return a > b;
-    case '<=':
-      return a <= b;
-    case '>=':
-      return a >= b;
-  }
-}
 
 /** The filters a declared field answers through its index: the comparisons. */
 const ORDERED_OPERATORS: Partial<Record<Filter['operator'], Comparison>> = { eq: '=', not: '<>', lt: '<', max: '<=', gt: '>', min: '>=' };

@@ -24,7 +24,7 @@
  */
 import { isIndexablePath } from '../declared-indexes.js';
 import { sqlLike } from '../filters/like.js';
-import { keysetCondition, sortingOrDefault } from '../keyset.js';
+import { type Comparison, compareNumbers, keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 import type { SqlValue } from './connection.js';
 import { jsonbSortKey } from './jsonb.js';
@@ -58,8 +58,6 @@ export interface FieldRef {
    */
   readonly ordered?: string;
 }
-
-type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
 
 const RANK_BY_TYPE: ReadonlyArray<[string, number]> = [
   ['null', 0],
@@ -437,22 +435,6 @@ function typesOf(rank: number): string {
     .join(', ');
 }
 
-function compareNumbers(a: number, op: Comparison, b: number): boolean {
-  switch (op) {
-    case '=':
-      return a === b;
-    case '<>':
-      return a !== b;
-    case '<':
-      return a < b;
-    case '>':
-      return a > b;
-    case '<=':
-      return a <= b;
-    case '>=':
-      return a >= b;
-  }
-}
 
 /** Distinct JSON values (by their JSON text). */
 function unique(values: unknown[]): unknown[] {
