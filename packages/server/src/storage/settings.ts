@@ -64,6 +64,9 @@ export const STORAGE_SETTINGS = {
 } satisfies SettingSchemas;
 
 export function checkStorageSettings(settings: SettingValues<typeof STORAGE_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>): void {
+  if (settings.storage_listen_url && !settings.storage_url) {
+    throw new ConfigError('storage_listen_url is set but storage_url is not: it is where PostgreSQL processes LISTEN, and the embedded store has no other process to hear');
+  }
   if (settings.workers > 1 && !settings.storage_url) {
     throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
   }
