@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { loadSettings, type Settings } from '../src/config.js';
 import { askChild } from './child-server.js';
 
@@ -70,4 +71,29 @@ export async function postgresCpuMs(): Promise<number> {
     total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / ticks;
   }
   return total;
+}
+
+/** Why PostgreSQL at `url` cannot be used, or null when it answers. */
+export async function postgresProblem(url: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
+  try {
+    await client.connect();
+  } catch (error) {
+    return `PostgreSQL at ${url} is unreachable: ${(error as Error).message}`;
+  }
+  await client.end();
+  return null;
+}
+
+/** Runs one statement on a connection of its own (creating and dropping the benches' databases and schemas). */
+export async function runSql(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {}); // PostgreSQL ended the session: the query fails, no unhandled 'error' event
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
 }

@@ -8,6 +8,8 @@
  * pnpm hands the options to the script as they are; `pnpm bench -- --duration 3` works too (pnpm
  * passes the `--` on, and a leading `--` is skipped here).
  *
+ * `pnpm bench --scale [options]` runs bench/scale.ts instead (how costs grow with the data).
+ *
  * Options:
  *   --only ceiling,postgresql,embedded   servers to run (default: these three, in this order; also
  *                                        `pglite`, the embedded store of earlier versions)
@@ -48,6 +50,12 @@
  *   observed    Quire on PostgreSQL as operators run it: metrics on (`metrics_enabled`) and one
  *               log line per request at `info` (written to /dev/null); compare with postgresql
  *               in the same run (`--only ceiling,postgresql,observed`) for the cost of both.
+ *   pooled      Quire on PostgreSQL, straight, but as behind a transaction pooler
+ *               (`storage_pooler` transaction: unnamed statements, jit set per transaction),
+ *               LISTEN on its direct URL: the cost of giving up named prepared statements.
+ *   pgbouncer   the same through a PgBouncer started by the bench (transaction mode).
+ *   polled      through PgBouncer without a direct URL: notifications polled, read cache off.
+ *               These three get a database of their own, dropped at the end.
  * Each Quire server is set up through its API first: bucket `bench`, collections `items` (1,000
  * records, created by /batch requests of 25 PUTs), `writes` and `batches`.
  *
@@ -65,15 +73,17 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { buildServer } from '../src/app.js';
 import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
+import { pgbouncerUnavailable, startPgbouncer } from '../test/helpers/pgbouncer.js';
 import { childConfig, isServerChild, serveClusterInChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
-import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, recordId, type LoadResult } from './support.js';
+import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, postgresProblem, recordId, runSql, type LoadResult } from './support.js';
 
-const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite', 'observed'] as const;
+const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite', 'observed', 'pooled', 'pgbouncer', 'polled'] as const;
+/** Servers on a database of their own (a schema cannot be chosen through a pooler). */
+const ON_A_DATABASE = new Set<ServerName>(['pooled', 'pgbouncer', 'polled']);
 /** Run unless `--only` says otherwise; `pglite` (the embedded store before SQLite) only on demand. */
 const DEFAULT_SERVERS = 'ceiling,postgresql,embedded';
 type ServerName = (typeof SERVERS)[number];
@@ -84,6 +94,8 @@ type WorkloadKey = (typeof WORKLOAD_KEYS)[number];
 interface ChildConfig {
   server: ServerName;
   url: string;
+  /** Where the pooled servers LISTEN (their database, straight to PostgreSQL); none: they poll. */
+  listenUrl?: string;
   schema: string;
   dataDir: string;
   /** Server processes (above 1: a cluster, PostgreSQL only). */
@@ -134,6 +146,11 @@ function ceilingApp(): FastifyInstance {
 
 async function serve(config: ChildConfig): Promise<void> {
   if (config.server === 'ceiling') return serveInChild(ceilingApp(), null);
+  if (ON_A_DATABASE.has(config.server)) {
+    // As behind a transaction pooler: unnamed statements, jit set per transaction.
+    const storage = await createPostgresStorage({ url: config.url, pooler: 'transaction', autoMigrate: true, poolSize: 10, ...(config.listenUrl ? { listenUrl: config.listenUrl } : {}) });
+    return serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage, cpuReply);
+  }
   const onPostgresql = config.server === 'postgresql' || config.server === 'observed';
   const settings = config.server === 'observed' ? benchSettings({ metrics_enabled: true, log_level: 'info', log_format: 'json' }) : benchSettings();
   const logger = config.server === 'observed' ? { stream: createWriteStream('/dev/null') } : false;
@@ -289,9 +306,11 @@ interface Measure extends LoadResult {
 
 /** Starts one server, runs the workloads against it, stops it and removes its data. */
 async function runServer(server: ServerName, options: Options): Promise<Map<WorkloadKey, Measure>> {
+  const pooled = ON_A_DATABASE.has(server) ? await pooledTarget(server, options.url) : null;
   const config: ChildConfig = {
     server,
-    url: options.url,
+    url: pooled?.url ?? options.url,
+    ...(pooled?.listenUrl ? { listenUrl: pooled.listenUrl } : {}),
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
     dataDir: server === 'embedded' || server === 'pglite' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
     workers: server === 'postgresql' || server === 'observed' ? options.workers : 1,
@@ -301,7 +320,16 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
   const results = new Map<WorkloadKey, Measure>();
   try {
     const started = performance.now();
-    const where = { ceiling: 'bare Fastify', postgresql: `schema ${config.schema}, ${config.workers} process${config.workers > 1 ? 'es' : ''}`, embedded: config.dataDir, pglite: config.dataDir, observed: `schema ${config.schema}, metrics and logs on` }[server];
+    const where = {
+      ceiling: 'bare Fastify',
+      postgresql: `schema ${config.schema}, ${config.workers} process${config.workers > 1 ? 'es' : ''}`,
+      embedded: config.dataDir,
+      pglite: config.dataDir,
+      observed: `schema ${config.schema}, metrics and logs on`,
+      pooled: 'straight to PostgreSQL as through a transaction pooler: unnamed statements, LISTEN direct',
+      pgbouncer: 'through PgBouncer (transaction mode), LISTEN direct',
+      polled: 'through PgBouncer (transaction mode), notifications polled, read cache off',
+    }[server];
     const serverChild = await startServerChild(fileURLToPath(import.meta.url), config, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     child = serverChild.child;
     const origin = `http://127.0.0.1:${serverChild.port}`;
@@ -333,34 +361,41 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
   } finally {
     if (child) await stopServerChild(child);
     if (server === 'postgresql' || server === 'observed') await dropSchema(config);
+    await pooled?.close();
     if (config.dataDir) await rm(config.dataDir, { recursive: true, force: true });
   }
   if (profileDir) console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
   return results;
 }
 
-/** Why PostgreSQL cannot be used, or null when it answers. */
-async function postgresProblem(url: string): Promise<string | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
-  try {
-    await client.connect();
-  } catch (error) {
-    return `PostgreSQL at ${url} is unreachable: ${(error as Error).message}`;
-  }
-  await client.end();
-  return null;
+/**
+ * A fresh database for a pooled server: its URL (through a PgBouncer started here, in transaction
+ * mode, for `pgbouncer` and `polled`), where it LISTENs, and what undoes it all.
+ */
+async function pooledTarget(server: ServerName, url: string): Promise<{ url: string; listenUrl?: string; close: () => Promise<void> }> {
+  const database = `quire_bench_${randomBytes(4).toString('hex')}`;
+  const admin = (sql: string) => runSql(url, sql);
+  await admin(`CREATE DATABASE ${database}`);
+  const direct = new URL(url);
+  direct.pathname = `/${database}`;
+  const bouncer = server === 'pooled' ? null : await startPgbouncer({ target: url, poolSize: 10 });
+  return {
+    url: bouncer ? bouncer.url(database) : direct.toString(),
+    ...(server === 'polled' ? {} : { listenUrl: direct.toString() }),
+    close: async () => {
+      await bouncer?.stop();
+      await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    },
+  };
+}
+
+/** Why PgBouncer cannot be used here, or null. */
+function pgbouncerProblem(): string | null {
+  return pgbouncerUnavailable('bench/throughput.ts') ?? null;
 }
 
 async function dropSchema(config: ChildConfig): Promise<void> {
-  const client = new pg.Client({ connectionString: config.url });
-  client.on('error', () => {}); // PostgreSQL ended the session: the next query fails, no unhandled 'error' event
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
+  await runSql(config.url, `DROP SCHEMA IF EXISTS ${config.schema} CASCADE`);
 }
 
 /** Values of a comma-separated option, each checked against `allowed`. */
@@ -418,7 +453,10 @@ async function main(): Promise<void> {
   const results = new Map<ServerName, Map<WorkloadKey, Measure>>();
   const skipped = new Map<ServerName, string>();
   for (const server of servers) {
-    const problem = server === 'postgresql' || server === 'observed' ? await postgresProblem(options.url) : null;
+    const problem =
+      server === 'postgresql' || server === 'observed' || ON_A_DATABASE.has(server)
+        ? ((await postgresProblem(options.url)) ?? (server === 'pgbouncer' || server === 'polled' ? pgbouncerProblem() : null))
+        : null;
     if (problem) {
       skipped.set(server, problem);
       console.log(`${server}: skipped, ${problem}`);
@@ -434,6 +472,9 @@ async function main(): Promise<void> {
     embedded: 'embedded req/s (% of ceiling, % of postgresql) · p50/p99 ms',
     pglite: 'pglite req/s (% of ceiling, % of postgresql) · p50/p99 ms',
     observed: 'observed req/s (% of ceiling, % of postgresql) · p50/p99 ms',
+    pooled: 'pooled req/s (% of ceiling, % of postgresql) · p50/p99 ms',
+    pgbouncer: 'pgbouncer req/s (% of ceiling, % of postgresql) · p50/p99 ms',
+    polled: 'polled req/s (% of ceiling, % of postgresql) · p50/p99 ms',
   };
   const json: Array<Record<string, unknown>> = [];
   const rows = options.keys.map((key) => {
@@ -490,7 +531,10 @@ async function main(): Promise<void> {
   }
 }
 
-if (isServerChild()) {
+if (process.argv.includes('--scale')) {
+  // `pnpm bench --scale`: the growth table of bench/scale.ts, which runs itself on import.
+  await import('./scale.js');
+} else if (isServerChild()) {
   await serve(childConfig<ChildConfig>());
 } else {
   await main();

@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   storageUrl = settings.storage_url;
 
   if (command === 'migrate') {
-    const storage = await connectStorage(settings, { migrate: true });
+    const storage = await connectStorage(settings, { migrate: true, keepIndexes: false });
     await storage.close();
     console.log(migrationReport(storage.migrationsApplied ?? [], settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`));
     return 0;
@@ -94,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     // that needs migrating or a database that does not answer is then one clear error, where
     // workers would each report it and be restarted until the primary gives up. (The advisory
     // lock of migrate() would keep concurrent migrations by the workers safe, not quiet.)
-    prepare: async () => (await connectStorage(settings)).close(),
+    prepare: async () => (await connectStorage(settings, { keepIndexes: false })).close(),
     startWorker: () => startServer(settings, { migrate: false }),
     log: (line) => console.error(`quire: ${line}`),
   });

@@ -12,7 +12,9 @@
  * `quire start` processes, requests go over many keep-alive connections opened beforehand, and
  * on PostgreSQL the requests of a round are spread over TWO processes sharing one schema, so the
  * only thing that can order them is the database. (The embedded store cannot be shared by two
- * processes: it gets one, with the same concurrency.)
+ * processes: it gets one, with the same concurrency.) And once more over FOUR processes that
+ * reach PostgreSQL through one PgBouncer in transaction mode, which lends each transaction
+ * whichever server connection is free.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +26,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { type Dispatcher, Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
+import { pgbouncerUnavailable } from './helpers/pgbouncer.js';
+import { startPooledDeployment, stopProcess as stopServer } from './helpers/pooled-deployment.js';
 import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from './helpers/postgres.js';
 
 const ROUNDS = Number(process.env.QUIRE_TEST_RACE_ROUNDS ?? 20);
@@ -33,6 +37,7 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const AUTH = `Basic ${Buffer.from('alice:secret').toString('base64')}`;
 const COLLECTION = '/buckets/race/collections/c';
 const pgReason = await postgresUnavailable('conditional-writes-race.test.ts');
+const pgbouncerReason = pgReason ?? pgbouncerUnavailable('conditional-writes-race.test.ts');
 
 type Json = Record<string, unknown>;
 interface Reply {
@@ -84,16 +89,6 @@ async function startServer(port: number, env: Record<string, string>): Promise<C
   return child;
 }
 
-/** SIGTERM (graceful: closes its pool), SIGKILL if still running after 10 s. */
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 async function send(pool: Pool, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Reply> {
   const res = await pool.request({
     method: method as Dispatcher.HttpMethod,
@@ -128,7 +123,7 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const first = pools[0]!;
       expect((await send(first, 'PUT', '/buckets/race')).status).toBe(201);
       expect((await send(first, 'PUT', COLLECTION)).status).toBe(201);
-    }, 90_000);
+    }, 120_000);
 
     afterAll(async () => {
       await Promise.all(pools.map((pool) => pool.destroy()));
@@ -382,4 +377,9 @@ raceSuite('postgresql, two processes', pgReason, async () => {
     throw failed.reason;
   }
   return { ports, close };
+});
+
+raceSuite('postgresql, four processes through pgbouncer (transaction pooling)', pgbouncerReason, async () => {
+  const deployment = await startPooledDeployment({ processes: 4 });
+  return { ports: deployment.ports, close: deployment.close };
 });

@@ -86,7 +86,7 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
   const pageSize = Math.min(options.pageSize, settings.storage_max_fetch_size);
 
   if (command === 'export') {
-    const storage = await connectStorage(settings);
+    const storage = await connectStorage(settings, { keepIndexes: false });
     // History entries a stopped server left in the outbox are moved into the history first, as
     // its next start would do: otherwise the export would miss them.
     const drainer = new HistoryDrainer(storage, { trim: null, batchSize: settings.history_drain_batch_size, delayMs: 0, sweepIntervalMs: 3_600_000, log: () => undefined });
@@ -106,7 +106,7 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
     return 0;
   }
 
-  const storage = await connectStorage(settings, { migrate: true });
+  const storage = await connectStorage(settings, { migrate: true, keepIndexes: false });
   const input = values.input ? createReadStream(values.input) : process.stdin;
   const bar = progress('imported');
   try {

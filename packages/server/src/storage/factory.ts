@@ -20,6 +20,8 @@ export interface StorageFactoryOptions {
   migrate?: boolean;
   /** Told when an existing PGlite data directory is used rather than SQLite (default: stderr). */
   warn?: (message: string) => void;
+  /** Build and drop the declared indexes as collections declare them (default: yes; a serving process). */
+  keepIndexes?: boolean;
 }
 
 /** The embedded store's file in a data directory. */
@@ -35,6 +37,11 @@ export async function createStorageFromSettings(settings: Settings, options: Sto
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
       reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
+      pooler: settings.storage_pooler,
+      ...(settings.storage_listen_url ? { listenUrl: settings.storage_listen_url } : {}),
+      pollIntervalMs: settings.storage_poll_interval_seconds * 1000,
+      maxDeclaredIndexes: settings.storage_max_declared_indexes,
+      keepIndexes: options.keepIndexes ?? true,
     });
   }
   const dataDir = resolve(settings.data_dir);
@@ -45,9 +52,9 @@ export async function createStorageFromSettings(settings: Settings, options: Sto
       `${dataDir} holds an embedded store of an earlier Quire (PGlite): it is used as it is. ` +
         'A new data directory gets the SQLite store, several times faster.',
     );
-    return createPgliteStorage({ dataDir: pglite });
+    return createPgliteStorage({ dataDir: pglite, maxDeclaredIndexes: settings.storage_max_declared_indexes, keepIndexes: options.keepIndexes ?? true });
   }
-  return createSqliteStorage({ path: resolve(dataDir, EMBEDDED_FILE) });
+  return createSqliteStorage({ path: resolve(dataDir, EMBEDDED_FILE), maxDeclaredIndexes: settings.storage_max_declared_indexes, keepIndexes: options.keepIndexes ?? true });
 }
 
 /** The first wait between attempts to reach the database at start; each failure doubles it, up to the max. */

@@ -1,8 +1,29 @@
 /**
- * What both SQL dialects share about sorting and keyset pagination; each dialect only says how
- * one field compares (`same`, `beyond`) in its own SQL.
+ * What both SQL dialects share about sorting, comparisons and keyset pagination; each dialect
+ * only says how one field compares (`same`, `beyond`) in its own SQL.
  */
 import type { Sort } from './types.js';
+
+/** The comparison operators the query builders write. */
+export type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
+
+/** Whether `a op b` holds for two numbers (type ranks, known when the SQL is written). */
+export function compareNumbers(a: number, op: Comparison, b: number): boolean {
+  switch (op) {
+    case '=':
+      return a === b;
+    case '<>':
+      return a !== b;
+    case '<':
+      return a < b;
+    case '>':
+      return a > b;
+    case '<=':
+      return a <= b;
+    case '>=':
+      return a >= b;
+  }
+}
 
 /** Callers end their sorting with last_modified; without one, newest first (Kinto's default). */
 export function sortingOrDefault(sorting: Sort[] | undefined): Sort[] {

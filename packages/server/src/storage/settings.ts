@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { ConfigError } from '../settings/config-error.js';
 import type { SERVER_SETTINGS } from '../server-settings.js';
-import { Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
+import { Choice, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const STORAGE_SETTINGS = {
   storage_url: Nullable(Type.String({ pattern: '^postgres(ql)?://' }), {
@@ -15,6 +15,24 @@ export const STORAGE_SETTINGS = {
     description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (SQLite) lives in `data_dir`.',
   }),
   data_dir: Type.String({ default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' }),
+  storage_pooler: Choice(['detect', 'none', 'transaction'], {
+    default: 'detect',
+    description:
+      'PostgreSQL: whether `storage_url` leads to a transaction pooler (PgBouncer in transaction mode), through which Quire sends no startup options and no named prepared statements. `detect`: one connection at start tells (a stock PgBouncer refuses the startup options Quire sends PostgreSQL, or drops them); `none`: PostgreSQL itself, or a session pooler; `transaction`: a transaction pooler that passes startup options on.',
+  }),
+  storage_listen_url: Nullable(Type.String({ pattern: '^postgres(ql)?://' }), {
+    default: null,
+    secret: true,
+    invalid: () => 'only postgresql:// URLs are supported',
+    description:
+      'PostgreSQL: a direct connection (not through a transaction pooler) for the LISTEN that tells this process what other processes changed. Unset: `storage_url`, unless that leads to a transaction pooler: notifications are then polled every `storage_poll_interval_seconds`, and the shared read cache stays off.',
+  }),
+  storage_poll_interval_seconds: Type.Number({
+    default: 0.25,
+    minimum: 0.01,
+    maximum: 60,
+    description: 'PostgreSQL without LISTEN (see `storage_listen_url`): how often notifications from other processes are read; the change feed’s live entries from other processes lag by up to this.',
+  }),
   storage_pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 1000, description: 'PostgreSQL connection pool size per process.' }),
   storage_cache_max_entries: Type.Integer({
     default: 10000,
@@ -35,10 +53,20 @@ export const STORAGE_SETTINGS = {
     minimum: 0.05,
     description: 'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
   }),
+  storage_max_declared_indexes: Type.Integer({
+    default: 16,
+    minimum: 0,
+    maximum: 256,
+    description:
+      'Data fields indexed at most for the whole store, from the `indexes` collections declare (a Quire extension, see the server README): the fields declared by most collections first. Every write pays for each of these indexes. 0: none (those that exist are dropped).',
+  }),
   storage_max_fetch_size: Type.Integer({ default: 10000, minimum: 1, description: 'Hard cap on objects read per page.' }),
 } satisfies SettingSchemas;
 
 export function checkStorageSettings(settings: SettingValues<typeof STORAGE_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>): void {
+  if (settings.storage_listen_url && !settings.storage_url) {
+    throw new ConfigError('storage_listen_url is set but storage_url is not: it is where PostgreSQL processes LISTEN, and the embedded store has no other process to hear');
+  }
   if (settings.workers > 1 && !settings.storage_url) {
     throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
   }

@@ -454,6 +454,13 @@ export interface Storage {
 
   /** The connection pool's state, for metrics (absent where there is no pool). */
   stats?(): PoolStats | null;
+
+  /**
+   * Where collections may declare indexes (declared-indexes.ts): brings the store's indexes in
+   * line with the declarations now, and resolves with the fields indexed (tests, benchmarks;
+   * the store also does it by itself).
+   */
+  updateIndexes?(): Promise<ReadonlySet<string>>;
 }
 
 export interface PoolStats {

@@ -17,6 +17,12 @@ import { HISTORY_RESOURCE } from '../types.js';
 let shared: Promise<SqlStorage> | undefined;
 const storage = () => (shared ??= createPgliteStorage());
 
+// Opened before the suite, with time to spare: on a loaded machine booting and migrating it
+// took longer than the default hook timeout of the suite's first test.
+beforeAll(async () => {
+  await storage();
+}, 60_000);
+
 afterAll(async () => {
   await (await shared)?.close();
 });

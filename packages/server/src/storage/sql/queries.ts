@@ -12,8 +12,9 @@
  * order is exactly the protocol's. A missing field is SQL NULL, which sorts last ascending and
  * first descending, as the protocol wants.
  */
+import { isIndexablePath } from '../declared-indexes.js';
 import { sqlLike } from '../filters/like.js';
-import { keysetCondition, sortingOrDefault } from '../keyset.js';
+import { type Comparison, compareNumbers, keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
 /** How one field path is read from a row. */
@@ -26,9 +27,14 @@ export interface FieldRef {
   readonly column?: { readonly sql: string; readonly type: 'text' | 'bigint' };
   /** Whether an object can lack the field (id and last_modified are always there). */
   readonly nullable: boolean;
+  /**
+   * A field with a declared index (declared-indexes.ts): the key, with `{}` for a missing field
+   * (jsonb puts an object after every array, so after every key): a missing field comes after
+   * every value as the protocol orders it, and one range of the index, over one column whose
+   * statistics the planner has, serves a filter, missing objects included, and a sort.
+   */
+  readonly ordered?: string;
 }
-
-type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
 
 const ID: FieldRef = {
   jsonb: 'to_jsonb(id)',
@@ -72,13 +78,16 @@ export class QueryBuilder {
   readonly params: unknown[] = [];
   readonly #paths = new Map<string, string>();
   readonly #columns: Readonly<Record<string, FieldRef>>;
+  readonly #indexed: ReadonlySet<string>;
 
   /**
    * `columns`: the fields read from columns of the row rather than from its `data` jsonb
-   * (default: `id` and `last_modified` of the objects table).
+   * (default: `id` and `last_modified` of the objects table). `indexed`: the fields with a
+   * declared index, read through the index's own expressions.
    */
-  constructor({ columns = OBJECT_COLUMNS }: { columns?: Readonly<Record<string, FieldRef>> } = {}) {
+  constructor({ columns = OBJECT_COLUMNS, indexed = new Set() }: { columns?: Readonly<Record<string, FieldRef>>; indexed?: ReadonlySet<string> } = {}) {
     this.#columns = columns;
+    this.#indexed = indexed;
   }
 
   /** Binds a value and returns its placeholder. */
@@ -95,6 +104,16 @@ export class QueryBuilder {
   field(path: string): FieldRef {
     const column = Object.hasOwn(this.#columns, path) ? this.#columns[path] : undefined;
     if (column) return column;
+    if (this.#indexed.has(path) && isIndexablePath(path)) {
+      // The one exception to bound paths: PostgreSQL matches an index expression only to the
+      // same expression, so a declared field's path is written as its index has it. Its segments
+      // are letters, digits, `_` and `-` (isIndexablePath, checked again here): a literal of them is plain.
+      // The key wraps the value as jsonb_build_array does, with jsonb_set, which (unlike it) is
+      // IMMUTABLE, as an index expression must be, and NULL for a missing field (STRICT).
+      const jsonb = `(data #> '{${path.split('.').join(',')}}'::text[])`;
+      const key = `jsonb_set('[null]'::jsonb, '{0}', ${jsonb})`;
+      return { jsonb, key, nullable: true, ordered: `COALESCE(${key}, '{}'::jsonb)` };
+    }
     let placeholder = this.#paths.get(path);
     if (placeholder === undefined) {
       placeholder = `${this.bind(path.split('.'))}::text[]`;
@@ -115,6 +134,8 @@ export class QueryBuilder {
 
   filter({ field, operator, value }: Filter): string {
     const ref = this.field(field);
+    const ordered = ref.ordered ? ORDERED_OPERATORS[operator] : undefined;
+    if (ordered) return this.#orderedCompare(ref, ordered, value);
     switch (operator) {
       case 'eq':
         return this.#compare(ref, '=', value);
@@ -168,6 +189,7 @@ export class QueryBuilder {
     return sortingOrDefault(sorting)
       .map(({ field, direction }) => {
         const ref = this.field(field);
+        if (ref.ordered) return `${ref.ordered} ${direction === 1 ? 'ASC' : 'DESC'}`;
         return `${ref.column?.sql ?? ref.key} ${direction === 1 ? 'ASC NULLS LAST' : 'DESC NULLS FIRST'}`;
       })
       .join(', ');
@@ -182,6 +204,7 @@ export class QueryBuilder {
     const ref = this.field(field);
     const value = after[field];
     if (value === undefined) return ref.nullable ? `${ref.jsonb} IS NULL` : 'FALSE';
+    if (ref.ordered) return this.#orderedCompare(ref, '=', value);
     return this.#compare(ref, '=', value);
   }
 
@@ -192,17 +215,43 @@ export class QueryBuilder {
       // Ascending, missing last: after a missing value comes nothing; after a value come
       // greater values, then the missing ones.
       if (value === undefined) return 'FALSE';
+      if (ref.ordered) return this.#orderedCompare(ref, '>', value);
       return orMissing(ref, this.#compare(ref, '>', value));
     }
     // Descending, missing first: after a missing value comes every present one.
     if (value === undefined) return ref.nullable ? `${ref.jsonb} IS NOT NULL` : 'TRUE';
+    if (ref.ordered) return this.#orderedCompare(ref, '<', value);
     return this.#compare(ref, '<', value);
+  }
+
+  /**
+   * A declared field compared to `value` by its ordered key: a missing field (`{}`) comes after
+   * every value, so it matches `>`, `>=` and `<>` and nothing else, as the protocol wants
+   * (types.ts), in one condition an index range serves.
+   */
+  #orderedCompare(ref: FieldRef, op: Comparison, value: unknown): string {
+    return `${ref.ordered!} ${op} ${this.bindJson([value])}`;
   }
 
   /** Column comparison when the value has the column's type (uses the indexes), else jsonb. */
   #compare(ref: FieldRef, op: Comparison, value: unknown): string {
     if (ref.column && fitsColumn(ref, value)) return `${ref.column.sql} ${op} ${this.bind(value)}::${ref.column.type}`;
+    if (!ref.column && (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)))) return this.#compareScalar(ref, op, value);
     return `${ref.key} ${op} ${this.bindJson([value])}`;
+  }
+
+  /**
+   * A data field compared to a number or a string by its type, as the SQLite builder does: a
+   * value of the same type compares natively (jsonb keeps numbers as numeric, and orders strings
+   * by the database's collation, as text does), one of another type by rank (known here), a
+   * missing one gives NULL. The same answer as comparing keys (jsonb_build_array), without
+   * building one per row: a filter that reads a million rows went 3-4 times faster.
+   */
+  #compareScalar(ref: FieldRef, op: Comparison, value: string | number): string {
+    const rank = typeof value === 'number' ? 2 : 1;
+    const same = typeof value === 'number' ? `(${ref.jsonb})::numeric ${op} ${this.bind(value)}::numeric` : `(${ref.jsonb} #>> '{}') ${op} ${this.bind(value)}::text`;
+    const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(([type, typeRank]) => `WHEN '${type}' THEN ${String(compareNumbers(typeRank, op, rank))}`);
+    return `(CASE jsonb_typeof(${ref.jsonb}) WHEN '${rank === 2 ? 'number' : 'string'}' THEN ${same} ${others.join(' ')} END)`;
   }
 
   #inList(ref: FieldRef, values: unknown[]): string {
@@ -213,6 +262,20 @@ export class QueryBuilder {
     return `${ref.jsonb} IN (SELECT jsonb_array_elements(${this.bindJson(values)}))`;
   }
 }
+
+/** jsonb_typeof's names and the protocol's type ranks (types.ts). */
+const JSONB_RANKS: ReadonlyArray<[string, number]> = [
+  ['null', 0],
+  ['string', 1],
+  ['number', 2],
+  ['boolean', 3],
+  ['array', 4],
+  ['object', 5],
+];
+
+
+/** The filters a declared field answers through its index: the comparisons. */
+const ORDERED_OPERATORS: Partial<Record<Filter['operator'], Comparison>> = { eq: '=', not: '<>', lt: '<', max: '<=', gt: '>', min: '>=' };
 
 function orMissing(ref: FieldRef, condition: string): string {
   return ref.nullable ? `(${ref.jsonb} IS NULL OR ${condition})` : condition;

@@ -20,6 +20,8 @@ export interface SessionContext {
   cache: SharedCache;
   /** The statement announcing invalidations to the other processes (none: one process only). */
   notify?: (payload: string) => DeferredStatement;
+  /** The fields with a declared index now (declared-indexes.ts), for the query builders. */
+  indexed: () => ReadonlySet<string>;
 }
 
 export interface ObjectRow extends Row {

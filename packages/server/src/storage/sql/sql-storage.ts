@@ -5,18 +5,20 @@
  * one module per facet (objects.ts, permissions.ts, outbox.ts, nonces.ts) over the state they
  * share (session-state.ts).
  */
+import { IndexKeeper } from '../declared-indexes.js';
 import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
 import type { PoolStats, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
-import { createPgDriver, type PgDriverOptions } from './drivers/pg.js';
+import { sqlIndexStore } from './declared-indexes.js';
+import { createPgDriver, detectPooler, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
 import { DYNAMIC, sqlState, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { SqlSession } from './session.js';
 import { SqlSessionState, type SessionContext, type SessionMode } from './session-state.js';
-import { decodeInvalidations, encodeInvalidations, NOTIFY_CHANNEL, SharedCache } from './shared-cache.js';
+import { decodeInvalidations, encodeInvalidations, type Invalidation, NOTIFY_CHANNEL, SharedCache } from './shared-cache.js';
 
 const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
 const MAX_TRANSACTION_ATTEMPTS = 4;
@@ -28,6 +30,15 @@ export interface SqlStorageOptions {
   maintenance?: EmbeddedMaintenance;
   /** Entries of each kind in the shared read cache (shared-cache.ts). */
   cacheMaxEntries?: number;
+  /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
+  maxDeclaredIndexes?: number;
+  /**
+   * Keep the declared indexes (build and drop them as collections declare them): what a serving
+   * process does. Commands that open the store for a while (migrate, export, import) do not.
+   */
+  keepIndexes?: boolean;
+  /** Build them with CREATE INDEX CONCURRENTLY (default), which writers do not wait for (sql/declared-indexes.ts). */
+  concurrentIndexBuilds?: boolean;
 }
 
 export class SqlStorage implements Storage {
@@ -37,23 +48,35 @@ export class SqlStorage implements Storage {
   readonly #maintenance: EmbeddedMaintenance | undefined;
   readonly #cache: SharedCache;
   readonly #context: SessionContext;
+  readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
   /** A pool (PostgreSQL), not PGlite's one connection. */
   readonly concurrentReads: boolean;
 
-  constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000 }: SqlStorageOptions = {}) {
+  constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000, maxDeclaredIndexes = 16, concurrentIndexBuilds = true }: SqlStorageOptions = {}) {
     this.#driver = driver;
     this.backend = driver.name;
     this.concurrentReads = driver.name !== 'pglite';
     this.#maintenance = maintenance;
+    this.#indexes = new IndexKeeper(sqlIndexStore(driver, { concurrent: concurrentIndexBuilds }), { max: maxDeclaredIndexes, warn: (message, error) => console.warn(`quire: ${message}:`, error) });
     // Several processes may share the database: the cache waits for the channel that tells
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.
     const shared = driver.listen !== undefined && driver.notify !== undefined;
     this.#cache = new SharedCache({ maxEntries: cacheMaxEntries, enabled: !shared });
-    this.#context = { cache: this.#cache, ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}) };
+    this.#context = {
+      cache: this.#cache,
+      indexed: () => this.#indexes.indexed,
+      ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
+    };
     driver.listen?.(NOTIFY_CHANNEL, {
-      message: (payload) => this.#cache.invalidate(decodeInvalidations(payload)),
-      connected: () => this.#cache.setEnabled(true),
+      message: (payload) => {
+        const invalidations = decodeInvalidations(payload);
+        this.#cache.invalidate(invalidations);
+        // Another process wrote a collection: its declared indexes may have changed.
+        if (touchesCollections(invalidations)) void this.#indexes.update();
+      },
+      // Polled notifications arrive up to an interval late: entries would be stale that long.
+      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
       disconnected: () => this.#cache.setEnabled(false),
     });
     if (shared) {
@@ -85,6 +108,7 @@ export class SqlStorage implements Storage {
           { isolation: 'read committed' },
         );
         this.#maintenance?.written(state?.writes ?? 0);
+        if (state && touchesCollections(state.invalidations)) void this.#indexes.update();
         return result;
       } catch (error) {
         // A queued write that met a taken key failed the COMMIT's round trip.
@@ -151,20 +175,42 @@ export class SqlStorage implements Storage {
     this.#cache.invalidate([{ kind: 'all' }]);
   }
 
+  /** Starts keeping the declared indexes (a first pass now, then after collection writes and every minute). */
+  startIndexing(): void {
+    this.#indexes.start();
+  }
+
+  /** A pass over the declared indexes, now; resolves once it is done (tests, benchmarks). */
+  updateIndexes(): Promise<ReadonlySet<string>> {
+    return this.#indexes.update().then(() => this.#indexes.indexed);
+  }
+
   async close(): Promise<void> {
+    await this.#indexes.close();
     await this.#maintenance?.idle();
     await this.#driver.close();
   }
 }
 
-export interface PostgresStorageOptions extends PgDriverOptions, Pick<SqlStorageOptions, 'cacheMaxEntries'> {
+/** Whether committed changes may have changed a collection (its `indexes` among them). */
+function touchesCollections(invalidations: readonly Invalidation[]): boolean {
+  return invalidations.some((invalidation) => invalidation.kind === 'tree' || invalidation.kind === 'all' || (invalidation.kind === 'object' && invalidation.key.includes('\u0000collection\u0000')));
+}
+
+export interface PostgresStorageOptions extends Omit<PgDriverOptions, 'pooled'>, Pick<SqlStorageOptions, 'cacheMaxEntries' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'> {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
+  /**
+   * Whether `url` leads to a transaction pooler (see PgDriverOptions.pooled): `detect` (the
+   * default) asks with one connection first (`detectPooler`).
+   */
+  pooler?: 'detect' | 'none' | 'transaction';
 }
 
 /** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
-export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, ...options }: PostgresStorageOptions): Promise<SqlStorage> {
-  const driver = createPgDriver(options); // validates the schema name used below
+export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, maxDeclaredIndexes, keepIndexes = true, concurrentIndexBuilds, pooler = 'detect', ...options }: PostgresStorageOptions): Promise<SqlStorage> {
+  const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
+  const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
   try {
     if (autoMigrate) {
@@ -184,13 +230,18 @@ export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntri
     await driver.close();
     throw error;
   }
-  const storage = new SqlStorage(driver, { cacheMaxEntries });
+  const storage = new SqlStorage(driver, {
+    cacheMaxEntries,
+    ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
+    ...(concurrentIndexBuilds === undefined ? {} : { concurrentIndexBuilds }),
+  });
   storage.migrationsApplied = applied;
+  if (keepIndexes) storage.startIndexing();
   return storage;
 }
 
 /** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */
-export async function createPgliteStorage(options: PgliteDriverOptions = {}): Promise<SqlStorage> {
+export async function createPgliteStorage({ maxDeclaredIndexes, keepIndexes = true, ...options }: PgliteDriverOptions & Pick<SqlStorageOptions, 'maxDeclaredIndexes' | 'keepIndexes'> = {}): Promise<SqlStorage> {
   const driver = createPgliteDriver(options);
   const maintenance = new EmbeddedMaintenance(driver);
   let applied: string[];
@@ -201,7 +252,8 @@ export async function createPgliteStorage(options: PgliteDriverOptions = {}): Pr
     await driver.close();
     throw error;
   }
-  const storage = new SqlStorage(driver, { maintenance });
+  const storage = new SqlStorage(driver, { maintenance, ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }) });
   storage.migrationsApplied = applied;
+  if (keepIndexes) storage.startIndexing();
   return storage;
 }

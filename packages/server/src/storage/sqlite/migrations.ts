@@ -124,4 +124,34 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
         FROM objects WHERE resource_name = 'collection' AND NOT deleted;
     `,
   },
+  {
+    version: 3,
+    name: '003-object-counts',
+    sql: `
+      -- The number of live objects of each scope, kept by triggers in the writes' own
+      -- transaction, so that an unfiltered count is one row read (as PostgreSQL's migration 9).
+      CREATE TABLE object_counts (
+        parent_id     TEXT NOT NULL,
+        resource_name TEXT NOT NULL,
+        live          INTEGER NOT NULL,
+        PRIMARY KEY (parent_id, resource_name)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO object_counts (parent_id, resource_name, live)
+        SELECT parent_id, resource_name, count(*) FROM objects WHERE NOT deleted GROUP BY parent_id, resource_name
+        UNION ALL
+        SELECT parent_id, resource_name, count(*) FROM history WHERE NOT deleted GROUP BY parent_id, resource_name;
+      ${['objects', 'history'].map((table) => `
+      CREATE TRIGGER ${table}_count_inserted AFTER INSERT ON ${table} WHEN NOT NEW.deleted BEGIN
+        INSERT INTO object_counts (parent_id, resource_name, live) VALUES (NEW.parent_id, NEW.resource_name, 1)
+        ON CONFLICT (parent_id, resource_name) DO UPDATE SET live = live + 1;
+      END;
+      CREATE TRIGGER ${table}_count_deleted AFTER DELETE ON ${table} WHEN NOT OLD.deleted BEGIN
+        UPDATE object_counts SET live = live - 1 WHERE parent_id = OLD.parent_id AND resource_name = OLD.resource_name;
+      END;
+      CREATE TRIGGER ${table}_count_updated AFTER UPDATE OF deleted ON ${table} WHEN OLD.deleted <> NEW.deleted BEGIN
+        INSERT INTO object_counts (parent_id, resource_name, live) VALUES (NEW.parent_id, NEW.resource_name, CASE WHEN NEW.deleted THEN -1 ELSE 1 END)
+        ON CONFLICT (parent_id, resource_name) DO UPDATE SET live = live + excluded.live;
+      END;`).join('')}
+    `,
+  },
 ];

@@ -5,6 +5,7 @@
  * max(Date.now(), current + 1). A `_since` poll reads the scope timestamp and the objects from
  * one snapshot: a write committing after it started gets a timestamp above the one it saw.
  */
+import { indexName } from '../declared-indexes.js';
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
 import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
@@ -13,6 +14,11 @@ import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
 import { belowRange, QueryBuilder } from './queries.js';
 import type { SqliteSessionState } from './session-state.js';
+
+/** Index entries a probe reads at most (`#selectiveIndex`). */
+const PROBE = 1_000;
+/** The filters a declared index answers (sql/queries.ts and ./queries.ts `ordered`). */
+const PROBED_OPERATORS = new Set<Filter['operator']>(['eq', 'not', 'lt', 'max', 'gt', 'min']);
 
 /** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
 const TOMBSTONE_DATA = '{"deleted":true}';
@@ -122,6 +128,7 @@ export class SqliteObjects implements ObjectStore {
 
   async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#s.assertWritable();
+    this.#s.wrote(scope);
     // No lock to take first: the transaction holds the database's write lock. A new id needs
     // no look: the insert itself refuses a live object of that id (#upsert).
     if (!options?.newId) {
@@ -133,11 +140,13 @@ export class SqliteObjects implements ObjectStore {
 
   async update(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {
     this.#s.assertWritable();
+    this.#s.wrote(scope);
     return this.#write(scope, id, data, options);
   }
 
   async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
     this.#s.assertWritable();
+    this.#s.wrote(scope);
     assertNotHistory(scope);
     if (objects.length === 0) return [];
     const first = this.#bumpScope(scope, objects.length);
@@ -148,6 +157,7 @@ export class SqliteObjects implements ObjectStore {
   async import(scope: Scope, objects: Array<StoredObject | Tombstone>, scopeTimestamp?: number): Promise<void> {
     const s = this.#s;
     s.assertWritable();
+    s.wrote(scope);
     const table = tableOf(scope);
     // History rows are keyed by timestamp (ids are not unique there).
     const key = table === 'history' ? 'last_modified' : 'id';
@@ -172,6 +182,7 @@ export class SqliteObjects implements ObjectStore {
 
   async delete(scope: Scope, id: string, options?: WriteOptions): Promise<Tombstone> {
     this.#s.assertWritable();
+    this.#s.wrote(scope);
     const existing = this.#find(scope, id);
     if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
     const timestamp = this.#stamp(scope, id, options?.lastModified);
@@ -187,8 +198,9 @@ export class SqliteObjects implements ObjectStore {
   async deleteAll(scope: Scope, options: Omit<ListOptions, 'includeDeleted'> = {}): Promise<Tombstone[]> {
     const s = this.#s;
     s.assertWritable();
+    s.wrote(scope);
     const { current, now } = s.current(scope);
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, { ...options, includeDeleted: false });
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
@@ -214,25 +226,64 @@ export class SqliteObjects implements ObjectStore {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, options);
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
+    const index = tableOf(scope) === 'objects' ? this.#selectiveIndex(scope, options) : null;
     const rows = this.#s.db.all<ObjectRow>(
-      `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
+      `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)} ${index ? `INDEXED BY ${index}` : ''} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
       query.params,
     );
     return rows.map((row) => (row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row)));
   }
 
+  /**
+   * The declared index (../declared-indexes.ts) to read a listing through, when one of its
+   * filters compares a declared field and selects few objects of the scope. SQLite cannot tell
+   * from its statistics how many a range of an expression index holds: it walks the scope in the
+   * sort's order (by timestamp) instead, and for a filter that keeps 10 objects in a million,
+   * through all of it. So the index is asked (at most PROBE entries, the index alone) before
+   * the planner is told; a filter that keeps more is left to it (a page of them comes soon).
+   */
+  #selectiveIndex(scope: Scope, { filters = [], sorting }: ListOptions): string | null {
+    const indexed = this.#s.indexed;
+    if (indexed.size === 0 || indexed.has(sorting?.[0]?.field ?? '')) return null; // a sort on it uses it anyway
+    let best: { name: string; count: number } | null = null;
+    for (const filter of filters) {
+      if (!indexed.has(filter.field) || !PROBED_OPERATORS.has(filter.operator)) continue;
+      const probe = new QueryBuilder({ indexed });
+      const condition = probe.filter(filter);
+      const name = indexName(filter.field);
+      let count: number = PROBE;
+      try {
+        count =
+          this.#s.db.get<{ count: number }>(
+            `SELECT count(*) AS count FROM (SELECT 1 FROM objects INDEXED BY ${name}
+               WHERE parent_id = ${probe.bind(scope.parentId)} AND resource_name = ${probe.bind(scope.resourceName)} AND ${condition} LIMIT ${PROBE})`,
+            probe.params,
+          )?.count ?? PROBE;
+      } catch {
+        continue; // dropped since this session began: the listing goes without it
+      }
+      if (count < PROBE && (!best || count < best.count)) best = { name, count };
+    }
+    return best?.name ?? null;
+  }
+
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
-    const query = new QueryBuilder();
+    if (filters.length === 0) {
+      // Kept by the writes' triggers (migration 2): one row, however large the scope.
+      return this.#s.db.get<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = ? AND resource_name = ?', [scope.parentId, scope.resourceName])?.live ?? 0;
+    }
+    const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, { filters });
     return this.#s.db.get<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params)?.count ?? 0;
   }
 
   async deleteTree(uri: string): Promise<void> {
     this.#s.assertWritable();
+    this.#s.wrote(null);
     const [low, high] = belowRange(uri);
     for (const table of ['objects', 'history']) {
       this.#s.db.run(`DELETE FROM ${table} WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)`, [uri, low, high]);
@@ -260,7 +311,7 @@ export class SqliteObjects implements ObjectStore {
   async trim(scope: Scope, keep: number, filters: Filter[] = []): Promise<number> {
     this.#s.assertWritable();
     if (!Number.isInteger(keep) || keep < 1) throw new StorageError(`trim keeps at least one object (asked ${keep})`);
-    const query = new QueryBuilder();
+    const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, { filters });
     // The newest `keep` are found walking the timestamp index backwards; older matches go.
     const oldestKept = this.#s.db.get<{ last_modified: number }>(

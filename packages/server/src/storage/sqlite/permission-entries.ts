@@ -38,7 +38,17 @@ interface EntryRow {
 export function listPermissionEntries(db: Connection, query: PermissionEntriesQuery): PermissionEntry[] {
   const builder = new QueryBuilder({ document: `json_object('permissions', json(permissions))`, columns: ENTRY_COLUMNS });
   const principals = builder.bindJson(query.principals);
-  const grants = builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })));
+  // As on PostgreSQL: objects held through the settings are found scope by scope (the scopes
+  // that hold objects of that kind, from `timestamps`), and without such grants the branch is
+  // left out (SQLite otherwise read every object of the store to join it to none).
+  const grants = query.globalGrants.length
+    ? `UNION ALL
+       SELECT o.parent_id || '/' || (g.value ->> 'plural') || '/' || o.id, g.value ->> 'permission'
+       FROM json_each(${builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })))}) AS g
+       CROSS JOIN timestamps AS t CROSS JOIN objects AS o -- in this order (SQLite keeps a CROSS JOIN's)
+       WHERE t.resource_name = g.value ->> 'resource_name'
+         AND o.parent_id = t.parent_id AND o.resource_name = t.resource_name AND NOT o.deleted`
+    : '';
   const implied = builder.bindJson(
     Object.entries(query.implied).flatMap(([resourceName, table]) =>
       Object.entries(table).flatMap(([held, permissions]) => permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission }))),
@@ -49,13 +59,12 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
   if (query.after) conditions.push(builder.after(query.sorting, query.after));
   const orderBy = builder.orderBy(query.sorting);
   const limit = query.limit === undefined ? '' : `LIMIT ${builder.bind(query.limit)}`;
-  // The implied permissions are computed once per distinct (kind, held permissions) pair.
+  // The implied permissions are computed once per distinct (kind, held permissions) pair
+  // (MATERIALIZED: else once per entry).
   const rows = db.all<EntryRow>(
     `WITH held(uri, permission) AS (
        SELECT object_id, permission FROM access_control_entries WHERE principal IN (SELECT value FROM json_each(${principals}))
-       UNION ALL
-       SELECT o.parent_id || '/' || (g.value ->> 'plural') || '/' || o.id, g.value ->> 'permission'
-       FROM json_each(${grants}) AS g JOIN objects AS o ON o.resource_name = g.value ->> 'resource_name' AND NOT o.deleted
+       ${grants}
      ),
      per_object AS (
        SELECT uri, json_group_array(permission ORDER BY permission) AS held, length(uri) - length(replace(uri, '/', '')) AS slashes
@@ -74,7 +83,7 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
          substr(uri, 10, instr(substr(uri, 10) || '/', '/') - 1) AS bucket
        FROM per_object
      ),
-     combos AS (
+     combos AS MATERIALIZED (
        SELECT c.resource_name, c.held,
          (SELECT json_group_array(permission ORDER BY permission) FROM (
             SELECT h.value AS permission FROM json_each(c.held) AS h

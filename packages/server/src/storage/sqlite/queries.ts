@@ -22,8 +22,9 @@
  * `like` folds case as filters/like.ts says (Unicode simple lowercase), not as SQLite's LIKE
  * alone would (ASCII letters only, without ICU).
  */
+import { isIndexablePath } from '../declared-indexes.js';
 import { sqlLike } from '../filters/like.js';
-import { keysetCondition, sortingOrDefault } from '../keyset.js';
+import { type Comparison, compareNumbers, keysetCondition, sortingOrDefault } from '../keyset.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 import type { SqlValue } from './connection.js';
 import { jsonbSortKey } from './jsonb.js';
@@ -48,9 +49,15 @@ export interface FieldRef {
   readonly key: readonly [string, string];
   /** The elements of the field as a table (`json_each`), when it is JSON. */
   readonly elements?: string;
+  /**
+   * A field with a declared index (declared-indexes.ts): one expression, the value's sort key
+   * as a blob (jsonb.ts `quire_jsonb_key`, whose bytes compare as the protocol orders values),
+   * x'FF' for a missing field, after every value. One column, so that a filter, missing objects
+   * included, is one range of the index (SQLite uses neither a row value nor an OR of ranks on
+   * expressions there), and so is a sort (SQLite would put NULL first ascending).
+   */
+  readonly ordered?: string;
 }
-
-type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>=';
 
 const RANK_BY_TYPE: ReadonlyArray<[string, number]> = [
   ['null', 0],
@@ -163,6 +170,8 @@ export interface QueryBuilderOptions {
   document?: string;
   /** The fields read from columns of the row (default: `id` and `last_modified` of the objects). */
   columns?: Readonly<Record<string, FieldRef>>;
+  /** The fields with a declared index, read through the index's own expressions. */
+  indexed?: ReadonlySet<string>;
 }
 
 /** Collects the named parameters of one statement and builds its conditions. */
@@ -172,10 +181,12 @@ export class QueryBuilder {
   readonly #paths = new Map<string, string>();
   readonly #document: string;
   readonly #columns: Readonly<Record<string, FieldRef>>;
+  readonly #indexed: ReadonlySet<string>;
 
-  constructor({ document = 'data', columns = OBJECT_COLUMNS }: QueryBuilderOptions = {}) {
+  constructor({ document = 'data', columns = OBJECT_COLUMNS, indexed = new Set() }: QueryBuilderOptions = {}) {
     this.#document = document;
     this.#columns = columns;
+    this.#indexed = indexed;
   }
 
   /** Binds a value and returns its placeholder. */
@@ -193,6 +204,17 @@ export class QueryBuilder {
   field(field: string): FieldRef {
     const column = Object.hasOwn(this.#columns, field) ? this.#columns[field] : undefined;
     if (column) return column;
+    if (this.#indexed.has(field) && isIndexablePath(field)) {
+      // The one exception to bound paths: SQLite matches an index expression only to the same
+      // expression, never through a parameter, so a declared field's path is written as its
+      // index has it. Its segments are letters, digits, `_` and `-` and do not start with a digit
+      // (isIndexablePath, checked again here): one JSON path, whose literal is plain.
+      const [path] = jsonPaths(field);
+      const value = atPath(this.#document, `'${path}'`);
+      const json = `(${this.#document} -> '${path}')`;
+      const ordered = `(CASE WHEN ${json} IS NULL THEN x'ff' ELSE quire_jsonb_key(${json}) END)`;
+      return { value, key: keyOf(value), elements: `json_each(${this.#document}, '${path}')`, ordered };
+    }
     let path = this.#paths.get(field);
     if (path === undefined) {
       const candidates = jsonPaths(field).map((candidate) => this.bind(candidate));
@@ -298,6 +320,7 @@ export class QueryBuilder {
       .map(({ field, direction }) => {
         const ref = this.field(field);
         if (ref.column) return `${ref.column.sql} ${direction === 1 ? 'ASC' : 'DESC'}`;
+        if (ref.ordered) return `${ref.ordered} ${direction === 1 ? 'ASC' : 'DESC'}`;
         const [rank, value] = ref.key;
         return direction === 1 ? `${rank} ASC NULLS LAST, ${value} ASC` : `${rank} DESC NULLS FIRST, ${value} DESC`;
       })
@@ -336,6 +359,9 @@ export class QueryBuilder {
    */
   #compare(ref: FieldRef, op: Comparison, value: unknown, missing: boolean): string {
     if (fitsColumn(ref, value)) return `${ref.column!.sql} ${op} ${this.bind(value)}`;
+    // A declared field: missing ranks after every value, so it matches `>`, `>=` and `<>` (the
+    // callers' `missing` is then true) and nothing else, in one condition an index range serves.
+    if (ref.ordered) return `${ref.ordered} ${op} ${this.bind(jsonbSortKey(JSON.stringify(value ?? null)))}`;
     if (ref.value && isScalar(value)) {
       if (op === '=') return this.#equalsScalar(ref.value, value);
       return this.#compareScalar(ref.value, op, value, missing);
@@ -409,22 +435,6 @@ function typesOf(rank: number): string {
     .join(', ');
 }
 
-function compareNumbers(a: number, op: Comparison, b: number): boolean {
-  switch (op) {
-    case '=':
-      return a === b;
-    case '<>':
-      return a !== b;
-    case '<':
-      return a < b;
-    case '>':
-      return a > b;
-    case '<=':
-      return a <= b;
-    case '>=':
-      return a >= b;
-  }
-}
 
 /** Distinct JSON values (by their JSON text). */
 function unique(values: unknown[]): unknown[] {

@@ -22,11 +22,21 @@ export class SqliteSessionState {
   #ended = false;
   /** A failure that dooms the transaction, whatever `fn` does with it. */
   failure: Error | undefined;
+  /** The fields with a declared index now (../declared-indexes.ts), for the query builders. */
+  readonly indexed: ReadonlySet<string>;
+  /** Whether this transaction wrote a collection (whose declared indexes may have changed). */
+  collectionsChanged = false;
 
-  constructor(connection: Connection, mode: SessionMode, storeTimestamp?: (scope: Scope) => Promise<number>) {
+  constructor(connection: Connection, mode: SessionMode, { storeTimestamp, indexed = new Set() }: { storeTimestamp?: (scope: Scope) => Promise<number>; indexed?: ReadonlySet<string> } = {}) {
     this.#connection = connection;
     this.mode = mode;
     this.storeTimestamp = storeTimestamp;
+    this.indexed = indexed;
+  }
+
+  /** Notes a write to the scope (a collection's, or below which collections may be). */
+  wrote(scope: Scope | null): void {
+    if (scope === null || scope.resourceName === 'collection') this.collectionsChanged = true;
   }
 
   /** The connection, while the session lasts: a caller keeping it past its transaction is told. */

@@ -20,10 +20,12 @@
  * per facet (objects.ts, permissions.ts, outbox.ts, nonces.ts) over the state they share
  * (session-state.ts).
  */
+import { IndexKeeper } from '../declared-indexes.js';
 import { BackendError, MigrationRequiredError, StorageError } from '../errors.js';
 import type { Scope, Storage, StorageSession } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { Connection, Pool } from './connection.js';
+import { sqliteIndexStore } from './declared-indexes.js';
 import { registerFilterFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
 import { SqliteObjects } from './objects.js';
@@ -50,6 +52,10 @@ export interface SqliteStorageOptions {
   busyTimeoutMs?: number;
   /** Read-only connections for concurrent snapshots, opened as needed (file stores; 4). */
   snapshotConnections?: number;
+  /** Fields with a declared index at most (../declared-indexes.ts; default 16, 0: none). */
+  maxDeclaredIndexes?: number;
+  /** Build and drop the declared indexes as collections declare them (default: yes; a serving process). */
+  keepIndexes?: boolean;
 }
 
 /** Pages of cache per connection (negative: KiB), grown as used. SQLite's default is 2 MiB. */
@@ -71,9 +77,10 @@ export class SqliteStorage implements Storage {
   /** In memory, reads take turns with transactions on the one connection. */
   readonly #readerLock: Pool | null;
   readonly #lockTimeoutMs: number;
+  readonly #indexes: IndexKeeper;
   #closing: Promise<void> | undefined;
 
-  constructor(writer: Connection, options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined }) {
+  constructor(writer: Connection, options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined; maxDeclaredIndexes: number }) {
     this.#lockTimeoutMs = options.lockTimeoutMs;
     const busy = 'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
@@ -89,6 +96,25 @@ export class SqliteStorage implements Storage {
       this.#readerConnection = openReader();
       this.#readerLock = null;
     }
+    const store = sqliteIndexStore(
+      () => this.#readerConnection,
+      (fn) => this.#write(async (connection) => fn(connection)),
+    );
+    this.#indexes = new IndexKeeper(store, { max: options.maxDeclaredIndexes, warn: (message, error) => console.warn(`quire: ${message}:`, error) });
+  }
+
+  /** Starts keeping the declared indexes (a first pass now, then after collection writes and every minute). */
+  startIndexing(): void {
+    this.#indexes.start();
+  }
+
+  /** A pass over the declared indexes, now; resolves once it is done (tests, benchmarks). */
+  updateIndexes(): Promise<ReadonlySet<string>> {
+    return this.#indexes.update().then(() => this.#indexes.indexed);
+  }
+
+  #state(connection: Connection, mode: 'write' | 'read' | 'snapshot', storeTimestamp?: (scope: Scope) => Promise<number>): SqliteSessionState {
+    return new SqliteSessionState(connection, mode, { indexed: this.#indexes.indexed, ...(storeTimestamp ? { storeTimestamp } : {}) });
   }
 
   /**
@@ -97,16 +123,21 @@ export class SqliteStorage implements Storage {
    * waits for `fn` to end, and fails after `lockTimeoutMs`.
    */
   async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
-    return this.#write((connection) => {
-      const state = new SqliteSessionState(connection, 'write');
+    let changed = false;
+    const result = await this.#write((connection) => {
+      const state = this.#state(connection, 'write');
       return fn(new SqliteSession(state))
         .then((result) => {
           if (state.failure) throw state.failure;
           state.flushOutbox();
+          changed = state.collectionsChanged;
           return result;
         })
         .finally(() => state.end());
     });
+    // Committed: a collection's declared indexes may have changed.
+    if (changed) void this.#indexes.update();
+    return result;
   }
 
   /**
@@ -123,7 +154,7 @@ export class SqliteStorage implements Storage {
 
   async #snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     const connection = await this.#snapshots.acquire(this.#lockTimeoutMs);
-    const state = new SqliteSessionState(connection, 'snapshot');
+    const state = this.#state(connection, 'snapshot');
     try {
       connection.exec('BEGIN');
       // A deferred transaction takes its snapshot at its first read: take it now.
@@ -179,9 +210,9 @@ export class SqliteStorage implements Storage {
    */
   #readSession(): SqliteSession {
     const storeTimestamp = this.#readerLock
-      ? async (scope: Scope) => new SqliteObjects(new SqliteSessionState(this.#readerConnection, 'write')).timestamp(scope)
+      ? async (scope: Scope) => new SqliteObjects(this.#state(this.#readerConnection, 'write')).timestamp(scope)
       : (scope: Scope) => this.transaction((session) => session.objects.timestamp(scope));
-    return new SqliteSession(new SqliteSessionState(this.#readerConnection, 'read', storeTimestamp));
+    return new SqliteSession(this.#state(this.#readerConnection, 'read', storeTimestamp));
   }
 
   /** A read of the store (harmless on the in-memory store's connection even mid-transaction). */
@@ -214,6 +245,7 @@ export class SqliteStorage implements Storage {
   }
 
   async #close(): Promise<void> {
+    await this.#indexes.close();
     if (this.#snapshots !== this.#writer) {
       await this.#snapshots.close(this.#lockTimeoutMs);
       this.#readerConnection.close();
@@ -224,7 +256,7 @@ export class SqliteStorage implements Storage {
 
 /** Opens (creating it if needed) and migrates a SQLite store. */
 export async function createSqliteStorage(options: SqliteStorageOptions = {}): Promise<SqliteStorage> {
-  const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4 } = options;
+  const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4, maxDeclaredIndexes = 16, keepIndexes = true } = options;
   if (!Object.hasOwn(SYNCHRONOUS, synchronous)) throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
   const writer = new Connection(path ?? ':memory:', { busyTimeoutMs });
   let applied: string[];
@@ -241,8 +273,9 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     writer.close();
     throw error;
   }
-  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path });
+  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path, maxDeclaredIndexes });
   storage.migrationsApplied = applied;
+  if (keepIndexes) storage.startIndexing();
   return storage;
 }
 

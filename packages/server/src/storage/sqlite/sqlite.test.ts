@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError, MigrationRequiredError } from '../errors.js';
 import { describeStorage, randomScope } from '../testing.js';
 import { createSqliteStorage, type SqliteStorage } from './sqlite-storage.js';
+import { MIGRATIONS } from './migrations.js';
 import type { ObjectStore } from '../types.js';
 
 let dir: string;
@@ -68,10 +69,7 @@ describe('sqlite persistence', () => {
     await (await createSqliteStorage({ path })).close();
     await (await createSqliteStorage({ path })).close();
     const db = new Database(path);
-    expect(db.prepare('SELECT version, name FROM schema_migrations').all()).toEqual([
-      { version: 1, name: '001-initial' },
-      { version: 2, name: '002-change-monitor' },
-    ]);
+    expect(db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })));
     db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '999-future', '')`).run();
     db.close();
     await expect(createSqliteStorage({ path })).rejects.toBeInstanceOf(MigrationRequiredError);

@@ -295,6 +295,63 @@ export function describeObjects(suite: Suite): void {
       expect(await storage.read((session) => session.objects.count(scope, [{ field: 'n', operator: 'gt', value: 1 }]))).toBe(2);
       expect(await storage.read((session) => session.objects.count(randomScope()))).toBe(0);
     });
+
+    test('an unfiltered count follows every kind of write, in and out of transactions', async () => {
+      // What the backend may keep as a counter must always equal what a filter walks to.
+      const walked = async (target: Scope) => storage.read((session) => session.objects.count(target, [{ field: 'last_modified', operator: 'gt', value: 0 }]));
+      const expectCount = async (expected: number, target = scope) => {
+        expect(await storage.read((session) => session.objects.count(target))).toBe(expected);
+        expect(await walked(target)).toBe(expected);
+      };
+      await expectCount(0);
+      await seed({ a: {}, b: {}, c: {} });
+      await expectCount(3);
+      await storage.transaction(async (session) => {
+        await session.objects.update(scope, 'a', { v: 2 }); // a live object replaced: no change
+        await session.objects.update(scope, 'd', {}); // created by an update
+        await session.objects.delete(scope, 'b', { stampAtCommit: true });
+        // Inside the transaction, the count includes what it wrote.
+        expect(await session.objects.count(scope)).toBe(3);
+      });
+      await expectCount(3);
+      await storage.transaction((session) => session.objects.create(scope, 'b', {})); // revives the tombstone
+      await expectCount(4);
+      await storage.transaction((session) => session.objects.insertMany(scope, [{ id: 'e', data: {} }, { id: 'f', data: {} }]));
+      await expectCount(6);
+      await storage.transaction((session) => session.objects.deleteAll(scope, { filters: [{ field: 'id', operator: 'in', value: ['e', 'f', 'x'] }] }));
+      await expectCount(4);
+      await storage.transaction((session) => session.objects.purgeDeleted(scope)); // tombstones only
+      await expectCount(4);
+      // A rolled-back transaction changes nothing.
+      await storage
+        .transaction(async (session) => {
+          await session.objects.create(scope, 'g', {});
+          throw new Error('rolled back');
+        })
+        .catch(() => {});
+      await expectCount(4);
+      // Imported as given, tombstones included, into a scope of its own.
+      const imported = randomScope();
+      await storage.transaction((session) =>
+        session.objects.import(imported, [
+          { id: 'i1', last_modified: 10 },
+          { id: 'i2', last_modified: 11, deleted: true },
+          { id: 'i3', last_modified: 12 },
+        ]),
+      );
+      await expectCount(2, imported);
+      await storage.transaction((session) => session.objects.trim(imported, 1));
+      await expectCount(1, imported);
+      // A cascade takes the counts of every scope below it.
+      const child: Scope = { resourceName: 'record', parentId: `${scope.parentId}/records/a/children/x` };
+      await seed({ y: {} }, child);
+      await expectCount(1, child);
+      await storage.transaction((session) => session.objects.deleteTree(scope.parentId));
+      await expectCount(0);
+      await expectCount(0, child);
+      await storage.transaction((session) => session.objects.create(scope, 'again', {}));
+      await expectCount(1);
+    });
   });
 
   section('deleteAll', () => {

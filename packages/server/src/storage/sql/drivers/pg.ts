@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { backoffDelay, sleep } from '../../../retry.js';
+import { listenConnection, NOTIFICATION_RETENTION_MS, NotificationPoller, notifyStatement, PollersWatch, pruneNotifications } from './pg-notifications.js';
 import { SharedConnections } from './pg-shared.js';
 import { toBackendError, transactionMode, type ChannelListener, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
 
@@ -9,13 +9,32 @@ export interface PgDriverOptions {
   url: string;
   /** Maximum number of pooled connections (default 10). */
   poolSize?: number;
-  /** Schema holding Quire's tables (set as `search_path`); tests use a fresh one per file. */
+  /**
+   * Schema holding Quire's tables (set as `search_path` at connection); tests use a fresh one
+   * per file. Not with `pooled`: a pooler refuses the startup parameter, and a server
+   * connection it lends may have another.
+   */
   schema?: string;
   /**
    * Longest wait between attempts to reopen a broken connection that is kept open (the shared
    * ones, the LISTEN one); the waits start at 50 ms and double. Default 2 s.
    */
   reconnectMaxDelayMs?: number;
+  /**
+   * `url` leads to a transaction pooler (PgBouncer in transaction mode), which lends a server
+   * connection per transaction: no startup `options` (a stock PgBouncer refuses the
+   * connection), no named prepared statements (one would land on a server connection that
+   * another client then uses, or miss the one it was prepared on), and what the direct path
+   * sets per connection is set per transaction instead (`SET LOCAL jit = off`).
+   */
+  pooled?: boolean;
+  /**
+   * Where the LISTEN connection goes: straight to PostgreSQL. Default: `url`, except when
+   * `pooled`, where LISTEN cannot work: notifications are then polled (pg-notifications.ts).
+   */
+  listenUrl?: string;
+  /** How often notifications are polled when they are (default 250 ms). */
+  pollIntervalMs?: number;
 }
 
 /** How long opening a connection may take before the attempt fails (the request answers 503). */
@@ -31,6 +50,12 @@ const types = {
 
 // Lower-case identifiers only: the name goes unquoted into the startup `options` string.
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Set by our startup `options` (a custom setting, which any PostgreSQL accepts): a connection
+ * where it is missing got through something that dropped them, a pooler.
+ */
+const DIRECT_MARKER = 'quire.direct';
 
 /** Names of the prepared statements, by text: the same name on every connection. */
 const statementNames = new Map<string, string>();
@@ -60,11 +85,40 @@ function startupOptions(url: string, schema: string | undefined): string {
   return [fromUrl, '-c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
 }
 
-export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs = 2_000 }: PgDriverOptions): SqlDriver {
+/**
+ * Whether `url` leads to a pooler rather than to PostgreSQL itself: one connection with our
+ * startup options, which a stock PgBouncer refuses ("unsupported startup parameter") and one
+ * told to ignore them (`ignore_startup_parameters = options`) drops, so that their marker is
+ * missing. A pooler that passed them on would be taken for PostgreSQL: `storage_pooler` then says
+ * it. Connection failures are thrown as they are (the caller retries those that may pass).
+ */
+export async function detectPooler(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    if (/unsupported startup parameter/i.test(error instanceof Error ? error.message : '')) return true;
+    throw toBackendError('postgresql', error);
+  }
+  try {
+    const { rows } = await client.query<{ marker: string | null }>('SELECT current_setting($1, true) AS marker', [DIRECT_MARKER]);
+    return rows[0]?.marker !== 'on';
+  } catch (error) {
+    throw toBackendError('postgresql', error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs = 2_000, pooled = false, listenUrl, pollIntervalMs = 250 }: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
   }
-  const connection = { connectionString: url, types, options: startupOptions(url, schema), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
+  if (schema !== undefined && pooled) throw new TypeError('a schema cannot be chosen through a transaction pooler: give Quire a database (or a role whose search_path names the schema)');
+  const settingsOf = (target: string) => (pooled ? {} : { options: startupOptions(target, schema) });
+  const connection = { connectionString: url, types, ...settingsOf(url), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
   // A fifth of the connections (at least one) is shared by the short autocommit statements
   // (pg-shared.ts); transactions and statements built per request take one of the others.
   const sharedCount = Math.max(1, Math.round(poolSize / 5));
@@ -85,53 +139,26 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
   pool.on('connect', (client) => client.on('error', () => {}));
 
   const listeners: Array<() => Promise<void>> = [];
+  /** Whether some process polls: then notifications are logged for it (pg-notifications.ts). */
+  const pollers = new PollersWatch((text, params) => wrap(pool).query(text, params));
+  let poller: NotificationPoller | null = null;
+  /** Where LISTEN is impossible (a pooler and no `listenUrl`, or LISTEN refused): polled. */
+  const poll = (channel: string, listener: ChannelListener) => {
+    poller ??= new NotificationPoller((text, params) => wrap(pool).query(text, params), { intervalMs: pollIntervalMs, maxRetryDelayMs: reconnectMaxDelayMs });
+    poller.listen(channel, listener);
+  };
+  let pruning: NodeJS.Timeout | null = null;
+  /** Old notifications leave the table (every process that listens does its share). */
+  const startPruning = () => {
+    if (pruning) return;
+    const every = NOTIFICATION_RETENTION_MS / 4;
+    pruning = setInterval(() => void pruneNotifications((text, params) => wrap(pool).query(text, params)).catch(() => {}), every * (0.75 + Math.random() / 2));
+    pruning.unref();
+  };
 
-  /** A LISTEN connection kept up until the returned stop function is called. */
-  function listenForever(channel: string, listener: ChannelListener): () => Promise<void> {
-    let stopped = false;
-    let current: pg.Client | null = null;
-    const stopping = new AbortController();
-    const run = async () => {
-      for (let failures = 0; !stopped; ) {
-        const client = new pg.Client(connection);
-        const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-        client.on('error', () => {}); // a dropped connection ends it: 'end' below reconnects
-        try {
-          await client.connect();
-          if (stopped) throw new Error('stopped');
-          const [{ schema: own }] = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows as [{ schema: string }];
-          client.on('notification', ({ channel: from, payload = '' }) => {
-            const space = payload.indexOf(' ');
-            if (from === channel && payload.slice(0, space) === own) listener.message(payload.slice(space + 1));
-          });
-          await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
-          if (stopped) throw new Error('stopped');
-          current = client;
-          failures = 0;
-          listener.connected();
-          await ended;
-          current = null;
-          listener.disconnected();
-        } catch {
-          failures++;
-          await client.end().catch(() => {});
-        }
-        // 50 ms after a drop, doubled by each failed attempt.
-        if (!stopped) await sleep(backoffDelay({ firstMs: 50, maxMs: reconnectMaxDelayMs }, failures), { signal: stopping.signal });
-      }
-    };
-    const running = run();
-    return async () => {
-      stopped = true;
-      stopping.abort();
-      await current?.end().catch(() => {});
-      await running;
-    };
-  }
-
-  /** Sends one statement (prepared under its name unless dynamic) without waiting. */
+  /** Sends one statement (prepared under its name unless dynamic or pooled) without waiting. */
   const send = <R extends Row>(client: pg.Pool | pg.PoolClient | SharedConnections, text: string, params: readonly unknown[] = [], options: QueryOptions = {}) => {
-    const name = options.dynamic ? undefined : statementName(text);
+    const name = options.dynamic || pooled ? undefined : statementName(text);
     const config: pg.QueryConfig = { text, values: params as unknown[], ...(name ? { name } : {}) };
     return client instanceof SharedConnections ? client.query<R>(config) : client.query<R>(config);
   };
@@ -179,7 +206,8 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
       // its own. Its failure (a broken connection) fails that statement too; it is awaited at the end.
       const state: { begun: Promise<unknown> | null } = { begun: null };
       const begin = () => {
-        state.begun = client.query(`BEGIN ${transactionMode(options)}`);
+        // Through a pooler, what the direct path sets at connection is set here, in the same message.
+        state.begun = client.query(`BEGIN ${transactionMode(options)}${pooled ? '; SET LOCAL jit = off' : ''}`);
         // Awaited only when the transaction ends: until then, its failure (the connection
         // dropped) must not count as an unhandled rejection, which would end the process.
         state.begun.catch(() => {});
@@ -232,18 +260,21 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
       }
     },
     listen(channel, listener) {
-      listeners.push(listenForever(channel, listener));
+      startPruning();
+      if (pooled && listenUrl === undefined) return poll(channel, listener);
+      const target = listenUrl ?? url;
+      const config = { connectionString: target, types, ...settingsOf(target), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
+      listeners.push(listenConnection({ config, channel, listener, maxRetryDelayMs: reconnectMaxDelayMs, refused: () => poll(channel, listener) }));
     },
-    notify(channel, payload) {
-      // Channels are per database: the schema goes with the payload, listeners keep their own.
-      return { text: `SELECT pg_notify($1, current_schema() || ' ' || $2)`, params: [channel, payload] };
-    },
+    notify: (channel, payload) => notifyStatement(channel, payload, pollers.polled),
     stats() {
       // The shared connections count as busy: they are always open, and shared by design.
       return { total: pool.totalCount + sharedCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
     async close() {
-      await Promise.all(listeners.map((stop) => stop()));
+      if (pruning) clearInterval(pruning);
+      pollers.close();
+      await Promise.all([...listeners.map((stop) => stop()), poller?.close()]);
       await shared.close();
       await pool.end();
     },

@@ -61,8 +61,11 @@ export interface TransactionOptions {
 export interface ChannelListener {
   /** A notification on the channel, sent by a transaction of this schema that committed. */
   message(payload: string): void;
-  /** Listening (again): notifications from now on will arrive. */
-  connected(): void;
+  /**
+   * Listening (again): notifications from now on will arrive, `pushed` within a millisecond of
+   * the commit (LISTEN), or `polled` within the polling interval (see pg-notifications.ts).
+   */
+  connected(delivery: 'pushed' | 'polled'): void;
   /** The channel is down: notifications may be lost until `connected` is called again. */
   disconnected(): void;
 }
@@ -76,9 +79,10 @@ export interface SqlDriver extends SqlConnection {
    */
   transaction<T>(fn: (connection: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
-   * Where several processes share the database: listens to `channel` on a connection of its own,
-   * reconnecting (with backoff) whenever it drops, until `close`. `notify(channel)` is the
-   * statement that sends to it from a transaction, as it commits.
+   * Where several processes share the database: listens to `channel` (LISTEN on a connection of
+   * its own, reconnecting with backoff whenever it drops, or polling where LISTEN is impossible),
+   * until `close`. `notify(channel)` is the statement that sends to it from a transaction, as it
+   * commits.
    */
   listen?(channel: string, listener: ChannelListener): void;
   /** The pool's connections, for metrics (where there is a pool). */
