@@ -6,9 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError, type Settings } from './config.js';
+import { ConfigError } from './settings/config-error.js';
+import type { AuthSettings } from './auth/settings.js';
+import type { StorageSettings } from './storage/settings.js';
 
-export function resolveSecrets(settings: Settings): Settings {
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = AuthSettings & StorageSettings;
+
+export function resolveSecrets<T extends ModuleSettings>(settings: T): T {
   if (settings.userid_hmac_secret !== null) return settings;
   // On PostgreSQL it is needed by Basic Auth ids (and, unless set apart, personal bucket ids).
   if (settings.storage_url && !settings.multiauth_policies.includes('basicauth')) return settings;

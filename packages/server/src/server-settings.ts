@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Type } from '@sinclair/typebox';
-import type { SettingSchemas } from './settings/schema.js';
+import type { SettingSchemas, SettingValues } from './settings/schema.js';
 
 const DOCS = 'https://github.com/quire-sync/quire';
 
@@ -24,3 +24,6 @@ export const SERVER_SETTINGS = {
   error_info_link: Type.String({ default: `${DOCS}/issues`, description: '`info` link of 500 responses.' }),
   shutdown_timeout_seconds: Type.Number({ default: 30, minimum: 0, description: 'On SIGTERM, how long in-flight requests may take to finish.' }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ServerSettings = SettingValues<typeof SERVER_SETTINGS>;

@@ -23,7 +23,7 @@
 import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Settings } from '../config.js';
+import type { AccountSettings } from './settings.js';
 import { ApiError, ERRNO } from '../errors.js';
 
 export interface LoginLimiterLogger {
@@ -55,7 +55,7 @@ export class LoginLimiter {
   readonly #redis: Redis | null;
   #logger: LoginLimiterLogger | null = null;
 
-  constructor(settings: Settings) {
+  constructor(settings: AccountSettings) {
     const duration = settings.account_login_window_seconds;
     const url = settings.account_login_limiter_redis_url;
     this.#redis = url ? new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;

@@ -4,7 +4,7 @@
  * placeholders are the account's fields (never its password), the secret of the mail, and any
  * `email-context` object the client sent — which cannot override the former.
  */
-import type { Settings } from '../config.js';
+import type { AccountSettings } from './settings.js';
 import type { Mailer } from '../mail/mailer.js';
 import { renderSubject, renderTemplate, type TemplateValues } from '../mail/template.js';
 import { isPlainObject } from '../resource/body.js';
@@ -16,7 +16,7 @@ export interface AccountMails {
   close(): void;
 }
 
-export function createAccountMails(settings: Settings, mailer: Mailer): AccountMails {
+export function createAccountMails(settings: AccountSettings, mailer: Mailer): AccountMails {
   async function send(account: Record<string, unknown>, subject: string, body: string, extra: TemplateValues, emailContext: unknown) {
     const { password: _password, ...fields } = account;
     const values: TemplateValues = { ...(isPlainObject(emailContext) ? emailContext : {}), ...fields, ...extra };

@@ -14,12 +14,17 @@
  */
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AuthPolicy } from '../auth/policy.js';
-import { ConfigError, type Settings } from '../config.js';
+import { ConfigError } from '../settings/config-error.js';
+import type { AuthSettings } from '../auth/settings.js';
+import type { AccountSettings } from './settings.js';
 import { ApiError, ERRNO } from '../errors.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { LoginLimiter } from './login-limiter.js';
 import { dummyHash, verifyPassword } from './password.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = AuthSettings & AccountSettings;
 
 const TEMPORARY_PASSWORD = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -33,7 +38,7 @@ export interface AccountPolicy extends AuthPolicy {
 const CHALLENGE = 'Basic realm="Realm"';
 
 /** Boot-time checks Kinto makes too: a misconfiguration fails loudly rather than half-working. */
-function checkSettings(settings: Settings): void {
+function checkSettings(settings: ModuleSettings): void {
   const policies = settings.multiauth_policies;
   if (policies.includes('basicauth') && policies.indexOf('basicauth') < policies.indexOf(ACCOUNT_POLICY)) {
     // basicauth accepts any credentials: listed first, it would shadow every account.
@@ -53,7 +58,7 @@ function checkSettings(settings: Settings): void {
   }
 }
 
-export function createAccountPolicy(settings: Settings): AccountPolicy {
+export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
   checkSettings(settings);
   const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds, settings.account_cache_max_entries);
   const limiter = new LoginLimiter(settings);

@@ -3,7 +3,7 @@
  * failure limits, e-mail validation and reset-password mails.
  */
 import { Type } from '@sinclair/typebox';
-import { List, Nullable, type SettingSchemas } from '../settings/schema.js';
+import { List, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const ACCOUNT_SETTINGS = {
   account_create_principals: List({
@@ -82,3 +82,6 @@ export const ACCOUNT_SETTINGS = {
   }),
   account_reset_password_body_template: Type.String({ default: '{reset-password}', description: 'Body of the temporary password mail.' }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type AccountSettings = SettingValues<typeof ACCOUNT_SETTINGS>;

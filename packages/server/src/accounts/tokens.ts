@@ -9,7 +9,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { parseBasicAuthorization } from '../auth/basicauth.js';
-import type { Settings } from '../config.js';
+import type { AccountSettings } from './settings.js';
 import { isPlainObject } from '../resource/body.js';
 import type { NonceStore, StorageSession } from '../storage/types.js';
 import { ACCOUNT_SCOPE } from './ids.js';
@@ -21,7 +21,7 @@ function digest(...parts: Array<string | number>): string {
 const activationNonce = (id: string, key: string) => `account-activation:${digest(id, key)}`;
 const resetNonce = (id: string, version: number, password: string) => `account-reset:${digest(id, version, password)}`;
 
-export async function createActivationKey(nonces: NonceStore, settings: Settings, id: string): Promise<string> {
+export async function createActivationKey(nonces: NonceStore, settings: AccountSettings, id: string): Promise<string> {
   const key = randomUUID();
   await nonces.store(activationNonce(id, key), settings.account_validation_key_ttl_seconds);
   return key;
@@ -32,7 +32,7 @@ export function consumeActivationKey(nonces: NonceStore, id: string, key: string
   return nonces.consume(activationNonce(id, key));
 }
 
-export async function createTemporaryPassword(nonces: NonceStore, settings: Settings, id: string, version: number): Promise<string> {
+export async function createTemporaryPassword(nonces: NonceStore, settings: AccountSettings, id: string, version: number): Promise<string> {
   const password = randomUUID();
   await nonces.store(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
   return password;
@@ -45,7 +45,7 @@ export async function createTemporaryPassword(nonces: NonceStore, settings: Sett
  */
 export async function useTemporaryPassword(
   session: StorageSession,
-  settings: Settings,
+  settings: AccountSettings,
   authorization: string | undefined,
   id: string,
   sentData: unknown,

@@ -24,3 +24,6 @@ export function checkAuthSettings(settings: SettingValues<typeof AUTH_SETTINGS> 
     }
   }
 }
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type AuthSettings = SettingValues<typeof AUTH_SETTINGS>;

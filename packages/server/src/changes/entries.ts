@@ -11,7 +11,7 @@
  * original plugin does.
  */
 import { createHash } from 'node:crypto';
-import type { Settings } from '../config.js';
+import type { PermissionSettings } from '../permission/settings.js';
 import type { ListQuery } from '../resource/querystring.js';
 import { matchesFilter as matchesReference, selectObjects } from '../storage/filters/evaluate.js';
 import type { Filter, Permissions, Sort } from '../storage/types.js';
@@ -66,7 +66,7 @@ export function isMonitored(resources: MonitoredResources | null, bucket: string
 }
 
 /** Whether `principals` may read the records of the collection, from the bucket's and the collection's ACLs. */
-export function mayRead(settings: Settings, principals: string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
+export function mayRead(settings: PermissionSettings, principals: string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
   const holds = (list: readonly string[] | undefined) => list?.some((principal) => principals.includes(principal)) ?? false;
   return (
     holds(settings.bucket_read_principals) ||

@@ -31,7 +31,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { AUTHENTICATED, EVERYONE } from '../auth/policy.js';
-import type { Settings } from '../config.js';
+import type { ChangesSettings } from './settings.js';
 import type { EventBus } from '../events/bus.js';
 import type { ResourceEvent } from '../events/types.js';
 import type { Permissions, Storage } from '../storage/types.js';
@@ -84,7 +84,7 @@ interface Batch {
 }
 
 export class ChangeFeed {
-  readonly #settings: Settings;
+  readonly #settings: ChangesSettings;
   readonly #storage: Storage;
   readonly reads: MonitorReads;
   readonly #log: () => FastifyBaseLogger | undefined;
@@ -103,7 +103,7 @@ export class ChangeFeed {
   #channelDownSince: number | null = null;
   #closed = false;
 
-  constructor(settings: Settings, storage: Storage, reads: MonitorReads, log: () => FastifyBaseLogger | undefined) {
+  constructor(settings: ChangesSettings, storage: Storage, reads: MonitorReads, log: () => FastifyBaseLogger | undefined) {
     this.#settings = settings;
     this.#storage = storage;
     this.reads = reads;

@@ -15,7 +15,7 @@
  *
  * Entries are built only for what is returned, their ids from a cache (entry-factory.ts).
  */
-import type { Settings } from '../config.js';
+import type { PermissionSettings } from '../permission/settings.js';
 import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, Permissions, StorageSession, StoredObject } from '../storage/types.js';
 import { DELETIONS_SCOPE, type Deletion, deletionAcl, toDeletion } from './deletions.js';
 import { collectionUri, isMonitored, mayRead, type ChangeEntry, type MonitoredResources } from './entries.js';
@@ -53,11 +53,11 @@ export interface EntryPage {
 }
 
 export class MonitorReads {
-  readonly #settings: Settings;
+  readonly #settings: PermissionSettings;
   readonly #resources: MonitoredResources | null;
   readonly factory: EntryFactory;
 
-  constructor(settings: Settings, resources: MonitoredResources | null, host: string) {
+  constructor(settings: PermissionSettings, resources: MonitoredResources | null, host: string) {
     this.#settings = settings;
     this.#resources = resources;
     this.factory = new EntryFactory(host);

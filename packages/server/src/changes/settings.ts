@@ -1,6 +1,6 @@
 /** Settings of the change monitor (changes/): what it lists and the limits of its streams. */
 import { Type } from '@sinclair/typebox';
-import { List, type SettingSchemas } from '../settings/schema.js';
+import { List, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const CHANGES_SETTINGS = {
   changes_enabled: Type.Boolean({
@@ -44,3 +44,6 @@ export const CHANGES_SETTINGS = {
     description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ChangesSettings = SettingValues<typeof CHANGES_SETTINGS>;

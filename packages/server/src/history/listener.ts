@@ -10,7 +10,7 @@
  *   where they get their timestamps. Readers drain first, so a committed change is always
  *   in the history its author reads next.
  */
-import type { Settings } from '../config.js';
+import type { HistorySettings } from './settings.js';
 import type { EventSubscriber, ResourceEvent } from '../events/types.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
@@ -34,7 +34,7 @@ interface Target {
   collectionUri: string | null;
 }
 
-export function createHistoryListener(settings: Settings, drainer: HistoryDrainer): EventSubscriber {
+export function createHistoryListener(settings: HistorySettings, drainer: HistoryDrainer): EventSubscriber {
   const excludedResources = new Set(settings.history_exclude_resources);
   const excludedUsers = new Set(settings.history_exclude_user_ids);
   /**

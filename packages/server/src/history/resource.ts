@@ -5,7 +5,8 @@
  * writers see every entry; others only the entries recorded as readable by one of their
  * principals. DELETE is for bucket writers.
  */
-import type { Settings } from '../config.js';
+import type { PermissionSettings } from '../permission/settings.js';
+import type { HistorySettings } from './settings.js';
 import { invalidParameter } from '../errors.js';
 import { validateId } from '../resource/body.js';
 import type { AccessPolicy, ResourceDefinition } from '../resource/definition.js';
@@ -13,6 +14,9 @@ import type { ListQuery } from '../resource/querystring.js';
 import type { Filter } from '../storage/types.js';
 import { bucketResource } from '../resources/buckets.js';
 import { HISTORY_RESOURCE, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = PermissionSettings & HistorySettings;
 
 /** Fields entries may be filtered and sorted on (`target` and any path below it). */
 const ENTRY_FIELDS = new Set([
@@ -50,7 +54,7 @@ function withoutPrincipals(entry: Record<string, unknown>): Record<string, unkno
 }
 
 /** All entries for bucket readers and writers (writers only for DELETE), else the caller's own share. */
-function historyAccess(settings: Settings): AccessPolicy {
+function historyAccess(settings: ModuleSettings): AccessPolicy {
   const never = async () => false;
   return {
     can: never,
@@ -72,7 +76,7 @@ function historyAccess(settings: Settings): AccessPolicy {
   };
 }
 
-export function createHistoryResource(settings: Settings, drainer: HistoryDrainer): ResourceDefinition {
+export function createHistoryResource(settings: ModuleSettings, drainer: HistoryDrainer): ResourceDefinition {
   return {
     name: HISTORY_RESOURCE,
     plural: 'history',

@@ -1,6 +1,6 @@
 /** History settings (history/): what is recorded, how long it is kept, how it is paged and moved. */
 import { Type } from '@sinclair/typebox';
-import { List, Nullable, type SettingSchemas } from '../settings/schema.js';
+import { List, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const HISTORY_SETTINGS = {
   history_enabled: Type.Boolean({ default: false, description: 'Keep a change log per bucket at `/buckets/<bid>/history` (capability `history`).' }),
@@ -37,3 +37,6 @@ export const HISTORY_SETTINGS = {
     description: 'How often a process looks for pending history entries left by another (stopped) process.',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type HistorySettings = SettingValues<typeof HISTORY_SETTINGS>;

@@ -16,7 +16,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { isIP } from 'node:net';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
 
 /** A host name or address with an optional port; nothing else may reach a URL we write. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
@@ -48,12 +48,12 @@ function splitHost(host: string, scheme: string): { name: string; port: number }
   return { name: (match[1] ?? '').toLowerCase(), port: match[2] ? Number(match[2]) : scheme === 'https' ? 443 : 80 };
 }
 
-export function requestScheme(settings: Settings, request: FastifyRequest): string {
+export function requestScheme(settings: HttpSettings, request: FastifyRequest): string {
   return settings.http_scheme ?? request.protocol;
 }
 
 /** The host of the absolute URLs answered to `request` (see above). */
-export function requestHost(settings: Settings, request: FastifyRequest): string {
+export function requestHost(settings: HttpSettings, request: FastifyRequest): string {
   if (settings.http_host) return settings.http_host;
   const given = typeof request.host === 'string' && HOST.test(request.host) ? request.host : null;
   if (given && (settings.trust_proxy || isInjected(request))) return given;
@@ -67,6 +67,6 @@ export function requestHost(settings: Settings, request: FastifyRequest): string
   return given ?? 'localhost';
 }
 
-export function baseUrl(settings: Settings, request: FastifyRequest): string {
+export function baseUrl(settings: HttpSettings, request: FastifyRequest): string {
   return `${requestScheme(settings, request)}://${requestHost(settings, request)}`;
 }

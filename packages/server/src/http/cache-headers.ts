@@ -7,7 +7,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { Identity } from '../auth/policy.js';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
 
 const NO_CACHE = 'no-cache, no-store';
 
@@ -17,7 +17,7 @@ const LIFETIME_SETTINGS = {
   group: 'group_cache_expires_seconds',
   collection: 'collection_cache_expires_seconds',
   record: 'record_cache_expires_seconds',
-} as const satisfies Record<string, keyof Settings>;
+} as const satisfies Record<string, keyof HttpSettings>;
 
 export interface CacheTarget {
   resourceName: string;
@@ -28,7 +28,7 @@ export interface CacheTarget {
 }
 
 /** How long a read of `target` by `identity` may be cached, in seconds (0: not at all). */
-export function cacheLifetime(settings: Settings, identity: Identity, target: CacheTarget): number {
+export function cacheLifetime(settings: HttpSettings, identity: Identity, target: CacheTarget): number {
   if (identity.userId !== null) return 0;
   if (target.resourceName === 'record') {
     // Most specific first: the collection's own attribute (checked on write), then the

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
 import { ApiError, ERRNO, methodNotAllowed, reasonPhrase } from '../errors.js';
 
 /** The headers every API response carries (headers.ts), which these answers would miss. */
@@ -23,7 +23,7 @@ const REQUEST_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP\/1\.[01]\r?\n/;
 /** What Node passes to `clientError` (Fastify types `rawPacket` loosely: it is a Buffer). */
 type ParserError = Error & { code?: string; rawPacket?: unknown };
 
-export function parserError(error: ParserError, settings: Settings): ApiError {
+export function parserError(error: ParserError, settings: HttpSettings): ApiError {
   const { code } = error;
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
@@ -57,7 +57,7 @@ function rawResponse(error: ApiError): string {
 }
 
 /** Fastify's `clientErrorHandler`: the server's `clientError` event. */
-export function createClientErrorHandler(settings: Settings): (error: ParserError, socket: Socket) => void {
+export function createClientErrorHandler(settings: HttpSettings): (error: ParserError, socket: Socket) => void {
   return (error, socket) => {
     // A connection reset: nobody to answer.
     if (error.code === 'ECONNRESET' || socket.destroyed) return;

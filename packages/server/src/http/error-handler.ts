@@ -3,11 +3,15 @@
  * Fastify's own errors → protocol errors; anything else → 500 errno 999, logged, never leaked.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
+import type { ServerSettings } from '../server-settings.js';
 import { ApiError, ERRNO, invalidParameter, methodNotAllowed, objectNotFound } from '../errors.js';
 import { BackendError, ObjectNotFoundError, UnicityError } from '../storage/errors.js';
 
-export function toApiError(error: unknown, settings: Settings): ApiError {
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = HttpSettings & ServerSettings;
+
+export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
   if (error instanceof ApiError) return error;
   const retryAfter = { 'Retry-After': String(settings.retry_after_seconds) };
   if (error instanceof UnicityError) {
@@ -52,7 +56,7 @@ export function isServerFault(status: number): boolean {
   return status >= 500 && status !== 507;
 }
 
-export function registerErrorHandler(app: FastifyInstance, settings: Settings): void {
+export function registerErrorHandler(app: FastifyInstance, settings: ModuleSettings): void {
   app.setErrorHandler(async (error, request, reply) => {
     const apiError = toApiError(error, settings);
     if (isServerFault(apiError.status)) request.log.error({ err: error }, 'request failed');

@@ -3,8 +3,12 @@
  * headers, Backoff, end-of-service Alert; plus the readonly and end-of-service refusals.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
+import type { ServerSettings } from '../server-settings.js';
 import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = HttpSettings & ServerSettings;
 
 const BASE_EXPOSED = ['Backoff', 'Retry-After', 'Alert', 'Content-Length', 'Content-Type'];
 const READ_EXPOSED = ['Next-Page', 'Last-Modified', 'ETag', 'Cache-Control', 'Expires', 'Pragma'];
@@ -15,21 +19,21 @@ function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${escaped}$`);
 }
 
-function allowedOrigin(settings: Settings, origin: string | undefined): string | null {
+function allowedOrigin(settings: ModuleSettings, origin: string | undefined): string | null {
   if (!origin) return null;
   if (settings.cors_origins.includes('*')) return '*';
   return settings.cors_origins.some((pattern) => globToRegExp(pattern).test(origin)) ? origin : null;
 }
 
 /** soft-eol before the `eos` date, hard-eol after it. */
-function endOfService(settings: Settings): { code: 'soft-eol' | 'hard-eol'; header: string } | null {
+function endOfService(settings: ModuleSettings): { code: 'soft-eol' | 'hard-eol'; header: string } | null {
   if (!settings.eos) return null;
   const code = Date.now() >= Date.parse(settings.eos) ? 'hard-eol' : 'soft-eol';
   const header = JSON.stringify({ code, message: settings.eos_message, url: settings.eos_url ?? settings.project_docs });
   return { code, header };
 }
 
-export function registerHeaders(app: FastifyInstance, settings: Settings): void {
+export function registerHeaders(app: FastifyInstance, settings: ModuleSettings): void {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const origin = allowedOrigin(settings, request.headers.origin);
     // CORS preflight: answered here for every path, before routing (§12.4).

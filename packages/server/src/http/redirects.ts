@@ -4,7 +4,7 @@
  * everything else → 404 errno 111.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Settings } from '../config.js';
+import type { HttpSettings } from './settings.js';
 import { ApiError, ERRNO, unknownUrl } from '../errors.js';
 import { splitUrl } from './url.js';
 
@@ -18,7 +18,7 @@ function redirect(reply: FastifyReply, location: string, ttl: number) {
 
 export type NotFoundHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export function createNotFoundHandler(settings: Settings, baseUrl: (request: FastifyRequest) => string): NotFoundHandler {
+export function createNotFoundHandler(settings: HttpSettings, baseUrl: (request: FastifyRequest) => string): NotFoundHandler {
   return async (request, reply) => {
     const { path, query: rawQuery } = splitUrl(request.raw.url);
     const query = rawQuery ? `?${rawQuery}` : '';

@@ -4,7 +4,7 @@
  * (redirects.ts) and the absolute URLs the server writes (base-url.ts).
  */
 import { Type } from '@sinclair/typebox';
-import { DateText, List, Nullable, type SettingSchemas } from '../settings/schema.js';
+import { DateText, List, Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 /** `/buckets/<bid>` or `/buckets/<bid>/collections/<cid>`. */
 const PARENT_URI = '^/buckets/[^/]+(/collections/[^/]+)?$';
@@ -110,3 +110,6 @@ export const HTTP_SETTINGS = {
     description: 'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, `-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the server directly.',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type HttpSettings = SettingValues<typeof HTTP_SETTINGS>;

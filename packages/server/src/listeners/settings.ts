@@ -1,6 +1,6 @@
 /** The `event_listeners` setting; each listener is checked when the server is built (config.ts). */
 import { Type } from '@sinclair/typebox';
-import type { SettingSchemas } from '../settings/schema.js';
+import type { SettingSchemas, SettingValues } from '../settings/schema.js';
 
 export const LISTENER_SETTINGS = {
   event_listeners: Type.Array(Type.Unknown(), {
@@ -10,3 +10,6 @@ export const LISTENER_SETTINGS = {
     description: 'Event listeners, a JSON array (see [Events, listeners and history](#events-listeners-and-history)). Never logged (Redis URLs may hold passwords).',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ListenerSettings = SettingValues<typeof LISTENER_SETTINGS>;

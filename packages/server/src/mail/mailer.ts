@@ -4,7 +4,8 @@
  * logged, and errors are reported without them.
  */
 import nodemailer, { type Transporter } from 'nodemailer';
-import { ConfigError, type Settings } from '../config.js';
+import { ConfigError } from '../settings/config-error.js';
+import type { MailSettings } from './settings.js';
 
 export interface MailMessage {
   to: string;
@@ -23,7 +24,7 @@ export class MailError extends Error {
 
 const TRANSPORTS = new Set(['smtp', 'sendmail']);
 
-function createTransport(settings: Settings): Transporter {
+function createTransport(settings: MailSettings): Transporter {
   if (settings.mail_transport === 'sendmail') return nodemailer.createTransport({ sendmail: true });
   const timeout = Math.round(settings.mail_timeout_seconds * 1000);
   return nodemailer.createTransport({
@@ -41,7 +42,7 @@ function createTransport(settings: Settings): Transporter {
   });
 }
 
-export function createMailer(settings: Settings): Mailer {
+export function createMailer(settings: MailSettings): Mailer {
   if (!TRANSPORTS.has(settings.mail_transport)) {
     throw new ConfigError(`Invalid setting mail_transport: "${settings.mail_transport}" (one of ${[...TRANSPORTS].join(', ')})`);
   }

@@ -1,6 +1,6 @@
 /** Settings of the mails the server sends (mailer.ts): transport, SMTP server, sender. */
 import { Type } from '@sinclair/typebox';
-import { Nullable, type SettingSchemas } from '../settings/schema.js';
+import { Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const MAIL_SETTINGS = {
   mail_transport: Type.String({
@@ -16,3 +16,6 @@ export const MAIL_SETTINGS = {
   mail_starttls: Type.Boolean({ default: false, description: 'Require STARTTLS on a plain SMTP connection (refuse to send in clear).' }),
   mail_timeout_seconds: Type.Number({ default: 10, minimum: 0.1, description: 'Time limit of each SMTP connection step.' }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type MailSettings = SettingValues<typeof MAIL_SETTINGS>;

@@ -13,9 +13,13 @@ import { createServer, type Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Settings } from '../config.js';
+import type { ObservabilitySettings } from './settings.js';
+import type { ServerSettings } from '../server-settings.js';
 import { ERRNO } from '../errors.js';
 import type { Storage, StorageSession } from '../storage/types.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = ObservabilitySettings & ServerSettings;
 
 export const METRICS_PATH = '/__metrics__';
 
@@ -169,7 +173,7 @@ function hasSince(url: string): boolean {
  * Counts every answered request of the app and serves the registry, on the API's port or on
  * `metrics_port`. (The app's storage was wrapped by `instrument` when services were made.)
  */
-export function registerMetrics(app: FastifyInstance, settings: Settings, metrics: Metrics | null): void {
+export function registerMetrics(app: FastifyInstance, settings: ModuleSettings, metrics: Metrics | null): void {
   if (!metrics) return;
   app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
 

@@ -9,14 +9,14 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServerFault } from '../http/error-handler.js';
-import type { Settings } from '../config.js';
+import type { ObservabilitySettings } from './settings.js';
 
 const QUIET_ROUTES = new Set(['/v1/__heartbeat__', '/v1/__lbheartbeat__', '/v1/__version__']);
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** Pino options for the app's logger: level from settings; pretty lines on a terminal. */
-export function loggerOptions(settings: Settings, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export function loggerOptions(settings: ObservabilitySettings, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   const pretty = settings.log_format === 'pretty' || (settings.log_format === 'auto' && process.stdout.isTTY === true);
   return {
     level: settings.log_level,

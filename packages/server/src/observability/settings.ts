@@ -32,3 +32,6 @@ export function checkObservabilitySettings(settings: SettingValues<typeof OBSERV
     throw new ConfigError(`metrics_enabled with workers = ${settings.workers} needs metrics_port: each worker counts its own requests, and the primary answers for all of them on that port`);
   }
 }
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ObservabilitySettings = SettingValues<typeof OBSERVABILITY_SETTINGS>;

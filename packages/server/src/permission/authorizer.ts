@@ -3,7 +3,7 @@
  * `<resource>_<permission>_principals` settings. One place answers every permission question;
  * the handlers only ask.
  */
-import type { Settings } from '../config.js';
+import type { PermissionSettings } from './settings.js';
 import type { AccessContext, AccessPolicy, ListAccess, ObjectRef, ResourceDefinition } from '../resource/definition.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 
@@ -45,10 +45,10 @@ const CREATE_GRANTS: Record<InheritedResource, Grant[]> = {
 };
 
 /** The settings key granting (level, permission) globally, e.g. `record_read_principals`. */
-function settingsKey(level: string, permission: string): keyof Settings | null {
+function settingsKey(level: string, permission: string): keyof PermissionSettings | null {
   const [child, action] = permission.split(':');
-  if (action === 'create') return `${child}_create_principals` as keyof Settings;
-  if (permission === 'read' || permission === 'write') return `${level}_${permission}_principals` as keyof Settings;
+  if (action === 'create') return `${child}_create_principals` as keyof PermissionSettings;
+  if (permission === 'read' || permission === 'write') return `${level}_${permission}_principals` as keyof PermissionSettings;
   return null;
 }
 
@@ -89,9 +89,9 @@ function inherited(name: string): InheritedResource {
 
 /** The default access policy of the resource engine: §9.2 inheritance and the settings. */
 export class Authorizer implements AccessPolicy {
-  readonly #settings: Settings;
+  readonly #settings: PermissionSettings;
 
-  constructor(settings: Settings) {
+  constructor(settings: PermissionSettings) {
     this.#settings = settings;
   }
 

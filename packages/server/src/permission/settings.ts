@@ -3,7 +3,7 @@
  * of a kind (`<resource>_<permission>_principals`), the author's `write`, and `GET /permissions`.
  */
 import { Type } from '@sinclair/typebox';
-import { List, type SettingSchemas } from '../settings/schema.js';
+import { List, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
 export const PERMISSION_SETTINGS = {
   explicit_permissions: Type.Boolean({ default: true, description: 'Add the author of each write to the object’s `write` principals.' }),
@@ -25,3 +25,6 @@ export const PERMISSION_SETTINGS = {
     description: 'Who may call `GET /permissions` (each caller sees only its own permissions).',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type PermissionSettings = SettingValues<typeof PERMISSION_SETTINGS>;

@@ -74,7 +74,7 @@ export const QUOTA_SETTINGS = {
   }),
 } satisfies SettingSchemas;
 
-type QuotaSettings = SettingValues<typeof QUOTA_SETTINGS>;
+export type QuotaSettings = SettingValues<typeof QUOTA_SETTINGS>;
 
 /** The limits that apply to a bucket and to a collection (null: none). */
 export class QuotaLimits {

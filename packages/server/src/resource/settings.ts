@@ -32,3 +32,6 @@ export function checkResourceSettings(settings: SettingValues<typeof RESOURCE_SE
     );
   }
 }
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ResourceSettings = SettingValues<typeof RESOURCE_SETTINGS>;

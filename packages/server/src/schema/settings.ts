@@ -1,6 +1,6 @@
 /** Settings of JSON schema validation (schema/validator.ts). */
 import { Type } from '@sinclair/typebox';
-import type { SettingSchemas } from '../settings/schema.js';
+import type { SettingSchemas, SettingValues } from '../settings/schema.js';
 
 export const SCHEMA_SETTINGS = {
   experimental_collection_schema_validation: Type.Boolean({
@@ -13,3 +13,6 @@ export const SCHEMA_SETTINGS = {
     description: 'Compiled JSON schemas kept in memory per process (least recently used dropped first).',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type SchemaSettings = SettingValues<typeof SCHEMA_SETTINGS>;

@@ -14,7 +14,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
-import type { Settings } from '../config.js';
+import type { SchemaSettings } from './settings.js';
 import { invalidParameter } from '../errors.js';
 import { firstFailure, type SchemaFailure } from './messages.js';
 
@@ -221,10 +221,10 @@ export class SchemaValidator {
   }
 }
 
-const validators = new WeakMap<Settings, SchemaValidator>();
+const validators = new WeakMap<SchemaSettings, SchemaValidator>();
 
 /** The validator (and its cache) of the server running with these settings. */
-export function schemaValidator(settings: Settings): SchemaValidator {
+export function schemaValidator(settings: SchemaSettings): SchemaValidator {
   let validator = validators.get(settings);
   if (!validator) {
     validator = new SchemaValidator({

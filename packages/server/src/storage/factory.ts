@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Settings } from '../config.js';
+import type { StorageSettings } from './settings.js';
 import { backoffDelay, sleep } from '../retry.js';
 import { DatabaseUnavailableError } from './errors.js';
 import { connectionFault, describeTarget, rootMessage } from './sql/connection-faults.js';
@@ -29,7 +29,7 @@ export const EMBEDDED_FILE = 'quire.sqlite';
 /** Where an earlier Quire kept its PGlite store. */
 const PGLITE_DIR = 'pglite';
 
-export async function createStorageFromSettings(settings: Settings, options: StorageFactoryOptions = {}): Promise<Storage> {
+export async function createStorageFromSettings(settings: StorageSettings, options: StorageFactoryOptions = {}): Promise<Storage> {
   if (settings.storage_url) {
     return createPostgresStorage({
       url: settings.storage_url,
@@ -69,7 +69,7 @@ const MAX_ATTEMPT_DELAY_MS = 5_000;
  * migrations) are thrown at once: waiting would not change them.
  */
 export async function connectStorage(
-  settings: Settings,
+  settings: StorageSettings,
   options: StorageFactoryOptions & { log?: (line: string) => void } = {},
 ): Promise<Storage> {
   const { log = (line: string) => console.error(`quire: ${line}`), ...factoryOptions } = options;

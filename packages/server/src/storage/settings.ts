@@ -71,3 +71,6 @@ export function checkStorageSettings(settings: SettingValues<typeof STORAGE_SETT
     throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
   }
 }
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type StorageSettings = SettingValues<typeof STORAGE_SETTINGS>;

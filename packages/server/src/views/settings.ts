@@ -51,3 +51,6 @@ export function enablePermissionsEndpointForAdmin(
 ): void {
   if (settings.admin) settings.experimental_permissions_endpoint = true;
 }
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type ViewSettings = SettingValues<typeof VIEW_SETTINGS>;

@@ -12,11 +12,16 @@
  *   makes the request fail with 503 (Kinto lets that surface as a 500).
  */
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { ConfigError, type Settings } from '../../config.js';
+import { ConfigError } from '../../settings/config-error.js';
+import type { OpenIdSettings } from './settings.js';
+import type { HttpSettings } from '../../http/settings.js';
 import type { AuthPolicy, AuthRequest } from '../policy.js';
 import { callProvider, discover, ProviderUnavailableError, unavailableError, type DiscoveryDocument } from './provider-client.js';
 import type { OpenIdProvider } from './providers.js';
 import { VerificationCache } from './verification-cache.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = OpenIdSettings & HttpSettings;
 
 type Verified = { userId: string; ttlSeconds: number } | null;
 
@@ -34,7 +39,7 @@ export class OpenIdPolicy implements AuthPolicy {
 
   constructor(
     readonly provider: OpenIdProvider,
-    private readonly settings: Settings,
+    private readonly settings: ModuleSettings,
   ) {
     this.name = provider.name;
     this.challenge = `${provider.headerType} realm="Realm"`;

@@ -3,7 +3,12 @@
  * `openid_providers` setting per provider, each a policy named in `multiauth_policies`.
  * Validated once when the server is built; a bad entry stops the boot with a ConfigError.
  */
-import { ConfigError, type Settings } from '../../config.js';
+import { ConfigError } from '../../settings/config-error.js';
+import type { OpenIdSettings } from './settings.js';
+import type { AuthSettings } from '../settings.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = OpenIdSettings & AuthSettings;
 
 export interface OpenIdProvider {
   /** Policy name: user ids are `<name>:<userid>`, routes `/openid/<name>/...`. */
@@ -37,10 +42,10 @@ const FIELDS = new Set([
 // Names other policies use: a provider may not take them (its user ids would collide).
 const RESERVED_NAMES = new Set(['basicauth', 'account', 'accounts']);
 
-const parsed = new WeakMap<Settings, OpenIdProvider[]>();
+const parsed = new WeakMap<ModuleSettings, OpenIdProvider[]>();
 
 /** The providers of `settings.openid_providers`, validated (memoised per settings object). */
-export function openIdProviders(settings: Settings): OpenIdProvider[] {
+export function openIdProviders(settings: ModuleSettings): OpenIdProvider[] {
   let providers = parsed.get(settings);
   if (!providers) {
     providers = settings.openid_providers.map((raw, index) => parseProvider(raw, index));

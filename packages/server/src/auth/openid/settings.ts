@@ -3,7 +3,7 @@
  * providers.ts) and the limits of verifying their tokens (policy.ts, views.ts).
  */
 import { Type } from '@sinclair/typebox';
-import { List, type SettingSchemas } from '../../settings/schema.js';
+import { List, type SettingSchemas, type SettingValues } from '../../settings/schema.js';
 
 export const OPENID_SETTINGS = {
   openid_providers: Type.Array(Type.Unknown(), {
@@ -37,3 +37,6 @@ export const OPENID_SETTINGS = {
     description: 'Origins the OpenID login may redirect tokens to (`callback`); `*` allows any, as Kinto does.',
   }),
 } satisfies SettingSchemas;
+
+/** The values of this feature's settings: what its modules read (not the composed `Settings`). */
+export type OpenIdSettings = SettingValues<typeof OPENID_SETTINGS>;
