@@ -123,6 +123,11 @@ export class QueryBuilder {
     return { jsonb, key: `(CASE WHEN ${jsonb} IS NULL THEN NULL ELSE jsonb_build_array(${jsonb}) END)`, nullable: true };
   }
 
+  /** Whether a filter or sort on `path` reads each row's `data` (neither a column nor a declared index). */
+  readsData(path: string): boolean {
+    return !Object.hasOwn(this.#columns, path) && !(this.#indexed.has(path) && isIndexablePath(path));
+  }
+
   /** `WHERE` conditions selecting the scope's objects matching the options. */
   where(scope: Scope, { filters = [], sorting, after, includeDeleted = false }: ListOptions): string {
     const conditions = [`parent_id = ${this.bind(scope.parentId)}`, `resource_name = ${this.bind(scope.resourceName)}`];
