@@ -4,10 +4,13 @@
  *   file (sampled from /proc while the file streams; S3 holds a 5 MiB part or two);
  * - a client that goes away mid-upload, or stops sending, leaves no file, no record, no note;
  * - a server killed mid-upload leaves a temporary file and a note, which the next one sweeps;
+ * - two processes on one PostgreSQL sharing the files: an upload on one, slower than the grace
+ *   period, outlives the other's sweeps (it streams to a temporary name and takes its location
+ *   only once complete, and renews its note meanwhile: either alone keeps it, as tried);
  * - hostile multipart bodies (generated: names, filenames, field values, framing cut anywhere)
  *   never get a 5xx, never leave a file, never stall.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -21,6 +24,8 @@ import { FILE_BACKENDS, useFileStore } from '../helpers/attachments.js';
 import { useCli } from '../helpers/cli.js';
 import { basicAuth, useEmbeddedStore } from '../helpers/embedded-server.js';
 import { multipart } from '../helpers/multipart.js';
+import { createTestDatabase } from '../helpers/pgbouncer.js';
+import { PG_URL, postgresUnavailable } from '../helpers/postgres.js';
 import { startS3Server, type S3Server } from '../helpers/s3.js';
 import { listen, protocolErrorProblem } from './protocol.js';
 
@@ -189,6 +194,70 @@ describe('a process killed mid-upload (kill -9): the next one sweeps what it lef
       await second.exited;
     } finally {
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const twoProcessesSkip = await postgresUnavailable('attachment-streams.test.ts (two processes)');
+
+describe.skipIf(twoProcessesSkip !== undefined)('two processes on one PostgreSQL sharing one file store', { timeout: 120_000 }, () => {
+  const run = useCli();
+  it("an upload slower than the grace period outlives the other process's sweeps; what is held stays", async () => {
+    const database = await createTestDatabase();
+    const dataDir = await mkdtemp(join(tmpdir(), 'quire-two-'));
+    const url = new URL(PG_URL);
+    url.pathname = `/${database.name}`;
+    const env = {
+      QUIRE_STORAGE_URL: url.toString(),
+      QUIRE_STORAGE_AUTO_MIGRATE: 'true',
+      QUIRE_DATA_DIR: dataDir,
+      PORT: '0',
+      QUIRE_USERID_HMAC_SECRET: 'two-secret',
+      QUIRE_ATTACHMENT_ENABLED: 'true',
+      QUIRE_ATTACHMENT_BASE_PATH: join(dataDir, 'files'),
+      QUIRE_ATTACHMENT_EXTENSIONS: 'any',
+      QUIRE_ATTACHMENT_SWEEP_GRACE_SECONDS: '10', // the least allowed
+      QUIRE_ATTACHMENT_SWEEP_INTERVAL_SECONDS: '1',
+    };
+    try {
+      const uploading = run(['start'], env);
+      const uploadingBase = (await uploading.listening).replace(/\/v1\/$/, '');
+      const sweeping = run(['start'], env);
+      const sweepingBase = (await sweeping.listening).replace(/\/v1\/$/, '');
+      await setUp(uploadingBase);
+      // 16 s of body, 16 KB every 250 ms: past the grace period, some 15 sweeps of the other process.
+      const chunks = Array.from({ length: 64 }, (_, index) => Buffer.alloc(16 * 1024, index));
+      const boundary = 'quire-two-processes';
+      async function* slowBody() {
+        yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+        for (const chunk of chunks) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          yield chunk;
+        }
+        yield Buffer.from(`\r\n--${boundary}--\r\n`);
+      }
+      const response = await request(`${uploadingBase}/v1/buckets/b/collections/c/records/slow/attachment`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body: Readable.from(slowBody()),
+      });
+      const attachment = (await response.body.json()) as { location: string; hash: string; size: number };
+      expect(response.statusCode).toBe(201);
+      const expectedHash = createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
+      expect(attachment).toMatchObject({ hash: expectedHash, size: 64 * 16 * 1024 });
+      // The other process serves the record with its file, and a few sweeps later the file is still there.
+      const seen = await request(`${sweepingBase}/v1/buckets/b/collections/c/records/slow`, { headers: AUTH });
+      expect(((await seen.body.json()) as { data: { attachment: unknown } }).data.attachment).toEqual(attachment);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const stored = readFileSync(join(dataDir, 'files', attachment.location));
+      expect(createHash('sha256').update(stored).digest('hex')).toBe(expectedHash);
+      expect(await readdir(join(dataDir, 'files', '.quire', 'notes', 'intents')).catch(() => [])).toEqual([]);
+      sweeping.child.kill('SIGTERM');
+      uploading.child.kill('SIGTERM');
+      await Promise.all([sweeping.exited, uploading.exited]);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+      await database.drop();
     }
   });
 });
