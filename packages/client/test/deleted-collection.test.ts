@@ -16,7 +16,7 @@ import { memoryLockManager } from './support/locks.js';
 import { makeClient, raw, startServer, type TestServer, uniqueName } from './support/server.js';
 
 type Note = { title: string };
-type Strategy = 'manual' | 'server-wins';
+type Strategy = 'manual' | 'server-wins' | 'client-wins';
 
 const noPostgres = await postgresUnavailable('deleted-collection.test.ts');
 let postgres: { server: TestServer; schema: string } | null = null;
@@ -125,7 +125,7 @@ describe.each(servers)('a collection deleted under a replica, on %s', (name, url
   });
 
   it.skipIf(skip)('seen on the monitor poll (a server without the stream): the same', async () => {
-    const { client, notes, notesPath, put, remove, recreate, localIds, announced, startLive } = await syncedReplica('server-wins', { fetch: withoutStream, live: { pollMs: 100 } });
+    const { client, notesPath, put, remove, recreate, localIds, announced, startLive } = await syncedReplica('server-wins', { fetch: withoutStream, live: { pollMs: 100 } });
     await startLive('poll');
 
     await remove();
