@@ -1,8 +1,10 @@
 /**
  * Orchestrates one sync of one collection: forget the old server copy if the change monitor
- * announced its deletion → pull (forgetting what an emptied server lost) → resolve conflicts → push (again when the local side won a conflict) → pull our own writes and
- * concurrent ones → drop records no longer readable. Holds the cross-tab sync lock for the whole run. Per-record failures never throw;
- * they are reported in the SyncResult.
+ * announced its deletion → pull (forgetting what an emptied server lost; a 404 or 403 on the
+ * collection ends the sync, reported) → resolve conflicts → push (again when the local side won a
+ * conflict) → pull our own writes and concurrent ones → drop records no longer readable. Holds the
+ * cross-tab sync lock for the whole run. Per-record failures never throw; they are reported in the
+ * SyncResult.
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
