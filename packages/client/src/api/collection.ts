@@ -257,6 +257,7 @@ export class Collection<T extends object = Record<string, unknown>> {
         });
         this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), lastResult: result, error: null });
         this.emit('sync', result);
+        if (result.serverDeleted) this.emit('serverDeleted', result);
         return result;
       } catch (error) {
         this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), error: describeFailure(error) });
@@ -304,6 +305,7 @@ export class Collection<T extends object = Record<string, unknown>> {
       const { live, engine } = parts;
       const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
         this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
+        if (entry.deleted) engine.noteDeletion(entry.last_modified); // any tab may sync next
         const scheduler = this.#scheduler;
         if (!scheduler) return; // another tab auto-syncs this collection: it got the entry too
         // The replica may hold that version already (the stream starts with every collection's

@@ -32,6 +32,8 @@ export interface CollectionEvents {
   /** Syncs run in this tab (every tab sees them all through `status`). */
   progress: SyncProgress;
   sync: SyncResult;
+  /** A sync found the server's collection deleted (`SyncResult.serverDeleted`): the replica kept only its local changes. */
+  serverDeleted: SyncResult;
   error: unknown;
   /** Storage is full (in this tab): show it, free space, and sync or write again. */
   quota: StorageFullEvent;

@@ -15,6 +15,8 @@ export interface ChangeEntry {
   bucket: string;
   collection: string;
   host?: string;
+  /** The collection was deleted (or its bucket): `last_modified` is above every timestamp it served. */
+  deleted?: true;
 }
 
 export interface StreamHandlers {

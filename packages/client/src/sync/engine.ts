@@ -1,8 +1,10 @@
 /**
- * Orchestrates one sync of one collection: pull (forgetting what an emptied server lost) →
- * resolve conflicts → push (again when the local side won a conflict) → pull our own writes and
- * concurrent ones → drop records no longer readable. Holds the cross-tab sync lock for the whole run. Per-record failures never throw;
- * they are reported in the SyncResult.
+ * Orchestrates one sync of one collection: forget the old server copy if the change monitor
+ * announced its deletion → pull (forgetting what an emptied server lost; a 404 or 403 on the
+ * collection ends the sync, reported) → resolve conflicts → push (again when the local side won a
+ * conflict) → pull our own writes and concurrent ones → drop records no longer readable. Holds the
+ * cross-tab sync lock for the whole run. Per-record failures never throw; they are reported in the
+ * SyncResult.
  */
 import { BackoffError, QuireError, ServerError, SyncAbortedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
@@ -14,7 +16,7 @@ import type { SyncLock } from '../tabs/locks.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
-import { dropUnreadable, serverIdsIfChanged } from './readable.js';
+import { dropUnreadable, serverIds, serverIdsIfChanged } from './readable.js';
 import type { TransformChain } from '../transform/transformers.js';
 
 export interface SyncProgress {
@@ -73,6 +75,14 @@ export interface SyncResult {
    * the server's deletion (`conflicts`, `remote: null`). False when nothing held was missing.
    */
   serverFlushed: boolean;
+  /**
+   * The server's collection is deleted (the pull met a 404, which is in `errors`), or the change
+   * monitor announced its deletion since the replica last pulled (its bucket's too: the pull then
+   * meets a 403, or, re-created meanwhile, succeeds). As for `serverFlushed`, synced records the
+   * server does not have were dropped (`removed`) and local changes kept; the sync state was reset,
+   * so once the collection exists again the next sync pulls it whole and pushes them.
+   */
+  serverDeleted: boolean;
   /** The server answered 304: nothing changed remotely. */
   notModified: boolean;
 }
@@ -102,11 +112,16 @@ export interface SyncEngineOptions {
   transform?: TransformChain;
 }
 
+/** The collection is deleted (404) or not readable (403, also once its bucket is deleted). */
+const isGone = (error: unknown): error is ServerError => error instanceof ServerError && (error.status === 403 || error.status === 404);
+
 const RESOLUTION_NAMES = { remote: 'remote', local: 'local', merged: 'merged', defer: 'manual' } as const;
 const MAX_PUSH_ROUNDS = 3;
 
 export class SyncEngine {
   readonly #options: SyncEngineOptions;
+  /** The newest deletion of the server's collection the change monitor announced, not yet acted on. */
+  #deletedAt: number | null = null;
 
   constructor(options: SyncEngineOptions) {
     this.#options = options;
@@ -115,6 +130,11 @@ export class SyncEngine {
   /** The collection timestamp (ETag) of the last completed pull, or null before the first. */
   async pulledTimestamp(): Promise<number | null> {
     return (await readSyncState(this.#options.local.db)).etag;
+  }
+
+  /** The change monitor announced the collection's deletion at `at`: the next sync acts on it. */
+  noteDeletion(at: number): void {
+    this.#deletedAt = Math.max(at, this.#deletedAt ?? at);
   }
 
   /** Runs `fn` holding the sync lock: no sync of this replica runs meanwhile, in any tab. */
@@ -147,7 +167,7 @@ export class SyncEngine {
     const pushTransformers = transform && !transform.empty
       ? { encode: (record: LocalRecord) => transform.encode(record), decode: (record: RemoteRecord) => transform.decode(record) }
       : {};
-    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false, serverFlushed: false };
+    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false, serverFlushed: false, serverDeleted: false };
     let requeued = false;
 
     const settle = async (conflicts: Conflict[]) => {
@@ -157,6 +177,36 @@ export class SyncEngine {
         result.conflicts.push({ ...conflict, resolution: RESOLUTION_NAMES[resolution.kind] });
         this.#options.onChanges([{ type: 'update', id: conflict.id }]);
       }
+    };
+
+    /** Keeps of the replica only what `onServer` holds, and local changes; true when it dropped or re-based something. */
+    const forget = async (onServer: Set<string>) => {
+      const emptied = await local.forgetEmptied((id) => onServer.has(id), strategy === 'manual');
+      result.removed += emptied.dropped.length;
+      if (emptied.dropped.length) this.#options.onChanges(emptied.dropped.map((id) => ({ type: 'delete', id })));
+      await settle(emptied.conflicts);
+      return emptied.dropped.length + emptied.recreated.length + emptied.settled.length + emptied.conflicts.length > 0;
+    };
+    /** The server's collection was deleted: forget its copy, and pull from nothing next. */
+    const deleted = async (onServer: Set<string>) => {
+      await forget(onServer);
+      await resetSyncMeta(local.db);
+      result.serverDeleted = true;
+    };
+    /** A 404 (deleted) or 403 (unreadable, or its bucket deleted) on the collection ends the sync: reported, nothing thrown. */
+    const gone = async (error: unknown) => {
+      if (!isGone(error)) throw error;
+      if (error.status === 404) await deleted(new Set());
+      else {
+        // We may no longer read this collection at all: nothing synced stays visible.
+        const unreadable = await local.removeUnreadable(() => false);
+        await resetSyncMeta(local.db);
+        result.removed += unreadable.length;
+        if (unreadable.length) this.#options.onChanges(unreadable.map((id) => ({ type: 'delete', id })));
+      }
+      result.errors.push({ status: error.status, code: error.code, message: error.message, body: error.body });
+      result.ok = false;
+      return result;
     };
 
     const pullOnce = async () => {
@@ -178,32 +228,25 @@ export class SyncEngine {
         onEmptied: async () => {
           // What the server still shows (it may hold records written since it was emptied).
           const onServer = await serverIdsIfChanged({ http, local, bucket, collection, ...signal });
-          if (!onServer) return;
-          const emptied = await local.forgetEmptied((id) => onServer.has(id), strategy === 'manual');
-          const forgotten = emptied.dropped.length + emptied.recreated.length + emptied.settled.length + emptied.conflicts.length;
-          result.serverFlushed ||= forgotten > 0;
-          result.removed += emptied.dropped.length;
-          if (emptied.dropped.length) this.#options.onChanges(emptied.dropped.map((id) => ({ type: 'delete', id })));
-          await settle(emptied.conflicts);
+          if (onServer) result.serverFlushed ||= await forget(onServer);
         },
       });
       return outcome;
     };
 
+    const deletedAt = this.#deletedAt;
+    if (deletedAt !== null) {
+      // Unless already pulled from the collection re-created since: what the server still shows
+      // (a re-created collection's records; none while it is gone) is all that may stay synced.
+      const { etag } = await readSyncState(local.db);
+      if (etag === null || deletedAt > etag) await deleted(await serverIds({ http, local, bucket, collection, ...signal }).catch((error) => (isGone(error) ? new Set<string>() : Promise.reject(error))));
+      if (this.#deletedAt === deletedAt) this.#deletedAt = null;
+    }
+
     try {
       result.notModified = (await pullOnce()).notModified;
     } catch (error) {
-      if (error instanceof ServerError && error.status === 403) {
-        // We may no longer read this collection at all: nothing synced stays visible.
-        const gone = await local.removeUnreadable(() => false);
-        await resetSyncMeta(local.db);
-        result.removed = gone.length;
-        if (gone.length) this.#options.onChanges(gone.map((id) => ({ type: 'delete', id })));
-        result.errors.push({ status: 403, code: error.code, message: error.message, body: error.body });
-        result.ok = false;
-        return result;
-      }
-      throw error;
+      return gone(error);
     }
 
     if (!options.pullOnly && (await local.pendingCount()) > 0) {
@@ -235,7 +278,11 @@ export class SyncEngine {
       // Our writes moved the collection timestamp: fetch them (and anything concurrent) now.
       if (result.pushed > 0) {
         const before = result.pulled;
-        await pullOnce();
+        try {
+          await pullOnce();
+        } catch (error) {
+          return gone(error);
+        }
         result.notModified = result.notModified && result.pulled === before;
       }
     }

@@ -25,25 +25,27 @@ export async function dropUnreadable(options: ReadableOptions): Promise<string[]
 
 /**
  * The ids the server shows us, when its `Total-Objects` differs from what the replica expects
- * (null when they agree, or the server does not count): one HEAD, then the ids listed
- * (`_fields=id`, paged) only on a mismatch, and not even then when the server shows none.
+ * (null when they agree, or the server does not count): one HEAD, then the ids listed only on a
+ * mismatch, and not even then when the server shows none.
  */
 export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<string> | null> {
   const { http, local } = options;
-  const path = endpoints.records(options.bucket, options.collection);
-  const signal = options.signal ? { signal: options.signal } : {};
-  const head = await http.request({ method: 'HEAD', path, ...signal });
+  const head = await http.request({ method: 'HEAD', path: endpoints.records(options.bucket, options.collection), ...(options.signal ? { signal: options.signal } : {}) });
   const header = head.headers.get('total-objects') ?? head.headers.get('total-records');
   if (header === null) return null;
   if (Number(header) === (await local.expectedServerCount())) return null;
+  return Number(header) === 0 ? new Set() : serverIds(options);
+}
+
+/** Every id the server shows us (`_fields=id`, paged). */
+export async function serverIds(options: ReadableOptions): Promise<Set<string>> {
+  const signal = options.signal ? { signal: options.signal } : {};
   const ids = new Set<string>();
-  if (Number(header) === 0) return ids;
-  let response = await http.request<{ data: { id: string }[] }>({ path, query: { _fields: 'id', _limit: 10_000 }, ...signal });
+  let response = await options.http.request<{ data: { id: string }[] }>({ path: endpoints.records(options.bucket, options.collection), query: { _fields: 'id', _limit: 10_000 }, ...signal });
   for (;;) {
     for (const record of response.body.data) ids.add(record.id);
     const next = response.headers.get('next-page');
-    if (!next) break;
-    response = await http.request<{ data: { id: string }[] }>({ path: next, ...signal });
+    if (!next) return ids;
+    response = await options.http.request<{ data: { id: string }[] }>({ path: next, ...signal });
   }
-  return ids;
 }

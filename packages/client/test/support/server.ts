@@ -1,6 +1,6 @@
-/** Boots a real Quire server (embedded PGlite store) on a free port for the client tests. */
+/** Boots a real Quire server (embedded PGlite store, or the storage given) on a free port for the client tests. */
 import { randomUUID } from 'node:crypto';
-import { buildServer, createPgliteStorage, loadSettings } from '@quire/server';
+import { buildServer, createPgliteStorage, loadSettings, type Storage } from '@quire/server';
 import { IDBFactory, IDBKeyRange } from 'fake-indexeddb';
 import { type ClientOptions, createClient, type QuireClient } from '../../src/index.js';
 
@@ -11,8 +11,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(overrides: Record<string, unknown> = {}): Promise<TestServer> {
-  const storage = await createPgliteStorage();
+/** `given`: the storage to serve (default: a fresh embedded one); closed with the server. */
+export async function startServer(overrides: Record<string, unknown> = {}, given?: Storage): Promise<TestServer> {
+  const storage = given ?? (await createPgliteStorage());
   const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'client-tests', log_level: 'silent', ...overrides } });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
