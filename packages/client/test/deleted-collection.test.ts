@@ -158,10 +158,9 @@ describe.each(servers)('a collection deleted under a replica, on %s', (name, url
     await client.close();
   });
 
-  // The store must read what the bucket held beside the deleting transaction: a one-connection
-  // store (the embedded PGlite these tests use) announces a deleted bucket's collections not at
-  // all (packages/server/src/changes/deletions.ts), PostgreSQL does.
-  it.skipIf(skip || name !== 'PostgreSQL')('its bucket deleted, announced (PostgreSQL): the replica drops what it synced and keeps local changes', async () => {
+  // Every store announces a deleted bucket's collections (read in the deleting transaction before
+  // they go: packages/server/src/changes/deletions.ts).
+  it.skipIf(skip)('its bucket deleted, announced: the replica drops what it synced and keeps local changes', async () => {
     const { client, bucket, notes, notesPath, put, remove, recreate, localIds, announced, startLive } = await syncedReplica();
     await startLive('stream');
     // Not pushed: no debounced sync after local writes.

@@ -14,9 +14,8 @@
  *
  * Who sees it: whoever could read the collection when it was deleted (read or write on it or its
  * bucket — a group's members as they were then —, or by the `*_principals` settings). Those ACLs
- * are gone with the collection, so they are read, before the deletion commits, from the store as
- * others see it (another session: the deleting transaction's own view has them deleted already),
- * and kept with the entry (`readers`).
+ * go with the collection, so they are read in the deleting transaction just before they go
+ * (`deletionCaptureExtensions`), and kept with the entry (`readers`).
  *
  * Stored as objects of resource `monitor-deletion` in one scope (parent `''`): each deletion
  * takes the scope's next timestamp, so they are unique, ordered, and read by `_since` through the
@@ -24,7 +23,8 @@
  * (its live entry replaces it, once its records' timestamp passes it).
  */
 import type { ResourceEvent } from '../events/types.js';
-import type { Permissions, Scope, Storage, StorageSession, StoredObject } from '../storage/types.js';
+import type { ResourceExtension } from '../resource/extensions.js';
+import type { Permissions, Scope, StorageSession, StoredObject } from '../storage/types.js';
 import { collectionUri, type ChangeEntry, isMonitored, type MonitoredResources } from './entries.js';
 import type { EntryFactory } from './entry-factory.js';
 
@@ -59,51 +59,44 @@ async function groupMembers(session: StorageSession, groups: Set<string>): Promi
   return members;
 }
 
+/** The collections the deleting transaction takes, and who could read them: kept per session until it commits. */
+const captured = new WeakMap<StorageSession, Array<{ bucket: string; collection: string; readers: string[] }>>();
+
 /**
- * The collections a request deleted (directly, or with their bucket), as the store showed them
- * before: read beside the transaction where the store can (`concurrentReads`); on a store of one
- * connection (PGlite, in-memory SQLite), from the transaction itself, where a deleted bucket's
- * ACLs and collections are gone already (its collections' deletions are then not announced).
+ * Hooks on collections and buckets (resource/extensions.ts): in the deleting transaction, after
+ * the object's own deletion and before its remains (ACLs, collections, groups) go, the
+ * collections it takes and who could read them, from the transaction itself — the same on every
+ * store, one connection or many.
  */
-async function deletedCollections(storage: Storage, session: StorageSession, events: ResourceEvent[], resources: MonitoredResources | null): Promise<Array<{ bucket: string; collection: string; readers: string[] }>> {
-  const collections: Array<[string, string]> = [];
-  const buckets: string[] = [];
-  for (const { payload, impactedObjects } of events) {
-    if (payload.action !== 'delete') continue;
-    for (const { new: object } of impactedObjects) {
-      if (payload.resource_name === 'bucket') buckets.push(String(object.id));
-      else if (payload.resource_name === 'collection' && typeof payload.bucket_id === 'string') collections.push([payload.bucket_id, String(object.id)]);
-    }
-  }
-  if (collections.length === 0 && buckets.length === 0) return [];
-  // Another session: the deleting transaction has the ACLs (and a bucket's collections) deleted already.
-  const before = <T>(fn: (session: StorageSession) => Promise<T>) => (storage.concurrentReads ? storage.read(fn) : fn(session));
-  return before(async (session) => {
-    const found = [...collections];
-    if (buckets.length > 0) {
-      const rows = await session.objects.collectionTimestamps({ within: { buckets, collections: [] } });
-      for (const row of rows) found.push([row.bucket, row.collection]);
-    }
-    const uris = new Set<string>();
-    for (const [bucket, collection] of found) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
-    const acls = await session.permissions.get([...uris]);
-    const seen = new Set<string>();
-    const result: Array<{ bucket: string; collection: string; readers: string[] }> = [];
-    for (const [bucket, collection] of found) {
-      const uri = collectionUri(bucket, collection);
-      if (seen.has(uri) || !isMonitored(resources, bucket, collection)) continue;
-      seen.add(uri);
-      result.push({ bucket, collection, readers: readersOf(acls.get(`/buckets/${bucket}`), acls.get(uri)) });
-    }
+export function deletionCaptureExtensions(resources: MonitoredResources | null): ResourceExtension[] {
+  const capture = async (session: StorageSession, bucket: string, collections: string[]) => {
+    const monitored = collections.filter((collection) => isMonitored(resources, bucket, collection));
+    if (monitored.length === 0) return;
+    const bucketUri = `/buckets/${bucket}`;
+    const acls = await session.permissions.get([bucketUri, ...monitored.map((collection) => collectionUri(bucket, collection))]);
+    const found = monitored.map((collection) => ({ bucket, collection, readers: readersOf(acls.get(bucketUri), acls.get(collectionUri(bucket, collection))) }));
     // A group may go with its bucket: its members as they are now stand for it.
-    const members = await groupMembers(session, new Set(result.flatMap(({ readers }) => readers.filter((reader) => GROUP_URI.test(reader)))));
-    for (const item of result) {
+    const members = await groupMembers(session, new Set(found.flatMap(({ readers }) => readers.filter((reader) => GROUP_URI.test(reader)))));
+    for (const item of found) {
       const expanded = new Set(item.readers);
       for (const reader of item.readers) for (const member of members.get(reader) ?? []) expanded.add(member);
       item.readers = [...expanded].sort();
     }
-    return result;
-  });
+    captured.set(session, [...(captured.get(session) ?? []), ...found]);
+  };
+  return [
+    {
+      resource: 'collection',
+      beforeRemainsDeleted: ({ session, ref }) => capture(session, ref.parentUri.slice('/buckets/'.length), [ref.id]),
+    },
+    {
+      resource: 'bucket',
+      async beforeRemainsDeleted({ session, ref }) {
+        const rows = await session.objects.collectionTimestamps({ within: { buckets: [ref.id], collections: [] } });
+        await capture(session, ref.id, rows.map((row) => row.collection));
+      },
+    },
+  ];
 }
 
 /**
@@ -127,18 +120,14 @@ export async function storeRecordsTimestamps(session: StorageSession, events: Re
  * In the deleting transaction: stores a deletion entry per collection the request deleted, and
  * drops those of collections it created. Returns the entries stored.
  */
-export async function recordDeletions(
-  storage: Storage,
-  session: StorageSession,
-  events: ResourceEvent[],
-  factory: EntryFactory,
-  resources: MonitoredResources | null,
-): Promise<Deletion[]> {
+export async function recordDeletions(session: StorageSession, events: ResourceEvent[], factory: EntryFactory): Promise<Deletion[]> {
   for (const [bucket, collection] of await storeRecordsTimestamps(session, events)) {
     const id = factory.entry(bucket, collection, 0).id;
     if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
   }
-  const deleted = await deletedCollections(storage, session, events, resources);
+  const seen = new Set<string>();
+  const deleted = (captured.get(session) ?? []).filter(({ bucket, collection }) => !seen.has(collectionUri(bucket, collection)) && seen.add(collectionUri(bucket, collection)));
+  captured.delete(session);
   if (deleted.length === 0) return [];
   const stored = await session.objects.insertMany(
     DELETIONS_SCOPE,

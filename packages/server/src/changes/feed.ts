@@ -127,7 +127,7 @@ export class ChangeFeed {
       actions: new Set(['create', 'delete']),
       resources: new Set(['collection', 'bucket']),
       inTransaction: async (batch, session) => {
-        const deletions = await recordDeletions(this.#storage, session, batch, this.reads.factory, this.reads.resources);
+        const deletions = await recordDeletions(session, batch, this.reads.factory);
         if (deletions.length > 0) this.#deletions.set(batch[0]!, deletions);
       },
     });

@@ -22,7 +22,7 @@ import { parsePreconditions, checkListPreconditions } from '../resource/precondi
 import { parseListQuery, projectFields, type ListQuery } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
 import { parseResources, selectEntries, type ChangeEntry } from './entries.js';
-import { storeRecordsTimestamps } from './deletions.js';
+import { deletionCaptureExtensions, storeRecordsTimestamps } from './deletions.js';
 import { ChangeFeed } from './feed.js';
 import { MonitorReads, rangeOf } from './reads.js';
 import { openStream } from './stream.js';
@@ -57,6 +57,7 @@ export function registerChanges(app: FastifyInstance): void {
   const reads = new MonitorReads(settings, resources, settings.http_host ?? '');
   const feed = new ChangeFeed(settings, storage, reads, () => app.log);
   feed.start(services.events);
+  services.resourceExtensions.push(...deletionCaptureExtensions(resources));
   app.decorate('changesFeed', feed);
   app.addHook('onClose', async () => feed.close());
   // Close the streams before the server waits for its connections to end.

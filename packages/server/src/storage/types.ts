@@ -428,13 +428,6 @@ export interface Storage {
   read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
 
   /**
-   * Whether `read()` may run while a transaction of this store is open, seeing only what is
-   * committed (PostgreSQL, SQLite on a file). Not so where one connection serves all (PGlite,
-   * in-memory SQLite): there a read waits for the open transaction. Absent: not so.
-   */
-  readonly concurrentReads?: boolean;
-
-  /**
    * Where several processes share the store (PostgreSQL): a channel between them, LISTEN/NOTIFY.
    * `listen` keeps a connection of its own, reconnecting until the store closes; `notify` sends
    * at once (autocommit). Absent where the store lives in one process only.

@@ -50,13 +50,9 @@ export class SqlStorage implements Storage {
   readonly #context: SessionContext;
   readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
-  /** A pool (PostgreSQL), not PGlite's one connection. */
-  readonly concurrentReads: boolean;
-
   constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000, maxDeclaredIndexes = 16, concurrentIndexBuilds = true }: SqlStorageOptions = {}) {
     this.#driver = driver;
     this.backend = driver.name;
-    this.concurrentReads = driver.name !== 'pglite';
     this.#maintenance = maintenance;
     this.#indexes = new IndexKeeper(sqlIndexStore(driver, { concurrent: concurrentIndexBuilds }), { max: maxDeclaredIndexes, warn: (message, error) => console.warn(`quire: ${message}:`, error) });
     // Several processes may share the database: the cache waits for the channel that tells

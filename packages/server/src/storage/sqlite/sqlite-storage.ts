@@ -65,8 +65,6 @@ const SYNCHRONOUS = { FULL: 'FULL', NORMAL: 'NORMAL' } as const;
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite';
-  /** On a file (a reader beside the writer); not in memory (one connection). */
-  readonly concurrentReads: boolean;
   migrationsApplied: readonly string[] = [];
   /** The writer connection, one holder at a time. */
   readonly #writer: Pool;
@@ -85,7 +83,6 @@ export class SqliteStorage implements Storage {
     const busy = 'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
     const path = options.path;
-    this.concurrentReads = path !== undefined;
     if (path === undefined) {
       this.#snapshots = this.#writer;
       this.#readerConnection = writer;
