@@ -5,7 +5,8 @@
  * Also its history and its permissions.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, type KintoObject, type Permissions } from '../lib/api.js';
+import type { KintoObject, Permissions } from '@quire/client/admin';
+import { statusOf } from '../lib/remote.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useAsync, useEscape, useValidator } from '../lib/hooks.js';
 import { deleteObject, paths, putObject, uris } from '../lib/objects.js';
@@ -148,7 +149,7 @@ function RecordEditor({
   const [base, setBase] = useState<number | null>(record?.last_modified ?? null);
   const [showErrors, setShowErrors] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | string | null>(null);
+  const [error, setError] = useState<Error | string | null>(null);
   const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const top = useRef<HTMLDivElement>(null);
@@ -209,9 +210,9 @@ function RecordEditor({
     const data = fieldsOf(current);
     try {
       if (!rid && !id) {
-        const response = await api.request<{ data: KintoObject }>('POST', `${paths.collection(bid, cid)}/records`, { body: { data } });
-        notify(`Record “${response.body.data.id}” created.`);
-        onSaved(response.body.data, true);
+        const response = await api.createIn(`${paths.collection(bid, cid)}/records`, data);
+        notify(`Record “${response.data.id}” created.`);
+        onSaved(response.data, true);
         return;
       }
       const result = await putObject(api, paths.record(bid, cid, (rid ?? id)!), data, rid ? lastModified : null);
@@ -224,7 +225,7 @@ function RecordEditor({
         else setConflict({ theirs: result.theirs, mine: { ...data, id: rid } });
       } else setError(result.error);
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught : String(caught));
+      setError(caught instanceof Error ? caught : String(caught));
     } finally {
       setBusy(false);
     }
@@ -239,8 +240,8 @@ function RecordEditor({
       onDeleted();
     } catch (caught) {
       setConfirmDelete(false);
-      if (caught instanceof ApiError && caught.status === 412) setError('The record changed since you opened it: reload it before deleting.');
-      else setError(caught as ApiError);
+      if (statusOf(caught) === 412) setError('The record changed since you opened it: reload it before deleting.');
+      else setError(caught as Error);
     } finally {
       setBusy(false);
     }
