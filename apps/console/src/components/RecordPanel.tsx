@@ -2,7 +2,7 @@
  * One record beside the list: edit it with the form the collection's schema generates or as
  * JSON, checked in the browser with the server's rules before it is sent; saved with If-Match,
  * so a change made meanwhile by someone else opens the conflict dialog instead of being lost.
- * Also its history and its permissions.
+ * Also its file (when the server has the `attachments` capability), history and permissions.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { KintoObject, Permissions } from '@quire/client/admin';
@@ -18,6 +18,7 @@ import { useCapabilities, useConsole } from './context.js';
 import { HistoryView } from './HistoryView.js';
 import { JsonEditor, parseJson } from './JsonEditor.js';
 import { PermissionsEditor } from './PermissionsEditor.js';
+import { RecordFile } from './RecordFile.js';
 import { SchemaForm } from './SchemaForm.js';
 import { Code, ConfirmDialog, ErrorNotice, Field, Spinner } from './ui.js';
 
@@ -54,6 +55,7 @@ export function RecordPanel(props: RecordPanelProps) {
   });
   const tabs: Array<{ id: RecordTab; label: string }> = [
     { id: 'edit', label: rid ? 'Edit' : 'New record' },
+    ...(rid && capabilities.attachments ? [{ id: 'file' as const, label: 'File' }] : []),
     ...(rid && capabilities.history ? [{ id: 'history' as const, label: 'History' }] : []),
     ...(rid ? [{ id: 'permissions' as const, label: 'Permissions' }] : []),
   ];
@@ -91,6 +93,17 @@ export function RecordPanel(props: RecordPanelProps) {
           <ErrorNotice error={record.error} onRetry={record.reload} />
         ) : record.loading && rid ? (
           <Spinner />
+        ) : props.tab === 'file' && rid && record.data?.data && capabilities.attachments ? (
+          <RecordFile
+            bid={bid}
+            cid={cid}
+            record={record.data.data}
+            capability={capabilities.attachments}
+            onChanged={(data: KintoObject) => {
+              record.set({ ...record.data!, data });
+              props.list?.update(data);
+            }}
+          />
         ) : props.tab === 'history' && rid ? (
           <HistoryView bid={bid} fixed={{ uri: uris.record(bid, cid, rid) }} compact />
         ) : props.tab === 'permissions' && rid && record.data?.data ? (

@@ -32,6 +32,7 @@ export function useCapabilities() {
     accounts: 'accounts' in capabilities,
     permissionsEndpoint: 'permissions_endpoint' in capabilities,
     schema: 'schema' in capabilities,
+    attachments: capabilities.attachments ?? null,
     readonly: hello.settings.readonly,
   };
 }
