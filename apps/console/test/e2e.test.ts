@@ -570,7 +570,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     // Upload.
     await file.getByLabel('File to upload').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: png });
     await visible(file.getByText('photo.png', { exact: true }));
-    await file.getByRole('button', { name: 'Upload' }).click();
+    await file.getByRole('button', { name: 'Upload', exact: true }).click();
     await visible(page.getByRole('status').filter({ hasText: 'File “photo.png” uploaded.' }).last());
     await visible(file.getByRole('button', { name: 'Download' }));
     const facts = file.locator('dl.facts');
