@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type Plugin } from 'vite';
+import { defaultClientConditions, defineConfig, type Plugin } from 'vite';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const pkg = JSON.parse(readFileSync(here('./package.json'), 'utf8')) as { name: string; version: string };
@@ -26,6 +26,12 @@ function versionFile(): Plugin {
 export default defineConfig({
   root: here('.'),
   base: './',
+  resolve: {
+    // Compile @quire/client from its TypeScript source (its `@quire/source` export condition).
+    conditions: ['@quire/source', ...defaultClientConditions],
+    // The client imports undici lazily, only when running in Node; keep it out of the bundle.
+    alias: { undici: here('./src/node-only.ts') },
+  },
   build: {
     outDir: OUT_DIR,
     emptyOutDir: true,

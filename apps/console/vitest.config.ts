@@ -6,7 +6,9 @@ import { defineConfig } from 'vitest/config';
 const serverSource = fileURLToPath(new URL('../../packages/server/src/index.ts', import.meta.url));
 
 export default defineConfig({
-  resolve: { alias: { '@quire/server': serverSource } },
+  // @quire/client from its TypeScript source, as the console's build takes it (vite.config.ts).
+  resolve: { alias: { '@quire/server': serverSource }, conditions: ['@quire/source'] },
+  ssr: { resolve: { conditions: ['@quire/source'] } },
   test: {
     name: 'console',
     include: ['test/**/*.test.ts'],

@@ -5,7 +5,7 @@ export default defineConfig([
   {
     // The npm entry (ESM + CJS + types): bundlers tree-shake it (`sideEffects: false`, no work at
     // module load), so an app pays for what it imports. undici stays a dependency, loaded only in Node.
-    entry: { index: 'src/index.ts' },
+    entry: { index: 'src/index.ts', attachments: 'src/attachments/index.ts', admin: 'src/admin.ts' },
     format: ['esm', 'cjs'],
     // Declarations from a non-composite config (the package tsconfig is a composite project for `tsc -b`).
     tsconfig: 'tsconfig.build.json',

@@ -3,13 +3,14 @@
  * build, served by a real Quire server at /v1/admin/ (the `admin` setting), on the embedded
  * store with accounts, history and schema validation. The steps run in order and build on each
  * other: sign-in, a collection of 100,000 records (time to first page printed), editing with a
- * schema, a conflict, permissions and group members, history and its diff, bulk import, accounts.
+ * schema, a conflict, permissions and group members, history and its diff, bulk import, a
+ * record's file (attachments on the local disk), accounts.
  * Screenshots of each screen go to test-artifacts/screenshots/.
  *
  * Skips with a printed reason when Chromium is missing, unless QUIRE_TEST_REQUIRE_BROWSER=1
  * (CI), where that is a failure.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,8 @@ async function buildConsoleIfStale(): Promise<void> {
   const index = join(OUT_DIR, 'index.html');
   const sources = Math.max(
     newestSource(join(appRoot, 'src')),
+    // The console compiles @quire/client from its source: a change there is a change of the build.
+    newestSource(join(appRoot, '../../packages/client/src')),
     newestSource(join(appRoot, 'public')),
     ...['index.html', 'vite.config.ts', 'package.json'].map((file) => statSync(join(appRoot, file)).mtimeMs),
   );
@@ -172,6 +175,8 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
           account_write_principals: ['account:admin'],
           history_enabled: true,
           experimental_collection_schema_validation: true,
+          // Files on records, on the local disk below the data directory.
+          attachment_enabled: true,
         },
       }),
     );
@@ -543,6 +548,64 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await poll(() => shownText(page.locator('.list-status'))).toMatch(/^301 records/);
   });
 
+  it("shows a record's file, downloads it, uploads, replaces and removes it", async () => {
+    interface Attachment {
+      filename: string;
+      mimetype: string;
+      size: number;
+      location: string;
+    }
+    const recordPath = `/buckets/${BUCKET}/collections/tasks/records/t1`;
+    const attachmentOf = async () => (await api<Stored>('GET', recordPath, 'admin')).body.data.attachment as Attachment | null | undefined;
+    // An 8×8 PNG (any bytes would do: the server checks the extension, not the content).
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC',
+      'base64',
+    );
+    await go(`#/buckets/${BUCKET}/collections/tasks/records/t1/file`, 'tasks');
+    const panel = page.getByRole('complementary', { name: 'Record t1' });
+    const file = panel.getByRole('region', { name: 'Record file' });
+    await visible(file.getByText('This record has no file.'));
+
+    // Upload.
+    await file.getByLabel('File to upload').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: png });
+    await visible(file.getByText('photo.png', { exact: true }));
+    await file.getByRole('button', { name: 'Upload', exact: true }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'File “photo.png” uploaded.' }).last());
+    await visible(file.getByRole('button', { name: 'Download' }));
+    const facts = file.locator('dl.facts');
+    await expect(shownText(facts)).resolves.toMatch(new RegExp(String.raw`Name\s+photo\.png\s+Type\s+image/png\s+Size\s+${png.length} B`));
+    const uploaded = await attachmentOf();
+    expect(uploaded).toMatchObject({ filename: 'photo.png', mimetype: 'image/png', size: png.length });
+    await screenshot(page, '21-record-file');
+
+    // Download: the very bytes that were sent.
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), file.getByRole('button', { name: 'Download' }).click()]);
+    expect(download.suggestedFilename()).toBe('photo.png');
+    expect(readFileSync(await download.path())).toEqual(png);
+
+    // Replace: the record points at the new file, the old one is gone from the server.
+    const notes = Buffer.from('Meeting notes\n- ship the console\n');
+    await file.getByLabel('File to replace it with').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: notes });
+    await file.getByRole('button', { name: 'Replace the file' }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'File replaced by “notes.txt”.' }).last());
+    await expect(shownText(facts)).resolves.toMatch(new RegExp(String.raw`Name\s+notes\.txt\s+Type\s+text/plain\s+Size\s+${notes.length} B`));
+    expect(await attachmentOf()).toMatchObject({ filename: 'notes.txt', mimetype: 'text/plain', size: notes.length });
+    const baseUrl = ((await api<Root>('GET', '/', null)).body.capabilities.attachments as { base_url: string }).base_url;
+    await poll(async () => (await fetch(new URL(uploaded!.location, baseUrl))).status).toBe(404);
+    await screenshot(page, '22-record-file-replaced');
+
+    // Remove, after a confirmation.
+    await file.getByRole('button', { name: 'Remove the file' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Remove “notes.txt”?' });
+    await confirm.getByRole('button', { name: 'Remove the file' }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'File removed.' }).last());
+    await visible(file.getByText('This record has no file.'));
+    expect(await attachmentOf()).toBeNull();
+    // The record's other fields are untouched.
+    expect((await api<Stored>('GET', recordPath, 'admin')).body.data).toMatchObject({ title: 'Write the release notes' });
+  });
+
   it('manages accounts as an account administrator', async () => {
     await go('#/accounts', 'Accounts');
     const table = page.getByRole('table', { name: 'Accounts' });
@@ -561,7 +624,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(page.getByRole('status').filter({ hasText: 'New password set for “carol”.' }));
     const asCarol = await fetch(`${apiUrl}/`, { headers: { Authorization: `Basic ${Buffer.from('carol:carol-password-2').toString('base64')}` } });
     expect((await asCarol.json()).user?.id).toBe('account:carol');
-    await screenshot(page, '21-accounts');
+    await screenshot(page, '23-accounts');
     await carol.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('dialog', { name: 'Delete the account “carol”?' }).getByRole('button', { name: 'Delete account' }).click();
     await hidden(table.getByText('carol', { exact: true }));

@@ -6,6 +6,7 @@
  * was revoked (see shared-lists.ts).
  */
 import { type Collection, createClient, type QuireClient, type SyncResult } from '@quire/client';
+import { attachments } from '@quire/client/attachments';
 import type { AppConfig } from './config.js';
 import { describeError } from './errors.js';
 import { newId } from './ids.js';
@@ -24,6 +25,7 @@ const AUTO_SYNC = { intervalMs: 30_000, debounceMs: 300 } as const;
 const REGISTRY_AUTO_SYNC = { intervalMs: 3_000, debounceMs: 300 } as const;
 /** Small pages make a long first sync report its progress often. */
 const ITEM_PAGE_SIZE = 500;
+const FILES = attachments({ policy: 'lazy' });
 
 export interface Notice {
   id: string;
@@ -79,9 +81,12 @@ export class Workspace {
     return this.session.kind === 'account' ? this.session.username : null;
   }
 
-  /** The collection holding a list's items (manual conflict resolution: the user chooses). */
+  /**
+   * The collection holding a list's items (manual conflict resolution: the user chooses), with
+   * files on tasks: downloaded when a task is shown, kept (up to 64 MB) for offline use.
+   */
   items(entry: Pick<ListEntry, 'bucket' | 'collection'>): Collection<Item> {
-    return this.client.bucket(entry.bucket).collection<Item>(entry.collection, { strategy: 'manual', pageSize: ITEM_PAGE_SIZE });
+    return this.client.bucket(entry.bucket).collection<Item>(entry.collection, { strategy: 'manual', pageSize: ITEM_PAGE_SIZE, attachments: FILES });
   }
 
   start(): void {

@@ -3,16 +3,19 @@
  * served by the demo launcher next to a real Quire server (embedded store, open sign-up), and
  * two browser contexts as two people. The steps run in order and build on each other:
  * sign-up, editing, sharing, offline edits and an offline reload, a conflict resolved in the UI,
- * a view-only share, revocation, the local-only mode, and the progress of a long first sync.
+ * a photo attached offline and seen by the other person after sync, a view-only share,
+ * revocation, the local-only mode, and the progress of a long first sync.
  * Screenshots of the key screens go to test-artifacts/screenshots/.
  *
  * Skips with a printed reason when Chromium is missing, unless QUIRE_TEST_REQUIRE_BROWSER=1
  * (CI), where that is a failure.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deflateSync } from 'node:zlib';
 import { loadSettings, resolveSecrets } from '@quire/server';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +64,35 @@ const taskRow = (page: Page, title: string) => page.locator('li.item', { has: pa
 
 async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: options.fullPage ?? true });
+}
+
+/** A real PNG (a solid colour, `width` × `height`) for the file picker. */
+function png(width: number, height: number, [r, g, b]: [number, number, number]): Buffer {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (data: Buffer) => {
+    let c = 0xffffffff;
+    for (const byte of data) c = crcTable[(c ^ byte) & 0xff]! ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const check = Buffer.alloc(4);
+    check.writeUInt32BE(crc(body));
+    return Buffer.concat([length, body, check]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => [r, g, b]).flat())]);
+  const pixels = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))]);
 }
 
 // ---- Direct API calls (test setup and server-side checks) -------------------------------------
@@ -339,6 +371,34 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await poll(() => taskTitles(bob.page)).toEqual(['Milk', 'Coffee beans', 'Eggs (a dozen)', 'Butter']);
     expect(await bob.page.getByText(/conflicts? to resolve/).count()).toBe(0);
     await screenshot(bob.page, '07-after-resolution');
+  });
+
+  it('keeps a photo chosen offline on a task, and shows it to the other person after sync', async () => {
+    const { page, context } = bob;
+    const photo = png(64, 48, [242, 200, 76]);
+    await context.setOffline(true);
+    await poll(() => badge(page)).toBe('Offline');
+    await page.getByLabel('Attach a file to “Butter”').setInputFiles({ name: 'butter.png', mimeType: 'image/png', buffer: photo });
+    // Shown at once from this browser's storage, while nothing can be sent.
+    const bobPhoto = page.getByRole('img', { name: 'butter.png (on “Butter”)' });
+    await visible(bobPhoto);
+    await visible(taskRow(page, 'Butter').getByText('not uploaded yet'));
+    await poll(() => pendingText(page)).toBe('1 change not synced yet (kept on this device)');
+    await screenshot(page, '07a-photo-offline');
+
+    await context.setOffline(false);
+    await poll(async () => {
+      const tasks = (await api<Listed<Task & { attachment?: { hash: string; filename: string } }>>(demo.apiUrl, 'GET', `${listPath}/records`, ALICE)).body.data;
+      return tasks.find((task) => task.title === 'Butter')?.attachment;
+    }).toMatchObject({ filename: 'butter.png', hash: createHash('sha256').update(photo).digest('hex') });
+    await hidden(taskRow(page, 'Butter').getByText('not uploaded yet'));
+    await allSynced(page);
+
+    // Alice's window learns of the change, downloads the file and shows it.
+    const alicePhoto = alice.page.getByRole('img', { name: 'butter.png (on “Butter”)' });
+    await visible(alicePhoto);
+    await poll(() => alicePhoto.evaluate((image: HTMLImageElement) => (image.complete ? image.naturalWidth : 0))).toBe(64);
+    await screenshot(alice.page, '07b-photo-synced');
   });
 
   it('makes a view-only share read-only in the UI', async () => {

@@ -5,7 +5,8 @@
  */
 import { Collection, type CollectionParts } from './api/collection.js';
 import { createCollectionChannel } from './api/collection-channel.js';
-import type { ChangeEvent } from './api/events.js';
+import type { AttachmentsSetup } from './api/attachments-host.js';
+import type { AttachmentEvent, ChangeEvent } from './api/events.js';
 import type { SharedSyncStatus } from './api/sync-status.js';
 import { type Dump, type ExportOptions, exportDump } from './dump/dump.js';
 import { browserOnlineSource, type OnlineSource } from './online.js';
@@ -65,6 +66,11 @@ export interface CollectionOptions {
    * reverse), e.g. `[encryptionTransformer({ passphrase })]` for an end-to-end encrypted collection.
    */
   transformers?: RemoteTransformer[];
+  /**
+   * Files on records, offline: `attachments({ policy })` from `@quire/client/attachments` (kept out
+   * of the core bundle). Enables `collection.attach`, `detach` and `getAttachment`.
+   */
+  attachments?: AttachmentsSetup;
 }
 
 export class Bucket {
@@ -128,6 +134,7 @@ export class QuireClient {
     const parts = this.#open(bucket, name, options, {
       emit: (event) => collection.emit('change', event),
       status: (status) => collection.receiveStatus(status),
+      attachment: (event) => collection.emit('attachment', event),
     });
     collection = new Collection<T>(bucket, name, parts, () => {
       if (this.#collections.get(key) === (collection as unknown as Collection<never>)) this.#collections.delete(key);
@@ -141,13 +148,13 @@ export class QuireClient {
     bucket: string,
     name: string,
     options: CollectionOptions,
-    handlers: { emit: (event: ChangeEvent) => void; status: (status: SharedSyncStatus) => void },
+    handlers: { emit: (event: ChangeEvent) => void; status: (status: SharedSyncStatus) => void; attachment: (event: AttachmentEvent) => void },
   ): Promise<CollectionParts> {
     const dbName = `${this.#options.dbPrefix ?? 'quire'}:${bucket}/${name}`;
     const env: DexieEnvironment | undefined =
       this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
     const db = await openCollectionDb(dbName, options.indexes ?? [], env);
-    const channel = createCollectionChannel(dbName, this.#tabId, handlers);
+    const channel = createCollectionChannel(dbName, this.#tabId, { emit: handlers.emit, status: handlers.status });
     const local = new LocalCollection(db, this.#newId, (changes) => channel.broadcast({ source: 'local', changes }));
     const manager = this.#options.lockManager === undefined ? webLockManager() : this.#options.lockManager;
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
@@ -168,9 +175,11 @@ export class QuireClient {
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
       transform,
     });
+    const files = options.attachments?.({ bucket, collection: name, dbName, env, local, engine, remote: this.remote, online: this.online, emit: handlers.attachment });
     return {
       local,
       engine,
+      ...(files ? { files } : {}),
       channel,
       live: this.live,
       online: this.online,
@@ -179,6 +188,7 @@ export class QuireClient {
       lastSyncAt: (await readSyncState(db)).lastSyncAt,
       transform,
       close: async () => {
+        files?.close();
         channel.close();
         db.close();
       },

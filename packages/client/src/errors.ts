@@ -141,3 +141,17 @@ export class DecryptionError extends QuireError {
     this.recordId = recordId;
   }
 }
+
+/**
+ * A file on a record could not be handled: `QUIRE_ERR_ATTACHMENT_UNSUPPORTED` (the server has no
+ * `attachments` capability: nothing was sent or queued), `QUIRE_ERR_ATTACHMENT_NONE` (the record
+ * has no file), `QUIRE_ERR_ATTACHMENT_HASH` (the bytes received do not match the record's `hash`),
+ * `QUIRE_ERR_ATTACHMENT_OFF` (the collection was opened without the `attachments` option).
+ */
+export class AttachmentError extends QuireError {
+  static override readonly brand = brand('QUIRE_ERR_ATTACHMENT');
+  static override readonly errorName: string = 'AttachmentError';
+  constructor(code: `QUIRE_ERR_ATTACHMENT_${'UNSUPPORTED' | 'NONE' | 'HASH' | 'OFF'}`, message: string) {
+    super(code, message);
+  }
+}

@@ -9,11 +9,13 @@ export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts
 export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';
 export { createManualOnlineSource, browserOnlineSource, type OnlineSource } from './online.js';
 export type { AutoSyncOptions } from './sync/scheduler.js';
-export { Remote, type ServerInfo, type Permissions, type KintoObject, type ObjectResponse, type WriteOptions, type ListOptions } from './remote/remote.js';
+export { Remote, type WriteOptions, type ListOptions, type AddAttachmentOptions, type GetAttachmentOptions } from './remote/remote.js';
+/** The wire types (every shape the server sends and accepts), from one module. */
+export type * from './wire.js';
+export type { TransferProgress, FileInput } from './remote/files.js';
 export { endpoints } from './transport/endpoints.js';
 export type { Auth } from './transport/auth.js';
 export type { FetchLike } from './transport/http.js';
-export type { BatchRequest, BatchResponse } from './transport/batch.js';
 export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
 export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
@@ -29,4 +31,5 @@ export {
   BackoffError,
   StoreError,
   SyncAbortedError,
+  AttachmentError,
 } from './errors.js';

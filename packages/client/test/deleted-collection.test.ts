@@ -8,9 +8,8 @@
  * syncs normally once the collection exists again. Against Quire on the embedded store and on
  * PostgreSQL (skipped, with the reason printed, when PostgreSQL is unreachable).
  */
-import { createPostgresStorage } from '@quire/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { dropSchema, newSchemaName, PG_URL, postgresUnavailable } from '../../server/test/helpers/postgres.js';
+import { postgresUnavailable } from '../../server/test/helpers/postgres.js';
 import { type FetchLike, type LockManagerLike, type SyncResult, createManualOnlineSource } from '../src/index.js';
 import { memoryLockManager } from './support/locks.js';
 import { makeClient, raw, startServer, type TestServer, uniqueName } from './support/server.js';
@@ -19,17 +18,13 @@ type Note = { title: string };
 type Strategy = 'manual' | 'server-wins' | 'client-wins';
 
 const noPostgres = await postgresUnavailable('deleted-collection.test.ts');
-let postgres: { server: TestServer; schema: string } | null = null;
+let postgres: { server: TestServer } | null = null;
 beforeAll(async () => {
   if (noPostgres) return;
-  const schema = newSchemaName();
-  const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 4 });
-  postgres = { server: await startServer({}, storage), schema };
+  postgres = { server: await startServer({}, 'postgresql') };
 });
 afterAll(async () => {
-  if (!postgres) return;
-  await postgres.server.close();
-  await dropSchema(postgres.schema);
+  await postgres?.server.close();
 });
 
 const servers: Array<[string, () => string | null]> = [

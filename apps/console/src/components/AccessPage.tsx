@@ -3,6 +3,7 @@
  * one of its principals holds a permission, with the permissions it implies. Paged as it
  * scrolls, so 20,000 entries open in the time of one page.
  */
+import type { PermissionEntry } from '@quire/client/admin';
 import { useCallback, useMemo, useState } from 'preact/hooks';
 import { formatCount } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
@@ -11,14 +12,6 @@ import { rowCount } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
 import { EmptyState, ErrorNotice, PageHeader, Principal, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
-
-interface PermissionEntry {
-  id?: string;
-  uri: string;
-  resource_name: string;
-  bucket_id?: string;
-  permissions: string[];
-}
 
 export function AccessPage() {
   const { api, hello } = useConsole();
@@ -49,7 +42,7 @@ export function AccessPage() {
       </PageHeader>
       {user ? (
         <ul class="principal-strip" aria-label="Your principals">
-          {user.principals.map((principal) => (
+          {(user.principals ?? []).map((principal) => (
             <li key={principal}>
               <Principal principal={principal} me={user.id} />
             </li>

@@ -4,7 +4,8 @@
  * Anyone else sees and manages their own account only.
  */
 import { useCallback, useState } from 'preact/hooks';
-import { ApiError, type KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
+import { explain, statusOf } from '../lib/remote.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { countLabel, rowCount } from '../lib/paged-list.js';
@@ -67,7 +68,7 @@ export function AccountsPage() {
         <span class="muted small">{countLabel(state, 'account')}</span>
       </div>
       {state.error ? (
-        state.error.status === 401 || state.error.status === 403 ? (
+        statusOf(state.error) === 401 || statusOf(state.error) === 403 ? (
           <ErrorNotice error={state.error} title="You cannot list accounts" />
         ) : (
           <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
@@ -140,13 +141,13 @@ function CreateAccountDialog({ onClose, onCreated }: { onClose: () => void; onCr
     setBusy(true);
     setError(null);
     try {
-      await api.request('PUT', `/accounts/${encodeURIComponent(id)}`, { body: { data: { password } }, headers: { 'If-None-Match': '*' } });
+      await api.createAccount(id, password);
       notify(`Account “${id}” created.`);
       onCreated();
       onClose();
     } catch (caught) {
-      if (caught instanceof ApiError && caught.status === 412) setError(`The account “${id}” already exists.`);
-      else setError(caught instanceof ApiError ? caught.explanation : String(caught));
+      if (statusOf(caught) === 412) setError(`The account “${id}” already exists.`);
+      else setError(explain(caught));
     } finally {
       setBusy(false);
     }
@@ -191,11 +192,11 @@ function ResetPasswordDialog({ id, validation, onClose }: { id: string; validati
     setBusy(true);
     setError(null);
     try {
-      await api.request('PATCH', `/accounts/${encodeURIComponent(id)}`, { body: { data: { password } } });
+      await api.setAccountPassword(id, password);
       notify(`New password set for “${id}”.${mine ? ' Sign in again with it.' : ''}`);
       onClose();
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught.explanation : String(caught));
+      setError(explain(caught));
     } finally {
       setBusy(false);
     }
@@ -205,11 +206,11 @@ function ResetPasswordDialog({ id, validation, onClose }: { id: string; validati
     setBusy(true);
     setError(null);
     try {
-      await api.request('POST', `/accounts/${encodeURIComponent(id)}/reset-password`);
+      await api.resetAccountPassword(id);
       notify(`A temporary password was mailed to ${id}.`);
       onClose();
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught.explanation : String(caught));
+      setError(explain(caught));
     } finally {
       setBusy(false);
     }
@@ -259,12 +260,12 @@ function DeleteAccountDialog({ id, onClose, onDeleted }: { id: string; onClose: 
       onConfirm={async () => {
         setBusy(true);
         try {
-          await api.request('DELETE', `/accounts/${encodeURIComponent(id)}`);
+          await api.deleteAccount(id);
           notify(`Account “${id}” deleted.`);
           onDeleted();
           onClose();
         } catch (caught) {
-          setError(caught instanceof ApiError ? caught.explanation : String(caught));
+          setError(explain(caught));
           setBusy(false);
         }
       }}

@@ -3,7 +3,8 @@
  * `GET /` tells who the credentials stand for and what the server offers; every page adapts to it.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { Api, ApiError, type Hello } from '../lib/api.js';
+import type { ServerInfo } from '@quire/client/admin';
+import { asError, connect } from '../lib/remote.js';
 import { navigate, type Route, useRoute } from '../lib/router.js';
 import { clearSession, finishOpenIdLogin, loadSession, saveSession, type Session } from '../lib/session.js';
 import { AccessPage } from './AccessPage.js';
@@ -64,9 +65,9 @@ export function App() {
 }
 
 function SignedIn({ session, route, onSignOut }: { session: Session; route: Route; onSignOut: (message?: string) => void }) {
-  const api = useMemo(() => new Api(session.server, session.authorization), [session]);
-  const [hello, setHello] = useState<Hello | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const api = useMemo(() => connect(session.server, session.authorization), [session]);
+  const [hello, setHello] = useState<ServerInfo | null>(null);
+  const [error, setError] = useState<Error | null>(null);
   const [toasts, setToasts] = useState<Toast[]>([]);
   const nextToast = useRef(1);
 
@@ -81,7 +82,7 @@ function SignedIn({ session, route, onSignOut }: { session: Session; route: Rout
       setHello(answer);
       setError(null);
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(0, String(caught)));
+      setError(asError(caught));
     }
   }, [api, session, onSignOut]);
 

@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { ApiError, KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp } from '../lib/format.js';
 import { deleteObject, editableFields, putObject } from '../lib/objects.js';
 import { ConflictDialog } from './ConflictDialog.js';
@@ -39,7 +39,7 @@ export function AttributesEditor({
   const [text, setText] = useState(() => pretty(object));
   const [base, setBase] = useState(object.last_modified);
   const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
-  const [error, setError] = useState<ApiError | string | null>(null);
+  const [error, setError] = useState<Error | string | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirmDelete, setConfirmDelete] = useState(false);
 
@@ -77,7 +77,7 @@ export function AttributesEditor({
       notify(`${noun[0]!.toUpperCase()}${noun.slice(1)} “${object.id}” deleted.`);
       onDeleted();
     } catch (caught) {
-      setError(caught as ApiError);
+      setError(caught as Error);
       setConfirmDelete(false);
     } finally {
       setBusy(false);

@@ -1,6 +1,7 @@
 /** A bucket: its collections, groups, history, permissions and attributes. */
+import { statusOf } from '../lib/remote.js';
 import { useState } from 'preact/hooks';
-import type { KintoObject, Permissions } from '../lib/api.js';
+import type { KintoObject, Permissions } from '@quire/client/admin';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useAsync } from '../lib/hooks.js';
 import { paths, uris } from '../lib/objects.js';
@@ -45,7 +46,7 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
         {object ? <span title={formatTimestamp(object.last_modified)}>Modified {relativeTime(object.last_modified)}</span> : null}
       </PageHeader>
       <Tabs label="Bucket sections" tabs={tabs} current={tab} />
-      {bucket.error && (tab === 'permissions' || tab === 'attributes' || bucket.error.status === 404) ? <ErrorNotice error={bucket.error} onRetry={bucket.reload} /> : null}
+      {bucket.error && (tab === 'permissions' || tab === 'attributes' || statusOf(bucket.error) === 404) ? <ErrorNotice error={bucket.error} onRetry={bucket.reload} /> : null}
       {tab === 'collections' ? (
         <ObjectList
           path={`${paths.bucket(bid)}/collections`}

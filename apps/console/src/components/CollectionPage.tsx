@@ -3,7 +3,7 @@
  * its history, permissions and attributes (the JSON schema among them).
  */
 import { useState } from 'preact/hooks';
-import type { KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useAsync, usePagedList } from '../lib/hooks.js';
 import { paths, uris } from '../lib/objects.js';

@@ -3,7 +3,7 @@
  * side, and the three ways out — keep theirs, overwrite with mine, or go on editing mine on top
  * of theirs.
  */
-import type { KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { editableFields } from '../lib/objects.js';
 
 /** What the person compares: their fields, not the server's stamps (`last_modified`, a record's `schema` version). */

@@ -1,6 +1,7 @@
 /** Creating a bucket, collection or group: an id (or one the server picks) and optional JSON attributes. */
 import { useState } from 'preact/hooks';
-import { ApiError, type KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
+import { explain, statusOf } from '../lib/remote.js';
 import { useConsole } from './context.js';
 import { Dialog, Field, FormError, onSubmit } from './ui.js';
 
@@ -43,13 +44,13 @@ export function CreateDialog({
     setError(null);
     try {
       const response = id
-        ? await api.request<{ data: KintoObject }>('PUT', `${parentPath}/${plural}/${encodeURIComponent(id)}`, { body: { data }, headers: { 'If-None-Match': '*' } })
-        : await api.request<{ data: KintoObject }>('POST', `${parentPath}/${plural}`, { body: { data } });
-      notify(`${noun[0]!.toUpperCase()}${noun.slice(1)} “${response.body.data.id}” created.`);
-      onCreated(response.body.data);
+        ? await api.putObject(`${parentPath}/${plural}/${encodeURIComponent(id)}`, data, { ifNoneMatch: true })
+        : await api.createIn(`${parentPath}/${plural}`, data);
+      notify(`${noun[0]!.toUpperCase()}${noun.slice(1)} “${response.data.id}” created.`);
+      onCreated(response.data);
     } catch (caught) {
-      if (caught instanceof ApiError && caught.status === 412) setError(`A ${noun} with the id “${id}” already exists.`);
-      else setError(caught instanceof ApiError ? caught.explanation : String(caught));
+      if (statusOf(caught) === 412) setError(`A ${noun} with the id “${id}” already exists.`);
+      else setError(explain(caught));
       setBusy(false);
     }
   }

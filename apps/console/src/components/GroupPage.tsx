@@ -1,6 +1,6 @@
 /** A group: its members (the group's URI is a principal that each of them holds), history, permissions, attributes. */
 import { useEffect, useState } from 'preact/hooks';
-import type { ApiError, KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp, plural, relativeTime } from '../lib/format.js';
 import { useAsync } from '../lib/hooks.js';
 import { putObject, paths, uris } from '../lib/objects.js';
@@ -76,7 +76,7 @@ function MembersEditor({ bid, gid, group, onSaved }: { bid: string; gid: string;
   const [candidate, setCandidate] = useState('');
   const [filter, setFilter] = useState('');
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [error, setError] = useState<Error | null>(null);
   const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
 
   useEffect(() => {

@@ -3,8 +3,9 @@
  * action, object and time; an entry opens the difference with the object's previous version,
  * or with any other version of it.
  */
+import { statusOf } from '../lib/remote.js';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import type { KintoObject } from '../lib/api.js';
+import type { HistoryEntry } from '@quire/client/admin';
 import { changedFields } from '../lib/diff.js';
 import { formatTimestamp, fromDateTimeLocal, relativeTime } from '../lib/format.js';
 import { useAsync, useDebounced, usePagedList } from '../lib/hooks.js';
@@ -17,17 +18,6 @@ import { DiffView } from './DiffView.js';
 import { EmptyState, ErrorNotice, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
 
-export interface HistoryEntry extends KintoObject {
-  action: 'create' | 'update' | 'delete';
-  resource_name: string;
-  uri: string;
-  user_id: string;
-  date?: string;
-  target: { data?: Record<string, unknown>; permissions?: Record<string, string[]> };
-  collection_id?: string;
-  record_id?: string;
-  group_id?: string;
-}
 
 /** A version's data without its timestamp, which always differs. */
 function withoutStamp(data: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
@@ -153,7 +143,7 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
           {countLabel(state, 'change')}
         </div>
         {state.error ? (
-          state.error.status === 404 || state.error.status === 400 ? (
+          statusOf(state.error) === 404 || statusOf(state.error) === 400 ? (
             <ErrorNotice error={state.error} title="No history here" />
           ) : (
             <ErrorNotice error={state.error} onRetry={() => list?.retry()} />

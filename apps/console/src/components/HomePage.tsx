@@ -19,7 +19,7 @@ export function HomePage() {
   const { hello, session } = useConsole();
   const user = hello.user;
   const capabilities = Object.entries(hello.capabilities).sort(([a], [b]) => a.localeCompare(b));
-  const extraPrincipals = user?.principals.filter((principal) => principal !== user.id) ?? [];
+  const extraPrincipals = user?.principals?.filter((principal) => principal !== user.id) ?? [];
 
   return (
     <div class="page">

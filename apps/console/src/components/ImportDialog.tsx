@@ -50,7 +50,7 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
         collection: cid,
         rows: parsed.rows,
         mode,
-        batchSize: hello.settings.batch_max_requests,
+        batchSize: hello.settings.batch_max_requests ?? null,
         signal: controller.current.signal,
         onProgress: setProgress,
       });

@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useState } from 'preact/hooks';
-import type { KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { countLabel, rowCount } from '../lib/paged-list.js';

@@ -8,7 +8,8 @@
  * only to its writers) and changes made meanwhile by others are kept.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError, type KintoObject, type Permissions } from '../lib/api.js';
+import type { JsonPatchOperation, KintoObject, Permissions } from '@quire/client/admin';
+import { asError } from '../lib/remote.js';
 import {
   describePrincipal,
   type Grant,
@@ -56,7 +57,7 @@ export function PermissionsEditor({
   const [newPrincipal, setNewPrincipal] = useState('');
   const [newPermission, setNewPermission] = useState(names[0]!);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [error, setError] = useState<Error | null>(null);
   const visible = Object.keys(permissions).length > 0;
 
   useEffect(() => setEdited(original), [original]);
@@ -77,8 +78,10 @@ export function PermissionsEditor({
     ).then((levels) => !controller.signal.aborted && setAncestors(levels), () => {});
     const bucket = levelsOfUri(uri)[0];
     if (bucket) {
+      // The bucket's groups, as principals to offer (the first 1,000).
+      const bid = bucket.uri.split('/')[2] ?? '';
       api
-        .all<KintoObject>(`${bucket.uri.split('/').map(encodeURIComponent).join('/')}/groups?_fields=id&_sort=id&_limit=200`, { signal: controller.signal, max: 1000 })
+        .listGroups(bid, { query: { _fields: 'id', _sort: 'id', _limit: 200 }, pages: 5 })
         .then((list) => !controller.signal.aborted && setGroups(list.map((group) => `${bucket.uri}/groups/${group.id}`)), () => {});
     }
     return () => controller.abort();
@@ -110,7 +113,7 @@ export function PermissionsEditor({
   }
 
   async function save() {
-    const operations: Array<{ op: string; path: string }> = [];
+    const operations: JsonPatchOperation[] = [];
     for (const name of names) {
       const before = new Set(original[name]);
       const after = new Set(edited[name]);
@@ -121,14 +124,11 @@ export function PermissionsEditor({
     setBusy(true);
     setError(null);
     try {
-      const response = await api.request<{ data: KintoObject; permissions?: Permissions }>('PATCH', path, {
-        body: operations,
-        contentType: 'application/json-patch+json',
-      });
+      const response = await api.jsonPatch(path, operations);
       notify('Permissions saved.');
-      onSaved(response.body.data, response.body.permissions ?? {});
+      onSaved(response.data, response.permissions ?? {});
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(0, String(caught)));
+      setError(asError(caught));
     } finally {
       setBusy(false);
     }

@@ -2,10 +2,11 @@
  * One record beside the list: edit it with the form the collection's schema generates or as
  * JSON, checked in the browser with the server's rules before it is sent; saved with If-Match,
  * so a change made meanwhile by someone else opens the conflict dialog instead of being lost.
- * Also its history and its permissions.
+ * Also its file (when the server has the `attachments` capability), history and permissions.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, type KintoObject, type Permissions } from '../lib/api.js';
+import type { KintoObject, Permissions } from '@quire/client/admin';
+import { statusOf } from '../lib/remote.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useAsync, useEscape, useValidator } from '../lib/hooks.js';
 import { deleteObject, paths, putObject, uris } from '../lib/objects.js';
@@ -17,6 +18,7 @@ import { useCapabilities, useConsole } from './context.js';
 import { HistoryView } from './HistoryView.js';
 import { JsonEditor, parseJson } from './JsonEditor.js';
 import { PermissionsEditor } from './PermissionsEditor.js';
+import { RecordFile } from './RecordFile.js';
 import { SchemaForm } from './SchemaForm.js';
 import { Code, ConfirmDialog, ErrorNotice, Field, Spinner } from './ui.js';
 
@@ -53,6 +55,7 @@ export function RecordPanel(props: RecordPanelProps) {
   });
   const tabs: Array<{ id: RecordTab; label: string }> = [
     { id: 'edit', label: rid ? 'Edit' : 'New record' },
+    ...(rid && capabilities.attachments ? [{ id: 'file' as const, label: 'File' }] : []),
     ...(rid && capabilities.history ? [{ id: 'history' as const, label: 'History' }] : []),
     ...(rid ? [{ id: 'permissions' as const, label: 'Permissions' }] : []),
   ];
@@ -90,6 +93,17 @@ export function RecordPanel(props: RecordPanelProps) {
           <ErrorNotice error={record.error} onRetry={record.reload} />
         ) : record.loading && rid ? (
           <Spinner />
+        ) : props.tab === 'file' && rid && record.data?.data && capabilities.attachments ? (
+          <RecordFile
+            bid={bid}
+            cid={cid}
+            record={record.data.data}
+            capability={capabilities.attachments}
+            onChanged={(data: KintoObject) => {
+              record.set({ ...record.data!, data });
+              props.list?.update(data);
+            }}
+          />
         ) : props.tab === 'history' && rid ? (
           <HistoryView bid={bid} fixed={{ uri: uris.record(bid, cid, rid) }} compact />
         ) : props.tab === 'permissions' && rid && record.data?.data ? (
@@ -148,7 +162,7 @@ function RecordEditor({
   const [base, setBase] = useState<number | null>(record?.last_modified ?? null);
   const [showErrors, setShowErrors] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | string | null>(null);
+  const [error, setError] = useState<Error | string | null>(null);
   const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const top = useRef<HTMLDivElement>(null);
@@ -209,9 +223,9 @@ function RecordEditor({
     const data = fieldsOf(current);
     try {
       if (!rid && !id) {
-        const response = await api.request<{ data: KintoObject }>('POST', `${paths.collection(bid, cid)}/records`, { body: { data } });
-        notify(`Record “${response.body.data.id}” created.`);
-        onSaved(response.body.data, true);
+        const response = await api.createIn(`${paths.collection(bid, cid)}/records`, data);
+        notify(`Record “${response.data.id}” created.`);
+        onSaved(response.data, true);
         return;
       }
       const result = await putObject(api, paths.record(bid, cid, (rid ?? id)!), data, rid ? lastModified : null);
@@ -224,7 +238,7 @@ function RecordEditor({
         else setConflict({ theirs: result.theirs, mine: { ...data, id: rid } });
       } else setError(result.error);
     } catch (caught) {
-      setError(caught instanceof ApiError ? caught : String(caught));
+      setError(caught instanceof Error ? caught : String(caught));
     } finally {
       setBusy(false);
     }
@@ -239,8 +253,8 @@ function RecordEditor({
       onDeleted();
     } catch (caught) {
       setConfirmDelete(false);
-      if (caught instanceof ApiError && caught.status === 412) setError('The record changed since you opened it: reload it before deleting.');
-      else setError(caught as ApiError);
+      if (statusOf(caught) === 412) setError('The record changed since you opened it: reload it before deleting.');
+      else setError(caught as Error);
     } finally {
       setBusy(false);
     }

@@ -3,7 +3,7 @@
  * `_fields`, and a virtualised table paged through Next-Page as it scrolls.
  */
 import { useCallback, useMemo, useState } from 'preact/hooks';
-import type { KintoObject } from '../lib/api.js';
+import type { KintoObject } from '@quire/client/admin';
 import { type Filter, getPath, nextSort, type Operator, OPERATORS, parseListQuery, sortDirection, toSearchParams } from '../lib/filters.js';
 import { formatCell, formatCount, formatTimestamp } from '../lib/format.js';
 import { countLabel, type PagedList, type PagedState, rowCount } from '../lib/paged-list.js';

@@ -3,8 +3,9 @@
  * Basic Auth, an OpenID provider, or no identity at all (public data only).
  */
 import { useEffect, useState } from 'preact/hooks';
-import { Api, ApiError, type Hello, normaliseServerUrl, type OpenIdProvider } from '../lib/api.js';
+import type { OpenIdProvider, ServerInfo } from '@quire/client/admin';
 import { useDebounced } from '../lib/hooks.js';
+import { connect, explain, isAbort, normaliseServerUrl, statusOf } from '../lib/remote.js';
 import { type AuthKind, basicAuthorization, defaultServer, type Session, startOpenIdLogin } from '../lib/session.js';
 import { Field, FormError, onSubmit } from './ui.js';
 
@@ -13,7 +14,7 @@ type Method = 'account' | 'basicauth';
 export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (session: Session, remember: boolean) => void }) {
   const [serverInput, setServerInput] = useState(() => defaultServer());
   const server = normaliseServerUrl(useDebounced(serverInput, 400) || 'http://127.0.0.1:8888');
-  const [hello, setHello] = useState<Hello | null>(null);
+  const [hello, setHello] = useState<ServerInfo | null>(null);
   const [probeError, setProbeError] = useState<string | null>(null);
   const [method, setMethod] = useState<Method>('account');
   const [username, setUsername] = useState('');
@@ -29,7 +30,7 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
     const controller = new AbortController();
     setHello(null);
     setProbeError(null);
-    new Api(server, null).hello(controller.signal).then(
+    connect(server, null).hello(controller.signal).then(
       (answer) => {
         setHello(answer);
         const offers = answer.capabilities;
@@ -37,8 +38,8 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
         if ('accounts' in offers) setMethod('account');
       },
       (caught: unknown) => {
-        if ((caught as Error).name === 'AbortError') return;
-        setProbeError(caught instanceof ApiError ? caught.explanation : String(caught));
+        if (isAbort(caught)) return;
+        setProbeError(explain(caught, server));
       },
     );
     return () => controller.abort();
@@ -56,15 +57,15 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
     setError(null);
     try {
       const authorization = kind === 'anonymous' ? null : basicAuthorization(username, password);
-      const answer = await new Api(server, authorization).hello();
+      const answer = await connect(server, authorization).hello();
       const userId = answer.user?.id;
       if (kind === 'account' && userId !== `account:${username}`) throw new Error('Wrong username or password.');
       if (kind === 'basicauth' && !userId?.startsWith('basicauth:')) throw new Error('The server did not accept these credentials.');
       onSignedIn({ server, kind, authorization, label: kind === 'anonymous' ? 'anonymous' : username }, remember);
     } catch (caught) {
-      if (caught instanceof ApiError && caught.status === 429) setError('Too many failed attempts: wait a few minutes before trying again.');
-      else if (caught instanceof ApiError && caught.status === 401) setError('Wrong username or password.');
-      else setError(caught instanceof ApiError ? caught.explanation : (caught as Error).message);
+      if (statusOf(caught) === 429) setError('Too many failed attempts: wait a few minutes before trying again.');
+      else if (statusOf(caught) === 401) setError('Wrong username or password.');
+      else setError(explain(caught, server));
     } finally {
       setBusy(false);
     }

@@ -1,14 +1,15 @@
 /** What every page needs: the API as the signed-in user, what the server said about itself, toasts. */
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { Api, Hello } from '../lib/api.js';
+import type { ServerInfo } from '@quire/client/admin';
+import type { AdminRemote } from '../lib/remote.js';
 import type { Session } from '../lib/session.js';
 
 export type ToastKind = 'success' | 'error' | 'info';
 
 export interface ConsoleContextValue {
-  api: Api;
-  hello: Hello;
+  api: AdminRemote;
+  hello: ServerInfo;
   session: Session;
   notify: (message: string, kind?: ToastKind) => void;
   refreshHello: () => Promise<void>;
@@ -31,6 +32,7 @@ export function useCapabilities() {
     accounts: 'accounts' in capabilities,
     permissionsEndpoint: 'permissions_endpoint' in capabilities,
     schema: 'schema' in capabilities,
+    attachments: capabilities.attachments ?? null,
     readonly: hello.settings.readonly,
   };
 }

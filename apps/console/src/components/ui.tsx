@@ -1,9 +1,9 @@
 /** The console's small building blocks: buttons, tabs, dialogs, notices, chips. */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
-import type { ApiError } from '../lib/api.js';
 import { describePrincipal } from '../lib/permissions.js';
 import { useEscape } from '../lib/hooks.js';
+import { explain, statusOf } from '../lib/remote.js';
 
 export function Spinner({ label = 'Loading…' }: { label?: string }) {
   return (
@@ -14,9 +14,9 @@ export function Spinner({ label = 'Loading…' }: { label?: string }) {
   );
 }
 
-export function ErrorNotice({ error, onRetry, title }: { error: ApiError | Error | string; onRetry?: () => void; title?: string }) {
-  const text = typeof error === 'string' ? error : 'explanation' in error ? (error as ApiError).explanation : error.message;
-  const status = typeof error === 'object' && 'status' in error ? (error as ApiError).status : undefined;
+export function ErrorNotice({ error, onRetry, title }: { error: Error | string; onRetry?: () => void; title?: string }) {
+  const text = typeof error === 'string' ? error : explain(error);
+  const status = typeof error === 'string' ? undefined : statusOf(error);
   const hint =
     status === 401 ? 'Sign in with an identity that may see this.' : status === 403 ? 'Your identity is not allowed to do this.' : status === 404 ? 'It may have been deleted.' : null;
   return (

@@ -1,12 +1,11 @@
 /** Small Preact hooks shared by the pages. */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
 import { PagedList, type PagedListOptions, type PagedState } from './paged-list.js';
-import type { Api } from './api.js';
+import { type AdminRemote, asError, isAbort } from './remote.js';
 
 export interface AsyncState<T> {
   data: T | undefined;
-  error: ApiError | null;
+  error: Error | null;
   loading: boolean;
   reload: () => void;
   /** Replace the data without reloading (after a write that answered the new value). */
@@ -15,7 +14,7 @@ export interface AsyncState<T> {
 
 /** Runs `load` when `deps` change; the last call wins. */
 export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): AsyncState<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: ApiError | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({ data: undefined, error: null, loading: true });
   const [version, setVersion] = useState(0);
   useEffect(() => {
     const controller = new AbortController();
@@ -23,8 +22,8 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unk
     load(controller.signal).then(
       (data) => !controller.signal.aborted && setState({ data, error: null, loading: false }),
       (error: unknown) => {
-        if (controller.signal.aborted || (error as Error).name === 'AbortError') return;
-        setState({ data: undefined, error: error instanceof ApiError ? error : new ApiError(0, String((error as Error).message ?? error)), loading: false });
+        if (controller.signal.aborted || isAbort(error)) return;
+        setState({ data: undefined, error: asError(error), loading: false });
       },
     );
     return () => controller.abort();
@@ -38,7 +37,7 @@ const EMPTY: PagedState<never> = { items: [], total: 0, complete: true, loading:
 
 /** A PagedList for `path?params`, recreated when they change. */
 export function usePagedList<T extends { id?: string }>(
-  api: Api,
+  api: AdminRemote,
   path: string | null,
   params: string,
   options: PagedListOptions = {},

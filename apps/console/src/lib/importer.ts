@@ -8,7 +8,8 @@
  * again in a batch of their own. A failed batch (5xx, network) is retried twice, then its rows
  * are reported as failed and the import goes on.
  */
-import { type Api, ApiError, type BatchRequest, type BatchResponse } from './api.js';
+import type { BatchRequest, BatchResponse } from '@quire/client/admin';
+import { type AdminRemote, explain, isAbort, statusOf } from './remote.js';
 import { parseCsv } from './csv.js';
 import { coerceCell, isActiveSchema, isPlainObject, type JsonSchema } from './schema.js';
 
@@ -181,7 +182,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     });
   });
 
-export async function runImport(api: Api, options: ImportOptions): Promise<ImportProgress> {
+export async function runImport(api: AdminRemote, options: ImportOptions): Promise<ImportProgress> {
   const base = `/buckets/${encodeURIComponent(options.bucket)}/collections/${encodeURIComponent(options.collection)}`;
   const size = options.batchSize && options.batchSize > 0 ? options.batchSize : 100;
   const progress: ImportProgress = { total: options.rows.length, done: 0, created: 0, replaced: 0, failures: [] };
@@ -201,16 +202,16 @@ export async function runImport(api: Api, options: ImportOptions): Promise<Impor
     let responses: BatchResponse[] | null = null;
     for (let attempt = 0; attempt < 3 && !responses; attempt++) {
       try {
-        responses = await api.batch(rows.map((row) => requestFor(row, base, options.mode)), options.signal);
+        responses = await api.sendBatch(rows.map((row) => requestFor(row, base, options.mode)), options.signal);
       } catch (error) {
-        if ((error as Error).name === 'AbortError') throw error;
-        const apiError = error instanceof ApiError ? error : new ApiError(0, String(error));
-        const transient = apiError.status === 0 || apiError.status >= 500 || apiError.status === 429;
+        if (isAbort(error)) throw error;
+        const status = statusOf(error) ?? 0;
+        const transient = status === 0 || status >= 500 || status === 429;
         if (!transient || attempt === 2) {
-          fail(rows, apiError.status, `The batch failed: ${apiError.explanation}`);
+          fail(rows, status, `The batch failed: ${explain(error)}`);
           return [];
         }
-        const retryAfter = Number(apiError.headers?.get('Retry-After') ?? 1);
+        const retryAfter = Number((error as { headers?: Headers }).headers?.get('Retry-After') ?? 1);
         await sleep(Math.min(10, Number.isFinite(retryAfter) ? retryAfter : 1) * 1000, options.signal);
       }
     }

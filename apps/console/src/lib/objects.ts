@@ -1,10 +1,11 @@
 /** Writes of one object with optimistic concurrency (§6): If-Match on the version that was read. */
-import { type Api, ApiError, ifMatch, type KintoObject, type Permissions } from './api.js';
+import type { KintoObject, Permissions } from '@quire/client/admin';
+import { type AdminRemote, asError, statusOf } from './remote.js';
 
 export type SaveResult<T extends KintoObject> =
   | { status: 'saved'; object: T; permissions: Permissions }
   | { status: 'conflict'; theirs: T | null }
-  | { status: 'error'; error: ApiError };
+  | { status: 'error'; error: Error };
 
 /** Fields the server owns: never sent back. */
 export function editableFields(object: Record<string, unknown>): Record<string, unknown> {
@@ -17,53 +18,49 @@ export function editableFields(object: Record<string, unknown>): Record<string, 
  * answers the server's current version (null when it was deleted meanwhile). `lastModified`
  * null creates (If-None-Match: *); undefined writes unconditionally.
  */
-export async function putObject<T extends KintoObject>(api: Api, path: string, data: Record<string, unknown>, lastModified: number | null | undefined): Promise<SaveResult<T>> {
-  const headers = lastModified === undefined ? {} : lastModified === null ? { 'If-None-Match': '*' } : ifMatch(lastModified);
+export async function putObject<T extends KintoObject>(api: AdminRemote, path: string, data: Record<string, unknown>, lastModified: number | null | undefined): Promise<SaveResult<T>> {
+  const options = lastModified === undefined ? {} : lastModified === null ? { ifNoneMatch: true } : { ifMatch: lastModified };
   try {
-    const response = await api.request<{ data: T; permissions?: Permissions }>('PUT', path, { body: { data: editableFields(data) }, headers });
-    return { status: 'saved', object: response.body.data, permissions: response.body.permissions ?? {} };
+    const response = await api.putObject<T>(path, editableFields(data), options);
+    return { status: 'saved', object: response.data, permissions: response.permissions ?? {} };
   } catch (error) {
-    if (error instanceof ApiError && error.status === 412) return { status: 'conflict', theirs: await currentVersion<T>(api, path) };
-    return { status: 'error', error: error instanceof ApiError ? error : new ApiError(0, String(error)) };
+    if (statusOf(error) === 412) return { status: 'conflict', theirs: await currentVersion<T>(api, path) };
+    return { status: 'error', error: asError(error) };
   }
 }
 
-export async function currentVersion<T extends KintoObject>(api: Api, path: string): Promise<T | null> {
+export async function currentVersion<T extends KintoObject>(api: AdminRemote, path: string): Promise<T | null> {
   try {
     return (await api.getObject<T>(path)).data;
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 403)) return null;
+    const status = statusOf(error);
+    if (status === 404 || status === 403) return null;
     throw error;
   }
 }
 
 /** PATCH only the permissions (the JSON merge of §4.4: listed names are replaced). */
 export async function patchPermissions<T extends KintoObject>(
-  api: Api,
+  api: AdminRemote,
   path: string,
   permissions: Permissions,
   lastModified: number,
 ): Promise<SaveResult<T>> {
   try {
-    const response = await api.request<{ data: T; permissions?: Permissions }>('PATCH', path, { body: { permissions }, headers: ifMatch(lastModified) });
-    return { status: 'saved', object: response.body.data, permissions: response.body.permissions ?? {} };
+    const response = await api.patchObject<T>(path, { permissions }, { ifMatch: lastModified });
+    return { status: 'saved', object: response.data, permissions: response.permissions ?? {} };
   } catch (error) {
-    if (error instanceof ApiError && error.status === 412) return { status: 'conflict', theirs: await currentVersion<T>(api, path) };
-    return { status: 'error', error: error instanceof ApiError ? error : new ApiError(0, String(error)) };
+    if (statusOf(error) === 412) return { status: 'conflict', theirs: await currentVersion<T>(api, path) };
+    return { status: 'error', error: asError(error) };
   }
 }
 
-export async function deleteObject(api: Api, path: string, lastModified?: number): Promise<void> {
-  await api.request('DELETE', path, lastModified === undefined ? {} : { headers: ifMatch(lastModified) });
+export async function deleteObject(api: AdminRemote, path: string, lastModified?: number): Promise<void> {
+  await api.deleteObject(path, lastModified === undefined ? {} : { ifMatch: lastModified });
 }
 
-/** `/buckets/b/collections/c/records/r` from ids. */
-export const paths = {
-  bucket: (bid: string) => `/buckets/${encodeURIComponent(bid)}`,
-  collection: (bid: string, cid: string) => `/buckets/${encodeURIComponent(bid)}/collections/${encodeURIComponent(cid)}`,
-  record: (bid: string, cid: string, rid: string) => `/buckets/${encodeURIComponent(bid)}/collections/${encodeURIComponent(cid)}/records/${encodeURIComponent(rid)}`,
-  group: (bid: string, gid: string) => `/buckets/${encodeURIComponent(bid)}/groups/${encodeURIComponent(gid)}`,
-};
+/** `/buckets/b/collections/c/records/r` from ids: the client's path builders. */
+export { endpoints as paths } from '@quire/client/admin';
 
 /** The protocol URI of an object (as in permissions and history): ids unencoded. */
 export const uris = {

@@ -4,7 +4,7 @@
  * `maxPageSize`) when the reader jumps far ahead. With `count`, a HEAD request (Total-Objects)
  * tells the list's full length, so the scrollbar is right from the start.
  */
-import { type Api, ApiError } from './api.js';
+import { type AdminRemote, asError, isAbort } from './remote.js';
 
 export interface PagedState<T> {
   items: T[];
@@ -13,7 +13,7 @@ export interface PagedState<T> {
   /** Every page was read. */
   complete: boolean;
   loading: boolean;
-  error: ApiError | null;
+  error: Error | null;
   /** Milliseconds from the start to the first page shown. */
   firstPageMs: number | null;
 }
@@ -37,7 +37,7 @@ export class PagedList<T extends { id?: string }> {
   readonly #options: Required<PagedListOptions>;
 
   constructor(
-    readonly api: Api,
+    readonly api: AdminRemote,
     readonly path: string,
     readonly params: URLSearchParams,
     options: PagedListOptions = {},
@@ -105,8 +105,8 @@ export class PagedList<T extends { id?: string }> {
       }
       this.#set({ loading: false });
     } catch (error) {
-      if ((error as Error).name === 'AbortError') return;
-      this.#set({ loading: false, error: error instanceof ApiError ? error : new ApiError(0, String(error)) });
+      if (isAbort(error)) return;
+      this.#set({ loading: false, error: asError(error) });
     } finally {
       this.#running = false;
     }

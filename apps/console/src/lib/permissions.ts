@@ -2,7 +2,7 @@
  * Permissions as the protocol defines them (§4.6, §9.2): which names each kind of object has,
  * and which permissions on an object's parents (or on itself) grant each of its permissions.
  */
-import type { Permissions } from './api.js';
+import type { Permissions } from '@quire/client/admin';
 
 export type ObjectKind = 'bucket' | 'collection' | 'group' | 'record';
 

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 export type BucketTab = 'collections' | 'groups' | 'history' | 'permissions' | 'attributes';
 export type CollectionTab = 'records' | 'history' | 'permissions' | 'attributes';
 export type GroupTab = 'members' | 'history' | 'permissions' | 'attributes';
-export type RecordTab = 'edit' | 'history' | 'permissions';
+export type RecordTab = 'edit' | 'file' | 'history' | 'permissions';
 
 export type Route =
   | { name: 'home' }
@@ -23,7 +23,7 @@ export type Route =
 const BUCKET_TABS: BucketTab[] = ['collections', 'groups', 'history', 'permissions', 'attributes'];
 const COLLECTION_TABS: CollectionTab[] = ['history', 'permissions', 'attributes'];
 const GROUP_TABS: GroupTab[] = ['members', 'history', 'permissions', 'attributes'];
-const RECORD_TABS: RecordTab[] = ['history', 'permissions'];
+const RECORD_TABS: RecordTab[] = ['file', 'history', 'permissions'];
 
 const decode = (part: string) => {
   try {

@@ -2,7 +2,7 @@
  * Who is signed in where: the server URL and the `Authorization` header to send, kept in
  * sessionStorage (this tab only) or, with "Keep me signed in", in localStorage.
  */
-import type { OpenIdProvider } from './api.js';
+import type { OpenIdProvider } from '@quire/client/admin';
 
 export type AuthKind = 'account' | 'basicauth' | 'openid' | 'anonymous';
 

@@ -1,6 +1,7 @@
 /** One task: tick it, edit it in place, move it, delete it; its conflict panel when it has one. */
 import type { Collection, ConflictEntry, ManualResolution } from '@quire/client';
 import { useEffect, useState } from 'preact/hooks';
+import { attachFile, removeFile, useTaskFile } from '../files.js';
 import { deleteItem, type ItemRecord, moveItem, renameItem, setDone } from '../items.js';
 import type { Item } from '../model.js';
 import { ConflictPanel } from './ConflictPanel.js';
@@ -26,6 +27,7 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
   useEffect(() => setTicked(null), [item.done]);
   const done = ticked ?? item.done === 1;
   const checkboxId = `done-${item.id}`;
+  const file = useTaskFile(items, item.id);
 
   return (
     <li class={`item${done ? ' done' : ''}${conflict ? ' has-conflict' : ''}`}>
@@ -103,12 +105,49 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
             >
               ↓
             </button>
+            <label class="button secondary file-pick">
+              {file ? 'Replace file' : 'Attach file'}
+              <input
+                type="file"
+                class="visually-hidden"
+                aria-label={`Attach a file to “${item.title}”`}
+                onChange={(event) => {
+                  const chosen = event.currentTarget.files?.[0];
+                  event.currentTarget.value = '';
+                  if (chosen) void run(() => attachFile(items, item.id, chosen));
+                }}
+              />
+            </label>
             <button type="button" class="danger" aria-label={`Delete “${item.title}”`} onClick={() => void run(() => deleteItem(items, item.id))}>
               Delete
             </button>
           </div>
         )}
       </div>
+      {file && (
+        <div class="item-file">
+          {file.url && file.info.mimetype.startsWith('image/') ? (
+            <a href={file.url} target="_blank" rel="noreferrer">
+              <img src={file.url} alt={`${file.info.filename} (on “${item.title}”)`} />
+            </a>
+          ) : file.url ? (
+            <a href={file.url} download={file.info.filename}>
+              {file.info.filename}
+            </a>
+          ) : (
+            <span>
+              {file.info.filename}
+              {file.progress !== null ? ` — downloading ${Math.round((100 * file.progress) / Math.max(1, file.info.size))}%` : ''}
+            </span>
+          )}
+          <span class="file-state">{file.info.state === 'upload' ? 'not uploaded yet' : file.info.state === 'removal' ? 'removal not synced yet' : `${Math.ceil(file.info.size / 1024)} KB`}</span>
+          {editable && file.info.state !== 'removal' && (
+            <button type="button" class="secondary" aria-label={`Remove the file of “${item.title}”`} onClick={() => void run(() => removeFile(items, item.id))}>
+              Remove file
+            </button>
+          )}
+        </div>
+      )}
       {conflict && <ConflictPanel conflict={conflict} busy={busy} onResolve={onResolve} />}
     </li>
   );

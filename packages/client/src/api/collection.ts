@@ -4,7 +4,9 @@
  * other tabs; `status` is the sync status every tab shares. Auto-sync runs in one tab per
  * collection (the leader); the others follow through the shared IndexedDB and the channel.
  */
-import { StoreError } from '../errors.js';
+import { AttachmentError, StoreError } from '../errors.js';
+import type { FileInput } from '../remote/files.js';
+import type { AttachmentsExtension, AttachOptions, GetLocalAttachmentOptions, LocalAttachment } from './attachments-host.js';
 import type { OnlineSource } from '../online.js';
 import { type DumpInput, readDump } from '../dump/dump.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
@@ -42,6 +44,8 @@ export interface CollectionParts {
   lastSyncAt: number | null;
   /** The collection's remote transformers (dumps hold records as the server stores them). */
   transform: TransformChain;
+  /** Offline attachments, when the collection was opened with them. */
+  files?: AttachmentsExtension;
   close: () => Promise<void>;
 }
 
@@ -142,6 +146,32 @@ export class Collection<T extends object = Record<string, unknown>> {
     await (await this.#local()).delete(id).catch((error) => this.#failed(error));
   }
 
+  async #files(): Promise<AttachmentsExtension> {
+    const { files } = await this.#parts;
+    if (!files) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_OFF', 'Open the collection with the `attachments` option (@quire/client/attachments)');
+    return files;
+  }
+
+  /** Keeps a file with a record (offline: uploaded by the next sync). Needs the `attachments` option. */
+  async attach(id: string, file: FileInput, options: AttachOptions = {}): Promise<LocalAttachment> {
+    return (await this.#files()).attach(id, file, options).catch((error) => this.#failed(error));
+  }
+
+  /** Removes a record's file (offline: at the next sync). */
+  async detach(id: string): Promise<void> {
+    await (await this.#files()).detach(id);
+  }
+
+  /** The record's file: from this device when it has it, else downloaded (and cached, as the policy says). */
+  async getAttachment(id: string, options: GetLocalAttachmentOptions = {}): Promise<Blob> {
+    return (await this.#files()).get(id, options);
+  }
+
+  /** What the replica knows of the record's file, null when it has none. */
+  async attachment(id: string): Promise<LocalAttachment | null> {
+    return (await this.#files()).info(id);
+  }
+
   /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
   #failed(error: unknown): never {
     if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
@@ -220,6 +250,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     const conflict = (await parts.local.conflicts()).find((item) => item.id === id);
     if (!conflict) return;
     await parts.local.settleConflict(conflict, resolution);
+    await parts.files?.settled(id, resolution);
     parts.channel.broadcast({ source: 'local', changes: [{ type: 'update', id }] });
   }
 
@@ -247,14 +278,16 @@ export class Collection<T extends object = Record<string, unknown>> {
       const parts = await this.#parts;
       this.#status.update({ syncing: true, progress: null });
       try {
-        const result = await parts.engine.sync({
+        const engineOptions = {
           ...options,
-          onProgress: (progress) => {
+          onProgress: (progress: SyncProgress) => {
             options.onProgress?.(progress);
             this.#status.update({ progress });
             this.emit('progress', progress);
           },
-        });
+        };
+        let result = await parts.engine.sync(engineOptions);
+        if (parts.files) result = await parts.files.afterSync(result, engineOptions);
         this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), lastResult: result, error: null });
         this.emit('sync', result);
         if (result.serverDeleted) this.emit('serverDeleted', result);

@@ -26,6 +26,12 @@ export interface StorageFullEvent {
   quota: number | null;
 }
 
+/** Offline attachments (`@quire/client/attachments`): transfers and what became of queued files. */
+export type AttachmentEvent =
+  | { type: 'progress'; id: string; direction: 'upload' | 'download'; loaded: number; total: number }
+  /** `uploaded`/`removed`: the server has it; `dropped`: the server's version of the record won a conflict, the queued change is gone; `downloaded`: now cached. */
+  | { type: 'uploaded' | 'removed' | 'dropped' | 'downloaded'; id: string };
+
 export interface CollectionEvents {
   change: ChangeEvent;
   remote: RemoteChangeEvent;
@@ -37,4 +43,6 @@ export interface CollectionEvents {
   error: unknown;
   /** Storage is full (in this tab): show it, free space, and sync or write again. */
   quota: StorageFullEvent;
+  /** Offline attachments: progress of transfers, queued files uploaded, removed or dropped. */
+  attachment: AttachmentEvent;
 }

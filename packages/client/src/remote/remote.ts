@@ -5,29 +5,11 @@
 import { type BatchRequest, type BatchResponse, chunk, sendBatch } from '../transport/batch.js';
 import { endpoints, quoteETag } from '../transport/endpoints.js';
 import type { HttpRequest, HttpTransport } from '../transport/http.js';
+import { AttachmentError } from '../errors.js';
+import type { AttachmentInfo, AttachmentsCapability, KintoObject, ObjectResponse, Permissions, ServerInfo } from '../wire.js';
+import { asBlob, type FileInput, multipartBody, readBody, sha256Hex, type TransferProgress } from './files.js';
 
-export type Permissions = Partial<Record<'read' | 'write' | 'create' | 'collection:create' | 'group:create' | 'record:create', string[]>>;
-
-export interface KintoObject {
-  id: string;
-  last_modified: number;
-  [field: string]: unknown;
-}
-
-export interface ObjectResponse<T = KintoObject> {
-  data: T;
-  permissions?: Permissions;
-}
-
-export interface ServerInfo {
-  project_name: string;
-  project_version: string;
-  http_api_version: string;
-  url: string;
-  settings: { batch_max_requests?: number | null; readonly?: boolean; [key: string]: unknown };
-  capabilities: Record<string, unknown>;
-  user?: { id: string; principals?: string[]; bucket?: string };
-}
+export type { KintoObject, ObjectResponse, Permissions, ServerInfo };
 
 export interface WriteOptions {
   permissions?: Permissions;
@@ -42,6 +24,28 @@ export interface ListOptions {
   query?: Record<string, string | number>;
   /** Stop after this many pages (default: all). */
   pages?: number;
+}
+
+export interface AddAttachmentOptions extends WriteOptions {
+  /** Default: the File's name. */
+  filename?: string;
+  /** Default: the Blob's type, else `application/octet-stream`. */
+  mimetype?: string;
+  /** Fields set on the record with the file (as a PATCH would). */
+  data?: Record<string, unknown>;
+  /** Called when the upload starts and when the server has stored the file (fetch reports nothing in between). */
+  onProgress?: (progress: TransferProgress) => void;
+  /** Default: 30 s plus 20 s per MB. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface GetAttachmentOptions {
+  /** The record's `attachment` when the caller holds it (saves reading the record). */
+  attachment?: AttachmentInfo;
+  /** Called for every chunk received. */
+  onProgress?: (progress: TransferProgress) => void;
+  signal?: AbortSignal;
 }
 
 function preconditions(options: WriteOptions): Record<string, string> {
@@ -171,6 +175,58 @@ export class Remote {
   /** Replaces the permissions of a bucket, collection, group or record (`path` as from `endpoints`). */
   setPermissions(path: string, permissions: Permissions, options: WriteOptions = {}) {
     return this.#patch(path, undefined, { ...options, permissions });
+  }
+
+  // Attachments (the `attachments` capability)
+  /** The server's `attachments` capability; AttachmentError `QUIRE_ERR_ATTACHMENT_UNSUPPORTED` without one. */
+  async attachments(): Promise<AttachmentsCapability> {
+    const capability = (await this.serverInfo()).capabilities.attachments;
+    if (!capability) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_UNSUPPORTED', 'The server does not accept attachments (no "attachments" capability)');
+    return capability;
+  }
+
+  /** Uploads a file onto a record (creating the record if needed; `ifMatch` guards it): the record's new `attachment`. */
+  async addAttachment(bid: string, cid: string, id: string, file: FileInput, options: AddAttachmentOptions = {}): Promise<AttachmentInfo> {
+    await this.attachments();
+    const blob = asBlob(file, options.mimetype);
+    const filename = options.filename ?? (file as { name?: string }).name ?? 'file';
+    const total = blob.size;
+    options.onProgress?.({ loaded: 0, total });
+    const info = await this.request<AttachmentInfo>({
+      method: 'POST',
+      path: endpoints.attachment(bid, cid, id),
+      headers: preconditions(options),
+      body: multipartBody(blob, filename, blob.type || 'application/octet-stream', { data: options.data, permissions: options.permissions }),
+      timeoutMs: options.timeoutMs ?? 30_000 + total / 50,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    options.onProgress?.({ loaded: total, total });
+    return info;
+  }
+
+  /** Deletes a record's file (its `attachment` becomes null). */
+  async removeAttachment(bid: string, cid: string, id: string, options: WriteOptions = {}): Promise<void> {
+    await this.attachments();
+    await this.request({ method: 'DELETE', path: endpoints.attachment(bid, cid, id), headers: preconditions(options) });
+  }
+
+  /**
+   * Downloads a record's file: from `base_url` (credentials only to the API's own origin), or
+   * from `GET {record}/attachment` when files are private. Checked against the record's `hash`.
+   */
+  async getAttachment(bid: string, cid: string, id: string, options: GetAttachmentOptions = {}): Promise<Blob> {
+    const capability = await this.attachments();
+    const attachment = options.attachment ?? ((await this.getRecord(bid, cid, id)).data.attachment as AttachmentInfo | null | undefined);
+    if (!attachment) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_NONE', `Record ${id} has no attachment`);
+    const url = capability.private ? this.#http.url(endpoints.attachment(bid, cid, id)) : new URL(attachment.location, capability.base_url).href;
+    const response = await this.#http.stream(url, {
+      headers: { Accept: '*/*' },
+      anonymous: new URL(url).origin !== new URL(this.#http.remote).origin,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const blob = await readBody(response, attachment.mimetype, attachment.size, options.onProgress);
+    if ((await sha256Hex(blob)) !== attachment.hash) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
+    return blob;
   }
 
   /** Sends sub-requests through `/batch`, split by the server's `batch_max_requests`. */

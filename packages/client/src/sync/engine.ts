@@ -85,6 +85,12 @@ export interface SyncResult {
   serverDeleted: boolean;
   /** The server answered 304: nothing changed remotely. */
   notModified: boolean;
+  /**
+   * Offline attachments (collections opened with `attachments`): queued files the server now has
+   * (`uploaded`), removed, dropped (the server's version won their record's conflict, or the
+   * server refused them for good: in `errors`), and files the `eager` policy downloaded.
+   */
+  attachments?: { uploaded: number; removed: number; dropped: number; downloaded: number };
 }
 
 export interface ChangeNotice {

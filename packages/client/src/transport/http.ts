@@ -35,8 +35,11 @@ export interface HttpRequest {
   path: string;
   query?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
+  /** JSON, or a Blob sent as it is (its `type` is the Content-Type). */
   body?: unknown;
   signal?: AbortSignal;
+  /** This request's timeout, when the default does not fit (an upload). */
+  timeoutMs?: number;
 }
 
 export interface HttpResponse<T = unknown> {
@@ -121,8 +124,9 @@ export class HttpTransport {
     const headers: Record<string, string> = { Accept: 'application/json', ...this.#options.headers, ...request.headers };
     const authorization = await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
-    let body: string | undefined;
-    if (request.body !== undefined) {
+    let body: string | Blob | undefined;
+    if (request.body instanceof Blob) body = request.body;
+    else if (request.body !== undefined) {
       body = JSON.stringify(request.body);
       headers['Content-Type'] = 'application/json';
     }
@@ -130,7 +134,7 @@ export class HttpTransport {
     const onAbort = () => controller.abort(request.signal?.reason);
     request.signal?.addEventListener('abort', onAbort, { once: true });
     let timedOut = false;
-    const timeoutMs = this.#options.timeoutMs ?? 30_000;
+    const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 30_000;
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
@@ -169,12 +173,13 @@ export class HttpTransport {
   /**
    * Opens a long-lived response (a server-sent event stream): resolves once the headers arrived
    * (within `timeoutMs`), with the body left unread; `signal` ends it. Non-2xx statuses throw as
-   * `request()` does. No retries: the caller reconnects.
+   * `request()` does. No retries: the caller reconnects. `anonymous`: no credentials (another
+   * origin, e.g. the files' `base_url`).
    */
-  async stream(path: string, options: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+  async stream(path: string, options: { headers?: Record<string, string>; signal?: AbortSignal; anonymous?: boolean } = {}): Promise<Response> {
     const fetch = await this.#fetch();
     const headers: Record<string, string> = { ...this.#options.headers, Accept: 'text/event-stream', ...options.headers };
-    const authorization = await authorizationHeader(this.#options.auth);
+    const authorization = options.anonymous ? null : await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
     const controller = new AbortController();
     const onAbort = () => controller.abort(options.signal?.reason);

@@ -1,6 +1,7 @@
-/** Boots a real Quire server (embedded PGlite store, or the storage given) on a free port for the client tests. */
+/** Boots a real Quire server (embedded PGlite store, or PostgreSQL) on a free port for the client tests. */
 import { randomUUID } from 'node:crypto';
-import { buildServer, createPgliteStorage, loadSettings, type Storage } from '@quire/server';
+import { buildServer, createPgliteStorage, createPostgresStorage, loadSettings } from '@quire/server';
+import { dropSchema, newSchemaName, PG_URL } from '../../../server/test/helpers/postgres.js';
 import { IDBFactory, IDBKeyRange } from 'fake-indexeddb';
 import { type ClientOptions, createClient, type QuireClient } from '../../src/index.js';
 
@@ -11,9 +12,10 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** `given`: the storage to serve (default: a fresh embedded one); closed with the server. */
-export async function startServer(overrides: Record<string, unknown> = {}, given?: Storage): Promise<TestServer> {
-  const storage = given ?? (await createPgliteStorage());
+/** `store`: `embedded` (PGlite, in memory) or `postgresql` (a throw-away schema at QUIRE_TEST_PG_URL). */
+export async function startServer(overrides: Record<string, unknown> = {}, store: 'embedded' | 'postgresql' = 'embedded'): Promise<TestServer> {
+  const schema = store === 'postgresql' ? newSchemaName() : null;
+  const storage = schema ? await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true }) : await createPgliteStorage();
   const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'client-tests', log_level: 'silent', ...overrides } });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -28,6 +30,7 @@ export async function startServer(overrides: Record<string, unknown> = {}, given
     async close() {
       await app.close();
       await storage.close();
+      if (schema) await dropSchema(schema);
     },
   };
 }
