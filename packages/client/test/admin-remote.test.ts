@@ -99,5 +99,10 @@ describe('AdminRemote', () => {
     setTimeout(() => controller.abort(), 20);
     await expect(sent).rejects.toBeInstanceOf(SyncAbortedError);
     await expect(admin.getObject(`${records()}/b2`)).rejects.toMatchObject({ status: 404 });
+    // Aborted before the call: nothing goes out.
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(admin.sendBatch([{ method: 'PUT', path: `${records()}/b3`, body: { data: { n: 102 } } }], aborted.signal)).rejects.toBeInstanceOf(SyncAbortedError);
+    await expect(admin.getObject(`${records()}/b3`)).rejects.toMatchObject({ status: 404 });
   });
 });

@@ -132,6 +132,7 @@ export class HttpTransport {
     }
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal?.reason);
+    if (request.signal?.aborted) onAbort(); // aborted before the call: nothing goes out
     request.signal?.addEventListener('abort', onAbort, { once: true });
     let timedOut = false;
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs ?? 30_000;
