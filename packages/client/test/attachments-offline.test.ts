@@ -210,6 +210,24 @@ describe.each(STORES)('offline attachments ($store)', ({ store, skip }) => {
     expect(await serverRecord(bucket, 'trip')).toMatchObject({ title: 'Trip', attachment: { filename: 'ticket.pdf', hash: sha256(bytes('ticket')) } });
   });
 
+  it.skipIf(skip)("our version winning over a server version with a new file keeps the server's file", async () => {
+    const { bucket, open } = await setup({ strategy: 'client-wins' });
+    const alice = open('alice');
+    const bob = open('bob');
+    await alice.tasks.create({ id: 'note', title: 'Note' });
+    await alice.tasks.sync();
+    await bob.tasks.sync();
+    await alice.tasks.update('note', { title: 'Note (Alice)' }, { patch: true });
+    await bob.tasks.attach('note', bytes('scan by bob'), { filename: 'scan.txt', mimetype: 'text/plain' });
+    expect((await bob.tasks.sync()).attachments?.uploaded).toBe(1);
+
+    const result = await alice.tasks.sync();
+    expect(result.ok).toBe(true);
+    expect(result.conflicts.map((conflict) => conflict.resolution)).toEqual(['local']);
+    expect(await serverRecord(bucket, 'note')).toMatchObject({ title: 'Note (Alice)', attachment: { filename: 'scan.txt', hash: sha256(bytes('scan by bob')) } });
+    expect(await text(await alice.tasks.getAttachment('note'))).toBe('scan by bob');
+  });
+
   it.skipIf(skip)('detach works offline; the file is removed on the server at the next sync', async () => {
     const { bucket, open } = await setup();
     const alice = open();
