@@ -138,7 +138,8 @@ export class HttpTransport {
         new TransformStream<Uint8Array, Uint8Array>({
           transform(chunk, controller) {
             controller.enqueue(chunk);
-            report((loaded += chunk.length));
+            loaded += chunk.length;
+            report(loaded);
           },
         }),
       );
