@@ -30,6 +30,8 @@ export interface AttachmentsOptions {
 
 /** Refusals that sending again cannot change: the queued file is dropped and reported. */
 const PERMANENT = new Set([400, 403, 413, 415]);
+/** Files sent or downloaded at once (browsers open up to 6 connections per origin over HTTP/1.1). */
+const TRANSFERS = 3;
 /** Rounds of send → sync after one sync (a conflict settled for us is sent in the next round). */
 const MAX_ROUNDS = 3;
 
@@ -251,6 +253,8 @@ class OfflineAttachments implements AttachmentsExtension {
       // Fetch what the server made of the records (their `attachment`), and push a conflict's settlement.
       latest = await this.#host.engine.sync(options);
       result = merge(result, latest);
+      // The network failed: what is left waits for the next sync.
+      if (outcome.stopped) break;
     }
     if (this.#policy === 'eager' && this.#host.online.isOnline()) stats.downloaded += await this.#downloadMissing(result, options.signal);
     result.attachments = stats;
@@ -258,97 +262,131 @@ class OfflineAttachments implements AttachmentsExtension {
     return result;
   }
 
-  /** Sends the queue oldest first; stops at the first failure that is not the file's own (network, backoff). */
-  async #sendQueue(result: SyncResult, stats: { uploaded: number; removed: number; dropped: number }, signal?: AbortSignal): Promise<{ sent: boolean; retouched: boolean }> {
+  /**
+   * Sends the queue, oldest first, `TRANSFERS` at a time; stops starting new ones at the first
+   * failure that is not the file's own (network, backoff): the rest stays queued.
+   */
+  async #sendQueue(result: SyncResult, stats: Stats, signal?: AbortSignal): Promise<{ sent: boolean; retouched: boolean; stopped: boolean }> {
     const db = await this.#db;
+    const waiting = new Set((await this.#host.local.pending()).map((entry) => entry.id));
+    // Its record's change goes first (or waits for the app to settle its conflict).
+    const entries = (await db.queue.orderBy('seq').toArray()).filter((entry) => !waiting.has(entry.id));
+    const outcome = { sent: false, retouched: false, stopped: false };
+    await inParallel(entries, async (entry) => {
+      if (outcome.stopped) return;
+      const verdict = await this.#sendOne(entry, result, stats, signal);
+      if (verdict === 'sent') outcome.sent = true;
+      else if (verdict === 'retouched') outcome.retouched = true;
+      else if (verdict === 'stop') outcome.stopped = true;
+    });
+    return outcome;
+  }
+
+  /** Sends one queued change; false when its bytes are missing. */
+  async #transfer(entry: QueuedFile, version: number, signal?: AbortSignal): Promise<boolean> {
     const host = this.#host;
-    const waiting = new Set((await host.local.pending()).map((entry) => entry.id));
-    let sent = false;
-    let retouched = false;
-    for (const entry of await db.queue.orderBy('seq').toArray()) {
-      // Its record's change goes first (or waits for the app to settle its conflict).
-      if (waiting.has(entry.id)) continue;
-      const record = await host.local.get(entry.id);
-      if (!record) {
-        await this.#drop(entry.id);
-        continue;
+    if (entry.op === 'removal') {
+      await host.remote.removeAttachment(host.bucket, host.collection, entry.id, { ifMatch: version });
+      return true;
+    }
+    const stored = await (await this.#db).blobs.get(entry.hash!);
+    if (!stored) return false;
+    await host.remote.addAttachment(host.bucket, host.collection, entry.id, new Blob([stored.bytes], { type: entry.mimetype! }), {
+      filename: entry.filename!,
+      ifMatch: version,
+      ...(signal ? { signal } : {}),
+      onProgress: (progress) => host.emit({ type: 'progress', id: entry.id, direction: 'upload', ...progress }),
+    });
+    return true;
+  }
+
+  async #sendOne(entry: QueuedFile, result: SyncResult, stats: Stats, signal?: AbortSignal): Promise<'sent' | 'skipped' | 'retouched' | 'stop'> {
+    const host = this.#host;
+    const record = await host.local.get(entry.id);
+    if (!record) {
+      await this.#drop(entry.id);
+      return 'skipped';
+    }
+    if (record.last_modified === undefined) return 'skipped';
+    // Already as queued (a send whose answer was lost, then pulled): nothing to send again.
+    const done = entry.op === 'upload' ? attachmentOf(record)?.hash === entry.hash : !attachmentOf(record);
+    try {
+      if (!done && !(await this.#transfer(entry, record.last_modified, signal))) {
+        // Its bytes are gone (storage cleared by the browser): nothing can be sent.
+        await this.#dequeue(entry.id, entry);
+        return 'skipped';
       }
-      if (record.last_modified === undefined) continue;
-      // Already as queued (a send whose answer was lost, then pulled): nothing to send again.
-      const done = entry.op === 'upload' ? attachmentOf(record)?.hash === entry.hash : !attachmentOf(record);
-      if (!done) try {
-        if (entry.op === 'upload') {
-          const stored = await db.blobs.get(entry.hash!);
-          if (!stored) {
-            await this.#dequeue(entry.id, entry);
-            continue;
-          }
-          await host.remote.addAttachment(host.bucket, host.collection, entry.id, new Blob([stored.bytes], { type: entry.mimetype! }), {
-            filename: entry.filename!,
-            ifMatch: record.last_modified,
-            ...(signal ? { signal } : {}),
-            onProgress: (progress) => host.emit({ type: 'progress', id: entry.id, direction: 'upload', ...progress }),
-          });
-        } else {
-          await host.remote.removeAttachment(host.bucket, host.collection, entry.id, { ifMatch: record.last_modified });
+    } catch (error) {
+      const existing = error instanceof PreconditionFailedError ? error.existing : null;
+      const replayed = entry.op === 'upload' ? attachmentOf(existing)?.hash === entry.hash : existing !== null && !attachmentOf(existing);
+      const gone = entry.op === 'removal' && error instanceof ServerError && error.status === 404;
+      if (!replayed && !gone) {
+        if (error instanceof PreconditionFailedError) {
+          // Changed on the server since the replica's version: back to the outbox, where the
+          // next pull or push meets the change as a conflict.
+          await this.#touch(entry.id);
+          return 'retouched';
         }
-      } catch (error) {
-        const existing = error instanceof PreconditionFailedError ? error.existing : null;
-        const replayed = entry.op === 'upload' ? attachmentOf(existing)?.hash === entry.hash : existing !== null && !attachmentOf(existing);
-        const gone = entry.op === 'removal' && error instanceof ServerError && error.status === 404;
-        if (!replayed && !gone) {
-          if (error instanceof PreconditionFailedError) {
-            // Changed on the server since the replica's version: back to the outbox, where the
-            // next pull or push meets the change as a conflict.
-            await this.#touch(entry.id);
-            retouched = true;
-            continue;
-          }
-          const status = error instanceof ServerError ? error.status : undefined;
-          result.errors.push({ id: entry.id, ...(status ? { status } : {}), code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
-          if (status !== undefined && PERMANENT.has(status)) {
-            await this.#drop(entry.id);
-            stats.dropped++;
-            continue;
-          }
-          return { sent, retouched };
+        const status = error instanceof ServerError ? error.status : undefined;
+        result.errors.push({ id: entry.id, ...(status ? { status } : {}), code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
+        if (status !== undefined && PERMANENT.has(status)) {
+          await this.#drop(entry.id);
+          stats.dropped++;
+          return 'skipped';
         }
-      }
-      sent = true;
-      await this.#dequeue(entry.id, entry);
-      if (entry.op === 'upload') {
-        stats.uploaded++;
-        // The device has the bytes: keep them as the downloaded file (unless nothing is kept).
-        if (this.#policy !== 'none') await this.#keep(entry.hash!, null);
-        host.emit({ type: 'uploaded', id: entry.id });
-      } else {
-        stats.removed++;
-        host.emit({ type: 'removed', id: entry.id });
+        return 'stop';
       }
     }
-    return { sent, retouched };
+    await this.#dequeue(entry.id, entry);
+    if (entry.op === 'upload') {
+      stats.uploaded++;
+      // The device has the bytes: keep them as the downloaded file (unless nothing is kept).
+      if (this.#policy !== 'none') await this.#keep(entry.hash!, null);
+      host.emit({ type: 'uploaded', id: entry.id });
+    } else {
+      stats.removed++;
+      host.emit({ type: 'removed', id: entry.id });
+    }
+    return 'sent';
   }
 
   async #downloadMissing(result: SyncResult, signal?: AbortSignal): Promise<number> {
     const db = await this.#db;
     let downloaded = 0;
+    let stopped = false;
+    const missing: { id: string; info: AttachmentInfo }[] = [];
     for (const record of await this.#host.local.list()) {
       const info = attachmentOf(record);
-      if (!info || (await db.blobs.where('hash').equals(info.hash).count()) > 0) continue;
+      if (info && (await db.blobs.where('hash').equals(info.hash).count()) === 0) missing.push({ id: record.id, info });
+    }
+    await inParallel(missing, async ({ id, info }) => {
+      if (stopped) return;
       try {
-        await this.#download(record.id, info, signal ? { signal } : {});
+        await this.#download(id, info, signal ? { signal } : {});
         downloaded++;
       } catch (error) {
-        result.errors.push({ id: record.id, code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
-        if (!(error instanceof AttachmentError)) break;
+        result.errors.push({ id, code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
+        // A file of its own (a hash mismatch) does not stop the others; the network does.
+        if (!(error instanceof AttachmentError)) stopped = true;
       }
-    }
+    });
     return downloaded;
   }
 
   close(): void {
     void this.#db.then((db) => db.close(), () => {});
   }
+}
+
+type Stats = { uploaded: number; removed: number; dropped: number };
+
+/** Runs `work` on every item, `TRANSFERS` at a time, in the items' order. */
+async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(TRANSFERS, items.length) }, worker));
 }
 
 function merge(a: SyncResult, b: SyncResult): SyncResult {

@@ -33,7 +33,7 @@ export interface AddAttachmentOptions extends WriteOptions {
   mimetype?: string;
   /** Fields set on the record with the file (as a PATCH would). */
   data?: Record<string, unknown>;
-  /** Called when the upload starts and when the server has stored the file (fetch reports nothing in between). */
+  /** Called when the upload starts, as the body is sent (Node; browsers' fetch reports nothing in between), and once the server has stored the file. */
   onProgress?: (progress: TransferProgress) => void;
   /** Default: 30 s plus 20 s per MB. */
   timeoutMs?: number;
@@ -198,6 +198,7 @@ export class Remote {
       headers: preconditions(options),
       body: multipartBody(blob, filename, blob.type || 'application/octet-stream', { data: options.data, permissions: options.permissions }),
       timeoutMs: options.timeoutMs ?? 30_000 + total / 50,
+      ...(options.onProgress ? { onUploadProgress: (loaded: number) => options.onProgress!({ loaded: Math.min(loaded, total - 1), total }) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     options.onProgress?.({ loaded: total, total });

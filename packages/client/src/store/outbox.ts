@@ -3,7 +3,7 @@
  * accepts a push, and when a conflict is settled. Pure: local-collection.ts, the only writer of
  * the outbox, writes the result in the same transaction as the record.
  */
-import { asLocal, payload, sameRecord } from './record-fields.js';
+import { asLocal, payload, sameRecord, withServerAttachment } from './record-fields.js';
 import type { LocalRecord, OutboxEntry, RemoteRecord } from './types.js';
 
 export type LocalWrite = 'create' | 'update' | 'delete';
@@ -59,11 +59,12 @@ export interface Settled {
 
 /**
  * What a settled conflict leaves in the replica.
- * @param keep the winning content, null for a deletion
+ * @param kept the winning content, null for a deletion (a server-owned `attachment` is the server's)
  * @param remote the server version, null when deleted on the server
  * @param seq the outbox position of the change left to push
  */
-export function afterSettlement(id: string, keep: Record<string, unknown> | null, remote: RemoteRecord | null, seq: number, newRev: () => string): Settled {
+export function afterSettlement(id: string, kept: Record<string, unknown> | null, remote: RemoteRecord | null, seq: number, newRev: () => string): Settled {
+  const keep = kept && remote ? withServerAttachment(kept, remote) : kept;
   if (keep === null) {
     if (remote === null) return { record: null, entry: null };
     return { record: null, entry: { id, op: 'delete', base: remote.last_modified, rev: newRev(), seq } };

@@ -46,3 +46,19 @@ export function withServerVersion<T extends Record<string, unknown>>(record: T, 
   const { last_modified: _previous, ...fields } = record;
   return (version === null ? fields : { ...fields, last_modified: version }) as T;
 }
+
+/** A file as a `kinto-attachment` server describes it (the server owns the field). */
+function isServerAttachment(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { hash?: unknown }).hash === 'string' && typeof (value as { location?: unknown }).location === 'string';
+}
+
+/**
+ * A version kept over the server's, with the server's file: a server with attachments refuses a
+ * write that changes `attachment` (its files change through their own requests, which the
+ * offline attachments queue sends after the record).
+ */
+export function withServerAttachment(keep: Record<string, unknown>, remote: Record<string, unknown>): Record<string, unknown> {
+  if (!isServerAttachment(remote.attachment) && !isServerAttachment(keep.attachment)) return keep;
+  const { attachment: _attachment, ...fields } = keep;
+  return remote.attachment === undefined ? fields : { ...fields, attachment: remote.attachment };
+}

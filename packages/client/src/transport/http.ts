@@ -40,6 +40,8 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** This request's timeout, when the default does not fit (an upload). */
   timeoutMs?: number;
+  /** Bytes of a Blob body handed to the network so far (Node only: see #once). */
+  onUploadProgress?: (loaded: number) => void;
 }
 
 export interface HttpResponse<T = unknown> {
@@ -124,8 +126,25 @@ export class HttpTransport {
     const headers: Record<string, string> = { Accept: 'application/json', ...this.#options.headers, ...request.headers };
     const authorization = await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
-    let body: string | Blob | undefined;
-    if (request.body instanceof Blob) body = request.body;
+    let body: string | Blob | ReadableStream<Uint8Array> | undefined;
+    let duplex: { duplex?: 'half' } = {};
+    const report = request.onUploadProgress;
+    if (request.body instanceof Blob && report && isNode()) {
+      // Node's fetch sends a stream as it reads it: progress chunk by chunk. (Browsers' fetch
+      // streams a request body over HTTP/2 only, so there a Blob goes whole.)
+      let loaded = 0;
+      headers['Content-Type'] = request.body.type;
+      body = request.body.stream().pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            controller.enqueue(chunk);
+            loaded += chunk.length;
+            report(loaded);
+          },
+        }),
+      );
+      duplex = { duplex: 'half' };
+    } else if (request.body instanceof Blob) body = request.body;
     else if (request.body !== undefined) {
       body = JSON.stringify(request.body);
       headers['Content-Type'] = 'application/json';
@@ -144,7 +163,7 @@ export class HttpTransport {
       let response: Response;
       let text: string;
       try {
-        response = await fetch(this.url(request.path, request.query), { method, headers, body, signal: controller.signal });
+        response = await fetch(this.url(request.path, request.query), { method, headers, body, signal: controller.signal, ...duplex } as RequestInit);
         // Read the whole body inside the timeout: a connection cut mid-body is a network error.
         text = method === 'HEAD' || response.status === 304 ? '' : await response.text();
       } catch (error) {
