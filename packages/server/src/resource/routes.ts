@@ -63,9 +63,19 @@ function routeHandler(model: ResourceModel, endpoint: Endpoint) {
   };
 }
 
-/** The routes of the endpoints `def` serves; returns its model (batch.ts dispatches to it). */
+const MODELS = new WeakMap<FastifyInstance, ResourceModel[]>();
+
+/** The models of the resources registered on `app` (a batch answers their sub-requests directly: views/batch-direct.ts). */
+export function resourceModelsOf(app: FastifyInstance): readonly ResourceModel[] {
+  return MODELS.get(app) ?? [];
+}
+
+/** The routes of the endpoints `def` serves. */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): ResourceModel {
   const model = new ResourceModel(app.services, def);
+  const models = MODELS.get(app) ?? [];
+  models.push(model);
+  MODELS.set(app, models);
   const paths = resourcePaths(def);
   const endpoints = endpointsOf(def);
   registerMethods(app, paths.plural, Object.fromEntries(endpoints.plural.map((method) => [method, routeHandler(model, PLURAL_ENDPOINTS[method])])));
