@@ -111,25 +111,40 @@ class EntryHead implements ResponseHead {
 }
 
 /**
- * The sub-request as a request of its own for the engine and its hooks: the batch's request
- * (server, logger, client address) with the sub-request's method, URL, headers, body and route
- * parameters, in the batch's unit of work, as the batch's caller.
+ * The sub-request as a request of its own for the engine and its hooks: what they read of a
+ * request (method, URL, headers, body, route parameters, caller, unit of work) and the batch's
+ * server, logger and client address. One class, so that the functions it goes through see one
+ * more shape rather than a new one per batch (objects derived from each batch's request made
+ * them megamorphic and every request slower: 0.2 ms more per GET).
  */
+class SubRequestView {
+  readonly raw: { url: string; method: string; headers: Record<string, string> };
+  readonly server: FastifyRequest['server'];
+  readonly log: FastifyRequest['log'];
+  readonly ip: string;
+  readonly identity: FastifyRequest['identity'];
+
+  constructor(
+    batch: FastifyRequest,
+    readonly method: string,
+    readonly url: string,
+    readonly headers: Record<string, string>,
+    readonly body: Record<string, unknown> | undefined,
+    readonly params: Record<string, string>,
+    readonly work: UnitOfWork,
+    readonly id: string,
+  ) {
+    this.raw = { url, method, headers };
+    this.server = batch.server;
+    this.log = batch.log;
+    this.ip = batch.ip;
+    this.identity = batch.identity;
+  }
+}
+
 function subRequest(batch: FastifyRequest, sub: DirectSubRequest, headers: Record<string, string>, params: Record<string, string>, work: UnitOfWork): FastifyRequest {
-  const raw = { url: sub.path, method: sub.method, headers };
-  const own = (value: unknown) => ({ value, enumerable: true, writable: true });
-  return Object.create(batch, {
-    id: own(headers[REQUEST_ID_HEADER] || randomUUID()),
-    raw: own(raw),
-    method: own(sub.method),
-    url: own(sub.path),
-    headers: own(headers),
-    body: own(sub.body),
-    params: own(params),
-    ip: own(batch.ip),
-    work: own(work),
-    identity: own(batch.identity),
-  }) as FastifyRequest;
+  const id = headers[REQUEST_ID_HEADER] || randomUUID();
+  return new SubRequestView(batch, sub.method, sub.path, headers, sub.body, params, work, id) as unknown as FastifyRequest;
 }
 
 /**
