@@ -29,7 +29,7 @@ import { createListeners } from './listeners/config.js';
 import { Authorizer } from './permission/authorizer.js';
 import { dispatchedWork } from './http/internal-requests.js';
 import type { Services } from './request-context.js';
-import { baseUrl } from './resource/handlers.js';
+import { baseUrl } from './http/base-url.js';
 import { extendResource } from './resource/extensions.js';
 import { registerResource } from './resource/routes.js';
 import { RESOURCES } from './resources/registry.js';
@@ -138,7 +138,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerContentNegotiation(app);
   registerQueryLimits(app);
   registerAdmin(app); // before the hook below, which redirects paths ending with `/` such as /v1/admin/
-  const notFound = createNotFoundHandler(settings, (request) => baseUrl(services, request));
+  const notFound = createNotFoundHandler(settings, (request) => baseUrl(services.settings, request));
   app.setNotFoundHandler(notFound);
 
   app.addHook('onRequest', async (request, reply) => {

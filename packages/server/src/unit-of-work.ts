@@ -108,6 +108,19 @@ export class UnitOfWork {
     return this.#complete(mode, fn);
   }
 
+  /**
+   * Runs a write of `resourceName` like `run('write')`, deciding how its change is stamped:
+   * `fn` is told whether at commit. A write in a unit of its own is stamped at commit (the
+   * collection stays locked only while the database commits), so its timestamp is known only
+   * then. It is stamped at once inside a larger unit (a batch: later sub-requests read it),
+   * when listeners run in the transaction (they read it before commit), and when the writer
+   * answers with copies of what it stored (`answersCopies`: the copies would miss the stamp).
+   */
+  write<T>(resourceName: string, answersCopies: boolean, fn: (session: StorageSession, stampAtCommit: boolean) => Promise<T>): Promise<T> {
+    const stampAtCommit = this.#open === null && !this.#bus.runsInTransaction(resourceName) && !answersCopies;
+    return this.run('write', (session) => fn(session, stampAtCommit));
+  }
+
   /** `fn` on the open session, or on plain reads: for reads that emit nothing (authentication). */
   read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     const open = this.#open;

@@ -17,7 +17,7 @@
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO } from '../errors.js';
-import { baseUrl } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
 import { registerMethods } from '../resource/routes.js';
 import type { FileBackend } from './backend.js';
 import { AttachmentFiles } from './files.js';
@@ -51,7 +51,7 @@ export async function registerAttachments(app: FastifyInstance): Promise<void> {
   const configured = settings.attachment_base_url;
   const publicBaseUrl = (request: FastifyRequest): string => {
     if (configured) return configured.endsWith('/') ? configured : `${configured}/`;
-    if (localFiles) return `${baseUrl(services, request)}${SERVED_PREFIX}/`;
+    if (localFiles) return `${baseUrl(services.settings, request)}${SERVED_PREFIX}/`;
     return s3PublicUrl(settings);
   };
   services.capabilities.attachments = (request: FastifyRequest) => ({

@@ -21,7 +21,9 @@ import { ApiError, ERRNO, invalidParameter, objectNotFound } from '../errors.js'
 import { dispatchInternal } from '../http/internal-requests.js';
 import { validateId } from '../resource/body.js';
 import { objectRef, type ObjectRef } from '../resource/definition.js';
-import { baseUrl, denied, ensureParents, FOR_UPDATE, scopeOf } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
+import { denied } from '../resource/denied.js';
+import { ensureParents, FOR_UPDATE, scopeOf } from '../resource/objects.js';
 import { registerMethods } from '../resource/routes.js';
 import { bucketResource } from '../resources/buckets.js';
 import { collectionResource } from '../resources/collections.js';
@@ -200,7 +202,7 @@ export function registerAttachmentRoutes(
       const value = response.headers[name];
       if (typeof value === 'string') reply.header(name, value);
     }
-    reply.header('Location', `${baseUrl(services, request)}/v1${ref.uri}`);
+    reply.header('Location', `${baseUrl(services.settings, request)}/v1${ref.uri}`);
     return reply.code(response.statusCode === 201 ? 201 : 200).send(attachment);
   }
 

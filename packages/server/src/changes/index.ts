@@ -15,7 +15,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cacheLifetime, setCacheHeaders } from '../http/cache-headers.js';
 import { splitUrl } from '../http/url.js';
-import { baseUrl, effectiveLimit } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
+import { effectiveLimit } from '../resource/pagination.js';
 import { setTimestampHeaders } from '../resource/object-responses.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parsePreconditions, checkListPreconditions } from '../resource/preconditions.js';
@@ -106,7 +107,7 @@ export function registerChanges(app: FastifyInstance): void {
     if (request.wantsEventStream) return openStream(feed, services, reads, request, reply);
     const query = parseListQuery(splitUrl(request.raw.url).query);
     const preconditions = parsePreconditions(request.headers);
-    const limit = effectiveLimit(services, query.requestedLimit);
+    const limit = effectiveLimit(services.settings, query.requestedLimit);
     const { selected, timestamp } = await select(request, query, limit, preconditions.ifNoneMatch?.kind === 'timestamp');
     const outcome = checkListPreconditions(preconditions, timestamp, 'GET');
     setTimestampHeaders(reply, timestamp);
@@ -117,7 +118,7 @@ export function registerChanges(app: FastifyInstance): void {
     if (selected.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
       const token = encodeToken(items[items.length - 1] as unknown as Record<string, unknown>, [...query.sorting, { field: 'id', direction: 1 }], offset);
-      reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+      reply.header('Next-Page', nextPageUrl(baseUrl(services.settings, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
     }
     return { data: query.fields ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[])) : items };
   }

@@ -5,7 +5,6 @@
  * or, for records, as their collection's `cache_expires` says; otherwise `no-cache, no-store`
  * as well, which is what Kinto sends.
  */
-import type { FastifyReply } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import type { HttpSettings } from './settings.js';
 
@@ -44,7 +43,7 @@ export function cacheLifetime(settings: HttpSettings, identity: Identity, target
 }
 
 /** `Cache-Control: max-age` with its `Expires` date, or `no-cache, no-store` for 0. */
-export function setCacheHeaders(reply: FastifyReply, seconds: number): void {
+export function setCacheHeaders(reply: { header(name: string, value: string): unknown }, seconds: number): void {
   if (seconds <= 0) {
     reply.header('Cache-Control', NO_CACHE);
     return;

@@ -64,19 +64,26 @@ export function registerHeaders(app: FastifyInstance, settings: ModuleSettings):
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    const origin = allowedOrigin(settings, request.headers.origin);
-    if (origin && request.method !== 'OPTIONS') reply.header('Access-Control-Allow-Origin', origin);
-    const exposed = [...BASE_EXPOSED];
-    if (request.method === 'GET' || request.method === 'HEAD') exposed.push(...READ_EXPOSED);
-    if (request.method === 'HEAD') exposed.push(...COUNT_EXPOSED);
-    reply.header('Access-Control-Expose-Headers', exposed.join(', '));
-    reply.header('X-Content-Type-Options', 'nosniff');
-    reply.header('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; ");
-    if (settings.backoff !== null && (settings.backoff_percentage === null || Math.random() * 100 < settings.backoff_percentage)) {
-      reply.header('Backoff', String(settings.backoff));
-    }
-    const eos = endOfService(settings);
-    if (eos) reply.header('Alert', eos.header);
+    for (const [name, value] of responseHeaders(settings, request.method, request.headers.origin)) reply.header(name, value);
     return payload;
   });
+}
+
+/** The headers every answer carries, in order (also those of a batch entry answered in-process, views/batch-direct.ts). */
+export function responseHeaders(settings: Settings, method: string, originHeader: string | undefined): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  const origin = allowedOrigin(settings, originHeader);
+  if (origin && method !== 'OPTIONS') headers.push(['Access-Control-Allow-Origin', origin]);
+  const exposed = [...BASE_EXPOSED];
+  if (method === 'GET' || method === 'HEAD') exposed.push(...READ_EXPOSED);
+  if (method === 'HEAD') exposed.push(...COUNT_EXPOSED);
+  headers.push(['Access-Control-Expose-Headers', exposed.join(', ')]);
+  headers.push(['X-Content-Type-Options', 'nosniff']);
+  headers.push(['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; "]);
+  if (settings.backoff !== null && (settings.backoff_percentage === null || Math.random() * 100 < settings.backoff_percentage)) {
+    headers.push(['Backoff', String(settings.backoff)]);
+  }
+  const eos = endOfService(settings);
+  if (eos) headers.push(['Alert', eos.header]);
+  return headers;
 }

@@ -1,5 +1,5 @@
 /**
- * What a resource adds to the generic engine (handlers.ts): where it lives, which endpoints it
+ * What a resource adds to the generic engine (model.ts, endpoints/): where it lives, which endpoints it
  * serves, and hooks where it departs from the common behaviour. Buckets, collections, groups
  * and records need little more than their names; accounts and the history use the hooks
  * (Kinto's Resource subclasses override the same steps).

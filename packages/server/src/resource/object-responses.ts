@@ -3,13 +3,19 @@
  * body-id check, the PATCH content types and `Response-Behavior`, and the permissions a PATCH
  * merges.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { isDeepStrictEqual } from 'node:util';
 import { invalidParameter } from '../errors.js';
 import type { Permissions, StoredObject, WriteOptions } from '../storage/types.js';
 import type { PatchType } from './definition.js';
 
-export function setTimestampHeaders(reply: FastifyReply, timestamp: number): void {
+/** What an endpoint sets besides its body: a FastifyReply, or a batch entry being written. */
+export interface ResponseHead {
+  code(status: number): unknown;
+  header(name: string, value: string): unknown;
+}
+
+export function setTimestampHeaders(reply: ResponseHead, timestamp: number): void {
   reply.header('ETag', `"${timestamp}"`);
   reply.header('Last-Modified', new Date(timestamp).toUTCString());
 }

@@ -58,3 +58,22 @@ export function nextPageUrl(baseUrl: string, path: string, params: Array<[string
   query.append('_token', token);
   return `${baseUrl}${path}?${query.toString()}`;
 }
+
+/**
+ * Page size of §7.6: `_limit` capped by `paginate_by`, everything capped by the fetch size.
+ * `pageCap` is a resource's own cap (the history's `history_paginate_by`), applied on top.
+ */
+/** The settings a page size depends on. */
+export interface PageSettings {
+  paginate_by: number | null;
+  storage_max_fetch_size: number;
+}
+
+export function effectiveLimit(settings: PageSettings, requested: number | null, pageCap: number | null = null): number {
+  const { storage_max_fetch_size: maxFetch } = settings;
+  const caps = [settings.paginate_by, pageCap].filter((cap): cap is number => cap !== null);
+  const paginateBy = caps.length > 0 ? Math.min(...caps) : null;
+  let limit = requested ?? paginateBy;
+  if (requested !== null && paginateBy !== null) limit = Math.min(requested, paginateBy);
+  return limit ? Math.min(limit, maxFetch) : maxFetch;
+}

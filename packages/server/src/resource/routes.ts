@@ -1,9 +1,27 @@
-import type { FastifyInstance, HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
-import type { ResourceDefinition } from './definition.js';
-import { createResourceHandlers, endpointsOf } from './handlers.js';
+import type { ObjectMethod, PluralMethod, ResourceDefinition } from './definition.js';
+import type { Answer } from './endpoints/answer.js';
+import { deleteObject, getObject, patchObject, putObject } from './endpoints/object.js';
+import { createObject, deleteObjects, headObjects, listObjects } from './endpoints/plural.js';
+import { ResourceModel } from './model.js';
+import type { ResponseHead } from './object-responses.js';
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const PLURAL_METHODS: readonly PluralMethod[] = ['GET', 'HEAD', 'POST', 'DELETE'];
+const OBJECT_METHODS: readonly ObjectMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'];
+
+/** An endpoint of the engine: the resource model, the request, where its status and headers go. */
+export type Endpoint = (model: ResourceModel, request: FastifyRequest, reply: ResponseHead) => Promise<Answer>;
+
+/** The endpoint of each method, on a resource's list and on one of its objects. */
+export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = { GET: listObjects, HEAD: headObjects, POST: createObject, DELETE: deleteObjects };
+export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = { GET: getObject, PUT: putObject, PATCH: patchObject, DELETE: deleteObject };
+
+/** The endpoints a definition serves (all eight unless it says otherwise). */
+export function endpointsOf(def: ResourceDefinition) {
+  return def.endpoints ?? { plural: PLURAL_METHODS, object: OBJECT_METHODS };
+}
 
 /** URL patterns of a resource: `/v1/buckets/:bucket_id/collections` and `.../:collection_id`. */
 export function resourcePaths(def: ResourceDefinition): { plural: string; object: string } {
@@ -37,15 +55,32 @@ export function registerMethods(
   }
 }
 
-/** The routes of the endpoints `def` serves (all eight unless it says otherwise). */
-export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
-  const handlers = createResourceHandlers(app.services, def);
+/** A Fastify handler running `endpoint` on `model`: its answer is the body, null none. */
+function routeHandler(model: ResourceModel, endpoint: Endpoint) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const body = await endpoint(model, request, reply);
+    return body === null ? reply.send() : body;
+  };
+}
+
+const MODELS = new WeakMap<FastifyInstance, ResourceModel[]>();
+
+/** The models of the resources registered on `app` (a batch answers their sub-requests directly: views/batch-direct.ts). */
+export function resourceModelsOf(app: FastifyInstance): readonly ResourceModel[] {
+  return MODELS.get(app) ?? [];
+}
+
+/** The routes of the endpoints `def` serves. */
+export function registerResource(app: FastifyInstance, def: ResourceDefinition): ResourceModel {
+  const model = new ResourceModel(app.services, def);
+  const models = MODELS.get(app) ?? [];
+  models.push(model);
+  MODELS.set(app, models);
   const paths = resourcePaths(def);
   const endpoints = endpointsOf(def);
-  const pluralHandlers = { GET: handlers.getList, HEAD: handlers.getList, POST: handlers.create, DELETE: handlers.deleteList };
-  const objectHandlers = { GET: handlers.get, PUT: handlers.put, PATCH: handlers.patch, DELETE: handlers.delete };
-  registerMethods(app, paths.plural, Object.fromEntries(endpoints.plural.map((method) => [method, pluralHandlers[method]])));
+  registerMethods(app, paths.plural, Object.fromEntries(endpoints.plural.map((method) => [method, routeHandler(model, PLURAL_ENDPOINTS[method])])));
   if (endpoints.object.length > 0) {
-    registerMethods(app, paths.object, Object.fromEntries(endpoints.object.map((method) => [method, objectHandlers[method]])));
+    registerMethods(app, paths.object, Object.fromEntries(endpoints.object.map((method) => [method, routeHandler(model, OBJECT_ENDPOINTS[method])])));
   }
+  return model;
 }

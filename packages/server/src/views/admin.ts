@@ -18,7 +18,7 @@ import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
 import { splitUrl } from '../http/url.js';
-import { baseUrl } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
 
 const PREFIX = '/v1/admin';
 
@@ -169,7 +169,7 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
     if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed(['GET', 'HEAD']);
     consoleRequests.add(request);
     if (path === PREFIX) {
-      return reply.code(307).header('Location', `${baseUrl(services, request)}${PREFIX}/${query ? `?${query}` : ''}`).send();
+      return reply.code(307).header('Location', `${baseUrl(services.settings, request)}${PREFIX}/${query ? `?${query}` : ''}`).send();
     }
     let relative: string;
     try {

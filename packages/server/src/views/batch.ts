@@ -1,6 +1,7 @@
 /**
- * `POST /v1/batch` (protocol-reference §8). Sub-requests go through the same routes as any
- * request (http/internal-requests.ts), in order, inside ONE unit of work: one transaction. 4xx answers are just entries;
+ * `POST /v1/batch` (protocol-reference §8). Sub-requests run in order, inside ONE unit of work:
+ * one transaction. Those to the resource engine's endpoints are answered by them directly
+ * (batch-direct.ts); the others go through the same routes as any request (http/internal-requests.ts). 4xx answers are just entries;
  * a 5xx — or a 409 integrity conflict — rolls the whole batch back and becomes the answer, so a
  * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
  * clients cannot rely on that state, so we refuse it whole.)
@@ -13,6 +14,7 @@ import { dispatchInternal } from '../http/internal-requests.js';
 import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
 import { registerMethods } from '../resource/routes.js';
 import { UnitOfWork } from '../unit-of-work.js';
+import { answerDirectly } from './batch-direct.js';
 
 const BATCH_PATH = '/v1/batch';
 const METHODS = new Set(['GET', 'HEAD', 'DELETE', 'TRACE', 'POST', 'PUT', 'PATCH']);
@@ -31,6 +33,8 @@ interface SubResponse {
   path: string;
   headers: Record<string, string>;
   body: unknown;
+  /** The body as written into the batch's answer (JSON). */
+  bodyText: string;
 }
 
 /** Deep-merges `defaults` under `request`: what the request sets wins, objects merge key by key. */
@@ -132,6 +136,8 @@ export function registerBatch(app: FastifyInstance): void {
     for (const [name, value] of Object.entries(sub.headers)) headers[name.toLowerCase()] = value;
     withHostOf(request, headers); // a sub-request's own Host would reach its URLs
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+    const direct = await answerDirectly(app, request, work, sub, headers);
+    if (direct) return { status: direct.status, path: sub.path, headers: canonicalHeaders(direct.headers), body: direct.body, bodyText: direct.bodyText };
     const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
     // From the batch's client: its logins count against that address.
     const send = (url: string) => dispatchInternal(app, work, { method: sub.method, url, headers, remoteAddress: request.ip, ...payload });
@@ -145,7 +151,7 @@ export function registerBatch(app: FastifyInstance): void {
     }
     const responseHeaders: Record<string, string> = {};
     for (const [name, value] of Object.entries(response.headers)) {
-      if (value !== undefined) responseHeaders[canonicalHeader(name)] = Array.isArray(value) ? value.join(', ') : String(value);
+      if (value !== undefined) responseHeaders[name] = Array.isArray(value) ? value.join(', ') : String(value);
     }
     let body: unknown = response.body;
     if (sub.method === 'HEAD' || response.body === '') body = '';
@@ -156,7 +162,7 @@ export function registerBatch(app: FastifyInstance): void {
         body = response.body;
       }
     }
-    return { status: response.statusCode, path: safeDecode(path.split('?')[0] ?? path), headers: responseHeaders, body };
+    return { status: response.statusCode, path: safeDecode(path.split('?')[0] ?? path), headers: canonicalHeaders(responseHeaders), body, bodyText: JSON.stringify(body) };
   }
 
   registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest, reply: FastifyReply) => {
@@ -181,7 +187,9 @@ export function registerBatch(app: FastifyInstance): void {
         await deadline.check(); // nothing is committed for a client gone or past the budget
         return results;
       });
-      return { responses };
+      // Written by hand: the entries' bodies are JSON already (batch-direct.ts writes them when answered).
+      reply.type('application/json; charset=utf-8');
+      return `{"responses":[${responses.map(entryJson).join(',')}]}`;
     } finally {
       deadline.clear();
     }
@@ -259,6 +267,17 @@ function safeDecode(path: string): string {
   } catch {
     return path;
   }
+}
+
+/** An entry of the batch's answer, as JSON.stringify would write it. */
+function entryJson(entry: SubResponse): string {
+  return `{"status":${entry.status},"path":${JSON.stringify(entry.path)},"headers":${JSON.stringify(entry.headers)},"body":${entry.bodyText}}`;
+}
+
+function canonicalHeaders(headers: Record<string, string>): Record<string, string> {
+  const named: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) named[canonicalHeader(name)] = value;
+  return named;
 }
 
 /** `etag` → `ETag`, `last-modified` → `Last-Modified`, as clients read them from batch entries. */

@@ -13,7 +13,7 @@ import { invalidParameter, methodNotAllowed } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { isPlainObject } from '../resource/body.js';
 import { ID_PATTERN } from '../resource/definition.js';
-import { denied } from '../resource/handlers.js';
+import { denied } from '../resource/denied.js';
 import { UnicityError } from '../storage/errors.js';
 import type { Permissions, StorageSession, StoredObject } from '../storage/types.js';
 import { dispatchInternal } from '../http/internal-requests.js';

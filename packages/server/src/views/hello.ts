@@ -1,7 +1,7 @@
 /** `GET /v1/`: what this server is and who the caller is (protocol-reference §11.1). */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { setCacheHeaders } from '../http/cache-headers.js';
-import { baseUrl } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
 import { registerMethods } from '../resource/routes.js';
 
 export const HTTP_API_VERSION = '1.22';
@@ -17,7 +17,7 @@ export function registerHello(app: FastifyInstance): void {
       project_version: version,
       http_api_version: HTTP_API_VERSION,
       project_docs: settings.project_docs,
-      url: `${baseUrl(app.services, request)}/v1/`,
+      url: `${baseUrl(app.services.settings, request)}/v1/`,
       settings: {
         batch_max_requests: settings.batch_max_requests,
         readonly: settings.readonly,

@@ -9,7 +9,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidParameter } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { IMPLIED_PERMISSIONS } from '../permission/authorizer.js';
-import { baseUrl, denied, effectiveLimit } from '../resource/handlers.js';
+import { baseUrl } from '../http/base-url.js';
+import { denied } from '../resource/denied.js';
+import { effectiveLimit } from '../resource/pagination.js';
 import { encodeToken, nextPageUrl } from '../resource/pagination.js';
 import { parseListQuery, projectFields } from '../resource/querystring.js';
 import { registerMethods } from '../resource/routes.js';
@@ -49,7 +51,7 @@ export function registerPermissions(app: FastifyInstance): void {
 
     const grants = authorizer.settingsGrants(principals);
     const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
-    const limit = effectiveLimit(services, query.requestedLimit);
+    const limit = effectiveLimit(services.settings, query.requestedLimit);
 
     const page = await request.work.run('read', async (session) => {
       const entries = await session.permissions.entries({
@@ -73,7 +75,7 @@ export function registerPermissions(app: FastifyInstance): void {
     if (page.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
       const token = encodeToken(items[items.length - 1]!, sorting, offset);
-      reply.header('Next-Page', nextPageUrl(baseUrl(services, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+      reply.header('Next-Page', nextPageUrl(baseUrl(services.settings, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
     }
     reply.header('ETag', ETAG);
     return { data: query.fields ? items.map((item) => projectFields(item, query.fields as string[])) : items };

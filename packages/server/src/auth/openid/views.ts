@@ -10,7 +10,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRNO, invalidParameter, invalidParameters, methodNotAllowed, type ValidationDetail } from '../../errors.js';
-import { baseUrl } from '../../resource/handlers.js';
+import { baseUrl } from '../../http/base-url.js';
 import { LoginStateCodec } from './login-state.js';
 import type { OpenIdPolicy } from './policy.js';
 import { callProvider, ProviderUnavailableError, unavailableError } from './provider-client.js';
@@ -29,7 +29,7 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
     return found;
   };
 
-  const tokenUrl = (request: FastifyRequest, name: string) => `${baseUrl(app.services, request)}/v1/openid/${encodeURIComponent(name)}/token`;
+  const tokenUrl = (request: FastifyRequest, name: string) => `${baseUrl(app.services.settings, request)}/v1/openid/${encodeURIComponent(name)}/token`;
 
   const login = async (request: FastifyRequest, reply: FastifyReply) => {
     const query = request.query as Query;

@@ -1,0 +1,15 @@
+/** What the endpoints share about their answers. */
+import type { Identity } from '../../auth/policy.js';
+import { cacheLifetime, setCacheHeaders } from '../../http/cache-headers.js';
+import type { StoredObject } from '../../storage/types.js';
+import type { ResourceModel } from '../model.js';
+import type { ResponseHead } from '../object-responses.js';
+
+/** An endpoint's body; null: none (a 304, a HEAD). */
+export type Answer = Record<string, unknown> | null;
+
+/** Cache headers of a read: what the settings allow for this resource, or none. */
+export function setReadCacheHeaders(model: ResourceModel, reply: ResponseHead, identity: Identity, parentUri: string, parent: StoredObject | null): void {
+  const seconds = model.def.cacheable === false ? 0 : cacheLifetime(model.settings, identity, { resourceName: model.def.name, parentUri, parent });
+  setCacheHeaders(reply, seconds);
+}

@@ -1,0 +1,131 @@
+/**
+ * The endpoints of a resource's list (`/…/records`): GET (a page), HEAD (a count), POST (a
+ * creation), DELETE (a page deleted). Each puts the protocol's steps in order on the resource
+ * model: authorisation, then the parents' existence, then the preconditions (§6).
+ */
+import type { FastifyRequest } from 'fastify';
+import { baseUrl } from '../../http/base-url.js';
+import { splitUrl } from '../../http/url.js';
+import type { Filter, Scope, StoredObject, StorageSession } from '../../storage/types.js';
+import { parseWriteBody, suppliedTimestamp, userFields, validateId } from '../body.js';
+import { objectRef, type ObjectRef, type SessionContext, type WriteContext } from '../definition.js';
+import { givenAcl, type Page, type ResourceModel } from '../model.js';
+import { setTimestampHeaders, type ResponseHead } from '../object-responses.js';
+import { ensureParents, parentRefFromParams, type RouteParams } from '../objects.js';
+import { nextPageUrl } from '../pagination.js';
+import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
+import { parseListQuery, projectFields, type ListQuery } from '../querystring.js';
+import { setReadCacheHeaders, type Answer } from './answer.js';
+
+type ListMethod = 'GET' | 'HEAD' | 'DELETE';
+
+/** `GET` of a list: a page of what the caller may read, filtered and sorted (§7). */
+export function listObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+  return onListing(model, request, reply, 'GET');
+}
+
+/** `HEAD` of a list: the count of what a GET would list, in `Total-Objects`. */
+export function headObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+  return onListing(model, request, reply, 'HEAD');
+}
+
+/** `DELETE` of a list: deletes a page of what the caller may write and answers the tombstones. */
+export function deleteObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+  return onListing(model, request, reply, 'DELETE');
+}
+
+/** The three listing endpoints share their steps up to the page. */
+async function onListing(model: ResourceModel, request: FastifyRequest, reply: ResponseHead, method: ListMethod): Promise<Answer> {
+  const { def, settings } = model;
+  const context = model.context(request);
+  const parent = parentRefFromParams(def, request.params as RouteParams);
+  const query = parseListQuery(splitUrl(request.raw.url).query);
+  const requested = def.prepareList ? await def.prepareList(context, query) : query.filters;
+  const preconditions = parsePreconditions(request.headers);
+  const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
+
+  return request.work.run(method === 'DELETE' ? 'write' : 'read', async (session) => {
+    const sessionContext = { ...context, session };
+    const visible = await model.requireListing(sessionContext, parent, method === 'DELETE' ? 'write' : 'read');
+    const parentObject = await ensureParents(session, parent);
+    const timestamp = await session.objects.timestamp(scope);
+    if (query.usedDeprecatedTo) {
+      reply.header('Alert', JSON.stringify({ code: 'soft-eol', message: '_to is now deprecated, you should use _before instead', url: settings.project_docs }));
+    }
+    const outcome = checkListPreconditions(preconditions, timestamp, method);
+    setTimestampHeaders(reply, timestamp);
+    if (method !== 'DELETE') setReadCacheHeaders(model, reply, context.identity, scope.parentId, parentObject);
+    if (outcome === 'not-modified') {
+      reply.code(304);
+      return null;
+    }
+    const filters: Filter[] = [...requested, ...visible];
+    if (method === 'HEAD') return countObjects(model, session, scope, filters, reply);
+    const page = await model.list(session, scope, query, filters, method);
+    if (page.next) setNextPage(request, reply, query, page);
+    if (method === 'DELETE') return deletePage(model, sessionContext, parent, page.items as StoredObject[], query, reply, timestamp);
+    model.emit(context, scope.parentId, 'read', timestamp, page.items.map((item) => ({ new: item })));
+    const shown = page.items.map((item) => model.present(item));
+    return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
+  });
+}
+
+/** The count of what the filters select, in both header spellings. */
+async function countObjects(model: ResourceModel, session: StorageSession, scope: Scope, filters: Filter[], reply: ResponseHead): Promise<Answer> {
+  const total = await model.count(session, scope, filters);
+  reply.header('Total-Objects', String(total));
+  reply.header('Total-Records', String(total));
+  return null;
+}
+
+function setNextPage(request: FastifyRequest, reply: ResponseHead, query: ListQuery, page: Page): void {
+  if (!page.next) return;
+  const url = nextPageUrl(baseUrl(request.server.services.settings, request), splitUrl(request.raw.url).path, query.params, page.next.limit, page.next.token);
+  reply.header('Next-Page', url);
+}
+
+async function deletePage(model: ResourceModel, context: SessionContext, parent: ObjectRef | null, items: StoredObject[], query: ListQuery, reply: ResponseHead, timestamp: number): Promise<Answer> {
+  if (items.length === 0) return { data: [] };
+  const tombstones = await model.deleteListed(context, parent, items, query, timestamp);
+  setTimestampHeaders(reply, tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp));
+  const data = tombstones as unknown as Array<Record<string, unknown>>;
+  return { data: query.fields ? data.map((item) => projectFields(item, query.fields as string[])) : data };
+}
+
+/** `POST`: creates the object (an id given or generated); an existing id answers it unchanged (§2). */
+export async function createObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+  const def = model.def;
+  const context = model.context(request);
+  const parent = parentRefFromParams(def, request.params as RouteParams);
+  const body = parseWriteBody(request.body, def);
+  const preconditions = parsePreconditions(request.headers);
+  const givenId = body.data?.id as string | undefined;
+  if (givenId !== undefined) validateId(givenId, def.idPattern, model.settings.max_object_id_length);
+  const ref = objectRef(def, givenId ?? model.newId(context), parent);
+
+  const answer = await request.work.write(def.name, model.answersCopies, async (session, stampAtCommit) => {
+    const accessContext = { ...context, session, sentData: body.data };
+    const existing = givenId === undefined ? null : await model.getForUpdate(session, ref);
+    if (existing) {
+      await model.requireObject(accessContext, ref, 'read');
+      checkObjectPreconditions(preconditions, existing, model.present(existing), { method: 'POST' });
+      setTimestampHeaders(reply, existing.last_modified);
+      const permissions = await model.visiblePermissions(accessContext, ref);
+      model.emit(context, ref.parentUri, 'read', existing.last_modified, [{ new: existing }]);
+      return { stored: existing, created: false, permissions };
+    }
+    await model.requireCreate(accessContext, parent);
+    await ensureParents(session, parent);
+    checkObjectPreconditions(preconditions, null, null, { method: 'POST' });
+    const writeContext: WriteContext = { ...accessContext, ref, existing: null, sent: body.data ?? {}, method: 'POST' };
+    const data = userFields(body.data ?? {});
+    const { stored, permissions } = await model.store(writeContext, data, givenAcl(body) ?? {}, suppliedTimestamp(body.data), { newId: givenId === undefined, stampAtCommit });
+    return { stored, created: true, permissions };
+  });
+  if (answer.created) {
+    // Once committed: a change stamped at commit has its timestamp only now.
+    setTimestampHeaders(reply, answer.stored.last_modified);
+    reply.code(201);
+  }
+  return { data: model.present(answer.stored), permissions: answer.permissions };
+}

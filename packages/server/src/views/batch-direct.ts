@@ -1,0 +1,191 @@
+/**
+ * A batch's sub-requests answered straight by the resource engine, without a trip through
+ * light-my-request and the router (about 0.3 ms of server CPU each): the common case of a
+ * batch, object reads and writes and creations on a resource with the default access policy,
+ * sent with the batch's own credentials. The entry is the one the router would give — same
+ * endpoint function, same checks, errors and events, same headers — and anything this module
+ * cannot answer the same way (another route, a query string, other headers, an unusual path, a
+ * body past the limits, per-request logs or metrics) is left to the router (`null`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isServerFault, toApiError } from '../http/error-handler.js';
+import { responseHeaders } from '../http/headers.js';
+import { measureJsonValue } from '../http/json-limits.js';
+import type { ObjectMethod, PluralMethod } from '../resource/definition.js';
+import type { ResourceModel } from '../resource/model.js';
+import type { ResponseHead } from '../resource/object-responses.js';
+import { endpointsOf, OBJECT_ENDPOINTS, PLURAL_ENDPOINTS, resourceModelsOf, type Endpoint } from '../resource/routes.js';
+import type { UnitOfWork } from '../unit-of-work.js';
+
+/** Headers a sub-request may set and still be answered here: none changes who the caller is, nor the content. */
+const DIRECT_HEADERS: ReadonlySet<string> = new Set(['if-match', 'if-none-match', 'response-behavior']);
+/** Paths the router reaches without decoding, redirecting or refusing them (NUL, trailing slashes). */
+const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
+const REQUEST_ID_HEADER = 'x-request-id';
+
+export interface DirectSubRequest {
+  method: string;
+  /** With its `/v1` prefix. */
+  path: string;
+  /** The sub-request's own headers, as sent. */
+  headers: Record<string, string>;
+  body: Record<string, unknown> | undefined;
+}
+
+export interface DirectResponse {
+  status: number;
+  /** Lower-case names, as an injected response has them. */
+  headers: Record<string, string>;
+  body: unknown;
+  /** The body as JSON text ('' for none), written when answered: later sub-requests may change what it shows. */
+  bodyText: string;
+}
+
+interface Route {
+  model: ResourceModel;
+  endpoint: Endpoint;
+  params: Record<string, string>;
+}
+
+/** Where the router would send `method path`, when that is an endpoint of the engine this module may run. */
+function resourceRoute(app: FastifyInstance, method: string, path: string): Route | null {
+  const segments = path.split('/').slice(2); // '', 'v1', then the rest
+  for (const model of resourceModelsOf(app)) {
+    const { def } = model;
+    // The default policy answers from the identity and the ACLs alone; a resource with its own
+    // (accounts, the history) may look at more of the request.
+    if (def.access !== undefined) continue;
+    const names: string[] = [];
+    for (let current: typeof def | null = def; current; current = current.parent) names.unshift(current.name);
+    const plurals: string[] = [];
+    for (let current: typeof def | null = def; current; current = current.parent) plurals.unshift(current.plural);
+    const isObject = segments.length === plurals.length * 2;
+    if (!isObject && segments.length !== plurals.length * 2 - 1) continue;
+    const params: Record<string, string> = {};
+    let matches = true;
+    for (let level = 0; level < plurals.length && matches; level++) {
+      if (segments[level * 2] !== plurals[level]) matches = false;
+      const id = segments[level * 2 + 1];
+      if (id !== undefined) params[`${names[level]}_id`] = id;
+    }
+    if (!matches) continue;
+    const served = endpointsOf(def);
+    const endpoint = isObject
+      ? (served.object as readonly string[]).includes(method) && method !== 'HEAD' ? OBJECT_ENDPOINTS[method as ObjectMethod] : undefined
+      : method === 'POST' && (served.plural as readonly string[]).includes(method) ? PLURAL_ENDPOINTS[method as PluralMethod] : undefined;
+    if (!endpoint) return null;
+    // The router has the last word: a static route (the change monitor's, the default bucket's)
+    // wins over the resource's pattern, and its parameters then differ.
+    const found = app.findRoute({ method: method as never, url: path });
+    if (!found || !sameParams(found.params as Record<string, string>, params)) return null;
+    return { model, endpoint, params };
+  }
+  return null;
+}
+
+function sameParams(found: Record<string, string>, expected: Record<string, string>): boolean {
+  const keys = Object.keys(found);
+  return keys.length === Object.keys(expected).length && keys.every((key) => found[key] === expected[key]);
+}
+
+function debugLogged(request: FastifyRequest): boolean {
+  const log = request.log as { isLevelEnabled?: (level: string) => boolean };
+  return log.isLevelEnabled?.('debug') ?? false;
+}
+
+/** A status and headers collected as Fastify's reply keeps them: lower-case names, first position kept. */
+class EntryHead implements ResponseHead {
+  status = 200;
+  readonly headers = new Map<string, [string, string]>();
+
+  code(status: number): this {
+    this.status = status;
+    return this;
+  }
+
+  header(name: string, value: string): this {
+    this.headers.set(name.toLowerCase(), [name, value]);
+    return this;
+  }
+}
+
+/**
+ * The sub-request as a request of its own for the engine and its hooks: what they read of a
+ * request (method, URL, headers, body, route parameters, caller, unit of work) and the batch's
+ * server, logger and client address. One class, so that the functions it goes through see one
+ * more shape rather than a new one per batch (objects derived from each batch's request made
+ * them megamorphic and every request slower: 0.2 ms more per GET).
+ */
+class SubRequestView {
+  readonly raw: { url: string; method: string; headers: Record<string, string> };
+  readonly server: FastifyRequest['server'];
+  readonly log: FastifyRequest['log'];
+  readonly ip: string;
+  readonly identity: FastifyRequest['identity'];
+
+  constructor(
+    batch: FastifyRequest,
+    readonly method: string,
+    readonly url: string,
+    readonly headers: Record<string, string>,
+    readonly body: Record<string, unknown> | undefined,
+    readonly params: Record<string, string>,
+    readonly work: UnitOfWork,
+    readonly id: string,
+  ) {
+    this.raw = { url, method, headers };
+    this.server = batch.server;
+    this.log = batch.log;
+    this.ip = batch.ip;
+    this.identity = batch.identity;
+  }
+}
+
+function subRequest(batch: FastifyRequest, sub: DirectSubRequest, headers: Record<string, string>, params: Record<string, string>, work: UnitOfWork): FastifyRequest {
+  const id = headers[REQUEST_ID_HEADER] || randomUUID();
+  return new SubRequestView(batch, sub.method, sub.path, headers, sub.body, params, work, id) as unknown as FastifyRequest;
+}
+
+/**
+ * Answers `sub` in `work` through the engine's endpoint, or null when the router must (see
+ * above). `headers` are those an injected sub-request would carry (the batch's and its own).
+ */
+export async function answerDirectly(app: FastifyInstance, batch: FastifyRequest, work: UnitOfWork, sub: DirectSubRequest, headers: Record<string, string>): Promise<DirectResponse | null> {
+  const { settings, metrics } = app.services;
+  if (metrics || debugLogged(batch)) return null; // each sub-request is observed and logged by the router
+  if (!PLAIN_PATH.test(sub.path)) return null;
+  if (!Object.keys(sub.headers).every((name) => DIRECT_HEADERS.has(name.toLowerCase()))) return null;
+  if (sub.body !== undefined) {
+    // The limits the body parser applies, and the body limit (a merged body may exceed them).
+    const limits = { maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
+    if (measureJsonValue(sub.body, limits) || Buffer.byteLength(JSON.stringify(sub.body)) > settings.max_body_bytes) return null;
+  }
+  const route = resourceRoute(app, sub.method, sub.path);
+  if (!route) return null;
+
+  const request = subRequest(batch, sub, headers, route.params, work);
+  const head = new EntryHead();
+  head.header('X-Request-Id', request.id);
+  let body: unknown;
+  try {
+    body = await route.endpoint(route.model, request, head);
+  } catch (error) {
+    const apiError = toApiError(error, settings);
+    if (isServerFault(apiError.status)) batch.log.error({ err: error }, 'request failed');
+    const errorBody = apiError.toBody();
+    if (apiError.status === 500) errorBody.info = settings.error_info_link;
+    for (const [name, value] of Object.entries(apiError.headers)) head.header(name, value);
+    head.code(apiError.status);
+    body = errorBody;
+  }
+  const text = body === null ? '' : JSON.stringify(body);
+  if (body !== null) head.header('Content-Type', 'application/json; charset=utf-8');
+  for (const [name, value] of responseHeaders(settings, sub.method, headers.origin)) head.header(name, value);
+  if (body !== null || head.status !== 304) head.header('Content-Length', String(Buffer.byteLength(text)));
+  head.header('Date', new Date().toUTCString());
+  head.header('Connection', 'keep-alive');
+  const entryHeaders: Record<string, string> = {};
+  for (const [name, [, value]] of head.headers) entryHeaders[name] = value;
+  return { status: head.status, headers: entryHeaders, body: body === null ? '' : body, bodyText: body === null ? '""' : text };
+}
