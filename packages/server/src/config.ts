@@ -18,7 +18,7 @@ import { MAIL_SETTINGS } from './mail/settings.js';
 import { checkObservabilitySettings, OBSERVABILITY_SETTINGS } from './observability/settings.js';
 import { PERMISSION_SETTINGS } from './permission/settings.js';
 import { QUOTA_SETTINGS } from './quotas/settings.js';
-import { checkResourceSettings, RESOURCE_SETTINGS } from './resource/settings.js';
+import { checkResourceSettings, RESOURCE_SETTINGS } from './engine/settings.js';
 import { SCHEMA_SETTINGS } from './schema/settings.js';
 import { SERVER_SETTINGS } from './server-settings.js';
 import { ConfigError } from './settings/config-error.js';

@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import type { EventBus } from './events/bus.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Authorizer } from './permission/authorizer.js';
-import type { ResourceExtension } from './resource/extensions.js';
+import type { ResourceExtension } from './engine/extensions.js';
 import type { Storage } from './storage/types.js';
 import type { UnitOfWork } from './unit-of-work.js';
 

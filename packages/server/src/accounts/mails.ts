@@ -7,7 +7,7 @@
 import type { AccountSettings } from './settings.js';
 import type { Mailer } from '../mail/mailer.js';
 import { renderSubject, renderTemplate, type TemplateValues } from '../mail/template.js';
-import { isPlainObject } from '../resource/body.js';
+import { isPlainObject } from '../engine/body.js';
 
 export interface AccountMails {
   sendActivation(account: Record<string, unknown>, key: string, emailContext: unknown): Promise<void>;

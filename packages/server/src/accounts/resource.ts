@@ -16,7 +16,7 @@ import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { MailError } from '../mail/mailer.js';
 import type { Services } from '../request-context.js';
-import type { AccessPolicy, ResourceDefinition, WriteContext } from '../resource/definition.js';
+import type { AccessPolicy, ResourceDefinition, WriteContext } from '../engine/definition.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_SCOPE, accountIdOf, accountUri, accountUserId } from './ids.js';
 import type { AccountMails } from './mails.js';

@@ -1,7 +1,7 @@
 /** Registers the accounts feature when the `account` policy is enabled (§13.2). */
 import type { FastifyInstance } from 'fastify';
 import { createMailer } from '../mail/mailer.js';
-import { registerMethods, registerResource } from '../resource/routes.js';
+import { registerMethods, registerResource } from '../engine/routes.js';
 import { createAccountResource } from './resource.js';
 import { createAccountMails } from './mails.js';
 import { findAccountPolicy } from './policy.js';

@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AccountSettings } from './settings.js';
-import { isPlainObject } from '../resource/body.js';
+import { isPlainObject } from '../engine/body.js';
 import type { NonceStore, StorageSession } from '../storage/types.js';
 import { ACCOUNT_SCOPE } from './ids.js';
 

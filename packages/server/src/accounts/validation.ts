@@ -11,8 +11,8 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import type { Services } from '../request-context.js';
-import { isPlainObject } from '../resource/body.js';
-import { FOR_UPDATE } from '../resource/objects.js';
+import { isPlainObject } from '../engine/body.js';
+import { FOR_UPDATE } from '../engine/objects.js';
 import { publicAccount } from './resource.js';
 import { ACCOUNT_SCOPE } from './ids.js';
 import type { AccountMails } from './mails.js';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO } from '../errors.js';
 import { baseUrl } from '../http/base-url.js';
-import { registerMethods } from '../resource/routes.js';
+import { registerMethods } from '../engine/routes.js';
 import type { FileBackend } from './backend.js';
 import { AttachmentFiles } from './files.js';
 import { Journal, startSweeper } from './journal.js';

@@ -1,5 +1,5 @@
 /**
- * The attachments' hooks on the protocol's resources (resource/extensions.ts), in the write's or
+ * The attachments' hooks on the protocol's resources (engine/extensions.ts), in the write's or
  * the delete's own transaction:
  *
  * - records, `processData`: `attachment` is the server's. A write may keep it as it is, drop it
@@ -13,8 +13,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ApiError, ERRNO } from '../errors.js';
-import type { ObjectRef } from '../resource/definition.js';
-import type { ResourceExtension } from '../resource/extensions.js';
+import type { ObjectRef } from '../engine/definition.js';
+import type { ResourceExtension } from '../engine/extensions.js';
 import type { StorageSession, StoredObject } from '../storage/types.js';
 import type { UnitOfWork } from '../unit-of-work.js';
 import { listIndex, readIndex, removeIndex, writeIndex } from './file-index.js';

@@ -23,7 +23,7 @@
  * (its live entry replaces it, once its records' timestamp passes it).
  */
 import type { ResourceEvent } from '../events/types.js';
-import type { ResourceExtension } from '../resource/extensions.js';
+import type { ResourceExtension } from '../engine/extensions.js';
 import type { Permissions, Scope, StorageSession, StoredObject } from '../storage/types.js';
 import { collectionUri, type ChangeEntry, isMonitored, type MonitoredResources } from './entries.js';
 import type { EntryFactory } from './entry-factory.js';
@@ -63,7 +63,7 @@ async function groupMembers(session: StorageSession, groups: Set<string>): Promi
 const captured = new WeakMap<StorageSession, Array<{ bucket: string; collection: string; readers: string[] }>>();
 
 /**
- * Hooks on collections and buckets (resource/extensions.ts): in the deleting transaction, after
+ * Hooks on collections and buckets (engine/extensions.ts): in the deleting transaction, after
  * the object's own deletion and before its remains (ACLs, collections, groups) go, the
  * collections it takes and who could read them, from the transaction itself — the same on every
  * store, one connection or many.

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { PermissionSettings } from '../permission/settings.js';
-import type { ListQuery } from '../resource/querystring.js';
+import type { ListQuery } from '../engine/querystring.js';
 import { matchesFilter as matchesReference, selectObjects } from '../storage/filters/evaluate.js';
 import type { Filter, Permissions, Sort } from '../storage/types.js';
 

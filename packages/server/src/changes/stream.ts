@@ -24,7 +24,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { splitUrl } from '../http/url.js';
-import { parseListQuery } from '../resource/querystring.js';
+import { parseListQuery } from '../engine/querystring.js';
 import type { Services } from '../request-context.js';
 import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, matchesFilter, type ChangeEntry } from './entries.js';

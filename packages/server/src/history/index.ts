@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { HistoryDrainer } from './drainer.js';
 import { createHistoryListener, HISTORY_RESOURCES } from './listener.js';
-import { registerResource } from '../resource/routes.js';
+import { registerResource } from '../engine/routes.js';
 import { createHistoryResource } from './resource.js';
 
 export function registerHistory(app: FastifyInstance): void {

@@ -8,9 +8,9 @@
 import type { PermissionSettings } from '../permission/settings.js';
 import type { HistorySettings } from './settings.js';
 import { invalidParameter } from '../errors.js';
-import { validateId } from '../resource/body.js';
-import type { AccessPolicy, ResourceDefinition } from '../resource/definition.js';
-import type { ListQuery } from '../resource/querystring.js';
+import { validateId } from '../engine/body.js';
+import type { AccessPolicy, ResourceDefinition } from '../engine/definition.js';
+import type { ListQuery } from '../engine/querystring.js';
 import type { Filter } from '../storage/types.js';
 import { bucketResource } from '../resources/buckets.js';
 import { HISTORY_RESOURCE, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';

@@ -29,7 +29,7 @@ function acceptsJson(accept: string): boolean {
 /**
  * PostgreSQL's jsonb cannot hold NUL characters nor unpaired surrogates (both valid JSON
  * escapes): refuse them as bad input rather than fail in the database (bodies here, filter
- * values in resource/querystring.ts).
+ * values in engine/querystring.ts).
  */
 export function findUnstorableString(value: unknown): string | null {
   const check = (text: string) =>

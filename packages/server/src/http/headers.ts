@@ -70,7 +70,7 @@ export function registerHeaders(app: FastifyInstance, settings: ModuleSettings):
 }
 
 /** The headers every answer carries, in order (also those of a batch entry answered in-process, views/batch-direct.ts). */
-export function responseHeaders(settings: Settings, method: string, originHeader: string | undefined): Array<[string, string]> {
+export function responseHeaders(settings: ModuleSettings, method: string, originHeader: string | undefined): Array<[string, string]> {
   const headers: Array<[string, string]> = [];
   const origin = allowedOrigin(settings, originHeader);
   if (origin && method !== 'OPTIONS') headers.push(['Access-Control-Allow-Origin', origin]);

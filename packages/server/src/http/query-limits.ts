@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { invalidParameter } from '../errors.js';
-import { likePatternTooLong } from '../resource/querystring.js';
+import { likePatternTooLong } from '../engine/querystring.js';
 import { splitUrl } from './url.js';
 
 export function registerQueryLimits(app: FastifyInstance): void {

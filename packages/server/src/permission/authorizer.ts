@@ -4,7 +4,7 @@
  * the handlers only ask.
  */
 import type { PermissionSettings } from './settings.js';
-import type { AccessContext, AccessPolicy, ListAccess, ObjectRef, ResourceDefinition } from '../resource/definition.js';
+import type { AccessContext, AccessPolicy, ListAccess, ObjectRef, ResourceDefinition } from '../engine/definition.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 
 /** The resources whose permissions are inherited from their ancestors. */

@@ -1,4 +1,4 @@
-import type { ResourceDefinition } from '../resource/definition.js';
+import type { ResourceDefinition } from '../engine/definition.js';
 import { BUCKET_SCHEMA_FIELDS } from '../schema/resource-hooks.js';
 import { schemaValidator } from '../schema/validator.js';
 import { generateName } from './ids.js';

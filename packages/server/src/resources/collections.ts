@@ -1,5 +1,5 @@
 import { invalidParameter } from '../errors.js';
-import type { ResourceDefinition } from '../resource/definition.js';
+import type { ResourceDefinition } from '../engine/definition.js';
 import { SERVER_FIELDS, validateFromBucketSchema } from '../schema/resource-hooks.js';
 import { schemaValidator } from '../schema/validator.js';
 import { bucketResource } from './buckets.js';

@@ -1,4 +1,4 @@
-import type { ResourceDefinition } from '../resource/definition.js';
+import type { ResourceDefinition } from '../engine/definition.js';
 import { validateRecord } from '../schema/resource-hooks.js';
 import { collectionResource } from './collections.js';
 import { generateUuid } from './ids.js';

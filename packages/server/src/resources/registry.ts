@@ -1,4 +1,4 @@
-import type { ResourceDefinition } from '../resource/definition.js';
+import type { ResourceDefinition } from '../engine/definition.js';
 import { bucketResource } from './buckets.js';
 import { collectionResource } from './collections.js';
 import { groupResource } from './groups.js';

@@ -4,7 +4,7 @@
  * and `record:schema` on its children (API 1.20). Only with
  * `experimental_collection_schema_validation`, as Kinto.
  */
-import type { WriteContext } from '../resource/definition.js';
+import type { WriteContext } from '../engine/definition.js';
 import { isActiveSchema, schemaValidator } from './validator.js';
 
 /** Server-owned fields, neither checked nor required by schemas (Kinto's `ignore_fields`). */

@@ -12,10 +12,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isServerFault, toApiError } from '../http/error-handler.js';
 import { responseHeaders } from '../http/headers.js';
 import { measureJsonValue } from '../http/json-limits.js';
-import type { ObjectMethod, PluralMethod } from '../resource/definition.js';
-import type { ResourceModel } from '../resource/model.js';
-import type { ResponseHead } from '../resource/object-responses.js';
-import { endpointsOf, OBJECT_ENDPOINTS, PLURAL_ENDPOINTS, resourceModelsOf, type Endpoint } from '../resource/routes.js';
+import type { ObjectMethod, PluralMethod } from '../engine/definition.js';
+import type { ResourceModel } from '../engine/model.js';
+import type { ResponseHead } from '../engine/object-responses.js';
+import { endpointsOf, OBJECT_ENDPOINTS, PLURAL_ENDPOINTS, resourceModelsOf, type Endpoint } from '../engine/routes.js';
 import type { UnitOfWork } from '../unit-of-work.js';
 
 /** Headers a sub-request may set and still be answered here: none changes who the caller is, nor the content. */

@@ -11,8 +11,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { requestHost } from '../http/base-url.js';
 import { dispatchInternal } from '../http/internal-requests.js';
-import { isPlainObject, rejectUnknownKeys } from '../resource/body.js';
-import { registerMethods } from '../resource/routes.js';
+import { isPlainObject, rejectUnknownKeys } from '../engine/body.js';
+import { registerMethods } from '../engine/routes.js';
 import { UnitOfWork } from '../unit-of-work.js';
 import { answerDirectly } from './batch-direct.js';
 

@@ -8,16 +8,23 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Identity } from '../auth/policy.js';
-import { ConfigError, type Settings } from '../config.js';
+import { ConfigError } from '../settings/config-error.js';
+import type { AuthSettings } from '../auth/settings.js';
+import type { PermissionSettings } from '../permission/settings.js';
+import type { ServerSettings } from '../server-settings.js';
+import type { ViewSettings } from './settings.js';
 import { invalidParameter, methodNotAllowed } from '../errors.js';
 import { splitUrl } from '../http/url.js';
-import { isPlainObject } from '../resource/body.js';
-import { ID_PATTERN } from '../resource/definition.js';
-import { denied } from '../resource/denied.js';
+import { isPlainObject } from '../engine/body.js';
+import { ID_PATTERN } from '../engine/definition.js';
+import { denied } from '../engine/denied.js';
 import { UnicityError } from '../storage/errors.js';
 import type { Permissions, StorageSession, StoredObject } from '../storage/types.js';
 import { dispatchInternal } from '../http/internal-requests.js';
 import { inheritedHeaders } from './batch.js';
+
+/** The settings this module reads, feature by feature. */
+type ModuleSettings = ViewSettings & AuthSettings & PermissionSettings & ServerSettings;
 
 const PREFIX = '/v1/buckets/default';
 
@@ -32,7 +39,7 @@ export function personalBucketId(secret: string, userId: string): string {
  * and shared by every process that shares that secret. (Kinto's default is the empty string,
  * which lets anyone compute — and squat — another user's bucket id before its first use.)
  */
-export function defaultBucketSecret(settings: Settings): string {
+export function defaultBucketSecret(settings: ModuleSettings): string {
   if (settings.default_bucket_hmac_secret !== null) return settings.default_bucket_hmac_secret;
   if (settings.userid_hmac_secret !== null) {
     return createHmac('sha256', settings.userid_hmac_secret).update('quire default bucket', 'utf8').digest('hex');

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { setCacheHeaders } from '../http/cache-headers.js';
 import { baseUrl } from '../http/base-url.js';
-import { registerMethods } from '../resource/routes.js';
+import { registerMethods } from '../engine/routes.js';
 
 export const HTTP_API_VERSION = '1.22';
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { requestHost, requestScheme } from '../http/base-url.js';
-import { registerMethods } from '../resource/routes.js';
+import { registerMethods } from '../engine/routes.js';
 import { HTTP_API_VERSION } from './hello.js';
 
 interface Parameter {

@@ -10,11 +10,11 @@ import { invalidParameter } from '../errors.js';
 import { splitUrl } from '../http/url.js';
 import { IMPLIED_PERMISSIONS } from '../permission/authorizer.js';
 import { baseUrl } from '../http/base-url.js';
-import { denied } from '../resource/denied.js';
-import { effectiveLimit } from '../resource/pagination.js';
-import { encodeToken, nextPageUrl } from '../resource/pagination.js';
-import { parseListQuery, projectFields } from '../resource/querystring.js';
-import { registerMethods } from '../resource/routes.js';
+import { denied } from '../engine/denied.js';
+import { effectiveLimit } from '../engine/pagination.js';
+import { encodeToken, nextPageUrl } from '../engine/pagination.js';
+import { parseListQuery, projectFields } from '../engine/querystring.js';
+import { registerMethods } from '../engine/routes.js';
 import type { PermissionEntry, Sort, StoredObject } from '../storage/types.js';
 
 /** The fields an entry has; filtering or sorting on another one is a 400. */

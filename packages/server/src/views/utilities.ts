@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { VERSION_INFO } from '../version.js';
-import { registerMethods } from '../resource/routes.js';
+import { registerMethods } from '../engine/routes.js';
 
 async function withTimeout(check: Promise<boolean>, seconds: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

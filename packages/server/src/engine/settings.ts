@@ -1,4 +1,4 @@
-/** Settings of the resource engine (resource/): page sizes and pagination tokens. */
+/** Settings of the resource engine (engine/): page sizes and pagination tokens. */
 import { Type } from '@sinclair/typebox';
 import { ConfigError } from '../settings/config-error.js';
 import { Nullable, type SettingSchemas, type SettingValues } from '../settings/schema.js';

@@ -5,17 +5,17 @@
  * the login helper routes once the policies have read their providers' configuration.
  */
 import type { FastifyInstance } from 'fastify';
-import type { OpenIdSettings } from './openid/settings.js';
-import type { HttpSettings } from '../http/settings.js';
-import type { AuthSettings } from './settings.js';
-import { OpenIdPolicy } from './openid/policy.js';
-import { openIdProviders } from './openid/providers.js';
-import { registerOpenIdViews } from './openid/views.js';
+import type { OpenIdSettings } from './settings.js';
+import type { HttpSettings } from '../../http/settings.js';
+import type { AuthSettings } from '../settings.js';
+import { OpenIdPolicy } from './policy.js';
+import { openIdProviders } from './providers.js';
+import { registerOpenIdViews } from './views.js';
 
 /** The settings this module reads, feature by feature. */
 type ModuleSettings = OpenIdSettings & HttpSettings & AuthSettings;
 
-export { OpenIdPolicy } from './openid/policy.js';
+export { OpenIdPolicy } from './policy.js';
 
 /** The policy of the provider called `name`, or null when no provider has that name. */
 export function createOpenIdPolicy(settings: ModuleSettings, name: string): OpenIdPolicy | null {
