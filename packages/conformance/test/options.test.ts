@@ -17,10 +17,10 @@ describe('expectations files', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('finds the shipped files by name; an unknown name lists them', () => {
-    expect(shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
+    expect(shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-attachment', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
     expect(resolveExpectations('kinto-26.3', dir)).toBe(join(PACKAGE, 'expectations/kinto-26.3.json'));
     expect(resolveExpectations('kinto-26.3-postgresql.json', dir)).toBe(join(PACKAGE, 'expectations/kinto-26.3-postgresql.json'));
-    expect(() => resolveExpectations('kinto-1.0', dir)).toThrow(/shipped: kinto-26.3, kinto-26.3-common, kinto-26.3-postgresql/);
+    expect(() => resolveExpectations('kinto-1.0', dir)).toThrow(/shipped: kinto-26.3, kinto-26.3-attachment, kinto-26.3-common, kinto-26.3-postgresql/);
   });
 
   it('prefers an existing file, relative to the given directory', () => {

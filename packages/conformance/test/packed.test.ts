@@ -232,7 +232,7 @@ describe('the packed packages, installed with npm into an empty folder', () => {
     const kinto = lib.loadExpectations(lib.resolveExpectations('kinto-26.3'));
     // A known-flaky entry that passes is just passed.
     expect(report.tests.filter((t) => t.outcome === 'unexpected-pass').length).toBe(kinto.deviations.filter((d) => !d.flaky).length);
-    expect(lib.shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
+    expect(lib.shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-attachment', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
     for (const name of lib.shippedExpectations()) {
       const expectations = lib.loadExpectations(lib.resolveExpectations(name));
       expect(expectations.deviations.length, name).toBeGreaterThan(0);
