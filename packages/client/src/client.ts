@@ -190,6 +190,8 @@ export class QuireClient {
       close: async () => {
         files?.close();
         channel.close();
+        // Leases held (a sync under way, the auto-sync leadership) go before the database does.
+        await Promise.all([lock.release?.(), leaderLock.release?.()]);
         db.close();
       },
     };

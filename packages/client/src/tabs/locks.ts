@@ -11,6 +11,11 @@ import type { LockEntry } from '../store/types.js';
 export interface SyncLock {
   /** Runs `fn` while holding the lock named `name`; waits for it when another holder has it. */
   run<T>(name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Gives up what this tab holds, before its database closes (a lease would otherwise stay until
+   * it expires, and the other tabs wait that long). Web Locks need nothing: the browser frees them.
+   */
+  release?(): Promise<void>;
 }
 
 /** The subset of the Web Locks API we use (injectable). */
@@ -55,7 +60,22 @@ export function createLeaseLock(options: LeaseLockOptions): SyncLock {
       return true;
     });
 
+  /** Names held by this tab, with their renewal timers. */
+  const held = new Map<string, ReturnType<typeof setInterval>>();
+  const releaseLease = async (name: string) => {
+    clearInterval(held.get(name));
+    held.delete(name);
+    await table.db
+      .transaction('rw', table, async () => {
+        if ((await table.get(name))?.owner === owner) await table.delete(name);
+      })
+      .catch(() => {});
+  };
+
   return {
+    async release() {
+      await Promise.all([...held.keys()].map(releaseLease));
+    },
     async run(name, fn, signal) {
       let wait = poll;
       while (!(await tryAcquire(name))) {
@@ -75,15 +95,11 @@ export function createLeaseLock(options: LeaseLockOptions): SyncLock {
           .catch(() => {});
       }, ttl / 3);
       (renew as { unref?: () => void }).unref?.();
+      held.set(name, renew);
       try {
         return await fn();
       } finally {
-        clearInterval(renew);
-        await table.db
-          .transaction('rw', table, async () => {
-            if ((await table.get(name))?.owner === owner) await table.delete(name);
-          })
-          .catch(() => {});
+        await releaseLease(name);
       }
     },
   };
