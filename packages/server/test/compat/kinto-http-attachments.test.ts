@@ -11,13 +11,10 @@
  */
 import { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import KintoClient from 'kinto-http';
 import { describe, expect, it } from 'vitest';
-import { buildServer } from '../../src/app.js';
-import { loadSettings } from '../../src/config.js';
-import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 import { FILE_BACKENDS, useFileStore } from '../helpers/attachments.js';
+import { startEmbeddedTarget } from './embedded-target.js';
 
 const requireFromClient = createRequire(createRequire(import.meta.url).resolve('kinto-http'));
 const nodeFetch = requireFromClient('node-fetch') as typeof fetch;
@@ -28,26 +25,12 @@ function basic(user: string): string {
 
 const dataUrl = (content: string, type: string, name: string) => `data:${type};name=${name};base64,${Buffer.from(content).toString('base64')}`;
 
-async function startServer(overrides: Record<string, unknown>) {
-  const storage = await createSqliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides } });
-  const app = await buildServer({ settings, storage, logger: false });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return {
-    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`,
-    stop: async () => {
-      await app.close();
-      await storage.close();
-    },
-  };
-}
-
 for (const fileBackend of FILE_BACKENDS) {
   describe(`kinto-http attachments against Quire, ${fileBackend} files`, { timeout: 30_000 }, () => {
     const files = useFileStore(fileBackend);
 
     it('refuses without the capability, then adds, replaces and removes a file', async () => {
-      const plain = await startServer({});
+      const plain = await startEmbeddedTarget({});
       try {
         const client = new KintoClient(plain.url, { headers: { Authorization: basic('alice') } });
         await expect(client.bucket('b').collection('c').addAttachment(dataUrl('x', 'text/plain', 'a.txt'), { id: 'r' })).rejects.toThrow(/Required capabilities attachments not present/);
@@ -55,7 +38,7 @@ for (const fileBackend of FILE_BACKENDS) {
         await plain.stop();
       }
 
-      const server = await startServer(files.settings());
+      const server = await startEmbeddedTarget(files.settings());
       try {
         const alice = new KintoClient(server.url, { headers: { Authorization: basic('alice') }, fetchFunc: nodeFetch });
         await alice.createBucket('b');

@@ -1,20 +1,5 @@
 /** The published `kinto-http` client against one Quire server on a fresh embedded store (kinto-http-scenarios.ts). */
-import type { AddressInfo } from 'node:net';
-import { buildServer } from '../../src/app.js';
-import { loadSettings } from '../../src/config.js';
-import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 import { describeKintoHttp } from './kinto-http-scenarios.js';
+import { startEmbeddedTarget } from './embedded-target.js';
 
-describeKintoHttp('Quire (embedded store)', async (overrides) => {
-  const storage = await createSqliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides } });
-  const app = await buildServer({ settings, storage, logger: false });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return {
-    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`,
-    stop: async () => {
-      await app.close();
-      await storage.close();
-    },
-  };
-});
+describeKintoHttp('Quire (embedded store)', startEmbeddedTarget);
