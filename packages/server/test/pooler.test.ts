@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgbouncerUnavailable } from './helpers/pgbouncer.js';
 import { type PooledDeployment, startPooledDeployment } from './helpers/pooled-deployment.js';
-import { postgresUnavailable } from './helpers/postgres.js';
+import { PG_URL, postgresUnavailable, testClient } from './helpers/postgres.js';
 import { openEventStream } from './helpers/sse.js';
 
 const reason = (await postgresUnavailable('pooler.test.ts')) ?? pgbouncerUnavailable('pooler.test.ts');
@@ -49,6 +49,13 @@ describe.skipIf(reason !== undefined)('four processes through one pgbouncer (tra
     expect((await call(a, 'PUT', '/buckets/live/collections/tasks')).status).toBe(201);
     const { body: bobInfo } = await call(b, 'GET', '/', 'bob');
     const bobId = (bobInfo.user as { id: string }).id;
+
+    // A long writer elsewhere on the server (another database even) stays open throughout: it
+    // must not hold back what the others commit (it once did, for as long as it stayed open).
+    const longWriter = testClient({ connectionString: PG_URL });
+    await longWriter.connect();
+    await longWriter.query('BEGIN');
+    await longWriter.query('SELECT pg_current_xact_id()');
 
     const alices = await openEventStream(`${b}${MONITOR}`, auth('alice'));
     const bobs = await openEventStream(`${c}${MONITOR}`, auth('bob'));
@@ -90,6 +97,8 @@ describe.skipIf(reason !== undefined)('four processes through one pgbouncer (tra
     } finally {
       await alices.close();
       await bobs.close();
+      await longWriter.query('ROLLBACK').catch(() => {});
+      await longWriter.end();
     }
   });
 

@@ -22,7 +22,7 @@ const reason = (await postgresUnavailable('pooled.test.ts')) ?? pgbouncerUnavail
 async function eventually<T>(read: () => Promise<T> | T, expected: T, ms = 5_000): Promise<void> {
   const deadline = performance.now() + ms;
   for (;;) {
-    const value = await read();
+    const value = structuredClone(await read()); // as it was then: a failure shows that, not what came later
     if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected)) return expect(value).toEqual(expected);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -121,6 +121,66 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       await a.channels!.notify('pooled_test', 'after');
       await eventually(() => heard[0]!.heard.at(-1), 'after');
       expect(heard[0]!.heard).not.toContain('rolled back');
+    });
+
+    it('a transaction left open anywhere holds back nothing committed after it; its own notification arrives when it commits', async () => {
+      const [a, b] = [await open(2), await open(2)];
+      const listener = recorder();
+      b.channels!.listen('pooled_test_open', listener);
+      await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
+      listener.heard.length = 0;
+      // A long writer (a bulk import, a slow batch) with a notification of its own, still open.
+      const driver = createPgDriver({ url, poolSize: 1, pooled: true });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let ready!: () => void;
+      const written = new Promise<void>((resolve) => (ready = resolve));
+      const writer = driver.transaction(async (tx) => {
+        const statement = driver.notify!('pooled_test_open', 'late');
+        await tx.query(statement.text, statement.params);
+        ready();
+        await gate;
+      });
+      try {
+        await written;
+        await a.channels!.notify('pooled_test_open', 'first');
+        await eventually(() => listener.heard, ['first'], 3_000);
+        release();
+        await writer;
+        await eventually(() => listener.heard, ['first', 'late']);
+        await a.channels!.notify('pooled_test_open', 'after');
+        await eventually(() => listener.heard, ['first', 'late', 'after']);
+      } finally {
+        release();
+        await writer.catch(() => {});
+        await driver.close();
+      }
+    });
+
+    it('more than a poll reads at once (500 rows) arrives in rounds, each notification once', async () => {
+      const [a, b] = [await open(2), await open(2)];
+      const listener = recorder();
+      b.channels!.listen('pooled_test_rounds', listener);
+      await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
+      listener.heard.length = 0;
+      const driver = createPgDriver({ url, poolSize: 1, pooled: true });
+      const bulk = Array.from({ length: 1_100 }, (_, i) => `bulk${i}`);
+      const single = Array.from({ length: 60 }, (_, i) => `single${i}`);
+      try {
+        await Promise.all([
+          // One transaction's 1,100 rows, while others commit around it.
+          driver.transaction(async (tx) => {
+            for (const payload of bulk) {
+              const statement = driver.notify!('pooled_test_rounds', payload);
+              await tx.query(statement.text, statement.params);
+            }
+          }),
+          ...single.map((payload) => a.channels!.notify('pooled_test_rounds', payload)),
+        ]);
+      } finally {
+        await driver.close();
+      }
+      await eventually(() => [...listener.heard].sort(), [...bulk, ...single].sort(), 15_000);
     });
 
     it('a poller that may have missed pruned notifications is told the channel was down', async () => {

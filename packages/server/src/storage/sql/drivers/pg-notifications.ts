@@ -11,14 +11,21 @@
  *   statement; the delay is the interval.
  *
  * Polling must neither miss a row nor read one twice, although transactions commit in another
- * order than they took their ids. Rows are keyed by their transaction's id (xid8): a poll reads
- * the rows after its cursor whose transaction is below its snapshot's xmin — every transaction
- * below it has ended, so no row can appear there later — then moves the cursor to that xmin. A
- * transaction that stays open holds the xmin, and so delays (never loses) what commits after it.
+ * order than they took their ids, and must not wait for anyone's long transaction. Rows are
+ * keyed by their transaction's id (xid8) and a poller remembers the snapshot of its last poll
+ * (`pg_current_snapshot()`: every xid below its xmax not listed as in progress had ended): it
+ * has read every row that snapshot saw. The next poll reads the rows of the transactions that
+ * snapshot did not see — those it listed in progress (a bounded list, one index probe each) and
+ * those from its xmax on (an index range) — that the new snapshot sees, then keeps the new
+ * snapshot. A transaction that stays open (a bulk import) delays only its own rows. (Keeping
+ * just the xmin, as this once did, held back every notification of every process for as long
+ * as any transaction on the server stayed open.)
  * Rows are deleted after `NOTIFICATION_RETENTION_MS` by every process (`pruneNotifications`),
- * which records the highest id deleted: a poller whose cursor is below it may have missed rows
- * (it was stopped longer than that) and tells its listener the channel was down, which then
- * starts over (the cache empties, the change feed re-reads every timestamp).
+ * which records the highest id deleted; they are written as their transaction commits (NOTIFY
+ * is its last statement), so a poller misses nothing as long as it polls more often than that.
+ * One that did not (stopped for minutes, or a row it had not read was deleted: the highest id
+ * deleted is at or past its snapshot's xmax) tells its listeners the channel was down, which
+ * then start over (the cache empties, the change feed re-reads every timestamp).
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -173,13 +180,47 @@ export function listenConnection({ config, channel, listener, maxRetryDelayMs, r
 }
 
 interface PollRow extends Record<string, unknown> {
-  horizon: string;
+  snapshot: string;
+  at: number;
   pruned: string | null;
   xid: string | null;
   id: string | null;
   channel: string | null;
   payload: string | null;
 }
+
+/** A snapshot as `pg_current_snapshot()` gives it (`xmin:xmax:xip,…`), and the database's time when it was taken. */
+interface Snapshot {
+  text: string;
+  xmax: bigint;
+  /** Transactions in progress then (their rows, if they commit, come later). */
+  inProgress: string[];
+  at: number;
+}
+
+function parseSnapshot(text: string, at: number): Snapshot {
+  const [, xmax = '0', list = ''] = text.split(':');
+  return { text, xmax: BigInt(xmax), inProgress: list === '' ? [] : list.split(','), at };
+}
+
+/** The rows of transactions `$1` (a snapshot's in-progress list) or from `$2` (its xmax) on, as below. */
+const UNSEEN_ROWS = (where: string) => `
+  (SELECT xid, id, channel, payload FROM notifications WHERE xid = ANY($1::xid8[]) AND ${where})
+  UNION ALL
+  (SELECT xid, id, channel, payload FROM notifications WHERE xid >= $2::xid8 AND ${where} ORDER BY xid, id LIMIT $6)`;
+
+/**
+ * One poll: this statement's snapshot and time, the highest id pruned, and the rows the last
+ * snapshot did not see ($1, $2) that this one sees, of channels $3, in a round only what the
+ * round's snapshot ($4) sees, after ($5, $7) — in order, at most $6.
+ */
+const POLL_STATEMENT = `
+  WITH now AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot, (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS at)
+  SELECT now.snapshot, now.at, (SELECT through::text FROM notifications_pruned) AS pruned,
+         n.xid::text AS xid, n.id::text AS id, n.channel, n.payload
+    FROM now LEFT JOIN LATERAL (
+      SELECT * FROM (${UNSEEN_ROWS(`channel = ANY($3::text[]) AND ($4::pg_snapshot IS NULL OR pg_visible_in_snapshot(xid, $4::pg_snapshot)) AND (xid, id) > ($5::xid8, $7::bigint)`)}) unseen
+       ORDER BY xid, id LIMIT $6) n ON true`;
 
 /**
  * Reads the notifications of every channel listened to, every `intervalMs`, through `run`
@@ -194,8 +235,13 @@ export class NotificationPoller {
   #loggedFrom: number | null = null;
   #lastHeartbeat = 0;
   readonly #listeners = new Map<string, ChannelListener[]>();
-  /** Where the next poll starts: the last row read, or (xmin, 0). Null until the first poll. */
-  #cursor: { xid: bigint; id: bigint } | null = null;
+  /** The snapshot of the last complete poll: every row it saw was read. Null until the first poll. */
+  #seen: Snapshot | null = null;
+  /**
+   * A poll that found more than POLL_BATCH rows goes on in rounds: the rows of its snapshot,
+   * after the last one read, until none are left; that snapshot then becomes `#seen`.
+   */
+  #round: { snapshot: Snapshot; after: { xid: string; id: string } } | null = null;
   #up = false;
   #stopped = false;
   #running: Promise<void> | null = null;
@@ -253,45 +299,56 @@ export class NotificationPoller {
   async #poll(): Promise<boolean> {
     await this.#register();
     const channels = [...this.#listeners.keys()];
-    const cursor = this.#cursor;
-    const rows = await this.#run<PollRow>(
-      `WITH horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
-       SELECT h.xmin::text AS horizon, (SELECT through::text FROM notifications_pruned) AS pruned,
-              n.xid::text AS xid, n.id::text AS id, n.channel, n.payload
-         FROM horizon h LEFT JOIN LATERAL (
-           SELECT xid, id, channel, payload FROM notifications
-            WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < h.xmin AND channel = ANY($3::text[])
-            ORDER BY xid, id LIMIT $4) n ON true`,
-      [String(cursor?.xid ?? 0n), String(cursor?.id ?? 0n), channels, cursor ? POLL_BATCH : 0],
-    );
+    const seen = this.#seen;
+    const round = this.#round;
+    const rows = await this.#run<PollRow>(POLL_STATEMENT, [
+      seen?.inProgress ?? [],
+      String(seen?.xmax ?? 0n),
+      channels,
+      round?.snapshot.text ?? null,
+      round?.after.xid ?? '0',
+      seen ? POLL_BATCH : 0,
+      round?.after.id ?? '0',
+    ]);
     const first = rows[0];
     if (!first) return false;
-    const horizon = BigInt(first.horizon);
-    if (!cursor) {
+    const now = parseSnapshot(first.snapshot, Number(first.at));
+    if (!seen) {
       // The first poll: what commits from now on.
-      this.#cursor = { xid: horizon, id: 0n };
+      this.#seen = now;
       return false;
     }
     if (!this.#up && Date.now() >= this.#loggedFrom!) {
       // Every sender logs now: from here on nothing is missed.
       this.#up = true;
-      for (const listener of [...this.#listeners.values()].flat()) listener.connected('polled');
+      for (const listener of this.#allListeners()) listener.connected('polled');
     }
-    if (first.pruned !== null && BigInt(first.pruned) >= cursor.xid) {
-      // Rows this poller had not read may be gone: its listeners start over.
-      for (const listener of [...this.#listeners.values()].flat()) {
+    if (now.at - seen.at > NOTIFICATION_RETENTION_MS / 2 || (first.pruned !== null && BigInt(first.pruned) >= seen.xmax)) {
+      // Rows this poller had not read may be gone: its listeners start over, from now.
+      this.#seen = now;
+      this.#round = null;
+      for (const listener of this.#allListeners()) {
         listener.disconnected();
         listener.connected('polled');
       }
+      return false;
     }
     const found = rows.filter((row): row is PollRow & { xid: string; id: string; channel: string; payload: string } => row.xid !== null);
     for (const row of found) {
       for (const listener of this.#listeners.get(row.channel) ?? []) listener.message(row.payload);
     }
     const last = found.at(-1);
-    const full = found.length === POLL_BATCH;
-    this.#cursor = full && last ? { xid: BigInt(last.xid), id: BigInt(last.id) } : { xid: horizon, id: 0n };
-    return full;
+    if (found.length === POLL_BATCH && last) {
+      this.#round = { snapshot: round?.snapshot ?? now, after: { xid: last.xid, id: last.id } };
+      return true;
+    }
+    this.#seen = round?.snapshot ?? now;
+    this.#round = null;
+    return false;
+  }
+
+  #allListeners(): ChannelListener[] {
+    return [...this.#listeners.values()].flat();
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,8 @@
 -- where a LISTEN lands on whichever server connection the pooler lends) reads them from here
 -- instead (sql/drivers/pg-notifications.ts): while such a process is registered below, every
 -- notification is also a row, written by the statement that sends it, so in the same transaction.
--- Read in the order of the writing transactions' ids: a poller takes the rows of transactions
--- below its snapshot's xmin, which have all ended, so none can commit behind its cursor.
+-- Keyed by the writing transaction's id: a poller reads the rows of the transactions its last
+-- snapshot did not see (pg-notifications.ts), so none can commit behind it.
 CREATE TABLE notifications (
   xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),
   id         bigserial,
