@@ -8,7 +8,7 @@ import type { Identity } from '../auth/policy.js';
 import { invalidParameter, objectNotFound } from '../errors.js';
 import type { ImpactedObject } from '../events/types.js';
 import type { Services } from '../request-context.js';
-import type { Filter, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
+import type { Filter, ListedJson, ListOptions, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
 import { validateId, type WriteBody } from './body.js';
 import { objectRef, type AccessContext, type ObjectRef, type RequestContext, type ResourceDefinition, type SessionContext, type WriteContext } from './definition.js';
 import { denied } from './denied.js';
@@ -20,8 +20,8 @@ import type { ListQuery } from './querystring.js';
 type Action = 'create' | 'update' | 'delete' | 'read';
 
 /** A page of a listing and, when more follow, the token of the next one. */
-export interface Page {
-  items: Array<StoredObject | Tombstone>;
+export interface Page<Item = StoredObject | Tombstone> {
+  items: Item[];
   next: { limit: number; token: string } | null;
 }
 
@@ -65,6 +65,15 @@ export class ResourceModel {
   /** Whether its answers and events show copies of the stored objects (its own `present`). */
   get answersCopies(): boolean {
     return this.def.present !== undefined;
+  }
+
+  /**
+   * Whether a page of this listing can be answered as the stored text (`listJson`): the objects
+   * are shown as stored (no `present`, no `_fields`) and no listener wants the read events, which
+   * carry them parsed.
+   */
+  answersStoredText(query: ListQuery): boolean {
+    return !this.def.present && !query.fields && !this.#services.events.wants('read', this.def.name);
   }
 
   /** The object as answered and as events carry it. */
@@ -137,9 +146,29 @@ export class ResourceModel {
     if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
       throw invalidParameter('querystring', null, '_token was already used or has expired.');
     }
+    const page = await this.#page(query, method, (options) => session.objects.list(scope, { ...options, filters }), (item) => item as unknown as Record<string, unknown>);
+    if (method === 'DELETE' && page.next) await session.nonces.store(page.nextNonce!, this.settings.pagination_token_validity_seconds);
+    return { items: page.items, next: page.next };
+  }
+
+  /**
+   * `list` for a GET, each object as the JSON text it is answered with (storage `listJson`):
+   * for a page the stored text goes to the wire; only the last object is parsed, for the token.
+   */
+  async listJson(session: StorageSession, scope: Scope, query: ListQuery, filters: Filter[]): Promise<Page<ListedJson>> {
+    const page = await this.#page(query, 'GET', (options) => session.objects.listJson(scope, { ...options, filters }), (item) => JSON.parse(item.json) as Record<string, unknown>);
+    return { items: page.items, next: page.next };
+  }
+
+  /** A page read by `read` (a page and one more), and the token of the next when there is one more. */
+  async #page<Item>(
+    query: ListQuery,
+    method: 'GET' | 'DELETE',
+    read: (options: Omit<ListOptions, 'filters'>) => Promise<Item[]>,
+    asObject: (item: Item) => Record<string, unknown>,
+  ): Promise<Page<Item> & { nextNonce?: string }> {
     const limit = effectiveLimit(this.settings, query.requestedLimit, this.#pageCap);
-    const page = await session.objects.list(scope, {
-      filters,
+    const page = await read({
       sorting: query.sorting,
       ...(query.token ? { after: query.token.lastObject } : {}),
       limit: limit + 1,
@@ -148,9 +177,8 @@ export class ResourceModel {
     if (page.length <= limit) return { items: page, next: null };
     const items = page.slice(0, limit);
     const offset = (query.token?.offset ?? 0) + items.length + 1;
-    const token = encodeToken(items[items.length - 1] as unknown as Record<string, unknown>, query.sorting, offset);
-    if (method === 'DELETE') await session.nonces.store(token.nonce, this.settings.pagination_token_validity_seconds);
-    return { items, next: { limit, token: token.encoded } };
+    const token = encodeToken(asObject(items[items.length - 1]!), query.sorting, offset);
+    return { items, next: { limit, token: token.encoded }, nextNonce: token.nonce };
   }
 
   /** How many objects the filters select. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
 import type { ObjectMethod, PluralMethod, ResourceDefinition } from './definition.js';
-import type { Answer } from './endpoints/answer.js';
+import { JsonText, type Answer } from './endpoints/answer.js';
 import { deleteObject, getObject, patchObject, putObject } from './endpoints/object.js';
 import { createObject, deleteObjects, headObjects, listObjects } from './endpoints/plural.js';
 import { ResourceModel } from './model.js';
@@ -59,6 +59,7 @@ export function registerMethods(
 function routeHandler(model: ResourceModel, endpoint: Endpoint) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const body = await endpoint(model, request, reply);
+    if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
     return body === null ? reply.send() : body;
   };
 }

@@ -26,6 +26,18 @@ export interface Tombstone {
 }
 
 /**
+ * A listed object as the JSON text it is answered with (`{…data, "id", "last_modified"}`, or a
+ * tombstone's three fields), built from the stored text: a page goes to the wire without a parse
+ * and a serialisation per object (`ObjectStore.listJson`).
+ */
+export interface ListedJson {
+  id: string;
+  last_modified: number;
+  deleted: boolean;
+  json: string;
+}
+
+/**
  * One "collection" of the protocol: the objects of one resource type under one parent,
  * e.g. `{ resourceName: 'record', parentId: '/buckets/b/collections/c' }`.
  * Buckets live under parentId `''`.
@@ -267,6 +279,9 @@ export interface ObjectStore {
 
   /** Lists objects (and tombstones if asked) of the scope. */
   list(scope: Scope, options?: ListOptions): Promise<Array<StoredObject | Tombstone>>;
+
+  /** `list`, each object as its JSON text (the same objects, the same order). */
+  listJson(scope: Scope, options?: ListOptions): Promise<ListedJson[]>;
 
   /** Counts live objects matching the filters. */
   count(scope: Scope, filters?: Filter[]): Promise<number>;

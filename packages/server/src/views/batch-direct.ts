@@ -13,6 +13,7 @@ import { isServerFault, toApiError } from '../http/error-handler.js';
 import { responseHeaders } from '../http/headers.js';
 import { measureJsonValue } from '../http/json-limits.js';
 import type { ObjectMethod, PluralMethod } from '../engine/definition.js';
+import { JsonText } from '../engine/endpoints/answer.js';
 import type { ResourceModel } from '../engine/model.js';
 import type { ResponseHead } from '../engine/object-responses.js';
 import { endpointsOf, OBJECT_ENDPOINTS, PLURAL_ENDPOINTS, resourceModelsOf, type Endpoint } from '../engine/routes.js';
@@ -179,7 +180,8 @@ export async function answerDirectly(app: FastifyInstance, batch: FastifyRequest
     head.code(apiError.status);
     body = errorBody;
   }
-  const text = body === null ? '' : JSON.stringify(body);
+  const text = body === null ? '' : body instanceof JsonText ? body.text : JSON.stringify(body);
+  if (body instanceof JsonText) body = JSON.parse(body.text) as unknown;
   if (body !== null) head.header('Content-Type', 'application/json; charset=utf-8');
   for (const [name, value] of responseHeaders(settings, sub.method, headers.origin)) head.header(name, value);
   if (body !== null || head.status !== 304) head.header('Content-Length', String(Buffer.byteLength(text)));

@@ -5,8 +5,13 @@ import type { StoredObject } from '../../storage/types.js';
 import type { ResourceModel } from '../model.js';
 import type { ResponseHead } from '../object-responses.js';
 
+/** A body already serialised (a page spliced from the stored text: `listObjects`). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 /** An endpoint's body; null: none (a 304, a HEAD). */
-export type Answer = Record<string, unknown> | null;
+export type Answer = Record<string, unknown> | JsonText | null;
 
 /** Cache headers of a read: what the settings allow for this resource, or none. */
 export function setReadCacheHeaders(model: ResourceModel, reply: ResponseHead, identity: Identity, parentUri: string, parent: StoredObject | null): void {

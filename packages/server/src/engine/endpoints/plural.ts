@@ -15,7 +15,7 @@ import { ensureParents, parentRefFromParams, type RouteParams } from '../objects
 import { nextPageUrl } from '../pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
 import { parseListQuery, projectFields, type ListQuery } from '../querystring.js';
-import { setReadCacheHeaders, type Answer } from './answer.js';
+import { JsonText, setReadCacheHeaders, type Answer } from './answer.js';
 
 type ListMethod = 'GET' | 'HEAD' | 'DELETE';
 
@@ -61,6 +61,11 @@ async function onListing(model: ResourceModel, request: FastifyRequest, reply: R
     }
     const filters: Filter[] = [...requested, ...visible];
     if (method === 'HEAD') return countObjects(model, session, scope, filters, reply);
+    if (method === 'GET' && model.answersStoredText(query)) {
+      const page = await model.listJson(session, scope, query, filters);
+      if (page.next) setNextPage(request, reply, query, page);
+      return new JsonText(`{"data":[${page.items.map((item) => item.json).join(',')}]}`);
+    }
     const page = await model.list(session, scope, query, filters, method);
     if (page.next) setNextPage(request, reply, query, page);
     if (method === 'DELETE') return deletePage(model, sessionContext, parent, page.items as StoredObject[], query, reply, timestamp);
@@ -78,7 +83,7 @@ async function countObjects(model: ResourceModel, session: StorageSession, scope
   return null;
 }
 
-function setNextPage(request: FastifyRequest, reply: ResponseHead, query: ListQuery, page: Page): void {
+function setNextPage(request: FastifyRequest, reply: ResponseHead, query: ListQuery, page: Pick<Page, 'next'>): void {
   if (!page.next) return;
   const url = nextPageUrl(baseUrl(request.server.services.settings, request), splitUrl(request.raw.url).path, query.params, page.next.limit, page.next.token);
   reply.header('Next-Page', url);

@@ -13,9 +13,10 @@
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
 import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
-import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListedJson, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import { DYNAMIC } from './drivers/types.js';
+import { listedJson } from '../listed-json.js';
 import { likePrefix, QueryBuilder } from './queries.js';
 import { NOW_MS } from './pending-writes.js';
 import type { ObjectRow, SqlSessionState } from './session-state.js';
@@ -367,24 +368,35 @@ export class SqlObjects implements ObjectStore {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
+    const rows = (await this.#listRows(scope, options, 'data')) as ObjectRow[];
+    return rows.map((row) => (row.deleted ? toTombstone(row) : toLiveObject(row)));
+  }
+
+  async listJson(scope: Scope, options: ListOptions = {}): Promise<ListedJson[]> {
+    // The data as jsonb's text: the driver does not parse it, nobody serialises it again.
+    const rows = (await this.#listRows(scope, options, 'data::text')) as ObjectTextRow[];
+    return rows.map((row) => listedJson(row.id, row.last_modified, row.deleted, row.data));
+  }
+
+  /** The rows of a listing, their data selected as `data` (jsonb, parsed by the driver) or `data::text`. */
+  async #listRows(scope: Scope, options: ListOptions, data: 'data' | 'data::text'): Promise<unknown[]> {
     await this.#s.sendPendingWrites();
     const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, options);
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
-    const select = `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE ${where}`;
-    const toObject = (row: ObjectRow) => (row.deleted ? toTombstone(row) : toLiveObject(row));
-    const fromNewest = await this.#listFromNewest(scope, options);
-    if (fromNewest) return fromNewest.map(toObject);
+    const columns = `id, last_modified, ${data} AS data, deleted`;
+    const fromNewest = await this.#listFromNewest(scope, options, columns);
+    if (fromNewest) return fromNewest;
     // A selective filter on a declared field (see #selective), or on data the walk of the newest
     // did not fill a page from: the matches first (through its index, or the scope in physical
     // order), then their order; else the planner walks the scope in the sort's order.
     const matchesFirst = fromNewest === null ? await this.#selective(scope, options) : true;
+    const from = `FROM ${tableOf(scope)} WHERE ${where}`;
     const text = matchesFirst
-      ? `WITH matched AS MATERIALIZED (${select}) SELECT * FROM matched ORDER BY ${orderBy} ${limit}`
-      : `${select} ORDER BY ${orderBy} ${limit}`;
-    const rows = await this.#s.query<ObjectRow>(text, query.params, DYNAMIC);
-    return rows.map(toObject);
+      ? `WITH matched AS MATERIALIZED (SELECT id, last_modified, data, deleted ${from}) SELECT ${columns} FROM matched ORDER BY ${orderBy} ${limit}`
+      : `SELECT ${columns} ${from} ORDER BY ${orderBy} ${limit}`;
+    return this.#s.query(text, query.params, DYNAMIC);
   }
 
   /**
@@ -396,7 +408,7 @@ export class SqlObjects implements ObjectStore {
    * objects, filtered. Returns the page when they filled it or were the whole scope; `false` when
    * the rest must be read (in physical order, by the caller); `null` when this does not apply.
    */
-  async #listFromNewest(scope: Scope, options: ListOptions): Promise<ObjectRow[] | false | null> {
+  async #listFromNewest(scope: Scope, options: ListOptions, columns: string): Promise<unknown[] | false | null> {
     const { filters = [], sorting, limit } = options;
     if (limit === undefined || tableOf(scope) !== 'objects') return null;
     const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
@@ -406,10 +418,10 @@ export class SqlObjects implements ObjectStore {
     const orderBy = query.orderBy(sorting);
     const newest = `SELECT id, last_modified, data, deleted FROM objects WHERE ${scopeWhere} ORDER BY ${orderBy} LIMIT ${query.bind(WALK)}`;
     const matching = onData.map((filter) => query.filter(filter)).join(' AND ');
-    const rows = await this.#s.query<ObjectRow & { walked: number }>(
+    const rows = await this.#s.query<{ id: string | null; walked: number }>(
       `WITH newest AS MATERIALIZED (${newest})
        SELECT page.*, walked.count AS walked FROM (SELECT count(*)::int AS count FROM newest) AS walked
-       LEFT JOIN LATERAL (SELECT * FROM newest WHERE ${matching} ORDER BY ${orderBy} LIMIT ${query.bind(limit)}) AS page ON true`,
+       LEFT JOIN LATERAL (SELECT ${columns} FROM newest WHERE ${matching} ORDER BY ${orderBy} LIMIT ${query.bind(limit)}) AS page ON true`,
       query.params,
       DYNAMIC,
     );
@@ -683,6 +695,14 @@ export class SqlObjects implements ObjectStore {
     );
     return row;
   }
+}
+
+/** A row of `listJson`: its data as jsonb's text. */
+interface ObjectTextRow {
+  id: string;
+  last_modified: number;
+  data: string;
+  deleted: boolean;
 }
 
 function toLiveObject(row: ObjectRow): StoredObject {

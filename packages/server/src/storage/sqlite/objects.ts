@@ -9,9 +9,10 @@ import { indexName } from '../declared-indexes.js';
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
 import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
-import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListedJson, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
+import { listedJson } from '../listed-json.js';
 import { belowRange, QueryBuilder } from './queries.js';
 import type { SqliteSessionState } from './session-state.js';
 
@@ -226,16 +227,24 @@ export class SqliteObjects implements ObjectStore {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
+    return this.#listRows(scope, options).map((row) => (row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row)));
+  }
+
+  async listJson(scope: Scope, options: ListOptions = {}): Promise<ListedJson[]> {
+    return this.#listRows(scope, options).map((row) => listedJson(row.id, row.last_modified, row.deleted === 1, row.data));
+  }
+
+  /** The rows of a listing, their data as JSON text (`json(data)`). */
+  #listRows(scope: Scope, options: ListOptions): ObjectRow[] {
     const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, options);
     const orderBy = query.orderBy(options.sorting);
     const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
     const index = tableOf(scope) === 'objects' ? this.#selectiveIndex(scope, options) : null;
-    const rows = this.#s.db.all<ObjectRow>(
+    return this.#s.db.all<ObjectRow>(
       `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)} ${index ? `INDEXED BY ${index}` : ''} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
       query.params,
     );
-    return rows.map((row) => (row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row)));
   }
 
   /**

@@ -238,8 +238,12 @@ async function agree(storage: Storage, runs: number): Promise<void> {
         const options: ListOptions = { filters, sorting: query.sorting, includeDeleted: query.includeDeleted, ...(query.limit ? { limit: query.limit } : {}) };
         const candidates = query.includeDeleted ? stored : live;
         const expected = selectObjects(candidates, options);
-        const [actual, count] = await storage.read(async (session) => [await session.objects.list(scope, options), await session.objects.count(scope, filters)] as const);
+        const [actual, asJson, count] = await storage.read(
+          async (session) => [await session.objects.list(scope, options), await session.objects.listJson(scope, options), await session.objects.count(scope, filters)] as const,
+        );
         expect(ids(actual), describeCase(stored, options, expected, actual)).toEqual(ids(expected));
+        // The same page as the wire's text: the same objects, field for field.
+        expect(asJson.map((each) => JSON.parse(each.json) as unknown)).toEqual(actual);
         expect(count, `count ${JSON.stringify(filters)}\nobjects ${JSON.stringify(stored)}`).toBe(live.filter((object) => matchesFilters(object, filters)).length);
 
         // A keyset page from one of the objects of the full answer: the rest, in order.
