@@ -89,6 +89,11 @@ const DEFAULT_SERVERS = 'ceiling,postgresql,embedded';
 type ServerName = (typeof SERVERS)[number];
 const WORKLOAD_KEYS = ['get', 'page', 'poll', 'post', 'batch'] as const;
 type WorkloadKey = (typeof WORKLOAD_KEYS)[number];
+/**
+ * Issue 31's targets, as shares of the ceiling's throughput: PostgreSQL at least this, the
+ * embedded store at least the PostgreSQL figure. Printed with the table, each met or not.
+ */
+const TARGETS: Record<WorkloadKey, number> = { get: 0.25, page: 0.25, poll: 0.4, post: 0.1, batch: 0.05 };
 
 /** What the child needs to open its server. */
 interface ChildConfig {
@@ -503,9 +508,9 @@ async function main(): Promise<void> {
       });
       return `${formatNumber(rps)}${records}${ratios.length > 0 ? ` (${ratios.join(', ')})` : ''} · ${result.p50}/${result.p99}`;
     });
-    return [WORKLOAD_NAMES[key], ...cells];
+    return [WORKLOAD_NAMES[key], ...cells, targetCell(key, ceiling, postgresql, results.get('embedded')?.get(key))];
   });
-  const table = [['workload', ...servers.map((server) => titles[server])], ...rows];
+  const table = [['workload', ...servers.map((server) => titles[server]), 'target: postgresql ≥ · embedded ≥ postgresql'], ...rows];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
   const line = (row: string[]) => `| ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
   console.log(`\n${header}\n`);
@@ -529,6 +534,15 @@ async function main(): Promise<void> {
     await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`\nJSON written to ${values.json}`);
   }
+}
+
+/** Whether the run met a workload's target (blank without a ceiling in the same run). */
+function targetCell(key: WorkloadKey, ceiling: Measure | undefined, postgresql: Measure | undefined, embedded: Measure | undefined): string {
+  const target = TARGETS[key];
+  if (!ceiling) return percent(target, 1);
+  const verdict = (measure: Measure | undefined, floor: number) => (measure ? (measure.requestsPerSecond >= floor ? 'met' : 'not met') : '–');
+  const postgresFloor = target * ceiling.requestsPerSecond;
+  return `${percent(target, 1)}: ${verdict(postgresql, postgresFloor)} · ${verdict(embedded, Math.max(postgresFloor, postgresql?.requestsPerSecond ?? 0))}`;
 }
 
 if (process.argv.includes('--scale')) {
