@@ -67,6 +67,15 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
     opened.push(storage);
     return storage;
   }
+  /** Two stores as two processes: one sends, the other polls `channel` (up, and heard nothing yet). */
+  async function pollingPair(channel: string) {
+    const [sender, poller] = [await open(2), await open(2)];
+    const listener = recorder();
+    poller.channels!.listen(channel, listener);
+    await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
+    listener.heard.length = 0;
+    return { sender, listener };
+  }
   let shared: Promise<SqlStorage> | undefined;
   const storage = () => (shared ??= open(10));
 
@@ -124,11 +133,7 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
     });
 
     it('a transaction left open anywhere holds back nothing committed after it; its own notification arrives when it commits', async () => {
-      const [a, b] = [await open(2), await open(2)];
-      const listener = recorder();
-      b.channels!.listen('pooled_test_open', listener);
-      await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
-      listener.heard.length = 0;
+      const { sender: a, listener } = await pollingPair('pooled_test_open');
       // A long writer (a bulk import, a slow batch) with a notification of its own, still open.
       const driver = createPgDriver({ url, poolSize: 1, pooled: true });
       let release!: () => void;
@@ -158,11 +163,7 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
     });
 
     it('more than a poll reads at once (500 rows) arrives in rounds, each notification once', async () => {
-      const [a, b] = [await open(2), await open(2)];
-      const listener = recorder();
-      b.channels!.listen('pooled_test_rounds', listener);
-      await eventually(() => listener.heard, ['<disconnected>', '<connected>']);
-      listener.heard.length = 0;
+      const { sender: a, listener } = await pollingPair('pooled_test_rounds');
       const driver = createPgDriver({ url, poolSize: 1, pooled: true });
       const bulk = Array.from({ length: 1_100 }, (_, i) => `bulk${i}`);
       const single = Array.from({ length: 60 }, (_, i) => `single${i}`);
