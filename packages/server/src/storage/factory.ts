@@ -54,7 +54,12 @@ export async function createStorageFromSettings(settings: StorageSettings, optio
     );
     return createPgliteStorage({ dataDir: pglite, maxDeclaredIndexes: settings.storage_max_declared_indexes, keepIndexes: options.keepIndexes ?? true });
   }
-  return createSqliteStorage({ path: resolve(dataDir, EMBEDDED_FILE), maxDeclaredIndexes: settings.storage_max_declared_indexes, keepIndexes: options.keepIndexes ?? true });
+  return createSqliteStorage({
+    path: resolve(dataDir, EMBEDDED_FILE),
+    maxDeclaredIndexes: settings.storage_max_declared_indexes,
+    keepIndexes: options.keepIndexes ?? true,
+    cacheMaxEntries: settings.storage_cache_max_entries,
+  });
 }
 
 /** The first wait between attempts to reach the database at start; each failure doubles it, up to the max. */

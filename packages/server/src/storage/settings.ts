@@ -37,7 +37,7 @@ export const STORAGE_SETTINGS = {
   storage_cache_max_entries: Type.Integer({
     default: 10000,
     minimum: 0,
-    description: 'PostgreSQL: users’ groups, ACLs of buckets, collections and groups, and buckets and collections kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY.',
+    description: 'Users’ groups, ACLs of buckets, collections and groups, and buckets and collections (and, on the embedded store, scope timestamps) kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY (PostgreSQL) or the database file’s data version (embedded).',
   }),
   storage_auto_migrate: Type.Boolean({
     default: false,

@@ -13,6 +13,7 @@ import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListedJson
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
 import { listedJson } from '../listed-json.js';
+import { isCachedResource, objectKey } from '../sql/shared-cache.js';
 import { belowRange, QueryBuilder } from './queries.js';
 import type { SqliteSessionState } from './session-state.js';
 
@@ -112,19 +113,37 @@ export class SqliteObjects implements ObjectStore {
   async timestamp(scope: Scope): Promise<number> {
     const s = this.#s;
     if (s.mode === 'write') return s.current(scope).current;
+    const key = objectKey(scope.parentId, scope.resourceName, '');
+    const cached = s.cache?.timestamp(key);
+    if (cached !== undefined) return cached;
     const row = s.db.get<{ last_modified: number }>('SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?', [
       scope.parentId,
       scope.resourceName,
     ]);
-    if (row) return row.last_modified;
+    if (row) {
+      s.cache?.storeTimestamp(key, row.last_modified); // in the statement's synchronous step (read-cache.ts)
+      return row.last_modified;
+    }
     if (s.storeTimestamp) return s.storeTimestamp(scope);
     throw new UninitialisedScope(scope);
   }
 
   /** `forUpdate` has nothing to lock: a transaction holds the database's write lock from its start. */
   async get(scope: Scope, id: string, _options?: ReadOptions): Promise<StoredObject | null> {
+    const shared = this.#s.cache?.shared;
+    if (!shared || !isCachedResource(scope.resourceName)) {
+      const row = this.#find(scope, id);
+      return row && !row.deleted ? toLiveObject(row) : null;
+    }
+    // A bucket or a collection (the parents of every record read), kept between read sessions.
+    const key = objectKey(scope.parentId, scope.resourceName, id);
+    const cached = shared.object(key);
+    if (cached !== undefined) return cached && { ...structuredClone(cached.data), id: cached.id, last_modified: cached.last_modified };
+    const token = shared.token;
     const row = this.#find(scope, id);
-    return row && !row.deleted ? toLiveObject(row) : null;
+    const live = row && !row.deleted ? row : null;
+    shared.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: JSON.parse(live.data) as Record<string, unknown> });
+    return live && toLiveObject(live);
   }
 
   async create(scope: Scope, id: string, data: Record<string, unknown>, options?: WriteOptions): Promise<StoredObject> {

@@ -2,7 +2,8 @@
  * The permissions facet of a SQLite session: access control entries by object URI, group
  * memberships, and the queries over them (`entries`: permission-entries.ts).
  */
-import { addEntries, normalisedAcl } from '../acl-memo.js';
+import { addEntries, copyAcl, normalisedAcl } from '../acl-memo.js';
+import { isCachedAclUri } from '../sql/shared-cache.js';
 import { CONTAINER_DEPTH, isContainerUri } from '../collection-timestamps.js';
 import type { PermissionEntriesQuery, PermissionEntry, PermissionStore, Permissions } from '../types.js';
 import { listPermissionEntries } from './permission-entries.js';
@@ -18,15 +19,25 @@ export class SqlitePermissions implements PermissionStore {
 
   async get(uris: string[]): Promise<Map<string, Permissions>> {
     const s = this.#s;
-    const { acls: result, missing } = s.acls.lookup(uris);
+    const shared = s.cache?.shared;
+    const cached = (uri: string) => (shared && isCachedAclUri(uri) ? shared.acl(uri) : undefined);
+    const { acls: result, missing } = s.acls.lookup(uris, (uri) => {
+      const acl = cached(uri);
+      return acl && copyAcl(acl);
+    });
     if (missing.length === 0) return result;
+    const token = shared?.token ?? -1;
     const rows = s.db.all<{ object_id: string; permission: string; principal: string }>(
       `SELECT object_id, permission, principal FROM access_control_entries
        WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, permission, principal`,
       [JSON.stringify(missing)],
     );
     addEntries(result, rows);
-    for (const uri of missing) s.acls.remember(uri, result.get(uri)!);
+    for (const uri of missing) {
+      s.acls.remember(uri, result.get(uri)!);
+      // Stored in the statement's synchronous step (read-cache.ts).
+      if (shared && isCachedAclUri(uri)) shared.storeAcl(token, uri, copyAcl(result.get(uri)!));
+    }
     return result;
   }
 
@@ -60,11 +71,18 @@ export class SqlitePermissions implements PermissionStore {
   }
 
   async groupsOf(principals: string[]): Promise<string[]> {
+    const shared = this.#s.cache?.shared;
+    const key = JSON.stringify(principals);
+    const cached = shared?.groups(key);
+    if (cached) return [...cached];
+    const token = shared?.token ?? -1;
     const rows = this.#s.db.all<{ group_uri: string }>(
       'SELECT DISTINCT group_uri FROM group_members WHERE principal IN (SELECT value FROM json_each(?)) ORDER BY group_uri',
-      [JSON.stringify(principals)],
+      [key],
     );
-    return rows.map((row) => row.group_uri);
+    const groups = rows.map((row) => row.group_uri);
+    shared?.storeGroups(token, key, [...groups]);
+    return groups;
   }
 
   async authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {

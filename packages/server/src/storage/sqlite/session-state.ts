@@ -8,6 +8,7 @@ import { AclMemo } from '../acl-memo.js';
 import { StorageError } from '../errors.js';
 import type { Scope } from '../types.js';
 import type { Connection } from './connection.js';
+import type { SqliteReadCache } from './read-cache.js';
 
 export type SessionMode = 'write' | 'read' | 'snapshot';
 
@@ -26,12 +27,19 @@ export class SqliteSessionState {
   readonly indexed: ReadonlySet<string>;
   /** Whether this transaction wrote a collection (whose declared indexes may have changed). */
   collectionsChanged = false;
+  /** What plain reads keep between sessions (read-cache.ts); null in transactions and snapshots. */
+  readonly cache: SqliteReadCache | null;
 
-  constructor(connection: Connection, mode: SessionMode, { storeTimestamp, indexed = new Set() }: { storeTimestamp?: (scope: Scope) => Promise<number>; indexed?: ReadonlySet<string> } = {}) {
+  constructor(
+    connection: Connection,
+    mode: SessionMode,
+    { storeTimestamp, indexed = new Set(), cache }: { storeTimestamp?: (scope: Scope) => Promise<number>; indexed?: ReadonlySet<string>; cache?: SqliteReadCache } = {},
+  ) {
     this.#connection = connection;
     this.mode = mode;
     this.storeTimestamp = storeTimestamp;
     this.indexed = indexed;
+    this.cache = cache ?? null;
   }
 
   /** Notes a write to the scope (a collection's, or below which collections may be). */

@@ -29,6 +29,7 @@ import { sqliteIndexStore } from './declared-indexes.js';
 import { registerFilterFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
 import { SqliteObjects } from './objects.js';
+import { SqliteReadCache } from './read-cache.js';
 import { SqliteSession } from './session.js';
 import { SqliteSessionState } from './session-state.js';
 
@@ -56,6 +57,8 @@ export interface SqliteStorageOptions {
   maxDeclaredIndexes?: number;
   /** Build and drop the declared indexes as collections declare them (default: yes; a serving process). */
   keepIndexes?: boolean;
+  /** Entries of each kind the plain reads keep between sessions (read-cache.ts; default 10 000, 0: none). */
+  cacheMaxEntries?: number;
 }
 
 /** Pages of cache per connection (negative: KiB), grown as used. SQLite's default is 2 MiB. */
@@ -76,10 +79,21 @@ export class SqliteStorage implements Storage {
   readonly #readerLock: Pool | null;
   readonly #lockTimeoutMs: number;
   readonly #indexes: IndexKeeper;
+  /** What plain reads keep between sessions (read-cache.ts). */
+  readonly #cache: SqliteReadCache;
+  /** The writer connection itself: its data version moves when another process commits. */
+  readonly #writerConnection: Connection;
+  #dataVersion: number;
   #closing: Promise<void> | undefined;
 
-  constructor(writer: Connection, options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined; maxDeclaredIndexes: number }) {
+  constructor(
+    writer: Connection,
+    options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined; maxDeclaredIndexes: number; cacheMaxEntries: number },
+  ) {
     this.#lockTimeoutMs = options.lockTimeoutMs;
+    this.#writerConnection = writer;
+    this.#cache = new SqliteReadCache(options.cacheMaxEntries);
+    this.#dataVersion = dataVersion(writer);
     const busy = 'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
     const path = options.path;
@@ -111,7 +125,11 @@ export class SqliteStorage implements Storage {
   }
 
   #state(connection: Connection, mode: 'write' | 'read' | 'snapshot', storeTimestamp?: (scope: Scope) => Promise<number>): SqliteSessionState {
-    return new SqliteSessionState(connection, mode, { indexed: this.#indexes.indexed, ...(storeTimestamp ? { storeTimestamp } : {}) });
+    return new SqliteSessionState(connection, mode, {
+      indexed: this.#indexes.indexed,
+      ...(storeTimestamp ? { storeTimestamp } : {}),
+      ...(mode === 'read' ? { cache: this.#cache } : {}),
+    });
   }
 
   /**
@@ -176,6 +194,8 @@ export class SqliteStorage implements Storage {
       try {
         const result = await fn(connection);
         connection.exec('COMMIT');
+        // In the same synchronous step: no read comes between the commit and this.
+        this.#cache.clear();
         return result;
       } catch (error) {
         rollbackQuietly(connection);
@@ -206,6 +226,12 @@ export class SqliteStorage implements Storage {
    * connection, which the caller holds (read).
    */
   #readSession(): SqliteSession {
+    // Another process committed since the last look: what the cache holds may be stale.
+    const version = dataVersion(this.#writerConnection);
+    if (version !== this.#dataVersion) {
+      this.#dataVersion = version;
+      this.#cache.clear();
+    }
     const storeTimestamp = this.#readerLock
       ? async (scope: Scope) => new SqliteObjects(this.#state(this.#readerConnection, 'write')).timestamp(scope)
       : (scope: Scope) => this.transaction((session) => session.objects.timestamp(scope));
@@ -251,9 +277,14 @@ export class SqliteStorage implements Storage {
   }
 }
 
+/** `PRAGMA data_version`: moves when a connection other than this one commits. */
+function dataVersion(connection: Connection): number {
+  return connection.get<{ data_version: number }>('PRAGMA data_version')!.data_version;
+}
+
 /** Opens (creating it if needed) and migrates a SQLite store. */
 export async function createSqliteStorage(options: SqliteStorageOptions = {}): Promise<SqliteStorage> {
-  const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4, maxDeclaredIndexes = 16, keepIndexes = true } = options;
+  const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4, maxDeclaredIndexes = 16, keepIndexes = true, cacheMaxEntries = 10_000 } = options;
   if (!Object.hasOwn(SYNCHRONOUS, synchronous)) throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
   const writer = new Connection(path ?? ':memory:', { busyTimeoutMs });
   let applied: string[];
@@ -270,7 +301,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     writer.close();
     throw error;
   }
-  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path, maxDeclaredIndexes });
+  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path, maxDeclaredIndexes, cacheMaxEntries });
   storage.migrationsApplied = applied;
   if (keepIndexes) storage.startIndexing();
   return storage;

@@ -87,6 +87,79 @@ describe('sqlite persistence', () => {
   });
 });
 
+describe('sqlite read cache (read-cache.ts)', () => {
+  const bucket = { resourceName: 'bucket', parentId: '' };
+  /** What a request reads before a record: the caller's groups, the ACLs, the parent, the list's timestamp. */
+  const readAll = (storage: SqliteStorage, id: string) =>
+    storage.read(async (session) => ({
+      groups: await session.permissions.groupsOf(['alice']),
+      acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`),
+      bucket: (await session.objects.get(bucket, id))?.v,
+      timestamp: await session.objects.timestamp({ resourceName: 'collection', parentId: `/buckets/${id}` }),
+    }));
+  const write = (storage: SqliteStorage, id: string, v: number) =>
+    storage.transaction(async (session) => {
+      if (v === 1) await session.objects.create(bucket, id, { v });
+      else await session.objects.update(bucket, id, { v });
+      await session.permissions.set(`/buckets/${id}`, { read: [`reader${v}`] });
+      await session.permissions.setGroupMembers(`/buckets/${id}/groups/g${v}`, ['alice']);
+      await session.objects.create({ resourceName: 'collection', parentId: `/buckets/${id}` }, `c${v}`, {});
+    });
+
+  it('what this process commits is read at once, and so is what another process sharing the file commits', async () => {
+    const path = newFile();
+    const [here, there] = [await createSqliteStorage({ path }), await createSqliteStorage({ path })];
+    try {
+      const id = `cached-${randomUUID().slice(0, 8)}`;
+      await write(here, id, 1);
+      const first = await readAll(here, id);
+      expect(first).toMatchObject({ acl: { read: ['reader1'] }, bucket: 1 });
+      expect(first.groups).toContain(`/buckets/${id}/groups/g1`);
+      expect(await readAll(here, id)).toEqual(first); // from the cache now
+      // This process: its commit empties the cache in the same step.
+      await write(here, id, 2);
+      const second = await readAll(here, id);
+      expect(second).toMatchObject({ acl: { read: ['reader2'] }, bucket: 2 });
+      expect(second.groups).toContain(`/buckets/${id}/groups/g2`);
+      expect(second.timestamp).toBeGreaterThan(first.timestamp);
+      // Another process (its own writer on the file): seen through the data version, at once.
+      await readAll(there, id);
+      await write(there, id, 3);
+      const third = await readAll(here, id);
+      expect(third).toMatchObject({ acl: { read: ['reader3'] }, bucket: 3 });
+      expect(third.groups).toContain(`/buckets/${id}/groups/g3`);
+      expect(third.timestamp).toBeGreaterThan(second.timestamp);
+      // And the other way round.
+      await write(here, id, 4);
+      expect(await readAll(there, id)).toMatchObject({ acl: { read: ['reader4'] }, bucket: 4 });
+    } finally {
+      await here.close();
+      await there.close();
+    }
+  });
+
+  it('what a caller does to an object or ACL it was given never reaches the cache', async () => {
+    const storage = await createSqliteStorage({ path: newFile() });
+    try {
+      const id = `copied-${randomUUID().slice(0, 8)}`;
+      await storage.transaction(async (session) => {
+        await session.objects.create(bucket, id, { nested: { n: 1 } });
+        await session.permissions.set(`/buckets/${id}`, { read: ['someone'] });
+      });
+      const taken = await storage.read(async (session) => ({ object: await session.objects.get(bucket, id), acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)! }));
+      (taken.object!.nested as { n: number }).n = 2;
+      taken.acl.read!.push('intruder');
+      const again = await storage.read(async (session) => ({ object: await session.objects.get(bucket, id), acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)! }));
+      expect(again.object).toMatchObject({ nested: { n: 1 } });
+      expect(again.acl).toEqual({ read: ['someone'] });
+      (again.object!.nested as { n: number }).n = 3;
+      expect(await storage.read((session) => session.objects.get(bucket, id))).toMatchObject({ nested: { n: 1 } });
+    } finally {
+      await storage.close();
+    }
+  });
+});
+
 describe('sqlite concurrency', () => {
   it('a snapshot does not see a write committed after it started, while the writer commits', async () => {
     const storage = await createSqliteStorage({ path: newFile() });

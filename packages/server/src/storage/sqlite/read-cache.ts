@@ -1,0 +1,47 @@
+/**
+ * What the embedded store's plain reads keep between requests: the same kinds as PostgreSQL's
+ * shared cache (../sql/shared-cache.ts: users' groups, the ACLs of buckets and collections, the
+ * buckets and collections themselves), plus scope timestamps. Without it a GET of one record ran
+ * five statements and a 304 poll four (groups, ACLs, both parents, then the record or the
+ * timestamp), 35% of the server's CPU in the benchmark's profile.
+ *
+ * Consistency is simpler than PostgreSQL's, because better-sqlite3 is synchronous:
+ * - a write transaction of this process empties it in the same synchronous step as its COMMIT,
+ *   so no read can come between the commit and the emptying;
+ * - a value is stored in the same step as the statement that read it, so no commit comes between;
+ * - another process sharing the file (`quire import`, a second server) is seen through the
+ *   writer connection's `PRAGMA data_version`, which moves when any other connection commits
+ *   (this process's readers never write): each read session asks it first, and the cache
+ *   empties when it moved.
+ * Only plain read sessions use it; transactions and snapshots read the database.
+ */
+import { SharedCache } from '../sql/shared-cache.js';
+
+export class SqliteReadCache {
+  readonly #maxEntries: number;
+  /** Groups, ACLs, buckets and collections (enabled: there is no channel to wait for). */
+  readonly shared: SharedCache;
+  #timestamps = new Map<string, number>();
+
+  constructor(maxEntries: number) {
+    this.#maxEntries = maxEntries;
+    this.shared = new SharedCache({ maxEntries, enabled: true });
+  }
+
+  timestamp(key: string): number | undefined {
+    return this.#timestamps.get(key);
+  }
+
+  /** Keeps a scope timestamp (the oldest kept is forgotten first past `maxEntries`). */
+  storeTimestamp(key: string, timestamp: number): void {
+    if (this.#maxEntries === 0) return;
+    this.#timestamps.set(key, timestamp);
+    if (this.#timestamps.size > this.#maxEntries) this.#timestamps.delete(this.#timestamps.keys().next().value as string);
+  }
+
+  /** Forgets everything (a commit here, another process's commit, a flush). */
+  clear(): void {
+    this.shared.invalidate([{ kind: 'all' }]);
+    this.#timestamps = new Map();
+  }
+}
