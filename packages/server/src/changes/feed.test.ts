@@ -15,15 +15,26 @@ import type { ChangeEntry } from './entries.js';
 import { CHANGES_CHANNEL, ChangeFeed, type FeedStream } from './feed.js';
 import { MonitorReads } from './reads.js';
 
+/** A stream that records what it is offered and may read (its principals against the bucket's ACL), and catches up from the store. */
 class RecordingStream implements FeedStream {
   readonly capKey = 'user:u';
   readonly userId = 'u';
   principals: readonly string[] = ['u'];
   readonly entries: ChangeEntry[] = [];
   readonly #sent = new Map<string, number>();
+  constructor(readonly catchUpFrom?: (since: number, principals: readonly string[]) => Promise<ChangeEntry[]>) {}
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined): void {
+    if (!bucketAcl?.read?.some((principal) => this.principals.includes(principal))) return;
+    this.#take(entry);
+  }
+  catchUp(since: number): void {
+    void this.catchUpFrom?.(since, this.principals).then((entries) => {
+      for (const entry of entries) this.#take(entry);
+    });
+  }
+  #take(entry: ChangeEntry): void {
     const key = `${entry.bucket}/${entry.collection}`;
-    if ((this.#sent.get(key) ?? -1) >= entry.last_modified || !bucketAcl?.read?.includes('u')) return;
+    if ((this.#sent.get(key) ?? -1) >= entry.last_modified) return;
     this.#sent.set(key, entry.last_modified);
     this.entries.push(entry);
   }
@@ -95,6 +106,55 @@ describe('change feed and the notification channel', () => {
     listener!.message(JSON.stringify({ o: 'ignored-if-ours', e: [['b', 'c', third.last_modified]] }));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(stream.entries).toHaveLength(3);
+    feed.close();
+  });
+
+  it('a stream that gains a group through a change announced after an entry it was refused gets that entry', async () => {
+    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
+    const reads = new MonitorReads(settings, null, '');
+    const feed = new ChangeFeed(settings, storage, reads, () => undefined);
+    feed.start(new EventBus());
+    const stream = new RecordingStream((since, principals) =>
+      storage.read(async (session) => (await reads.page(session, principals, { since, order: 'asc', limit: 100 })).entries),
+    );
+    feed.add(stream);
+    await storage.transaction(async (session) => {
+      await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'shared', {});
+      await session.permissions.set('/buckets/shared', { read: ['/buckets/shared/groups/readers'] });
+      await session.objects.create({ resourceName: 'collection', parentId: '/buckets/shared' }, 'c', {});
+      await session.objects.create({ resourceName: 'group', parentId: '/buckets/shared' }, 'readers', { members: ['u'] });
+      await session.permissions.setGroupMembers('/buckets/shared/groups/readers', ['u']);
+    });
+    const written = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/shared/collections/c' }, 'r', {}));
+    // The write's process announced it first (the grant's process waits for its coalescing):
+    // the stream's groups are still the old ones, so it is refused, and the feed offers it once.
+    listener!.message(JSON.stringify({ o: 'writer', e: [['shared', 'c', written.last_modified]] }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stream.entries).toEqual([]);
+    // Then the grant: the stream reads its groups again, and what it was refused.
+    listener!.message(JSON.stringify({ o: 'granter', g: ['u'] }));
+    await expect.poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified])).toEqual([['shared', written.last_modified]]);
+    expect(stream.principals).toContain('/buckets/shared/groups/readers');
+    feed.close();
+  });
+
+  it('the channel back after a drop: streams read their groups again before what changed meanwhile', async () => {
+    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
+    const feed = new ChangeFeed(settings, storage, new MonitorReads(settings, null, ''), () => undefined);
+    feed.start(new EventBus());
+    const stream = new RecordingStream();
+    feed.add(stream);
+    listener!.disconnected();
+    // Meanwhile, lost: a grant through a group, then a write the group may read.
+    await storage.transaction(async (session) => {
+      await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'granted', {});
+      await session.permissions.set('/buckets/granted', { read: ['/buckets/granted/groups/g'] });
+      await session.objects.create({ resourceName: 'collection', parentId: '/buckets/granted' }, 'c', {});
+      await session.permissions.setGroupMembers('/buckets/granted/groups/g', ['u']);
+    });
+    const written = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/granted/collections/c' }, 'r', {}));
+    listener!.connected();
+    await expect.poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified])).toContainEqual(['granted', written.last_modified]);
     feed.close();
   });
 });

@@ -23,7 +23,12 @@
  * - permissions are checked when an entry is offered, from the ACLs as they are then (the read
  *   cache, invalidated at commit in every process): a revoked reader stops getting entries;
  * - a group's members changed: the streams of those members (or of everyone, when the group
- *   lists `system.Authenticated` / `system.Everyone`) read their groups again;
+ *   lists `system.Authenticated` / `system.Everyone`) read their groups again, and a stream that
+ *   gained one reads what changed in the last minute (its catch-up): an entry offered before this
+ *   process heard of the grant — another process announced its write sooner than the grant,
+ *   which waits for its coalescing, or a re-read after a reconnection came first — was refused
+ *   with the old groups, and the feed offers each entry once;
+ * - the channel back after a drop: every stream reads its groups again before what changed meanwhile;
  * - a bucket deleted: its groups leave every stream's principals, so that a bucket re-created
  *   with that name gives nothing to the members of the old one's groups;
  * - an account deleted: its streams end.
@@ -47,6 +52,8 @@ const MAX_PAYLOAD = 7_000;
 const MAX_PRINCIPALS = 100;
 /** Collections whose newest offered timestamp is remembered (the oldest forgotten first). */
 const LATEST_SIZE = 50_000;
+/** How far back a re-read goes before the moment it is for: clocks of processes and database may differ. */
+const CLOCK_MARGIN_MS = 60_000;
 
 /** What the feed needs of an open stream (stream.ts). */
 export interface FeedStream {
@@ -56,6 +63,8 @@ export interface FeedStream {
   principals: readonly string[];
   /** Offers an entry; the stream decides (permissions, filters, what it already sent). */
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): void;
+  /** Reads again, from the store, what changed after `since` that it may see now. */
+  catchUp(since: number): void;
   heartbeat(): void;
   close(): void;
 }
@@ -142,8 +151,14 @@ export class ChangeFeed {
       connected: () => {
         const since = this.#channelDownSince;
         this.#channelDownSince = null;
-        // What the other processes said while we could not hear: read again (clocks: a minute's margin).
-        if (since !== null) this.#enqueue(() => this.#resync(since - 60_000));
+        // What the other processes said while we could not hear: rights first (a group change
+        // may be among it), then what changed (clocks: a minute's margin).
+        if (since !== null) {
+          this.#enqueue(async () => {
+            await this.#refreshGroups('all');
+            await this.#resync(since - CLOCK_MARGIN_MS);
+          });
+        }
       },
       disconnected: () => {
         this.#channelDownSince ??= Date.now();
@@ -303,9 +318,15 @@ export class ChangeFeed {
       streams.push(stream);
       byUser.set(stream.userId, streams);
     }
+    const since = Date.now() - CLOCK_MARGIN_MS;
     for (const [userId, streams] of byUser) {
       const groups = await this.#storage.read((session) => session.permissions.groupsOf([userId, AUTHENTICATED]));
-      for (const stream of streams) stream.principals = [userId, EVERYONE, AUTHENTICATED, ...groups];
+      for (const stream of streams) {
+        const gained = groups.some((group) => !stream.principals.includes(group));
+        stream.principals = [userId, EVERYONE, AUTHENTICATED, ...groups];
+        // Entries refused with the old groups may have been offered already: read them again.
+        if (gained) stream.catchUp(since);
+      }
     }
   }
 

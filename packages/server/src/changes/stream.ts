@@ -126,6 +126,12 @@ export class EventStream implements FeedStream {
     this.#enqueue(entry);
   }
 
+  catchUp(since: number): void {
+    if (this.#closed) return;
+    this.#catchUpSince = Math.min(this.#catchUpSince ?? Number.POSITIVE_INFINITY, since);
+    this.#pump();
+  }
+
   heartbeat(): void {
     // A stream that cannot write now has no use for a keep-alive.
     if (!this.#blocked && !this.#closed) this.#write(': heartbeat\n\n');
