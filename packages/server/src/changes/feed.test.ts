@@ -70,6 +70,19 @@ describe('change feed and the notification channel', () => {
     });
   });
 
+  /** A feed on the store, started, with one recording stream (catching up from the store if asked). */
+  function startFeed({ catchingUp = false } = {}) {
+    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
+    const reads = new MonitorReads(settings, null, '');
+    const feed = new ChangeFeed(settings, storage, reads, () => undefined);
+    feed.start(new EventBus());
+    const stream = new RecordingStream(
+      catchingUp ? (since, principals) => storage.read(async (session) => (await reads.page(session, principals, { since, order: 'asc', limit: 100 })).entries) : undefined,
+    );
+    feed.add(stream);
+    return { feed, stream };
+  }
+
   afterEach(async () => {
     await storage.close();
     await rm(dir, { recursive: true, force: true });
@@ -78,11 +91,7 @@ describe('change feed and the notification channel', () => {
   });
 
   it("offers what another process announces, and makes up for a lost notification when the channel is back", async () => {
-    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
-    const feed = new ChangeFeed(settings, storage, new MonitorReads(settings, null, ''), () => undefined);
-    feed.start(new EventBus());
-    const stream = new RecordingStream();
-    feed.add(stream);
+    const { feed, stream } = startFeed();
     expect(listener).toBeDefined();
 
     // Another process wrote and said so.
@@ -110,14 +119,7 @@ describe('change feed and the notification channel', () => {
   });
 
   it('a stream that gains a group through a change announced after an entry it was refused gets that entry', async () => {
-    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
-    const reads = new MonitorReads(settings, null, '');
-    const feed = new ChangeFeed(settings, storage, reads, () => undefined);
-    feed.start(new EventBus());
-    const stream = new RecordingStream((since, principals) =>
-      storage.read(async (session) => (await reads.page(session, principals, { since, order: 'asc', limit: 100 })).entries),
-    );
-    feed.add(stream);
+    const { feed, stream } = startFeed({ catchingUp: true });
     await storage.transaction(async (session) => {
       await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'shared', {});
       await session.permissions.set('/buckets/shared', { read: ['/buckets/shared/groups/readers'] });
@@ -139,11 +141,7 @@ describe('change feed and the notification channel', () => {
   });
 
   it('the channel back after a drop: streams read their groups again before what changed meanwhile', async () => {
-    const settings = loadSettings({ env: {}, overrides: { changes_stream_coalesce_ms: 0 } });
-    const feed = new ChangeFeed(settings, storage, new MonitorReads(settings, null, ''), () => undefined);
-    feed.start(new EventBus());
-    const stream = new RecordingStream();
-    feed.add(stream);
+    const { feed, stream } = startFeed();
     listener!.disconnected();
     // Meanwhile, lost: a grant through a group, then a write the group may read.
     await storage.transaction(async (session) => {
