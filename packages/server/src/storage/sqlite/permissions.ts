@@ -20,9 +20,8 @@ export class SqlitePermissions implements PermissionStore {
   async get(uris: string[]): Promise<Map<string, Permissions>> {
     const s = this.#s;
     const shared = s.cache?.shared;
-    const cached = (uri: string) => (shared && isCachedAclUri(uri) ? shared.acl(uri) : undefined);
     const { acls: result, missing } = s.acls.lookup(uris, (uri) => {
-      const acl = cached(uri);
+      const acl = shared && isCachedAclUri(uri) ? shared.acl(uri) : undefined;
       return acl && copyAcl(acl);
     });
     if (missing.length === 0) return result;

@@ -1,8 +1,8 @@
 /**
  * What the embedded store's plain reads keep between requests: the same kinds as PostgreSQL's
  * shared cache (../sql/shared-cache.ts: users' groups, the ACLs of buckets and collections, the
- * buckets and collections themselves), plus scope timestamps. Without it a GET of one record ran
- * five statements and a 304 poll four (groups, ACLs, both parents, then the record or the
+ * buckets and collections themselves), plus scope timestamps. Without it a GET of one record and
+ * a 304 poll each ran five statements (groups, ACLs, both parents, then the record or the
  * timestamp), 35% of the server's CPU in the benchmark's profile.
  *
  * Consistency is simpler than PostgreSQL's, because better-sqlite3 is synchronous:
@@ -15,33 +15,32 @@
  *   empties when it moved.
  * Only plain read sessions use it; transactions and snapshots read the database.
  */
+import { LRUCache } from 'lru-cache';
 import { SharedCache } from '../sql/shared-cache.js';
 
 export class SqliteReadCache {
-  readonly #maxEntries: number;
   /** Groups, ACLs, buckets and collections (enabled: there is no channel to wait for). */
   readonly shared: SharedCache;
-  #timestamps = new Map<string, number>();
+  /** Scope timestamps by scope key; null when the cache is off (`maxEntries` 0). */
+  readonly #timestamps: LRUCache<string, number> | null;
 
   constructor(maxEntries: number) {
-    this.#maxEntries = maxEntries;
     this.shared = new SharedCache({ maxEntries, enabled: true });
+    this.#timestamps = maxEntries > 0 ? new LRUCache({ max: maxEntries }) : null;
   }
 
   timestamp(key: string): number | undefined {
-    return this.#timestamps.get(key);
+    return this.#timestamps?.get(key);
   }
 
-  /** Keeps a scope timestamp (the oldest kept is forgotten first past `maxEntries`). */
+  /** Keeps a scope timestamp (the least recently used forgotten first past `maxEntries`). */
   storeTimestamp(key: string, timestamp: number): void {
-    if (this.#maxEntries === 0) return;
-    this.#timestamps.set(key, timestamp);
-    if (this.#timestamps.size > this.#maxEntries) this.#timestamps.delete(this.#timestamps.keys().next().value as string);
+    this.#timestamps?.set(key, timestamp);
   }
 
   /** Forgets everything (a commit here, another process's commit, a flush). */
   clear(): void {
     this.shared.invalidate([{ kind: 'all' }]);
-    this.#timestamps = new Map();
+    this.#timestamps?.clear();
   }
 }
