@@ -10,7 +10,9 @@ function conformanceProject(backend: 'embedded' | 'postgresql') {
       name: `conformance:${backend}`,
       root: here('./packages/conformance'),
       include: ['src/suites/**/*.test.ts'],
-      globalSetup: [here(`./packages/server/test/conformance/${backend === 'embedded' ? 'embedded' : 'postgres'}.setup.ts`)],
+      globalSetup: [
+        here(`./packages/server/test/conformance/${backend === 'embedded' ? 'embedded' : 'postgres'}.setup.ts`),
+      ],
       testTimeout: 20_000,
       hookTimeout: 30_000,
     },
@@ -33,6 +35,15 @@ const conformancePackage = {
 
 export default defineConfig({
   test: {
-    projects: ['packages/server', 'packages/client', 'packages/react', 'apps/demo', 'apps/console', conformanceProject('embedded'), conformanceProject('postgresql'), conformancePackage],
+    projects: [
+      'packages/server',
+      'packages/client',
+      'packages/react',
+      'apps/demo',
+      'apps/console',
+      conformanceProject('embedded'),
+      conformanceProject('postgresql'),
+      conformancePackage,
+    ],
   },
 });

@@ -31,7 +31,10 @@ const problems = [];
 for (const [name, uses] of declared) {
   if (uses.length < 2) continue;
   const outside = uses.filter((use) => use.range !== 'catalog:');
-  if (outside.length) problems.push(`${name} is used by ${uses.length} packages: declare it in the catalog of pnpm-workspace.yaml and write "catalog:" in ${outside.map((use) => use.path).join(', ')}`);
+  if (outside.length)
+    problems.push(
+      `${name} is used by ${uses.length} packages: declare it in the catalog of pnpm-workspace.yaml and write "catalog:" in ${outside.map((use) => use.path).join(', ')}`,
+    );
 }
 if (problems.length) {
   console.error(problems.join('\n'));

@@ -18,7 +18,11 @@ function versionFile(): Plugin {
     name: 'quire-console-version',
     apply: 'build',
     generateBundle() {
-      this.emitFile({ type: 'asset', fileName: 'version.json', source: `${JSON.stringify({ name: pkg.name, version: pkg.version })}\n` });
+      this.emitFile({
+        type: 'asset',
+        fileName: 'version.json',
+        source: `${JSON.stringify({ name: pkg.name, version: pkg.version })}\n`,
+      });
     },
   };
 }

@@ -16,7 +16,12 @@ function serviceWorker(): Plugin {
     apply: 'build',
     generateBundle(_options, bundle) {
       // Source maps are for developers: not worth storing for offline use.
-      const files = ['/', ...Object.keys(bundle).filter((file) => !file.endsWith('.map')).map((file) => `/${file}`)].sort();
+      const files = [
+        '/',
+        ...Object.keys(bundle)
+          .filter((file) => !file.endsWith('.map'))
+          .map((file) => `/${file}`),
+      ].sort();
       const version = files.join('|');
       let hash = 0;
       for (const char of version) hash = (Math.imul(hash, 31) + char.charCodeAt(0)) | 0;

@@ -4,7 +4,9 @@ import { defineConfig } from 'tsup';
 /** The commit being built, baked into `__version__` (empty outside a git checkout: version.ts falls back). */
 function gitCommit(): string {
   try {
-    return execSync('git rev-parse HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return execSync('git rev-parse HEAD', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     return '';
   }

@@ -110,11 +110,21 @@ interface Root {
   capabilities: Record<string, unknown>;
 }
 
-async function api<Body = unknown>(method: string, path: string, user: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Body }> {
+async function api<Body = unknown>(
+  method: string,
+  path: string,
+  user: string | null,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Body }> {
   const all: Record<string, string> = { Accept: 'application/json', ...headers };
   if (user) all.Authorization = `Basic ${Buffer.from(`${user}:${PASSWORD}`).toString('base64')}`;
   if (body !== undefined) all['Content-Type'] ??= 'application/json';
-  const response = await fetch(`${apiUrl}${path}`, { method, headers: all, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: all,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: (text ? JSON.parse(text) : null) as Body };
 }
@@ -135,7 +145,8 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     target.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
     target.on('console', (message) => {
       // The browser logs every 4xx answer; the console expects some (conflicts, counts).
-      if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) errors.push(`console: ${message.text()}`);
+      if (message.type() === 'error' && !/Failed to load resource/.test(message.text()))
+        errors.push(`console: ${message.text()}`);
     });
   }
 
@@ -185,12 +196,20 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await server.listen({ host: '127.0.0.1', port: 0 });
     baseUrl = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
     apiUrl = `${baseUrl}/v1`;
-    for (const user of ['admin', 'alice']) expect((await api('PUT', `/accounts/${user}`, null, { data: { password: PASSWORD } })).status).toBe(201);
+    for (const user of ['admin', 'alice'])
+      expect((await api('PUT', `/accounts/${user}`, null, { data: { password: PASSWORD } })).status).toBe(201);
 
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     page = await context.newPage();
@@ -241,7 +260,13 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
 
   it('opens a collection of 100,000 records at once and scrolls through it', async () => {
     expect((await api('PUT', `/buckets/${BIG_BUCKET}`, 'admin', {})).status).toBe(201);
-    expect((await api('PUT', `/buckets/${BIG_BUCKET}/collections/${BIG_COLLECTION}`, 'admin', { data: { displayFields: ['title', 'category', 'price', 'stock'] } })).status).toBe(201);
+    expect(
+      (
+        await api('PUT', `/buckets/${BIG_BUCKET}/collections/${BIG_COLLECTION}`, 'admin', {
+          data: { displayFields: ['title', 'category', 'price', 'stock'] },
+        })
+      ).status,
+    ).toBe(201);
     // Loaded through the storage API, in chunks of 10,000 (a /batch loop would take minutes).
     const seedStarted = performance.now();
     const categories = ['books', 'music', 'garden', 'toys', 'kitchen', 'sports', 'office', 'tools', 'games', 'travel'];
@@ -249,7 +274,16 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     for (let start = 0; start < BIG; start += 10_000) {
       const objects = Array.from({ length: 10_000 }, (_, i) => {
         const n = start + i;
-        return { id: `item-${String(n).padStart(6, '0')}`, data: { title: `Item ${n}`, n, category: categories[n % 10], price: Math.round(((n * 7919) % 10000) / 10) / 10, stock: (n * 31) % 500 } };
+        return {
+          id: `item-${String(n).padStart(6, '0')}`,
+          data: {
+            title: `Item ${n}`,
+            n,
+            category: categories[n % 10],
+            price: Math.round(((n * 7919) % 10000) / 10) / 10,
+            stock: (n * 31) % 500,
+          },
+        };
       });
       await storage.transaction((session) => session.objects.insertMany(scope, objects));
     }
@@ -325,9 +359,25 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
 
   it('edits a record with the form generated from the schema, checked in the browser', async () => {
     expect((await api('PUT', `/buckets/${BUCKET}`, 'admin', {})).status).toBe(201);
-    expect((await api('PUT', `/buckets/${BUCKET}/collections/tasks`, 'admin', { data: { schema: TASK_SCHEMA, displayFields: ['title', 'status', 'priority', 'due'] } })).status).toBe(201);
-    for (const [id, title, status, priority] of [['t1', 'Write the release notes', 'doing', 3], ['t2', 'Fix the login page', 'todo', 5], ['t3', 'Order coffee', 'done', 1]] as const) {
-      expect((await api('PUT', `/buckets/${BUCKET}/collections/tasks/records/${id}`, 'admin', { data: { title, status, priority, tags: ['q3'] } })).status).toBe(201);
+    expect(
+      (
+        await api('PUT', `/buckets/${BUCKET}/collections/tasks`, 'admin', {
+          data: { schema: TASK_SCHEMA, displayFields: ['title', 'status', 'priority', 'due'] },
+        })
+      ).status,
+    ).toBe(201);
+    for (const [id, title, status, priority] of [
+      ['t1', 'Write the release notes', 'doing', 3],
+      ['t2', 'Fix the login page', 'todo', 5],
+      ['t3', 'Order coffee', 'done', 1],
+    ] as const) {
+      expect(
+        (
+          await api('PUT', `/buckets/${BUCKET}/collections/tasks/records/${id}`, 'admin', {
+            data: { title, status, priority, tags: ['q3'] },
+          })
+        ).status,
+      ).toBe(201);
     }
     await go('#/buckets', 'Buckets');
     await visible(page.getByRole('table', { name: 'buckets' }).getByRole('link', { name: BUCKET, exact: true }));
@@ -366,7 +416,13 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(page.getByRole('status').filter({ hasText: 'Record saved.' }).last());
     page.off('request', countWrites);
     const saved = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
-    expect(saved).toMatchObject({ title: 'Fix the login page on mobile', priority: 4, status: 'doing', due: '2030-01-31', tags: ['q3', 'mobile'] });
+    expect(saved).toMatchObject({
+      title: 'Fix the login page on mobile',
+      priority: 4,
+      status: 'doing',
+      due: '2030-01-31',
+      tags: ['q3', 'mobile'],
+    });
     // The list shows the new values without a reload.
     await visible(page.getByRole('table', { name: 'Records of tasks' }).getByText('Fix the login page on mobile'));
     await screenshot(page, '09-record-saved');
@@ -380,7 +436,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await fresh.getByRole('button', { name: 'Create record' }).click();
     await visible(page.getByRole('complementary', { name: 'Record t4' }));
     await visible(page.getByRole('table', { name: 'Records of tasks' }).getByRole('link', { name: 't4', exact: true }));
-    expect((await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t4`, 'admin')).body.data).toMatchObject({ title: 'Plan the offsite', status: 'todo' });
+    expect(
+      (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t4`, 'admin')).body.data,
+    ).toMatchObject({ title: 'Plan the offsite', status: 'todo' });
   });
 
   it('shows both versions when someone else changed the record meanwhile (If-Match, 412)', async () => {
@@ -389,7 +447,13 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(panel.getByLabel('Title'));
     // Another client changes the record after the console read it.
     const current = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin')).body.data;
-    expect((await api('PATCH', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin', { data: { status: 'done', priority: 2 } })).status).toBe(200);
+    expect(
+      (
+        await api('PATCH', `/buckets/${BUCKET}/collections/tasks/records/t2`, 'admin', {
+          data: { status: 'done', priority: 2 },
+        })
+      ).status,
+    ).toBe(200);
     await panel.locator('label.segment', { hasText: 'JSON' }).click();
     expect(await panel.getByRole('radio', { name: 'JSON' }).isChecked()).toBe(true);
     const editor = panel.getByLabel('Record JSON');
@@ -424,7 +488,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByRole('button', { name: 'Save members' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Members saved.' }));
-    expect((await api<Stored>('GET', `/buckets/${BUCKET}/groups/editors`, 'admin')).body.data.members).toEqual(['account:alice']);
+    expect((await api<Stored>('GET', `/buckets/${BUCKET}/groups/editors`, 'admin')).body.data.members).toEqual([
+      'account:alice',
+    ]);
     await screenshot(page, '11-group-members');
 
     // The collection's permissions: the group may write, signed-in users may read.
@@ -438,7 +504,12 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await page.getByRole('combobox', { name: /^Permission/ }).selectOption('read');
     await page.getByRole('button', { name: 'Grant' }).click();
     // The group's write implies read.
-    await visible(table.getByRole('row', { name: /editors/ }).getByText('implied by write').first());
+    await visible(
+      table
+        .getByRole('row', { name: /editors/ })
+        .getByText('implied by write')
+        .first(),
+    );
     await page.getByRole('button', { name: 'Save permissions' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'Permissions saved.' }));
     const permissions = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks`, 'admin')).body.permissions;
@@ -462,10 +533,18 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const row = access.getByRole('row', { name: new RegExp(`/buckets/${BUCKET}/collections/tasks`) });
     await visible(row);
     await expect(shownText(row)).resolves.toMatch(/write/);
-    await visible(alicePage.getByRole('region', { name: 'Your principals' }).or(alicePage.locator('.principal-strip')).getByText('editors'));
+    await visible(
+      alicePage
+        .getByRole('region', { name: 'Your principals' })
+        .or(alicePage.locator('.principal-strip'))
+        .getByText('editors'),
+    );
     await screenshot(alicePage, '14-my-access');
     // And she edits a record through the group.
-    expect((await api('PATCH', `/buckets/${BUCKET}/collections/tasks/records/t3`, 'alice', { data: { status: 'todo' } })).status).toBe(200);
+    expect(
+      (await api('PATCH', `/buckets/${BUCKET}/collections/tasks/records/t3`, 'alice', { data: { status: 'todo' } }))
+        .status,
+    ).toBe(200);
     await aliceContext.close();
   });
 
@@ -500,7 +579,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await go(`#/buckets/${BUCKET}/collections/tasks/records/t2/history`, 'tasks');
     const panel = page.getByRole('complementary', { name: 'Record t2' });
     await panel.getByRole('table', { name: 'History' }).getByRole('row').nth(1).click();
-    await visible(panel.getByRole('region', { name: 'Change details' }).getByRole('table', { name: /Differences between/ }));
+    await visible(
+      panel.getByRole('region', { name: 'Change details' }).getByRole('table', { name: /Differences between/ }),
+    );
     await screenshot(page, '17-record-history');
   });
 
@@ -515,7 +596,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await go(`#/buckets/${BUCKET}/collections/tasks`, 'tasks');
     await page.getByRole('button', { name: 'Import…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Import records into tasks' });
-    await dialog.getByLabel('File to import').setInputFiles({ name: 'tasks.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await dialog
+      .getByLabel('File to import')
+      .setInputFiles({ name: 'tasks.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
     await visible(dialog.getByText('tasks.csv'));
     await visible(dialog.getByText(/2 records do not match the collection's schema/));
     await visible(dialog.getByRole('table', { name: 'Preview' }).getByText('Imported task 1', { exact: true }));
@@ -524,7 +607,12 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     // A slow network, to watch the progress bar move.
     const cdp = await context.newCDPSession(page);
     await cdp.send('Network.enable');
-    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 250, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 250,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
     await dialog.getByRole('button', { name: 'Import 300 records' }).click();
     const progress = dialog.getByRole('progressbar');
     await visible(progress);
@@ -532,7 +620,12 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await poll(async () => Number(await progress.getAttribute('value'))).toBeGreaterThanOrEqual(25);
     expect(Number(await progress.getAttribute('value'))).toBeLessThan(300);
     await screenshot(page, '19-import-progress');
-    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
     await visible(dialog.getByText('Imported 300 of 300 · 100%'));
     await visible(dialog.getByText('297 created'));
     await visible(dialog.getByText('3 failed'));
@@ -542,7 +635,10 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await expect(shownText(failures)).resolves.toMatch(/200\s+imp 200\s+400\s+Invalid id/);
     await screenshot(page, '20-import-report');
     await dialog.getByRole('button', { name: 'Done' }).click();
-    const count = await fetch(`${apiUrl}/buckets/${BUCKET}/collections/tasks/records`, { method: 'HEAD', headers: { Authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` } });
+    const count = await fetch(`${apiUrl}/buckets/${BUCKET}/collections/tasks/records`, {
+      method: 'HEAD',
+      headers: { Authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` },
+    });
     // t1-t4, and the 297 imported.
     expect(count.headers.get('Total-Objects')).toBe('301');
     await poll(() => shownText(page.locator('.list-status'))).toMatch(/^301 records/);
@@ -556,7 +652,8 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
       location: string;
     }
     const recordPath = `/buckets/${BUCKET}/collections/tasks/records/t1`;
-    const attachmentOf = async () => (await api<Stored>('GET', recordPath, 'admin')).body.data.attachment as Attachment | null | undefined;
+    const attachmentOf = async () =>
+      (await api<Stored>('GET', recordPath, 'admin')).body.data.attachment as Attachment | null | undefined;
     // An 8×8 PNG (any bytes would do: the server checks the extension, not the content).
     const png = Buffer.from(
       'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC',
@@ -574,24 +671,34 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(page.getByRole('status').filter({ hasText: 'File “photo.png” uploaded.' }).last());
     await visible(file.getByRole('button', { name: 'Download' }));
     const facts = file.locator('dl.facts');
-    await expect(shownText(facts)).resolves.toMatch(new RegExp(String.raw`Name\s+photo\.png\s+Type\s+image/png\s+Size\s+${png.length} B`));
+    await expect(shownText(facts)).resolves.toMatch(
+      new RegExp(String.raw`Name\s+photo\.png\s+Type\s+image/png\s+Size\s+${png.length} B`),
+    );
     const uploaded = await attachmentOf();
     expect(uploaded).toMatchObject({ filename: 'photo.png', mimetype: 'image/png', size: png.length });
     await screenshot(page, '21-record-file');
 
     // Download: the very bytes that were sent.
-    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), file.getByRole('button', { name: 'Download' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: WAIT }),
+      file.getByRole('button', { name: 'Download' }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe('photo.png');
     expect(readFileSync(await download.path())).toEqual(png);
 
     // Replace: the record points at the new file, the old one is gone from the server.
     const notes = Buffer.from('Meeting notes\n- ship the console\n');
-    await file.getByLabel('File to replace it with').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: notes });
+    await file
+      .getByLabel('File to replace it with')
+      .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: notes });
     await file.getByRole('button', { name: 'Replace the file' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'File replaced by “notes.txt”.' }).last());
-    await expect(shownText(facts)).resolves.toMatch(new RegExp(String.raw`Name\s+notes\.txt\s+Type\s+text/plain\s+Size\s+${notes.length} B`));
+    await expect(shownText(facts)).resolves.toMatch(
+      new RegExp(String.raw`Name\s+notes\.txt\s+Type\s+text/plain\s+Size\s+${notes.length} B`),
+    );
     expect(await attachmentOf()).toMatchObject({ filename: 'notes.txt', mimetype: 'text/plain', size: notes.length });
-    const baseUrl = ((await api<Root>('GET', '/', null)).body.capabilities.attachments as { base_url: string }).base_url;
+    const baseUrl = ((await api<Root>('GET', '/', null)).body.capabilities.attachments as { base_url: string })
+      .base_url;
     await poll(async () => (await fetch(new URL(uploaded!.location, baseUrl))).status).toBe(404);
     await screenshot(page, '22-record-file-replaced');
 
@@ -603,7 +710,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await visible(file.getByText('This record has no file.'));
     expect(await attachmentOf()).toBeNull();
     // The record's other fields are untouched.
-    expect((await api<Stored>('GET', recordPath, 'admin')).body.data).toMatchObject({ title: 'Write the release notes' });
+    expect((await api<Stored>('GET', recordPath, 'admin')).body.data).toMatchObject({
+      title: 'Write the release notes',
+    });
   });
 
   it('manages accounts as an account administrator', async () => {
@@ -622,11 +731,16 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     await reset.getByLabel('New password').fill('carol-password-2');
     await reset.getByRole('button', { name: 'Set this password' }).click();
     await visible(page.getByRole('status').filter({ hasText: 'New password set for “carol”.' }));
-    const asCarol = await fetch(`${apiUrl}/`, { headers: { Authorization: `Basic ${Buffer.from('carol:carol-password-2').toString('base64')}` } });
+    const asCarol = await fetch(`${apiUrl}/`, {
+      headers: { Authorization: `Basic ${Buffer.from('carol:carol-password-2').toString('base64')}` },
+    });
     expect((await asCarol.json()).user?.id).toBe('account:carol');
     await screenshot(page, '23-accounts');
     await carol.getByRole('button', { name: 'Delete' }).click();
-    await page.getByRole('dialog', { name: 'Delete the account “carol”?' }).getByRole('button', { name: 'Delete account' }).click();
+    await page
+      .getByRole('dialog', { name: 'Delete the account “carol”?' })
+      .getByRole('button', { name: 'Delete account' })
+      .click();
     await hidden(table.getByText('carol', { exact: true }));
     expect((await api('GET', '/accounts/carol', 'admin')).status).toBe(404);
   });

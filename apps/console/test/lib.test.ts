@@ -13,15 +13,28 @@ import { validateRecord } from '../src/lib/validate.js';
 
 describe('filters', () => {
   it('reads operators in the order the server does', () => {
-    expect(parseFilterParam('contains_any_tags', '["a"]')).toEqual({ field: 'tags', op: 'contains_any', value: '["a"]' });
+    expect(parseFilterParam('contains_any_tags', '["a"]')).toEqual({
+      field: 'tags',
+      op: 'contains_any',
+      value: '["a"]',
+    });
     expect(parseFilterParam('min_age', '3')).toEqual({ field: 'age', op: 'min', value: '3' });
     expect(parseFilterParam('person.name', 'Ben')).toEqual({ field: 'person.name', op: 'eq', value: 'Ben' });
     expect(parseFilterParam('bad-name', 'x')).toBeNull();
   });
 
   it('round-trips a query, ignoring other reserved parameters', () => {
-    const query = parseListQuery(new URLSearchParams('like_title=milk&_sort=-n,title&_fields=title&_expected=1&gt_n=3'));
-    expect(query).toEqual({ filters: [{ field: 'title', op: 'like', value: 'milk' }, { field: 'n', op: 'gt', value: '3' }], sort: ['-n', 'title'], fields: ['title'] });
+    const query = parseListQuery(
+      new URLSearchParams('like_title=milk&_sort=-n,title&_fields=title&_expected=1&gt_n=3'),
+    );
+    expect(query).toEqual({
+      filters: [
+        { field: 'title', op: 'like', value: 'milk' },
+        { field: 'n', op: 'gt', value: '3' },
+      ],
+      sort: ['-n', 'title'],
+      fields: ['title'],
+    });
     expect(String(toSearchParams(query))).toBe('like_title=milk&gt_n=3&_sort=-n%2Ctitle&_fields=title');
   });
 
@@ -51,11 +64,27 @@ describe('routes', () => {
     expect(parseRoute('')).toEqual({ name: 'home' });
     expect(parseRoute('#/buckets/b%20x/history')).toEqual({ name: 'bucket', bid: 'b x', tab: 'history' });
     const record = parseRoute('#/buckets/b/collections/c/records/r/permissions?_sort=n');
-    expect(record).toMatchObject({ name: 'collection', bid: 'b', cid: 'c', rid: 'r', recordTab: 'permissions', tab: 'records' });
+    expect(record).toMatchObject({
+      name: 'collection',
+      bid: 'b',
+      cid: 'c',
+      rid: 'r',
+      recordTab: 'permissions',
+      tab: 'records',
+    });
     expect(record.name === 'collection' && String(record.query)).toBe('_sort=n');
     expect(parseRoute('#/buckets/b/collections/c/new')).toMatchObject({ isNew: true });
-    expect(parseRoute('#/buckets/b/groups/g/attributes')).toEqual({ name: 'group', bid: 'b', gid: 'g', tab: 'attributes' });
-    expect(parseRoute('#/auth/google/eyJh/b+c=')).toEqual({ name: 'openid-callback', provider: 'google', token: 'eyJh/b+c=' });
+    expect(parseRoute('#/buckets/b/groups/g/attributes')).toEqual({
+      name: 'group',
+      bid: 'b',
+      gid: 'g',
+      tab: 'attributes',
+    });
+    expect(parseRoute('#/auth/google/eyJh/b+c=')).toEqual({
+      name: 'openid-callback',
+      provider: 'google',
+      token: 'eyJh/b+c=',
+    });
     expect(parseRoute('#/nope')).toEqual({ name: 'not-found', path: '/nope' });
   });
 
@@ -68,16 +97,19 @@ describe('routes', () => {
 
 describe('diff', () => {
   it('finds the changed lines of two JSON values, keys sorted', () => {
-    const lines = diffLines(stableStringify({ b: 1, a: 'x', c: [1, 2] }), stableStringify({ a: 'y', b: 1, c: [1, 2, 3] }));
-    expect(lines.filter((line) => line.kind !== 'same').map((line) => `${line.kind === 'added' ? '+' : '-'}${line.text.trim()}`)).toEqual([
-      '-"a": "x",',
-      '+"a": "y",',
-      '-2',
-      '+2,',
-      '+3',
-    ]);
+    const lines = diffLines(
+      stableStringify({ b: 1, a: 'x', c: [1, 2] }),
+      stableStringify({ a: 'y', b: 1, c: [1, 2, 3] }),
+    );
+    expect(
+      lines
+        .filter((line) => line.kind !== 'same')
+        .map((line) => `${line.kind === 'added' ? '+' : '-'}${line.text.trim()}`),
+    ).toEqual(['-"a": "x",', '+"a": "y",', '-2', '+2,', '+3']);
     // Every line of both texts is accounted for, in order.
-    expect(lines.filter((line) => line.kind !== 'added').map((line) => line.oldLine)).toEqual(lines.filter((line) => line.kind !== 'added').map((_, i) => i + 1));
+    expect(lines.filter((line) => line.kind !== 'added').map((line) => line.oldLine)).toEqual(
+      lines.filter((line) => line.kind !== 'added').map((_, i) => i + 1),
+    );
   });
 
   it('handles empty and identical texts', () => {
@@ -110,7 +142,17 @@ describe('CSV and import files', () => {
       ['a', 'x; "y"\nz'],
       ['b', 'w'],
     ]);
-    expect(parseCsv(toCsv([['a', 'b,c'], ['"q"', '']]))).toEqual([['a', 'b,c'], ['"q"', '']]);
+    expect(
+      parseCsv(
+        toCsv([
+          ['a', 'b,c'],
+          ['"q"', ''],
+        ]),
+      ),
+    ).toEqual([
+      ['a', 'b,c'],
+      ['"q"', ''],
+    ]);
   });
 
   it('types CSV cells: detected, as text, or by the schema', () => {
@@ -119,8 +161,17 @@ describe('CSV and import files', () => {
       { row: 1, id: '1', data: { title: 'Milk', n: 3, done: true, tags: ['a'], zip: '007' } },
       { row: 2, id: '2', data: { n: 'x', done: 'no' } },
     ]);
-    expect(parseImport('t.csv', csv, { typing: 'text' }).rows[0]!.data).toEqual({ title: 'Milk', n: '3', done: 'true', tags: '["a"]', zip: '007' });
-    const schema = { type: 'object', properties: { n: { type: 'integer' }, done: { type: 'boolean' }, zip: { type: 'string' } } };
+    expect(parseImport('t.csv', csv, { typing: 'text' }).rows[0]!.data).toEqual({
+      title: 'Milk',
+      n: '3',
+      done: 'true',
+      tags: '["a"]',
+      zip: '007',
+    });
+    const schema = {
+      type: 'object',
+      properties: { n: { type: 'integer' }, done: { type: 'boolean' }, zip: { type: 'string' } },
+    };
     expect(parseImport('t.csv', csv, { schema }).rows[1]!.data).toEqual({ n: 'x', done: false });
     expect(coerceCell('12', { type: 'string' }, {})).toBe('12');
   });
@@ -141,7 +192,11 @@ describe('CSV and import files', () => {
 describe('schema validation in the browser, with the server rules', () => {
   const schema = {
     type: 'object',
-    properties: { title: { type: 'string', minLength: 1 }, priority: { type: 'integer', maximum: 5 }, when: { type: 'string', format: 'date' } },
+    properties: {
+      title: { type: 'string', minLength: 1 },
+      priority: { type: 'integer', maximum: 5 },
+      when: { type: 'string', format: 'date' },
+    },
     required: ['title', 'last_modified'],
     additionalProperties: false,
   };
@@ -151,7 +206,11 @@ describe('schema validation in the browser, with the server rules', () => {
   });
 
   it('names each failing field', () => {
-    expect(validateRecord({ priority: 9, when: 'tomorrow', extra: 1 }, schema).map((error) => `${readablePath(error.path)} ${error.message}`)).toEqual([
+    expect(
+      validateRecord({ priority: 9, when: 'tomorrow', extra: 1 }, schema).map(
+        (error) => `${readablePath(error.path)} ${error.message}`,
+      ),
+    ).toEqual([
       'title is required',
       'extra is not allowed by the schema',
       'priority must be at most 5',
@@ -160,20 +219,32 @@ describe('schema validation in the browser, with the server rules', () => {
   });
 
   it('reports a schema it cannot compile', () => {
-    expect(validateRecord({}, { type: 'object', properties: { a: { pattern: '(' } } })[0]!.message).toMatch(/cannot be used/);
+    expect(validateRecord({}, { type: 'object', properties: { a: { pattern: '(' } } })[0]!.message).toMatch(
+      /cannot be used/,
+    );
   });
 });
 
 describe('permissions', () => {
   it('finds what a principal inherits from the levels above and implied permissions', () => {
     const levels: Level[] = [
-      { kind: 'bucket' as const, uri: '/buckets/b', permissions: { write: ['account:admin'], read: ['/buckets/b/groups/g'] } },
+      {
+        kind: 'bucket' as const,
+        uri: '/buckets/b',
+        permissions: { write: ['account:admin'], read: ['/buckets/b/groups/g'] },
+      },
       { kind: 'collection' as const, uri: '/buckets/b/collections/c', permissions: { 'record:create': ['account:x'] } },
       { kind: 'record' as const, uri: '/buckets/b/collections/c/records/r', permissions: { write: ['account:y'] } },
     ];
-    expect(inheritedGrants(levels, 'account:admin', 'write')).toEqual([{ kind: 'bucket', uri: '/buckets/b', permission: 'write' }]);
-    expect(inheritedGrants(levels, '/buckets/b/groups/g', 'read')).toEqual([{ kind: 'bucket', uri: '/buckets/b', permission: 'read' }]);
-    expect(inheritedGrants(levels, 'account:y', 'read')).toEqual([{ kind: 'record', uri: '/buckets/b/collections/c/records/r', permission: 'write' }]);
+    expect(inheritedGrants(levels, 'account:admin', 'write')).toEqual([
+      { kind: 'bucket', uri: '/buckets/b', permission: 'write' },
+    ]);
+    expect(inheritedGrants(levels, '/buckets/b/groups/g', 'read')).toEqual([
+      { kind: 'bucket', uri: '/buckets/b', permission: 'read' },
+    ]);
+    expect(inheritedGrants(levels, 'account:y', 'read')).toEqual([
+      { kind: 'record', uri: '/buckets/b/collections/c/records/r', permission: 'write' },
+    ]);
     expect(inheritedGrants(levels, 'account:x', 'read')).toEqual([]);
     expect(levelsOfUri('/buckets/b/groups/g')).toEqual([
       { kind: 'bucket', uri: '/buckets/b' },

@@ -10,7 +10,14 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, stopOnSignals, type Settings } from '@quire/server';
+import {
+  buildServer,
+  createStorageFromSettings,
+  loadSettings,
+  resolveSecrets,
+  stopOnSignals,
+  type Settings,
+} from '@quire/server';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -45,7 +52,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     options.settings ?? resolveSecrets(loadSettings({ configFile: process.env.QUIRE_CONFIG ?? DEMO_SETTINGS_FILE }));
   const appDir = options.appDir ?? resolve(appRoot, 'dist');
   if (!existsSync(resolve(appDir, 'index.html'))) {
-    throw new Error(`The demo app is not built (${appDir}/index.html is missing): run \`pnpm --filter @quire/demo build\`.`);
+    throw new Error(
+      `The demo app is not built (${appDir}/index.html is missing): run \`pnpm --filter @quire/demo build\`.`,
+    );
   }
 
   const storage = await createStorageFromSettings(settings);
@@ -81,7 +90,10 @@ async function main(): Promise<void> {
   const where = settings.storage_url ? 'PostgreSQL' : `embedded store in ${resolve(settings.data_dir)}`;
   console.log(`Quire API:  ${demo.apiUrl}/ (${where})`);
   console.log(`Demo app:   ${demo.appUrl}  <- open it in two browser windows (one private) to be two users`);
-  if (settings.admin) console.log(`Console:    ${demo.apiUrl}/admin/  <- Quire Console: browse and manage the data (sign in with an account)`);
+  if (settings.admin)
+    console.log(
+      `Console:    ${demo.apiUrl}/admin/  <- Quire Console: browse and manage the data (sign in with an account)`,
+    );
   // As `quire start` does: say so, let in-flight requests finish, give up after shutdown_timeout_seconds.
   stopOnSignals(demo.log, settings.shutdown_timeout_seconds, () => demo.close());
 }

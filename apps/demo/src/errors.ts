@@ -39,7 +39,8 @@ export function describeError(error: unknown): string {
       case 'QUIRE_ERR_STORE_EXISTS':
         return 'That item already exists.';
     }
-    if (error.code.startsWith('QUIRE_ERR_STORE')) return 'This browser could not save the data (its storage failed or is full).';
+    if (error.code.startsWith('QUIRE_ERR_STORE'))
+      return 'This browser could not save the data (its storage failed or is full).';
     if (error instanceof ServerError) return describeStatus(error.status);
   }
   return error instanceof Error ? error.message : String(error);

@@ -34,7 +34,10 @@ export function useTaskFile(items: Collection<Item>, id: string): ShownFile | nu
   const [shown, setShown] = useState<ShownFile | null>(null);
   useEffect(() => {
     const bump = () => setVersion((n) => n + 1);
-    const stopChanges = items.on('change', (event) => (event.changes.length === 0 || event.changes.some((change) => change.id === id)) && bump());
+    const stopChanges = items.on(
+      'change',
+      (event) => (event.changes.length === 0 || event.changes.some((change) => change.id === id)) && bump(),
+    );
     const stopFiles = items.on('attachment', (event) => {
       if (event.id !== id) return;
       if (event.type === 'progress') {

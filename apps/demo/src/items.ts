@@ -37,8 +37,14 @@ export async function setDone(items: Collection<Item>, id: string, done: boolean
 }
 
 /** Moves `sorted[index]` one place up or down (usually one record rewritten, see order.ts). */
-export async function moveItem(items: Collection<Item>, sorted: readonly ItemRecord[], index: number, direction: -1 | 1): Promise<void> {
-  for (const write of moveWrites(sorted, index, direction)) await items.update(write.id, { position: write.position }, { patch: true });
+export async function moveItem(
+  items: Collection<Item>,
+  sorted: readonly ItemRecord[],
+  index: number,
+  direction: -1 | 1,
+): Promise<void> {
+  for (const write of moveWrites(sorted, index, direction))
+    await items.update(write.id, { position: write.position }, { patch: true });
 }
 
 export async function deleteItem(items: Collection<Item>, id: string): Promise<void> {

@@ -41,7 +41,11 @@ export async function renameList(workspace: Workspace, entry: ListRecord, title:
   // next share (or rename) will otherwise.
   if (workspace.myBucket && navigator.onLine) {
     await workspace.client.remote
-      .request({ method: 'PATCH', path: endpoints.collection(workspace.myBucket, entry.collection), body: { data: { title: name } } })
+      .request({
+        method: 'PATCH',
+        path: endpoints.collection(workspace.myBucket, entry.collection),
+        body: { data: { title: name } },
+      })
       .catch(() => {});
   }
 }

@@ -14,5 +14,7 @@ void loadConfig().then((config) => {
 
 // Only built apps: the dev server's modules change on every edit and must not come from a cache.
 if (import.meta.env.PROD && 'serviceWorker' in navigator) {
-  void navigator.serviceWorker.register('/service-worker.js').catch((error: unknown) => console.warn('Offline start unavailable:', error));
+  void navigator.serviceWorker
+    .register('/service-worker.js')
+    .catch((error: unknown) => console.warn('Offline start unavailable:', error));
 }

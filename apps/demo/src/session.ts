@@ -76,15 +76,19 @@ export function startSession(session: Session): void {
 /** Leaves the session in this tab; an account is also forgotten on this device. */
 export function endSession(session: Session): void {
   sessionStorage.removeItem(ACTIVE_KEY);
-  if (session.kind === 'account') writeRemembered(readRemembered().filter((account) => account.username !== session.username));
+  if (session.kind === 'account')
+    writeRemembered(readRemembered().filter((account) => account.username !== session.username));
 }
 
 function loginFailure(error: unknown): never {
   // Quire refuses a wrong password for an existing account with 401 (Kinto: as anonymous, below).
   if (error instanceof ServerError && error.status === 401) throw new UserError('Wrong username or password.');
-  if (error instanceof ServerError && error.status === 429) throw new UserError('Too many failed attempts. Wait a few minutes and try again.');
+  if (error instanceof ServerError && error.status === 429)
+    throw new UserError('Too many failed attempts. Wait a few minutes and try again.');
   if (error instanceof QuireError && error.code.startsWith('QUIRE_ERR_TRANSPORT')) {
-    throw new UserError('Cannot reach the Quire server. Logging in needs a connection (lists you already opened here work offline).');
+    throw new UserError(
+      'Cannot reach the Quire server. Logging in needs a connection (lists you already opened here work offline).',
+    );
   }
   throw error;
 }
@@ -97,7 +101,8 @@ export async function logIn(remote: string, username: string, password: string):
   try {
     const info = await client.remote.serverInfo().catch(loginFailure);
     if (info.user?.id !== `account:${name}`) throw new UserError('Wrong username or password.');
-    if (!info.user.bucket) throw new UserError('This server has no personal buckets (default_bucket is disabled); the demo needs them.');
+    if (!info.user.bucket)
+      throw new UserError('This server has no personal buckets (default_bucket is disabled); the demo needs them.');
     return { kind: 'account', username: name, password, bucket: info.user.bucket };
   } finally {
     await client.close();
@@ -107,15 +112,24 @@ export async function logIn(remote: string, username: string, password: string):
 /** Creates the account (`PUT /v1/accounts/<name>`, refused if the name is taken), then logs in. */
 export async function signUp(remote: string, username: string, password: string): Promise<AccountSession> {
   const name = checkUsername(username);
-  if (password.length < MIN_PASSWORD_LENGTH) throw new UserError(`Choose a password of at least ${MIN_PASSWORD_LENGTH} characters.`);
+  if (password.length < MIN_PASSWORD_LENGTH)
+    throw new UserError(`Choose a password of at least ${MIN_PASSWORD_LENGTH} characters.`);
   const client = createClient({ remote, retries: 0 });
   try {
     await client.remote
-      .request({ method: 'PUT', path: `/accounts/${encodeURIComponent(name)}`, headers: { 'If-None-Match': '*' }, body: { data: { password } } })
+      .request({
+        method: 'PUT',
+        path: `/accounts/${encodeURIComponent(name)}`,
+        headers: { 'If-None-Match': '*' },
+        body: { data: { password } },
+      })
       .catch((error: unknown) => {
-        if (error instanceof ServerError && error.status === 412) throw new UserError(`The username “${name}” is taken. Choose another one, or log in.`);
-        if (error instanceof ServerError && (error.status === 401 || error.status === 403)) throw new UserError('This server does not allow signing up.');
-        if (error instanceof ServerError && error.status === 404) throw new UserError('This server has no accounts (the accounts plugin is not enabled).');
+        if (error instanceof ServerError && error.status === 412)
+          throw new UserError(`The username “${name}” is taken. Choose another one, or log in.`);
+        if (error instanceof ServerError && (error.status === 401 || error.status === 403))
+          throw new UserError('This server does not allow signing up.');
+        if (error instanceof ServerError && error.status === 404)
+          throw new UserError('This server has no accounts (the accounts plugin is not enabled).');
         loginFailure(error);
       });
   } finally {

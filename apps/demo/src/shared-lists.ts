@@ -37,11 +37,24 @@ const shareKey = (share: { bucket: string; collection: string }) => `${share.buc
 
 /** Lists in other people's buckets that this user may read, with their role. */
 async function sharedWithMe(workspace: SharedListsWorkspace, myBucket: string): Promise<Map<string, Share>> {
-  const body = await workspace.client.remote.request<{ data: PermissionEntry[] }>({ path: '/permissions', query: { resource_name: 'collection' } });
+  const body = await workspace.client.remote.request<{ data: PermissionEntry[] }>({
+    path: '/permissions',
+    query: { resource_name: 'collection' },
+  });
   const shares = new Map<string, Share>();
   for (const entry of body.data) {
-    if (!entry.bucket_id || !entry.collection_id || entry.bucket_id === myBucket || !entry.collection_id.startsWith('list-')) continue;
-    const share: Share = { bucket: entry.bucket_id, collection: entry.collection_id, role: entry.permissions.includes('write') ? 'write' : 'read' };
+    if (
+      !entry.bucket_id ||
+      !entry.collection_id ||
+      entry.bucket_id === myBucket ||
+      !entry.collection_id.startsWith('list-')
+    )
+      continue;
+    const share: Share = {
+      bucket: entry.bucket_id,
+      collection: entry.collection_id,
+      role: entry.permissions.includes('write') ? 'write' : 'read',
+    };
     shares.set(shareKey(share), share);
   }
   return shares;
@@ -62,7 +75,10 @@ export async function checkShares(workspace: SharedListsWorkspace): Promise<void
 
   for (const [key, entry] of known) {
     if (shares.has(key)) continue;
-    await workspace.dropList(entry, `You no longer have access to “${entry.title}”: ${entry.owner} stopped sharing it or deleted it. Its copy was removed from this device.`);
+    await workspace.dropList(
+      entry,
+      `You no longer have access to “${entry.title}”: ${entry.owner} stopped sharing it or deleted it. Its copy was removed from this device.`,
+    );
   }
 
   let position = positionAtEnd(registry);
@@ -80,16 +96,29 @@ export async function checkShares(workspace: SharedListsWorkspace): Promise<void
       // A fixed id per shared list: two devices adding it converge on one registry record.
       const id = `shared-${share.collection}`;
       try {
-        await workspace.registry.create({ id, title, owner, bucket: share.bucket, collection: share.collection, role: share.role, position: position++ });
+        await workspace.registry.create({
+          id,
+          title,
+          owner,
+          bucket: share.bucket,
+          collection: share.collection,
+          role: share.role,
+          position: position++,
+        });
       } catch (error) {
         // Another tab of this user (same database) added it a moment ago.
         if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_EXISTS') continue;
         throw error;
       }
-      workspace.notify(`${owner} shared “${title}” with you (${share.role === 'write' ? 'you can edit it' : 'view only'}).`);
+      workspace.notify(
+        `${owner} shared “${title}” with you (${share.role === 'write' ? 'you can edit it' : 'view only'}).`,
+      );
     } else if (entry.role !== share.role || entry.title !== title || entry.owner !== owner) {
       await workspace.registry.update(entry.id, { role: share.role, title, owner }, { patch: true });
-      if (entry.role !== share.role) workspace.notify(`Your access to “${title}” changed: ${share.role === 'write' ? 'you can now edit it' : 'it is now view only'}.`);
+      if (entry.role !== share.role)
+        workspace.notify(
+          `Your access to “${title}” changed: ${share.role === 'write' ? 'you can now edit it' : 'it is now view only'}.`,
+        );
     }
   }
 }

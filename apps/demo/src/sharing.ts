@@ -34,13 +34,22 @@ export async function listGrantees(workspace: Workspace, entry: ListRecord): Pro
   const permissions = response?.permissions ?? {};
   const me = `${ACCOUNT_PREFIX}${workspace.username}`;
   const grantees = new Map<string, Access>();
-  for (const principal of permissions.read ?? []) if (principal.startsWith(ACCOUNT_PREFIX) && principal !== me) grantees.set(principal, 'read');
-  for (const principal of permissions.write ?? []) if (principal.startsWith(ACCOUNT_PREFIX) && principal !== me) grantees.set(principal, 'write');
-  return [...grantees].map(([principal, access]) => ({ username: principal.slice(ACCOUNT_PREFIX.length), access })).sort((a, b) => a.username.localeCompare(b.username));
+  for (const principal of permissions.read ?? [])
+    if (principal.startsWith(ACCOUNT_PREFIX) && principal !== me) grantees.set(principal, 'read');
+  for (const principal of permissions.write ?? [])
+    if (principal.startsWith(ACCOUNT_PREFIX) && principal !== me) grantees.set(principal, 'write');
+  return [...grantees]
+    .map(([principal, access]) => ({ username: principal.slice(ACCOUNT_PREFIX.length), access }))
+    .sort((a, b) => a.username.localeCompare(b.username));
 }
 
 /** Gives (or changes) `username`'s access, and publishes the title for them. */
-export async function shareList(workspace: Workspace, entry: ListRecord, username: string, access: Access): Promise<void> {
+export async function shareList(
+  workspace: Workspace,
+  entry: ListRecord,
+  username: string,
+  access: Access,
+): Promise<void> {
   const bucket = ownerBucket(workspace, entry);
   const name = checkUsername(username);
   if (name === workspace.username) throw new UserError('This is your own list already.');
@@ -57,7 +66,13 @@ export async function revokeAccess(workspace: Workspace, entry: ListRecord, user
   await setAccess(workspace, bucket, entry, `${ACCOUNT_PREFIX}${username}`, null);
 }
 
-async function setAccess(workspace: Workspace, bucket: string, entry: ListRecord, principal: string, access: Access | null): Promise<void> {
+async function setAccess(
+  workspace: Workspace,
+  bucket: string,
+  entry: ListRecord,
+  principal: string,
+  access: Access | null,
+): Promise<void> {
   const current = (await workspace.client.remote.getCollection(bucket, entry.collection)).permissions ?? {};
   const without = (list: string[] | undefined) => (list ?? []).filter((item) => item !== principal);
   const permissions: Permissions = { read: without(current.read), write: without(current.write) };

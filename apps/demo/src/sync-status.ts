@@ -71,7 +71,8 @@ export class SyncStatus {
 
   /** Shows whether changes are pushed (the client's live changes connection). */
   followLive(live: LiveChanges): void {
-    const show = (status: LiveStatus) => this.#update({ live: status.mode === 'none' || !(status.connected || status.follower) ? null : status.mode });
+    const show = (status: LiveStatus) =>
+      this.#update({ live: status.mode === 'none' || !(status.connected || status.follower) ? null : status.mode });
     const stop = live.onStatus(show);
     show(live.status);
     this.#stopLive = stop;
@@ -100,7 +101,10 @@ export class SyncStatus {
       collection.on('error', (error: unknown) => {
         tracked.progress = null;
         const code = (error as { code?: unknown }).code;
-        tracked.error = { message: describeError(error), network: typeof code === 'string' && code.startsWith('QUIRE_ERR_TRANSPORT') };
+        tracked.error = {
+          message: describeError(error),
+          network: typeof code === 'string' && code.startsWith('QUIRE_ERR_TRANSPORT'),
+        };
         this.#derive();
         this.#scheduleCounts();
       }),

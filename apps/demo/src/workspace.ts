@@ -64,7 +64,9 @@ export class Workspace {
       newId,
     });
     // Registry conflicts (the same shared list added by two devices at once) are not worth asking about.
-    this.registry = this.client.bucket('default').collection<ListEntry>(REGISTRY_COLLECTION, { strategy: 'server-wins' });
+    this.registry = this.client
+      .bucket('default')
+      .collection<ListEntry>(REGISTRY_COLLECTION, { strategy: 'server-wins' });
     this.status = new SyncStatus(account ? 'account' : 'local', dbPrefix);
   }
 
@@ -86,14 +88,17 @@ export class Workspace {
    * files on tasks: downloaded when a task is shown, kept (up to 64 MB) for offline use.
    */
   items(entry: Pick<ListEntry, 'bucket' | 'collection'>): Collection<Item> {
-    return this.client.bucket(entry.bucket).collection<Item>(entry.collection, { strategy: 'manual', pageSize: ITEM_PAGE_SIZE, attachments: FILES });
+    return this.client
+      .bucket(entry.bucket)
+      .collection<Item>(entry.collection, { strategy: 'manual', pageSize: ITEM_PAGE_SIZE, attachments: FILES });
   }
 
   start(): void {
     this.status.track(this.registry, () => 'your lists');
     const subscription = this.registry.watch().subscribe({
       next: (entries) => this.#followRegistry(entries.filter(isListEntry)),
-      error: (error: unknown) => this.notify(`Your lists cannot be read from this browser's storage: ${describeError(error)}`),
+      error: (error: unknown) =>
+        this.notify(`Your lists cannot be read from this browser's storage: ${describeError(error)}`),
     });
     const stopChecks = this.registry.on('sync', () => void this.checkShares());
     this.#stopRegistry = () => {

@@ -24,7 +24,11 @@ self.addEventListener('activate', (event) => {
   event.waitUntil(
     caches
       .keys()
-      .then((names) => Promise.all(names.filter((name) => name.startsWith('quire-demo-') && name !== CACHE).map((name) => caches.delete(name))))
+      .then((names) =>
+        Promise.all(
+          names.filter((name) => name.startsWith('quire-demo-') && name !== CACHE).map((name) => caches.delete(name)),
+        ),
+      )
       .then(() => self.clients.claim()),
   );
 });
@@ -44,7 +48,9 @@ async function networkFirst(request) {
     return response;
   } catch (error) {
     // Client-side routes all get the app: fall back to the cached shell for navigations.
-    const cached = (await cache.match(request, { ignoreSearch: true })) ?? (request.mode === 'navigate' ? await cache.match('/') : undefined);
+    const cached =
+      (await cache.match(request, { ignoreSearch: true })) ??
+      (request.mode === 'navigate' ? await cache.match('/') : undefined);
     if (cached) return cached;
     throw error;
   }

@@ -60,7 +60,8 @@ const taskTitles = (page: Page) => page.locator('.items .item-title').allTextCon
 const pendingText = (page: Page) => shownText(page.locator('.status .pending'));
 const allSynced = (page: Page) => poll(() => pendingText(page)).toBe('All changes synced');
 const badge = (page: Page) => shownText(page.locator('.status .badge'));
-const taskRow = (page: Page, title: string) => page.locator('li.item', { has: page.getByRole('checkbox', { name: `Done: ${title}`, exact: true }) });
+const taskRow = (page: Page, title: string) =>
+  page.locator('li.item', { has: page.getByRole('checkbox', { name: `Done: ${title}`, exact: true }) });
 
 async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: options.fullPage ?? true });
@@ -92,7 +93,12 @@ function png(width: number, height: number, [r, g, b]: [number, number, number])
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
   const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => [r, g, b]).flat())]);
   const pixels = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', pixels),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 // ---- Direct API calls (test setup and server-side checks) -------------------------------------
@@ -114,11 +120,21 @@ interface ListEntry {
   collection: string;
 }
 
-async function api<Body = unknown>(apiUrl: string, method: string, path: string, user?: string, body?: unknown): Promise<{ status: number; body: Body }> {
+async function api<Body = unknown>(
+  apiUrl: string,
+  method: string,
+  path: string,
+  user?: string,
+  body?: unknown,
+): Promise<{ status: number; body: Body }> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (user) headers.Authorization = `Basic ${Buffer.from(`${user}:${PASSWORD}`).toString('base64')}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(`${apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: (text ? JSON.parse(text) : null) as Body };
 }
@@ -137,7 +153,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
 
   /** Titles of the list's tasks on the server, in order, as Alice reads them. */
   const serverTitles = async () =>
-    (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item) => item.title);
+    (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map(
+      (item) => item.title,
+    );
 
   async function open(options: { offlineCapable?: boolean } = {}): Promise<Person> {
     const context = await browser.newContext({ viewport: { width: 1120, height: 720 } });
@@ -151,7 +169,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
         (ms) =>
           Promise.race([
             navigator.serviceWorker.ready.then(() => true),
-            new Promise((_, reject) => setTimeout(() => reject(new Error('The service worker did not become ready')), ms)),
+            new Promise((_, reject) =>
+              setTimeout(() => reject(new Error('The service worker did not become ready')), ms),
+            ),
           ]),
         WAIT,
       );
@@ -185,18 +205,34 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     const nodeEnv = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
     try {
-      await build({ root: appRoot, configFile: join(appRoot, 'vite.config.ts'), mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+      await build({
+        root: appRoot,
+        configFile: join(appRoot, 'vite.config.ts'),
+        mode: 'production',
+        logLevel: 'warn',
+        build: { outDir, emptyOutDir: true },
+      });
     } finally {
       process.env.NODE_ENV = nodeEnv;
     }
     const settings = resolveSecrets(
-      loadSettings({ configFile: DEMO_SETTINGS_FILE, env: { QUIRE_PORT: '0', QUIRE_DATA_DIR: dataDir, QUIRE_LOG_LEVEL: 'silent' } }),
+      loadSettings({
+        configFile: DEMO_SETTINGS_FILE,
+        env: { QUIRE_PORT: '0', QUIRE_DATA_DIR: dataDir, QUIRE_LOG_LEVEL: 'silent' },
+      }),
     );
     demo = await startDemo({ settings, appDir: outDir, appPort: 0 });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 180_000);
 
@@ -250,12 +286,17 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
 
     // On the server: the collection was created through `default` by the first sync.
     const me = await api<Root>(demo.apiUrl, 'GET', '/', ALICE);
-    const registry = () => api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', ALICE);
+    const registry = () =>
+      api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', ALICE);
     await poll(async () => (await registry()).body.data.length).toBe(1);
     const entry = (await registry()).body.data[0]!;
     expect(entry).toMatchObject({ title: listTitle, bucket: 'default', role: 'owner', owner: ALICE });
     listPath = `/buckets/${me.body.user.bucket}/collections/${entry.collection}`;
-    await poll(async () => (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map((item) => [item.title, item.done])).toEqual([
+    await poll(async () =>
+      (await api<Listed<Task>>(demo.apiUrl, 'GET', `${listPath}/records?_sort=position`, ALICE)).body.data.map(
+        (item) => [item.title, item.done],
+      ),
+    ).toEqual([
       ['Milk', 1],
       ['Coffee', 0],
       ['Eggs', 0],
@@ -284,7 +325,11 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await poll(() => taskTitles(page)).toEqual(['Milk', 'Coffee', 'Eggs']);
     expect(await page.getByRole('checkbox', { name: 'Done: Milk' }).isChecked()).toBe(true);
     // Bob's registry got the shared list, also on the server (his other devices will show it).
-    await poll(async () => (await api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', BOB)).body.data.length).toBe(1);
+    await poll(
+      async () =>
+        (await api<Listed<ListEntry>>(demo.apiUrl, 'GET', '/buckets/default/collections/lists/records', BOB)).body.data
+          .length,
+    ).toBe(1);
     await allSynced(page);
   });
 
@@ -296,7 +341,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     for (const [index, title] of ['Tea', 'Jam'].entries()) {
       // Alice, from another device: straight to the server.
       const started = Date.now();
-      const written = await api(demo.apiUrl, 'PUT', `${listPath}/records/pushed-${index}-${run}`, ALICE, { data: { title, done: 0, position: 1_000_000 + index } });
+      const written = await api(demo.apiUrl, 'PUT', `${listPath}/records/pushed-${index}-${run}`, ALICE, {
+        data: { title, done: 0, position: 1_000_000 + index },
+      });
       expect(written.status).toBe(201);
       await visible(taskRow(page, title));
       latencies.push(Date.now() - started);
@@ -360,7 +407,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await bob.context.setOffline(false);
     const conflict = bob.page.getByRole('group', { name: 'Conflict on “Coffee beans”' });
     await visible(conflict);
-    await expect(shownText(conflict)).resolves.toMatch(/Yours\s+Coffee beans — not done[\s\S]*Theirs\s+Decaf coffee — not done/i);
+    await expect(shownText(conflict)).resolves.toMatch(
+      /Yours\s+Coffee beans — not done[\s\S]*Theirs\s+Decaf coffee — not done/i,
+    );
     await visible(bob.page.getByText('1 conflict to resolve'));
     await screenshot(bob.page, '06-conflict');
 
@@ -378,7 +427,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     const photo = png(64, 48, [242, 200, 76]);
     await context.setOffline(true);
     await poll(() => badge(page)).toBe('Offline');
-    await page.getByLabel('Attach a file to “Butter”').setInputFiles({ name: 'butter.png', mimeType: 'image/png', buffer: photo });
+    await page
+      .getByLabel('Attach a file to “Butter”')
+      .setInputFiles({ name: 'butter.png', mimeType: 'image/png', buffer: photo });
     // Shown at once from this browser's storage, while nothing can be sent.
     const bobPhoto = page.getByRole('img', { name: 'butter.png (on “Butter”)' });
     await visible(bobPhoto);
@@ -388,7 +439,14 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
 
     await context.setOffline(false);
     await poll(async () => {
-      const tasks = (await api<Listed<Task & { attachment?: { hash: string; filename: string } }>>(demo.apiUrl, 'GET', `${listPath}/records`, ALICE)).body.data;
+      const tasks = (
+        await api<Listed<Task & { attachment?: { hash: string; filename: string } }>>(
+          demo.apiUrl,
+          'GET',
+          `${listPath}/records`,
+          ALICE,
+        )
+      ).body.data;
       return tasks.find((task) => task.title === 'Butter')?.attachment;
     }).toMatchObject({ filename: 'butter.png', hash: createHash('sha256').update(photo).digest('hex') });
     await hidden(taskRow(page, 'Butter').getByText('not uploaded yet'));
@@ -397,7 +455,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     // Alice's window learns of the change, downloads the file and shows it.
     const alicePhoto = alice.page.getByRole('img', { name: 'butter.png (on “Butter”)' });
     await visible(alicePhoto);
-    await poll(() => alicePhoto.evaluate((image: HTMLImageElement) => (image.complete ? image.naturalWidth : 0))).toBe(64);
+    await poll(() => alicePhoto.evaluate((image: HTMLImageElement) => (image.complete ? image.naturalWidth : 0))).toBe(
+      64,
+    );
     await screenshot(alice.page, '07b-photo-synced');
   });
 
@@ -438,7 +498,12 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await screenshot(page, '09-revoked');
 
     const aliceBucket = (await api<Root>(demo.apiUrl, 'GET', '/', ALICE)).body.user.bucket;
-    const permissions = await api<Listed<{ bucket_id: string }>>(demo.apiUrl, 'GET', '/permissions?resource_name=collection', BOB);
+    const permissions = await api<Listed<{ bucket_id: string }>>(
+      demo.apiUrl,
+      'GET',
+      '/permissions?resource_name=collection',
+      BOB,
+    );
     expect(permissions.body.data.filter((entry) => entry.bucket_id === aliceBucket)).toEqual([]);
     expect((await api(demo.apiUrl, 'GET', listPath, BOB)).status).toBe(403);
   });
@@ -470,7 +535,9 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
 
   it('shows the progress of a long first sync', async () => {
     // Carol owns a list of 3000 tasks, written through the API (as another device of hers would).
-    expect((await api(demo.apiUrl, 'PUT', `/accounts/${CAROL}`, undefined, { data: { password: PASSWORD } })).status).toBe(201);
+    expect(
+      (await api(demo.apiUrl, 'PUT', `/accounts/${CAROL}`, undefined, { data: { password: PASSWORD } })).status,
+    ).toBe(201);
     await api(demo.apiUrl, 'PUT', '/buckets/default/collections/lists/records/big', CAROL, {
       data: { title: 'Big list', bucket: 'default', collection: 'list-big', role: 'owner', owner: CAROL, position: 1 },
     });
@@ -493,13 +560,20 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     const { page, context } = person;
     const cdp = await context.newCDPSession(page);
     await cdp.send('Network.enable');
-    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 400, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 400,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
     await page.getByLabel('Username').fill(CAROL);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Log in' }).click();
     const progress = page.getByRole('progressbar');
     await visible(progress);
-    await expect(shownText(page.locator('.progress label'))).resolves.toMatch(/^Downloading “Big list”: [\d,]+ of 3,000 items$/);
+    await expect(shownText(page.locator('.progress label'))).resolves.toMatch(
+      /^Downloading “Big list”: [\d,]+ of 3,000 items$/,
+    );
     expect(Number(await progress.getAttribute('max'))).toBe(BIG_LIST_SIZE);
     expect(Number(await progress.getAttribute('value'))).toBeLessThan(BIG_LIST_SIZE);
     await screenshot(page, '11-progress', { fullPage: false }); // the list below grows to 3000 rows

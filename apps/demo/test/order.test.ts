@@ -7,7 +7,9 @@ const items = (...positions: number[]): Positioned[] => positions.map((position,
 /** Applies the writes and returns the ids in their new order. */
 function applyMove(list: Positioned[], index: number, direction: -1 | 1): string[] {
   const writes = new Map(moveWrites(list, index, direction).map((write) => [write.id, write.position]));
-  return byPosition(list.map((item) => ({ ...item, position: writes.get(item.id) ?? item.position }))).map((item) => item.id);
+  return byPosition(list.map((item) => ({ ...item, position: writes.get(item.id) ?? item.position }))).map(
+    (item) => item.id,
+  );
 }
 
 describe('item order', () => {

@@ -21,7 +21,9 @@ import { IDBFactory, IDBKeyRange } from 'fake-indexeddb';
 import { attachments } from '../src/attachments/index.js';
 import { createClient, createManualOnlineSource, type FetchLike } from '../src/index.js';
 
-const { values } = parseArgs({ options: { photos: { type: 'string', default: '100' }, size: { type: 'string', default: '250000' } } });
+const { values } = parseArgs({
+  options: { photos: { type: 'string', default: '100' }, size: { type: 'string', default: '250000' } },
+});
 const PHOTOS = Number(values.photos);
 const SIZE = Number(values.size);
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -55,7 +57,15 @@ function countingFetch() {
 async function main(): Promise<void> {
   const files = mkdtempSync(join(tmpdir(), 'quire-bench-attachments-'));
   const storage = await createPgliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent', attachment_enabled: true, attachment_base_path: files } });
+  const settings = loadSettings({
+    env: {},
+    overrides: {
+      userid_hmac_secret: 'bench',
+      log_level: 'silent',
+      attachment_enabled: true,
+      attachment_base_path: files,
+    },
+  });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -70,8 +80,17 @@ async function main(): Promise<void> {
   const device = (policy: 'lazy' | 'eager') => {
     const counter = countingFetch();
     const online = createManualOnlineSource(true);
-    const client = createClient({ remote: url, auth: { type: 'basic', username: 'bench', password: 'bench' }, indexedDB: new IDBFactory(), IDBKeyRange, fetch: counter.fetch, online });
-    const tasks = client.collection('bench', 'tasks', { attachments: attachments({ policy, cacheBytes: PHOTOS * SIZE * 2 }) });
+    const client = createClient({
+      remote: url,
+      auth: { type: 'basic', username: 'bench', password: 'bench' },
+      indexedDB: new IDBFactory(),
+      IDBKeyRange,
+      fetch: counter.fetch,
+      online,
+    });
+    const tasks = client.collection('bench', 'tasks', {
+      attachments: attachments({ policy, cacheBytes: PHOTOS * SIZE * 2 }),
+    });
     return { client, tasks, online, counter };
   };
   const rows: string[][] = [['step', 'time', 'requests', 'of which']];
@@ -80,7 +99,9 @@ async function main(): Promise<void> {
     console.log(rows.at(-1)!.join(' | '));
   };
 
-  console.log(`Offline attachments — ${PHOTOS} photos of ${(SIZE / 1000).toFixed(0)} kB (random bytes), server: embedded (PGlite) + local files, same process; node ${process.version}\n`);
+  console.log(
+    `Offline attachments — ${PHOTOS} photos of ${(SIZE / 1000).toFixed(0)} kB (random bytes), server: embedded (PGlite) + local files, same process; node ${process.version}\n`,
+  );
   const a = device('lazy');
   // The capability is learnt once online (as an app does at start), then the network goes.
   await a.tasks.sync();
@@ -99,14 +120,25 @@ async function main(): Promise<void> {
   start = performance.now();
   const result = await a.tasks.sync();
   const uploadMs = performance.now() - start;
-  if (!result.ok || result.attachments?.uploaded !== PHOTOS) throw new Error(`sync: ${JSON.stringify({ ok: result.ok, attachments: result.attachments, errors: result.errors.slice(0, 3) })}`);
-  row(`online: sync (push ${result.pushed} records, upload ${result.attachments.uploaded} photos)`, uploadMs, a.counter.take());
+  if (!result.ok || result.attachments?.uploaded !== PHOTOS)
+    throw new Error(
+      `sync: ${JSON.stringify({ ok: result.ok, attachments: result.attachments, errors: result.errors.slice(0, 3) })}`,
+    );
+  row(
+    `online: sync (push ${result.pushed} records, upload ${result.attachments.uploaded} photos)`,
+    uploadMs,
+    a.counter.take(),
+  );
 
   const b = device('eager');
   start = performance.now();
   const cold = await b.tasks.sync();
   if (cold.attachments?.downloaded !== PHOTOS) throw new Error(`cold sync downloaded ${cold.attachments?.downloaded}`);
-  row(`other device, eager: cold sync (${cold.pulled} records, ${cold.attachments.downloaded} photos downloaded, hash-checked)`, performance.now() - start, b.counter.take());
+  row(
+    `other device, eager: cold sync (${cold.pulled} records, ${cold.attachments.downloaded} photos downloaded, hash-checked)`,
+    performance.now() - start,
+    b.counter.take(),
+  );
   start = performance.now();
   await b.tasks.sync();
   row('other device: no-change sync', performance.now() - start, b.counter.take());

@@ -52,12 +52,20 @@ const tabCount = Number(values.tabs);
 const only = new Set(values.only.split(','));
 const clients = values.clients.split(',') as Array<'quire' | 'kinto'>;
 const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const kintoBundle = join(packageRoot, 'node_modules/kinto/dist/kinto.min.js');
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const seconds = (ms: number) => `${fmt(ms / 1000, 2)} s`;
 const millis = (ms: number) => `${fmt(ms, 1)} ms`;
 const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
@@ -65,7 +73,16 @@ const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
 /** The browser bundle as shipped (tsup, minified, Dexie inside: build/browser-bundle.ts). */
 async function buildQuireBundle(outDir: string): Promise<{ file: string; raw: number; gzip: number }> {
   const { build } = await import('tsup');
-  await build({ ...browserBundle, entry: { 'quire-client': join(packageRoot, 'src/index.ts') }, outDir, minify: !values['no-minify'], sourcemap: false, config: false, silent: true, dts: false });
+  await build({
+    ...browserBundle,
+    entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
+    outDir,
+    minify: !values['no-minify'],
+    sourcemap: false,
+    config: false,
+    silent: true,
+    dts: false,
+  });
   const file = join(outDir, 'quire-client.js');
   const code = readFileSync(file);
   return { file, raw: code.length, gzip: gzipSync(code, { level: 9 }).length };
@@ -74,7 +91,12 @@ async function buildQuireBundle(outDir: string): Promise<{ file: string; raw: nu
 const call = (url: string, method: string, path: string, body?: unknown) => api(url, AUTH, method, path, body);
 
 async function seed(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
-  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({ n: i, title: `record ${i}`, done: i % 3 === 0 ? 1 : 0, tags: ['bench', `t${i % 10}`] }));
+  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({
+    n: i,
+    title: `record ${i}`,
+    done: i % 3 === 0 ? 1 : 0,
+    tags: ['bench', `t${i % 10}`],
+  }));
 }
 
 /** A dump as the original client's importBulk and Quire's loadDump take it: every record, and the collection timestamp. */
@@ -98,7 +120,10 @@ interface Served {
 }
 
 /** The API (the Fastify app's router) and, under /bench/, the page, the bundles and the dumps. */
-async function serve(app: Awaited<ReturnType<typeof buildServer>>, files: Map<string, { type: string; body: () => Buffer | string }>): Promise<Served> {
+async function serve(
+  app: Awaited<ReturnType<typeof buildServer>>,
+  files: Map<string, { type: string; body: () => Buffer | string }>,
+): Promise<Served> {
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0]!;
     if (!path.startsWith('/bench/')) return app.routing(request, response);
@@ -129,10 +154,22 @@ async function openPage(context: BrowserContext, origin: string): Promise<Page> 
 }
 
 function run<T>(page: Page, job: string, args: Record<string, unknown> = {}): Promise<T> {
-  return page.evaluate(([name, input]) => (globalThis as unknown as { bench: (job: string, args: unknown) => Promise<unknown> }).bench(name as string, input), [job, args] as const) as Promise<T>;
+  return page.evaluate(
+    ([name, input]) =>
+      (globalThis as unknown as { bench: (job: string, args: unknown) => Promise<unknown> }).bench(
+        name as string,
+        input,
+      ),
+    [job, args] as const,
+  ) as Promise<T>;
 }
 
-async function inFreshContext<T>(browser: Browser, origin: string, job: string, args: Record<string, unknown>): Promise<T> {
+async function inFreshContext<T>(
+  browser: Browser,
+  origin: string,
+  job: string,
+  args: Record<string, unknown>,
+): Promise<T> {
   const context = await browser.newContext();
   try {
     const page = await openPage(context, origin);
@@ -165,7 +202,10 @@ async function main(): Promise<void> {
   const bundle = await buildQuireBundle(work);
   const files = new Map<string, { type: string; body: () => Buffer | string }>([
     ['/bench/', { type: 'text/html', body: () => PAGE }],
-    ['/bench/page.js', { type: 'text/javascript', body: () => readFileSync(join(packageRoot, 'bench/browser/page.js')) }],
+    [
+      '/bench/page.js',
+      { type: 'text/javascript', body: () => readFileSync(join(packageRoot, 'bench/browser/page.js')) },
+    ],
     ['/bench/quire-client.js', { type: 'text/javascript', body: () => readFileSync(bundle.file) }],
     ['/bench/kinto.min.js', { type: 'text/javascript', body: () => readFileSync(kintoBundle) }],
   ]);
@@ -175,7 +215,11 @@ async function main(): Promise<void> {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: [...FLAGS, '--host-resolver-rules=MAP quire.bench 127.0.0.1', `--unsafely-treat-insecure-origin-as-secure=${pageOrigin}`],
+    args: [
+      ...FLAGS,
+      '--host-resolver-rules=MAP quire.bench 127.0.0.1',
+      `--unsafely-treat-insecure-origin-as-secure=${pageOrigin}`,
+    ],
   });
   const bucket = `bench-${Date.now().toString(36)}`;
   const rows: string[][] = [['scenario', 'client', 'figure', 'requests', 'notes']];
@@ -184,7 +228,9 @@ async function main(): Promise<void> {
     console.log(cells.join(' | '));
   };
   const name = (client: string) => (client === 'quire' ? 'Quire' : 'kinto 17');
-  console.log(`Quire client vs kinto 17 in Chromium (${(await browser.version()).split(' ')[0]}), real IndexedDB; server: embedded SQLite, same process`);
+  console.log(
+    `Quire client vs kinto 17 in Chromium (${(await browser.version()).split(' ')[0]}), real IndexedDB; server: embedded SQLite, same process`,
+  );
   try {
     await call(url, 'PUT', `/buckets/${bucket}`, { data: {} });
     const started = performance.now();
@@ -194,15 +240,35 @@ async function main(): Promise<void> {
     if (only.has('cold')) {
       for (const [turn, size] of sizes.entries()) {
         for (const client of turn % 2 === 0 ? clients : [...clients].reverse()) {
-          const m = await inFreshContext<{ coldMs: number; coldRequests: number; records: number; queryMs: number; pollP50: number; pollP95: number; pollRequests: number }>(
-            browser,
-            pageOrigin,
-            `${client}:cold`,
-            { bucket, collection: `cold-${size}`, polls, lookup: Math.floor(size / 2) },
-          );
-          row([`cold sync ${fmt(size)}`, name(client), seconds(m.coldMs), fmt(m.coldRequests), `${fmt((m.records / m.coldMs) * 1000)} records/s`]);
+          const m = await inFreshContext<{
+            coldMs: number;
+            coldRequests: number;
+            records: number;
+            queryMs: number;
+            pollP50: number;
+            pollP95: number;
+            pollRequests: number;
+          }>(browser, pageOrigin, `${client}:cold`, {
+            bucket,
+            collection: `cold-${size}`,
+            polls,
+            lookup: Math.floor(size / 2),
+          });
+          row([
+            `cold sync ${fmt(size)}`,
+            name(client),
+            seconds(m.coldMs),
+            fmt(m.coldRequests),
+            `${fmt((m.records / m.coldMs) * 1000)} records/s`,
+          ]);
           row([`indexed query in ${fmt(size)}`, name(client), millis(m.queryMs), '0', 'one record by `n`']);
-          row([`no-change poll at ${fmt(size)}`, name(client), `${millis(m.pollP50)} p50`, `${fmt(m.pollRequests, 1)}/poll`, `p95 ${millis(m.pollP95)}`]);
+          row([
+            `no-change poll at ${fmt(size)}`,
+            name(client),
+            `${millis(m.pollP50)} p50`,
+            `${fmt(m.pollRequests, 1)}/poll`,
+            `p95 ${millis(m.pollP95)}`,
+          ]);
         }
       }
     }
@@ -214,17 +280,44 @@ async function main(): Promise<void> {
         for (const client of round % 2 === 0 ? clients : [...clients].reverse()) {
           const collection = `push-${client}-${round}`;
           await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
-          runs.get(client)!.push(await inFreshContext<Push>(browser, pageOrigin, `${client}:push`, { bucket, collection, count: creates }));
+          runs
+            .get(client)!
+            .push(
+              await inFreshContext<Push>(browser, pageOrigin, `${client}:push`, { bucket, collection, count: creates }),
+            );
         }
       }
       const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
       for (const client of clients) {
         const list = runs.get(client)!;
-        const m = { createMs: median(list.map((r) => r.createMs)), pushMs: median(list.map((r) => r.pushMs)), togetherMs: median(list.map((r) => r.togetherMs)), pushRequests: list[0]!.pushRequests };
+        const m = {
+          createMs: median(list.map((r) => r.createMs)),
+          pushMs: median(list.map((r) => r.pushMs)),
+          togetherMs: median(list.map((r) => r.togetherMs)),
+          pushRequests: list[0]!.pushRequests,
+        };
         const all = (key: keyof Push) => `runs ${list.map((r) => fmt(r[key] / 1000, 2)).join(', ')} s`;
-        row([`${fmt(creates)} local creates, one by one`, name(client), seconds(m.createMs), '0', `${fmt(m.createMs / creates, 2)} ms each; ${all('createMs')}`]);
-        row([`${fmt(creates)} local creates, same tick`, name(client), seconds(m.togetherMs), '0', `Promise.all; ${all('togetherMs')}`]);
-        row([`push of ${fmt(creates)} creates`, name(client), seconds(m.pushMs), fmt(m.pushRequests), `the sync() after them; ${all('pushMs')}`]);
+        row([
+          `${fmt(creates)} local creates, one by one`,
+          name(client),
+          seconds(m.createMs),
+          '0',
+          `${fmt(m.createMs / creates, 2)} ms each; ${all('createMs')}`,
+        ]);
+        row([
+          `${fmt(creates)} local creates, same tick`,
+          name(client),
+          seconds(m.togetherMs),
+          '0',
+          `Promise.all; ${all('togetherMs')}`,
+        ]);
+        row([
+          `push of ${fmt(creates)} creates`,
+          name(client),
+          seconds(m.pushMs),
+          fmt(m.pushRequests),
+          `the sync() after them; ${all('pushMs')}`,
+        ]);
       }
     }
 
@@ -235,24 +328,61 @@ async function main(): Promise<void> {
       files.set('/bench/dump.json', { type: 'application/json', body: () => dump });
       console.log(`dump of ${fmt(size)} records: ${kb(dump.length)} in ${seconds(performance.now() - dumped)}`);
       // One more write after the dump: the first sync after loading it must bring it (and only it).
-      await call(url, 'PUT', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`, { data: { n: -1, title: 'after the dump', done: 0 } });
+      await call(url, 'PUT', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`, {
+        data: { n: -1, title: 'after the dump', done: 0 },
+      });
       for (const client of clients) {
-        const m = await inFreshContext<{ loadMs: number; records: number; firstSyncMs?: number; firstSyncRequests?: number; pulled?: number; skipped?: string }>(
-          browser,
-          pageOrigin,
-          `${client}:dump`,
-          { bucket, collection: `cold-${size}`, dumpUrl: '/bench/dump.json', firstSync: client === 'quire' || values['kinto-dump-sync'] },
-        );
+        const m = await inFreshContext<{
+          loadMs: number;
+          records: number;
+          firstSyncMs?: number;
+          firstSyncRequests?: number;
+          pulled?: number;
+          skipped?: string;
+        }>(browser, pageOrigin, `${client}:dump`, {
+          bucket,
+          collection: `cold-${size}`,
+          dumpUrl: '/bench/dump.json',
+          firstSync: client === 'quire' || values['kinto-dump-sync'],
+        });
         if (m.skipped) {
           row([`load a ${fmt(size)}-record dump`, name(client), '—', '', m.skipped]);
           continue;
         }
-        row([`load a ${fmt(size)}-record dump`, name(client), seconds(m.loadMs), '0', `${fmt(m.records)} records held`]);
-        if (m.firstSyncMs === undefined) row(['first sync after the dump', name(client), '—', '', 'not run (--kinto-dump-sync): re-downloads every record']);
-        else row(['first sync after the dump', name(client), seconds(m.firstSyncMs), fmt(m.firstSyncRequests!), `${fmt(m.pulled!)} pulled`]);
+        row([
+          `load a ${fmt(size)}-record dump`,
+          name(client),
+          seconds(m.loadMs),
+          '0',
+          `${fmt(m.records)} records held`,
+        ]);
+        if (m.firstSyncMs === undefined)
+          row([
+            'first sync after the dump',
+            name(client),
+            '—',
+            '',
+            'not run (--kinto-dump-sync): re-downloads every record',
+          ]);
+        else
+          row([
+            'first sync after the dump',
+            name(client),
+            seconds(m.firstSyncMs),
+            fmt(m.firstSyncRequests!),
+            `${fmt(m.pulled!)} pulled`,
+          ]);
       }
-      const floor = await inFreshContext<{ loadMs: number; records: number }>(browser, pageOrigin, 'floor:dump', { dumpUrl: '/bench/dump.json' });
-      row([`load a ${fmt(size)}-record dump`, 'IndexedDB', seconds(floor.loadMs), '0', 'the floor: bare IndexedDB puts, same indexes, 5,000 per transaction']);
+      const floor = await inFreshContext<{ loadMs: number; records: number }>(browser, pageOrigin, 'floor:dump', {
+        dumpUrl: '/bench/dump.json',
+      });
+      row([
+        `load a ${fmt(size)}-record dump`,
+        'IndexedDB',
+        seconds(floor.loadMs),
+        '0',
+        'the floor: bare IndexedDB puts, same indexes, 5,000 per transaction',
+      ]);
       await call(url, 'DELETE', `/buckets/${bucket}/collections/cold-${size}/records/after-dump`);
     }
 
@@ -288,7 +418,13 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const perChange = counts.map((count, i) => count - before[i]!);
       row([`${tabCount} tabs: requests at start`, 'Quire', fmt(atStart), fmt(atStart), `per tab ${before.join(', ')}`]);
-      row([`${tabCount} tabs: one remote change`, 'Quire', fmt(perChange.reduce((a, b) => a + b, 0)), fmt(perChange.reduce((a, b) => a + b, 0)), `per tab ${perChange.join(', ')}; all tabs had it ${seconds(seenMs)} after start`]);
+      row([
+        `${tabCount} tabs: one remote change`,
+        'Quire',
+        fmt(perChange.reduce((a, b) => a + b, 0)),
+        fmt(perChange.reduce((a, b) => a + b, 0)),
+        `per tab ${perChange.join(', ')}; all tabs had it ${seconds(seenMs)} after start`,
+      ]);
       for (const page of pages) await run(page, 'quire:tab-close');
       await context.close();
     }
@@ -297,21 +433,48 @@ async function main(): Promise<void> {
       const context = await browser.newContext();
       const page = await openPage(context, pageOrigin);
       await context.setOffline(true);
-      const m = await run<{ attempts: number; online: boolean }>(page, 'quire:offline', { bucket, collection: 'offline', ms: 4500 });
-      row(['start offline: requests in 4.5 s', 'Quire', fmt(m.attempts), fmt(m.attempts), `navigator.onLine ${m.online}`]);
+      const m = await run<{ attempts: number; online: boolean }>(page, 'quire:offline', {
+        bucket,
+        collection: 'offline',
+        ms: 4500,
+      });
+      row([
+        'start offline: requests in 4.5 s',
+        'Quire',
+        fmt(m.attempts),
+        fmt(m.attempts),
+        `navigator.onLine ${m.online}`,
+      ]);
       await context.close();
     }
 
     if (only.has('bundle')) {
       const kinto = readFileSync(kintoBundle);
-      row(['browser bundle (minified, gzip -9)', 'Quire', kb(bundle.gzip), '', `${kb(bundle.raw)} minified, Dexie included`]);
-      row(['browser bundle (minified, gzip -9)', 'kinto 17', kb(gzipSync(kinto, { level: 9 }).length), '', `${kb(kinto.length)} dist/kinto.min.js`]);
+      row([
+        'browser bundle (minified, gzip -9)',
+        'Quire',
+        kb(bundle.gzip),
+        '',
+        `${kb(bundle.raw)} minified, Dexie included`,
+      ]);
+      row([
+        'browser bundle (minified, gzip -9)',
+        'kinto 17',
+        kb(gzipSync(kinto, { level: 9 }).length),
+        '',
+        `${kb(kinto.length)} dist/kinto.min.js`,
+      ]);
     }
 
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((cells) => cells[i]!.length)));
     console.log('');
     for (const [index, cells] of rows.entries()) {
-      console.log(cells.map((cell, i) => (i < 2 || i === 4 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd());
+      console.log(
+        cells
+          .map((cell, i) => (i < 2 || i === 4 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+          .join('  ')
+          .trimEnd(),
+      );
       if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
     }
   } finally {

@@ -25,7 +25,8 @@ export async function seedCollection(
   const scope = { resourceName: 'record', parentId: `/buckets/${bucket}/collections/${collection}` };
   for (let start = 0; start < count; start += 5000) {
     const objects: Array<{ id: string; data: Record<string, unknown> }> = [];
-    for (let i = start; i < Math.min(count, start + 5000); i++) objects.push({ id: `r${String(i).padStart(7, '0')}`, data: make(i) });
+    for (let i = start; i < Math.min(count, start + 5000); i++)
+      objects.push({ id: `r${String(i).padStart(7, '0')}`, data: make(i) });
     await storage.transaction((session) => session.objects.insertMany(scope, objects));
   }
 }

@@ -41,9 +41,15 @@ const AUTH = `Basic ${Buffer.from(`${USER}:bench`).toString('base64')}`;
 const call = (url: string, method: string, path: string, body?: unknown) => api(url, AUTH, method, path, body);
 
 async function seed(storage: Storage, url: string, bucket: string, collection: string, count: number): Promise<void> {
-  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({ n: i, title: `record ${i}`, done: i % 3 === 0, tags: ['bench', `t${i % 10}`] }));
+  await seedCollection(storage, url, AUTH, { bucket, collection, count }, (i) => ({
+    n: i,
+    title: `record ${i}`,
+    done: i % 3 === 0,
+    tags: ['bench', `t${i % 10}`],
+  }));
   const head = await call(url, 'HEAD', `/buckets/${bucket}/collections/${collection}/records`);
-  if (head.headers.get('total-objects') !== String(count)) throw new Error(`seeding ${collection}: got ${head.headers.get('total-objects')}`);
+  if (head.headers.get('total-objects') !== String(count))
+    throw new Error(`seeding ${collection}: got ${head.headers.get('total-objects')}`);
 }
 
 /** Warms the server (JIT, PGlite caches) on the paths measured, so the first client measured is not penalised. */
@@ -59,8 +65,10 @@ async function warmUp(url: string, bucket: string): Promise<void> {
     await call(url, 'POST', '/batch', { requests });
   }
   for (const size of sizes) {
-    let next: string | null = `${url}/buckets/${bucket}/collections/cold-${size}/records?_sort=-last_modified&_limit=2000`;
-    for (let page = 0; next && page < 5; page++) next = (await call(url, 'GET', next.slice(url.length))).headers.get('next-page');
+    let next: string | null =
+      `${url}/buckets/${bucket}/collections/cold-${size}/records?_sort=-last_modified&_limit=2000`;
+    for (let page = 0; next && page < 5; page++)
+      next = (await call(url, 'GET', next.slice(url.length))).headers.get('next-page');
   }
 }
 
@@ -74,53 +82,106 @@ function runTask(task: Task): Promise<Measurement> {
       if (message.ok) resolve(message.measurement!);
       else reject(new Error(`${task.impl} ${task.kind}: ${message.error}`));
     });
-    child.once('exit', (code) => code !== 0 && reject(new Error(`${task.impl} ${task.kind} worker exited with ${code}`)));
+    child.once(
+      'exit',
+      (code) => code !== 0 && reject(new Error(`${task.impl} ${task.kind} worker exited with ${code}`)),
+    );
     child.send(task);
   });
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 
 async function main(): Promise<void> {
   const pgUrl = process.env.QUIRE_BENCH_PG_URL;
   const storage = pgUrl
-    ? await createPostgresStorage({ url: pgUrl, schema: `quire_client_bench_${randomBytes(4).toString('hex')}`, autoMigrate: true })
+    ? await createPostgresStorage({
+        url: pgUrl,
+        schema: `quire_client_bench_${randomBytes(4).toString('hex')}`,
+        autoMigrate: true,
+      })
     : await createPgliteStorage();
   const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent' } });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
   const bucket = `bench-${randomBytes(3).toString('hex')}`;
-  console.log(`Quire client vs kinto.js — server: ${pgUrl ? 'PostgreSQL' : 'embedded (PGlite)'}, same process; clients: fresh child process each, fake-indexeddb`);
+  console.log(
+    `Quire client vs kinto.js — server: ${pgUrl ? 'PostgreSQL' : 'embedded (PGlite)'}, same process; clients: fresh child process each, fake-indexeddb`,
+  );
   console.log(`node ${process.version}; cold sizes ${sizes.join(', ')}; push ${pushCount}; ${polls} polls`);
   try {
     await call(url, 'PUT', `/buckets/${bucket}`, { data: {} });
     const seeded = performance.now();
     for (const size of sizes) await seed(storage, url, bucket, `cold-${size}`, size);
-    console.log(`seeded ${sizes.map((n) => fmt(n)).join(' + ')} records in ${fmt((performance.now() - seeded) / 1000, 1)} s\n`);
+    console.log(
+      `seeded ${sizes.map((n) => fmt(n)).join(' + ')} records in ${fmt((performance.now() - seeded) / 1000, 1)} s\n`,
+    );
 
     await warmUp(url, bucket);
-    const rows: string[][] = [['scenario', 'client', 'time', 'records/s', 'requests', 'peak RSS', 'peak heap', 'retained heap', 'notes']];
+    const rows: string[][] = [
+      ['scenario', 'client', 'time', 'records/s', 'requests', 'peak RSS', 'peak heap', 'retained heap', 'notes'],
+    ];
     // Alternate which client goes first, so neither always meets a colder server.
     const ordered = (turn: number) => (turn % 2 === 0 ? impls : [...impls].reverse());
     for (const [turn, size] of sizes.entries()) {
       for (const impl of ordered(turn)) {
         const m = await runTask({ impl, kind: 'cold', url, bucket, collection: `cold-${size}`, count: 0, user: USER });
-        rows.push([`cold sync ${fmt(size)}`, impl === 'quire' ? 'Quire' : 'kinto.js', `${fmt(m.ms / 1000, 2)} s`, fmt((m.records / m.ms) * 1000), fmt(m.requests), `${fmt(m.peakRssMb)} MB`, `${fmt(m.peakHeapMb)} MB`, `${fmt(m.retainedHeapMb)} MB`, `${fmt(m.records)} records`]);
+        rows.push([
+          `cold sync ${fmt(size)}`,
+          impl === 'quire' ? 'Quire' : 'kinto.js',
+          `${fmt(m.ms / 1000, 2)} s`,
+          fmt((m.records / m.ms) * 1000),
+          fmt(m.requests),
+          `${fmt(m.peakRssMb)} MB`,
+          `${fmt(m.peakHeapMb)} MB`,
+          `${fmt(m.retainedHeapMb)} MB`,
+          `${fmt(m.records)} records`,
+        ]);
         console.log(rows.at(-1)!.join(' | '));
       }
     }
     for (const impl of ordered(sizes.length)) {
-      const m = await runTask({ impl, kind: 'poll', url, bucket, collection: `cold-${sizes[0]}`, count: polls, user: USER });
-      rows.push([`no-change poll (${fmt(sizes[0]!)})`, impl === 'quire' ? 'Quire' : 'kinto.js', `${fmt(percentile(m.extra, 50), 1)} ms p50`, '', `${fmt(m.requests, 1)}/poll`, `${fmt(m.peakRssMb)} MB`, `${fmt(m.peakHeapMb)} MB`, `${fmt(m.retainedHeapMb)} MB`, `p95 ${fmt(percentile(m.extra, 95), 1)} ms`]);
+      const m = await runTask({
+        impl,
+        kind: 'poll',
+        url,
+        bucket,
+        collection: `cold-${sizes[0]}`,
+        count: polls,
+        user: USER,
+      });
+      rows.push([
+        `no-change poll (${fmt(sizes[0]!)})`,
+        impl === 'quire' ? 'Quire' : 'kinto.js',
+        `${fmt(percentile(m.extra, 50), 1)} ms p50`,
+        '',
+        `${fmt(m.requests, 1)}/poll`,
+        `${fmt(m.peakRssMb)} MB`,
+        `${fmt(m.peakHeapMb)} MB`,
+        `${fmt(m.retainedHeapMb)} MB`,
+        `p95 ${fmt(percentile(m.extra, 95), 1)} ms`,
+      ]);
       console.log(rows.at(-1)!.join(' | '));
     }
     for (const impl of ordered(sizes.length + 1)) {
       const collection = `push-${impl}`;
       await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
       const m = await runTask({ impl, kind: 'push', url, bucket, collection, count: pushCount, user: USER });
-      rows.push([`push ${fmt(pushCount)} local changes`, impl === 'quire' ? 'Quire' : 'kinto.js', `${fmt(m.ms / 1000, 2)} s`, fmt((m.records / m.ms) * 1000), fmt(m.requests), `${fmt(m.peakRssMb)} MB`, `${fmt(m.peakHeapMb)} MB`, `${fmt(m.retainedHeapMb)} MB`, `local writes ${fmt(m.extra[0]! / 1000, 2)} s`]);
+      rows.push([
+        `push ${fmt(pushCount)} local changes`,
+        impl === 'quire' ? 'Quire' : 'kinto.js',
+        `${fmt(m.ms / 1000, 2)} s`,
+        fmt((m.records / m.ms) * 1000),
+        fmt(m.requests),
+        `${fmt(m.peakRssMb)} MB`,
+        `${fmt(m.peakHeapMb)} MB`,
+        `${fmt(m.retainedHeapMb)} MB`,
+        `local writes ${fmt(m.extra[0]! / 1000, 2)} s`,
+      ]);
       console.log(rows.at(-1)!.join(' | '));
     }
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));

@@ -78,7 +78,10 @@ async function kintoRunner(task: Task): Promise<Runner> {
     async sync() {
       const result = await collection.sync({ strategy: Kinto.syncStrategy.SERVER_WINS } as never);
       if (!result.ok) throw new Error(`kinto.js sync failed: ${JSON.stringify(result.errors.slice(0, 3))}`);
-      return { pulled: result.created.length + result.updated.length + result.deleted.length, pushed: result.published.length };
+      return {
+        pulled: result.created.length + result.updated.length + result.deleted.length,
+        pushed: result.published.length,
+      };
     },
     async createMany(n) {
       for (let i = 0; i < n; i++) await collection.create({ n: i, title: `local ${i}` });
@@ -88,7 +91,9 @@ async function kintoRunner(task: Task): Promise<Runner> {
 
 const MB = 1024 * 1024;
 
-async function measure<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; peakRssMb: number; peakHeapMb: number; retainedHeapMb: number }> {
+async function measure<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; ms: number; peakRssMb: number; peakHeapMb: number; retainedHeapMb: number }> {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   let peakRss = 0;
@@ -105,7 +110,13 @@ async function measure<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number;
   clearInterval(timer);
   sample();
   gc?.();
-  return { value, ms, peakRssMb: peakRss / MB, peakHeapMb: peakHeap / MB, retainedHeapMb: process.memoryUsage().heapUsed / MB };
+  return {
+    value,
+    ms,
+    peakRssMb: peakRss / MB,
+    peakHeapMb: peakHeap / MB,
+    retainedHeapMb: process.memoryUsage().heapUsed / MB,
+  };
 }
 
 async function run(task: Task): Promise<Measurement> {

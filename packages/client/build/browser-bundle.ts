@@ -7,7 +7,10 @@ import { dirname, join } from 'node:path';
 import type { Options } from 'tsup';
 
 /** Dexie's ES2018 build, by absolute path (entries outside this package resolve it too). */
-const modernDexie = join(dirname(createRequire(import.meta.url).resolve('dexie/package.json')), 'dist/modern/dexie.mjs');
+const modernDexie = join(
+  dirname(createRequire(import.meta.url).resolve('dexie/package.json')),
+  'dist/modern/dexie.mjs',
+);
 
 export const browserBundle: Options = {
   format: ['esm'],

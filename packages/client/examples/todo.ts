@@ -16,7 +16,10 @@ async function serverUrl(): Promise<{ url: string; stop: () => Promise<void> }> 
   if (process.env.QUIRE_URL) return { url: process.env.QUIRE_URL, stop: async () => {} };
   const { buildServer, createPgliteStorage, loadSettings } = await import('@quire/server');
   const storage = await createPgliteStorage();
-  const app = await buildServer({ storage, settings: loadSettings({ env: {}, overrides: { userid_hmac_secret: 'example', log_level: 'silent' } }) });
+  const app = await buildServer({
+    storage,
+    settings: loadSettings({ env: {}, overrides: { userid_hmac_secret: 'example', log_level: 'silent' } }),
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
   const stop = async () => {
@@ -37,7 +40,11 @@ await admin.remote.createCollection('todo-app', 'todos', {}, {}).catch(() => {})
 function device(name: string) {
   const client = createClient({ remote: url, auth, indexedDB: new IDBFactory(), IDBKeyRange, dbPrefix: name });
   const todos = client.bucket('todo-app').collection<Todo>('todos', { indexes: ['done'], strategy: 'server-wins' });
-  todos.on('change', (event) => console.log(`[${name}] ${event.source} change: ${event.changes.map((c) => `${c.type} ${c.id.slice(0, 8)}`).join(', ')}`));
+  todos.on('change', (event) =>
+    console.log(
+      `[${name}] ${event.source} change: ${event.changes.map((c) => `${c.type} ${c.id.slice(0, 8)}`).join(', ')}`,
+    ),
+  );
   return { client, todos };
 }
 
@@ -50,14 +57,23 @@ await laptop.todos.create({ title: 'write the report', done: 0 });
 console.log('laptop pending changes:', await laptop.todos.pending());
 
 console.log('laptop sync:', summary(await laptop.todos.sync()));
-console.log('phone sync:', summary(await phone.todos.sync({ onProgress: (p) => console.log(`  phone ${p.phase} ${p.done}/${p.total}`) })));
+console.log(
+  'phone sync:',
+  summary(await phone.todos.sync({ onProgress: (p) => console.log(`  phone ${p.phase} ${p.done}/${p.total}`) })),
+);
 
 // The phone ticks an item; a local query served by the `done` index.
 await phone.todos.update(milk.id, { done: 1 }, { patch: true });
 console.log('phone sync:', summary(await phone.todos.sync()));
 console.log('laptop sync:', summary(await laptop.todos.sync()));
-console.log('laptop, done:', (await laptop.todos.list({ index: 'done', equals: 1 })).map((t) => t.title));
-console.log('laptop, open:', (await laptop.todos.list({ index: 'done', equals: 0 })).map((t) => t.title));
+console.log(
+  'laptop, done:',
+  (await laptop.todos.list({ index: 'done', equals: 1 })).map((t) => t.title),
+);
+console.log(
+  'laptop, open:',
+  (await laptop.todos.list({ index: 'done', equals: 0 })).map((t) => t.title),
+);
 
 await Promise.all([laptop.client.close(), phone.client.close(), admin.close()]);
 await stop();

@@ -115,7 +115,15 @@ export class QuireClient {
     });
     this.remote = new Remote(this.http);
     const manager = options.lockManager === undefined ? webLockManager() : options.lockManager;
-    this.live = new LiveChanges(this.http, this.remote, liveKey(this.http.remote, options.auth), manager, this.online, this.#tabId, options.live);
+    this.live = new LiveChanges(
+      this.http,
+      this.remote,
+      liveKey(this.http.remote, options.auth),
+      manager,
+      this.online,
+      this.#tabId,
+      options.live,
+    );
   }
 
   bucket(name: string): Bucket {
@@ -126,7 +134,11 @@ export class QuireClient {
    * The same `Collection` object for the same bucket/collection (options of the first call win),
    * until it is closed: the next call opens a new one.
    */
-  collection<T extends object = Record<string, unknown>>(bucket: string, name: string, options: CollectionOptions = {}): Collection<T> {
+  collection<T extends object = Record<string, unknown>>(
+    bucket: string,
+    name: string,
+    options: CollectionOptions = {},
+  ): Collection<T> {
     const key = `${bucket}/${name}`;
     const existing = this.#collections.get(key);
     if (existing) return existing as unknown as Collection<T>;
@@ -148,11 +160,17 @@ export class QuireClient {
     bucket: string,
     name: string,
     options: CollectionOptions,
-    handlers: { emit: (event: ChangeEvent) => void; status: (status: SharedSyncStatus) => void; attachment: (event: AttachmentEvent) => void },
+    handlers: {
+      emit: (event: ChangeEvent) => void;
+      status: (status: SharedSyncStatus) => void;
+      attachment: (event: AttachmentEvent) => void;
+    },
   ): Promise<CollectionParts> {
     const dbName = `${this.#options.dbPrefix ?? 'quire'}:${bucket}/${name}`;
     const env: DexieEnvironment | undefined =
-      this.#options.indexedDB && this.#options.IDBKeyRange ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange } : undefined;
+      this.#options.indexedDB && this.#options.IDBKeyRange
+        ? { indexedDB: this.#options.indexedDB, IDBKeyRange: this.#options.IDBKeyRange }
+        : undefined;
     const db = await openCollectionDb(dbName, options.indexes ?? [], env);
     const channel = createCollectionChannel(dbName, this.#tabId, { emit: handlers.emit, status: handlers.status });
     const local = new LocalCollection(db, this.#newId, (changes) => channel.broadcast({ source: 'local', changes }));
@@ -175,7 +193,17 @@ export class QuireClient {
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
       transform,
     });
-    const files = options.attachments?.({ bucket, collection: name, dbName, env, local, engine, remote: this.remote, online: this.online, emit: handlers.attachment });
+    const files = options.attachments?.({
+      bucket,
+      collection: name,
+      dbName,
+      env,
+      local,
+      engine,
+      remote: this.remote,
+      online: this.online,
+      emit: handlers.attachment,
+    });
     return {
       local,
       engine,

@@ -1,15 +1,43 @@
 /** Public surface of @quire/client. */
 export { createClient, QuireClient, Bucket, type ClientOptions, type CollectionOptions } from './client.js';
-export { Collection, type ChangeEvent, type CollectionEvents, type ListQuery, type ManualResolution, type RemoteChangeEvent } from './api/collection.js';
+export {
+  Collection,
+  type ChangeEvent,
+  type CollectionEvents,
+  type ListQuery,
+  type ManualResolution,
+  type RemoteChangeEvent,
+} from './api/collection.js';
 export type { SyncStatus, SyncFailure } from './api/sync-status.js';
 export type { StorageFullEvent } from './api/events.js';
 export { LiveQuery, type LiveQueryState, type ObservableLike } from './api/live-query.js';
-export { LiveChanges, MONITOR_PATH, type ChangeEntry, type LiveMode, type LiveOptions, type LiveState, type LiveStatus } from './sync/live.js';
+export {
+  LiveChanges,
+  MONITOR_PATH,
+  type ChangeEntry,
+  type LiveMode,
+  type LiveOptions,
+  type LiveState,
+  type LiveStatus,
+} from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
-export type { SyncOptions, SyncResult, SyncProgress, ConflictReport, SyncErrorReport, ChangeNotice } from './sync/engine.js';
+export type {
+  SyncOptions,
+  SyncResult,
+  SyncProgress,
+  ConflictReport,
+  SyncErrorReport,
+  ChangeNotice,
+} from './sync/engine.js';
 export { createManualOnlineSource, browserOnlineSource, type OnlineSource } from './online.js';
 export type { AutoSyncOptions } from './sync/scheduler.js';
-export { Remote, type WriteOptions, type ListOptions, type AddAttachmentOptions, type GetAttachmentOptions } from './remote/remote.js';
+export {
+  Remote,
+  type WriteOptions,
+  type ListOptions,
+  type AddAttachmentOptions,
+  type GetAttachmentOptions,
+} from './remote/remote.js';
 /** The wire types (every shape the server sends and accepts), from one module. */
 export type * from './wire.js';
 export type { TransferProgress, FileInput } from './remote/files.js';
@@ -20,7 +48,12 @@ export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
 export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
 export { exportDump, readDump, type Dump, type DumpInput, type ExportOptions } from './dump/dump.js';
-export { encryptionTransformer, deriveKey, DEFAULT_PBKDF2_ITERATIONS, type EncryptionOptions } from './transform/encryption.js';
+export {
+  encryptionTransformer,
+  deriveKey,
+  DEFAULT_PBKDF2_ITERATIONS,
+  type EncryptionOptions,
+} from './transform/encryption.js';
 export {
   QuireError,
   DecryptionError,

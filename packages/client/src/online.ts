@@ -13,7 +13,11 @@ export interface OnlineSource {
 
 /** `navigator.onLine` + window events in browsers; always online elsewhere. */
 export function browserOnlineSource(): OnlineSource {
-  const target = globalThis as { addEventListener?: Window['addEventListener']; removeEventListener?: Window['removeEventListener']; navigator?: { onLine?: boolean } };
+  const target = globalThis as {
+    addEventListener?: Window['addEventListener'];
+    removeEventListener?: Window['removeEventListener'];
+    navigator?: { onLine?: boolean };
+  };
   return {
     isOnline: () => target.navigator?.onLine ?? true,
     subscribe(listener) {

@@ -24,7 +24,8 @@ describe('retryDelay', () => {
 });
 
 describe('serverWait', () => {
-  const withRetryAfter = (status: number, value: string) => new ServerError(status, null, new Headers({ 'Retry-After': value }));
+  const withRetryAfter = (status: number, value: string) =>
+    new ServerError(status, null, new Headers({ 'Retry-After': value }));
 
   it('reads Retry-After on 503, 409 and 429, and a BackoffError', () => {
     expect(serverWait(withRetryAfter(503, '3'))).toBe(3_000);

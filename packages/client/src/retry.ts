@@ -17,7 +17,12 @@ export interface RetryPolicy {
  * The delay before retry number `retry` (0 for the first): between half and all of
  * min(maxMs, baseMs · 2^retry), and never less than `serverWaitMs` (see serverWait).
  */
-export function retryDelay(policy: RetryPolicy, retry: number, serverWaitMs: number | null = null, random: () => number = Math.random): number {
+export function retryDelay(
+  policy: RetryPolicy,
+  retry: number,
+  serverWaitMs: number | null = null,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** retry);
   const delay = Math.round(ceiling / 2 + (random() * ceiling) / 2);
   return serverWaitMs === null ? delay : Math.max(delay, serverWaitMs);
@@ -29,7 +34,8 @@ const RETRY_AFTER_STATUSES = new Set([409, 429, 503]);
 /** How long the server asked us to wait after `error`, in ms; null when it did not say. */
 export function serverWait(error: unknown): number | null {
   if (error instanceof BackoffError) return error.retryAfter;
-  if (error instanceof ServerError && RETRY_AFTER_STATUSES.has(error.status)) return parseRetryAfter(error.headers.get('retry-after'));
+  if (error instanceof ServerError && RETRY_AFTER_STATUSES.has(error.status))
+    return parseRetryAfter(error.headers.get('retry-after'));
   return null;
 }
 

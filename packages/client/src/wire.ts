@@ -25,7 +25,12 @@ export interface ServerInfo {
   http_api_version: string;
   project_docs?: string;
   url: string;
-  settings: { batch_max_requests?: number | null; readonly?: boolean; explicit_permissions?: boolean; [key: string]: unknown };
+  settings: {
+    batch_max_requests?: number | null;
+    readonly?: boolean;
+    explicit_permissions?: boolean;
+    [key: string]: unknown;
+  };
   capabilities: Record<string, Capability> & { attachments?: AttachmentsCapability };
   user?: { id: string; principals?: string[]; bucket?: string; profile?: Record<string, unknown> };
   /** End of service (`eos` setting), when announced. */

@@ -4,7 +4,14 @@
  * preconditions, JSON-Patch of permissions, accounts, and a batch abandoned through its signal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminRemote, createAdminRemote, type KintoObject, PreconditionFailedError, ServerError, SyncAbortedError } from '../src/admin.js';
+import {
+  type AdminRemote,
+  createAdminRemote,
+  type KintoObject,
+  PreconditionFailedError,
+  ServerError,
+  SyncAbortedError,
+} from '../src/admin.js';
 import { basicAuth, createCollection, seed, startServer, type TestServer, uniqueName } from './support/server.js';
 
 describe('AdminRemote', () => {
@@ -14,7 +21,10 @@ describe('AdminRemote', () => {
   const records = () => `/buckets/${bucket}/collections/tasks/records`;
 
   beforeAll(async () => {
-    server = await startServer({ multiauth_policies: ['account', 'basicauth'], account_create_principals: ['system.Everyone'] });
+    server = await startServer({
+      multiauth_policies: ['account', 'basicauth'],
+      account_create_principals: ['system.Everyone'],
+    });
     admin = createAdminRemote({ remote: server.url, auth: { type: 'header', value: basicAuth('alice') }, retries: 0 });
     bucket = uniqueName('admin');
     await createCollection(server.url, bucket, 'tasks');
@@ -49,7 +59,9 @@ describe('AdminRemote', () => {
   it('writes by path with preconditions: create once, update the version read, refuse a stale one', async () => {
     const path = `${records()}/by-path`;
     const created = await admin.putObject(path, { title: 'first' }, { ifNoneMatch: true });
-    await expect(admin.putObject(path, { title: 'again' }, { ifNoneMatch: true })).rejects.toBeInstanceOf(PreconditionFailedError);
+    await expect(admin.putObject(path, { title: 'again' }, { ifNoneMatch: true })).rejects.toBeInstanceOf(
+      PreconditionFailedError,
+    );
     const patched = await admin.patchObject(path, { data: { done: true } }, { ifMatch: created.data.last_modified });
     expect(patched.data).toMatchObject({ title: 'first', done: true });
     const stale = admin.deleteObject(path, { ifMatch: created.data.last_modified });
@@ -73,10 +85,18 @@ describe('AdminRemote', () => {
     const anonymous = createAdminRemote({ remote: server.url, retries: 0 });
     await anonymous.createAccount(id, 'first-password');
     await expect(anonymous.createAccount(id, 'other')).rejects.toMatchObject({ status: 412 });
-    const carol = createAdminRemote({ remote: server.url, auth: { type: 'basic', username: id, password: 'first-password' }, retries: 0 });
+    const carol = createAdminRemote({
+      remote: server.url,
+      auth: { type: 'basic', username: id, password: 'first-password' },
+      retries: 0,
+    });
     expect((await carol.hello()).user?.id).toBe(`account:${id}`);
     await carol.setAccountPassword(id, 'second-password');
-    const renewed = createAdminRemote({ remote: server.url, auth: { type: 'basic', username: id, password: 'second-password' }, retries: 0 });
+    const renewed = createAdminRemote({
+      remote: server.url,
+      auth: { type: 'basic', username: id, password: 'second-password' },
+      retries: 0,
+    });
     await renewed.deleteAccount(id);
     await expect(renewed.getObject(`/accounts/${id}`)).rejects.toBeInstanceOf(ServerError);
   });
@@ -92,17 +112,23 @@ describe('AdminRemote', () => {
       remote: server.url,
       auth: { type: 'header', value: basicAuth('alice') },
       retries: 0,
-      fetch: (input, init) => new Promise((resolve, reject) => setTimeout(() => fetch(input, init).then(resolve, reject), 200)),
+      fetch: (input, init) =>
+        new Promise((resolve, reject) => setTimeout(() => fetch(input, init).then(resolve, reject), 200)),
     });
     const controller = new AbortController();
-    const sent = slow.sendBatch([{ method: 'PUT', path: `${records()}/b2`, body: { data: { n: 101 } } }], controller.signal);
+    const sent = slow.sendBatch(
+      [{ method: 'PUT', path: `${records()}/b2`, body: { data: { n: 101 } } }],
+      controller.signal,
+    );
     setTimeout(() => controller.abort(), 20);
     await expect(sent).rejects.toBeInstanceOf(SyncAbortedError);
     await expect(admin.getObject(`${records()}/b2`)).rejects.toMatchObject({ status: 404 });
     // Aborted before the call: nothing goes out.
     const aborted = new AbortController();
     aborted.abort();
-    await expect(admin.sendBatch([{ method: 'PUT', path: `${records()}/b3`, body: { data: { n: 102 } } }], aborted.signal)).rejects.toBeInstanceOf(SyncAbortedError);
+    await expect(
+      admin.sendBatch([{ method: 'PUT', path: `${records()}/b3`, body: { data: { n: 102 } } }], aborted.signal),
+    ).rejects.toBeInstanceOf(SyncAbortedError);
     await expect(admin.getObject(`${records()}/b3`)).rejects.toMatchObject({ status: 404 });
   });
 });

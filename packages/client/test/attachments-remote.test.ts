@@ -23,7 +23,9 @@ const bytes = (text: string) => new TextEncoder().encode(text);
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) => !name.startsWith('.quire') && statSync(join(dir, name)).isFile());
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter(
+    (name) => !name.startsWith('.quire') && statSync(join(dir, name)).isFile(),
+  );
 }
 
 describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
@@ -37,7 +39,10 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
     if (skip) return;
     files = mkdtempSync(join(tmpdir(), 'quire-client-files-'));
     server = await startServer({ attachment_enabled: true, attachment_base_path: join(files, 'public') }, store);
-    privateServer = await startServer({ attachment_enabled: true, attachment_base_path: join(files, 'private'), attachment_private: true }, store);
+    privateServer = await startServer(
+      { attachment_enabled: true, attachment_base_path: join(files, 'private'), attachment_private: true },
+      store,
+    );
     client = makeClient(server.url);
     bucket = uniqueName('files');
     await createCollection(server.url, bucket, 'tasks');
@@ -61,7 +66,12 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
       permissions: { read: ['system.Everyone'] },
       onProgress: ({ loaded }) => progress.push(loaded),
     });
-    expect(info).toMatchObject({ filename: 'photo "1".jpg', mimetype: 'image/jpeg', size: content.length, hash: sha256(content) });
+    expect(info).toMatchObject({
+      filename: 'photo "1".jpg',
+      mimetype: 'image/jpeg',
+      size: content.length,
+      hash: sha256(content),
+    });
     expect(progress[0]).toBe(0);
     expect(progress.at(-1)).toBe(content.length);
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
@@ -70,7 +80,9 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
     expect(record.permissions?.read).toContain('system.Everyone');
 
     const downloaded: number[] = [];
-    const blob = await client.remote.getAttachment(bucket, 'tasks', 'task-1', { onProgress: ({ loaded }) => downloaded.push(loaded) });
+    const blob = await client.remote.getAttachment(bucket, 'tasks', 'task-1', {
+      onProgress: ({ loaded }) => downloaded.push(loaded),
+    });
     expect(new Uint8Array(await blob.arrayBuffer())).toEqual(content);
     expect(blob.type).toBe('image/jpeg');
     expect(downloaded.at(-1)).toBe(content.length);
@@ -89,16 +101,26 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
     const { data } = await client.remote.getRecord(bucket, 'tasks', 'task-2');
     await client.remote.patchRecord(bucket, 'tasks', 'task-2', { title: 'changed elsewhere' });
     const stale = await client.remote
-      .addAttachment(bucket, 'tasks', 'task-2', bytes('newer'), { filename: 'b.txt', mimetype: 'text/plain', ifMatch: data.last_modified })
+      .addAttachment(bucket, 'tasks', 'task-2', bytes('newer'), {
+        filename: 'b.txt',
+        mimetype: 'text/plain',
+        ifMatch: data.last_modified,
+      })
       .catch((error) => error);
     expect(stale).toBeInstanceOf(PreconditionFailedError);
-    expect((await client.remote.getRecord(bucket, 'tasks', 'task-2')).data.attachment).toMatchObject({ hash: info.hash });
+    expect((await client.remote.getRecord(bucket, 'tasks', 'task-2')).data.attachment).toMatchObject({
+      hash: info.hash,
+    });
   });
 
   it.skipIf(skip)('reports an upload as it is sent (Node streams the body), the total once stored', async () => {
     const content = new Uint8Array(4 * 1024 * 1024).map((_, i) => i % 251);
     const progress: number[] = [];
-    await client.remote.addAttachment(bucket, 'tasks', 'big', content, { filename: 'big.csv', mimetype: 'text/csv', onProgress: ({ loaded }) => progress.push(loaded) });
+    await client.remote.addAttachment(bucket, 'tasks', 'big', content, {
+      filename: 'big.csv',
+      mimetype: 'text/csv',
+      onProgress: ({ loaded }) => progress.push(loaded),
+    });
     expect(progress.length).toBeGreaterThan(3);
     expect(progress[0]).toBe(0);
     expect(progress.at(-1)).toBe(content.length);
@@ -109,7 +131,10 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
   });
 
   it.skipIf(skip)('a file altered on the server fails its hash check', async () => {
-    const info = await client.remote.addAttachment(bucket, 'tasks', 'task-3', bytes('original'), { filename: 'a.txt', mimetype: 'text/plain' });
+    const info = await client.remote.addAttachment(bucket, 'tasks', 'task-3', bytes('original'), {
+      filename: 'a.txt',
+      mimetype: 'text/plain',
+    });
     writeFileSync(join(files, 'public', info.location), 'tampered');
     const error = await client.remote.getAttachment(bucket, 'tasks', 'task-3').catch((failure) => failure);
     expect(error).toBeInstanceOf(AttachmentError);
@@ -123,8 +148,13 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
       const privateBucket = uniqueName('private');
       await createCollection(privateServer.url, privateBucket, 'tasks');
       const content = bytes('secret scan');
-      await owner.remote.addAttachment(privateBucket, 'tasks', 'scan', content, { filename: 'scan.pdf', mimetype: 'application/pdf' });
-      const info = (await owner.remote.getRecord(privateBucket, 'tasks', 'scan')).data.attachment as { location: string };
+      await owner.remote.addAttachment(privateBucket, 'tasks', 'scan', content, {
+        filename: 'scan.pdf',
+        mimetype: 'application/pdf',
+      });
+      const info = (await owner.remote.getRecord(privateBucket, 'tasks', 'scan')).data.attachment as {
+        location: string;
+      };
       expect((await raw(privateServer.url, 'GET', `/attachments/${info.location}`)).status).toBe(404);
       const blob = await owner.remote.getAttachment(privateBucket, 'tasks', 'scan');
       expect(new Uint8Array(await blob.arrayBuffer())).toEqual(content);
@@ -145,7 +175,9 @@ describe.each(STORES)('remote attachments ($store)', ({ store, skip }) => {
     };
     const other = makeClient(plain.url, { fetch: counting });
     try {
-      const error = await other.remote.addAttachment(bucket, 'tasks', 'x', bytes('x'), { filename: 'x.txt' }).catch((failure) => failure);
+      const error = await other.remote
+        .addAttachment(bucket, 'tasks', 'x', bytes('x'), { filename: 'x.txt' })
+        .catch((failure) => failure);
       expect(error).toBeInstanceOf(AttachmentError);
       expect(error.code).toBe('QUIRE_ERR_ATTACHMENT_UNSUPPORTED');
       expect(methods).toEqual(['GET /v1/']);

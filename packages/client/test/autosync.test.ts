@@ -58,7 +58,13 @@ describe('auto-sync', () => {
     const items = client.bucket(bucket).collection<Item>('items');
     let synced = 0;
     items.on('sync', () => synced++);
-    items.startAutoSync({ intervalMs: 0, debounceMs: null, backoffMs: 40, maxBackoffMs: 10_000, online: createManualOnlineSource(true) });
+    items.startAutoSync({
+      intervalMs: 0,
+      debounceMs: null,
+      backoffMs: 40,
+      maxBackoffMs: 10_000,
+      online: createManualOnlineSource(true),
+    });
     await expect.poll(() => attempts.length, { timeout: 5000 }).toBeGreaterThanOrEqual(5);
     failing = false;
     const gaps = attempts.slice(1, 5).map((t, i) => t - attempts[i]!);
@@ -77,11 +83,21 @@ describe('auto-sync', () => {
     const unavailable: FetchLike = async (input, init) => {
       if (!/\/records/.test(input) || init.method === 'HEAD') return fetch(input, init);
       attempts.push(Date.now());
-      return new Response(JSON.stringify({ code: 503, errno: 201, error: 'Service Unavailable' }), { status: 503, headers: { 'Retry-After': '1' } });
+      return new Response(JSON.stringify({ code: 503, errno: 201, error: 'Service Unavailable' }), {
+        status: 503,
+        headers: { 'Retry-After': '1' },
+      });
     };
     const client = makeClient(url, { fetch: unavailable });
     const items = client.bucket(bucket).collection<Item>('items');
-    items.startAutoSync({ intervalMs: 0, debounceMs: null, backoffMs: 40, maxBackoffMs: 10_000, online: createManualOnlineSource(true), live: false });
+    items.startAutoSync({
+      intervalMs: 0,
+      debounceMs: null,
+      backoffMs: 40,
+      maxBackoffMs: 10_000,
+      online: createManualOnlineSource(true),
+      live: false,
+    });
     await expect.poll(() => attempts.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
     expect(attempts[1]! - attempts[0]!).toBeGreaterThanOrEqual(950);
     await client.close();

@@ -58,7 +58,14 @@ describe.skipIf(!available)('in a real browser', () => {
   beforeAll(async () => {
     outDir = mkdtempSync(join(tmpdir(), 'quire-client-e2e-'));
     const { build } = await import('tsup');
-    await build({ ...browserBundle, entry: { 'quire-client': join(packageRoot, 'src/index.ts') }, outDir, config: false, silent: true, dts: false });
+    await build({
+      ...browserBundle,
+      entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
+      outDir,
+      config: false,
+      silent: true,
+      dts: false,
+    });
     const files: Record<string, { type: string; body: string | Buffer }> = {
       '/': { type: 'text/html', body: PAGE },
       '/quire-client.js': { type: 'text/javascript', body: readFileSync(join(outDir, 'quire-client.js')) },
@@ -74,7 +81,14 @@ describe.skipIf(!available)('in a real browser', () => {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 120_000);
 
@@ -95,9 +109,21 @@ describe.skipIf(!available)('in a real browser', () => {
     await page.goto(origin);
     await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
 
-    type Outcome = { before: number; after: number; result: { ok: boolean; pulled: number; pushed: number } | null; progress: string[]; lowest: number[]; databases: string[]; hasLocks: boolean };
+    type Outcome = {
+      before: number;
+      after: number;
+      result: { ok: boolean; pulled: number; pushed: number } | null;
+      progress: string[];
+      lowest: number[];
+      databases: string[];
+      hasLocks: boolean;
+    };
     const run = (action: string) =>
-      page.evaluate(([remote, b, a]) => (window as unknown as { quire: (...args: string[]) => Promise<unknown> }).quire(remote!, b!, a!), [url, bucket, action]) as Promise<Outcome>;
+      page.evaluate(
+        ([remote, b, a]) =>
+          (window as unknown as { quire: (...args: string[]) => Promise<unknown> }).quire(remote!, b!, a!),
+        [url, bucket, action],
+      ) as Promise<Outcome>;
 
     const first = await run('sync');
     expect(first.before).toBe(0);
@@ -110,7 +136,10 @@ describe.skipIf(!available)('in a real browser', () => {
 
     const second = await run('write-and-sync');
     expect(second.result).toMatchObject({ ok: true, pushed: 1 });
-    expect((await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-browser`, undefined, 'browser')).body.data.n).toBe(-1);
+    expect(
+      (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-browser`, undefined, 'browser')).body
+        .data.n,
+    ).toBe(-1);
 
     await page.reload();
     await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
@@ -122,7 +151,11 @@ describe.skipIf(!available)('in a real browser', () => {
   });
 
   /** A page of a fresh context (an empty IndexedDB) with the SDK as `window.Quire`. */
-  async function openPage(): Promise<{ context: import('playwright-core').BrowserContext; page: import('playwright-core').Page; errors: string[] }> {
+  async function openPage(): Promise<{
+    context: import('playwright-core').BrowserContext;
+    page: import('playwright-core').Page;
+    errors: string[];
+  }> {
     const context = await browser.newContext();
     const page = await context.newPage();
     const errors: string[] = [];
@@ -136,21 +169,39 @@ describe.skipIf(!available)('in a real browser', () => {
     const bucket = uniqueName('quota');
     await createCollection(url, bucket, 'items', 'browser');
     // Incompressible (IndexedDB compresses what it stores): 1000 × 2 KB against a 600 KB quota.
-    await seed(url, bucket, 'items', 1000, (i) => ({ id: `r${i}`, n: i, filler: randomBytes(1500).toString('base64') }), 'browser');
+    await seed(
+      url,
+      bucket,
+      'items',
+      1000,
+      (i) => ({ id: `r${i}`, n: i, filler: randomBytes(1500).toString('base64') }),
+      'browser',
+    );
     const { context, page, errors } = await openPage();
     const cdp = await context.newCDPSession(page);
     await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: 600_000 });
-    type Outcome = { error: { code?: string; store: boolean } | null; events: { code: string; quota: number | null }[]; held: number; pending: number; ok?: boolean };
+    type Outcome = {
+      error: { code?: string; store: boolean } | null;
+      events: { code: string; quota: number | null }[];
+      held: number;
+      pending: number;
+      ok?: boolean;
+    };
     const full = (await page.evaluate(
       async ([remote, b]) => {
         const { createClient, StoreError } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
-        const client = createClient({ remote: remote!, auth: { type: 'basic', username: 'browser', password: 'secret' } });
+        const client = createClient({
+          remote: remote!,
+          auth: { type: 'basic', username: 'browser', password: 'secret' },
+        });
         const items = client.bucket(b!).collection('items', { pageSize: 100 });
         await items.create({ id: 'draft', n: -1 });
         const events: { code: string; quota: number | null }[] = [];
         items.on('quota', (event) => events.push({ code: event.error.code, quota: event.quota }));
         let error: { code?: string; store: boolean } | null = null;
-        await items.sync().catch((caught: { code?: string }) => (error = { code: caught.code, store: caught instanceof StoreError }));
+        await items
+          .sync()
+          .catch((caught: { code?: string }) => (error = { code: caught.code, store: caught instanceof StoreError }));
         await new Promise((resolve) => setTimeout(resolve, 200));
         const outcome = { error, events, held: await items.count(), pending: await items.pending() };
         await client.close();
@@ -168,10 +219,19 @@ describe.skipIf(!available)('in a real browser', () => {
     const resumed = (await page.evaluate(
       async ([remote, b]) => {
         const { createClient } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
-        const client = createClient({ remote: remote!, auth: { type: 'basic', username: 'browser', password: 'secret' } });
+        const client = createClient({
+          remote: remote!,
+          auth: { type: 'basic', username: 'browser', password: 'secret' },
+        });
         const items = client.bucket(b!).collection('items', { pageSize: 100 });
         const result = await items.sync();
-        const outcome = { error: null, events: [], ok: result.ok, held: await items.count(), pending: await items.pending() };
+        const outcome = {
+          error: null,
+          events: [],
+          ok: result.ok,
+          held: await items.count(),
+          pending: await items.pending(),
+        };
         await client.close();
         return outcome;
       },
@@ -213,10 +273,21 @@ describe.skipIf(!available)('in a real browser', () => {
 
     await context.setOffline(false);
     await expect
-      .poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/written-offline`, undefined, 'browser')).status, { timeout: 15_000 })
+      .poll(
+        async () =>
+          (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/written-offline`, undefined, 'browser'))
+            .status,
+        { timeout: 15_000 },
+      )
       .toBe(200);
     await expect
-      .poll(() => page.evaluate(() => (window as unknown as { offlineTest: OfflineTest }).offlineTest.client.live.status.connected), { timeout: 15_000 })
+      .poll(
+        () =>
+          page.evaluate(
+            () => (window as unknown as { offlineTest: OfflineTest }).offlineTest.client.live.status.connected,
+          ),
+        { timeout: 15_000 },
+      )
       .toBe(true);
     await page.evaluate(() => (window as unknown as { offlineTest: OfflineTest }).offlineTest.client.close());
     expect(errors).toEqual([]);
@@ -231,12 +302,22 @@ describe.skipIf(!available)('in a real browser', () => {
     const inBrowser = (passphrase: string, write: boolean) =>
       page.evaluate(
         async ([remote, b, secret, doWrite]) => {
-          const { createClient, encryptionTransformer } = (window as unknown as { Quire: typeof import('../src/index.js') }).Quire;
-          const client = createClient({ remote: remote as string, auth: { type: 'basic', username: 'browser', password: 'secret' }, dbPrefix: `p-${secret}` });
-          const notes = client.bucket(b as string).collection('notes', { transformers: [encryptionTransformer({ passphrase: secret as string, iterations: 1000 })] });
+          const { createClient, encryptionTransformer } = (
+            window as unknown as { Quire: typeof import('../src/index.js') }
+          ).Quire;
+          const client = createClient({
+            remote: remote as string,
+            auth: { type: 'basic', username: 'browser', password: 'secret' },
+            dbPrefix: `p-${secret}`,
+          });
+          const notes = client.bucket(b as string).collection('notes', {
+            transformers: [encryptionTransformer({ passphrase: secret as string, iterations: 1000 })],
+          });
           if (doWrite) await notes.create({ id: 'from-browser', title: 'written in Chromium' });
           let error: { code?: string; name?: string } | null = null;
-          await notes.sync().catch((caught: { code?: string; name?: string }) => (error = { code: caught.code, name: caught.name }));
+          await notes
+            .sync()
+            .catch((caught: { code?: string; name?: string }) => (error = { code: caught.code, name: caught.name }));
           const titles = (await notes.list()).map((note) => note.title as string).sort();
           await client.close();
           return { titles, error };
@@ -244,21 +325,31 @@ describe.skipIf(!available)('in a real browser', () => {
         [url, bucket, passphrase, write] as const,
       ) as Promise<Seen>;
     expect(await inBrowser('shared secret', true)).toEqual({ titles: ['written in Chromium'], error: null });
-    const stored = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/from-browser`, undefined, 'browser')).body.data;
+    const stored = (
+      await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/from-browser`, undefined, 'browser')
+    ).body.data;
     expect(Object.keys(stored).sort()).toEqual(['ciphertext', 'id', 'iv', 'last_modified', 'quire_e2e']);
 
     const { encryptionTransformer } = await import('../src/index.js');
     const { makeClient } = await import('./support/server.js');
     const node = makeClient(url, { user: 'browser' });
-    const notes = node.bucket(bucket).collection('notes', { transformers: [encryptionTransformer({ passphrase: 'shared secret', iterations: 1000 })] });
+    const notes = node.bucket(bucket).collection('notes', {
+      transformers: [encryptionTransformer({ passphrase: 'shared secret', iterations: 1000 })],
+    });
     await notes.sync();
     expect(await notes.get('from-browser')).toMatchObject({ title: 'written in Chromium' });
     await notes.create({ id: 'from-node', title: 'written in Node' });
     await notes.sync();
     await node.close();
 
-    expect(await inBrowser('shared secret', false)).toEqual({ titles: ['written in Chromium', 'written in Node'], error: null });
-    expect(await inBrowser('not the secret', false)).toEqual({ titles: [], error: { code: 'QUIRE_ERR_CRYPTO_DECRYPT', name: 'DecryptionError' } });
+    expect(await inBrowser('shared secret', false)).toEqual({
+      titles: ['written in Chromium', 'written in Node'],
+      error: null,
+    });
+    expect(await inBrowser('not the secret', false)).toEqual({
+      titles: [],
+      error: { code: 'QUIRE_ERR_CRYPTO_DECRYPT', name: 'DecryptionError' },
+    });
     expect(errors).toEqual([]);
     await context.close();
   });

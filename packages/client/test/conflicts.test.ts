@@ -11,15 +11,20 @@ const server = { url: inject('quireUrl') };
 type Note = { title: string; tags?: string[] };
 
 /** A synced replica holding record `r1`, plus a helper to write to the server behind its back. */
-async function replica(options: Parameters<typeof makeClient>[1] = {}, strategy?: 'server-wins' | 'client-wins' | 'manual') {
+async function replica(
+  options: Parameters<typeof makeClient>[1] = {},
+  strategy?: 'server-wins' | 'client-wins' | 'manual',
+) {
   const bucket = uniqueName('c');
   await createCollection(server.url, bucket, 'notes');
   await raw(server.url, 'PUT', `/buckets/${bucket}/collections/notes/records/r1`, { data: { title: 'base' } });
   const client = makeClient(server.url, options);
   const notes = client.bucket(bucket).collection<Note>('notes', strategy ? { strategy } : {});
   await notes.sync();
-  const remoteWrite = (method: string, body?: unknown) => raw(server.url, method, `/buckets/${bucket}/collections/notes/records/r1`, body);
-  const serverRecord = async () => (await raw(server.url, 'GET', `/buckets/${bucket}/collections/notes/records/r1`)).body?.data;
+  const remoteWrite = (method: string, body?: unknown) =>
+    raw(server.url, method, `/buckets/${bucket}/collections/notes/records/r1`, body);
+  const serverRecord = async () =>
+    (await raw(server.url, 'GET', `/buckets/${bucket}/collections/notes/records/r1`)).body?.data;
   return { client, notes, remoteWrite, serverRecord, bucket };
 }
 
@@ -42,7 +47,9 @@ describe('incoming conflicts (pull)', () => {
     await remoteWrite('PUT', { data: { title: 'remote' } });
     const result = await notes.sync();
     expect(result.ok).toBe(true);
-    expect(result.conflicts).toMatchObject([{ id: 'r1', type: 'incoming', resolution: 'remote', local: { title: 'local' }, remote: { title: 'remote' } }]);
+    expect(result.conflicts).toMatchObject([
+      { id: 'r1', type: 'incoming', resolution: 'remote', local: { title: 'local' }, remote: { title: 'remote' } },
+    ]);
     expect(await notes.get('r1')).toEqual(await serverRecord());
     expect(await notes.pending()).toBe(0);
   });
@@ -64,7 +71,9 @@ describe('incoming conflicts (pull)', () => {
     const first = await notes.sync();
     expect(first.ok).toBe(false);
     expect(first.conflicts).toMatchObject([{ id: 'r1', resolution: 'manual' }]);
-    expect(await notes.conflicts()).toMatchObject([{ id: 'r1', local: { title: 'local' }, remote: { title: 'remote' } }]);
+    expect(await notes.conflicts()).toMatchObject([
+      { id: 'r1', local: { title: 'local' }, remote: { title: 'remote' } },
+    ]);
     // A blocked change is not pushed by later syncs.
     const second = await notes.sync();
     expect(second.pushed).toBe(0);
@@ -83,7 +92,10 @@ describe('incoming conflicts (pull)', () => {
     await notes.update('r1', { title: 'base', tags: ['mine'] });
     await remoteWrite('PUT', { data: { title: 'base', tags: ['theirs'] } });
     const result = await notes.sync({
-      strategy: ({ local, remote }) => ({ title: 'base', tags: [...((local?.tags as string[]) ?? []), ...((remote?.tags as string[]) ?? [])].sort() }),
+      strategy: ({ local, remote }) => ({
+        title: 'base',
+        tags: [...((local?.tags as string[]) ?? []), ...((remote?.tags as string[]) ?? [])].sort(),
+      }),
     });
     expect(result).toMatchObject({ ok: true, pushed: 1, conflicts: [{ resolution: 'merged' }] });
     expect((await serverRecord()).tags).toEqual(['mine', 'theirs']);
@@ -93,7 +105,10 @@ describe('incoming conflicts (pull)', () => {
     const serverSide = await replica({}, 'server-wins');
     await serverSide.notes.update('r1', { title: 'local' });
     await serverSide.remoteWrite('DELETE');
-    expect(await serverSide.notes.sync()).toMatchObject({ ok: true, conflicts: [{ resolution: 'remote', remote: { deleted: true } }] });
+    expect(await serverSide.notes.sync()).toMatchObject({
+      ok: true,
+      conflicts: [{ resolution: 'remote', remote: { deleted: true } }],
+    });
     expect(await serverSide.notes.get('r1')).toBeUndefined();
 
     const clientSide = await replica({}, 'client-wins');
@@ -126,7 +141,10 @@ describe('outgoing conflicts (412 on push)', () => {
   for (const strategy of ['server-wins', 'client-wins', 'manual'] as const) {
     it(`a write landing between pull and push is a 412 conflict settled by ${strategy}`, async () => {
       let write: (() => Promise<unknown>) | null = null;
-      const { notes, remoteWrite, serverRecord } = await replica({ fetch: beforeFirstBatch(() => write?.() ?? Promise.resolve()) }, strategy);
+      const { notes, remoteWrite, serverRecord } = await replica(
+        { fetch: beforeFirstBatch(() => write?.() ?? Promise.resolve()) },
+        strategy,
+      );
       write = () => remoteWrite('PUT', { data: { title: 'concurrent' } });
       await notes.update('r1', { title: 'local' });
       const result = await notes.sync();
@@ -161,7 +179,10 @@ describe('outgoing conflicts (412 on push)', () => {
 
   it('a deletion of a record changed on the server meanwhile is a conflict (server-wins restores it)', async () => {
     let write: (() => Promise<unknown>) | null = null;
-    const { notes, remoteWrite } = await replica({ fetch: beforeFirstBatch(() => write?.() ?? Promise.resolve()) }, 'server-wins');
+    const { notes, remoteWrite } = await replica(
+      { fetch: beforeFirstBatch(() => write?.() ?? Promise.resolve()) },
+      'server-wins',
+    );
     write = () => remoteWrite('PATCH', { data: { title: 'changed' } });
     await notes.delete('r1');
     const result = await notes.sync();

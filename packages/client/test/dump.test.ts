@@ -47,7 +47,10 @@ describe('dumps', () => {
     const first = await items.sync();
     expect(first).toMatchObject({ ok: true, notModified: true, pulled: 0 });
     // One 304, and the first permission check (a dump may come from someone who reads more).
-    expect(requests.calls).toEqual([`GET ?_sort=-last_modified&_limit=2000&_since=${Math.max(...dump.data.map((r) => r.last_modified))}`, 'HEAD ']);
+    expect(requests.calls).toEqual([
+      `GET ?_sort=-last_modified&_limit=2000&_since=${Math.max(...dump.data.map((r) => r.last_modified))}`,
+      'HEAD ',
+    ]);
 
     // A change after the dump: the next sync brings it alone (and the permission check).
     await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/r1`, { data: { n: 1001 } });
@@ -133,16 +136,33 @@ describe('dumps', () => {
       const out = join(dir, 'items.json');
       const { stderr } = await promisify(execFile)(
         process.execPath,
-        ['--conditions=@quire/source', '--import', 'tsx', 'src/dump/cli.ts', '--remote', url, '--bucket', bucket, '--collection', 'items', '--user', 'alice', '--out', out],
+        [
+          '--conditions=@quire/source',
+          '--import',
+          'tsx',
+          'src/dump/cli.ts',
+          '--remote',
+          url,
+          '--bucket',
+          bucket,
+          '--collection',
+          'items',
+          '--user',
+          'alice',
+          '--out',
+          out,
+        ],
         { cwd: packageRoot, env: { ...process.env, QUIRE_PASSWORD: 'secret' } },
       );
       expect(stderr).toMatch(/12 records, timestamp \d+/);
       const dump = JSON.parse(readFileSync(out, 'utf8')) as Dump;
       expect(dump).toMatchObject({ bucket, collection: 'items', timestamp: expect.any(Number) });
       expect(dump.data).toHaveLength(12);
-      const missing = await promisify(execFile)(process.execPath, ['--conditions=@quire/source', '--import', 'tsx', 'src/dump/cli.ts', '--remote', url], { cwd: packageRoot }).catch(
-        (error: { code: number; stderr: string }) => error,
-      );
+      const missing = await promisify(execFile)(
+        process.execPath,
+        ['--conditions=@quire/source', '--import', 'tsx', 'src/dump/cli.ts', '--remote', url],
+        { cwd: packageRoot },
+      ).catch((error: { code: number; stderr: string }) => error);
       expect(missing).toMatchObject({ code: 2, stderr: expect.stringContaining('usage: quire-dump') });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -162,7 +182,8 @@ describe('a dump load cut short', () => {
     const put = IDBObjectStore.prototype.put;
     let puts = 0;
     IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: Parameters<typeof put>) {
-      if (this.name === 'records' && ++puts > 5000) throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+      if (this.name === 'records' && ++puts > 5000)
+        throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
       return put.apply(this, args);
     };
     try {

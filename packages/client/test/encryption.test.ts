@@ -18,16 +18,27 @@ describe('remote transformers', () => {
   it('encode on the way to the server and decode on the way back, in order; the replica holds the decoded form', async () => {
     const bucket = uniqueName('tr');
     await createCollection(url, bucket, 'items');
-    const shout: RemoteTransformer = { encode: (r) => ({ ...r, title: String(r.title).toUpperCase() }), decode: (r) => ({ ...r, title: String(r.title).toLowerCase() }) };
-    const tag: RemoteTransformer = { encode: (r) => ({ ...r, tagged: true }), decode: ({ tagged: _t, ...r }) => ({ ...r, id: r.id as string }) };
+    const shout: RemoteTransformer = {
+      encode: (r) => ({ ...r, title: String(r.title).toUpperCase() }),
+      decode: (r) => ({ ...r, title: String(r.title).toLowerCase() }),
+    };
+    const tag: RemoteTransformer = {
+      encode: (r) => ({ ...r, tagged: true }),
+      decode: ({ tagged: _t, ...r }) => ({ ...r, id: r.id as string }),
+    };
     const client = makeClient(url);
     const items = client.bucket(bucket).collection('items', { transformers: [shout, tag] });
     await items.create({ id: 'a', title: 'hello' });
     await items.sync();
-    expect((await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/a`)).body.data).toMatchObject({ title: 'HELLO', tagged: true });
+    expect((await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/a`)).body.data).toMatchObject({
+      title: 'HELLO',
+      tagged: true,
+    });
     expect(await items.get('a')).toMatchObject({ id: 'a', title: 'hello' });
     expect(await items.get('a')).not.toHaveProperty('tagged');
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/b`, { data: { title: 'FROM ELSEWHERE', tagged: true } });
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/b`, {
+      data: { title: 'FROM ELSEWHERE', tagged: true },
+    });
     await items.sync();
     expect(await items.get('b')).toMatchObject({ title: 'from elsewhere' });
     expect(await items.get('b')).not.toHaveProperty('tagged');
@@ -40,12 +51,18 @@ describe('an end-to-end encrypted collection', () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes');
     const a = makeClient(url);
-    const notes = a.bucket(bucket).collection<Note>('notes', { indexes: ['done'], transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })] });
+    const notes = a.bucket(bucket).collection<Note>('notes', {
+      indexes: ['done'],
+      transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })],
+    });
     await notes.create({ id: 'n1', title: 'the secret plan', done: 0 });
     await notes.create({ id: 'n2', title: 'groceries', done: 1 });
     expect((await notes.sync()).pushed).toBe(2);
 
-    const stored = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records?_sort=id`)).body.data as Record<string, unknown>[];
+    const stored = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records?_sort=id`)).body.data as Record<
+      string,
+      unknown
+    >[];
     expect(stored.map((record) => Object.keys(record).sort())).toEqual([
       ['ciphertext', 'id', 'iv', 'last_modified', 'quire_e2e'],
       ['ciphertext', 'id', 'iv', 'last_modified', 'quire_e2e'],
@@ -54,7 +71,10 @@ describe('an end-to-end encrypted collection', () => {
     expect(stored[0]!.iv).not.toBe(stored[1]!.iv);
 
     const b = makeClient(url, { user: 'alice' });
-    const other = b.bucket(bucket).collection<Note>('notes', { indexes: ['done'], transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })] });
+    const other = b.bucket(bucket).collection<Note>('notes', {
+      indexes: ['done'],
+      transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })],
+    });
     expect((await other.sync()).pulled).toBe(2);
     expect(await other.get('n1')).toMatchObject({ title: 'the secret plan', done: 0 });
     expect((await other.list({ index: 'done', equals: 1 })).map((note) => note.title)).toEqual(['groceries']);
@@ -64,7 +84,9 @@ describe('an end-to-end encrypted collection', () => {
     await other.sync();
     await notes.update('n1', { title: 'plan C' }, { patch: true });
     const incoming = await notes.sync({ strategy: 'server-wins' });
-    expect(incoming.conflicts).toEqual([expect.objectContaining({ id: 'n1', type: 'incoming', remote: expect.objectContaining({ title: 'plan B' }) })]);
+    expect(incoming.conflicts).toEqual([
+      expect.objectContaining({ id: 'n1', type: 'incoming', remote: expect.objectContaining({ title: 'plan B' }) }),
+    ]);
     expect(await notes.get('n1')).toMatchObject({ title: 'plan B' });
     // …or refused by the server (412: its `existing` is decrypted too): another device pushes
     // between this one's pull and its push.
@@ -79,11 +101,15 @@ describe('an end-to-end encrypted collection', () => {
         return fetch(input, init);
       },
     });
-    const mine = d.bucket(bucket).collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })] });
+    const mine = d
+      .bucket(bucket)
+      .collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'correct horse', ...FAST })] });
     await mine.sync();
     await mine.update('n1', { title: 'plan D' }, { patch: true });
     const outgoing = await mine.sync({ strategy: 'server-wins' });
-    expect(outgoing.conflicts).toEqual([expect.objectContaining({ id: 'n1', type: 'outgoing', remote: expect.objectContaining({ title: 'plan E' }) })]);
+    expect(outgoing.conflicts).toEqual([
+      expect.objectContaining({ id: 'n1', type: 'outgoing', remote: expect.objectContaining({ title: 'plan E' }) }),
+    ]);
     expect(await mine.get('n1')).toMatchObject({ title: 'plan E' });
     await d.close();
     await Promise.all([a.close(), b.close()]);
@@ -93,12 +119,16 @@ describe('an end-to-end encrypted collection', () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes');
     const writer = makeClient(url);
-    const notes = writer.bucket(bucket).collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'right', ...FAST })] });
+    const notes = writer
+      .bucket(bucket)
+      .collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'right', ...FAST })] });
     await notes.create({ id: 'n1', title: 'one', done: 0 });
     await notes.sync();
     const idb = new IDBFactory();
     const reader = makeClient(url, { idb });
-    const readerNotes = reader.bucket(bucket).collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'right', ...FAST })] });
+    const readerNotes = reader
+      .bucket(bucket)
+      .collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'right', ...FAST })] });
     await readerNotes.sync();
     await reader.close();
     await notes.update('n1', { title: 'two', done: 1 });
@@ -107,7 +137,9 @@ describe('an end-to-end encrypted collection', () => {
 
     // The same replica opened with a wrong passphrase, with a local change waiting.
     const wrong = makeClient(url, { idb });
-    const wrongNotes = wrong.bucket(bucket).collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'wrong', ...FAST })] });
+    const wrongNotes = wrong
+      .bucket(bucket)
+      .collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'wrong', ...FAST })] });
     await wrongNotes.create({ id: 'n2', title: 'draft', done: 0 });
     const failure = await wrongNotes.sync().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(DecryptionError);
@@ -123,14 +155,23 @@ describe('an end-to-end encrypted collection', () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes');
     const client = makeClient(url);
-    const notes = client.bucket(bucket).collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'pw', ...FAST })] });
+    const notes = client
+      .bucket(bucket)
+      .collection<Note>('notes', { transformers: [encryptionTransformer({ passphrase: 'pw', ...FAST })] });
     await notes.create({ id: 'n1', title: 'one', done: 0 });
     await notes.sync();
-    const sealed = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/n1`)).body.data as Record<string, unknown>;
+    const sealed = (await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records/n1`)).body.data as Record<
+      string,
+      unknown
+    >;
     // The server (or anyone with write access) copies n1's ciphertext to n2: refused (the id is authenticated).
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/notes/records/n2`, { data: { quire_e2e: 1, iv: sealed.iv, ciphertext: sealed.ciphertext } });
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/notes/records/n2`, {
+      data: { quire_e2e: 1, iv: sealed.iv, ciphertext: sealed.ciphertext },
+    });
     await expect(notes.sync()).rejects.toMatchObject({ code: 'QUIRE_ERR_CRYPTO_DECRYPT', recordId: 'n2' });
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/notes/records/n2`, { data: { title: 'injected in plain text' } });
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/notes/records/n2`, {
+      data: { title: 'injected in plain text' },
+    });
     await expect(notes.sync()).rejects.toMatchObject({ code: 'QUIRE_ERR_CRYPTO_DECRYPT', recordId: 'n2' });
     expect(await notes.get('n2')).toBeUndefined();
     await client.close();
@@ -150,12 +191,16 @@ describe('an end-to-end encrypted collection', () => {
     expect(await again.get('k')).toMatchObject({ title: 'with my key' });
 
     const derived = await deriveKey('passphrase', `quire-e2e:${bucket}/other`);
-    const other = client.bucket(bucket).collection<Note>('other', { transformers: [encryptionTransformer({ passphrase: 'passphrase' })] });
+    const other = client
+      .bucket(bucket)
+      .collection<Note>('other', { transformers: [encryptionTransformer({ passphrase: 'passphrase' })] });
     await createCollection(url, bucket, 'other').catch(() => {});
     await other.create({ id: 'p', title: 'derived', done: 0 });
     await other.sync();
     const third = makeClient(url);
-    const withDerived = third.bucket(bucket).collection<Note>('other', { transformers: [encryptionTransformer({ key: derived })] });
+    const withDerived = third
+      .bucket(bucket)
+      .collection<Note>('other', { transformers: [encryptionTransformer({ key: derived })] });
     await withDerived.sync();
     expect(await withDerived.get('p')).toMatchObject({ title: 'derived' });
     await Promise.all([client.close(), second.close(), third.close()]);

@@ -23,8 +23,18 @@ async function scenario(fetchFn: FetchLike) {
   await items.sync();
   // Another writer: updates r00-r09, creates s0-s4.
   const requests = [];
-  for (let i = 0; i < 10; i++) requests.push({ method: 'PATCH', path: `/buckets/${bucket}/collections/items/records/r0${i}`, body: { data: { by: 'server' } } });
-  for (let i = 0; i < 5; i++) requests.push({ method: 'PUT', path: `/buckets/${bucket}/collections/items/records/s${i}`, body: { data: { n: 100 + i } } });
+  for (let i = 0; i < 10; i++)
+    requests.push({
+      method: 'PATCH',
+      path: `/buckets/${bucket}/collections/items/records/r0${i}`,
+      body: { data: { by: 'server' } },
+    });
+  for (let i = 0; i < 5; i++)
+    requests.push({
+      method: 'PUT',
+      path: `/buckets/${bucket}/collections/items/records/s${i}`,
+      body: { data: { n: 100 + i } },
+    });
   await raw(url, 'POST', '/batch', { requests });
   // This replica: creates l0-l19, updates r20-r29, deletes r40-r44.
   for (let i = 0; i < 20; i++) await items.create({ id: `l${i}`, n: 200 + i });
@@ -33,8 +43,12 @@ async function scenario(fetchFn: FetchLike) {
   return { bucket, client, items };
 }
 
-async function verify(bucket: string, items: { list(): Promise<Record<string, unknown>[]>; pending(): Promise<number> }) {
-  const remote = (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records?_sort=id&_limit=1000`)).body.data as Record<string, unknown>[];
+async function verify(
+  bucket: string,
+  items: { list(): Promise<Record<string, unknown>[]>; pending(): Promise<number> },
+) {
+  const remote = (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records?_sort=id&_limit=1000`)).body
+    .data as Record<string, unknown>[];
   const local = (await items.list()).sort((a, b) => String(a.id).localeCompare(String(b.id)));
   expect(local).toEqual(remote);
   expect(remote).toHaveLength(45 + 5 + 20 - 5);
@@ -83,7 +97,10 @@ describe('a sync interrupted at any request resumes without loss or duplicates',
         };
         const { bucket, client, items } = await scenario(faulty);
         armed = true;
-        const error = await items.sync().then(() => null, (e: unknown) => e);
+        const error = await items.sync().then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(cut).not.toBe('');
         // Only the progress count (a HEAD) is best-effort: losing it does not fail the sync.
         if (error === null) expect(cut).toMatch(/^HEAD /);

@@ -63,7 +63,9 @@ describe('interrupted pulls resume without re-downloading or missing anything', 
     expect(await items.count()).toBe(60);
     // Meanwhile the server changes: a record already held, one not yet fetched, a deletion, a creation.
     await raw(url, 'PATCH', `/buckets/${bucket}/collections/items/records/r0119`, { data: { title: 'held, changed' } });
-    await raw(url, 'PATCH', `/buckets/${bucket}/collections/items/records/r0010`, { data: { title: 'not yet fetched, changed' } });
+    await raw(url, 'PATCH', `/buckets/${bucket}/collections/items/records/r0010`, {
+      data: { title: 'not yet fetched, changed' },
+    });
     await raw(url, 'DELETE', `/buckets/${bucket}/collections/items/records/r0005`);
     await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/new`, { data: { n: -1 } });
 
@@ -89,7 +91,9 @@ describe('interrupted pulls resume without re-downloading or missing anything', 
       return fetch(input, init);
     };
     const first = makeClient(url, { idb, fetch: dying });
-    await expect(first.bucket(bucket).collection<Item>('items', { pageSize: 25 }).sync()).rejects.toBeInstanceOf(NetworkError);
+    await expect(first.bucket(bucket).collection<Item>('items', { pageSize: 25 }).sync()).rejects.toBeInstanceOf(
+      NetworkError,
+    );
     await first.close();
 
     const exchanges: Exchange[] = [];
@@ -138,7 +142,11 @@ describe('interrupted pulls resume without re-downloading or missing anything', 
     const inject412: FetchLike = async (input, init) => {
       if (!injected && /_token=/.test(input)) {
         injected = true;
-        return cannedResponse(412, { ETag: '"1"' }, { code: 412, errno: 114, error: 'Precondition Failed', message: 'Resource was modified meanwhile' });
+        return cannedResponse(
+          412,
+          { ETag: '"1"' },
+          { code: 412, errno: 114, error: 'Precondition Failed', message: 'Resource was modified meanwhile' },
+        );
       }
       return fetch(input, init);
     };
@@ -156,7 +164,9 @@ describe('aborting', () => {
     const client = makeClient(url);
     const items = client.bucket(bucket).collection<Item>('items', { pageSize: 20 });
     const controller = new AbortController();
-    const error = await items.sync({ signal: controller.signal, onProgress: (p) => p.done === 20 && controller.abort() }).catch((e: unknown) => e);
+    const error = await items
+      .sync({ signal: controller.signal, onProgress: (p) => p.done === 20 && controller.abort() })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SyncAbortedError);
     expect(await items.count()).toBe(20);
     expect((await items.sync()).ok).toBe(true);
@@ -196,7 +206,9 @@ describe('interrupted pushes resume without duplicates or losses', () => {
     const bucket = await setup(0);
     await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/created`, { data: { n: 1 } });
     const updated = await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/updated`, { data: { n: 1 } });
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/updated`, { data: { n: 2 } }, 'alice', { 'If-Match': `"${updated.body.data.last_modified}"` });
+    await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/updated`, { data: { n: 2 } }, 'alice', {
+      'If-Match': `"${updated.body.data.last_modified}"`,
+    });
     const db = await openCollectionDb(`replay-${bucket}`, [], { indexedDB: new IDBFactory(), IDBKeyRange });
     const local = new LocalCollection(db, () => crypto.randomUUID());
     await local.create({ id: 'created', n: 1 });
@@ -205,7 +217,14 @@ describe('interrupted pushes resume without duplicates or losses', () => {
     await local.update('updated', { n: 2 });
     const http = new HttpTransport({ remote: url, auth: { type: 'basic', username: 'alice', password: 'secret' } });
     const outcomes: { published: unknown[]; conflicts: unknown[]; errors: unknown[] }[] = [];
-    await push({ http, local, bucket, collection: 'items', batchSize: 25, onChunk: async (outcome) => void outcomes.push(outcome) });
+    await push({
+      http,
+      local,
+      bucket,
+      collection: 'items',
+      batchSize: 25,
+      onChunk: async (outcome) => void outcomes.push(outcome),
+    });
     expect(outcomes).toMatchObject([{ published: [{ id: 'created' }, { id: 'updated' }], conflicts: [], errors: [] }]);
     expect(await local.pendingCount()).toBe(0);
     const server = await serverState(bucket);
@@ -248,7 +267,8 @@ describe('interrupted pushes resume without duplicates or losses', () => {
 
   it('a concurrent writer during the push is picked up by the same sync', async () => {
     const bucket = await setup(3);
-    let writer: (() => Promise<unknown>) | null = () => raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/other`, { data: { n: 99 } });
+    let writer: (() => Promise<unknown>) | null = () =>
+      raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/other`, { data: { n: 99 } });
     const client = makeClient(url, {
       fetch: async (input, init) => {
         if (writer && new URL(input).pathname.endsWith('/batch')) {
@@ -305,7 +325,11 @@ describe('server-requested pauses', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const started = Date.now();
-    const error = await client.bucket(bucket).collection<Item>('items').sync({ signal: controller.signal }).catch((e: unknown) => e);
+    const error = await client
+      .bucket(bucket)
+      .collection<Item>('items')
+      .sync({ signal: controller.signal })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SyncAbortedError);
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(requests).toBe(1);
@@ -321,7 +345,11 @@ describe('server-requested pauses', () => {
         return cannedResponse(503, { 'Retry-After': '120' });
       },
     });
-    const error = await client.bucket(bucket).collection<Item>('items').sync().catch((e: unknown) => e);
+    const error = await client
+      .bucket(bucket)
+      .collection<Item>('items')
+      .sync()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackoffError);
     expect((error as BackoffError).retryAfter).toBe(120_000);
     expect(requests).toBe(1);
@@ -336,7 +364,10 @@ describe('server-requested pauses', () => {
         const response = await fetch(input, init);
         const headers = new Headers(response.headers);
         headers.set('Backoff', '60');
-        return new Response(response.status === 304 ? null : await response.arrayBuffer(), { status: response.status, headers });
+        return new Response(response.status === 304 ? null : await response.arrayBuffer(), {
+          status: response.status,
+          headers,
+        });
       },
     });
     const items = client.bucket(bucket).collection<Item>('items');

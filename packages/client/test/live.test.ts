@@ -45,7 +45,13 @@ describe('live changes', () => {
     syncs.length = 0;
 
     const started = Date.now();
-    const written = await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/r1`, { data: { n: 1 } }, 'alice');
+    const written = await raw(
+      url,
+      'PUT',
+      `/buckets/${bucket}/collections/items/records/r1`,
+      { data: { n: 1 } },
+      'alice',
+    );
     expect(written.status).toBe(201);
     await expect.poll(async () => (await items.get('r1'))?.n, { timeout: 2000, interval: 10 }).toBe(1);
     expect(Date.now() - started).toBeLessThan(1000);
@@ -68,7 +74,11 @@ describe('live changes', () => {
     const before = pulls.count();
     // 200 writes, in batches of 25, as fast as they go.
     for (let start = 0; start < 200; start += 25) {
-      const requests = Array.from({ length: 25 }, (_, i) => ({ method: 'PUT', path: `/buckets/${bucket}/collections/items/records/r${start + i}`, body: { data: { n: start + i } } }));
+      const requests = Array.from({ length: 25 }, (_, i) => ({
+        method: 'PUT',
+        path: `/buckets/${bucket}/collections/items/records/r${start + i}`,
+        body: { data: { n: start + i } },
+      }));
       await raw(url, 'POST', '/batch', { requests }, 'alice');
     }
     await expect.poll(() => items.count({}), { timeout: 5000 }).toBe(200);
@@ -111,7 +121,14 @@ describe('live changes', () => {
     };
     const client = makeClient(url, { fetch: unreachableAtFirst, live: { backoffMs: 50, maxBackoffMs: 200 } });
     const items = client.bucket(bucket).collection<Item>('items');
-    expect(await items.startAutoSync({ intervalMs: 0, backoffMs: 50, maxBackoffMs: 200, online: createManualOnlineSource(true) })).toBe('none');
+    expect(
+      await items.startAutoSync({
+        intervalMs: 0,
+        backoffMs: 50,
+        maxBackoffMs: 200,
+        online: createManualOnlineSource(true),
+      }),
+    ).toBe('none');
     reachable = true;
     await expect.poll(() => client.live.status.connected, { timeout: 10_000 }).toBe(true);
     await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/x`, { data: { n: 3 } });
@@ -127,11 +144,16 @@ describe('live changes', () => {
     const locks: LockManagerLike = {
       request<T>(name: string, options: { mode: 'exclusive'; signal?: AbortSignal }, fn: () => Promise<T>): Promise<T> {
         const previous = queues.get(name) ?? Promise.resolve();
-        const run = previous.catch(() => {}).then(() => {
-          if (options.signal?.aborted) throw new Error('aborted');
-          return fn();
-        });
-        queues.set(name, run.catch(() => {}));
+        const run = previous
+          .catch(() => {})
+          .then(() => {
+            if (options.signal?.aborted) throw new Error('aborted');
+            return fn();
+          });
+        queues.set(
+          name,
+          run.catch(() => {}),
+        );
         return run;
       },
     };

@@ -34,7 +34,11 @@ describe('offline', () => {
     expect(client.live.status.state).toBe('offline');
 
     online.set(true);
-    await expect.poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/offline-write`)).status, { timeout: 10_000 }).toBe(200);
+    await expect
+      .poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/offline-write`)).status, {
+        timeout: 10_000,
+      })
+      .toBe(200);
     await expect.poll(() => client.live.status.connected, { timeout: 10_000 }).toBe(true);
     await expect.poll(() => items.status.lastResult?.pushed, { timeout: 10_000 }).toBe(1);
     await expect.poll(() => items.status.syncing).toBe(false);

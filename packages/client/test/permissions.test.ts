@@ -15,9 +15,21 @@ describe('lost read permission', () => {
     await createCollection(url, bucket, 'shared', 'alice');
     const bob = await userId('bob');
     // Bob may create records in the collection, and read three of alice's.
-    await raw(url, 'PATCH', `/buckets/${bucket}/collections/shared`, { permissions: { 'record:create': [bob] } }, 'alice');
+    await raw(
+      url,
+      'PATCH',
+      `/buckets/${bucket}/collections/shared`,
+      { permissions: { 'record:create': [bob] } },
+      'alice',
+    );
     for (const id of ['r1', 'r2', 'r3']) {
-      await raw(url, 'PUT', `/buckets/${bucket}/collections/shared/records/${id}`, { data: { id }, permissions: { read: [bob] } }, 'alice');
+      await raw(
+        url,
+        'PUT',
+        `/buckets/${bucket}/collections/shared/records/${id}`,
+        { data: { id }, permissions: { read: [bob] } },
+        'alice',
+      );
     }
     await raw(url, 'PUT', `/buckets/${bucket}/collections/shared/records/private`, { data: {} }, 'alice');
     const client = makeClient(url, { user: 'bob' });
@@ -87,8 +99,20 @@ describe('lost read permission', () => {
     await createCollection(url, bucket, 'c', 'alice');
     const bob = await userId('bob');
     await raw(url, 'PUT', `/buckets/${bucket}/groups/readers`, { data: { members: [bob] } }, 'alice');
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/a`, { data: {}, permissions: { read: [`/buckets/${bucket}/groups/readers`] } }, 'alice');
-    await raw(url, 'PUT', `/buckets/${bucket}/collections/c/records/b`, { data: {}, permissions: { read: [bob] } }, 'alice');
+    await raw(
+      url,
+      'PUT',
+      `/buckets/${bucket}/collections/c/records/a`,
+      { data: {}, permissions: { read: [`/buckets/${bucket}/groups/readers`] } },
+      'alice',
+    );
+    await raw(
+      url,
+      'PUT',
+      `/buckets/${bucket}/collections/c/records/b`,
+      { data: {}, permissions: { read: [bob] } },
+      'alice',
+    );
     const idb = new IDBFactory();
     const client = makeClient(url, { user: 'bob', idb });
     const c = client.bucket(bucket).collection('c', { checkReadable: { intervalMs: 60_000 } });

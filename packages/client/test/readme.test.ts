@@ -15,7 +15,7 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
 it("runs the README's first example as written", async () => {
   const readme = await readFile(join(packageDir, 'README.md'), 'utf8');
   const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
-  expect(example).toContain("createClient");
+  expect(example).toContain('createClient');
   // The example's bucket exists on a real deployment; any signed-in user may write in it here.
   await createCollection(url, 'todo-app', 'todos', 'alice', { write: ['system.Authenticated'] });
   const runnable = `${example!
@@ -28,7 +28,9 @@ await client.close();
   try {
     const file = join(dir, 'example.ts');
     await writeFile(file, runnable);
-    const { outcome } = (await import(file)) as { outcome: { result: { ok: boolean; pushed: number }; open: unknown[]; pending: number } };
+    const { outcome } = (await import(file)) as {
+      outcome: { result: { ok: boolean; pushed: number }; open: unknown[]; pending: number };
+    };
     expect(outcome.result).toMatchObject({ ok: true, pushed: 1 });
     expect(outcome.pending).toBe(0);
     const remote = await raw(url, 'GET', '/buckets/todo-app/collections/todos/records');

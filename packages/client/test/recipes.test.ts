@@ -16,7 +16,12 @@ function useLive<R>(query: LiveQuery<R>): Ref<R | undefined> {
 }
 
 function newClient() {
-  return createClient({ remote: 'http://127.0.0.1:9/v1', indexedDB: new IDBFactory(), IDBKeyRange, fetch: () => Promise.reject(new TypeError('offline')) });
+  return createClient({
+    remote: 'http://127.0.0.1:9/v1',
+    indexedDB: new IDBFactory(),
+    IDBKeyRange,
+    fetch: () => Promise.reject(new TypeError('offline')),
+  });
 }
 
 describe('recipes', () => {

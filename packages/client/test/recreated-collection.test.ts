@@ -37,7 +37,8 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
     };
     await put(`/buckets/${bucket}`);
     await put(`/buckets/${bucket}/collections/notes`);
-    for (const id of ['r1', 'r2', 'r3']) await put(`/buckets/${bucket}/collections/notes/records/${id}`, { data: { title: `server ${id}` } });
+    for (const id of ['r1', 'r2', 'r3'])
+      await put(`/buckets/${bucket}/collections/notes/records/${id}`, { data: { title: `server ${id}` } });
     const client = makeClient(url);
     const notes = client.bucket(bucket).collection<Note>('notes', { strategy });
     expect(await notes.sync()).toMatchObject({ ok: true, pulled: 3, serverFlushed: false });
@@ -45,7 +46,10 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
       expect((await raw(url, 'DELETE', `/buckets/${bucket}/collections/notes`)).status).toBe(200);
       await put(`/buckets/${bucket}/collections/notes`);
     };
-    const serverIds = async () => ((await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records`)).body.data as Array<{ id: string }>).map((r) => r.id).sort();
+    const serverIds = async () =>
+      ((await raw(url, 'GET', `/buckets/${bucket}/collections/notes/records`)).body.data as Array<{ id: string }>)
+        .map((r) => r.id)
+        .sort();
     return { url, bucket, client, notes, put, recreate, serverIds };
   }
 
@@ -72,7 +76,14 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
       await notes.create({ id: 'draft', title: 'new offline' });
       await recreate();
       const result = await notes.sync();
-      expect(result, strategy).toMatchObject({ ok: true, serverFlushed: true, removed: 1, pushed: 2, conflicts: [], errors: [] });
+      expect(result, strategy).toMatchObject({
+        ok: true,
+        serverFlushed: true,
+        removed: 1,
+        pushed: 2,
+        conflicts: [],
+        errors: [],
+      });
       expect(await serverIds()).toEqual(['draft', 'r1']);
       expect((await notes.list()).map((r) => [r.id, r.title])).toEqual([
         ['draft', 'new offline'],
@@ -91,7 +102,9 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
     await recreate();
     const result = await notes.sync();
     expect(result).toMatchObject({ ok: false, serverFlushed: true, removed: 1, pushed: 1, errors: [] });
-    expect(result.conflicts).toMatchObject([{ id: 'r1', type: 'incoming', resolution: 'manual', local: { title: 'edited offline' }, remote: null }]);
+    expect(result.conflicts).toMatchObject([
+      { id: 'r1', type: 'incoming', resolution: 'manual', local: { title: 'edited offline' }, remote: null },
+    ]);
     expect(await serverIds()).toEqual(['draft']);
     expect((await notes.list()).map((r) => r.id)).toEqual(['draft', 'r1']);
 
@@ -116,7 +129,7 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
   });
 });
 
-describe('kinto.js, the original server\'s client, against Quire', () => {
+describe("kinto.js, the original server's client, against Quire", () => {
   it('reports "Server has been flushed" after a collection is deleted and re-created, as against Kinto', async () => {
     // Its IndexedDB adapter uses the globals (this file's own: vitest isolates files).
     Object.assign(globalThis, { indexedDB: new IDBFactory(), IDBKeyRange });
@@ -136,7 +149,10 @@ describe('kinto.js, the original server\'s client, against Quire', () => {
       expect((await notes.list()).data.map((r) => r.id)).toEqual(['r1']);
       await raw(url, 'DELETE', `/buckets/${bucket}/collections/notes`);
       await raw(url, 'PUT', `/buckets/${bucket}/collections/notes`, { data: {} });
-      const flushed = await notes.sync().then(() => null, (error: Error) => error);
+      const flushed = await notes.sync().then(
+        () => null,
+        (error: Error) => error,
+      );
       expect(flushed?.constructor.name, url).toBe('ServerWasFlushedError');
       expect(flushed?.message).toContain('Server has been flushed');
     }

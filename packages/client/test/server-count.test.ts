@@ -20,7 +20,10 @@ async function counts(idb: IDBFactory, dbName: string): Promise<{ kept: number |
   try {
     const kept = ((await db.table('$meta').get('server-count')) as { value?: number } | undefined)?.value ?? null;
     const outbox = (await db.table('$outbox').toArray()) as { op: string }[];
-    const actual = (await db.table('records').count()) - outbox.filter((e) => e.op === 'create').length + outbox.filter((e) => e.op === 'delete').length;
+    const actual =
+      (await db.table('records').count()) -
+      outbox.filter((e) => e.op === 'create').length +
+      outbox.filter((e) => e.op === 'delete').length;
     return { kept, actual };
   } finally {
     db.close();

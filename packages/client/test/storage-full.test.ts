@@ -19,7 +19,8 @@ function fillStorage(after: number): () => void {
   let writes = 0;
   const refuse = function (this: IDBObjectStore, original: typeof put) {
     return function (this: IDBObjectStore, ...args: Parameters<typeof put>) {
-      if (this.name === 'records' && ++writes > after) throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+      if (this.name === 'records' && ++writes > after)
+        throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
       return original.apply(this, args);
     };
   };

@@ -8,7 +8,11 @@ import { createCollection, makeClient, raw, seed, uniqueName } from './support/s
 const server = { url: inject('quireUrl') };
 
 // An interface, as apps write models: collection<T> must take it (it once took type aliases only).
-interface Todo { title: string; done?: boolean; n?: number }
+interface Todo {
+  title: string;
+  done?: boolean;
+  n?: number;
+}
 
 async function setup() {
   const bucket = uniqueName('b');
@@ -32,7 +36,11 @@ describe('sync with a real server', () => {
     expect(local?.last_modified).toEqual(expect.any(Number));
 
     const remote = await raw(server.url, 'GET', `/buckets/${bucket}/collections/todos/records/${created.id}`);
-    expect(remote.body.data).toMatchObject({ id: created.id, title: 'write tests', last_modified: local?.last_modified });
+    expect(remote.body.data).toMatchObject({
+      id: created.id,
+      title: 'write tests',
+      last_modified: local?.last_modified,
+    });
 
     const b = makeClient(server.url);
     const todosB = b.bucket(bucket).collection<Todo>('todos');
@@ -170,7 +178,9 @@ describe('sync with a real server', () => {
   it('two replicas writing offline converge after syncing', async () => {
     const bucket = await setup();
     const a = makeClient(server.url).bucket(bucket).collection<Todo>('todos', { strategy: 'server-wins' });
-    const b = makeClient(server.url, { user: 'alice' }).bucket(bucket).collection<Todo>('todos', { strategy: 'server-wins' });
+    const b = makeClient(server.url, { user: 'alice' })
+      .bucket(bucket)
+      .collection<Todo>('todos', { strategy: 'server-wins' });
     const shared = await a.create({ title: 'shared' });
     await a.sync();
     await b.sync();

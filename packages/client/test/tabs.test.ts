@@ -99,7 +99,9 @@ describe('changes reach the other tab', () => {
     const { IDBKeyRange } = await import('fake-indexeddb');
     const raw = new Dexie(`quire:${bucket}/items`, { indexedDB: idb, IDBKeyRange });
     await raw.open();
-    await raw.table('$locks').put({ name: `quire-sync:quire:${bucket}/items`, owner: 'dead-tab', expires: Date.now() + 300 });
+    await raw
+      .table('$locks')
+      .put({ name: `quire-sync:quire:${bucket}/items`, owner: 'dead-tab', expires: Date.now() + 300 });
     raw.close();
     const started = Date.now();
     expect((await items.sync()).pushed).toBe(1);
@@ -115,7 +117,8 @@ function recordRequests(pattern: RegExp): { fetch: FetchLike; calls: string[] } 
     calls,
     fetch: (input, init) => {
       const path = new URL(input).pathname;
-      if (pattern.test(path) || (path.endsWith('/batch') && pattern.test(String(init.body)))) calls.push(`${init.method ?? 'GET'} ${path}`);
+      if (pattern.test(path) || (path.endsWith('/batch') && pattern.test(String(init.body))))
+        calls.push(`${init.method ?? 'GET'} ${path}`);
       return fetch(input, init);
     },
   };
@@ -141,24 +144,34 @@ for (const mode of ['web-locks', 'indexeddb-lease'] as const) {
       expect(tabs.filter((tab) => tab.items.status.autoSync === 'follower')).toHaveLength(2);
       const leader = leaders()[0]!;
       // Every tab knows how the leader's first sync went.
-      await expect.poll(() => tabs.every((tab) => tab.items.status.lastResult?.ok === true), { timeout: 10_000 }).toBe(true);
+      await expect
+        .poll(() => tabs.every((tab) => tab.items.status.lastResult?.ok === true), { timeout: 10_000 })
+        .toBe(true);
       for (const tab of tabs) if (tab !== leader) expect(tab.requests.calls).toEqual([]);
 
       // A remote change (announced by the change stream): pulled by the leader alone, seen by every tab.
       await raw(url, 'PUT', `/buckets/${bucket}/collections/items/records/remote`, { data: { n: 1 } });
-      for (const tab of tabs) await expect.poll(async () => (await tab.items.get('remote'))?.n, { timeout: 5000 }).toBe(1);
+      for (const tab of tabs)
+        await expect.poll(async () => (await tab.items.get('remote'))?.n, { timeout: 5000 }).toBe(1);
 
       // A follower writes: the leader pushes it, once.
       const follower = tabs.find((tab) => tab !== leader)!;
       await follower.items.create({ id: 'from-follower', n: 2 });
-      await expect.poll(async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-follower`)).status, { timeout: 5000 }).toBe(200);
+      await expect
+        .poll(
+          async () => (await raw(url, 'GET', `/buckets/${bucket}/collections/items/records/from-follower`)).status,
+          { timeout: 5000 },
+        )
+        .toBe(200);
       await expect.poll(() => follower.items.pending(), { timeout: 5000 }).toBe(0);
       for (const tab of tabs) if (tab !== leader) expect(tab.requests.calls).toEqual([]);
 
       // The leader closes: one of the others takes over (and syncs at start).
       await leader.client.close();
       const rest = tabs.filter((tab) => tab !== leader);
-      await expect.poll(() => rest.filter((tab) => tab.items.status.autoSync === 'leader').length, { timeout: 15_000 }).toBe(1);
+      await expect
+        .poll(() => rest.filter((tab) => tab.items.status.autoSync === 'leader').length, { timeout: 15_000 })
+        .toBe(1);
       const next = rest.find((tab) => tab.items.status.autoSync === 'leader')!;
       await expect.poll(() => next.requests.calls.length, { timeout: 10_000 }).toBeGreaterThan(0);
       expect(rest.find((tab) => tab !== next)!.requests.calls).toEqual([]);

@@ -102,11 +102,18 @@ async function main(): Promise<number> {
   }
   const [baseUrl, ...suites] = positionals;
   if (!baseUrl) fail('missing <base-url>');
-  const reports = (values.report ?? []).flatMap((r) => r.split(',')).map((r) => r.trim()).filter(Boolean);
-  for (const r of reports) if (!REPORT_FORMATS.includes(r as ReportFormat)) fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
+  const reports = (values.report ?? [])
+    .flatMap((r) => r.split(','))
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of reports)
+    if (!REPORT_FORMATS.includes(r as ReportFormat))
+      fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
   const users = [...(values.user ?? []).map((u) => parseCredentials(u, '--user')), ...credentialsFromEnv()];
-  const accountsAdmin = values['accounts-admin'] !== undefined ? parseCredentials(values['accounts-admin'], '--accounts-admin') : undefined;
-  const bucketReader = values['bucket-reader'] !== undefined ? parseCredentials(values['bucket-reader'], '--bucket-reader') : undefined;
+  const accountsAdmin =
+    values['accounts-admin'] !== undefined ? parseCredentials(values['accounts-admin'], '--accounts-admin') : undefined;
+  const bucketReader =
+    values['bucket-reader'] !== undefined ? parseCredentials(values['bucket-reader'], '--bucket-reader') : undefined;
   let maxBodyBytes: number | undefined;
   if (values['max-body-bytes'] !== undefined) {
     maxBodyBytes = Number(values['max-body-bytes']);
@@ -120,12 +127,14 @@ async function main(): Promise<number> {
     } catch {
       fail('--quotas must be a JSON object');
     }
-    if (typeof (parsed as { bucket?: unknown } | null)?.bucket !== 'string') fail('--quotas needs "bucket", the id of the bucket whose limits it gives');
+    if (typeof (parsed as { bucket?: unknown } | null)?.bucket !== 'string')
+      fail('--quotas needs "bucket", the id of the bucket whose limits it gives');
   }
   let backoffSeconds: number | undefined;
   if (values.backoff !== undefined) {
     backoffSeconds = Number(values.backoff);
-    if (!Number.isSafeInteger(backoffSeconds) || backoffSeconds < 0) fail('--backoff must be a whole number of seconds');
+    if (!Number.isSafeInteger(backoffSeconds) || backoffSeconds < 0)
+      fail('--backoff must be a whole number of seconds');
   }
 
   let signals = 0;
@@ -164,7 +173,10 @@ async function main(): Promise<number> {
     const listed = report.tests.filter((t) => t.outcome === 'expected-failure' || t.outcome === 'unexpected-pass');
     if (listed.length) {
       process.stdout.write(`\nListed in ${report.mode.expectationsFile ?? 'the expectations'}:\n`);
-      for (const t of listed) process.stdout.write(`  ${t.outcome === 'expected-failure' ? 'expected deviation ' : 'UNEXPECTEDLY PASSED'}  ${t.id}\n`);
+      for (const t of listed)
+        process.stdout.write(
+          `  ${t.outcome === 'expected-failure' ? 'expected deviation ' : 'UNEXPECTEDLY PASSED'}  ${t.id}\n`,
+        );
     }
     const s = report.summary;
     process.stdout.write(

@@ -4,15 +4,56 @@
  * and returns the report (the `quire-conformance` CLI is a thin layer over it); the harness is
  * exported for tooling.
  */
-export { runConformance, readServer, cleanupJournal, invocationDir, reportDir, REPORT_FORMATS, type RunOptions, type RunResult, type Credentials, type ReportFormat } from './run.js';
-export { parseExpectations, loadExpectations, resolveExpectations, shippedExpectations, type Expectations, type Deviation } from './report/expectations.js';
+export {
+  runConformance,
+  readServer,
+  cleanupJournal,
+  invocationDir,
+  reportDir,
+  REPORT_FORMATS,
+  type RunOptions,
+  type RunResult,
+  type Credentials,
+  type ReportFormat,
+} from './run.js';
+export {
+  parseExpectations,
+  loadExpectations,
+  resolveExpectations,
+  shippedExpectations,
+  type Expectations,
+  type Deviation,
+} from './report/expectations.js';
 export type { RunReport, TestOutcome, SectionSummary, Outcome, FailureDetail, ServerSummary } from './report/model.js';
 export { toJson } from './report/json.js';
 export { toJUnit } from './report/junit.js';
 export { toHtml } from './report/html.js';
 export { toTable } from './report/table.js';
 export { baseUrl, serverRoot, normaliseBaseUrl } from './harness/config.js';
-export { request, basic, url, qs, SkipSignal, type Identity, type RequestOptions, type HttpResponse, type RecordedExchange } from './harness/http.js';
-export type { KintoObject, Permissions, ObjectBody, ListBody, ErrorBody, ValidationErrorBody, ValidationDetailItem, RootBody, RootUser, AuthenticatedRootBody, BatchBody, BatchResponse } from './harness/bodies.js';
+export {
+  request,
+  basic,
+  url,
+  qs,
+  SkipSignal,
+  type Identity,
+  type RequestOptions,
+  type HttpResponse,
+  type RecordedExchange,
+} from './harness/http.js';
+export type {
+  KintoObject,
+  Permissions,
+  ObjectBody,
+  ListBody,
+  ErrorBody,
+  ValidationErrorBody,
+  ValidationDetailItem,
+  RootBody,
+  RootUser,
+  AuthenticatedRootBody,
+  BatchBody,
+  BatchResponse,
+} from './harness/bodies.js';
 export { createUser, userId, usesGivenCredentials, type User } from './harness/users.js';
 export { serverInfo, type ServerInfo, type PublicSettings } from './harness/capabilities.js';

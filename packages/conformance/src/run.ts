@@ -21,7 +21,11 @@ import { ConformanceReporter } from './report/reporter.js';
 
 export type ReportFormat = 'json' | 'junit' | 'html';
 export const REPORT_FORMATS: ReportFormat[] = ['json', 'junit', 'html'];
-const REPORT_FILES: Record<ReportFormat, string> = { json: 'conformance-report.json', junit: 'conformance-report.xml', html: 'conformance-report.html' };
+const REPORT_FILES: Record<ReportFormat, string> = {
+  json: 'conformance-report.json',
+  junit: 'conformance-report.xml',
+  html: 'conformance-report.html',
+};
 
 export interface Credentials {
   name: string;
@@ -147,7 +151,9 @@ export async function readServer(base: string): Promise<ServerSummary & { root: 
     throw new Error(`cannot reach ${base}/: ${(error as Error).message}`);
   }
   if (res.status !== 200 || typeof res.json !== 'object' || res.json === null) {
-    throw new Error(`GET ${base}/ answered ${res.status}, not the JSON root of a Kinto-protocol server (is the URL the API base, ending with /v1?)`);
+    throw new Error(
+      `GET ${base}/ answered ${res.status}, not the JSON root of a Kinto-protocol server (is the URL the API base, ending with /v1?)`,
+    );
   }
   const root = res.json as Record<string, unknown>;
   const capabilities = Object.keys((root.capabilities as Record<string, unknown> | undefined) ?? {}).sort();
@@ -158,7 +164,9 @@ export async function readServer(base: string): Promise<ServerSummary & { root: 
     ...(typeof root.project_version === 'string' ? { project_version: root.project_version } : {}),
     ...(typeof root.http_api_version === 'string' ? { http_api_version: root.http_api_version } : {}),
     capabilities,
-    ...(root.settings && typeof root.settings === 'object' ? { settings: root.settings as Record<string, unknown> } : {}),
+    ...(root.settings && typeof root.settings === 'object'
+      ? { settings: root.settings as Record<string, unknown> }
+      : {}),
   };
 }
 
@@ -175,16 +183,22 @@ async function probeAccountSignUp(base: string): Promise<void> {
     body: JSON.stringify({ data: { password: c.password } }),
   });
   if (res.status !== 201) {
-    throw new Error(`--create-accounts: PUT /accounts/${c.name} answered ${res.status} ${JSON.stringify(res.json)} (does the deployment allow anonymous sign-up?)`);
+    throw new Error(
+      `--create-accounts: PUT /accounts/${c.name} answered ${res.status} ${JSON.stringify(res.json)} (does the deployment allow anonymous sign-up?)`,
+    );
   }
   try {
     const who = await fetchJson(`${base}/`, { headers: { Authorization: basic(c) } });
     if (who.status !== 200) {
-      throw new Error(`--create-accounts: GET / with a new account answered ${who.status} ${JSON.stringify(who.json)} (a login limit on this client address?)`);
+      throw new Error(
+        `--create-accounts: GET / with a new account answered ${who.status} ${JSON.stringify(who.json)} (a login limit on this client address?)`,
+      );
     }
     const user = (who.json as Partial<RootBody> | undefined)?.user?.id;
     if (user !== `account:${c.name}`) {
-      throw new Error(`--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(user ?? null)}); do accounts need validation first?`);
+      throw new Error(
+        `--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(user ?? null)}); do accounts need validation first?`,
+      );
     }
   } finally {
     await deleteAccounts(base, [c]);
@@ -192,7 +206,16 @@ async function probeAccountSignUp(base: string): Promise<void> {
 }
 
 async function deleteAccounts(base: string, accounts: Credentials[]): Promise<void> {
-  await Promise.all(accounts.map((c) => fetch(`${base}/accounts/${encodeURIComponent(c.name)}`, { method: 'DELETE', headers: { Authorization: basic(c) } }).then((r) => r.text()).catch(() => undefined)));
+  await Promise.all(
+    accounts.map((c) =>
+      fetch(`${base}/accounts/${encodeURIComponent(c.name)}`, {
+        method: 'DELETE',
+        headers: { Authorization: basic(c) },
+      })
+        .then((r) => r.text())
+        .catch(() => undefined),
+    ),
+  );
 }
 
 /**
@@ -210,7 +233,8 @@ export async function cleanupJournal(base: string, journal: string): Promise<num
     seen.add(line);
     try {
       const entry = JSON.parse(line) as { id?: string; account?: string; authorization: string | null };
-      if (typeof entry.account === 'string' && entry.authorization) accounts.push({ account: entry.account, authorization: entry.authorization });
+      if (typeof entry.account === 'string' && entry.authorization)
+        accounts.push({ account: entry.account, authorization: entry.authorization });
       else if (typeof entry.id === 'string') buckets.push({ id: entry.id, authorization: entry.authorization });
     } catch {
       // A line cut by a killed worker: nothing to delete from it.
@@ -236,7 +260,12 @@ export async function cleanupJournal(base: string, journal: string): Promise<num
   // After the buckets: deleting those needed the accounts. Already deleted by their file: 401/404.
   await drain(accounts, async (e) => {
     try {
-      await (await fetch(`${base}/accounts/${encodeURIComponent(e.account)}`, { method: 'DELETE', headers: { Authorization: e.authorization } })).text();
+      await (
+        await fetch(`${base}/accounts/${encodeURIComponent(e.account)}`, {
+          method: 'DELETE',
+          headers: { Authorization: e.authorization },
+        })
+      ).text();
     } catch {
       // Unreachable server: nothing more we can do.
     }
@@ -263,12 +292,18 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   const out = options.out ?? process.stdout;
   const base = normaliseBaseUrl(options.baseUrl);
   const startedAt = new Date();
-  const expectations = typeof options.expectations === 'string' ? loadExpectations(resolveExpectations(options.expectations, invocationDir())) : options.expectations;
+  const expectations =
+    typeof options.expectations === 'string'
+      ? loadExpectations(resolveExpectations(options.expectations, invocationDir()))
+      : options.expectations;
 
-  if (options.allowFlush && options.readOnly) throw new Error('--allow-flush wipes the deployment; it cannot be combined with --read-only');
+  if (options.allowFlush && options.readOnly)
+    throw new Error('--allow-flush wipes the deployment; it cannot be combined with --read-only');
   const server = await readServer(base);
   const { root: _root, ...serverSummary } = server;
-  out.write(`Target ${base}: ${server.project_name ?? '?'} ${server.project_version ?? ''}, HTTP API ${server.http_api_version ?? '?'}\n`);
+  out.write(
+    `Target ${base}: ${server.project_name ?? '?'} ${server.project_version ?? ''}, HTTP API ${server.http_api_version ?? '?'}\n`,
+  );
   out.write(`Capabilities: ${server.capabilities.join(', ') || '(none)'}\n`);
 
   let identities: RunReport['mode']['identities'] = 'basicauth';
@@ -276,7 +311,8 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   if (users.length > 0) {
     identities = 'given';
   } else if (options.createAccounts) {
-    if (!server.capabilities.includes('accounts')) throw new Error('--create-accounts: the deployment has no "accounts" capability');
+    if (!server.capabilities.includes('accounts'))
+      throw new Error('--create-accounts: the deployment has no "accounts" capability');
     if (options.readOnly) throw new Error('--create-accounts writes; it cannot be combined with --read-only');
     await probeAccountSignUp(base);
     identities = 'created-accounts';
@@ -300,8 +336,10 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   delete process.env.QUIRE_CONFORMANCE_USERS_DISPOSABLE;
   if (identities === 'created-accounts') process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS = '1';
   else delete process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS;
-  if (options.accountsAdmin) process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
-  if (options.bucketReader) process.env.QUIRE_CONFORMANCE_BUCKET_READER = `${options.bucketReader.name}:${options.bucketReader.password}`;
+  if (options.accountsAdmin)
+    process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
+  if (options.bucketReader)
+    process.env.QUIRE_CONFORMANCE_BUCKET_READER = `${options.bucketReader.name}:${options.bucketReader.password}`;
   if (options.readOnly) process.env.QUIRE_CONFORMANCE_READ_ONLY = '1';
   else delete process.env.QUIRE_CONFORMANCE_READ_ONLY;
   if (options.maxBodyBytes) process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(options.maxBodyBytes);
@@ -323,7 +361,10 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     void vitest?.cancelCurrentRun('keyboard-input');
   });
   let leftovers = 0;
-  const signalListeners = { SIGINT: new Set(process.listeners('SIGINT')), SIGTERM: new Set(process.listeners('SIGTERM')) };
+  const signalListeners = {
+    SIGINT: new Set(process.listeners('SIGINT')),
+    SIGTERM: new Set(process.listeners('SIGTERM')),
+  };
   try {
     vitest = await createVitest(
       'test',
@@ -347,7 +388,8 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     // vitest's logger exits the process on SIGINT/SIGTERM; the caller's handler must win so
     // that the cleanup runs.
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      for (const listener of process.listeners(signal)) if (!signalListeners[signal].has(listener)) process.removeListener(signal, listener);
+      for (const listener of process.listeners(signal))
+        if (!signalListeners[signal].has(listener)) process.removeListener(signal, listener);
     }
     if (!interrupted) await vitest.start(options.suites ?? []);
   } catch (error) {
@@ -369,7 +411,11 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     server: serverSummary,
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
-    mode: { readOnly: Boolean(options.readOnly), identities, ...(expectations ? { expectationsFile: expectations.file } : {}) },
+    mode: {
+      readOnly: Boolean(options.readOnly),
+      identities,
+      ...(expectations ? { expectationsFile: expectations.file } : {}),
+    },
     summary: summarise(tests, reporter.runErrors),
     sections: reporter.sections.sort((a, b) => a.file.localeCompare(b.file)),
     tests,
@@ -377,7 +423,8 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     leftoverBucketsDeleted: leftovers,
     interrupted,
   };
-  if (report.tests.length === 0 && !interrupted) report.runErrors.push('no check ran (do the suite filters match a suite?)');
+  if (report.tests.length === 0 && !interrupted)
+    report.runErrors.push('no check ran (do the suite filters match a suite?)');
   report.summary = summarise(tests, report.runErrors);
 
   const files: string[] = [];

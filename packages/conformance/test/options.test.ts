@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadExpectations, parseExpectations, resolveExpectations, shippedExpectations } from '../src/report/expectations.js';
+import {
+  loadExpectations,
+  parseExpectations,
+  resolveExpectations,
+  shippedExpectations,
+} from '../src/report/expectations.js';
 import { invocationDir, reportDir } from '../src/run.js';
 
 const PACKAGE = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
@@ -17,10 +22,19 @@ describe('expectations files', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('finds the shipped files by name; an unknown name lists them', () => {
-    expect(shippedExpectations()).toEqual(['kinto-26.3', 'kinto-26.3-attachment', 'kinto-26.3-common', 'kinto-26.3-postgresql']);
+    expect(shippedExpectations()).toEqual([
+      'kinto-26.3',
+      'kinto-26.3-attachment',
+      'kinto-26.3-common',
+      'kinto-26.3-postgresql',
+    ]);
     expect(resolveExpectations('kinto-26.3', dir)).toBe(join(PACKAGE, 'expectations/kinto-26.3.json'));
-    expect(resolveExpectations('kinto-26.3-postgresql.json', dir)).toBe(join(PACKAGE, 'expectations/kinto-26.3-postgresql.json'));
-    expect(() => resolveExpectations('kinto-1.0', dir)).toThrow(/shipped: kinto-26.3, kinto-26.3-attachment, kinto-26.3-common, kinto-26.3-postgresql/);
+    expect(resolveExpectations('kinto-26.3-postgresql.json', dir)).toBe(
+      join(PACKAGE, 'expectations/kinto-26.3-postgresql.json'),
+    );
+    expect(() => resolveExpectations('kinto-1.0', dir)).toThrow(
+      /shipped: kinto-26.3, kinto-26.3-attachment, kinto-26.3-common, kinto-26.3-postgresql/,
+    );
   });
 
   it('prefers an existing file, relative to the given directory', () => {
@@ -40,7 +54,10 @@ describe('expectations files', () => {
 
   it('extends a file relative to the extending one, and refuses a loop', () => {
     writeFileSync(join(dir, 'base.json'), '{"deviations": [{"test": "a.test.ts > *", "reason": "base reason"}]}');
-    writeFileSync(join(dir, 'mine.json'), '{ // comment\n "extends": "base.json", "deviations": [{"test": "/b\\\\.test/", "reason": "mine"}]}');
+    writeFileSync(
+      join(dir, 'mine.json'),
+      '{ // comment\n "extends": "base.json", "deviations": [{"test": "/b\\\\.test/", "reason": "mine"}]}',
+    );
     const e = loadExpectations(join(dir, 'mine.json'));
     expect(e.deviations.map((d) => d.reason)).toEqual(['base reason', 'mine']);
     expect(e.match('a.test.ts > x > y')?.reason).toBe('base reason');
@@ -56,10 +73,18 @@ describe('expectations files', () => {
   });
 
   it('reads known-flaky entries', () => {
-    const e = parseExpectations('{"deviations": [{"test": "root.test.ts > *", "reason": "a race of the target", "flaky": true}, {"test": "x", "reason": "y"}]}');
-    expect(e.match('root.test.ts > a > b')).toEqual({ test: 'root.test.ts > *', reason: 'a race of the target', flaky: true });
+    const e = parseExpectations(
+      '{"deviations": [{"test": "root.test.ts > *", "reason": "a race of the target", "flaky": true}, {"test": "x", "reason": "y"}]}',
+    );
+    expect(e.match('root.test.ts > a > b')).toEqual({
+      test: 'root.test.ts > *',
+      reason: 'a race of the target',
+      flaky: true,
+    });
     expect(e.match('x')).toEqual({ test: 'x', reason: 'y' });
-    expect(() => parseExpectations('{"deviations": [{"test": "x", "reason": "y", "flaky": "yes"}]}')).toThrow(/flaky must be true or false/);
+    expect(() => parseExpectations('{"deviations": [{"test": "x", "reason": "y", "flaky": "yes"}]}')).toThrow(
+      /flaky must be true or false/,
+    );
   });
 });
 

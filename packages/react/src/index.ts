@@ -9,7 +9,17 @@
  * - SSR-safe: on the server every hook renders its "not loaded yet" state and touches no
  *   IndexedDB (React uses the server snapshot there, and hydration starts from the same state).
  */
-import type { Collection, ConflictEntry, ListQuery, LiveQuery, LiveQueryState, LiveStatus, LocalRecord, QuireClient, SyncStatus } from '@quire/client';
+import type {
+  Collection,
+  ConflictEntry,
+  ListQuery,
+  LiveQuery,
+  LiveQueryState,
+  LiveStatus,
+  LocalRecord,
+  QuireClient,
+  SyncStatus,
+} from '@quire/client';
 import { createContext, createElement, type ReactNode, useContext, useMemo, useSyncExternalStore } from 'react';
 
 const ClientContext = createContext<QuireClient | null>(null);
@@ -27,7 +37,11 @@ export function useQuireClient(): QuireClient {
 }
 
 /** `client.bucket(bucket).collection(name, options)` of the provider's client (the same object on every render). */
-export function useCollection<T extends object = Record<string, unknown>>(bucket: string, name: string, options?: Parameters<QuireClient['collection']>[2]): Collection<T> {
+export function useCollection<T extends object = Record<string, unknown>>(
+  bucket: string,
+  name: string,
+  options?: Parameters<QuireClient['collection']>[2],
+): Collection<T> {
   const client = useQuireClient();
   // biome-ignore lint/correctness/useExhaustiveDependencies: the client keeps the options of the first call for a collection
   return useMemo(() => client.collection<T>(bucket, name, options), [client, bucket, name]);
@@ -57,7 +71,11 @@ export function useLiveQuery<R>(query: LiveQuery<R> | null | undefined, options:
 }
 
 /** The records of `collection.list(query)`, kept current (undefined until loaded). */
-export function useRecords<T extends object>(collection: Collection<T> | null | undefined, query: ListQuery = {}, options?: LiveOptions): LocalRecord<T>[] | undefined {
+export function useRecords<T extends object>(
+  collection: Collection<T> | null | undefined,
+  query: ListQuery = {},
+  options?: LiveOptions,
+): LocalRecord<T>[] | undefined {
   const key = JSON.stringify(query);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the query is compared by value (key)
   const live = useMemo(() => collection?.live(query) ?? null, [collection, key]);
@@ -65,7 +83,11 @@ export function useRecords<T extends object>(collection: Collection<T> | null | 
 }
 
 /** One record, kept current (undefined while it does not exist or is not loaded yet). */
-export function useRecord<T extends object>(collection: Collection<T> | null | undefined, id: string | null | undefined, options?: LiveOptions): LocalRecord<T> | undefined {
+export function useRecord<T extends object>(
+  collection: Collection<T> | null | undefined,
+  id: string | null | undefined,
+  options?: LiveOptions,
+): LocalRecord<T> | undefined {
   const live = useMemo(() => (collection && id ? collection.liveRecord(id) : null), [collection, id]);
   return useLiveQuery(live, options).value;
 }
@@ -84,12 +106,22 @@ export function usePending<T extends object>(collection: Collection<T> | null | 
   return useLiveQuery(live).value;
 }
 
-const NO_SYNC_STATUS: SyncStatus = Object.freeze({ syncing: false, progress: null, lastSyncAt: null, lastResult: null, error: null, autoSync: null });
+const NO_SYNC_STATUS: SyncStatus = Object.freeze({
+  syncing: false,
+  progress: null,
+  lastSyncAt: null,
+  lastResult: null,
+  error: null,
+  autoSync: null,
+});
 
 /** The collection's sync status, the same in every tab (running, progress, last result or failure, who auto-syncs). */
 export function useSyncStatus<T extends object>(collection: Collection<T> | null | undefined): SyncStatus {
   return useSyncExternalStore(
-    useMemo(() => (collection ? (onChange: () => void) => collection.onStatus(onChange) : nothingToSubscribe), [collection]),
+    useMemo(
+      () => (collection ? (onChange: () => void) => collection.onStatus(onChange) : nothingToSubscribe),
+      [collection],
+    ),
     () => collection?.status ?? NO_SYNC_STATUS,
     () => NO_SYNC_STATUS,
   );

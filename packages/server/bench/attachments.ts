@@ -66,7 +66,9 @@ async function timed(pid: number | null, bytes: number, times: number, fn: (inde
 }
 
 function multipartHead(boundary: string, filename: string): Buffer {
-  return Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  return Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
 }
 
 async function* formBody(path: string, boundary: string): AsyncIterable<Buffer> {
@@ -76,7 +78,9 @@ async function* formBody(path: string, boundary: string): AsyncIterable<Buffer> 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { small: { type: 'string', default: '20' }, large: { type: 'string', default: '3' } } });
+  const { values } = parseArgs({
+    options: { small: { type: 'string', default: '20' }, large: { type: 'string', default: '3' } },
+  });
   const runs = { 1: Number(values.small), 100: Number(values.large) };
   const dir = await mkdtemp(join(tmpdir(), 'quire-bench-attachments-'));
   const s3 = await startS3Server();
@@ -89,10 +93,14 @@ async function main(): Promise<void> {
       const times = runs[size];
       for (const backend of ['local', 's3'] as const) {
         const dataDir = await mkdtemp(join(dir, `${backend}-`));
-        const { child, port } = await startServerChild(new URL(import.meta.url).pathname, { dataDir, ...(backend === 's3' ? { s3: s3.settings } : {}) } satisfies ChildConfig);
+        const { child, port } = await startServerChild(new URL(import.meta.url).pathname, {
+          dataDir,
+          ...(backend === 's3' ? { s3: s3.settings } : {}),
+        } satisfies ChildConfig);
         const base = `http://127.0.0.1:${port}/v1`;
         try {
-          for (const path of ['/buckets/b', '/buckets/b/collections/c']) await (await request(`${base}${path}`, { method: 'PUT', headers: { authorization: AUTH } })).body.text();
+          for (const path of ['/buckets/b', '/buckets/b/collections/c'])
+            await (await request(`${base}${path}`, { method: 'PUT', headers: { authorization: AUTH } })).body.text();
           const locations: string[] = [];
           const upload = await timed(child.pid!, size * MB, times, async (index) => {
             const boundary = `bench${index}`;
@@ -105,7 +113,9 @@ async function main(): Promise<void> {
             if (response.statusCode !== 201) throw new Error(`upload: ${response.statusCode} ${JSON.stringify(body)}`);
             locations.push(body.location);
           });
-          const capability = ((await (await request(`${base}/`)).body.json()) as { capabilities: { attachments: { base_url: string } } }).capabilities.attachments;
+          const capability = (
+            (await (await request(`${base}/`)).body.json()) as { capabilities: { attachments: { base_url: string } } }
+          ).capabilities.attachments;
           const download = await timed(child.pid!, size * MB, times, async (index) => {
             const response = await request(new URL(locations[index]!, capability.base_url).toString());
             let received = 0;
@@ -115,15 +125,32 @@ async function main(): Promise<void> {
           // The ceiling, same bytes, same run.
           const ceilingUp =
             backend === 'local'
-              ? await timed(null, size * MB, times, async (index) => void execFileSync('cp', [source, join(dataDir, `copy-${index}.bin`)]))
+              ? await timed(
+                  null,
+                  size * MB,
+                  times,
+                  async (index) => void execFileSync('cp', [source, join(dataDir, `copy-${index}.bin`)]),
+                )
               : await timed(null, size * MB, times, async (index) => {
-                  await new Upload({ client, params: { Bucket: s3.bucket, Key: `ceiling/${size}-${index}`, Body: createReadStream(source) }, partSize: 5 * MB, queueSize: 1 }).done();
+                  await new Upload({
+                    client,
+                    params: { Bucket: s3.bucket, Key: `ceiling/${size}-${index}`, Body: createReadStream(source) },
+                    partSize: 5 * MB,
+                    queueSize: 1,
+                  }).done();
                 });
           const ceilingDown =
             backend === 'local'
-              ? await timed(null, size * MB, times, async (index) => void execFileSync('cp', [join(dataDir, `copy-${index}.bin`), '/dev/null']))
+              ? await timed(
+                  null,
+                  size * MB,
+                  times,
+                  async (index) => void execFileSync('cp', [join(dataDir, `copy-${index}.bin`), '/dev/null']),
+                )
               : await timed(null, size * MB, times, async (index) => {
-                  const got = await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `ceiling/${size}-${index}` }));
+                  const got = await client.send(
+                    new GetObjectCommand({ Bucket: s3.bucket, Key: `ceiling/${size}-${index}` }),
+                  );
                   for await (const _chunk of got.Body as AsyncIterable<Buffer>);
                 });
           const ceilingName = backend === 'local' ? 'cp' : 'S3 PUT/GET';
@@ -142,7 +169,9 @@ async function main(): Promise<void> {
     await s3.close();
     await rm(dir, { recursive: true, force: true });
   }
-  console.log('\n| Files | Backend | Upload MB/s | Ceiling MB/s | Download MB/s | Ceiling MB/s | Server RSS peak (rise) |');
+  console.log(
+    '\n| Files | Backend | Upload MB/s | Ceiling MB/s | Download MB/s | Ceiling MB/s | Server RSS peak (rise) |',
+  );
   console.log('|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
 }

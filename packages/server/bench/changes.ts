@@ -76,7 +76,12 @@ function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-async function request<Body = unknown>(method: string, url: string, body?: unknown, authorization = ALICE): Promise<{ status: number; json: Body }> {
+async function request<Body = unknown>(
+  method: string,
+  url: string,
+  body?: unknown,
+  authorization = ALICE,
+): Promise<{ status: number; json: Body }> {
   const response = await fetch(url, {
     method,
     headers: { Authorization: authorization, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
@@ -87,24 +92,32 @@ async function request<Body = unknown>(method: string, url: string, body?: unkno
 }
 
 /** A stream held with node:http (one socket each, as 2,000 browsers would), calling `onEvent` with each event id. */
-function openStream(url: string, authorization: string, onEvent: (id: number) => void = () => {}): Promise<http.ClientRequest> {
+function openStream(
+  url: string,
+  authorization: string,
+  onEvent: (id: number) => void = () => {},
+): Promise<http.ClientRequest> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { agent: false, headers: { Authorization: authorization, Accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const id = /^id: (\d+)$/m.exec(block)?.[1];
-          if (id) onEvent(Number(id));
-        }
-      });
-      res.on('error', () => {});
-      resolve(req);
-    });
+    const req = http.request(
+      url,
+      { agent: false, headers: { Authorization: authorization, Accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const id = /^id: (\d+)$/m.exec(block)?.[1];
+            if (id) onEvent(Number(id));
+          }
+        });
+        res.on('error', () => {});
+        resolve(req);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -135,7 +148,9 @@ async function main(): Promise<void> {
     await request('PUT', `${a.base}buckets/bench/collections/latency`);
     await request('PUT', `${a.base}buckets/bench/collections/load`);
     await request('PUT', `${a.base}buckets/bench/collections/burst`);
-    console.log(`node ${process.version}, PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}, two quire processes`);
+    console.log(
+      `node ${process.version}, PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}, two quire processes`,
+    );
 
     // 1. Latency A → replica through B.
     {
@@ -151,17 +166,26 @@ async function main(): Promise<void> {
       let since = newest;
       for (let i = 0; i < writes; i++) {
         const started = performance.now();
-        const written = await request<{ data: { last_modified: number } }>('PUT', `${a.base}buckets/bench/collections/latency/records/r${i}`, { data: { i } });
+        const written = await request<{ data: { last_modified: number } }>(
+          'PUT',
+          `${a.base}buckets/bench/collections/latency/records/r${i}`,
+          { data: { i } },
+        );
         const stamp = written.json.data.last_modified;
         while (newest < stamp) await new Promise<void>((resolve) => (wake = resolve));
         wake = null;
-        const pulled = await request<{ data: Array<{ id: string }> }>('GET', `${b.base}buckets/bench/collections/latency/records?_since=${since}`);
+        const pulled = await request<{ data: Array<{ id: string }> }>(
+          'GET',
+          `${b.base}buckets/bench/collections/latency/records?_since=${since}`,
+        );
         if (!pulled.json.data.some((record) => record.id === `r${i}`)) throw new Error(`r${i} not in the pull`);
         since = stamp;
         latencies.push(performance.now() - started);
       }
       stream.destroy();
-      console.log(`1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`);
+      console.log(
+        `1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`,
+      );
     }
 
     // 2. Streams: memory, and write throughput without / with them.
@@ -175,19 +199,28 @@ async function main(): Promise<void> {
           connections: 10,
           duration,
           headers: { authorization: ALICE, 'content-type': 'application/json' },
-          requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ data: { i: i++ } }) }) }],
+          requests: [
+            { method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ data: { i: i++ } }) }) },
+          ],
         });
         return result.requests.average;
       };
       const open = async (collection: string, counter: () => void) => {
         const streams: http.ClientRequest[] = [];
         for (let i = 0; i < count; i += 100) {
-          streams.push(...(await Promise.all(Array.from({ length: Math.min(100, count - i) }, (_, j) => openStream(`${a.base}${MONITOR}?collection=${collection}`, auth(`user${(i + j) % 200}`), counter)))));
+          streams.push(
+            ...(await Promise.all(
+              Array.from({ length: Math.min(100, count - i) }, (_, j) =>
+                openStream(`${a.base}${MONITOR}?collection=${collection}`, auth(`user${(i + j) % 200}`), counter),
+              ),
+            )),
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, 1000));
         return streams;
       };
-      const pct = (value: number, base: number) => `${value >= base ? '+' : ''}${(((value - base) / base) * 100).toFixed(1)}%`;
+      const pct = (value: number, base: number) =>
+        `${value >= base ? '+' : ''}${(((value - base) / base) * 100).toFixed(1)}%`;
       const without = await throughput();
       const before = rssMb(a.pid);
       // Streams that watch other collections (each user following their own lists: the usual case).
@@ -205,9 +238,15 @@ async function main(): Promise<void> {
       const delivered = received;
       const afterLoad = rssMb(a.pid);
       for (const stream of busy) stream.destroy();
-      console.log(`2. ${count} streams on one process (memory: RSS of the server process; writes: POST one record, 10 connections, ${duration} s)`);
-      console.log(`   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open (+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ${afterLoad.toFixed(0)} MB after the load with every stream receiving`);
-      console.log(`   writes: ${without.toFixed(0)} req/s without streams; ${withQuiet.toFixed(0)} req/s (${pct(withQuiet, without)}) with ${count} streams watching other collections; ${withBusy.toFixed(0)} req/s (${pct(withBusy, without)}) with ${count} streams receiving every write (${delivered.toLocaleString('en-US')} events delivered)`);
+      console.log(
+        `2. ${count} streams on one process (memory: RSS of the server process; writes: POST one record, 10 connections, ${duration} s)`,
+      );
+      console.log(
+        `   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open (+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ${afterLoad.toFixed(0)} MB after the load with every stream receiving`,
+      );
+      console.log(
+        `   writes: ${without.toFixed(0)} req/s without streams; ${withQuiet.toFixed(0)} req/s (${pct(withQuiet, without)}) with ${count} streams watching other collections; ${withBusy.toFixed(0)} req/s (${pct(withBusy, without)}) with ${count} streams receiving every write (${delivered.toLocaleString('en-US')} events delivered)`,
+      );
     }
 
     // 3. A burst of writes, followed by a replica.
@@ -227,7 +266,8 @@ async function main(): Promise<void> {
         do {
           again = false;
           pulls++;
-          let url: string | null = `${b.base}buckets/bench/collections/burst/records?_since=${since}&_sort=-last_modified`;
+          let url: string | null =
+            `${b.base}buckets/bench/collections/burst/records?_since=${since}&_sort=-last_modified`;
           let newest = since;
           while (url) {
             const response = await fetch(url, { headers: { Authorization: ALICE } });
@@ -252,14 +292,19 @@ async function main(): Promise<void> {
       const eventsBefore = events;
       const started = performance.now();
       const batches = Array.from({ length: Math.ceil(total / 25) }, (_, k) =>
-        Array.from({ length: Math.min(25, total - k * 25) }, (_, j) => ({ method: 'PUT', path: `/buckets/bench/collections/burst/records/b${k * 25 + j}`, body: { data: { n: k * 25 + j } } })),
+        Array.from({ length: Math.min(25, total - k * 25) }, (_, j) => ({
+          method: 'PUT',
+          path: `/buckets/bench/collections/burst/records/b${k * 25 + j}`,
+          body: { data: { n: k * 25 + j } },
+        })),
       );
       for (let k = 0; k < batches.length; k += 4) {
         await Promise.all(batches.slice(k, k + 4).map((requests) => request('POST', `${a.base}batch`, { requests })));
       }
       const written = performance.now() - started;
       const deadline = Date.now() + 30_000;
-      while ((ids.size < total || pulling) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while ((ids.size < total || pulling) && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       const converged = performance.now() - started;
       stream.destroy();
       console.log(

@@ -22,7 +22,11 @@ export function childConfig<T>(): T {
  * and answers every other message named in `replies` with what its function returns.
  * `storage` is null for a server without one (bench/throughput.ts's bare Fastify ceiling).
  */
-export async function serveInChild(app: FastifyInstance, storage: Pick<Storage, 'close'> | null, replies: Record<string, () => unknown> = {}): Promise<void> {
+export async function serveInChild(
+  app: FastifyInstance,
+  storage: Pick<Storage, 'close'> | null,
+  replies: Record<string, () => unknown> = {},
+): Promise<void> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no TCP port');
@@ -47,12 +51,22 @@ export async function serveInChild(app: FastifyInstance, storage: Pick<Storage, 
  * 'cpu' (see `cpuReply` in support.ts) with the CPU time of all its processes: its own (it hands
  * connections over) and each worker's, which it asks them for.
  */
-export async function serveClusterInChild(workers: number, open: () => Promise<{ app: FastifyInstance; storage: Pick<Storage, 'close'> }>): Promise<void> {
+export async function serveClusterInChild(
+  workers: number,
+  open: () => Promise<{ app: FastifyInstance; storage: Pick<Storage, 'close'> }>,
+): Promise<void> {
   const servers = await runCluster({
     workers,
     startWorker: async () => {
       const { app, storage } = await open();
-      process.on('SIGTERM', () => void app.close().then(() => storage.close()).then(() => process.exit(0)));
+      process.on(
+        'SIGTERM',
+        () =>
+          void app
+            .close()
+            .then(() => storage.close())
+            .then(() => process.exit(0)),
+      );
       process.on('message', (message) => {
         if (message === 'cpu') process.send!(ownCpuMs());
       });
@@ -64,15 +78,17 @@ export async function serveClusterInChild(workers: number, open: () => Promise<{
   const workersCpuMs = () =>
     Promise.all(
       Object.values(cluster.workers ?? {}).map(
-        (worker) => new Promise<number>((resolve) => {
-          worker!.once('message', (ms: number) => resolve(ms));
-          worker!.send('cpu');
-        }),
+        (worker) =>
+          new Promise<number>((resolve) => {
+            worker!.once('message', (ms: number) => resolve(ms));
+            worker!.send('cpu');
+          }),
       ),
     );
   process.on('message', (message) => {
     if (message === 'stop') servers.stop();
-    if (message === 'cpu') void workersCpuMs().then((each) => process.send!({ cpuMs: ownCpuMs() + each.reduce((sum, ms) => sum + ms, 0) }));
+    if (message === 'cpu')
+      void workersCpuMs().then((each) => process.send!({ cpuMs: ownCpuMs() + each.reduce((sum, ms) => sum + ms, 0) }));
   });
   process.on('disconnect', () => servers.stop()); // the parent died
   process.send!({ port: servers.port });
@@ -87,7 +103,11 @@ function ownCpuMs(): number {
  * In the parent: forks `script` (the bench itself) as the server child and waits for its port.
  * `execArgv` adds Node options to the child's (e.g. `--cpu-prof`).
  */
-export async function startServerChild(script: string, config: unknown, execArgv: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+export async function startServerChild(
+  script: string,
+  config: unknown,
+  execArgv: string[] = [],
+): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(script, ['--serve'], {
     execArgv: [...process.execArgv, ...execArgv],
     env: { ...process.env, QUIRE_BENCH_CHILD: JSON.stringify(config) },

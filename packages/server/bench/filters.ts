@@ -60,16 +60,32 @@ async function run(backend: Backend): Promise<Record<string, number>> {
   try {
     const scope: Scope = { resourceName: 'record', parentId: `/buckets/bench/collections/${randomUUID()}` };
     for (let start = 0; start < OBJECTS; start += 1_000) {
-      await storage.transaction((session) => session.objects.insertMany(scope, Array.from({ length: 1_000 }, (_, i) => ({ id: randomUUID(), data: record(start + i) }))));
+      await storage.transaction((session) =>
+        session.objects.insertMany(
+          scope,
+          Array.from({ length: 1_000 }, (_, i) => ({ id: randomUUID(), data: record(start + i) })),
+        ),
+      );
     }
     const long: Scope = { resourceName: 'record', parentId: `/buckets/bench/collections/${randomUUID()}` };
-    await storage.transaction((session) => session.objects.insertMany(long, Array.from({ length: LONG_OBJECTS }, () => ({ id: randomUUID(), data: { title: 'a'.repeat(LONG) } }))));
+    await storage.transaction((session) =>
+      session.objects.insertMany(
+        long,
+        Array.from({ length: LONG_OBJECTS }, () => ({ id: randomUUID(), data: { title: 'a'.repeat(LONG) } })),
+      ),
+    );
     const figures: Record<string, number> = {};
     for (const [name, pattern] of Object.entries(PATTERNS)) {
-      figures[`${name}, 10k`] = await measure(() => storage.read((session) => session.objects.count(scope, like(pattern))));
+      figures[`${name}, 10k`] = await measure(() =>
+        storage.read((session) => session.objects.count(scope, like(pattern))),
+      );
     }
-    figures[`255 a then b, ${LONG_OBJECTS} × 100k`] = await measure(() => storage.read((session) => session.objects.count(long, like(WORST))));
-    figures['*ber 9* (3 pieces), 20 × 100k'] = await measure(() => storage.read((session) => session.objects.count(long, like('*ber*9*'))));
+    figures[`255 a then b, ${LONG_OBJECTS} × 100k`] = await measure(() =>
+      storage.read((session) => session.objects.count(long, like(WORST))),
+    );
+    figures['*ber 9* (3 pieces), 20 × 100k'] = await measure(() =>
+      storage.read((session) => session.objects.count(long, like('*ber*9*'))),
+    );
     return figures;
   } finally {
     await storage.close();
@@ -79,11 +95,21 @@ async function run(backend: Backend): Promise<Record<string, number>> {
 
 /** The reference engine on the same objects in memory. */
 async function reference(): Promise<Record<string, number>> {
-  const objects: StoredObject[] = Array.from({ length: OBJECTS }, (_, i) => ({ id: String(i), last_modified: i, ...record(i) }));
-  const longs: StoredObject[] = Array.from({ length: LONG_OBJECTS }, (_, i) => ({ id: String(i), last_modified: i, title: 'a'.repeat(LONG) }));
-  const count = (list: StoredObject[], pattern: string) => list.filter((object) => matchesFilter(object, like(pattern)[0]!)).length;
+  const objects: StoredObject[] = Array.from({ length: OBJECTS }, (_, i) => ({
+    id: String(i),
+    last_modified: i,
+    ...record(i),
+  }));
+  const longs: StoredObject[] = Array.from({ length: LONG_OBJECTS }, (_, i) => ({
+    id: String(i),
+    last_modified: i,
+    title: 'a'.repeat(LONG),
+  }));
+  const count = (list: StoredObject[], pattern: string) =>
+    list.filter((object) => matchesFilter(object, like(pattern)[0]!)).length;
   const figures: Record<string, number> = {};
-  for (const [name, pattern] of Object.entries(PATTERNS)) figures[`${name}, 10k`] = await measure(async () => count(objects, pattern));
+  for (const [name, pattern] of Object.entries(PATTERNS))
+    figures[`${name}, 10k`] = await measure(async () => count(objects, pattern));
   figures[`255 a then b, ${LONG_OBJECTS} × 100k`] = await measure(async () => count(longs, WORST));
   figures['*ber 9* (3 pieces), 20 × 100k'] = await measure(async () => count(longs, '*ber*9*'));
   return figures;
@@ -107,7 +133,11 @@ if (wanted.has('postgresql')) {
   const reason = await postgresUnavailable('bench/filters.ts');
   if (reason === undefined) {
     const schema = newSchemaName();
-    backends.push({ name: 'postgresql', open: () => createPostgresStorage({ url: PG_URL, schema, autoMigrate: true }), cleanup: () => dropSchema(schema) });
+    backends.push({
+      name: 'postgresql',
+      open: () => createPostgresStorage({ url: PG_URL, schema, autoMigrate: true }),
+      cleanup: () => dropSchema(schema),
+    });
   }
 }
 
@@ -116,5 +146,10 @@ for (const backend of backends) results[backend.name] = await run(backend);
 results['reference (memory)'] = await reference();
 const rows = Object.keys(Object.values(results)[0] ?? {});
 console.log(`like_ filters: ms per count (${OBJECTS} objects of ~30 characters; ${LONG_OBJECTS} of ${LONG})`);
-console.log(['', ...Object.keys(results)].map((cell, index) => (index === 0 ? cell.padEnd(42) : cell.padStart(20))).join(''));
-for (const row of rows) console.log([row.padEnd(42), ...Object.values(results).map((figures) => formatNumber(figures[row]!, 2).padStart(20))].join(''));
+console.log(
+  ['', ...Object.keys(results)].map((cell, index) => (index === 0 ? cell.padEnd(42) : cell.padStart(20))).join(''),
+);
+for (const row of rows)
+  console.log(
+    [row.padEnd(42), ...Object.values(results).map((figures) => formatNumber(figures[row]!, 2).padStart(20))].join(''),
+  );

@@ -41,7 +41,14 @@ import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD } from '../src/history/drainer.js';
 import type { Storage } from '../src/storage/types.js';
-import { askChild, childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
+import {
+  askChild,
+  childConfig,
+  isServerChild,
+  serveInChild,
+  startServerChild,
+  stopServerChild,
+} from './child-server.js';
 import { childCpuMs, cpuReply, postgresCpuMs } from './support.js';
 
 type Backend = 'postgresql' | 'embedded';
@@ -68,11 +75,20 @@ async function openStorage(config: ChildConfig): Promise<Storage> {
 
 async function serve(config: ChildConfig): Promise<void> {
   const storage = await openStorage(config);
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench', log_level: 'silent', history_enabled: config.history, ...(config.history ? config.historySettings : {}) } });
+  const settings = loadSettings({
+    env: {},
+    overrides: {
+      userid_hmac_secret: 'bench',
+      log_level: 'silent',
+      history_enabled: config.history,
+      ...(config.history ? config.historySettings : {}),
+    },
+  });
   const app = await buildServer({ settings, storage, logger: false });
   const headers = { authorization: AUTH, 'content-type': 'application/json' };
   await app.inject({ method: 'PUT', url: '/v1/buckets/bench', headers, payload: {} });
-  for (let i = 0; i < COLLECTIONS; i++) await app.inject({ method: 'PUT', url: `/v1/buckets/bench/collections/c${i}`, headers, payload: {} });
+  for (let i = 0; i < COLLECTIONS; i++)
+    await app.inject({ method: 'PUT', url: `/v1/buckets/bench/collections/c${i}`, headers, payload: {} });
   await serveInChild(app, storage, {
     drained: () => drainLag(storage),
     ...cpuReply,
@@ -85,7 +101,8 @@ async function serve(config: ChildConfig): Promise<void> {
  */
 async function drainLag(storage: Storage): Promise<{ lagMs: number }> {
   const started = performance.now();
-  while ((await storage.read((session) => session.outbox.keys(HISTORY_TOPIC))).length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  while ((await storage.read((session) => session.outbox.keys(HISTORY_TOPIC))).length > 0)
+    await new Promise((resolve) => setTimeout(resolve, 5));
   return { lagMs: performance.now() - started };
 }
 
@@ -96,7 +113,10 @@ async function walPosition(wal: pg.Client | null): Promise<string | null> {
 
 async function walBytesSince(wal: pg.Client | null, from: string | null): Promise<number> {
   if (!wal || from === null) return 0;
-  return Number((await wal.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS bytes', [from])).rows[0]!.bytes);
+  return Number(
+    (await wal.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS bytes', [from])).rows[0]!
+      .bytes,
+  );
 }
 
 interface Measured extends Result {
@@ -110,12 +130,29 @@ interface Measured extends Result {
  * One run, with the CPU the server process and PostgreSQL spent per request, and the WAL
  * written: unlike throughput, these do not depend on what else the machine is doing.
  */
-async function measuredRun(child: ChildProcess, wal: pg.Client | null, ...args: Parameters<typeof run>): Promise<Measured> {
-  const [serverBefore, postgresBefore, walBefore] = [await childCpuMs(child), await postgresCpuMs(), await walPosition(wal)];
+async function measuredRun(
+  child: ChildProcess,
+  wal: pg.Client | null,
+  ...args: Parameters<typeof run>
+): Promise<Measured> {
+  const [serverBefore, postgresBefore, walBefore] = [
+    await childCpuMs(child),
+    await postgresCpuMs(),
+    await walPosition(wal),
+  ];
   const result = await run(...args);
-  const [serverAfter, postgresAfter, walBytes] = [await childCpuMs(child), await postgresCpuMs(), await walBytesSince(wal, walBefore)];
+  const [serverAfter, postgresAfter, walBytes] = [
+    await childCpuMs(child),
+    await postgresCpuMs(),
+    await walBytesSince(wal, walBefore),
+  ];
   const requests = Math.max(1, result.rps * args[1]);
-  return { ...result, serverCpuMs: (serverAfter - serverBefore) / requests, postgresCpuMs: (postgresAfter - postgresBefore) / requests, walBytes: walBytes / requests };
+  return {
+    ...result,
+    serverCpuMs: (serverAfter - serverBefore) / requests,
+    postgresCpuMs: (postgresAfter - postgresBefore) / requests,
+    walBytes: walBytes / requests,
+  };
 }
 
 interface Result {
@@ -127,7 +164,13 @@ interface Result {
 
 type RequestSpec = () => { method: string; path: string; body: string };
 
-async function run(port: number, duration: number, connections: number, rate: number | undefined, request: RequestSpec): Promise<Result> {
+async function run(
+  port: number,
+  duration: number,
+  connections: number,
+  rate: number | undefined,
+  request: RequestSpec,
+): Promise<Result> {
   if (rate) return pacedRun(port, duration, rate, request);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
@@ -154,14 +197,24 @@ async function pacedRun(port: number, duration: number, rate: number, request: R
   const send = (spec: ReturnType<RequestSpec>) =>
     new Promise<void>((resolve) => {
       const sent = performance.now();
-      const outgoing = http.request({ host: '127.0.0.1', port, agent, method: spec.method, path: spec.path, headers: { authorization: AUTH, 'content-type': 'application/json' } }, (response) => {
-        response.resume();
-        response.on('end', () => {
-          if (response.statusCode! >= 400) errors++;
-          else latencies.push(performance.now() - sent);
-          resolve();
-        });
-      });
+      const outgoing = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          agent,
+          method: spec.method,
+          path: spec.path,
+          headers: { authorization: AUTH, 'content-type': 'application/json' },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            if (response.statusCode! >= 400) errors++;
+            else latencies.push(performance.now() - sent);
+            resolve();
+          });
+        },
+      );
       outgoing.on('error', () => {
         errors++;
         resolve();
@@ -184,7 +237,14 @@ async function pacedRun(port: number, duration: number, rate: number, request: R
 }
 
 const WORKLOADS: Array<{ name: string; request: RequestSpec }> = [
-  { name: 'POST record, one collection', request: () => ({ method: 'POST', path: '/v1/buckets/bench/collections/c0/records', body: '{"data":{"title":"x","n":1}}' }) },
+  {
+    name: 'POST record, one collection',
+    request: () => ({
+      method: 'POST',
+      path: '/v1/buckets/bench/collections/c0/records',
+      body: '{"data":{"title":"x","n":1}}',
+    }),
+  },
   {
     name: `POST record, ${COLLECTIONS} collections`,
     request: () => ({
@@ -199,7 +259,11 @@ const WORKLOADS: Array<{ name: string; request: RequestSpec }> = [
       method: 'POST',
       path: '/v1/batch',
       body: JSON.stringify({
-        requests: Array.from({ length: BATCH_SIZE }, () => ({ method: 'PUT', path: `/buckets/bench/collections/c1/records/${randomUUID()}`, body: { data: { n: 1 } } })),
+        requests: Array.from({ length: BATCH_SIZE }, () => ({
+          method: 'PUT',
+          path: `/buckets/bench/collections/c1/records/${randomUUID()}`,
+          body: { data: { n: 1 } },
+        })),
       }),
     }),
   },
@@ -219,7 +283,9 @@ function median(values: number[]): number {
  */
 function pairedChange(off: number[], on: number[]): string {
   const ratios = off.map((value, i) => on[i]! / value);
-  const estimates = Array.from({ length: 2000 }, () => median(ratios.map(() => ratios[Math.floor(Math.random() * ratios.length)]!))).sort((a, b) => a - b);
+  const estimates = Array.from({ length: 2000 }, () =>
+    median(ratios.map(() => ratios[Math.floor(Math.random() * ratios.length)]!)),
+  ).sort((a, b) => a - b);
   const percent = (ratio: number) => `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(1)}%`;
   return `${percent(median(ratios))} [${percent(estimates[50]!)}, ${percent(estimates[1949]!)}]`;
 }
@@ -230,8 +296,12 @@ function pairedChange(off: number[], on: number[]): string {
  */
 async function vacuum(client: pg.Client, schemas: string[]): Promise<void> {
   for (const schema of schemas) {
-    const tables = await client.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = $1', [schema]);
-    for (const { name } of tables.rows) await client.query(`VACUUM (ANALYZE) ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)}`);
+    const tables = await client.query<{ name: string }>(
+      'SELECT tablename AS name FROM pg_tables WHERE schemaname = $1',
+      [schema],
+    );
+    for (const { name } of tables.rows)
+      await client.query(`VACUUM (ANALYZE) ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)}`);
   }
 }
 
@@ -285,7 +355,10 @@ async function historyReadLatencies(port: number): Promise<void> {
     const times: number[] = [];
     for (let i = 0; i < 35; i++) {
       const started = performance.now();
-      const response = await fetch(`http://127.0.0.1:${port}/v1/buckets/bench/history?${query}`, { method, headers: { authorization: AUTH } });
+      const response = await fetch(`http://127.0.0.1:${port}/v1/buckets/bench/history?${query}`, {
+        method,
+        headers: { authorization: AUTH },
+      });
       await response.arrayBuffer();
       if (!response.ok) throw new Error(`${label}: HTTP ${response.status}`);
       if (i >= 5) times.push(performance.now() - started); // the first ones warm up
@@ -331,32 +404,54 @@ async function main(): Promise<void> {
     for (const history of [false, true]) {
       const schema = `quire_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
       const dataDir = backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '';
-      const { child, port } = await startServerChild(fileURLToPath(import.meta.url), { backend, url: values.url!, schema, dataDir, history, historySettings: JSON.parse(values['history-settings']!) });
+      const { child, port } = await startServerChild(fileURLToPath(import.meta.url), {
+        backend,
+        url: values.url!,
+        schema,
+        dataDir,
+        history,
+        historySettings: JSON.parse(values['history-settings']!),
+      });
       servers.push({ history, child, port, schema, dataDir });
       if (history && preload > 0) {
         await preloadHistory(wal!, schema, preload);
         await historyReadLatencies(port);
       }
     }
-    console.log(`${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`);
+    console.log(
+      `${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`,
+    );
     console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');
-    console.log('| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p50 change | p99 off → on (ms) | p99 change | WAL KB/request off → on | errors | history lag after a run (max) |');
+    console.log(
+      '| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p50 change | p99 off → on (ms) | p99 change | WAL KB/request off → on | errors | history lag after a run (max) |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS.filter((candidate) => candidate.name.includes(values.workload!))) {
       const samples: Measured[][] = [[], []];
       let maxLag = 0;
       // Unrecorded warm-up: the first seconds of a workload run on cold JIT, caches and pool.
       for (const server of servers) await run(server.port, Math.min(duration, 2), connections, rate, workload.request);
-      if (wal) await vacuum(wal, servers.map((server) => server.schema));
+      if (wal)
+        await vacuum(
+          wal,
+          servers.map((server) => server.schema),
+        );
       for (let round = 0; round < rounds; round++) {
         // ABBA order (off, on, on, off...): whatever the previous run leaves behind (dirty
         // buffers, WAL to flush, a checkpoint) falls on both modes alike.
         const order = round % 2 === 0 ? [...servers.entries()] : [...servers.entries()].reverse();
         for (const [index, server] of order) {
-          samples[index]!.push(await measuredRun(server.child, wal, server.port, duration, connections, rate, workload.request));
-          if (server.history) maxLag = Math.max(maxLag, (await askChild<{ lagMs: number }>(server.child, 'drained')).lagMs);
+          samples[index]!.push(
+            await measuredRun(server.child, wal, server.port, duration, connections, rate, workload.request),
+          );
+          if (server.history)
+            maxLag = Math.max(maxLag, (await askChild<{ lagMs: number }>(server.child, 'drained')).lagMs);
         }
-        if (wal) await vacuum(wal, servers.map((server) => server.schema));
+        if (wal)
+          await vacuum(
+            wal,
+            servers.map((server) => server.schema),
+          );
       }
       const [off, on] = samples.map((results) => ({
         rps: median(results.map((r) => r.rps)),
@@ -368,12 +463,25 @@ async function main(): Promise<void> {
         wal: median(results.map((r) => r.walBytes)),
       }));
       const cpu = (mode: typeof off) => mode!.server + mode!.postgres;
-      const split = (mode: typeof off) => `${cpu(mode).toFixed(2)} (${mode!.server.toFixed(2)} + ${mode!.postgres.toFixed(2)})`;
+      const split = (mode: typeof off) =>
+        `${cpu(mode).toFixed(2)} (${mode!.server.toFixed(2)} + ${mode!.postgres.toFixed(2)})`;
       const [offRuns, onRuns] = samples as [Measured[], Measured[]];
-      const rpsChange = pairedChange(offRuns.map((r) => r.rps), onRuns.map((r) => r.rps));
-      const cpuChange = pairedChange(offRuns.map((r) => r.serverCpuMs + r.postgresCpuMs), onRuns.map((r) => r.serverCpuMs + r.postgresCpuMs));
-      const p50Change = pairedChange(offRuns.map((r) => r.p50), onRuns.map((r) => r.p50));
-      const p99Change = pairedChange(offRuns.map((r) => r.p99), onRuns.map((r) => r.p99));
+      const rpsChange = pairedChange(
+        offRuns.map((r) => r.rps),
+        onRuns.map((r) => r.rps),
+      );
+      const cpuChange = pairedChange(
+        offRuns.map((r) => r.serverCpuMs + r.postgresCpuMs),
+        onRuns.map((r) => r.serverCpuMs + r.postgresCpuMs),
+      );
+      const p50Change = pairedChange(
+        offRuns.map((r) => r.p50),
+        onRuns.map((r) => r.p50),
+      );
+      const p99Change = pairedChange(
+        offRuns.map((r) => r.p99),
+        onRuns.map((r) => r.p99),
+      );
       const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
       console.log(
         `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ${split(on)} | ${cpuChange} | ${ms(off!.p50)} → ${ms(on!.p50)} | ${p50Change} | ${ms(off!.p99)} → ${ms(on!.p99)} | ${p99Change} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,

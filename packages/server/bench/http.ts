@@ -102,11 +102,21 @@ async function loadEmbedded(storage: Storage, n: number, author: string): Promis
     const to = Math.min(n, from + CHUNK - 1);
     const objects = Array.from({ length: to - from + 1 }, (_, k) => {
       const i = from + k;
-      return { id: recordId(i), data: { title: `Record number ${i}`, n: i % 100, done: i % 2 === 0, tags: [`t${i % 7}`, `t${i % 11}`], body: 'lorem ipsum '.repeat(8) } };
+      return {
+        id: recordId(i),
+        data: {
+          title: `Record number ${i}`,
+          n: i % 100,
+          done: i % 2 === 0,
+          tags: [`t${i % 7}`, `t${i % 11}`],
+          body: 'lorem ipsum '.repeat(8),
+        },
+      };
     });
     await storage.transaction(async (session) => {
       await session.objects.insertMany(scope, objects);
-      for (const { id } of objects) await session.permissions.set(`${COLLECTION_URI}/records/${id}`, { write: [author] });
+      for (const { id } of objects)
+        await session.permissions.set(`${COLLECTION_URI}/records/${id}`, { write: [author] });
     });
     console.log(`  inserted ${formatNumber(to)} / ${formatNumber(n)} records`);
   }
@@ -196,7 +206,13 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<R
 }
 
 /** Sequential requests to one URL: p50/p95 wall time, each body read entirely. */
-async function pageLatency(name: string, url: string, samples: number, expectedCount: number, expectNext: boolean): Promise<Row> {
+async function pageLatency(
+  name: string,
+  url: string,
+  samples: number,
+  expectedCount: number,
+  expectNext: boolean,
+): Promise<Row> {
   const times: number[] = [];
   let bytes = 0;
   for (let i = 0; i < samples + 3; i++) {
@@ -207,7 +223,9 @@ async function pageLatency(name: string, url: string, samples: number, expectedC
     if (response.status !== 200) throw new Error(`${name}: ${response.status} ${body.slice(0, 200)}`);
     const count = (JSON.parse(body) as { data: unknown[] }).data.length;
     if (count !== expectedCount || response.headers.has('next-page') !== expectNext) {
-      throw new Error(`${name}: got ${count} records (expected ${expectedCount}), Next-Page ${response.headers.has('next-page')}`);
+      throw new Error(
+        `${name}: got ${count} records (expected ${expectedCount}), Next-Page ${response.headers.has('next-page')}`,
+      );
     }
     bytes = body.length;
     if (i >= 3) times.push(elapsed); // the first three warm up
@@ -249,7 +267,8 @@ async function lastPageUrls(origin: string, total: number): Promise<Map<number, 
     previousUrl = url;
     url = response.headers.get('next-page');
   }
-  if (seen.size !== total) throw new Error(`walk: saw ${seen.size} distinct records in ${pages} pages, expected ${total}`);
+  if (seen.size !== total)
+    throw new Error(`walk: saw ${seen.size} distinct records in ${pages} pages, expected ${total}`);
   const result = new Map<number, { url: string; count: number }>();
   for (const size of PAGE_SIZES) {
     // The last page of `size` records: the tail of the last WALK_PAGE page.
@@ -264,7 +283,9 @@ async function lastPageUrls(origin: string, total: number): Promise<Map<number, 
     }
     result.set(size, { url: withLimit(last, size, ['_fields']), count });
   }
-  console.log(`  walked ${formatNumber(pages)} page(s) of ${formatNumber(WALK_PAGE)}: ${formatNumber(seen.size)} distinct records`);
+  console.log(
+    `  walked ${formatNumber(pages)} page(s) of ${formatNumber(WALK_PAGE)}: ${formatNumber(seen.size)} distinct records`,
+  );
   return result;
 }
 
@@ -285,7 +306,8 @@ async function main(): Promise<void> {
   const duration = Number(values.duration);
   const connections = Number(values.connections);
   const samples = Number(values.samples);
-  if (![total, duration, connections, samples].every((v) => Number.isSafeInteger(v) && v > 0)) throw new Error('bad numeric option');
+  if (![total, duration, connections, samples].every((v) => Number.isSafeInteger(v) && v > 0))
+    throw new Error('bad numeric option');
 
   const config: ChildConfig = {
     backend,
@@ -293,7 +315,9 @@ async function main(): Promise<void> {
     schema: `quire_bench_${randomBytes(4).toString('hex')}`,
     dataDir: backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
   };
-  console.log(`Quire HTTP benchmark: ${backend}, ${formatNumber(total)} records${backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`}`);
+  console.log(
+    `Quire HTTP benchmark: ${backend}, ${formatNumber(total)} records${backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`}`,
+  );
 
   let child: ChildProcess | null = null;
   const rows: Row[] = [];
@@ -301,7 +325,9 @@ async function main(): Promise<void> {
     // 1. Schema, bucket, collection (through the API), then the records (SQL).
     let started = performance.now();
     if (backend === 'postgresql') {
-      const author = await createContainers(await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 2 }));
+      const author = await createContainers(
+        await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 2 }),
+      );
       const sql = await openSql(config);
       try {
         await loadRecords(sql, total, author);
@@ -319,13 +345,23 @@ async function main(): Promise<void> {
     const server = await startServerChild(fileURLToPath(import.meta.url), config);
     child = server.child;
     const origin = `http://127.0.0.1:${server.port}`;
-    console.log(`  server listening on ${origin} (pid ${child.pid}) after ${formatNumber(performance.now() - started)} ms`);
+    console.log(
+      `  server listening on ${origin} (pid ${child.pid}) after ${formatNumber(performance.now() - started)} ms`,
+    );
 
     // 3. Pages: first vs last, each page size (walk first: it also checks the data).
     const lastPages = await lastPageUrls(origin, total);
     for (const size of PAGE_SIZES) {
       const firstCount = Math.min(size, total);
-      rows.push(await pageLatency(`first page, _limit=${size}`, `${origin}${RECORDS_PATH}?_limit=${size}`, samples, firstCount, total > size));
+      rows.push(
+        await pageLatency(
+          `first page, _limit=${size}`,
+          `${origin}${RECORDS_PATH}?_limit=${size}`,
+          samples,
+          firstCount,
+          total > size,
+        ),
+      );
       const last = lastPages.get(size)!;
       rows.push(await pageLatency(`last page, _limit=${size}`, last.url, samples, last.count, false));
     }
@@ -339,7 +375,10 @@ async function main(): Promise<void> {
           ...cannon,
           requests: [
             {
-              setupRequest: (request) => ({ ...request, path: `${RECORDS_PATH}/${recordId(1 + Math.floor(Math.random() * total))}` }),
+              setupRequest: (request) => ({
+                ...request,
+                path: `${RECORDS_PATH}/${recordId(1 + Math.floor(Math.random() * total))}`,
+              }),
             },
           ],
         },

@@ -48,7 +48,10 @@ async function userId(app: Awaited<ReturnType<typeof buildServer>>, authorizatio
 async function seed(storage: Storage, owner: string, count: number): Promise<void> {
   const chunk = 1000;
   const others = Math.max(1, Math.floor(count / 10));
-  for (const [bucket, user, size] of [['mine', owner, count], ['theirs', 'basicauth:someone-else', others]] as const) {
+  for (const [bucket, user, size] of [
+    ['mine', owner, count],
+    ['theirs', 'basicauth:someone-else', others],
+  ] as const) {
     await storage.transaction(async (session) => {
       await session.objects.create({ resourceName: 'bucket', parentId: '' }, bucket, {});
       await session.permissions.set(`/buckets/${bucket}`, { write: [user] });
@@ -88,33 +91,46 @@ async function timed(runs: number, fn: () => Promise<void>): Promise<number> {
 function streamSnapshot(url: string, count: number): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { agent: false, headers: { authorization: OWNER, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-      let seen = 0;
-      let tail = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const text = tail + chunk;
-        const blocks = text.split('\n\n');
-        tail = blocks.pop() ?? '';
-        for (const block of blocks) if (block.startsWith('id: ')) seen++;
-        if (seen >= count) {
-          resolve(performance.now() - started);
-          req.destroy();
-        }
-      });
-      res.on('error', () => {});
-      res.on('close', () => reject(new Error(`stream cut after ${seen} of ${count} events`)));
-    });
+    const req = http.request(
+      url,
+      { agent: false, headers: { authorization: OWNER, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+        let seen = 0;
+        let tail = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const text = tail + chunk;
+          const blocks = text.split('\n\n');
+          tail = blocks.pop() ?? '';
+          for (const block of blocks) if (block.startsWith('id: ')) seen++;
+          if (seen >= count) {
+            resolve(performance.now() - started);
+            req.destroy();
+          }
+        });
+        res.on('error', () => {});
+        res.on('close', () => reject(new Error(`stream cut after ${seen} of ${count} events`)));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
-async function measure(name: string, open: () => Promise<{ storage: Storage; dispose: () => Promise<void>; analyze?: () => Promise<void> }>, sizes: number[], runs: number) {
+async function measure(
+  name: string,
+  open: () => Promise<{ storage: Storage; dispose: () => Promise<void>; analyze?: () => Promise<void> }>,
+  sizes: number[],
+  runs: number,
+) {
   for (const size of sizes) {
     const { storage, dispose, analyze } = await open();
-    const app = await buildServer({ settings: benchSettings({ changes_stream_max_per_user: 1000 }), storage, logger: false });
+    const app = await buildServer({
+      settings: benchSettings({ changes_stream_max_per_user: 1000 }),
+      storage,
+      logger: false,
+    });
     try {
       const owner = await userId(app, OWNER);
       const seeding = performance.now();
@@ -124,7 +140,8 @@ async function measure(name: string, open: () => Promise<{ storage: Storage; dis
       await analyze?.();
       const get = async (url: string, headers: Record<string, string> = {}, status = 200) => {
         const response = await app.inject({ url, headers: { authorization: OWNER, ...headers } });
-        if (response.statusCode !== status) throw new Error(`${url}: ${response.statusCode} ${response.body.slice(0, 200)}`);
+        if (response.statusCode !== status)
+          throw new Error(`${url}: ${response.statusCode} ${response.body.slice(0, 200)}`);
         return response;
       };
       const first = await get(MONITOR);
@@ -140,7 +157,12 @@ async function measure(name: string, open: () => Promise<{ storage: Storage; dis
         const times: number[] = [];
         for (let i = 0; i < runs; i++) {
           const before = (await get(MONITOR, {}, 200)).headers.etag as string;
-          await app.inject({ method: 'PUT', url: `/v1/buckets/mine/collections/c${i}/records/x${i}`, headers: { authorization: OWNER }, payload: { data: {} } });
+          await app.inject({
+            method: 'PUT',
+            url: `/v1/buckets/mine/collections/c${i}/records/x${i}`,
+            headers: { authorization: OWNER },
+            payload: { data: {} },
+          });
           const started = performance.now();
           const response = await get(`${MONITOR}?_since=${before.replaceAll('"', '')}`);
           times.push(performance.now() - started);
@@ -178,7 +200,10 @@ async function main(): Promise<void> {
       'embedded',
       async () => {
         const dir = await mkdtemp(join(tmpdir(), 'quire-monitor-bench-'));
-        return { storage: await createSqliteStorage({ path: join(dir, 'q.sqlite') }), dispose: () => rm(dir, { recursive: true, force: true }) };
+        return {
+          storage: await createSqliteStorage({ path: join(dir, 'q.sqlite') }),
+          dispose: () => rm(dir, { recursive: true, force: true }),
+        };
       },
       sizes,
       runs,
@@ -196,7 +221,10 @@ async function main(): Promise<void> {
           const storage = await createPostgresStorage({ url: args.url!, schema, autoMigrate: true, poolSize: 4 });
           return {
             storage,
-            analyze: async () => void (await admin.query(`ANALYZE ${schema}.objects; ANALYZE ${schema}.timestamps; ANALYZE ${schema}.access_control_entries`)),
+            analyze: async () =>
+              void (await admin.query(
+                `ANALYZE ${schema}.objects; ANALYZE ${schema}.timestamps; ANALYZE ${schema}.access_control_entries`,
+              )),
             dispose: async () => void (await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)),
           };
         },

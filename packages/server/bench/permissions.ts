@@ -52,7 +52,9 @@ async function time(label: string, fn: () => Promise<void>): Promise<void> {
     durations.push(performance.now() - start);
   }
   durations.sort((a, b) => a - b);
-  console.log(`  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   p95 ${percentile(durations, 95).toFixed(1).padStart(8)} ms`);
+  console.log(
+    `  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   p95 ${percentile(durations, 95).toFixed(1).padStart(8)} ms`,
+  );
 }
 
 const storage = await createPostgresStorage({ url: values.url, schema, autoMigrate: true, poolSize: 4 });
@@ -66,7 +68,10 @@ try {
   const call = async (path: string, auth = AUTH) => {
     const res = await fetch(`${base}/v1${path}`, { headers: { authorization: auth } });
     if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-    return { body: (await res.json()) as { data: unknown[]; user?: { id: string } }, next: res.headers.get('next-page') };
+    return {
+      body: (await res.json()) as { data: unknown[]; user?: { id: string } },
+      next: res.headers.get('next-page'),
+    };
   };
   const put = async (path: string) => {
     const res = await fetch(`${base}/v1${path}`, { method: 'PUT', headers: { authorization: OWNER } });
@@ -76,7 +81,9 @@ try {
   await put('/buckets/bench/collections/items');
   const reader = (await call('/')).body.user!.id;
 
-  console.log(`GET /permissions benchmark: PostgreSQL, ${objects.toLocaleString('en')} records, ${groups.toLocaleString('en')} groups (schema ${schema})`);
+  console.log(
+    `GET /permissions benchmark: PostgreSQL, ${objects.toLocaleString('en')} records, ${groups.toLocaleString('en')} groups (schema ${schema})`,
+  );
   const loadStart = performance.now();
   // The groups, each listing the reader; every record grants write to one of them.
   await client.query(
@@ -84,7 +91,10 @@ try {
      SELECT '/buckets/bench', 'group', 'g' || i, 1000 + i, jsonb_build_object('members', jsonb_build_array($1::text)) FROM generate_series(1, $2::int) AS i`,
     [reader, groups],
   );
-  await client.query(`INSERT INTO group_members (group_uri, principal) SELECT '/buckets/bench/groups/g' || i, $1 FROM generate_series(1, $2::int) AS i`, [reader, groups]);
+  await client.query(
+    `INSERT INTO group_members (group_uri, principal) SELECT '/buckets/bench/groups/g' || i, $1 FROM generate_series(1, $2::int) AS i`,
+    [reader, groups],
+  );
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
      SELECT '/buckets/bench/collections/items', 'record', 'r' || i, 1000 + i, '{}'::jsonb FROM generate_series(1, $1::int) AS i`,

@@ -81,7 +81,8 @@ const RECORDS_PATH = `/v1${ITEMS}/records`;
 /** The first record's timestamp; record i has FIRST + i (unique in the scope, in creation order). */
 const FIRST = 1_700_000_000_000;
 const ALICE = `Basic ${Buffer.from('alice:alice').toString('base64')}`;
-const userId = (name: string) => `basicauth:${createHmac('sha256', SECRET).update(`${name}:${name}`, 'utf8').digest('hex')}`;
+const userId = (name: string) =>
+  `basicauth:${createHmac('sha256', SECRET).update(`${name}:${name}`, 'utf8').digest('hex')}`;
 
 // ---------------------------------------------------------------------------------------------
 // Child: the server.
@@ -118,18 +119,42 @@ function* exportLines({ records, collections }: Stage): Generator<string> {
   const m = permutation(104_729, records);
   const aliceEvery = Math.max(1, Math.floor(records / ALICE_ENTRIES));
   yield JSON.stringify({ format: 'quire-export', version: 1 });
-  yield JSON.stringify({ object: { id: 'scale', last_modified: FIRST }, parent: '', permissions: { write: [alice] }, resource: 'bucket' });
-  yield JSON.stringify({ object: { id: 'items', indexes: ['n'], last_modified: FIRST + 1 }, parent: BUCKET, resource: 'collection' });
+  yield JSON.stringify({
+    object: { id: 'scale', last_modified: FIRST },
+    parent: '',
+    permissions: { write: [alice] },
+    resource: 'bucket',
+  });
+  yield JSON.stringify({
+    object: { id: 'items', indexes: ['n'], last_modified: FIRST + 1 },
+    parent: BUCKET,
+    resource: 'collection',
+  });
   for (let c = 0; c < collections; c++) {
-    yield JSON.stringify({ object: { id: `m${c}`, last_modified: FIRST + 2 + c }, parent: BUCKET, resource: 'collection' });
+    yield JSON.stringify({
+      object: { id: `m${c}`, last_modified: FIRST + 2 + c },
+      parent: BUCKET,
+      resource: 'collection',
+    });
   }
   yield JSON.stringify({ scope: { parent: BUCKET, resource: 'collection', timestamp: FIRST + 2 + collections } });
-  for (let c = 0; c < collections; c++) yield JSON.stringify({ scope: { parent: `${BUCKET}/collections/m${c}`, resource: 'record', timestamp: FIRST + c } });
+  for (let c = 0; c < collections; c++)
+    yield JSON.stringify({
+      scope: { parent: `${BUCKET}/collections/m${c}`, resource: 'record', timestamp: FIRST + c },
+    });
   const authors = Array.from({ length: USERS }, (_, u) => userId(`user${u}`));
   for (let i = 0; i < records; i++) {
     const permissions: Record<string, string[]> = { write: [authors[i % USERS]!] };
     if (i % aliceEvery === 0 && i / aliceEvery < ALICE_ENTRIES) permissions.read = [alice];
-    const object = { id: `r${i}`, last_modified: FIRST + i, n: n(i), m: m(i), title: `record ${i}`, done: i % 3 === 0, tags: ['scale', `t${i % 10}`] };
+    const object = {
+      id: `r${i}`,
+      last_modified: FIRST + i,
+      n: n(i),
+      m: m(i),
+      title: `record ${i}`,
+      done: i % 3 === 0,
+      tags: ['scale', `t${i % 10}`],
+    };
     yield JSON.stringify({ object, parent: ITEMS, permissions, resource: 'record' });
   }
   yield JSON.stringify({ scope: { parent: ITEMS, resource: 'record', timestamp: FIRST + records - 1 } });
@@ -138,9 +163,11 @@ function* exportLines({ records, collections }: Stage): Generator<string> {
 /** Imports the stage, then builds its declared index; the time of each. */
 async function load(storage: Storage, stage: Stage): Promise<{ loadMs: number; indexMs: number }> {
   const started = performance.now();
-  const stream = Readable.from((function* () {
-    for (const line of exportLines(stage)) yield `${line}\n`;
-  })());
+  const stream = Readable.from(
+    (function* () {
+      for (const line of exportLines(stage)) yield `${line}\n`;
+    })(),
+  );
   await importStore(storage, stream, { batchSize: 5_000, replace: true });
   const loaded = performance.now();
   const indexed = await storage.updateIndexes?.();
@@ -174,14 +201,25 @@ async function best(request: () => Promise<void>, { samples, budgetMs }: Options
   return Math.min(...durations);
 }
 
-async function call(origin: string, method: string, path: string, expected: number, { body, headers = {} }: { body?: unknown; headers?: Record<string, string> } = {}) {
+async function call(
+  origin: string,
+  method: string,
+  path: string,
+  expected: number,
+  { body, headers = {} }: { body?: unknown; headers?: Record<string, string> } = {},
+) {
   const response = await fetch(`${origin}${path}`, {
     method,
-    headers: { Authorization: ALICE, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...headers },
+    headers: {
+      Authorization: ALICE,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
-  if (response.status !== expected) throw new Error(`${method} ${path}: expected ${expected}, got ${response.status} ${text.slice(0, 300)}`);
+  if (response.status !== expected)
+    throw new Error(`${method} ${path}: expected ${expected}, got ${response.status} ${text.slice(0, 300)}`);
   return { headers: response.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
@@ -202,21 +240,32 @@ const ROWS: Row[] = [
   {
     label: 'GET one record',
     scale: 'records',
-    run: async (origin, { records }) => async () => void (await call(origin, 'GET', `${RECORDS_PATH}/r${Math.floor(Math.random() * records)}`, 200)),
+    run:
+      async (origin, { records }) =>
+      async () =>
+        void (await call(origin, 'GET', `${RECORDS_PATH}/r${Math.floor(Math.random() * records)}`, 200)),
   },
   {
     label: 'first page (100)',
     scale: 'records',
-    run: async (origin) => async () => expectLength('first page', dataLength((await call(origin, 'GET', `${RECORDS_PATH}?_limit=100`, 200)).body), 100),
+    run: async (origin) => async () =>
+      expectLength('first page', dataLength((await call(origin, 'GET', `${RECORDS_PATH}?_limit=100`, 200)).body), 100),
   },
   {
     label: 'middle page (100, Next-Page token)',
     scale: 'records',
     run: async (origin, { records }) => {
       const middle = Math.floor(records / 2);
-      const token = Buffer.from(JSON.stringify({ last_object: { last_modified: FIRST + middle }, offset: records - middle, nonce: 'pagination-token-scale' })).toString('base64');
+      const token = Buffer.from(
+        JSON.stringify({
+          last_object: { last_modified: FIRST + middle },
+          offset: records - middle,
+          nonce: 'pagination-token-scale',
+        }),
+      ).toString('base64');
       const path = `${RECORDS_PATH}?_limit=100&_token=${encodeURIComponent(token)}`;
-      return async () => expectLength('middle page', dataLength((await call(origin, 'GET', path, 200)).body), Math.min(100, middle));
+      return async () =>
+        expectLength('middle page', dataLength((await call(origin, 'GET', path, 200)).body), Math.min(100, middle));
     },
   },
   {
@@ -242,17 +291,28 @@ const ROWS: Row[] = [
       {
         label: `filter gt_${field}= (10 of N, ${which})`,
         scale: 'records',
-        run: async (origin, { records }) => async () =>
-          expectLength(`gt_${field}`, dataLength((await call(origin, 'GET', `${RECORDS_PATH}?gt_${field}=${records - 11}&_limit=10`, 200)).body), 10),
+        run:
+          async (origin, { records }) =>
+          async () =>
+            expectLength(
+              `gt_${field}`,
+              dataLength(
+                (await call(origin, 'GET', `${RECORDS_PATH}?gt_${field}=${records - 11}&_limit=10`, 200)).body,
+              ),
+              10,
+            ),
       },
       {
         label: `sort _sort=-${field}&_limit=10 (${which})`,
         scale: 'records',
-        run: async (origin, { records }) => async () => {
-          const { body } = await call(origin, 'GET', `${RECORDS_PATH}?_sort=-${field}&_limit=10`, 200);
-          const first = (body.data as Array<Record<string, number>>)[0]?.[field];
-          if (first !== records - 1) throw new Error(`_sort=-${field}: the first record has ${field} = ${first}, not ${records - 1}`);
-        },
+        run:
+          async (origin, { records }) =>
+          async () => {
+            const { body } = await call(origin, 'GET', `${RECORDS_PATH}?_sort=-${field}&_limit=10`, 200);
+            const first = (body.data as Array<Record<string, number>>)[0]?.[field];
+            if (first !== records - 1)
+              throw new Error(`_sort=-${field}: the first record has ${field} = ${first}, not ${records - 1}`);
+          },
       },
     ];
   }),
@@ -260,24 +320,41 @@ const ROWS: Row[] = [
     label: 'change monitor (GET, every collection)',
     scale: 'collections',
     // One page: every collection, up to storage_max_fetch_size (10,000) entries.
-    run: async (origin, { collections }) => async () =>
-      expectLength('monitor', dataLength((await call(origin, 'GET', '/v1/buckets/monitor/collections/changes/records', 200)).body), Math.min(collections + 1, 10_000)),
+    run:
+      async (origin, { collections }) =>
+      async () =>
+        expectLength(
+          'monitor',
+          dataLength((await call(origin, 'GET', '/v1/buckets/monitor/collections/changes/records', 200)).body),
+          Math.min(collections + 1, 10_000),
+        ),
   },
   {
     label: `GET /permissions (${ALICE_ENTRIES + 2} entries)`,
     scale: 'ACEs',
-    run: async (origin) => async () => expectLength('permissions', dataLength((await call(origin, 'GET', '/v1/permissions', 200)).body), ALICE_ENTRIES + 2),
+    run: async (origin) => async () =>
+      expectLength(
+        'permissions',
+        dataLength((await call(origin, 'GET', '/v1/permissions', 200)).body),
+        ALICE_ENTRIES + 2,
+      ),
   },
   {
     label: 'POST one record',
     scale: 'records',
-    run: async (origin) => async () => void (await call(origin, 'POST', RECORDS_PATH, 201, { body: { data: { title: 'new', n: -1, m: -1 } } })),
+    run: async (origin) => async () =>
+      void (await call(origin, 'POST', RECORDS_PATH, 201, { body: { data: { title: 'new', n: -1, m: -1 } } })),
   },
   {
     label: 'batch of 25 creations',
     scale: 'records',
     run: async (origin) => {
-      const body = { defaults: { method: 'POST', path: `${ITEMS}/records` }, requests: Array.from({ length: 25 }, (_, i) => ({ body: { data: { title: 'batched', n: -1 - i, m: -1 - i } } })) };
+      const body = {
+        defaults: { method: 'POST', path: `${ITEMS}/records` },
+        requests: Array.from({ length: 25 }, (_, i) => ({
+          body: { data: { title: 'batched', n: -1 - i, m: -1 - i } },
+        })),
+      };
       return async () => void (await call(origin, 'POST', '/v1/batch', 200, { body }));
     },
   },
@@ -339,12 +416,24 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
   return results;
 }
 
-const sizeOf = (row: Row, stage: Stage) => formatNumber(row.scale === 'collections' ? stage.collections : row.scale === 'ACEs' ? stage.records + 1 + ALICE_ENTRIES : stage.records);
+const sizeOf = (row: Row, stage: Stage) =>
+  formatNumber(
+    row.scale === 'collections'
+      ? stage.collections
+      : row.scale === 'ACEs'
+        ? stage.records + 1 + ALICE_ENTRIES
+        : stage.records,
+  );
 
 function table(backend: Backend, results: StageResult[]): string {
   const first = results[0]!;
   const last = results.at(-1)!;
-  const header = ['request', 'grows with', ...results.map(({ stage }) => `N = ${formatNumber(stage.records)}, C = ${formatNumber(stage.collections)}`), `growth ×${formatNumber(last.stage.records / first.stage.records)}`];
+  const header = [
+    'request',
+    'grows with',
+    ...results.map(({ stage }) => `N = ${formatNumber(stage.records)}, C = ${formatNumber(stage.collections)}`),
+    `growth ×${formatNumber(last.stage.records / first.stage.records)}`,
+  ];
   const rows = ROWS.map((row, i) => [
     row.label,
     `${row.scale} (${results.map(({ stage }) => sizeOf(row, stage)).join(' / ')})`,
@@ -353,7 +442,8 @@ function table(backend: Backend, results: StageResult[]): string {
   ]);
   const all = [header, ...rows];
   const widths = header.map((_, column) => Math.max(...all.map((row) => row[column]!.length)));
-  const line = (row: string[]) => `| ${row.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
+  const line = (row: string[]) =>
+    `| ${row.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
   return [
     `${backend}: latency of one request, best of the samples, ms (stages loaded in ${results.map(({ loadMs }) => `${formatNumber(loadMs / 1000, 1)} s`).join(', ')}; the declared index built in ${results.map(({ indexMs }) => `${formatNumber(indexMs / 1000, 1)} s`).join(', ')})`,
     '',
@@ -366,7 +456,12 @@ function table(backend: Backend, results: StageResult[]): string {
 function parseStages(text: string): Stage[] {
   return text.split(',').map((part) => {
     const [records, collections] = part.split(':').map(Number);
-    if (!Number.isSafeInteger(records) || records! < ALICE_ENTRIES || !Number.isSafeInteger(collections) || collections! < 1) {
+    if (
+      !Number.isSafeInteger(records) ||
+      records! < ALICE_ENTRIES ||
+      !Number.isSafeInteger(collections) ||
+      collections! < 1
+    ) {
       throw new Error(`--stages: "${part}" is not records:collections (records ≥ ${ALICE_ENTRIES}, collections ≥ 1)`);
     }
     return { records: records!, collections: collections! };
@@ -382,12 +477,17 @@ async function main(): Promise<void> {
       stages: { type: 'string', default: '1000:100,100000:1000,1000000:10000' },
       samples: { type: 'string', default: '15' },
       budget: { type: 'string', default: '3' },
-      url: { type: 'string', default: process.env.QUIRE_BENCH_URL ?? process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
+      url: {
+        type: 'string',
+        default:
+          process.env.QUIRE_BENCH_URL ?? process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
+      },
       json: { type: 'string' },
     },
   });
   const backends = values.backends.split(',').map((name) => name.trim()) as Backend[];
-  for (const backend of backends) if (backend !== 'postgresql' && backend !== 'embedded') throw new Error(`--backends: unknown ${backend}`);
+  for (const backend of backends)
+    if (backend !== 'postgresql' && backend !== 'embedded') throw new Error(`--backends: unknown ${backend}`);
   const stages = parseStages(values.stages);
   const options: Options = { samples: Math.max(5, Number(values.samples)), budgetMs: Number(values.budget) * 1000 };
   const date = new Date().toISOString();
@@ -405,11 +505,20 @@ async function main(): Promise<void> {
     }
     const results = await runBackend(backend, stages, values.url, options);
     tables.push(table(backend, results));
-    json[backend] = results.map(({ stage, loadMs, indexMs, figures }) => ({ ...stage, loadMs, indexMs, figures: Object.fromEntries(ROWS.map((row, i) => [row.label, figures[i]])) }));
+    json[backend] = results.map(({ stage, loadMs, indexMs, figures }) => ({
+      ...stage,
+      loadMs,
+      indexMs,
+      figures: Object.fromEntries(ROWS.map((row, i) => [row.label, figures[i]])),
+    }));
   }
   console.log(`\n${header}; ${formatNumber((performance.now() - started) / 60_000, 1)} min in all\n`);
   console.log(tables.join('\n\n'));
-  if (values.json) await writeFile(values.json, `${JSON.stringify({ date, node: process.version, cpus: cpus().length, results: json }, null, 2)}\n`);
+  if (values.json)
+    await writeFile(
+      values.json,
+      `${JSON.stringify({ date, node: process.version, cpus: cpus().length, results: json }, null, 2)}\n`,
+    );
 }
 
 if (isServerChild()) {

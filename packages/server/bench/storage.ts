@@ -28,7 +28,13 @@ interface Backend {
   cleanup?: () => Promise<void>;
 }
 
-const record = (i: number) => ({ title: `Record number ${i}`, done: i % 2 === 0, tags: ['bench', `t${i % 10}`], n: i, note: 'lorem ipsum dolor sit amet' });
+const record = (i: number) => ({
+  title: `Record number ${i}`,
+  done: i % 2 === 0,
+  tags: ['bench', `t${i % 10}`],
+  n: i,
+  note: 'lorem ipsum dolor sit amet',
+});
 
 /** Mean microseconds per call of `fn`, after a warm-up. */
 async function measure(fn: (i: number) => Promise<unknown>): Promise<number> {
@@ -46,15 +52,42 @@ async function run(backend: Backend): Promise<Record<string, number>> {
     const scope: Scope = { resourceName: 'record', parentId: `/buckets/bench/collections/${randomUUID()}` };
     const ids = Array.from({ length: OBJECTS }, () => randomUUID());
     for (let start = 0; start < OBJECTS; start += 1_000) {
-      await storage.transaction((session) => session.objects.insertMany(scope, ids.slice(start, start + 1_000).map((id, i) => ({ id, data: record(start + i) }))));
+      await storage.transaction((session) =>
+        session.objects.insertMany(
+          scope,
+          ids.slice(start, start + 1_000).map((id, i) => ({ id, data: record(start + i) })),
+        ),
+      );
     }
     const writes: Scope = { resourceName: 'record', parentId: `/buckets/bench/collections/${randomUUID()}` };
     return {
-      'get by id': await measure((i) => storage.read((session) => session.objects.get(scope, ids[(i * 7919) % OBJECTS]!))),
-      'list 100 of 10k': await measure(() => storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: -1 }], limit: 100 }))),
-      'filter a data field (10k)': await measure(() => storage.read((session) => session.objects.count(scope, [{ field: 'tags', operator: 'contains', value: ['t3'] }]))),
-      'sort by a data field (10k)': await measure(() => storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'title', direction: 1 }, { field: 'last_modified', direction: -1 }], limit: 100 }))),
-      'create 1 (own transaction)': await measure(() => storage.transaction((session) => session.objects.create(writes, randomUUID(), record(1)))),
+      'get by id': await measure((i) =>
+        storage.read((session) => session.objects.get(scope, ids[(i * 7919) % OBJECTS]!)),
+      ),
+      'list 100 of 10k': await measure(() =>
+        storage.read((session) =>
+          session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: -1 }], limit: 100 }),
+        ),
+      ),
+      'filter a data field (10k)': await measure(() =>
+        storage.read((session) =>
+          session.objects.count(scope, [{ field: 'tags', operator: 'contains', value: ['t3'] }]),
+        ),
+      ),
+      'sort by a data field (10k)': await measure(() =>
+        storage.read((session) =>
+          session.objects.list(scope, {
+            sorting: [
+              { field: 'title', direction: 1 },
+              { field: 'last_modified', direction: -1 },
+            ],
+            limit: 100,
+          }),
+        ),
+      ),
+      'create 1 (own transaction)': await measure(() =>
+        storage.transaction((session) => session.objects.create(writes, randomUUID(), record(1))),
+      ),
       '25 creates in 1 transaction': await measure(() =>
         storage.transaction(async (session) => {
           for (let i = 0; i < 25; i++) await session.objects.create(writes, randomUUID(), record(i));
@@ -98,7 +131,11 @@ async function main(): Promise<void> {
   console.log(`µs per operation (${OBJECTS} objects in the scope)\n`);
   console.log(['workload'.padEnd(30), ...names.map((name) => name.padStart(14))].join(''));
   for (const workload of workloads) {
-    console.log([workload.padEnd(30), ...names.map((name) => formatNumber(results.get(name)![workload]!, 1).padStart(14))].join(''));
+    console.log(
+      [workload.padEnd(30), ...names.map((name) => formatNumber(results.get(name)![workload]!, 1).padStart(14))].join(
+        '',
+      ),
+    );
   }
 }
 

@@ -65,7 +65,11 @@ function memory(child: ChildProcess): Promise<Memory> {
 }
 
 async function request(method: string, url: string, authorization: string, body?: unknown): Promise<number> {
-  const response = await fetch(url, { method, headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const response = await fetch(url, {
+    method,
+    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   await response.arrayBuffer();
   return response.status;
 }
@@ -110,26 +114,42 @@ async function main(): Promise<void> {
         Array.from({ length: 50 }, async (_, j) => {
           const user = auth(`user${u + j}`);
           await request('PUT', `${base}buckets/b${u + j}`, user);
-          for (const c of ['tasks', 'notes', 'lists']) await request('PUT', `${base}buckets/b${u + j}/collections/${c}`, user);
+          for (const c of ['tasks', 'notes', 'lists'])
+            await request('PUT', `${base}buckets/b${u + j}/collections/${c}`, user);
         }),
       );
     }
     // Warm: every code path a stream takes, once, before measuring.
-    for (let i = 0; i < 50; i++) streams.push(await openStream(`${base}${MONITOR}?bucket=b${i % users}`, auth(`user${i % users}`)));
+    for (let i = 0; i < 50; i++)
+      streams.push(await openStream(`${base}${MONITOR}?bucket=b${i % users}`, auth(`user${i % users}`)));
     for (const stream of streams.splice(0)) stream.destroy();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const before = await memory(server);
     for (let i = 0; i < count; i += 200) {
-      streams.push(...(await Promise.all(Array.from({ length: Math.min(200, count - i) }, (_, j) => openStream(`${base}${MONITOR}?bucket=b${(i + j) % users}`, auth(`user${(i + j) % users}`))))));
+      streams.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(200, count - i) }, (_, j) =>
+            openStream(`${base}${MONITOR}?bucket=b${(i + j) % users}`, auth(`user${(i + j) % users}`)),
+          ),
+        )),
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const after = await memory(server);
     const kb = (bytes: number) => (bytes / 1024).toFixed(1);
-    console.log(`node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, each stream following a bucket of 3 collections`);
-    console.log(`  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ${kb((after.rss - before.rss) / count)} KB per stream`);
-    console.log(`  heap+external ${(before.heap / 2 ** 20).toFixed(0)} MB -> ${(after.heap / 2 ** 20).toFixed(0)} MB: ${kb((after.heap - before.heap) / count)} KB per stream (after a full GC)`);
+    console.log(
+      `node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, each stream following a bucket of 3 collections`,
+    );
+    console.log(
+      `  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ${kb((after.rss - before.rss) / count)} KB per stream`,
+    );
+    console.log(
+      `  heap+external ${(before.heap / 2 ** 20).toFixed(0)} MB -> ${(after.heap / 2 ** 20).toFixed(0)} MB: ${kb((after.heap - before.heap) / count)} KB per stream (after a full GC)`,
+    );
     const native = (memory: Memory) => memory.rss - memory.heapTotal;
-    console.log(`  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ${kb((native(after) - native(before)) / count)} KB per stream; V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`);
+    console.log(
+      `  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ${kb((native(after) - native(before)) / count)} KB per stream; V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`,
+    );
   } finally {
     for (const stream of streams) stream.destroy();
     server?.kill('SIGTERM');

@@ -12,7 +12,10 @@ export const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
 
 /** The settings of a benchmarked Quire server: defaults, no logging. */
 export function benchSettings(overrides: Partial<Settings> = {}) {
-  return loadSettings({ env: {}, overrides: { userid_hmac_secret: 'bench-secret', log_level: 'silent', ...overrides } });
+  return loadSettings({
+    env: {},
+    overrides: { userid_hmac_secret: 'bench-secret', log_level: 'silent', ...overrides },
+  });
 }
 
 /** The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates. bench/http.ts computes the same in SQL. */
@@ -41,7 +44,9 @@ export async function load(name: string, options: autocannon.Options, expected: 
   const good = counts.find(([code]) => Number(code) === expected)?.[1] ?? 0;
   const bad = counts.filter(([code]) => Number(code) !== expected);
   if (bad.length > 0 || result.errors > 0 || good === 0) {
-    throw new Error(`${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors (timeouts included)`);
+    throw new Error(
+      `${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors (timeouts included)`,
+    );
   }
   return { count: good, requestsPerSecond: good / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
 }

@@ -78,8 +78,27 @@ import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { pgbouncerUnavailable, startPgbouncer } from '../test/helpers/pgbouncer.js';
-import { childConfig, isServerChild, serveClusterInChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
-import { AUTH, benchSettings, childCpuMs, cpuReply, formatNumber, load, postgresCpuMs, postgresProblem, recordId, runSql, type LoadResult } from './support.js';
+import {
+  childConfig,
+  isServerChild,
+  serveClusterInChild,
+  serveInChild,
+  startServerChild,
+  stopServerChild,
+} from './child-server.js';
+import {
+  AUTH,
+  benchSettings,
+  childCpuMs,
+  cpuReply,
+  formatNumber,
+  load,
+  postgresCpuMs,
+  postgresProblem,
+  recordId,
+  runSql,
+  type LoadResult,
+} from './support.js';
 
 const SERVERS = ['ceiling', 'postgresql', 'embedded', 'pglite', 'observed', 'pooled', 'pgbouncer', 'polled'] as const;
 /** Servers on a database of their own (a schema cannot be chosen through a pooler). */
@@ -134,18 +153,34 @@ const CEILING_ETAG = '"1700000000000"';
 /** Answers the five workloads' requests with the shapes Quire answers them with, from memory. */
 function ceilingApp(): FastifyInstance {
   const app = Fastify({ logger: false });
-  const page = Array.from({ length: PAGE_SIZE }, (_, i) => ({ ...recordData(i + 1), id: RECORD_IDS[i]!, last_modified: 1_700_000_000_000 - i }));
+  const page = Array.from({ length: PAGE_SIZE }, (_, i) => ({
+    ...recordData(i + 1),
+    id: RECORD_IDS[i]!,
+    last_modified: 1_700_000_000_000 - i,
+  }));
   const created = (data: object) => ({ ...data, id: randomUUID(), last_modified: Date.now() });
-  app.get<{ Params: { id: string } }>(`${ITEMS_PATH}/:id`, async (request) => ({ data: { ...page[0], id: request.params.id } }));
+  app.get<{ Params: { id: string } }>(`${ITEMS_PATH}/:id`, async (request) => ({
+    data: { ...page[0], id: request.params.id },
+  }));
   app.get(ITEMS_PATH, async (request, reply) => {
     reply.header('etag', CEILING_ETAG);
     if (request.headers['if-none-match'] === CEILING_ETAG) return reply.code(304).send();
     return { data: page };
   });
-  app.post<{ Body: { data: object } }>(WRITES_PATH, async (request, reply) => reply.code(201).send({ data: created(request.body.data) }));
-  app.post<{ Body: { defaults: { path: string }; requests: Array<{ body: { data: object } }> } }>('/v1/batch', async (request) => ({
-    responses: request.body.requests.map((sub) => ({ status: 201, path: `/v1${request.body.defaults.path}`, body: { data: created(sub.body.data) }, headers: {} })),
-  }));
+  app.post<{ Body: { data: object } }>(WRITES_PATH, async (request, reply) =>
+    reply.code(201).send({ data: created(request.body.data) }),
+  );
+  app.post<{ Body: { defaults: { path: string }; requests: Array<{ body: { data: object } }> } }>(
+    '/v1/batch',
+    async (request) => ({
+      responses: request.body.requests.map((sub) => ({
+        status: 201,
+        path: `/v1${request.body.defaults.path}`,
+        body: { data: created(sub.body.data) },
+        headers: {},
+      })),
+    }),
+  );
   return app;
 }
 
@@ -153,25 +188,38 @@ async function serve(config: ChildConfig): Promise<void> {
   if (config.server === 'ceiling') return serveInChild(ceilingApp(), null);
   if (ON_A_DATABASE.has(config.server)) {
     // As behind a transaction pooler: unnamed statements, jit set per transaction.
-    const storage = await createPostgresStorage({ url: config.url, pooler: 'transaction', autoMigrate: true, poolSize: 10, ...(config.listenUrl ? { listenUrl: config.listenUrl } : {}) });
+    const storage = await createPostgresStorage({
+      url: config.url,
+      pooler: 'transaction',
+      autoMigrate: true,
+      poolSize: 10,
+      ...(config.listenUrl ? { listenUrl: config.listenUrl } : {}),
+    });
     return serveInChild(await buildServer({ settings: benchSettings(), storage, logger: false }), storage, cpuReply);
   }
   const onPostgresql = config.server === 'postgresql' || config.server === 'observed';
-  const settings = config.server === 'observed' ? benchSettings({ metrics_enabled: true, log_level: 'info', log_format: 'json' }) : benchSettings();
+  const settings =
+    config.server === 'observed'
+      ? benchSettings({ metrics_enabled: true, log_level: 'info', log_format: 'json' })
+      : benchSettings();
   const logger = config.server === 'observed' ? { stream: createWriteStream('/dev/null') } : false;
   if (onPostgresql && config.workers > 1) {
     // Every worker migrates the fresh schema: migrate() serialises them with an advisory lock.
     return serveClusterInChild(config.workers, async () => {
-      const storage = await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 });
+      const storage = await createPostgresStorage({
+        url: config.url,
+        schema: config.schema,
+        autoMigrate: true,
+        poolSize: 10,
+      });
       return { app: await buildServer({ settings, storage, logger }), storage };
     });
   }
-  const storage =
-    onPostgresql
-      ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
-      : config.server === 'pglite'
-        ? await createPgliteStorage({ dataDir: config.dataDir })
-        : await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
+  const storage = onPostgresql
+    ? await createPostgresStorage({ url: config.url, schema: config.schema, autoMigrate: true, poolSize: 10 })
+    : config.server === 'pglite'
+      ? await createPgliteStorage({ dataDir: config.dataDir })
+      : await createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
   await serveInChild(await buildServer({ settings, storage, logger }), storage, cpuReply);
 }
 
@@ -261,17 +309,26 @@ function expectSubStatuses(name: string, body: string, count: number, status: nu
 }
 
 /** One request; fails unless it has the expected status; returns the body. */
-async function send(origin: string, method: string, path: string, expected: number, headers: Record<string, string> = {}, body?: string): Promise<{ body: string; headers: Headers }> {
+async function send(
+  origin: string,
+  method: string,
+  path: string,
+  expected: number,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ body: string; headers: Headers }> {
   const response = await fetch(`${origin}${path}`, { method, headers: { authorization: AUTH, ...headers }, body });
   const text = await response.text();
-  if (response.status !== expected) throw new Error(`${method} ${path}: expected ${expected}, got ${response.status} ${text.slice(0, 300)}`);
+  if (response.status !== expected)
+    throw new Error(`${method} ${path}: expected ${expected}, got ${response.status} ${text.slice(0, 300)}`);
   return { body: text, headers: response.headers };
 }
 
 /** The bucket, the three collections, and the records of `items`, through the API. */
 async function setUp(origin: string): Promise<void> {
   await send(origin, 'PUT', BUCKET_PATH, 201, JSON_HEADERS, '{}');
-  for (const collection of COLLECTIONS) await send(origin, 'PUT', `${BUCKET_PATH}/collections/${collection}`, 201, JSON_HEADERS, '{}');
+  for (const collection of COLLECTIONS)
+    await send(origin, 'PUT', `${BUCKET_PATH}/collections/${collection}`, 201, JSON_HEADERS, '{}');
   for (let from = 0; from < RECORDS; from += BATCH_SIZE) {
     const requests = RECORD_IDS.slice(from, from + BATCH_SIZE).map((id, i) => ({
       method: 'PUT',
@@ -335,11 +392,17 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
       pgbouncer: 'through PgBouncer (transaction mode), LISTEN direct',
       polled: 'through PgBouncer (transaction mode), notifications polled, read cache off',
     }[server];
-    const serverChild = await startServerChild(fileURLToPath(import.meta.url), config, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const serverChild = await startServerChild(
+      fileURLToPath(import.meta.url),
+      config,
+      profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    );
     child = serverChild.child;
     const origin = `http://127.0.0.1:${serverChild.port}`;
     if (server !== 'ceiling') await setUp(origin);
-    console.log(`${server} (${where}, pid ${child.pid}): ready in ${formatNumber((performance.now() - started) / 1000, 1)} s`);
+    console.log(
+      `${server} (${where}, pid ${child.pid}): ready in ${formatNumber((performance.now() - started) / 1000, 1)} s`,
+    );
 
     const etag = (await send(origin, 'GET', `${ITEMS_PATH}?_limit=1`, 200)).headers.get('etag');
     if (!etag) throw new Error(`${server}: no ETag on the list of records`);
@@ -351,7 +414,8 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
       const name = `${server}, ${WORKLOAD_NAMES[workload.key]}`;
       // Not measured: lets the JIT compile this workload's code paths and the pool open its connections.
       await load(`${name} (warm-up)`, { ...cannon, duration: WARM_UP_SECONDS }, workload.expected);
-      const cpuBefore = server === 'ceiling' ? null : { server: await childCpuMs(child), postgres: await postgresCpuMs() };
+      const cpuBefore =
+        server === 'ceiling' ? null : { server: await childCpuMs(child), postgres: await postgresCpuMs() };
       const result: Measure = await load(name, cannon, workload.expected);
       if (cpuBefore) {
         // CPU per request tells changes apart even when another process shares the machine.
@@ -360,8 +424,13 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
       }
       if (workload.recordsPerRequest) result.recordsPerSecond = result.requestsPerSecond * workload.recordsPerRequest;
       results.set(workload.key, result);
-      const cpu = result.serverCpuMs === undefined ? '' : `, CPU per request ${formatNumber(result.serverCpuMs, 3)} ms server + ${formatNumber(result.postgresCpuMs!, 3)} ms PostgreSQL`;
-      console.log(`  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`);
+      const cpu =
+        result.serverCpuMs === undefined
+          ? ''
+          : `, CPU per request ${formatNumber(result.serverCpuMs, 3)} ms server + ${formatNumber(result.postgresCpuMs!, 3)} ms PostgreSQL`;
+      console.log(
+        `  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
+      );
     }
   } finally {
     if (child) await stopServerChild(child);
@@ -369,7 +438,8 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
     await pooled?.close();
     if (config.dataDir) await rm(config.dataDir, { recursive: true, force: true });
   }
-  if (profileDir) console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
+  if (profileDir)
+    console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
   return results;
 }
 
@@ -377,7 +447,10 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
  * A fresh database for a pooled server: its URL (through a PgBouncer started here, in transaction
  * mode, for `pgbouncer` and `polled`), where it LISTENs, and what undoes it all.
  */
-async function pooledTarget(server: ServerName, url: string): Promise<{ url: string; listenUrl?: string; close: () => Promise<void> }> {
+async function pooledTarget(
+  server: ServerName,
+  url: string,
+): Promise<{ url: string; listenUrl?: string; close: () => Promise<void> }> {
   const database = `quire_bench_${randomBytes(4).toString('hex')}`;
   const admin = (sql: string) => runSql(url, sql);
   await admin(`CREATE DATABASE ${database}`);
@@ -433,7 +506,11 @@ async function main(): Promise<void> {
       workloads: { type: 'string' },
       connections: { type: 'string', default: '16' },
       duration: { type: 'string', default: '6' },
-      url: { type: 'string', default: process.env.QUIRE_BENCH_URL ?? process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
+      url: {
+        type: 'string',
+        default:
+          process.env.QUIRE_BENCH_URL ?? process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
+      },
       workers: { type: 'string', default: '1' },
       json: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
@@ -460,7 +537,8 @@ async function main(): Promise<void> {
   for (const server of servers) {
     const problem =
       server === 'postgresql' || server === 'observed' || ON_A_DATABASE.has(server)
-        ? ((await postgresProblem(options.url)) ?? (server === 'pgbouncer' || server === 'polled' ? pgbouncerProblem() : null))
+        ? ((await postgresProblem(options.url)) ??
+          (server === 'pgbouncer' || server === 'polled' ? pgbouncerProblem() : null))
         : null;
     if (problem) {
       skipped.set(server, problem);
@@ -491,7 +569,9 @@ async function main(): Promise<void> {
       const rps = result.requestsPerSecond;
       const ratios = [
         server !== 'ceiling' && ceiling ? percent(rps, ceiling.requestsPerSecond) : null,
-        server !== 'ceiling' && server !== 'postgresql' && postgresql ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql` : null,
+        server !== 'ceiling' && server !== 'postgresql' && postgresql
+          ? `${percent(rps, postgresql.requestsPerSecond)} of postgresql`
+          : null,
       ].filter((ratio) => ratio !== null);
       const records = result.recordsPerSecond ? ` = ${formatNumber(result.recordsPerSecond)} records/s` : '';
       json.push({
@@ -502,17 +582,25 @@ async function main(): Promise<void> {
         ...(result.recordsPerSecond ? { recordsPerSecond: result.recordsPerSecond } : {}),
         p50: result.p50,
         p99: result.p99,
-        ...(result.serverCpuMs === undefined ? {} : { serverCpuMsPerRequest: result.serverCpuMs, postgresCpuMsPerRequest: result.postgresCpuMs }),
+        ...(result.serverCpuMs === undefined
+          ? {}
+          : { serverCpuMsPerRequest: result.serverCpuMs, postgresCpuMsPerRequest: result.postgresCpuMs }),
         ...(server !== 'ceiling' && ceiling ? { ofCeiling: rps / ceiling.requestsPerSecond } : {}),
-        ...(server !== 'ceiling' && server !== 'postgresql' && postgresql ? { ofPostgresql: rps / postgresql.requestsPerSecond } : {}),
+        ...(server !== 'ceiling' && server !== 'postgresql' && postgresql
+          ? { ofPostgresql: rps / postgresql.requestsPerSecond }
+          : {}),
       });
       return `${formatNumber(rps)}${records}${ratios.length > 0 ? ` (${ratios.join(', ')})` : ''} · ${result.p50}/${result.p99}`;
     });
     return [WORKLOAD_NAMES[key], ...cells, targetCell(key, ceiling, postgresql, results.get('embedded')?.get(key))];
   });
-  const table = [['workload', ...servers.map((server) => titles[server]), 'target: postgresql ≥ · embedded ≥ postgresql'], ...rows];
+  const table = [
+    ['workload', ...servers.map((server) => titles[server]), 'target: postgresql ≥ · embedded ≥ postgresql'],
+    ...rows,
+  ];
   const widths = table[0]!.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
-  const line = (row: string[]) => `| ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
+  const line = (row: string[]) =>
+    `| ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
   console.log(`\n${header}\n`);
   console.log(line(table[0]!));
   console.log(`|${widths.map((width, column) => `${'-'.repeat(width + 1)}${column === 0 ? '-' : ':'}`).join('|')}|`);
@@ -537,10 +625,16 @@ async function main(): Promise<void> {
 }
 
 /** Whether the run met a workload's target (blank without a ceiling in the same run). */
-function targetCell(key: WorkloadKey, ceiling: Measure | undefined, postgresql: Measure | undefined, embedded: Measure | undefined): string {
+function targetCell(
+  key: WorkloadKey,
+  ceiling: Measure | undefined,
+  postgresql: Measure | undefined,
+  embedded: Measure | undefined,
+): string {
   const target = TARGETS[key];
   if (!ceiling) return percent(target, 1);
-  const verdict = (measure: Measure | undefined, floor: number) => (measure ? (measure.requestsPerSecond >= floor ? 'met' : 'not met') : '–');
+  const verdict = (measure: Measure | undefined, floor: number) =>
+    measure ? (measure.requestsPerSecond >= floor ? 'met' : 'not met') : '–';
   const postgresFloor = target * ceiling.requestsPerSecond;
   return `${percent(target, 1)}: ${verdict(postgresql, postgresFloor)} · ${verdict(embedded, Math.max(postgresFloor, postgresql?.requestsPerSecond ?? 0))}`;
 }

@@ -52,13 +52,25 @@ async function seed(storage: Storage) {
   for (let done = 0; done < RECORDS; ) {
     const cid = `c${Math.floor(done / PER_COLLECTION)}`;
     const parentId = `/buckets/bench/collections/${cid}`;
-    if (done % PER_COLLECTION === 0) await storage.transaction((session) => session.objects.create({ resourceName: 'collection', parentId: '/buckets/bench' }, cid, { title: cid }));
+    if (done % PER_COLLECTION === 0)
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'collection', parentId: '/buckets/bench' }, cid, { title: cid }),
+      );
     const count = Math.min(5000, RECORDS - done, PER_COLLECTION - (done % PER_COLLECTION));
     const first = done;
     await storage.transaction(async (session) => {
       const scope = { resourceName: 'record', parentId };
-      await session.objects.insertMany(scope, Array.from({ length: count }, (_, i) => ({ id: `r${first + i}`, data: { n: first + i, title: `task ${first + i}`, done: (first + i) % 3 === 0, tags: ['a', 'b'] } })));
-      for (let i = 0; i < count; i += 10) await session.permissions.set(`${parentId}/records/r${first + i}`, { write: [`account:u${(first + i) % 100}`] });
+      await session.objects.insertMany(
+        scope,
+        Array.from({ length: count }, (_, i) => ({
+          id: `r${first + i}`,
+          data: { n: first + i, title: `task ${first + i}`, done: (first + i) % 3 === 0, tags: ['a', 'b'] },
+        })),
+      );
+      for (let i = 0; i < count; i += 10)
+        await session.permissions.set(`${parentId}/records/r${first + i}`, {
+          write: [`account:u${(first + i) % 100}`],
+        });
       for (let i = 5; i < count; i += 50) await session.objects.delete(scope, `r${first + i}`);
     });
     done += count;
@@ -82,21 +94,32 @@ async function sha256(file: string) {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'quire-bench-transfer-'));
-const [source, target] = await Promise.all(schemas.map((schema) => createPostgresStorage({ url, schema, autoMigrate: true, poolSize: 4 })));
+const [source, target] = await Promise.all(
+  schemas.map((schema) => createPostgresStorage({ url, schema, autoMigrate: true, poolSize: 4 })),
+);
 try {
   const seedMs = await seed(source!);
   console.log(`seeded ${RECORDS} records in ${(seedMs / 1000).toFixed(1)} s`);
   const first = join(dir, 'first.ndjson');
   const exported = await exportTo(source!, first);
   const size = (await stat(first)).size;
-  console.log(`export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ${Math.round(exported.count / (exported.ms / 1000))} objects/s (${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`);
+  console.log(
+    `export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ${Math.round(exported.count / (exported.ms / 1000))} objects/s (${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`,
+  );
   const started = performance.now();
-  const { objects: imported } = await importStore(target!, createReadStream(first), { batchSize: Number(values['batch-size']), replace: false });
+  const { objects: imported } = await importStore(target!, createReadStream(first), {
+    batchSize: Number(values['batch-size']),
+    replace: false,
+  });
   const importMs = performance.now() - started;
-  console.log(`import: ${imported} objects in ${(importMs / 1000).toFixed(1)} s = ${Math.round(imported / (importMs / 1000))} objects/s`);
+  console.log(
+    `import: ${imported} objects in ${(importMs / 1000).toFixed(1)} s = ${Math.round(imported / (importMs / 1000))} objects/s`,
+  );
   const second = join(dir, 'second.ndjson');
   const again = await exportTo(target!, second);
-  console.log(`export of the imported store: ${again.count} objects in ${(again.ms / 1000).toFixed(1)} s = ${Math.round(again.count / (again.ms / 1000))} objects/s`);
+  console.log(
+    `export of the imported store: ${again.count} objects in ${(again.ms / 1000).toFixed(1)} s = ${Math.round(again.count / (again.ms / 1000))} objects/s`,
+  );
   const [a, b] = await Promise.all([sha256(first), sha256(second)]);
   console.log(`round trip byte-identical: ${a === b ? 'yes' : 'NO'} (sha256 ${a.slice(0, 16)}…)`);
 } finally {

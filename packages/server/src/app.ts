@@ -58,7 +58,8 @@ function createPolicies(settings: Settings): AuthPolicy[] {
   return settings.multiauth_policies.map((name) => {
     switch (name) {
       case 'basicauth':
-        if (settings.userid_hmac_secret === null) throw new ConfigError('Setting userid_hmac_secret is required by the basicauth policy');
+        if (settings.userid_hmac_secret === null)
+          throw new ConfigError('Setting userid_hmac_secret is required by the basicauth policy');
         return createBasicAuthPolicy(settings.userid_hmac_secret);
       case 'account':
         return createAccountPolicy(settings);
@@ -95,7 +96,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
 
   app = Fastify({
-    logger: options.logger === false ? false : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
+    logger:
+      options.logger === false
+        ? false
+        : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
     // observability/request-log.ts writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.max_body_bytes,
@@ -113,7 +117,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
     frameworkErrors: (error, _request, reply) => {
       const apiError = toApiError(error, settings);
-      void reply.code(apiError.status as never).type('application/json').send(apiError.toBody() as never);
+      void reply
+        .code(apiError.status as never)
+        .type('application/json')
+        .send(apiError.toBody() as never);
     },
   });
   app.decorate('services', services);
@@ -148,7 +155,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     const { path } = splitUrl(request.raw.url);
     if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
-    if (/%00/.test(path)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
+    if (/%00/.test(path))
+      throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
     // One autocommit query per authenticated request; inside a batch, through its transaction
     // (on PGlite the store itself waits for that transaction to end).
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };

@@ -54,7 +54,11 @@ let storageUrl: string | null = null;
 /** The command line, parsed; null when it is wrong (the error and the usage printed). */
 function parseCommandLine(argv: string[]) {
   try {
-    return parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (error) {
     console.error(`quire: ${(error as Error).message}\n\n${USAGE}`);
     return null;
@@ -62,7 +66,8 @@ function parseCommandLine(argv: string[]) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'export' || argv[0] === 'import') return runTransferCommand(argv[0], argv.slice(1), (url) => (storageUrl = url));
+  if (argv[0] === 'export' || argv[0] === 'import')
+    return runTransferCommand(argv[0], argv.slice(1), (url) => (storageUrl = url));
   const parsed = parseCommandLine(argv);
   if (!parsed) return EXIT.USAGE;
   const { positionals, values } = parsed;
@@ -78,7 +83,12 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'migrate') {
     const storage = await connectStorage(settings, { migrate: true, keepIndexes: false });
     await storage.close();
-    console.log(migrationReport(storage.migrationsApplied ?? [], settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`));
+    console.log(
+      migrationReport(
+        storage.migrationsApplied ?? [],
+        settings.storage_url ? 'PostgreSQL' : `embedded store in ${settings.data_dir}`,
+      ),
+    );
     return 0;
   }
 
@@ -98,8 +108,12 @@ async function main(argv: string[]): Promise<number> {
     startWorker: () => startServer(settings, { migrate: false }),
     log: (line) => console.error(`quire: ${line}`),
   });
-  if (cluster && settings.metrics_enabled && settings.metrics_port !== null) await serveClusterMetrics(settings.host, settings.metrics_port);
-  if (cluster) console.log(`Quire is listening on http://${settings.host}:${cluster.port}/v1/ (PostgreSQL, ${settings.workers} workers)`);
+  if (cluster && settings.metrics_enabled && settings.metrics_port !== null)
+    await serveClusterMetrics(settings.host, settings.metrics_port);
+  if (cluster)
+    console.log(
+      `Quire is listening on http://${settings.host}:${cluster.port}/v1/ (PostgreSQL, ${settings.workers} workers)`,
+    );
   return -1;
 }
 
@@ -127,7 +141,8 @@ async function startServer(settings: Settings, storageOptions: StorageFactoryOpt
 
 /** The line and exit code of an expected failure (a mistake to fix, a database away); undefined for a bug. */
 function explain(error: unknown): { line: string; code: number } | undefined {
-  if (error instanceof ConfigError || error instanceof MigrationRequiredError) return { line: error.message, code: EXIT.CONFIG };
+  if (error instanceof ConfigError || error instanceof MigrationRequiredError)
+    return { line: error.message, code: EXIT.CONFIG };
   if (error instanceof DatabaseUnavailableError) return { line: error.message, code: EXIT.DATABASE_UNAVAILABLE };
   if (error instanceof ListenError) {
     const code = (error.cause as { code?: unknown } | undefined)?.code;
@@ -149,12 +164,21 @@ function explain(error: unknown): { line: string; code: number } | undefined {
   switch (connectionFault(error)) {
     case 'no-database': {
       const name = databaseName(storageUrl) ?? '(the default database)';
-      return { line: `database "${name}" does not exist on PostgreSQL at ${target}: create it (e.g. createdb ${name}) or fix storage_url`, code: EXIT.CONFIG };
+      return {
+        line: `database "${name}" does not exist on PostgreSQL at ${target}: create it (e.g. createdb ${name}) or fix storage_url`,
+        code: EXIT.CONFIG,
+      };
     }
     case 'credentials':
-      return { line: `PostgreSQL at ${target} refused the credentials of storage_url (${rootMessage(error)}): fix the user or password in storage_url`, code: EXIT.CONFIG };
+      return {
+        line: `PostgreSQL at ${target} refused the credentials of storage_url (${rootMessage(error)}): fix the user or password in storage_url`,
+        code: EXIT.CONFIG,
+      };
     case 'unavailable': // reached, then lost (e.g. while migrating)
-      return { line: `PostgreSQL at ${target} became unavailable (${rootMessage(error)}): check that the database is up, then try again`, code: EXIT.DATABASE_UNAVAILABLE };
+      return {
+        line: `PostgreSQL at ${target} became unavailable (${rootMessage(error)}): check that the database is up, then try again`,
+        code: EXIT.DATABASE_UNAVAILABLE,
+      };
     default:
       return undefined;
   }

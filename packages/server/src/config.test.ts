@@ -20,7 +20,12 @@ describe('settings', () => {
 
   it('reads QUIRE_<NAME> variables, HOST and PORT, with types', () => {
     const settings = loadSettings({
-      env: { QUIRE_BATCH_MAX_REQUESTS: '10', QUIRE_READONLY: 'true', PORT: '9999', QUIRE_BUCKET_CREATE_PRINCIPALS: 'system.Everyone account:admin' },
+      env: {
+        QUIRE_BATCH_MAX_REQUESTS: '10',
+        QUIRE_READONLY: 'true',
+        PORT: '9999',
+        QUIRE_BUCKET_CREATE_PRINCIPALS: 'system.Everyone account:admin',
+      },
       configFile: null,
     });
     expect(settings.batch_max_requests).toBe(10);
@@ -46,11 +51,19 @@ describe('settings', () => {
     const postgres = { QUIRE_STORAGE_URL: 'postgresql://h/db' };
     expect(loadSettings({ env: {}, configFile: null }).workers).toBe(1);
     expect(loadSettings({ env: { ...postgres, QUIRE_WORKERS: '3' }, configFile: null }).workers).toBe(3);
-    expect(loadSettings({ env: { ...postgres, QUIRE_WORKERS: 'auto' }, configFile: null }).workers).toBe(availableParallelism());
-    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '0' }, configFile: null })).toThrow(/workers .*at least 1/);
-    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '1.5' }, configFile: null })).toThrow(/expected an integer or auto/);
+    expect(loadSettings({ env: { ...postgres, QUIRE_WORKERS: 'auto' }, configFile: null }).workers).toBe(
+      availableParallelism(),
+    );
+    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '0' }, configFile: null })).toThrow(
+      /workers .*at least 1/,
+    );
+    expect(() => loadSettings({ env: { ...postgres, QUIRE_WORKERS: '1.5' }, configFile: null })).toThrow(
+      /expected an integer or auto/,
+    );
     expect(() => loadSettings({ env: { QUIRE_WORKERS: '2' }, configFile: null })).toThrow(ConfigError);
-    expect(() => loadSettings({ env: { QUIRE_WORKERS: '2' }, configFile: null })).toThrow(/workers = 2 needs PostgreSQL/);
+    expect(() => loadSettings({ env: { QUIRE_WORKERS: '2' }, configFile: null })).toThrow(
+      /workers = 2 needs PostgreSQL/,
+    );
   });
 
   it('reads a JSON config file below the environment, and refuses unknown keys', async () => {
@@ -71,10 +84,21 @@ describe('settings', () => {
     expect(() => loadSettings({ env: { QUIRE_STORAGE_URI: 'postgresql://db/quire' } })).toThrow(
       /Unknown environment variable QUIRE_STORAGE_URI \(did you mean QUIRE_STORAGE_URL\?\)/,
     );
-    expect(() => loadSettings({ env: { QUIRE_BATCH_MAX_REQUEST: '10', QUIRE_PORT: '1' } })).toThrow(/QUIRE_BATCH_MAX_REQUEST \(did you mean QUIRE_BATCH_MAX_REQUESTS\?\)/);
-    expect(() => loadSettings({ env: { QUIRE_WHATEVER_ELSE_ENTIRELY: 'x' } })).toThrow(/QUIRE_WHATEVER_ELSE_ENTIRELY: not a setting/);
+    expect(() => loadSettings({ env: { QUIRE_BATCH_MAX_REQUEST: '10', QUIRE_PORT: '1' } })).toThrow(
+      /QUIRE_BATCH_MAX_REQUEST \(did you mean QUIRE_BATCH_MAX_REQUESTS\?\)/,
+    );
+    expect(() => loadSettings({ env: { QUIRE_WHATEVER_ELSE_ENTIRELY: 'x' } })).toThrow(
+      /QUIRE_WHATEVER_ELSE_ENTIRELY: not a setting/,
+    );
     // Variables of the tests, the conformance suite, the benches and the CLI are not settings.
-    const others = { QUIRE_CONFIG: '', QUIRE_COMMIT: 'abc', QUIRE_TEST_PG_URL: 'x', QUIRE_CONFORMANCE_URL: 'x', QUIRE_BENCH_CHILD: '1', HOME: '/root' };
+    const others = {
+      QUIRE_CONFIG: '',
+      QUIRE_COMMIT: 'abc',
+      QUIRE_TEST_PG_URL: 'x',
+      QUIRE_CONFORMANCE_URL: 'x',
+      QUIRE_BENCH_CHILD: '1',
+      HOME: '/root',
+    };
     expect(loadSettings({ env: others }).port).toBe(8888);
   });
 
@@ -86,7 +110,10 @@ describe('settings', () => {
   });
 
   it('never shows secrets', async () => {
-    const settings = loadSettings({ env: { QUIRE_USERID_HMAC_SECRET: 'hunter2', QUIRE_STORAGE_URL: 'postgresql://u:pw@h/db' }, configFile: null });
+    const settings = loadSettings({
+      env: { QUIRE_USERID_HMAC_SECRET: 'hunter2', QUIRE_STORAGE_URL: 'postgresql://u:pw@h/db' },
+      configFile: null,
+    });
     const shown = JSON.stringify(redactSettings(settings));
     expect(shown).not.toContain('hunter2');
     expect(shown).not.toContain('pw@h');
@@ -103,7 +130,9 @@ describe('settings', () => {
       expect(Object.hasOwn(schema, 'default'), name).toBe(true);
     }
     // loadSettings checks only the values given to it: the defaults are checked here.
-    const defaults = Object.fromEntries(Object.entries(SETTINGS).map(([name, schema]) => [name, schema.default as unknown]));
+    const defaults = Object.fromEntries(
+      Object.entries(SETTINGS).map(([name, schema]) => [name, schema.default as unknown]),
+    );
     const origins = new Map(Object.keys(SETTINGS).map((name) => [name, { source: 'default', raw: defaults[name] }]));
     expect(() => createSettingsValidator(SETTINGS, { checkSchemas: true })(defaults, origins)).not.toThrow();
     expect(() => composeSettings({ port: SETTINGS.port }, { port: SETTINGS.port })).toThrow(/port is declared twice/);
@@ -112,6 +141,8 @@ describe('settings', () => {
   it('has the README settings table the schemas give (pnpm --filter @quire/server settings:docs rewrites it)', async () => {
     const { readFileSync } = await import('node:fs');
     const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-    expect(tableIn(readme), 'README settings table out of date: run pnpm --filter @quire/server settings:docs').toBe(renderSettingsTable(SETTINGS));
+    expect(tableIn(readme), 'README settings table out of date: run pnpm --filter @quire/server settings:docs').toBe(
+      renderSettingsTable(SETTINGS),
+    );
   });
 });

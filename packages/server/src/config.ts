@@ -59,7 +59,13 @@ export type Settings = SettingValues<typeof SETTINGS>;
 const validateSettings = createSettingsValidator(SETTINGS);
 
 /** Checks across settings, each with its feature; run once every value passed its schema. */
-const CHECKS: Array<(settings: Settings) => void> = [checkStorageSettings, checkAuthSettings, checkObservabilitySettings, checkAttachmentSettings, checkResourceSettings];
+const CHECKS: Array<(settings: Settings) => void> = [
+  checkStorageSettings,
+  checkAuthSettings,
+  checkObservabilitySettings,
+  checkAttachmentSettings,
+  checkResourceSettings,
+];
 
 export interface LoadSettingsOptions {
   env?: NodeJS.ProcessEnv;
@@ -72,7 +78,7 @@ export interface LoadSettingsOptions {
 /** Environment (`QUIRE_<NAME>`) > config file > defaults; overrides win over all. */
 export function loadSettings(options: LoadSettingsOptions = {}): Settings {
   const env = options.env ?? process.env;
-  const file = options.configFile === undefined ? env.QUIRE_CONFIG ?? null : options.configFile;
+  const file = options.configFile === undefined ? (env.QUIRE_CONFIG ?? null) : options.configFile;
   const fromFile = file ? readConfigFile(file) : {};
   refuseUnknownVariables(env);
 
@@ -100,7 +106,12 @@ export function loadSettings(options: LoadSettingsOptions = {}): Settings {
   return settings;
 }
 
-function givenValue(name: SettingName, env: NodeJS.ProcessEnv, fromFile: Record<string, unknown>, file: string | null): SettingOrigin | undefined {
+function givenValue(
+  name: SettingName,
+  env: NodeJS.ProcessEnv,
+  fromFile: Record<string, unknown>,
+  file: string | null,
+): SettingOrigin | undefined {
   const variable = envName(name);
   if (env[variable] !== undefined) return { raw: env[variable], source: variable };
   const plain = name === 'host' ? env.HOST : name === 'port' ? env.PORT : undefined;
@@ -132,7 +143,9 @@ function readConfigFile(file: string): Record<string, unknown> {
   }
   const unknown = Object.keys(parsed).filter((key) => !Object.hasOwn(SETTINGS, key));
   if (unknown.length) {
-    throw new ConfigError(`Unknown setting(s) in ${file}: ${unknown.map((key) => `${key}${suggestion(key, (name) => name)}`).join(', ')}`);
+    throw new ConfigError(
+      `Unknown setting(s) in ${file}: ${unknown.map((key) => `${key}${suggestion(key, (name) => name)}`).join(', ')}`,
+    );
   }
   return parsed as Record<string, unknown>;
 }
@@ -142,7 +155,13 @@ function readConfigFile(file: string): Record<string, unknown> {
  * conformance suite, the benches and the demo. Any other `QUIRE_*` name is a mistake, refused:
  * a typo such as QUIRE_STORAGE_URI would otherwise put production on the embedded store.
  */
-const OTHER_VARIABLES = new Set(['QUIRE_CONFIG', 'QUIRE_COMMIT', 'QUIRE_URL', 'QUIRE_DEMO_PORT', 'QUIRE_CHROMIUM_PATH']);
+const OTHER_VARIABLES = new Set([
+  'QUIRE_CONFIG',
+  'QUIRE_COMMIT',
+  'QUIRE_URL',
+  'QUIRE_DEMO_PORT',
+  'QUIRE_CHROMIUM_PATH',
+]);
 const OTHER_PREFIXES = ['QUIRE_TEST_', 'QUIRE_CONFORMANCE_', 'QUIRE_BENCH_'];
 
 function refuseUnknownVariables(env: NodeJS.ProcessEnv): void {
@@ -154,8 +173,12 @@ function refuseUnknownVariables(env: NodeJS.ProcessEnv): void {
       !Object.hasOwn(SETTINGS, name.slice('QUIRE_'.length).toLowerCase()),
   );
   if (unknown.length === 0) return;
-  const named = unknown.sort().map((name) => `${name}${suggestion(name.slice('QUIRE_'.length).toLowerCase(), envName)}`);
-  throw new ConfigError(`Unknown environment variable${unknown.length > 1 ? 's' : ''} ${named.join(', ')}: not a setting (see the README's settings table)`);
+  const named = unknown
+    .sort()
+    .map((name) => `${name}${suggestion(name.slice('QUIRE_'.length).toLowerCase(), envName)}`);
+  throw new ConfigError(
+    `Unknown environment variable${unknown.length > 1 ? 's' : ''} ${named.join(', ')}: not a setting (see the README's settings table)`,
+  );
 }
 
 /** ` (did you mean X?)` for the closest setting name, if one is close enough to be a typo. */
@@ -166,7 +189,9 @@ function suggestion(name: string, show: (setting: string) => string): string {
     const distance = editDistance(name.toLowerCase(), setting);
     if (distance < bestDistance) [best, bestDistance] = [setting, distance];
   }
-  return best !== null && bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? ` (did you mean ${show(best)}?)` : '';
+  return best !== null && bestDistance <= Math.max(2, Math.floor(name.length / 4))
+    ? ` (did you mean ${show(best)}?)`
+    : '';
 }
 
 /** Levenshtein distance, one row at a time. */

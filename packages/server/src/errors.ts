@@ -130,7 +130,11 @@ export function invalidParameters(details: ValidationDetail[], status = 400): Ap
   return new ApiError(status, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message, details: sorted });
 }
 
-export function invalidParameter(location: ValidationDetail['location'], name: string | null, description: string): ApiError {
+export function invalidParameter(
+  location: ValidationDetail['location'],
+  name: string | null,
+  description: string,
+): ApiError {
   return invalidParameters([{ location, name, description }]);
 }
 

@@ -4,7 +4,9 @@ import { backoffDelay, sleep } from './retry.js';
 describe('backoffDelay', () => {
   it('doubles from the first delay up to the cap', () => {
     const options = { firstMs: 50, maxMs: 1_000 };
-    expect([0, 1, 2, 3, 4, 5, 10].map((step) => backoffDelay(options, step))).toEqual([50, 100, 200, 400, 800, 1_000, 1_000]);
+    expect([0, 1, 2, 3, 4, 5, 10].map((step) => backoffDelay(options, step))).toEqual([
+      50, 100, 200, 400, 800, 1_000, 1_000,
+    ]);
   });
 
   it('grows by steps when linear', () => {

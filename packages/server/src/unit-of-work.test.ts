@@ -6,13 +6,18 @@ import { createSqliteStorage, type SqliteStorage } from './storage/sqlite/sqlite
 import type { StorageSession } from './storage/types.js';
 import { UnitOfWork } from './unit-of-work.js';
 
-const request = { params: { bucket_id: 'b' }, raw: { url: '/v1/buckets/b' }, identity: { userId: 'alice', principals: [] } } as unknown as FastifyRequest;
+const request = {
+  params: { bucket_id: 'b' },
+  raw: { url: '/v1/buckets/b' },
+  identity: { userId: 'alice', principals: [] },
+} as unknown as FastifyRequest;
 const scope = { resourceName: 'bucket', parentId: '' };
 
 /** Records what it is given, and when: in the transaction (with what the session sees) or after commit. */
 function recorder(options: { failInTransaction?: boolean } = {}) {
   const seen: Array<{ phase: 'in-transaction' | 'after-commit'; ids: string[] }> = [];
-  const ids = (events: ResourceEvent[]) => events.flatMap((event) => event.impactedObjects.map((object) => object.new.id));
+  const ids = (events: ResourceEvent[]) =>
+    events.flatMap((event) => event.impactedObjects.map((object) => object.new.id));
   const subscriber: EventSubscriber = {
     name: 'recorder',
     actions: new Set(['create']),
@@ -38,7 +43,13 @@ describe('UnitOfWork', () => {
   async function create(work: UnitOfWork, id: string) {
     await work.run('write', async (session) => {
       const stored = await session.objects.create(scope, id, {});
-      work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+      work.emit(request, {
+        resourceName: 'bucket',
+        parentId: '',
+        action: 'create',
+        timestamp: stored.last_modified,
+        impactedObjects: [{ new: stored }],
+      });
     });
   }
 
@@ -50,12 +61,21 @@ describe('UnitOfWork', () => {
     const order: string[] = [];
     await work.run('write', async (session) => {
       const stored = await session.objects.create(scope, 'one', {});
-      work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+      work.emit(request, {
+        resourceName: 'bucket',
+        parentId: '',
+        action: 'create',
+        timestamp: stored.last_modified,
+        impactedObjects: [{ new: stored }],
+      });
       work.afterCommit(() => {
         order.push(`after commit, events seen: ${seen.length}`);
       });
     });
-    expect(seen).toEqual([{ phase: 'in-transaction', ids: ['one'] }, { phase: 'after-commit', ids: ['one'] }]);
+    expect(seen).toEqual([
+      { phase: 'in-transaction', ids: ['one'] },
+      { phase: 'after-commit', ids: ['one'] },
+    ]);
     expect(order).toEqual(['after commit, events seen: 2']);
     expect(work.isOpen).toBe(false);
   });
@@ -69,7 +89,13 @@ describe('UnitOfWork', () => {
     await expect(
       work.run('write', async (session) => {
         const stored = await session.objects.create(scope, 'two', {});
-        work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+        work.emit(request, {
+          resourceName: 'bucket',
+          parentId: '',
+          action: 'create',
+          timestamp: stored.last_modified,
+          impactedObjects: [{ new: stored }],
+        });
         work.afterCommit(() => {
           ranAfterCommit = true;
         });
@@ -92,7 +118,10 @@ describe('UnitOfWork', () => {
       expect(await outer.objects.get(scope, 'four')).not.toBeNull();
       expect(seen).toEqual([]);
     });
-    expect(seen).toEqual([{ phase: 'in-transaction', ids: ['three', 'four'] }, { phase: 'after-commit', ids: ['three', 'four'] }]);
+    expect(seen).toEqual([
+      { phase: 'in-transaction', ids: ['three', 'four'] },
+      { phase: 'after-commit', ids: ['three', 'four'] },
+    ]);
   });
 
   it('refuses events and after-commit work outside a session, and logs a failure after commit without failing', async () => {
@@ -100,7 +129,9 @@ describe('UnitOfWork', () => {
     const bus = new EventBus(() => ({ error: (entry: unknown) => logged.push(entry) }) as never);
     bus.subscribe(recorder().subscriber);
     const work = new UnitOfWork(storage, bus);
-    expect(() => work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: 1, impactedObjects: [] })).toThrow(/outside a session/);
+    expect(() =>
+      work.emit(request, { resourceName: 'bucket', parentId: '', action: 'create', timestamp: 1, impactedObjects: [] }),
+    ).toThrow(/outside a session/);
     expect(() => work.afterCommit(() => {})).toThrow(/outside a session/);
     await work.run('write', async () => {
       work.afterCommit(() => {

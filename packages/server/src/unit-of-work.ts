@@ -85,7 +85,11 @@ export class UnitOfWork {
    * @param batch true for the unit a batch opens for its sub-requests: a request that runs in
    *   it is a batch's sub-request (quieter logs, login metrics counted once by the batch).
    */
-  constructor(storage: Storage, bus: EventBus, readonly batch = false) {
+  constructor(
+    storage: Storage,
+    bus: EventBus,
+    readonly batch = false,
+  ) {
     this.#storage = storage;
     this.#bus = bus;
   }
@@ -116,7 +120,11 @@ export class UnitOfWork {
    * when listeners run in the transaction (they read it before commit), and when the writer
    * answers with copies of what it stored (`answersCopies`: the copies would miss the stamp).
    */
-  write<T>(resourceName: string, answersCopies: boolean, fn: (session: StorageSession, stampAtCommit: boolean) => Promise<T>): Promise<T> {
+  write<T>(
+    resourceName: string,
+    answersCopies: boolean,
+    fn: (session: StorageSession, stampAtCommit: boolean) => Promise<T>,
+  ): Promise<T> {
     const stampAtCommit = this.#open === null && !this.#bus.runsInTransaction(resourceName) && !answersCopies;
     return this.run('write', (session) => fn(session, stampAtCommit));
   }
@@ -137,7 +145,8 @@ export class UnitOfWork {
       try {
         const value = await fn(session);
         // Only changes stamped at once are delivered here (stampAtCommit is for requests without such listeners).
-        if (open.events?.events.some((event) => bus.runsInTransaction(event.payload.resource_name))) await bus.deliverInTransaction(open.events.stamped(), session);
+        if (open.events?.events.some((event) => bus.runsInTransaction(event.payload.resource_name)))
+          await bus.deliverInTransaction(open.events.stamped(), session);
         return value;
       } finally {
         this.#open = null;
@@ -188,7 +197,8 @@ export class UnitOfWork {
   }
 
   #requireOpen(what: string): OpenSession {
-    if (!this.#open) throw new Error(`${what} outside a session of the request's unit of work (run it inside work.run())`);
+    if (!this.#open)
+      throw new Error(`${what} outside a session of the request's unit of work (run it inside work.run())`);
     return this.#open;
   }
 }

@@ -11,7 +11,11 @@ const { serverWith } = useEmbeddedStore();
 
 function gitHead(): string | null {
   try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: import.meta.dirname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', ['rev-parse', 'HEAD'], {
+      cwd: import.meta.dirname,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return null;
   }
@@ -19,9 +23,16 @@ function gitHead(): string | null {
 
 describe('version', () => {
   it('comes from package.json, and the commit from the checkout the code runs from', async () => {
-    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { name: string; version: string };
+    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as {
+      name: string;
+      version: string;
+    };
     expect(VERSION).toBe(pkg.version);
-    expect(VERSION_INFO).toMatchObject({ name: pkg.name, version: pkg.version, source: expect.stringMatching(/^https:\/\//) });
+    expect(VERSION_INFO).toMatchObject({
+      name: pkg.name,
+      version: pkg.version,
+      source: expect.stringMatching(/^https:\/\//),
+    });
     const head = gitHead();
     if (head === null) console.info('[version] git unavailable: commit not compared');
     // An explicit QUIRE_COMMIT (set by whoever runs the tests) takes precedence over the checkout.
@@ -42,7 +53,11 @@ describe('version', () => {
   it('reads the commit of a linked worktree (`git worktree add`), whose .git is a file', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'quire-version-git-'));
     const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], {
+        cwd,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     try {
       const main = join(dir, 'main');
       execFileSync('git', ['init', '-q', main]);
@@ -76,7 +91,12 @@ describe('version', () => {
       const file = join(dir, 'version.json');
       await writeFile(file, JSON.stringify({ source: 'x', version: '9', commit: 'c', build: 'b' }));
       const app = await serverWith({ version_json_path: file });
-      expect((await app.inject({ url: '/v1/__version__' })).json()).toEqual({ source: 'x', version: '9', commit: 'c', build: 'b' });
+      expect((await app.inject({ url: '/v1/__version__' })).json()).toEqual({
+        source: 'x',
+        version: '9',
+        commit: 'c',
+        build: 'b',
+      });
       await app.close();
       const missing = await serverWith({ version_json_path: join(dir, 'missing.json') });
       expect((await missing.inject({ url: '/v1/__version__' })).statusCode).toBe(500);

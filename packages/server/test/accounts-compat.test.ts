@@ -21,7 +21,12 @@ beforeAll(async () => {
   const settings = loadSettings({
     env: {},
     configFile: null,
-    overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', multiauth_policies: ['account'], account_create_principals: ['system.Everyone'] },
+    overrides: {
+      userid_hmac_secret: 'compat-secret',
+      log_level: 'silent',
+      multiauth_policies: ['account'],
+      account_create_principals: ['system.Everyone'],
+    },
   });
   app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -11,7 +11,6 @@ import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { REDIS_URL, redisUnavailable } from './helpers/redis.js';
 
-
 const reason = await redisUnavailable('accounts-redis.test.ts');
 
 function basic(user: string, password: string): Record<string, string> {
@@ -44,7 +43,10 @@ if (reason !== undefined) {
         },
       });
       // Two servers on one database and one Redis: two processes of a deployment.
-      apps = [await buildServer({ settings, storage, logger: false }), await buildServer({ settings, storage, logger: false })];
+      apps = [
+        await buildServer({ settings, storage, logger: false }),
+        await buildServer({ settings, storage, logger: false }),
+      ];
     }, 60_000);
     afterAll(async () => {
       for (const app of apps) await app.close();

@@ -22,7 +22,12 @@ interface ReceivedMail {
 }
 
 /** A real SMTP server on 127.0.0.1 that keeps what it receives. */
-async function startSmtp(): Promise<{ port: number; mails: ReceivedMail[]; next(): Promise<ReceivedMail>; close(): Promise<void> }> {
+async function startSmtp(): Promise<{
+  port: number;
+  mails: ReceivedMail[];
+  next(): Promise<ReceivedMail>;
+  close(): Promise<void>;
+}> {
   const mails: ReceivedMail[] = [];
   const waiters: Array<(mail: ReceivedMail) => void> = [];
   const server = new SMTPServer({
@@ -39,7 +44,9 @@ async function startSmtp(): Promise<{ port: number; mails: ReceivedMail[]; next(
         const subject = /^Subject: (.*)$/im.exec(headers)?.[1] ?? '';
         let body = raw.slice(split + 4);
         if (/^Content-Transfer-Encoding: quoted-printable$/im.test(headers)) {
-          body = body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/g, (_match, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+          body = body
+            .replace(/=\r\n/g, '')
+            .replace(/=([0-9A-F]{2})/g, (_match, hex: string) => String.fromCharCode(parseInt(hex, 16)));
         }
         const mail = { to: session.envelope.rcptTo.map((rcpt) => rcpt.address), subject, body: body.trim() };
         const waiter = waiters.shift();
@@ -88,7 +95,13 @@ function settingsWith(overrides: Partial<Settings>): Settings {
   return loadSettings({
     env: {},
     configFile: null,
-    overrides: { log_level: 'silent', userid_hmac_secret: 'test-secret', multiauth_policies: ['account'], account_create_principals: ['system.Everyone'], ...overrides },
+    overrides: {
+      log_level: 'silent',
+      userid_hmac_secret: 'test-secret',
+      multiauth_policies: ['account'],
+      account_create_principals: ['system.Everyone'],
+      ...overrides,
+    },
   });
 }
 
@@ -118,11 +131,19 @@ describe('account validation by e-mail (1.22)', () => {
 
   it('advertises validation_enabled in the accounts capability', async () => {
     const root = (await app.inject({ method: 'GET', url: '/v1/' })).json();
-    expect(root.capabilities.accounts).toEqual({ description: 'Manage user accounts.', url: expect.any(String), validation_enabled: true });
+    expect(root.capabilities.accounts).toEqual({
+      description: 'Manage user accounts.',
+      url: expect.any(String),
+      validation_enabled: true,
+    });
   });
 
   it('refuses ids that are not e-mail addresses', async () => {
-    const response = await app.inject({ method: 'PUT', url: '/v1/accounts/bob', payload: { data: { password: 'pw' } } });
+    const response = await app.inject({
+      method: 'PUT',
+      url: '/v1/accounts/bob',
+      payload: { data: { password: 'pw' } },
+    });
     expect(response.statusCode).toBe(400);
     expect(response.json()).toMatchObject({ errno: 107, details: [{ location: 'body', name: 'data.id' }] });
   });
@@ -132,7 +153,9 @@ describe('account validation by e-mail (1.22)', () => {
     const created = await app.inject({
       method: 'PUT',
       url: `/v1/accounts/${id}`,
-      payload: { data: { password: 'pw-ann', name: 'Ann', 'email-context': { name: 'Mallory', 'activation-key': 'forged' } } },
+      payload: {
+        data: { password: 'pw-ann', name: 'Ann', 'email-context': { name: 'Mallory', 'activation-key': 'forged' } },
+      },
     });
     expect(created.statusCode).toBe(201);
     expect(created.json().data).toEqual({ id, name: 'Ann', validated: false, last_modified: expect.any(Number) });
@@ -141,15 +164,24 @@ describe('account validation by e-mail (1.22)', () => {
     expect(mail.to).toEqual([id]);
     expect(mail.subject).toBe('activate your account');
     // Account fields and the key win over a client-sent email-context.
-    const match = /^Hello Ann, open https:\/\/app\.test\/validate\/ann%40example\.com\/([0-9a-f-]{36}) \(key \1\)$/.exec(mail.body);
+    const match =
+      /^Hello Ann, open https:\/\/app\.test\/validate\/ann%40example\.com\/([0-9a-f-]{36}) \(key \1\)$/.exec(mail.body);
     expect(match, mail.body).not.toBeNull();
     const key = match?.[1] as string;
 
     expect(await userOf(app, basic(id, 'pw-ann'))).toBeUndefined();
 
-    const wrong = await app.inject({ method: 'POST', url: `/v1/accounts/${id}/validate/00000000-0000-4000-8000-000000000000` });
+    const wrong = await app.inject({
+      method: 'POST',
+      url: `/v1/accounts/${id}/validate/00000000-0000-4000-8000-000000000000`,
+    });
     expect(wrong.statusCode).toBe(403);
-    expect(wrong.json()).toEqual({ code: 403, errno: 999, error: 'Forbidden', message: 'Account ID and activation key do not match' });
+    expect(wrong.json()).toEqual({
+      code: 403,
+      errno: 999,
+      error: 'Forbidden',
+      message: 'Account ID and activation key do not match',
+    });
     const unknown = await app.inject({ method: 'POST', url: `/v1/accounts/nobody@example.com/validate/${key}` });
     expect(unknown.json()).toEqual(wrong.json());
 
@@ -158,7 +190,11 @@ describe('account validation by e-mail (1.22)', () => {
     // The bare account, as Kinto answers it.
     expect(validated.json()).toEqual({ id, name: 'Ann', validated: true, last_modified: expect.any(Number) });
     const confirmation = await smtp.next();
-    expect(confirmation).toMatchObject({ to: [id], subject: 'Account active', body: `The account ${id} is now active` });
+    expect(confirmation).toMatchObject({
+      to: [id],
+      subject: 'Account active',
+      body: `The account ${id} is now active`,
+    });
 
     expect(await userOf(app, basic(id, 'pw-ann'))).toBe(`account:${id}`);
     const again = await app.inject({ method: 'POST', url: `/v1/accounts/${id}/validate/${key}` });
@@ -182,13 +218,28 @@ describe('account validation by e-mail (1.22)', () => {
 
     // Not a login: it only authorises setting a new password, and only with that one field.
     expect(await userOf(app, basic(id, temporary))).toBeUndefined();
-    const withMore = await app.inject({ method: 'PATCH', url: `/v1/accounts/${id}`, headers: basic(id, temporary), payload: { data: { password: 'x', validated: true } } });
+    const withMore = await app.inject({
+      method: 'PATCH',
+      url: `/v1/accounts/${id}`,
+      headers: basic(id, temporary),
+      payload: { data: { password: 'x', validated: true } },
+    });
     expect(withMore.statusCode).toBe(401);
-    const changed = await app.inject({ method: 'PATCH', url: `/v1/accounts/${id}`, headers: basic(id, temporary), payload: { data: { password: 'remembered' } } });
+    const changed = await app.inject({
+      method: 'PATCH',
+      url: `/v1/accounts/${id}`,
+      headers: basic(id, temporary),
+      payload: { data: { password: 'remembered' } },
+    });
     expect(changed.statusCode).toBe(200);
     expect(changed.json().data).toEqual({ id, validated: true, last_modified: expect.any(Number) });
 
-    const reused = await app.inject({ method: 'PATCH', url: `/v1/accounts/${id}`, headers: basic(id, temporary), payload: { data: { password: 'again' } } });
+    const reused = await app.inject({
+      method: 'PATCH',
+      url: `/v1/accounts/${id}`,
+      headers: basic(id, temporary),
+      payload: { data: { password: 'again' } },
+    });
     expect(reused.statusCode).toBe(401);
     expect(await userOf(app, basic(id, 'remembered'))).toBe(`account:${id}`);
     expect(await userOf(app, basic(id, 'forgotten'))).toBeUndefined();
@@ -205,13 +256,22 @@ describe('account validation by e-mail (1.22)', () => {
 
     await app.inject({ method: 'POST', url: `/v1/accounts/${id}/reset-password` });
     const temporary = (await smtp.next()).body;
-    const changed = await app.inject({ method: 'PUT', url: `/v1/accounts/${id}`, headers: basic(id, temporary), payload: { data: { password: 'fresh' } } });
+    const changed = await app.inject({
+      method: 'PUT',
+      url: `/v1/accounts/${id}`,
+      headers: basic(id, temporary),
+      payload: { data: { password: 'fresh' } },
+    });
     expect(changed.statusCode).toBe(200);
     expect(await userOf(app, basic(id, 'fresh'))).toBe(`account:${id}`);
   });
 
   it('answers reset-password for unknown ids exactly as for known ones, and mails nothing', async () => {
-    const response = await app.inject({ method: 'POST', url: '/v1/accounts/ghost@example.com/reset-password', payload: { data: { 'email-context': {} } } });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/accounts/ghost@example.com/reset-password',
+      payload: { data: { 'email-context': {} } },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ message: 'A temporary reset password has been sent by mail' });
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -222,9 +282,17 @@ describe('account validation by e-mail (1.22)', () => {
     const closed = await startSmtp();
     const port = closed.port;
     await closed.close();
-    const failing = await buildServer({ storage, logger: false, settings: settingsWith({ account_validation: true, mail_host: '127.0.0.1', mail_port: port }) });
+    const failing = await buildServer({
+      storage,
+      logger: false,
+      settings: settingsWith({ account_validation: true, mail_host: '127.0.0.1', mail_port: port }),
+    });
     try {
-      const response = await failing.inject({ method: 'PUT', url: '/v1/accounts/lost@example.com', payload: { data: { password: 'pw' } } });
+      const response = await failing.inject({
+        method: 'PUT',
+        url: '/v1/accounts/lost@example.com',
+        payload: { data: { password: 'pw' } },
+      });
       expect(response.statusCode).toBe(503);
       expect(response.json()).toMatchObject({ errno: 201 });
       expect(response.headers['retry-after']).toBeDefined();
@@ -241,7 +309,11 @@ describe('account passwords and the verified-password cache', () => {
 
   beforeAll(async () => {
     app = await buildServer({ storage, logger: false, settings: settingsWith({ account_cache_ttl_seconds: 3600 }) });
-    otherProcess = await buildServer({ storage, logger: false, settings: settingsWith({ account_cache_ttl_seconds: 1 }) });
+    otherProcess = await buildServer({
+      storage,
+      logger: false,
+      settings: settingsWith({ account_cache_ttl_seconds: 1 }),
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -249,7 +321,11 @@ describe('account passwords and the verified-password cache', () => {
   });
 
   it('stores an argon2id hash, never the password, and never shows it', async () => {
-    const created = await app.inject({ method: 'PUT', url: '/v1/accounts/hashed', payload: { data: { password: 'clear-text' } } });
+    const created = await app.inject({
+      method: 'PUT',
+      url: '/v1/accounts/hashed',
+      payload: { data: { password: 'clear-text' } },
+    });
     expect(created.json().data).not.toHaveProperty('password');
     const stored = await storage.read((session) => session.objects.get(ACCOUNT_SCOPE, 'hashed'));
     expect(stored?.password).toMatch(/^\$argon2id\$/);
@@ -279,7 +355,12 @@ describe('account passwords and the verified-password cache', () => {
   it('forgets a remembered password at once when it changes or the account is deleted', async () => {
     await app.inject({ method: 'PUT', url: '/v1/accounts/carol', payload: { data: { password: 'one' } } });
     expect(await userOf(app, basic('carol', 'one'))).toBe('account:carol');
-    await app.inject({ method: 'PUT', url: '/v1/accounts/carol', headers: basic('carol', 'one'), payload: { data: { password: 'two' } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/accounts/carol',
+      headers: basic('carol', 'one'),
+      payload: { data: { password: 'two' } },
+    });
     expect(await userOf(app, basic('carol', 'one'))).toBeUndefined();
     expect(await userOf(app, basic('carol', 'two'))).toBe('account:carol');
     await app.inject({ method: 'DELETE', url: '/v1/accounts/carol', headers: basic('carol', 'two') });
@@ -289,7 +370,12 @@ describe('account passwords and the verified-password cache', () => {
   it('another process keeps a remembered password for at most account_cache_ttl_seconds', async () => {
     await app.inject({ method: 'PUT', url: '/v1/accounts/dave', payload: { data: { password: 'old' } } });
     expect(await userOf(otherProcess, basic('dave', 'old'))).toBe('account:dave');
-    await app.inject({ method: 'PATCH', url: '/v1/accounts/dave', headers: basic('dave', 'old'), payload: { data: { password: 'new' } } });
+    await app.inject({
+      method: 'PATCH',
+      url: '/v1/accounts/dave',
+      headers: basic('dave', 'old'),
+      payload: { data: { password: 'new' } },
+    });
     expect(await userOf(otherProcess, basic('dave', 'old'))).toBe('account:dave');
     await new Promise((resolve) => setTimeout(resolve, 1100));
     expect(await userOf(otherProcess, basic('dave', 'old'))).toBeUndefined();
@@ -297,8 +383,16 @@ describe('account passwords and the verified-password cache', () => {
   });
 
   it('refuses boot when basicauth comes before account, or a creator is no administrator', async () => {
-    await expect(buildServer({ storage, logger: false, settings: settingsWith({ multiauth_policies: ['basicauth', 'account'], userid_hmac_secret: 's' }) })).rejects.toThrow(/basicauth/);
-    await expect(buildServer({ storage, logger: false, settings: settingsWith({ account_create_principals: ['account:boss'] }) })).rejects.toThrow(/account_write_principals/);
+    await expect(
+      buildServer({
+        storage,
+        logger: false,
+        settings: settingsWith({ multiauth_policies: ['basicauth', 'account'], userid_hmac_secret: 's' }),
+      }),
+    ).rejects.toThrow(/basicauth/);
+    await expect(
+      buildServer({ storage, logger: false, settings: settingsWith({ account_create_principals: ['account:boss'] }) }),
+    ).rejects.toThrow(/account_write_principals/);
   });
 });
 
@@ -310,9 +404,14 @@ describe('login failure limits', () => {
     app = null;
   });
   it('answers 429 errno 117 with Retry-After once an address used up its wrong passwords for an account, even with the right one', async () => {
-    app = await buildServer({ storage, logger: false, settings: settingsWith({ account_login_max_failures: 3, account_login_window_seconds: 60 }) });
+    app = await buildServer({
+      storage,
+      logger: false,
+      settings: settingsWith({ account_login_max_failures: 3, account_login_window_seconds: 60 }),
+    });
     await app.inject({ method: 'PUT', url: '/v1/accounts/erin', payload: { data: { password: 'right' } } });
-    for (let attempt = 0; attempt < 3; attempt++) expect(await userOf(app, basic('erin', `wrong-${attempt}`))).toBeUndefined();
+    for (let attempt = 0; attempt < 3; attempt++)
+      expect(await userOf(app, basic('erin', `wrong-${attempt}`))).toBeUndefined();
     const blocked = await app.inject({ method: 'GET', url: '/v1/', headers: basic('erin', 'right') });
     expect(blocked.statusCode).toBe(429);
     expect(blocked.json()).toMatchObject({ code: 429, errno: 117, error: 'Too Many Requests' });
@@ -325,7 +424,11 @@ describe('login failure limits', () => {
   });
 
   it('a successful login resets the account counter', async () => {
-    app = await buildServer({ storage, logger: false, settings: settingsWith({ account_login_max_failures: 2, account_cache_ttl_seconds: 0 }) });
+    app = await buildServer({
+      storage,
+      logger: false,
+      settings: settingsWith({ account_login_max_failures: 2, account_cache_ttl_seconds: 0 }),
+    });
     await app.inject({ method: 'PUT', url: '/v1/accounts/gina', payload: { data: { password: 'right' } } });
     for (let round = 0; round < 3; round++) {
       expect(await userOf(app, basic('gina', 'wrong'))).toBeUndefined();
@@ -339,12 +442,18 @@ describe('login failure limits', () => {
       logger: false,
       settings: settingsWith({ account_login_max_failures: 100, account_login_max_failures_per_ip: 3 }),
     });
-    for (const id of ['hal', 'ivy', 'joe', 'kim']) await app.inject({ method: 'PUT', url: `/v1/accounts/${id}`, payload: { data: { password: 'pw' } } });
+    for (const id of ['hal', 'ivy', 'joe', 'kim'])
+      await app.inject({ method: 'PUT', url: `/v1/accounts/${id}`, payload: { data: { password: 'pw' } } });
     for (const id of ['hal', 'ivy', 'joe']) expect(await userOf(app, basic(id, 'wrong'))).toBeUndefined();
     const blocked = await app.inject({ method: 'GET', url: '/v1/', headers: basic('kim', 'pw') });
     expect(blocked.statusCode).toBe(429);
     // From another address, kim logs in.
-    const elsewhere = await app.inject({ method: 'GET', url: '/v1/', headers: basic('kim', 'pw'), remoteAddress: '192.0.2.7' });
+    const elsewhere = await app.inject({
+      method: 'GET',
+      url: '/v1/',
+      headers: basic('kim', 'pw'),
+      remoteAddress: '192.0.2.7',
+    });
     expect(elsewhere.json().user.id).toBe('account:kim');
   });
 });

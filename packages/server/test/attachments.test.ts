@@ -42,21 +42,42 @@ for (const fileBackend of FILE_BACKENDS) {
       counter += 1;
       const bucket = `b${counter}`;
       await app.inject({ method: 'PUT', url: `/v1/buckets/${bucket}`, headers: alice });
-      await app.inject({ method: 'PUT', url: `/v1/buckets/${bucket}/collections/c`, headers: alice, payload: { data: collectionData } });
+      await app.inject({
+        method: 'PUT',
+        url: `/v1/buckets/${bucket}/collections/c`,
+        headers: alice,
+        payload: { data: collectionData },
+      });
       const record = `/v1/buckets/${bucket}/collections/c/records/r1`;
       return { bucket, collection: `/v1/buckets/${bucket}/collections/c`, record, endpoint: `${record}/attachment` };
     }
 
-    function upload(app: FastifyInstance, url: string, form: { body: Buffer; contentType: string }, headers: Record<string, string> = alice) {
-      return app.inject({ method: 'POST', url, payload: form.body, headers: { ...headers, 'content-type': form.contentType } });
+    function upload(
+      app: FastifyInstance,
+      url: string,
+      form: { body: Buffer; contentType: string },
+      headers: Record<string, string> = alice,
+    ) {
+      return app.inject({
+        method: 'POST',
+        url,
+        payload: form.body,
+        headers: { ...headers, 'content-type': form.contentType },
+      });
     }
 
-    const photo = (content = 'fake jpeg bytes', fields = {}) => fileForm({ filename: 'photo.jpg', content, contentType: 'image/jpeg' }, fields);
+    const photo = (content = 'fake jpeg bytes', fields = {}) =>
+      fileForm({ filename: 'photo.jpg', content, contentType: 'image/jpeg' }, fields);
 
     it('announces the capability with a base_url ending with /', async () => {
       const app = await server();
       const body = (await app.inject({ url: '/v1/' })).json();
-      expect(body.capabilities.attachments).toMatchObject({ description: expect.any(String), url: expect.any(String), version: expect.any(String), base_url: expect.stringMatching(/^https?:\/\/.*\/$/) });
+      expect(body.capabilities.attachments).toMatchObject({
+        description: expect.any(String),
+        url: expect.any(String),
+        version: expect.any(String),
+        base_url: expect.stringMatching(/^https?:\/\/.*\/$/),
+      });
       const heartbeat = await app.inject({ url: '/v1/__heartbeat__' });
       expect(heartbeat.statusCode).toBe(200);
       expect(heartbeat.json()).toMatchObject({ storage: true, attachments: true });
@@ -68,7 +89,13 @@ for (const fileBackend of FILE_BACKENDS) {
       const response = await upload(app, endpoint, photo('hello', { data: { title: 'Lunch' } }));
       expect(response.statusCode).toBe(201);
       const attachment = response.json<Attachment>();
-      expect(attachment).toEqual({ filename: 'photo.jpg', hash: sha256('hello'), location: expect.any(String), mimetype: 'image/jpeg', size: 5 });
+      expect(attachment).toEqual({
+        filename: 'photo.jpg',
+        hash: sha256('hello'),
+        location: expect.any(String),
+        mimetype: 'image/jpeg',
+        size: 5,
+      });
       expect(attachment.location).toMatch(/^b\d+\/c\/[0-9a-f-]{36}\.jpg$/);
       expect(response.headers.location).toMatch(new RegExp(`^http://[^/]+${record}$`));
       const stored = (await app.inject({ url: record, headers: alice })).json();
@@ -89,7 +116,11 @@ for (const fileBackend of FILE_BACKENDS) {
       expect(second.location).not.toBe(first.location);
       expect(await files.read(first.location)).toBeNull();
       expect((await files.read(second.location))?.toString()).toBe('two');
-      expect((await app.inject({ url: record, headers: alice })).json().data).toMatchObject({ author: 'frutiger', family: 'sans', attachment: second });
+      expect((await app.inject({ url: record, headers: alice })).json().data).toMatchObject({
+        author: 'frutiger',
+        family: 'sans',
+        attachment: second,
+      });
     });
 
     it('keep_old_files keeps replaced and deleted files', async () => {
@@ -141,8 +172,15 @@ for (const fileBackend of FILE_BACKENDS) {
       await app.inject({ method: 'DELETE', url: `${four.collection}/records`, headers: alice });
       expect(await files.read(listed.location)).toBeNull();
       // A group's deletion touches nothing.
-      await app.inject({ method: 'PUT', url: `/v1/buckets/${four.bucket}/groups/g`, headers: alice, payload: { data: { members: [] } } });
-      expect((await app.inject({ method: 'DELETE', url: `/v1/buckets/${four.bucket}/groups/g`, headers: alice })).statusCode).toBe(200);
+      await app.inject({
+        method: 'PUT',
+        url: `/v1/buckets/${four.bucket}/groups/g`,
+        headers: alice,
+        payload: { data: { members: [] } },
+      });
+      expect(
+        (await app.inject({ method: 'DELETE', url: `/v1/buckets/${four.bucket}/groups/g`, headers: alice })).statusCode,
+      ).toBe(200);
       expect(await files.notes()).toEqual([]);
     });
 
@@ -155,12 +193,60 @@ for (const fileBackend of FILE_BACKENDS) {
         [multipart([{ name: 'attachment', filename: '', value: 'x' }]), 400, 107, 'body: Filename is required.'],
         [multipart([{ name: 'fichierjoint', filename: 'image.jpg', value: 'x' }]), 400, 109, 'Attachment missing.'],
         [multipart([{ name: 'data', value: '{}' }]), 400, 109, 'Attachment missing.'],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'my_field', value: 'a_value' }]), 400, 109, "body: 'my_field' not in ('data', 'permissions')"],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'data', filename: 'data', value: '{}' }]), 400, 109, "body: 'data' field should be passed as form data, not files"],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'data', value: '{>author: 12}' }]), 400, 109, 'body: data is not valid JSON'],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'permissions', value: '{"read": >}' }]), 400, 109, 'body: permissions is not valid JSON'],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'data', value: '[1]' }]), 400, 109, 'body: data should be a JSON object'],
-        [multipart([{ name: 'attachment', filename: 'a.jpg', value: 'x' }, { name: 'permissions', value: '{"read": "everyone"}' }]), 400, 107, 'permissions'],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'my_field', value: 'a_value' },
+          ]),
+          400,
+          109,
+          "body: 'my_field' not in ('data', 'permissions')",
+        ],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'data', filename: 'data', value: '{}' },
+          ]),
+          400,
+          109,
+          "body: 'data' field should be passed as form data, not files",
+        ],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'data', value: '{>author: 12}' },
+          ]),
+          400,
+          109,
+          'body: data is not valid JSON',
+        ],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'permissions', value: '{"read": >}' },
+          ]),
+          400,
+          109,
+          'body: permissions is not valid JSON',
+        ],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'data', value: '[1]' },
+          ]),
+          400,
+          109,
+          'body: data should be a JSON object',
+        ],
+        [
+          multipart([
+            { name: 'attachment', filename: 'a.jpg', value: 'x' },
+            { name: 'permissions', value: '{"read": "everyone"}' },
+          ]),
+          400,
+          107,
+          'permissions',
+        ],
       ];
       for (const [form, status, errno, message] of refusals) {
         const response = await upload(app, endpoint, form);
@@ -170,7 +256,12 @@ for (const fileBackend of FILE_BACKENDS) {
       const json = await app.inject({ method: 'POST', url: endpoint, headers: alice, payload: {} });
       expect(json.statusCode).toBe(400);
       expect(json.json()).toMatchObject({ errno: 107, message: 'Content-Type should be multipart/form-data' });
-      const noBoundary = await app.inject({ method: 'POST', url: endpoint, headers: { ...alice, 'content-type': 'multipart/form-data' }, payload: 'x' });
+      const noBoundary = await app.inject({
+        method: 'POST',
+        url: endpoint,
+        headers: { ...alice, 'content-type': 'multipart/form-data' },
+        payload: 'x',
+      });
       expect(noBoundary.statusCode).toBe(400);
       expect(noBoundary.json()).toMatchObject({ errno: 107, message: "Invalid boundary in multipart form: ''" });
       expect((await app.inject({ url: record, headers: alice })).statusCode).toBe(404);
@@ -196,12 +287,24 @@ for (const fileBackend of FILE_BACKENDS) {
         attachment_resources: { docs: { extensions: 'pdf', allowed_mimetypes: [] } },
       });
       const { endpoint } = await place(app);
-      const text = await upload(app, endpoint, fileForm({ filename: 'notes.txt', content: 'x', contentType: 'text/plain' }));
+      const text = await upload(
+        app,
+        endpoint,
+        fileForm({ filename: 'notes.txt', content: 'x', contentType: 'text/plain' }),
+      );
       expect(text.statusCode).toBe(400);
       expect(text.json().message).toBe('body: File type text/plain is not allowed.');
       await app.inject({ method: 'PUT', url: '/v1/buckets/docs', headers: alice });
       await app.inject({ method: 'PUT', url: '/v1/buckets/docs/collections/c', headers: alice });
-      expect((await upload(app, '/v1/buckets/docs/collections/c/records/r/attachment', fileForm({ filename: 'a.pdf', content: '%PDF' }))).json().mimetype).toBe('application/pdf');
+      expect(
+        (
+          await upload(
+            app,
+            '/v1/buckets/docs/collections/c/records/r/attachment',
+            fileForm({ filename: 'a.pdf', content: '%PDF' }),
+          )
+        ).json().mimetype,
+      ).toBe('application/pdf');
       expect((await upload(app, '/v1/buckets/docs/collections/c/records/r/attachment', photo())).statusCode).toBe(400);
     });
 
@@ -210,16 +313,27 @@ for (const fileBackend of FILE_BACKENDS) {
       const { collection, endpoint } = await place(app);
       expect((await upload(app, endpoint, photo(), {})).statusCode).toBe(401);
       expect((await upload(app, endpoint, photo(), bob)).statusCode).toBe(403);
-      expect((await upload(app, '/v1/buckets/nothing/collections/c/records/r/attachment', photo())).statusCode).toBe(403);
+      expect((await upload(app, '/v1/buckets/nothing/collections/c/records/r/attachment', photo())).statusCode).toBe(
+        403,
+      );
       // record:create lets bob create a record with a file, not replace alice's.
-      await app.inject({ method: 'PATCH', url: collection, headers: alice, payload: { permissions: { 'record:create': ['system.Authenticated'] } } });
+      await app.inject({
+        method: 'PATCH',
+        url: collection,
+        headers: alice,
+        payload: { permissions: { 'record:create': ['system.Authenticated'] } },
+      });
       expect((await upload(app, `${collection}/records/bobs/attachment`, photo(), bob)).statusCode).toBe(201);
       expect((await upload(app, endpoint, photo())).statusCode).toBe(201);
       expect((await upload(app, endpoint, photo(), bob)).statusCode).toBe(403);
       const perms = (await app.inject({ url: `${collection}/records/bobs`, headers: bob })).json().permissions;
       expect(perms.write).toHaveLength(1);
       // `permissions` sets the record's ACL.
-      await upload(app, `${collection}/records/shared/attachment`, photo('x', { permissions: { read: ['system.Everyone'] } }));
+      await upload(
+        app,
+        `${collection}/records/shared/attachment`,
+        photo('x', { permissions: { read: ['system.Everyone'] } }),
+      );
       expect((await app.inject({ url: `${collection}/records/shared` })).statusCode).toBe(200);
     });
 
@@ -227,30 +341,57 @@ for (const fileBackend of FILE_BACKENDS) {
       const app = await server();
       const { record, endpoint } = await place(app);
       const attachment = (await upload(app, endpoint, photo())).json<Attachment>();
-      const forged = await app.inject({ method: 'PATCH', url: record, headers: alice, payload: { data: { attachment: { ...attachment, size: 1 } } } });
+      const forged = await app.inject({
+        method: 'PATCH',
+        url: record,
+        headers: alice,
+        payload: { data: { attachment: { ...attachment, size: 1 } } },
+      });
       expect(forged.statusCode).toBe(400);
       expect(forged.json().message).toBe('Attachment metadata cannot be modified.');
-      const other = await app.inject({ method: 'PUT', url: `${record}2`, headers: alice, payload: { data: { attachment } } });
+      const other = await app.inject({
+        method: 'PUT',
+        url: `${record}2`,
+        headers: alice,
+        payload: { data: { attachment } },
+      });
       expect(other.statusCode).toBe(400);
       // Unchanged, the field goes through (a client syncing its whole record).
-      const kept = await app.inject({ method: 'PUT', url: record, headers: alice, payload: { data: { title: 't', attachment } } });
+      const kept = await app.inject({
+        method: 'PUT',
+        url: record,
+        headers: alice,
+        payload: { data: { title: 't', attachment } },
+      });
       expect(kept.statusCode).toBe(200);
       expect(await files.read(attachment.location)).not.toBeNull();
-      const dropped = await app.inject({ method: 'PUT', url: record, headers: alice, payload: { data: { title: 't' } } });
+      const dropped = await app.inject({
+        method: 'PUT',
+        url: record,
+        headers: alice,
+        payload: { data: { title: 't' } },
+      });
       expect(dropped.statusCode).toBe(200);
       expect(await files.read(attachment.location)).toBeNull();
     });
 
     it('a refused record write (If-Match, schema) leaves no file and no change', async () => {
       const app = await server({ experimental_collection_schema_validation: true });
-      const { record, endpoint } = await place(app, { schema: { type: 'object', properties: { author: { type: 'string' } } } });
+      const { record, endpoint } = await place(app, {
+        schema: { type: 'object', properties: { author: { type: 'string' } } },
+      });
       const before = await files.list();
       const schema = await upload(app, endpoint, photo('x', { data: { author: 12 } }));
       expect(schema.statusCode).toBe(400);
       expect(schema.json().message).toContain('author');
       const first = await upload(app, endpoint, photo());
       const form = photo();
-      const stale = await app.inject({ method: 'POST', url: endpoint, payload: form.body, headers: { ...alice, 'content-type': form.contentType, 'if-match': '"1"' } });
+      const stale = await app.inject({
+        method: 'POST',
+        url: endpoint,
+        payload: form.body,
+        headers: { ...alice, 'content-type': form.contentType, 'if-match': '"1"' },
+      });
       expect(stale.statusCode).toBe(412);
       expect((await app.inject({ url: record, headers: alice })).json().data.attachment).toEqual(first.json());
       expect((await files.list()).length).toBe(before.length + 1);
@@ -261,8 +402,14 @@ for (const fileBackend of FILE_BACKENDS) {
       const app = await server({ attachment_gzipped: true });
       const { endpoint } = await place(app);
       const content = 'a'.repeat(10_000);
-      const attachment = (await upload(app, endpoint, fileForm({ filename: 'big.txt', content, contentType: 'text/plain' }))).json<Attachment>();
-      expect(attachment).toMatchObject({ filename: 'big.txt.gz', mimetype: 'application/x-gzip', original: { filename: 'big.txt', hash: sha256(content), mimetype: 'text/plain', size: 10_000 } });
+      const attachment = (
+        await upload(app, endpoint, fileForm({ filename: 'big.txt', content, contentType: 'text/plain' }))
+      ).json<Attachment>();
+      expect(attachment).toMatchObject({
+        filename: 'big.txt.gz',
+        mimetype: 'application/x-gzip',
+        original: { filename: 'big.txt', hash: sha256(content), mimetype: 'text/plain', size: 10_000 },
+      });
       expect(attachment.location).toMatch(/\.txt\.gz$/);
       const stored = await files.read(attachment.location);
       expect(stored?.length).toBe(attachment.size);
@@ -274,8 +421,12 @@ for (const fileBackend of FILE_BACKENDS) {
     it('folder pattern and unrandomized names stay unguessable and unique', async () => {
       const app = await server({ attachment_folder: 'files/{collection_id}', attachment_randomize: false });
       const { endpoint } = await place(app);
-      const one = (await upload(app, endpoint, fileForm({ filename: 'My Report (final).pdf', content: 'a' }))).json<Attachment>();
-      const two = (await upload(app, endpoint.replace('r1', 'r2'), fileForm({ filename: 'My Report (final).pdf', content: 'b' }))).json<Attachment>();
+      const one = (
+        await upload(app, endpoint, fileForm({ filename: 'My Report (final).pdf', content: 'a' }))
+      ).json<Attachment>();
+      const two = (
+        await upload(app, endpoint.replace('r1', 'r2'), fileForm({ filename: 'My Report (final).pdf', content: 'b' }))
+      ).json<Attachment>();
       expect(one.location).toMatch(/^files\/c\/[0-9a-f-]{36}\/My_Report_final.pdf$/);
       expect(one.location).not.toBe(two.location);
       expect(one.filename).toBe('My Report (final).pdf');
@@ -297,30 +448,51 @@ for (const fileBackend of FILE_BACKENDS) {
         method: 'POST',
         url: '/v1/batch',
         headers: alice,
-        payload: { requests: [{ method: 'DELETE', path: endpoint.slice(3) }, { method: 'PUT', path: '/buckets/x/collections/y/records/z', body: { data: { last_modified: 'bad' } } }] },
+        payload: {
+          requests: [
+            { method: 'DELETE', path: endpoint.slice(3) },
+            { method: 'PUT', path: '/buckets/x/collections/y/records/z', body: { data: { last_modified: 'bad' } } },
+          ],
+        },
       });
       expect(rolledBack.statusCode).toBeGreaterThanOrEqual(200);
-      const batch = await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: [{ method: 'DELETE', path: endpoint.slice(3) }] } });
+      const batch = await app.inject({
+        method: 'POST',
+        url: '/v1/batch',
+        headers: alice,
+        payload: { requests: [{ method: 'DELETE', path: endpoint.slice(3) }] },
+      });
       expect(batch.json().responses[0].status).toBe(204);
       expect(await files.read(attachment.location)).toBeNull();
       expect((await app.inject({ url: record, headers: alice })).json().data.attachment).toBeNull();
     });
 
     it('history, quotas and the change monitor see attachment changes', async () => {
-      const app = await server({ history_enabled: true, quotas_enabled: true, quotas_bucket: { max_bytes: 50_000 }, changes_enabled: true });
+      const app = await server({
+        history_enabled: true,
+        quotas_enabled: true,
+        quotas_bucket: { max_bytes: 50_000 },
+        changes_enabled: true,
+      });
       const { bucket, collection, endpoint } = await place(app);
       const uploaded = await upload(app, endpoint, photo('x'.repeat(20_000)));
       // The change monitor: the collection's entry moves to the upload's timestamp.
-      const changes = (await app.inject({ url: `/v1/buckets/monitor/collections/changes/records?bucket=${bucket}`, headers: alice })).json().data;
+      const changes = (
+        await app.inject({ url: `/v1/buckets/monitor/collections/changes/records?bucket=${bucket}`, headers: alice })
+      ).json().data;
       const entry = changes.find((item: { collection: string }) => item.collection === collection.split('/').at(-1));
       expect(`"${entry.last_modified}"`).toBe(uploaded.headers.etag);
-      const entries = (await app.inject({ url: `/v1/buckets/${bucket}/history?resource_name=record`, headers: alice })).json().data;
+      const entries = (
+        await app.inject({ url: `/v1/buckets/${bucket}/history?resource_name=record`, headers: alice })
+      ).json().data;
       expect(entries[0]).toMatchObject({ action: 'create', target: { data: { attachment: { size: 20_000 } } } });
       // 20 kB counted: a second file of 40 kB passes the bucket's 50 kB.
       const over = await upload(app, endpoint.replace('r1', 'r2'), photo('y'.repeat(40_000)));
       expect(over.statusCode).toBe(507);
       await app.inject({ method: 'DELETE', url: endpoint, headers: alice });
-      const detached = (await app.inject({ url: `/v1/buckets/${bucket}/history?resource_name=record`, headers: alice })).json().data;
+      const detached = (
+        await app.inject({ url: `/v1/buckets/${bucket}/history?resource_name=record`, headers: alice })
+      ).json().data;
       expect(detached[0]).toMatchObject({ action: 'update', target: { data: { attachment: null } } });
       expect((await upload(app, endpoint.replace('r1', 'r2'), photo('y'.repeat(40_000)))).statusCode).toBe(201);
     });
@@ -329,7 +501,9 @@ for (const fileBackend of FILE_BACKENDS) {
       const app = await server({ default_bucket_enabled: true });
       const response = await upload(app, '/v1/buckets/default/collections/pix/records/r/attachment', photo());
       expect(response.statusCode).toBe(201);
-      expect(response.headers.location).toMatch(/\/v1\/buckets\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/collections\/pix\/records\/r$/);
+      expect(response.headers.location).toMatch(
+        /\/v1\/buckets\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/collections\/pix\/records\/r$/,
+      );
     });
 
     it('GET {record}/attachment: the file for readers only', async () => {
@@ -351,7 +525,10 @@ for (const fileBackend of FILE_BACKENDS) {
         expect(await signed.text()).toBe('private bytes');
       }
       await app.inject({ method: 'DELETE', url: endpoint, headers: alice });
-      expect((await app.inject({ url: endpoint, headers: alice })).json()).toMatchObject({ code: 404, message: 'This record has no attachment.' });
+      expect((await app.inject({ url: endpoint, headers: alice })).json()).toMatchObject({
+        code: 404,
+        message: 'This record has no attachment.',
+      });
       expect((await app.inject({ url: `${record}404/attachment`, headers: alice })).statusCode).toBe(404);
     });
 
@@ -395,7 +572,10 @@ for (const fileBackend of FILE_BACKENDS) {
       const backend = await createFileBackend(testSettings(files.settings()));
       const { Readable } = await import('node:stream');
       const orphan = `${collection.slice(12).replace('/collections/', '/')}/orphan.jpg`;
-      await backend.write(orphan, Readable.from([Buffer.from('lost')]), { contentType: 'image/jpeg', signal: new AbortController().signal });
+      await backend.write(orphan, Readable.from([Buffer.from('lost')]), {
+        contentType: 'image/jpeg',
+        signal: new AbortController().signal,
+      });
       const journal = new Journal(backend, app.services.storage, { graceMs: 10_000, log: () => undefined });
       const { collection: uri } = { collection: collection.slice(3) };
       await journal.announce([
@@ -439,7 +619,12 @@ describe('attachments: heartbeat and metrics', () => {
       await app.inject({ method: 'PUT', url: '/v1/buckets/m', headers: alice });
       await app.inject({ method: 'PUT', url: '/v1/buckets/m/collections/c', headers: alice });
       const send = (form: { body: Buffer; contentType: string }) =>
-        app.inject({ method: 'POST', url: '/v1/buckets/m/collections/c/records/r/attachment', payload: form.body, headers: { ...alice, 'content-type': form.contentType } });
+        app.inject({
+          method: 'POST',
+          url: '/v1/buckets/m/collections/c/records/r/attachment',
+          payload: form.body,
+          headers: { ...alice, 'content-type': form.contentType },
+        });
       expect((await send(fileForm({ filename: 'a.jpg', content: '12345' }))).statusCode).toBe(201);
       expect((await send(fileForm({ filename: 'a.exe', content: 'x' }))).statusCode).toBe(400);
       await app.inject({ method: 'DELETE', url: '/v1/buckets/m/collections/c/records/r/attachment', headers: alice });
@@ -460,7 +645,14 @@ describe('attachments, local files served at base_url', () => {
       await app.inject({ method: 'PUT', url: '/v1/buckets/s', headers: alice });
       await app.inject({ method: 'PUT', url: '/v1/buckets/s/collections/c', headers: alice });
       const form = fileForm({ filename: 'data.json', content: '0123456789', contentType: 'application/json' });
-      const attachment = (await app.inject({ method: 'POST', url: '/v1/buckets/s/collections/c/records/r/attachment', payload: form.body, headers: { ...alice, 'content-type': form.contentType } })).json<Attachment>();
+      const attachment = (
+        await app.inject({
+          method: 'POST',
+          url: '/v1/buckets/s/collections/c/records/r/attachment',
+          payload: form.body,
+          headers: { ...alice, 'content-type': form.contentType },
+        })
+      ).json<Attachment>();
       const base = (await app.inject({ url: '/v1/' })).json().capabilities.attachments.base_url as string;
       const url = new URL(attachment.location, base).pathname;
       const whole = await app.inject({ url });
@@ -476,7 +668,11 @@ describe('attachments, local files served at base_url', () => {
       expect(part.body).toBe('234');
       expect(part.headers['content-range']).toBe('bytes 2-4/10');
       expect((await app.inject({ url, headers: { range: 'bytes=20-30' } })).statusCode).toBe(416);
-      for (const bad of ['/v1/attachments/s%2f..%2f..%2fx', '/v1/attachments/.quire/notes/x', '/v1/attachments/s/c/nothing.json']) {
+      for (const bad of [
+        '/v1/attachments/s%2f..%2f..%2fx',
+        '/v1/attachments/.quire/notes/x',
+        '/v1/attachments/s/c/nothing.json',
+      ]) {
         expect((await app.inject({ url: bad })).statusCode, bad).toBe(404);
       }
     });

@@ -72,21 +72,44 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
   async function storeAnswers(): Promise<void> {
     const heartbeat = await within(app.inject({ method: 'GET', url: '/v1/__heartbeat__' }), 5_000, 'the heartbeat');
     expect(heartbeat.json()).toEqual({ storage: true, permission: true });
-    const write = await within(app.inject({ method: 'PUT', url: `${COLLECTION}/records/after`, headers: alice, payload: { data: {} } }), 5_000, 'a write');
+    const write = await within(
+      app.inject({ method: 'PUT', url: `${COLLECTION}/records/after`, headers: alice, payload: { data: {} } }),
+      5_000,
+      'a write',
+    );
     expect(write.statusCode).toBeLessThan(300);
   }
 
-  const disguises = ['/batch', '/v1/batch', '/%62atch', '/v1/./batch', '/v1/batch#x', '//batch', '/batch/', '/v1/%2e/batch', '/v1/a/../batch', '/bat%63h?x=1'];
-  it.each(disguises)('refuses a sub-request to the batch endpoint written %s, as a 400 for the whole batch', async (path) => {
-    const response = await within(
-      app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: [{ method: 'POST', path, body: { requests: [{ path: '/' }] } }] } }),
-      5_000,
-      `a batch nesting ${path}`,
-    );
-    expect(response.statusCode).toBe(400);
-    expect(response.json()).toMatchObject({ errno: 107, message: `requests in body: ${RECURSION}` });
-    await storeAnswers();
-  });
+  const disguises = [
+    '/batch',
+    '/v1/batch',
+    '/%62atch',
+    '/v1/./batch',
+    '/v1/batch#x',
+    '//batch',
+    '/batch/',
+    '/v1/%2e/batch',
+    '/v1/a/../batch',
+    '/bat%63h?x=1',
+  ];
+  it.each(disguises)(
+    'refuses a sub-request to the batch endpoint written %s, as a 400 for the whole batch',
+    async (path) => {
+      const response = await within(
+        app.inject({
+          method: 'POST',
+          url: '/v1/batch',
+          headers: alice,
+          payload: { requests: [{ method: 'POST', path, body: { requests: [{ path: '/' }] } }] },
+        }),
+        5_000,
+        `a batch nesting ${path}`,
+      );
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toMatchObject({ errno: 107, message: `requests in body: ${RECURSION}` });
+      await storeAnswers();
+    },
+  );
 
   it('refuses ten nested levels at once, without taking a connection per level', async () => {
     const response = await within(
@@ -103,7 +126,12 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
       method: 'POST',
       url: '/v1/batch',
       headers: alice,
-      payload: { requests: [{ method: 'PUT', path: '/buckets/batched' }, { path: '/buckets/batched/collections/batch' , method: 'PUT' }] },
+      payload: {
+        requests: [
+          { method: 'PUT', path: '/buckets/batched' },
+          { path: '/buckets/batched/collections/batch', method: 'PUT' },
+        ],
+      },
     });
     expect(response.statusCode).toBe(200);
     expect(response.json().responses.map((entry: { status: number }) => entry.status)).toEqual([201, 201]);
@@ -128,7 +156,9 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
     const other = '/v1/buckets/b/collections/other/records';
     // A collection in use (the embedded store's first read of a never-written collection
     // stores its timestamp, a write).
-    expect((await app.inject({ method: 'PUT', url: `${other}/before`, headers: alice, payload: { data: {} } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'PUT', url: `${other}/before`, headers: alice, payload: { data: {} } })).statusCode,
+    ).toBe(201);
     const long = app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: longBatch('long', 8_000) });
     let batchDone = false;
     void long.then(() => (batchDone = true));
@@ -139,7 +169,12 @@ describeOnBackends('batch safety', { timeout: 120_000 }, ({ name, serverWith }) 
     // PostgreSQL locks per collection. The embedded store (SQLite) has one writer: a write
     // anywhere waits for the batch to end (within batch_timeout_seconds); reads never do.
     if (name === 'postgresql') {
-      const write = await app.inject({ method: 'PUT', url: `${other}/meanwhile`, headers: alice, payload: { data: {} } });
+      const write = await app.inject({
+        method: 'PUT',
+        url: `${other}/meanwhile`,
+        headers: alice,
+        payload: { data: {} },
+      });
       expect(write.statusCode).toBe(201);
       expect(batchDone).toBe(false);
     }

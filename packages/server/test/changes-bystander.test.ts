@@ -39,27 +39,61 @@ describeOnBackends('a bystander’s change stream (issue 29, defect 2)', { timeo
     ] as const) {
       const response = await app.inject({ method, url, headers: mallory, payload });
       expect(response.statusCode, `${method} ${url.slice(0, 60)}`).toBe(400);
-      expect(response.json()).toMatchObject({ errno: 107, details: [{ location: 'path', description: 'Invalid object id: longer than 256 characters' }] });
+      expect(response.json()).toMatchObject({
+        errno: 107,
+        details: [{ location: 'path', description: 'Invalid object id: longer than 256 characters' }],
+      });
     }
     // Through a batch too, and nothing was written.
-    const batch = await app.inject({ method: 'POST', url: '/v1/batch', headers: mallory, payload: { requests: [{ method: 'POST', path: `/buckets/${bucket}/collections`, body: { data: { id: tooLong } } }] } });
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: mallory,
+      payload: {
+        requests: [{ method: 'POST', path: `/buckets/${bucket}/collections`, body: { data: { id: tooLong } } }],
+      },
+    });
     expect(batch.json().responses[0].status).toBe(400);
     expect((await app.inject({ url: `/v1/buckets/${bucket}/collections`, headers: mallory })).json().data).toEqual([]);
     // The longest allowed id works everywhere, its URL included.
     const longest = 'c'.repeat(256);
-    expect((await app.inject({ method: 'PUT', url: `/v1/buckets/${bucket}/collections/${longest}`, headers: mallory })).statusCode).toBe(201);
-    expect((await app.inject({ method: 'PUT', url: `/v1/buckets/${bucket}/collections/${longest}/records/${'r'.repeat(256)}`, headers: mallory, payload: { data: {} } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'PUT', url: `/v1/buckets/${bucket}/collections/${longest}`, headers: mallory }))
+        .statusCode,
+    ).toBe(201);
+    expect(
+      (
+        await app.inject({
+          method: 'PUT',
+          url: `/v1/buckets/${bucket}/collections/${longest}/records/${'r'.repeat(256)}`,
+          headers: mallory,
+          payload: { data: {} },
+        })
+      ).statusCode,
+    ).toBe(201);
   });
 
   it('gives a bystander’s new stream its status line, every entry and its own changes, however many entries a stranger made readable', async () => {
     // A small buffer allowance, as in the report: 400 short collections were enough to cut every new stream.
-    const app = await serverWith({ changes_stream_max_buffer_bytes: 20_000, changes_stream_coalesce_ms: 0, paginate_by: 100 });
+    const app = await serverWith({
+      changes_stream_max_buffer_bytes: 20_000,
+      changes_stream_coalesce_ms: 0,
+      paginate_by: 100,
+    });
     open.push(app);
     const everyone = name('everyone');
-    await app.inject({ method: 'PUT', url: `/v1/buckets/${everyone}`, headers: mallory, payload: { permissions: { read: ['system.Everyone'] } } });
+    await app.inject({
+      method: 'PUT',
+      url: `/v1/buckets/${everyone}`,
+      headers: mallory,
+      payload: { permissions: { read: ['system.Everyone'] } },
+    });
     const count = 400;
     for (let start = 0; start < count; start += 25) {
-      const requests = Array.from({ length: 25 }, (_, i) => ({ method: 'PUT', path: `/buckets/${everyone}/collections/${`${start + i}-`.padEnd(256, 'x')}` }));
+      const requests = Array.from({ length: 25 }, (_, i) => ({
+        method: 'PUT',
+        path: `/buckets/${everyone}/collections/${`${start + i}-`.padEnd(256, 'x')}`,
+      }));
       const batch = await app.inject({ method: 'POST', url: '/v1/batch', headers: mallory, payload: { requests } });
       expect(batch.json().responses.every((response: { status: number }) => response.status === 201)).toBe(true);
     }
@@ -90,7 +124,14 @@ describeOnBackends('a bystander’s change stream (issue 29, defect 2)', { timeo
       expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
     }
     // Then their own changes, live.
-    const written = (await app.inject({ method: 'PUT', url: `/v1/buckets/${own}/collections/tasks/records/r1`, headers: bob, payload: { data: {} } })).json();
+    const written = (
+      await app.inject({
+        method: 'PUT',
+        url: `/v1/buckets/${own}/collections/tasks/records/r1`,
+        headers: bob,
+        payload: { data: {} },
+      })
+    ).json();
     for (const stream of streams) {
       const events = await stream.until((event) => Number(event.id) === written.data.last_modified, 10_000);
       expect(JSON.parse(events.at(-1)!.data)).toMatchObject({ bucket: own, collection: 'tasks' });

@@ -15,7 +15,9 @@ const bob = basicAuth('bob');
 const MONITOR = '/v1/buckets/monitor/collections/changes/records';
 
 function kintoChangesId(host: string, uri: string): string {
-  const hex = createHash('md5').update(host + uri).digest('hex');
+  const hex = createHash('md5')
+    .update(host + uri)
+    .digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
@@ -44,14 +46,22 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     const record = await put(app, `/v1/buckets/${b}/collections/tasks/records/r1`, alice, { data: { n: 1 } });
 
     const hello = (await app.inject({ url: '/v1/' })).json();
-    expect(hello.capabilities.changes).toMatchObject({ stream: { url: '/buckets/monitor/collections/changes/records', accept: 'text/event-stream' } });
+    expect(hello.capabilities.changes).toMatchObject({
+      stream: { url: '/buckets/monitor/collections/changes/records', accept: 'text/event-stream' },
+    });
 
     const response = await app.inject({ url: `${MONITOR}?bucket=${b}`, headers: alice });
     expect(response.statusCode).toBe(200);
     const data = response.json().data as Array<Record<string, unknown>>;
     expect(data).toHaveLength(2);
     const tasks = data.find((entry) => entry.collection === 'tasks')!;
-    expect(tasks).toEqual({ id: kintoChangesId('', `/buckets/${b}/collections/tasks`), last_modified: record.data.last_modified, bucket: b, collection: 'tasks', host: '' });
+    expect(tasks).toEqual({
+      id: kintoChangesId('', `/buckets/${b}/collections/tasks`),
+      last_modified: record.data.last_modified,
+      bucket: b,
+      collection: 'tasks',
+      host: '',
+    });
     const listing = await app.inject({ url: `/v1/buckets/${b}/collections/tasks/records`, headers: alice });
     expect(listing.headers.etag).toBe(`"${tasks.last_modified}"`);
     // Sorted by -last_modified by default.
@@ -60,8 +70,15 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     // Bob reads nothing of alice's bucket; once given read on one collection, that one only.
     expect((await app.inject({ url: `${MONITOR}?bucket=${b}`, headers: bob })).json().data).toEqual([]);
     const bobId = (await app.inject({ url: '/v1/', headers: bob })).json().user.id as string;
-    await app.inject({ method: 'PATCH', url: `/v1/buckets/${b}/collections/notes`, headers: alice, payload: { permissions: { read: [bobId] } } });
-    const forBob = (await app.inject({ url: `${MONITOR}?bucket=${b}`, headers: bob })).json().data as Array<Record<string, unknown>>;
+    await app.inject({
+      method: 'PATCH',
+      url: `/v1/buckets/${b}/collections/notes`,
+      headers: alice,
+      payload: { permissions: { read: [bobId] } },
+    });
+    const forBob = (await app.inject({ url: `${MONITOR}?bucket=${b}`, headers: bob })).json().data as Array<
+      Record<string, unknown>
+    >;
     expect(forBob.map((entry) => entry.collection)).toEqual(['notes']);
   });
 
@@ -80,15 +97,24 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     const etag = all.headers.etag as string;
     expect(etag).toBe(`"${entries[0]!.last_modified}"`);
 
-    const since = await app.inject({ url: `${MONITOR}?bucket=${b}&_since=${entries[1]!.last_modified}`, headers: alice });
+    const since = await app.inject({
+      url: `${MONITOR}?bucket=${b}&_since=${entries[1]!.last_modified}`,
+      headers: alice,
+    });
     expect(since.json().data.map((entry: { collection: string }) => entry.collection)).toEqual(['c3']);
-    const before = await app.inject({ url: `${MONITOR}?bucket=${b}&_before=${entries[1]!.last_modified}`, headers: alice });
+    const before = await app.inject({
+      url: `${MONITOR}?bucket=${b}&_before=${entries[1]!.last_modified}`,
+      headers: alice,
+    });
     expect(before.json().data.map((entry: { collection: string }) => entry.collection)).toEqual(['c1']);
     const sorted = await app.inject({ url: `${MONITOR}?bucket=${b}&_sort=collection`, headers: alice });
     expect(sorted.json().data.map((entry: { collection: string }) => entry.collection)).toEqual(['c1', 'c2', 'c3']);
 
     // Only alice's bucket is readable by alice here: the whole-list ETag is hers.
-    const notModified = await app.inject({ url: `${MONITOR}?bucket=${b}`, headers: { ...alice, 'If-None-Match': etag } });
+    const notModified = await app.inject({
+      url: `${MONITOR}?bucket=${b}`,
+      headers: { ...alice, 'If-None-Match': etag },
+    });
     expect([200, 304]).toContain(notModified.statusCode); // other tests' buckets of alice may be newer
     const carol = basicAuth(name('carol'));
     const own = name('own');
@@ -96,7 +122,10 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await put(app, `/v1/buckets/${own}/collections/c`, carol);
     await put(app, `/v1/buckets/${own}/collections/c/records/r`, carol, { data: {} });
     const carols = await app.inject({ url: MONITOR, headers: carol });
-    expect((await app.inject({ url: MONITOR, headers: { ...carol, 'If-None-Match': carols.headers.etag as string } })).statusCode).toBe(304);
+    expect(
+      (await app.inject({ url: MONITOR, headers: { ...carol, 'If-None-Match': carols.headers.etag as string } }))
+        .statusCode,
+    ).toBe(304);
 
     const page1 = await app.inject({ url: `${MONITOR}?bucket=${b}&_limit=2`, headers: alice });
     expect(page1.json().data).toHaveLength(2);
@@ -118,7 +147,10 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await put(app, `/v1/buckets/${hidden}/collections/c`, alice);
     const anonymous = (await app.inject({ url: MONITOR })).json().data as Array<{ bucket: string }>;
     expect(anonymous.map((entry) => entry.bucket)).toEqual([b]);
-    expect((await app.inject({ url: '/v1/' })).json().capabilities.changes.collections).toEqual([`/buckets/${b}`, '/buckets/other/collections/one']);
+    expect((await app.inject({ url: '/v1/' })).json().capabilities.changes.collections).toEqual([
+      `/buckets/${b}`,
+      '/buckets/other/collections/one',
+    ]);
   });
 
   it('streams entries as server-sent events: backlog after Last-Event-ID, then each commit', async () => {
@@ -135,7 +167,11 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const backlog = await stream.next();
     expect(backlog.id).toBe(String(first.data.last_modified));
-    expect(JSON.parse(backlog.data)).toMatchObject({ bucket: b, collection: 'c', last_modified: first.data.last_modified });
+    expect(JSON.parse(backlog.data)).toMatchObject({
+      bucket: b,
+      collection: 'c',
+      last_modified: first.data.last_modified,
+    });
 
     const written = Date.now();
     const second = await put(app, `/v1/buckets/${b}/collections/c/records/r2`, alice, { data: {} });
@@ -145,11 +181,17 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await stream.waitForComment('heartbeat');
 
     // Resuming after the first id gives the second entry, not the first.
-    const resumed = await openEventStream(`${base}${MONITOR}?bucket=${b}`, { ...alice, 'Last-Event-ID': String(first.data.last_modified) });
+    const resumed = await openEventStream(`${base}${MONITOR}?bucket=${b}`, {
+      ...alice,
+      'Last-Event-ID': String(first.data.last_modified),
+    });
     open.push(resumed);
     expect((await resumed.next()).id).toBe(String(second.data.last_modified));
     // Up to date: nothing more.
-    const resumedLatest = await openEventStream(`${base}${MONITOR}?bucket=${b}`, { ...alice, 'Last-Event-ID': String(second.data.last_modified) });
+    const resumedLatest = await openEventStream(`${base}${MONITOR}?bucket=${b}`, {
+      ...alice,
+      'Last-Event-ID': String(second.data.last_modified),
+    });
     open.push(resumedLatest);
     await expect(resumedLatest.next(300)).rejects.toThrow(/no event/);
   });
@@ -166,14 +208,29 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     open.push(stream);
     await stream.next(); // the collection's current timestamp
 
-    const requests = Array.from({ length: 50 }, (_, i) => ({ method: 'PUT', path: `/buckets/${b}/collections/c/records/r${i}`, body: { data: { i } } }));
-    await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: requests.slice(0, 25) } });
+    const requests = Array.from({ length: 50 }, (_, i) => ({
+      method: 'PUT',
+      path: `/buckets/${b}/collections/c/records/r${i}`,
+      body: { data: { i } },
+    }));
+    await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: alice,
+      payload: { requests: requests.slice(0, 25) },
+    });
     await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: requests.slice(25) } });
-    const latest = (await app.inject({ url: `/v1/buckets/${b}/collections/c/records`, headers: alice })).headers.etag as string;
+    const latest = (await app.inject({ url: `/v1/buckets/${b}/collections/c/records`, headers: alice })).headers
+      .etag as string;
     const events = await stream.until((event) => `"${event.id}"` === latest);
     expect(events.length).toBeLessThanOrEqual(2);
 
-    await app.inject({ method: 'PATCH', url: `/v1/buckets/${b}/collections/c`, headers: alice, payload: { permissions: { read: [] } } });
+    await app.inject({
+      method: 'PATCH',
+      url: `/v1/buckets/${b}/collections/c`,
+      headers: alice,
+      payload: { permissions: { read: [] } },
+    });
     await put(app, `/v1/buckets/${b}/collections/c/records/after`, alice, { data: {} });
     await expect(stream.next(300)).rejects.toThrow(/no event/);
   });
@@ -185,7 +242,9 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     const bobId = (await app.inject({ url: '/v1/', headers: bob })).json().user.id as string;
     await put(app, `/v1/buckets/${b}`, alice);
     await put(app, `/v1/buckets/${b}/groups/readers`, alice, { data: { members: [bobId] } });
-    await put(app, `/v1/buckets/${b}/collections/c`, alice, { permissions: { read: [`/buckets/${b}/groups/readers`] } });
+    await put(app, `/v1/buckets/${b}/collections/c`, alice, {
+      permissions: { read: [`/buckets/${b}/groups/readers`] },
+    });
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const stream = await openEventStream(`${base}${MONITOR}?bucket=${b}`, bob);
     open.push(stream);
@@ -212,33 +271,54 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     // node:http without keep-alive (fetch may leave a spare connection open, which the server then waits for at close).
     const hold = (headers: Record<string, string>) =>
       new Promise<{ close(): Promise<void> }>((resolve, reject) => {
-        const req = http.get(`${base}${MONITOR}`, { agent: false, headers: { ...headers, Accept: 'text/event-stream' } }, (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-          res.resume();
-          resolve({ close: async () => void req.destroy() });
-        });
+        const req = http.get(
+          `${base}${MONITOR}`,
+          { agent: false, headers: { ...headers, Accept: 'text/event-stream' } },
+          (res) => {
+            if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+            res.resume();
+            resolve({ close: async () => void req.destroy() });
+          },
+        );
         req.on('error', () => {});
       });
     const refusal = (headers: Record<string, string>) =>
       new Promise<{ status: number; body: unknown; retryAfter: string | undefined }>((resolve, reject) => {
-        const req = http.get(`${base}${MONITOR}`, { agent: false, headers: { ...headers, Accept: 'text/event-stream' } }, (res) => {
-          if (res.statusCode === 200) return reject(new Error('a stream was opened'));
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), retryAfter: res.headers['retry-after'] as string | undefined }));
-        });
+        const req = http.get(
+          `${base}${MONITOR}`,
+          { agent: false, headers: { ...headers, Accept: 'text/event-stream' } },
+          (res) => {
+            if (res.statusCode === 200) return reject(new Error('a stream was opened'));
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode!,
+                body: JSON.parse(text),
+                retryAfter: res.headers['retry-after'] as string | undefined,
+              }),
+            );
+          },
+        );
         req.on('error', reject);
       });
     // Basic Auth: every made-up name is a new identity, so they count by address.
     open.push(await hold(basicAuth(name('made-up'))));
     open.push(await hold(basicAuth(name('made-up'))));
-    expect(await refusal(basicAuth(name('made-up')))).toMatchObject({ status: 429, body: { errno: 117 }, retryAfter: expect.any(String) });
+    expect(await refusal(basicAuth(name('made-up')))).toMatchObject({
+      status: 429,
+      body: { errno: 117 },
+      retryAfter: expect.any(String),
+    });
     // Anonymous callers share that address's allowance too.
     expect((await refusal({})).status).toBe(429);
     // A verified account counts by itself, wherever it comes from.
     const account = name('acc');
-    expect((await app.inject({ method: 'PUT', url: `/v1/accounts/${account}`, payload: { data: { password: 'secret' } } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'PUT', url: `/v1/accounts/${account}`, payload: { data: { password: 'secret' } } }))
+        .statusCode,
+    ).toBe(201);
     const accountAuth = basicAuth(account, 'secret');
     const mine = await hold(accountAuth);
     open.push(mine);
@@ -252,6 +332,13 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     expect(await refusal(basicAuth(third, 'secret'))).toMatchObject({ status: 503, retryAfter: expect.any(String) });
     // A closed stream frees its place.
     await mine.close();
-    await expect.poll(() => hold(basicAuth(third, 'secret')).then((stream) => open.push(stream), () => false)).toBeTruthy();
+    await expect
+      .poll(() =>
+        hold(basicAuth(third, 'secret')).then(
+          (stream) => open.push(stream),
+          () => false,
+        ),
+      )
+      .toBeTruthy();
   });
 });

@@ -65,7 +65,12 @@ describe.skipIf(pgReason !== undefined)('quire start with workers = 2 on Postgre
   // There is no schema setting: the schema is the connections' search_path, set in the URL.
   const url = `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   // The primary migrates the empty schema before forking (storage_auto_migrate).
-  const env = { QUIRE_STORAGE_URL: url, QUIRE_STORAGE_AUTO_MIGRATE: 'true', QUIRE_USERID_HMAC_SECRET: 'workers-secret', QUIRE_WORKERS: '2' };
+  const env = {
+    QUIRE_STORAGE_URL: url,
+    QUIRE_STORAGE_AUTO_MIGRATE: 'true',
+    QUIRE_USERID_HMAC_SECRET: 'workers-secret',
+    QUIRE_WORKERS: '2',
+  };
 
   beforeAll(() => runAsAdmin(`CREATE SCHEMA ${schema}`));
   afterAll(() => dropSchema(schema));
@@ -86,7 +91,9 @@ describe.skipIf(pgReason !== undefined)('quire start with workers = 2 on Postgre
     process.kill(killed, 'SIGKILL');
     // Once the primary knows (a connection it hands over just before is lost with the worker),
     // the survivor serves alone until the replacement listens.
-    await waitFor('the primary to see the death', () => server.output().includes(`worker ${killed} died (signal SIGKILL); starting another in 100 ms`));
+    await waitFor('the primary to see the death', () =>
+      server.output().includes(`worker ${killed} died (signal SIGKILL); starting another in 100 ms`),
+    );
     expect((await request('PUT', `${base}buckets/shared/collections/c`)).status).toBe(201);
     await waitFor('the replacement to listen', () => /worker \d+ is listening \(2 of 2\)/.test(server.output()));
     const replacement = Number(/worker (\d+) is listening/.exec(server.output())![1]);
@@ -115,7 +122,15 @@ describe.skipIf(pgReason !== undefined)('quire start with workers = 2 on Postgre
     for (let i = 0; i < 6; i++) expect((await request('GET', `${base}buckets/metered`)).status).toBe(200);
     const scraped = await request('GET', `http://127.0.0.1:${metricsPort}/__metrics__`);
     expect(scraped.status).toBe(200);
-    const line = scraped.body.split('\n').find((l) => l.startsWith('quire_http_requests_total{') && l.includes('method="GET"') && l.includes('route="/v1/buckets/:bucket_id"') && l.includes('status="200"'));
+    const line = scraped.body
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('quire_http_requests_total{') &&
+          l.includes('method="GET"') &&
+          l.includes('route="/v1/buckets/:bucket_id"') &&
+          l.includes('status="200"'),
+      );
     expect(Number(line?.split(' ').at(-1))).toBe(6);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
@@ -130,14 +145,16 @@ describe.skipIf(pgReason !== undefined)('quire start with workers = 2 on Postgre
     await waitFor('the workers to exit', async () => !(await alive(pids[0]!)) && !(await alive(pids[1]!)), 10_000);
   }, 45_000);
 
-  it('gives up, with the workers\' exit code, when they keep dying at start', async () => {
+  it("gives up, with the workers' exit code, when they keep dying at start", async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
       const server = run({ ...env, PORT: String((taken.address() as net.AddressInfo).port) });
       expect(await server.exited).toBe(71); // cannot listen
       expect(server.output()).toMatch(/quire: cannot listen on .*EADDRINUSE.*set port/);
-      expect(server.output()).toMatch(/quire: workers keep dying at start \(5 in a row, the last by exit code 71\); stopping/);
+      expect(server.output()).toMatch(
+        /quire: workers keep dying at start \(5 in a row, the last by exit code 71\); stopping/,
+      );
     } finally {
       taken.close();
     }
@@ -148,12 +165,16 @@ describe('quire start with workers: refusals', () => {
   it('refuses workers > 1 on the embedded store, with one clear line', async () => {
     const server = run({ QUIRE_WORKERS: '2', QUIRE_DATA_DIR: mkdtempSync(join(tmpdir(), 'quire-workers-')) });
     expect(await server.exited).toBe(78);
-    expect(server.output().trim()).toBe('quire: workers = 2 needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1');
+    expect(server.output().trim()).toBe(
+      'quire: workers = 2 needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1',
+    );
   }, 30_000);
 
   it('refuses a workers value that is neither a positive integer nor auto', async () => {
     const server = run({ QUIRE_WORKERS: 'abc', QUIRE_DATA_DIR: mkdtempSync(join(tmpdir(), 'quire-workers-')) });
     expect(await server.exited).toBe(78);
-    expect(server.output()).toMatch(/Invalid setting workers \(from QUIRE_WORKERS\): expected an integer or auto, got "abc"/);
+    expect(server.output()).toMatch(
+      /Invalid setting workers \(from QUIRE_WORKERS\): expected an integer or auto, got "abc"/,
+    );
   }, 30_000);
 });

@@ -29,7 +29,12 @@ describe('quire command', () => {
       const body = '{}';
       const req = http.request(`${url}buckets/kept/collections/c`, {
         method: 'PUT',
-        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': body.length, Expect: '100-continue' },
+        headers: {
+          Authorization: auth,
+          'Content-Type': 'application/json',
+          'Content-Length': body.length,
+          Expect: '100-continue',
+        },
       });
       req.on('continue', () => {
         first.child.kill('SIGTERM');
@@ -67,8 +72,13 @@ describe('quire command', () => {
     const listeners = [{ name: 'audit', use: './test/fixtures/audit-listener.mjs', resources: ['bucket'], file }];
     const server = run(['start'], { QUIRE_DATA_DIR: dir, PORT: '0', QUIRE_EVENT_LISTENERS: JSON.stringify(listeners) });
     const url = await server.listening;
-    expect((await fetch(`${url}buckets/audited`, { method: 'PUT', headers: { Authorization: auth } })).status).toBe(201);
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { phase: string; payload?: { uri: string } });
+    expect((await fetch(`${url}buckets/audited`, { method: 'PUT', headers: { Authorization: auth } })).status).toBe(
+      201,
+    );
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { phase: string; payload?: { uri: string } });
     expect(lines[0]).toMatchObject({ phase: 'transaction', payload: { uri: '/buckets/audited' } });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);

@@ -43,14 +43,21 @@ describe.skipIf(pgReason !== undefined)('concurrent deletions of a record, on Po
       const otherPid = (await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       // The other process deletes r as the storage does: scope lock first, then the tombstone.
       await other.query('BEGIN');
-      await other.query(`UPDATE timestamps SET last_modified = last_modified + 1 WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record'`);
-      await other.query(`UPDATE objects SET deleted = TRUE, data = '{"deleted": true}' WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r'`);
+      await other.query(
+        `UPDATE timestamps SET last_modified = last_modified + 1 WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record'`,
+      );
+      await other.query(
+        `UPDATE objects SET deleted = TRUE, data = '{"deleted": true}' WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r'`,
+      );
 
       // Ours waits for the record the other holds.
       const deletion = app.inject({ method: 'DELETE', url: '/v1/buckets/b/collections/c/records/r', headers: alice });
       for (let waiting = 0; waiting === 0; ) {
         await new Promise((resolve) => setTimeout(resolve, 20));
-        const { rows } = await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [otherPid]);
+        const { rows } = await watcher.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+          [otherPid],
+        );
         waiting = rows[0]!.n;
       }
       await other.query('COMMIT');

@@ -48,9 +48,13 @@ interface Reply {
 /** Ports free right now (all held open together, so they differ). */
 async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<net.Server>((resolve) => {
-      const server = net.createServer().listen(0, '127.0.0.1', () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Server>((resolve) => {
+          const server = net.createServer().listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
@@ -62,7 +66,14 @@ async function startServer(port: number, env: Record<string, string>): Promise<C
   const { QUIRE_STORAGE_URL: _url, QUIRE_CONFIG: _config, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', cli, 'start'], {
     cwd: packageDir, // `--import tsx` resolves from here
-    env: { ...inherited, QUIRE_HOST: '127.0.0.1', QUIRE_PORT: String(port), QUIRE_LOG_LEVEL: 'warn', QUIRE_USERID_HMAC_SECRET: 'race-secret', ...env },
+    env: {
+      ...inherited,
+      QUIRE_HOST: '127.0.0.1',
+      QUIRE_PORT: String(port),
+      QUIRE_LOG_LEVEL: 'warn',
+      QUIRE_USERID_HMAC_SECRET: 'race-secret',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -89,7 +100,12 @@ async function startServer(port: number, env: Record<string, string>): Promise<C
   return child;
 }
 
-async function send(pool: Pool, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Reply> {
+async function send(
+  pool: Pool,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<Reply> {
   const res = await pool.request({
     method: method as Dispatcher.HttpMethod,
     path: `/v1${path}`,
@@ -103,13 +119,20 @@ async function send(pool: Pool, method: string, path: string, options: { headers
 const ok = (reply: Reply) => reply.status >= 200 && reply.status < 300;
 const etag = (object: Json) => `"${object.last_modified as number}"`;
 const tally = (statuses: number[]) =>
-  [...new Set(statuses)].sort().map((status) => `${status}×${statuses.filter((s) => s === status).length}`).join(', ');
+  [...new Set(statuses)]
+    .sort()
+    .map((status) => `${status}×${statuses.filter((s) => s === status).length}`)
+    .join(', ');
 
 /**
  * The race suite on one store. `open` starts its server processes (and whatever they need) and
  * gives their ports and a `close` that undoes it all; request i of a round goes to port i mod count.
  */
-function raceSuite(store: string, skip: string | undefined, open: () => Promise<{ ports: number[]; close: () => Promise<void> }>) {
+function raceSuite(
+  store: string,
+  skip: string | undefined,
+  open: () => Promise<{ ports: number[]; close: () => Promise<void> }>,
+) {
   describe.skipIf(skip !== undefined)(`conditional writes under concurrency [${store}]`, { timeout: 120_000 }, () => {
     let pools: Pool[] = [];
     let close: (() => Promise<void>) | undefined;
@@ -118,7 +141,13 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const opened = await open();
       close = opened.close;
       pools = opened.ports.map(
-        (port) => new Pool(`http://127.0.0.1:${port}`, { connections: 2 * N, pipelining: 1, keepAliveTimeout: 60_000, keepAliveMaxTimeout: 60_000 }),
+        (port) =>
+          new Pool(`http://127.0.0.1:${port}`, {
+            connections: 2 * N,
+            pipelining: 1,
+            keepAliveTimeout: 60_000,
+            keepAliveMaxTimeout: 60_000,
+          }),
       );
       const first = pools[0]!;
       expect((await send(first, 'PUT', '/buckets/race')).status).toBe(201);
@@ -131,12 +160,17 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
     }, 60_000);
 
     /** Opens `count` connections to every server (concurrent requests), kept alive for the round. */
-    const warmUp = (count: number) => Promise.all(pools.flatMap((pool) => Array.from({ length: count }, () => send(pool, 'GET', '/'))));
+    const warmUp = (count: number) =>
+      Promise.all(pools.flatMap((pool) => Array.from({ length: count }, () => send(pool, 'GET', '/'))));
 
     /** Sends `requests` all at once, request i to server i mod count, over warm connections. */
-    async function race(requests: Array<{ method: string; path: string; headers?: Record<string, string>; body?: unknown }>): Promise<Reply[]> {
+    async function race(
+      requests: Array<{ method: string; path: string; headers?: Record<string, string>; body?: unknown }>,
+    ): Promise<Reply[]> {
       await warmUp(Math.ceil(requests.length / pools.length));
-      return Promise.all(requests.map((request, i) => send(pools[i % pools.length]!, request.method, request.path, request)));
+      return Promise.all(
+        requests.map((request, i) => send(pools[i % pools.length]!, request.method, request.path, request)),
+      );
     }
 
     const read = (path: string) => send(pools[0]!, 'GET', path);
@@ -145,7 +179,10 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
      * Runs `round` R times; each returns its problems (empty when the round is right). Fails once
      * at the end listing every bad round, so the message shows how far off the server is.
      */
-    async function rounds(what: string, round: (r: number) => Promise<{ wins: number; total: number; problems: string[] }>) {
+    async function rounds(
+      what: string,
+      round: (r: number) => Promise<{ wins: number; total: number; problems: string[] }>,
+    ) {
       const failures: string[] = [];
       let wins = 0;
       let total = 0;
@@ -155,7 +192,9 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
         total += result.total;
         failures.push(...result.problems.map((problem) => `round ${r}: ${problem}`));
       }
-      expect(failures, `${what}: ${wins} of ${total} succeeded over ${ROUNDS} rounds\n${failures.join('\n')}`).toEqual([]);
+      expect(failures, `${what}: ${wins} of ${total} succeeded over ${ROUNDS} rounds\n${failures.join('\n')}`).toEqual(
+        [],
+      );
     }
 
     /**
@@ -175,15 +214,19 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const problems: string[] = [];
       const statuses = replies.map((reply) => reply.status);
       const winners = replies.filter(ok);
-      if (winners.length !== 1) problems.push(`${winners.length} of ${replies.length} ${label} succeeded (${tally(statuses)})`);
+      if (winners.length !== 1)
+        problems.push(`${winners.length} of ${replies.length} ${label} succeeded (${tally(statuses)})`);
       const losers = replies.filter((reply) => !ok(reply));
-      if (losers.some((reply) => reply.status !== loseStatus)) problems.push(`the others should all be ${loseStatus}, got ${tally(losers.map((reply) => reply.status))}`);
-      if (winners.length >= 1 && winners.some((reply) => reply.status !== winStatus)) problems.push(`winning status should be ${winStatus} (${tally(statuses)})`);
+      if (losers.some((reply) => reply.status !== loseStatus))
+        problems.push(`the others should all be ${loseStatus}, got ${tally(losers.map((reply) => reply.status))}`);
+      if (winners.length >= 1 && winners.some((reply) => reply.status !== winStatus))
+        problems.push(`winning status should be ${winStatus} (${tally(statuses)})`);
       const stored = await read(path);
       if (winners.length === 1) {
         const won = winner(winners[0]!);
         if (expectedStored === 'winner') {
-          if (stored.status !== 200 || !isDeepStrictEqual(stored.body.data, won)) problems.push(`stored ${JSON.stringify(stored.body.data)} is not the winner's ${JSON.stringify(won)}`);
+          if (stored.status !== 200 || !isDeepStrictEqual(stored.body.data, won))
+            problems.push(`stored ${JSON.stringify(stored.body.data)} is not the winner's ${JSON.stringify(won)}`);
         } else if (stored.status !== 404) {
           problems.push(`the object should be gone, GET answered ${stored.status}`);
         }
@@ -191,7 +234,9 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
           const existing = (loser.body.details as Json | undefined)?.existing;
           const expected = expectedStored === 'winner' ? won : undefined; // nothing exists after a deletion
           if (!isDeepStrictEqual(existing, expected)) {
-            problems.push(`a 412 showed details.existing ${JSON.stringify(existing)}, not ${expected ? `the winner's ${JSON.stringify(expected)}` : 'nothing'}`);
+            problems.push(
+              `a 412 showed details.existing ${JSON.stringify(existing)}, not ${expected ? `the winner's ${JSON.stringify(expected)}` : 'nothing'}`,
+            );
             break;
           }
         }
@@ -210,7 +255,14 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const path = `${COLLECTION}/records/put`;
       let current = await reset('put', { writer: -1 });
       await rounds('PUTs with If-Match', async (r) => {
-        const replies = await race(Array.from({ length: N }, (_, i) => ({ method: 'PUT', path, headers: { 'If-Match': etag(current) }, body: { data: { round: r, writer: i } } })));
+        const replies = await race(
+          Array.from({ length: N }, (_, i) => ({
+            method: 'PUT',
+            path,
+            headers: { 'If-Match': etag(current) },
+            body: { data: { round: r, writer: i } },
+          })),
+        );
         const result = await oneWinner('PUTs', path, replies, 200, (reply) => reply.body.data as Json, 'winner');
         current = (await read(path)).body.data as Json;
         return result;
@@ -221,7 +273,14 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const path = `${COLLECTION}/records/patch`;
       let current = await reset('patch', { base: true, writer: -1 });
       await rounds('PATCHes with If-Match', async (r) => {
-        const replies = await race(Array.from({ length: N }, (_, i) => ({ method: 'PATCH', path, headers: { 'If-Match': etag(current) }, body: { data: { round: r, writer: i } } })));
+        const replies = await race(
+          Array.from({ length: N }, (_, i) => ({
+            method: 'PATCH',
+            path,
+            headers: { 'If-Match': etag(current) },
+            body: { data: { round: r, writer: i } },
+          })),
+        );
         const result = await oneWinner('PATCHes', path, replies, 200, (reply) => reply.body.data as Json, 'winner');
         current = (await read(path)).body.data as Json;
         return result;
@@ -241,7 +300,9 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       expect((await send(pools[0]!, 'DELETE', path, { headers: { 'If-Match': etag(object) } })).status).toBe(200);
       const late = (await send(pools[0]!, 'DELETE', path, { headers: { 'If-Match': etag(object) } })).status;
       expect([404, 412]).toContain(late);
-      expect((await send(pools[0]!, 'PUT', path, { headers: { 'If-Match': etag(object) }, body: { data: {} } })).status).toBe(412);
+      expect(
+        (await send(pools[0]!, 'PUT', path, { headers: { 'If-Match': etag(object) }, body: { data: {} } })).status,
+      ).toBe(412);
       return late;
     }
 
@@ -250,7 +311,9 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
       const late = await lateDeleteStatus('delete');
       await rounds('DELETEs with If-Match', async (r) => {
         const current = await reset('delete', { round: r });
-        const replies = await race(Array.from({ length: N }, () => ({ method: 'DELETE', path, headers: { 'If-Match': etag(current) } })));
+        const replies = await race(
+          Array.from({ length: N }, () => ({ method: 'DELETE', path, headers: { 'If-Match': etag(current) } })),
+        );
         return oneWinner('DELETEs', path, replies, 200, () => null, 'gone', late);
       });
     });
@@ -263,12 +326,22 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
         const current = await reset('mixed', { round: r });
         const headers = { 'If-Match': etag(current) };
         const methods = Array.from({ length: N }, (_, i) => (i % 2 ? 'DELETE' : 'PUT'));
-        const replies = await race(methods.map((method, i) => ({ method, path, headers, body: method === 'PUT' ? { data: { round: r, writer: i } } : undefined })));
+        const replies = await race(
+          methods.map((method, i) => ({
+            method,
+            path,
+            headers,
+            body: method === 'PUT' ? { data: { round: r, writer: i } } : undefined,
+          })),
+        );
         const problems: string[] = [];
-        const byMethod = (method: string) => tally(replies.filter((_, i) => methods[i] === method).map((reply) => reply.status));
+        const byMethod = (method: string) =>
+          tally(replies.filter((_, i) => methods[i] === method).map((reply) => reply.status));
         const winners = replies.map((reply, i) => (ok(reply) ? i : -1)).filter((i) => i >= 0);
         if (winners.length !== 1) {
-          problems.push(`${winners.length} of ${N} writes succeeded (PUT: ${byMethod('PUT')}; DELETE: ${byMethod('DELETE')})`);
+          problems.push(
+            `${winners.length} of ${N} writes succeeded (PUT: ${byMethod('PUT')}; DELETE: ${byMethod('DELETE')})`,
+          );
           return { wins: winners.length, total: N, problems };
         }
         const w = winners[0]!;
@@ -282,8 +355,10 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
           if (i === w) return;
           const expected = deleted && methods[i] === 'DELETE' ? late : 412;
           const existing = (reply.body.details as Json | undefined)?.existing;
-          if (reply.status !== expected) problems.push(`a ${methods[w]} won, a ${methods[i]} got ${reply.status}, not ${expected}`);
-          else if (expected === 412 && !isDeepStrictEqual(existing, won)) problems.push(`a ${methods[i]}'s 412 showed details.existing ${JSON.stringify(existing)}`);
+          if (reply.status !== expected)
+            problems.push(`a ${methods[w]} won, a ${methods[i]} got ${reply.status}, not ${expected}`);
+          else if (expected === 412 && !isDeepStrictEqual(existing, won))
+            problems.push(`a ${methods[i]}'s 412 showed details.existing ${JSON.stringify(existing)}`);
         });
         return { wins: 1, total: N, problems };
       });
@@ -292,7 +367,14 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
     it(`PUT of a new id with If-None-Match: *: one 201 per round (${N} at once)`, async () => {
       await rounds('creations with If-None-Match: *', async (r) => {
         const path = `${COLLECTION}/records/new-${r}`;
-        const replies = await race(Array.from({ length: N }, (_, i) => ({ method: 'PUT', path, headers: { 'If-None-Match': '*' }, body: { data: { writer: i } } })));
+        const replies = await race(
+          Array.from({ length: N }, (_, i) => ({
+            method: 'PUT',
+            path,
+            headers: { 'If-None-Match': '*' },
+            body: { data: { writer: i } },
+          })),
+        );
         return oneWinner('creations', path, replies, 201, (reply) => reply.body.data as Json, 'winner');
       });
     });
@@ -306,7 +388,16 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
           Array.from({ length: N }, (_, i) => ({
             method: 'POST',
             path: '/batch',
-            body: { requests: [{ method: 'PUT', path: sub, headers: { 'If-Match': etag(current) }, body: { data: { round: r, writer: i } } }] },
+            body: {
+              requests: [
+                {
+                  method: 'PUT',
+                  path: sub,
+                  headers: { 'If-Match': etag(current) },
+                  body: { data: { round: r, writer: i } },
+                },
+              ],
+            },
           })),
         );
         // Each batch's one sub-response (a batch refused whole answers for itself).
@@ -314,7 +405,14 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
           const response = (batch.body.responses as Array<{ status: number; body: Json }> | undefined)?.[0];
           return batch.status === 200 && response ? { status: response.status, body: response.body } : batch;
         });
-        const result = await oneWinner('batched PUTs', path, replies, 200, (reply) => reply.body.data as Json, 'winner');
+        const result = await oneWinner(
+          'batched PUTs',
+          path,
+          replies,
+          200,
+          (reply) => reply.body.data as Json,
+          'winner',
+        );
         current = (await read(path)).body.data as Json;
         return result;
       });
@@ -328,7 +426,10 @@ function raceSuite(store: string, skip: string | undefined, open: () => Promise<
         const replies = await race(fields.map((field) => ({ method: 'PATCH', path, body: { data: { [field]: r } } })));
         const problems: string[] = [];
         const wins = replies.filter(ok).length;
-        if (wins !== replies.length) problems.push(`${wins} of ${replies.length} PATCHes succeeded (${tally(replies.map((reply) => reply.status))})`);
+        if (wins !== replies.length)
+          problems.push(
+            `${wins} of ${replies.length} PATCHes succeeded (${tally(replies.map((reply) => reply.status))})`,
+          );
         const stored = (await read(path)).body.data as Json;
         const lost = fields.filter((field) => stored[field] !== r);
         if (lost.length) problems.push(`${lost.length} of ${fields.length} fields lost (${lost.join(', ')})`);
@@ -357,15 +458,19 @@ raceSuite('embedded', undefined, async () => {
 raceSuite('postgresql, two processes', pgReason, async () => {
   const schema = newSchemaName();
   // Created and migrated once here, so the two processes do not both migrate at start.
-  const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 1 }).catch(async (error: unknown) => {
-    await dropSchema(schema).catch(() => {});
-    throw error;
-  });
+  const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 1 }).catch(
+    async (error: unknown) => {
+      await dropSchema(schema).catch(() => {});
+      throw error;
+    },
+  );
   await storage.close();
   // There is no schema setting: the schema is the connections' search_path, set in the URL.
   const url = `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   const ports = await freePorts(2);
-  const started = await Promise.allSettled(ports.map((port) => startServer(port, { QUIRE_STORAGE_URL: url, QUIRE_STORAGE_AUTO_MIGRATE: 'false' })));
+  const started = await Promise.allSettled(
+    ports.map((port) => startServer(port, { QUIRE_STORAGE_URL: url, QUIRE_STORAGE_AUTO_MIGRATE: 'false' })),
+  );
   const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const close = async () => {
     await Promise.all(servers.map(stopServer));

@@ -35,7 +35,14 @@ interface Target {
 async function startServer(storage: Storage, overrides: Partial<Settings> = {}): Promise<Target> {
   const settings = loadSettings({
     env: {},
-    overrides: { userid_hmac_secret: 'conformance-cli-secret', log_level: 'silent', host: '127.0.0.1', port: 0, max_body_bytes: MAX_BODY_BYTES, ...overrides },
+    overrides: {
+      userid_hmac_secret: 'conformance-cli-secret',
+      log_level: 'silent',
+      host: '127.0.0.1',
+      port: 0,
+      max_body_bytes: MAX_BODY_BYTES,
+      ...overrides,
+    },
   });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -58,10 +65,15 @@ function runCli(args: string[]): Promise<CliResult> {
     if (v !== undefined && !/^(VITEST|QUIRE_CONFORMANCE_|NODE_OPTIONS$|TEST$)/.test(k)) env[k] = v;
   }
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: SERVER_DIR, env, maxBuffer: 64 * 1024 * 1024, timeout: FULL_RUN_MS - 10_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, ...args],
+      { cwd: SERVER_DIR, env, maxBuffer: 64 * 1024 * 1024, timeout: FULL_RUN_MS - 10_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -94,7 +106,12 @@ interface JsonReport {
   server: { capabilities: string[] };
   mode: { readOnly: boolean };
   sections: Array<{ file: string }>;
-  tests: Array<{ id: string; outcome: string; reason?: string; exchanges?: Array<{ request: { method: string }; response: { status: number } }> }>;
+  tests: Array<{
+    id: string;
+    outcome: string;
+    reason?: string;
+    exchanges?: Array<{ request: { method: string }; response: { status: number } }>;
+  }>;
 }
 
 function readJsonReport(dir: string): JsonReport {
@@ -129,34 +146,46 @@ function describeFullRun(backend: string, open: OpenStore) {
       rmSync(out, { recursive: true, force: true });
     });
 
-    it('runs every applicable check with zero unexpected failures, writes the three reports and leaves no bucket', async (ctx) => {
-      if (skipReason) return ctx.skip(skipReason);
-      const t = target as Target;
-      const res = await runCli([t.url, '--report', 'json,junit,html', '--output', out, '--max-body-bytes', String(MAX_BODY_BYTES)]);
-      expect(res.code, `${res.stdout}\n${res.stderr}`).toBe(0);
-      expect(res.stdout).toMatch(/^OK: \d+ passed, 0 failed/m);
+    it(
+      'runs every applicable check with zero unexpected failures, writes the three reports and leaves no bucket',
+      async (ctx) => {
+        if (skipReason) return ctx.skip(skipReason);
+        const t = target as Target;
+        const res = await runCli([
+          t.url,
+          '--report',
+          'json,junit,html',
+          '--output',
+          out,
+          '--max-body-bytes',
+          String(MAX_BODY_BYTES),
+        ]);
+        expect(res.code, `${res.stdout}\n${res.stderr}`).toBe(0);
+        expect(res.stdout).toMatch(/^OK: \d+ passed, 0 failed/m);
 
-      const report = readJsonReport(out);
-      expect(report.summary.unexpected).toBe(0);
-      expect(report.summary.failed).toBe(0);
-      expect(report.summary.passed).toBeGreaterThan(300);
-      expect(report.server.capabilities).toContain('basicauth');
-      expect(report.sections.length).toBeGreaterThanOrEqual(17);
-      // Sections that do not apply are skipped with their reason, never silently.
-      for (const t of report.tests.filter((x) => x.outcome === 'skipped')) expect(t.reason, t.id).toBeTruthy();
+        const report = readJsonReport(out);
+        expect(report.summary.unexpected).toBe(0);
+        expect(report.summary.failed).toBe(0);
+        expect(report.summary.passed).toBeGreaterThan(300);
+        expect(report.server.capabilities).toContain('basicauth');
+        expect(report.sections.length).toBeGreaterThanOrEqual(17);
+        // Sections that do not apply are skipped with their reason, never silently.
+        for (const t of report.tests.filter((x) => x.outcome === 'skipped')) expect(t.reason, t.id).toBeTruthy();
 
-      const junit = readFileSync(join(out, 'conformance-report.xml'), 'utf8');
-      expectWellFormedXml(junit);
-      expect(junit).toContain(`tests="${report.summary.total}"`);
+        const junit = readFileSync(join(out, 'conformance-report.xml'), 'utf8');
+        expectWellFormedXml(junit);
+        expect(junit).toContain(`tests="${report.summary.total}"`);
 
-      const html = readFileSync(join(out, 'conformance-report.html'), 'utf8');
-      expect(html).toMatch(/^<!doctype html>/);
-      expect(html).toContain('<table id="sections"');
-      for (const s of report.sections) expect(html).toContain(s.file);
-      expect(html).toContain('No unexpected failure.');
+        const html = readFileSync(join(out, 'conformance-report.html'), 'utf8');
+        expect(html).toMatch(/^<!doctype html>/);
+        expect(html).toContain('<table id="sections"');
+        for (const s of report.sections) expect(html).toContain(s.file);
+        expect(html).toContain('No unexpected failure.');
 
-      expect(await countBuckets(t.storage)).toBe(0);
-    }, FULL_RUN_MS);
+        expect(await countBuckets(t.storage)).toBe(0);
+      },
+      FULL_RUN_MS,
+    );
   });
 }
 
@@ -169,7 +198,8 @@ const openPostgres: OpenStore = async () => {
   try {
     await probe.connect();
   } catch (error) {
-    if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${PG_URL}: ${(error as Error).message}`);
+    if (process.env.QUIRE_TEST_REQUIRE_PG)
+      throw new Error(`PostgreSQL required but unreachable at ${PG_URL}: ${(error as Error).message}`);
     return `PostgreSQL unreachable at ${PG_URL} (${(error as Error).message})`;
   } finally {
     await probe.end().catch(() => {});
@@ -224,34 +254,62 @@ function describeModeRuns(backend: string, open: OpenStore) {
       }
     }
 
-    const outcomes = (report: JsonReport, file: string): string[] => report.tests.filter((t) => t.id.startsWith(`${file} >`)).map((t) => t.outcome);
+    const outcomes = (report: JsonReport, file: string): string[] =>
+      report.tests.filter((t) => t.id.startsWith(`${file} >`)).map((t) => t.outcome);
 
-    it('readonly, end of service and Backoff: every operations check runs and passes', async (ctx) => {
-      if (skipReason) return ctx.skip(skipReason);
-      const modes = { readonly: true, eos: '2999-12-31', eos_message: 'Moving to a new home', backoff: 30 };
-      const report = await runAgainst('modes', modes, ['operations', 'root', 'http', '--read-only', '--backoff', '30']);
-      const operations = outcomes(report, 'operations.test.ts');
-      expect(operations.length).toBeGreaterThanOrEqual(10);
-      expect(operations.every((outcome) => outcome === 'passed'), operations.join(', ')).toBe(true);
-      // Nothing was written, the readonly probes included.
-      expect(await countBuckets(storage as Storage)).toBe(0);
-    }, FULL_RUN_MS);
+    it(
+      'readonly, end of service and Backoff: every operations check runs and passes',
+      async (ctx) => {
+        if (skipReason) return ctx.skip(skipReason);
+        const modes = { readonly: true, eos: '2999-12-31', eos_message: 'Moving to a new home', backoff: 30 };
+        const report = await runAgainst('modes', modes, [
+          'operations',
+          'root',
+          'http',
+          '--read-only',
+          '--backoff',
+          '30',
+        ]);
+        const operations = outcomes(report, 'operations.test.ts');
+        expect(operations.length).toBeGreaterThanOrEqual(10);
+        expect(
+          operations.every((outcome) => outcome === 'passed'),
+          operations.join(', '),
+        ).toBe(true);
+        // Nothing was written, the readonly probes included.
+        expect(await countBuckets(storage as Storage)).toBe(0);
+      },
+      FULL_RUN_MS,
+    );
 
-    it('history auto-trim: the history checks pass, the trim check included', async (ctx) => {
-      if (skipReason) return ctx.skip(skipReason);
-      const report = await runAgainst('trim', { history_enabled: true, history_auto_trim_max_count: 10 }, ['history']);
-      const trim = report.tests.filter((t) => t.id.includes('history auto-trim'));
-      expect(trim.map((t) => t.outcome)).toEqual(['passed']);
-      expect(outcomes(report, 'history.test.ts').filter((outcome) => outcome !== 'passed')).toEqual([]);
-    }, FULL_RUN_MS);
+    it(
+      'history auto-trim: the history checks pass, the trim check included',
+      async (ctx) => {
+        if (skipReason) return ctx.skip(skipReason);
+        const report = await runAgainst('trim', { history_enabled: true, history_auto_trim_max_count: 10 }, [
+          'history',
+        ]);
+        const trim = report.tests.filter((t) => t.id.includes('history auto-trim'));
+        expect(trim.map((t) => t.outcome)).toEqual(['passed']);
+        expect(outcomes(report, 'history.test.ts').filter((outcome) => outcome !== 'passed')).toEqual([]);
+      },
+      FULL_RUN_MS,
+    );
 
-    it('--allow-flush: the destructive flush check runs and passes', async (ctx) => {
-      if (skipReason) return ctx.skip(skipReason);
-      const report = await runAgainst('flush', { flush_endpoint_enabled: true }, ['flush', '--allow-flush']);
-      const flush = outcomes(report, 'flush.test.ts');
-      expect(flush.length).toBeGreaterThanOrEqual(3);
-      expect(flush.every((outcome) => outcome === 'passed'), flush.join(', ')).toBe(true);
-    }, FULL_RUN_MS);
+    it(
+      '--allow-flush: the destructive flush check runs and passes',
+      async (ctx) => {
+        if (skipReason) return ctx.skip(skipReason);
+        const report = await runAgainst('flush', { flush_endpoint_enabled: true }, ['flush', '--allow-flush']);
+        const flush = outcomes(report, 'flush.test.ts');
+        expect(flush.length).toBeGreaterThanOrEqual(3);
+        expect(
+          flush.every((outcome) => outcome === 'passed'),
+          flush.join(', '),
+        ).toBe(true);
+      },
+      FULL_RUN_MS,
+    );
   });
 }
 
@@ -275,55 +333,78 @@ describe('quire-conformance options (embedded store)', () => {
   // Claiming a body limit lower than the real one makes the 413 check fail on purpose.
   const deliberate = ['errors', '--max-body-bytes', '1024'];
 
-  it('fails (exit 1) on a deliberate deviation, showing request and response in the HTML report', async () => {
-    const dir = join(out, 'deviation');
-    const res = await runCli([target.url, ...deliberate, '--report', 'json,html', '--output', dir]);
-    expect(res.code, res.stdout + res.stderr).toBe(1);
-    const report = readJsonReport(dir);
-    const failed = report.tests.filter((t) => t.outcome === 'failed');
-    expect(failed.map((t) => t.id)).toEqual(['errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)']);
-    expect(failed[0]?.exchanges?.at(-1)?.request.method).toBe('POST');
-    expect(failed[0]?.exchanges?.at(-1)?.response.status).toBe(201);
-    const html = readFileSync(join(dir, 'conformance-report.html'), 'utf8');
-    expect(html).toContain('1 unexpected failure.');
-    expect(html).toContain('Actual response');
-    expect(html).toContain('Expected');
-    expect(html).not.toMatch(/Basic [A-Za-z0-9+/=]{20,}/); // credentials are redacted
-  }, FULL_RUN_MS);
+  it(
+    'fails (exit 1) on a deliberate deviation, showing request and response in the HTML report',
+    async () => {
+      const dir = join(out, 'deviation');
+      const res = await runCli([target.url, ...deliberate, '--report', 'json,html', '--output', dir]);
+      expect(res.code, res.stdout + res.stderr).toBe(1);
+      const report = readJsonReport(dir);
+      const failed = report.tests.filter((t) => t.outcome === 'failed');
+      expect(failed.map((t) => t.id)).toEqual([
+        'errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
+      ]);
+      expect(failed[0]?.exchanges?.at(-1)?.request.method).toBe('POST');
+      expect(failed[0]?.exchanges?.at(-1)?.response.status).toBe(201);
+      const html = readFileSync(join(dir, 'conformance-report.html'), 'utf8');
+      expect(html).toContain('1 unexpected failure.');
+      expect(html).toContain('Actual response');
+      expect(html).toContain('Expected');
+      expect(html).not.toMatch(/Basic [A-Za-z0-9+/=]{20,}/); // credentials are redacted
+    },
+    FULL_RUN_MS,
+  );
 
-  it('an expectations file turns the deliberate deviation into an expected one (exit 0)', async () => {
-    const dir = join(out, 'expected');
-    const file = join(out, 'expectations.jsonc');
-    writeFileSync(
-      file,
-      `{
+  it(
+    'an expectations file turns the deliberate deviation into an expected one (exit 0)',
+    async () => {
+      const dir = join(out, 'expected');
+      const file = join(out, 'expectations.jsonc');
+      writeFileSync(
+        file,
+        `{
   // This deployment's body limit is larger than what the operator told the suite.
   "deviations": [
     { "test": "errors.test.ts > * > 413 errno 113 *", "reason": "the limit given on the command line is deliberately too low" },
     { "test": "/never matches anything/", "reason": "unused entries are harmless" }
   ]
 }`,
-    );
-    const res = await runCli([target.url, ...deliberate, '--expectations', file, '--report', 'json', '--output', dir]);
-    expect(res.code, res.stdout + res.stderr).toBe(0);
-    const report = readJsonReport(dir);
-    expect(report.summary.failed).toBe(0);
-    expect(report.summary['expected-failure']).toBe(1);
-    const expected = report.tests.find((t) => t.outcome === 'expected-failure');
-    expect(expected?.reason).toBe('the limit given on the command line is deliberately too low');
-  }, FULL_RUN_MS);
+      );
+      const res = await runCli([
+        target.url,
+        ...deliberate,
+        '--expectations',
+        file,
+        '--report',
+        'json',
+        '--output',
+        dir,
+      ]);
+      expect(res.code, res.stdout + res.stderr).toBe(0);
+      const report = readJsonReport(dir);
+      expect(report.summary.failed).toBe(0);
+      expect(report.summary['expected-failure']).toBe(1);
+      const expected = report.tests.find((t) => t.outcome === 'expected-failure');
+      expect(expected?.reason).toBe('the limit given on the command line is deliberately too low');
+    },
+    FULL_RUN_MS,
+  );
 
-  it('--read-only runs the checks that write nothing and creates no bucket', async () => {
-    const dir = join(out, 'read-only');
-    expect(await countBuckets(target.storage)).toBe(0);
-    const res = await runCli([target.url, '--read-only', '--report', 'json', '--output', dir]);
-    expect(res.code, res.stdout + res.stderr).toBe(0);
-    const report = readJsonReport(dir);
-    expect(report.mode.readOnly).toBe(true);
-    expect(report.summary.passed).toBeGreaterThan(20);
-    expect(report.tests.filter((t) => t.reason === 'read-only mode: this check writes').length).toBeGreaterThan(100);
-    expect(await countBuckets(target.storage)).toBe(0);
-  }, FULL_RUN_MS);
+  it(
+    '--read-only runs the checks that write nothing and creates no bucket',
+    async () => {
+      const dir = join(out, 'read-only');
+      expect(await countBuckets(target.storage)).toBe(0);
+      const res = await runCli([target.url, '--read-only', '--report', 'json', '--output', dir]);
+      expect(res.code, res.stdout + res.stderr).toBe(0);
+      const report = readJsonReport(dir);
+      expect(report.mode.readOnly).toBe(true);
+      expect(report.summary.passed).toBeGreaterThan(20);
+      expect(report.tests.filter((t) => t.reason === 'read-only mode: this check writes').length).toBeGreaterThan(100);
+      expect(await countBuckets(target.storage)).toBe(0);
+    },
+    FULL_RUN_MS,
+  );
 
   it('exits 2 with a clear message when the URL is not a Kinto-protocol server', async () => {
     const res = await runCli([`${target.url.replace(/\/v1$/, '')}/nothing/v1`]);

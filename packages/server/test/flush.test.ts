@@ -25,10 +25,25 @@ describeOnBackends('POST /__flush__', {}, ({ serverWith }) => {
       url: 'https://kinto.readthedocs.io/en/latest/api/1.x/flush.html',
     });
     const bobId = (await app.inject({ url: '/v1/', headers: bob })).json().user.id as string;
-    await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: alice, payload: { permissions: { read: ['system.Everyone'] } } });
-    await app.inject({ method: 'PUT', url: '/v1/buckets/b/groups/g', headers: alice, payload: { data: { members: [bobId] } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/b',
+      headers: alice,
+      payload: { permissions: { read: ['system.Everyone'] } },
+    });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/b/groups/g',
+      headers: alice,
+      payload: { data: { members: [bobId] } },
+    });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: alice });
-    await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/r1', headers: alice, payload: { data: { n: 1 } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/b/collections/c/records/r1',
+      headers: alice,
+      payload: { data: { n: 1 } },
+    });
     await app.inject({ method: 'DELETE', url: '/v1/buckets/b/collections/c/records/r1', headers: alice });
     expect((await app.inject({ url: '/v1/', headers: bob })).json().user.principals).toContain('/buckets/b/groups/g');
 
@@ -39,7 +54,9 @@ describeOnBackends('POST /__flush__', {}, ({ serverWith }) => {
 
     expect((await app.inject({ url: '/v1/buckets', headers: alice })).json().data).toEqual([]);
     expect((await app.inject({ url: '/v1/buckets/b', headers: alice })).statusCode).toBe(403);
-    expect((await app.inject({ url: '/v1/', headers: bob })).json().user.principals).not.toContain('/buckets/b/groups/g');
+    expect((await app.inject({ url: '/v1/', headers: bob })).json().user.principals).not.toContain(
+      '/buckets/b/groups/g',
+    );
     // Everything can be created again from scratch.
     expect((await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: alice })).statusCode).toBe(201);
     const records = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: alice });
@@ -53,7 +70,12 @@ describeOnBackends('POST /__flush__', {}, ({ serverWith }) => {
     const app = await serverWith({ flush_endpoint_enabled: true });
     await app.inject({ method: 'PUT', url: '/v1/buckets/kept', headers: alice });
     expect((await app.inject({ method: 'GET', url: '/v1/__flush__' })).statusCode).toBe(405);
-    const batch = await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: [{ method: 'POST', path: '/__flush__' }] } });
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: alice,
+      payload: { requests: [{ method: 'POST', path: '/__flush__' }] },
+    });
     expect(batch.json().responses[0].status).toBe(400);
     expect((await app.inject({ url: '/v1/buckets/kept', headers: alice })).statusCode).toBe(200);
     await app.close();

@@ -18,12 +18,20 @@ import { useCli } from './helpers/cli.js';
 
 const HEADER = '{"format":"quire-export","version":1}';
 const line = (value: unknown) => JSON.stringify(value);
-const bucket = (id: string, last_modified: number) => line({ object: { id, last_modified }, parent: '', resource: 'bucket', permissions: { write: ['basicauth:alice'] } });
-const collection = (b: string, id: string, last_modified: number) => line({ object: { id, last_modified }, parent: `/buckets/${b}`, resource: 'collection' });
+const bucket = (id: string, last_modified: number) =>
+  line({ object: { id, last_modified }, parent: '', resource: 'bucket', permissions: { write: ['basicauth:alice'] } });
+const collection = (b: string, id: string, last_modified: number) =>
+  line({ object: { id, last_modified }, parent: `/buckets/${b}`, resource: 'collection' });
 const record = (b: string, c: string, id: string, last_modified: number, data: Record<string, unknown> = {}) =>
   line({ object: { ...data, id, last_modified }, parent: `/buckets/${b}/collections/${c}`, resource: 'record' });
 /** A valid start: bucket b, collection c, records r1, r2 (lines 2 to 5). */
-const PREFIX = [HEADER, bucket('b', 1000), collection('b', 'c', 1001), record('b', 'c', 'r1', 1002, { n: 1 }), record('b', 'c', 'r2', 1003, { n: 2 })];
+const PREFIX = [
+  HEADER,
+  bucket('b', 1000),
+  collection('b', 'c', 1001),
+  record('b', 'c', 'r1', 1002, { n: 1 }),
+  record('b', 'c', 'r2', 1003, { n: 2 }),
+];
 
 async function exportText(storage: Storage): Promise<string> {
   const out = new PassThrough();
@@ -35,11 +43,17 @@ async function exportText(storage: Storage): Promise<string> {
 }
 
 const run = (storage: Storage, lines: string[], options: { replace?: boolean; batchSize?: number } = {}) =>
-  importStore(storage, Readable.from([`${lines.join('\n')}\n`]), { batchSize: options.batchSize ?? 2, replace: options.replace ?? false });
+  importStore(storage, Readable.from([`${lines.join('\n')}\n`]), {
+    batchSize: options.batchSize ?? 2,
+    replace: options.replace ?? false,
+  });
 
 /** The import is refused with a message naming `number`, and the store holds nothing. */
 async function expectRefused(storage: Storage, lines: string[], number: number, reason: RegExp): Promise<void> {
-  const error = await run(storage, lines).then(() => null, (caught: unknown) => caught);
+  const error = await run(storage, lines).then(
+    () => null,
+    (caught: unknown) => caught,
+  );
   expect(error, 'the import should have been refused').toBeInstanceOf(ImportError);
   expect((error as Error).message).toMatch(new RegExp(`^line ${number}: `));
   expect((error as Error).message).toMatch(reason);
@@ -50,19 +64,43 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
   beforeEach(() => backend.storage.flush());
 
   it('refuses a record id the API refuses (../../x), naming the line, and writes nothing (even batches before it)', async () => {
-    await expectRefused(backend.storage, [...PREFIX, record('b', 'c', '../../x', 1004)], 6, /invalid record id "\.\.\/\.\.\/x"/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, record('b', 'c', '../../x', 1004)],
+      6,
+      /invalid record id "\.\.\/\.\.\/x"/,
+    );
     await expectRefused(backend.storage, [...PREFIX, record('b', 'c', '', 1004)], 6, /invalid record id/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'ok', last_modified: 1 }, parent: '/buckets/b/collections/c/../../x', resource: 'record' })], 6, /cannot be under/);
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({
+          object: { id: 'ok', last_modified: 1 },
+          parent: '/buckets/b/collections/c/../../x',
+          resource: 'record',
+        }),
+      ],
+      6,
+      /cannot be under/,
+    );
   });
 
   it('refuses an id longer than max_object_id_length (the API refuses it: no URL could address it)', async () => {
-    await expectRefused(backend.storage, [...PREFIX, record('b', 'c', 'x'.repeat(257), 1004)], 6, /record id longer than 256 characters \(max_object_id_length/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, record('b', 'c', 'x'.repeat(257), 1004)],
+      6,
+      /record id longer than 256 characters \(max_object_id_length/,
+    );
     await expectRefused(backend.storage, [HEADER, bucket('b'.repeat(300), 1000)], 2, /bucket id longer than 256/);
   });
 
   it('gives an empty imported collection a records timestamp, as one created through the API has (the monitor reads them)', async () => {
     await run(backend.storage, [...PREFIX, collection('b', 'empty', 1005)]);
-    const found = await backend.storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: ['b'], collections: [] } }));
+    const found = await backend.storage.read((session) =>
+      session.objects.collectionTimestamps({ within: { buckets: ['b'], collections: [] } }),
+    );
     const byCollection = Object.fromEntries(found.map((row) => [row.collection, row.lastModified]));
     expect(byCollection.empty).toEqual(expect.any(Number));
     // The collection with records keeps the timestamp it was exported with.
@@ -70,21 +108,87 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
   });
 
   it('refuses a record in a collection that is not in the import, or deleted', async () => {
-    await expectRefused(backend.storage, [...PREFIX, record('b', 'nope', 'r', 1004)], 6, /parent \/buckets\/b\/collections\/nope is not in the import/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { deleted: true, id: 'gone', last_modified: 1004 }, parent: '/buckets/b', resource: 'collection' }), record('b', 'gone', 'r', 1005)], 7, /is deleted/);
-    await expectRefused(backend.storage, [HEADER, collection('b', 'c', 1)], 2, /parent \/buckets\/b is not in the import/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, record('b', 'nope', 'r', 1004)],
+      6,
+      /parent \/buckets\/b\/collections\/nope is not in the import/,
+    );
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({
+          object: { deleted: true, id: 'gone', last_modified: 1004 },
+          parent: '/buckets/b',
+          resource: 'collection',
+        }),
+        record('b', 'gone', 'r', 1005),
+      ],
+      7,
+      /is deleted/,
+    );
+    await expectRefused(
+      backend.storage,
+      [HEADER, collection('b', 'c', 1)],
+      2,
+      /parent \/buckets\/b is not in the import/,
+    );
   });
 
   it('refuses an unknown resource type, and permissions the resource does not have', async () => {
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'w', last_modified: 1004 }, parent: '/buckets/b', resource: 'widget' })], 6, /unknown resource type "widget"/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'r3', last_modified: 1004 }, parent: '/buckets/b/collections/c', resource: 'record', permissions: { 'collection:create': ['x'] } })], 6, /not a permission of a record/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { deleted: true, id: 'r3', last_modified: 1004, title: 'x' }, parent: '/buckets/b/collections/c', resource: 'record' })], 6, /a tombstone is exactly/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'g', last_modified: 1004, members: 'alice' }, parent: '/buckets/b', resource: 'group' })], 6, /members must be a list/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, line({ object: { id: 'w', last_modified: 1004 }, parent: '/buckets/b', resource: 'widget' })],
+      6,
+      /unknown resource type "widget"/,
+    );
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({
+          object: { id: 'r3', last_modified: 1004 },
+          parent: '/buckets/b/collections/c',
+          resource: 'record',
+          permissions: { 'collection:create': ['x'] },
+        }),
+      ],
+      6,
+      /not a permission of a record/,
+    );
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({
+          object: { deleted: true, id: 'r3', last_modified: 1004, title: 'x' },
+          parent: '/buckets/b/collections/c',
+          resource: 'record',
+        }),
+      ],
+      6,
+      /a tombstone is exactly/,
+    );
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({ object: { id: 'g', last_modified: 1004, members: 'alice' }, parent: '/buckets/b', resource: 'group' }),
+      ],
+      6,
+      /members must be a list/,
+    );
   });
 
   it('refuses an object given twice, naming both lines; with --replace the later line wins', async () => {
     const twice = [...PREFIX, record('b', 'c', 'r1', 1004, { n: 'again' })];
-    await expectRefused(backend.storage, twice, 6, /record "r1" under \/buckets\/b\/collections\/c was already given on line 4/);
+    await expectRefused(
+      backend.storage,
+      twice,
+      6,
+      /record "r1" under \/buckets\/b\/collections\/c was already given on line 4/,
+    );
     const summary = await run(backend.storage, twice, { replace: true });
     expect(summary).toEqual({ objects: 4, replaced: 1 });
     const text = await exportText(backend.storage);
@@ -92,7 +196,12 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     expect(text).not.toContain('"n":1,');
     // A timestamp two objects of a scope would share is refused (the store keeps them unique).
     await backend.storage.flush();
-    await expectRefused(backend.storage, [...PREFIX, record('b', 'c', 'r3', 1003)], 6, /last_modified 1003 is already that of record "r2" \(line 5\)/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, record('b', 'c', 'r3', 1003)],
+      6,
+      /last_modified 1003 is already that of record "r2" \(line 5\)/,
+    );
   });
 
   it('a store that fails while writing (a fault injected in the second batch): what was written goes again, the lines are named', async () => {
@@ -103,10 +212,17 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
           const value: unknown = Reflect.get(target, name, target);
           return typeof value === 'function' ? value.bind(target) : value;
         }
-        return (fn: Parameters<Storage['transaction']>[0]) => (++transactions === 2 ? Promise.reject(new Error('disk full')) : target.transaction(fn));
+        return (fn: Parameters<Storage['transaction']>[0]) =>
+          ++transactions === 2 ? Promise.reject(new Error('disk full')) : target.transaction(fn);
       },
     });
-    const error = await importStore(failing, Readable.from([`${PREFIX.join('\n')}\n`]), { batchSize: 2, replace: false }).then(() => null, (caught: unknown) => caught);
+    const error = await importStore(failing, Readable.from([`${PREFIX.join('\n')}\n`]), {
+      batchSize: 2,
+      replace: false,
+    }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
     expect((error as Error).message).toBe('lines 4-5: the store refused them (disk full); nothing was imported');
     expect(await exportText(backend.storage)).toBe(`${HEADER}\n`);
   });
@@ -121,23 +237,89 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
       }
     }
     const limits = { maxLineBytes: 1 << 20, maxDepth: 10, maxKeys: 100, maxIdLength: 256 };
-    const error = await importStore(backend.storage, Readable.from(endless()), { batchSize: 10, replace: false, limits }).then(() => null, (caught: unknown) => caught);
+    const error = await importStore(backend.storage, Readable.from(endless()), {
+      batchSize: 10,
+      replace: false,
+      limits,
+    }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
     expect((error as Error).message).toBe('line 2: longer than 1048576 bytes');
     expect(pulled).toBeLessThan(2 << 20);
-    await expectRefused(backend.storage, [...PREFIX, `{"a":${'['.repeat(200)}${']'.repeat(200)}}`], 6, /nested deeper than/);
-    await expectRefused(backend.storage, [...PREFIX, line({ object: { id: 'r3', last_modified: 1004, x: 1 }, parent: '/buckets/b/collections/c', resource: 'record' }).replace('"x":1', '"__proto__":{"polluted":1}')], 6, /pollute prototypes/);
+    await expectRefused(
+      backend.storage,
+      [...PREFIX, `{"a":${'['.repeat(200)}${']'.repeat(200)}}`],
+      6,
+      /nested deeper than/,
+    );
+    await expectRefused(
+      backend.storage,
+      [
+        ...PREFIX,
+        line({
+          object: { id: 'r3', last_modified: 1004, x: 1 },
+          parent: '/buckets/b/collections/c',
+          resource: 'record',
+        }).replace('"x":1', '"__proto__":{"polluted":1}'),
+      ],
+      6,
+      /pollute prototypes/,
+    );
   });
 
   it('hostile lines (generated, seeded): a clear refusal naming the line, or a valid import; never a crash, never half-written', async () => {
     const json = fc.jsonValue({ maxDepth: 4 });
     // Lines around the protocol's shapes: wrong types, strange ids and parents, unicode, prototype keys.
-    const id = fc.oneof(fc.constantFrom('r3', '../../x', '__proto__', 'a'.repeat(300), 'é', '', ' r', 'r/s', 'constructor'), fc.string(), json);
-    const parent = fc.oneof(fc.constantFrom('', '/buckets/b', '/buckets/b/collections/c', '/buckets/b/collections/nope', '/buckets/x', '/buckets/b/collections/c/'), fc.string());
-    const resource = fc.oneof(fc.constantFrom('bucket', 'collection', 'group', 'record', 'account', 'history', 'quota', 'widget', '__proto__'), fc.string());
+    const id = fc.oneof(
+      fc.constantFrom('r3', '../../x', '__proto__', 'a'.repeat(300), 'é', '', ' r', 'r/s', 'constructor'),
+      fc.string(),
+      json,
+    );
+    const parent = fc.oneof(
+      fc.constantFrom(
+        '',
+        '/buckets/b',
+        '/buckets/b/collections/c',
+        '/buckets/b/collections/nope',
+        '/buckets/x',
+        '/buckets/b/collections/c/',
+      ),
+      fc.string(),
+    );
+    const resource = fc.oneof(
+      fc.constantFrom('bucket', 'collection', 'group', 'record', 'account', 'history', 'quota', 'widget', '__proto__'),
+      fc.string(),
+    );
     const objectLine = fc
-      .record({ object: fc.record({ id, last_modified: fc.oneof(fc.integer({ min: 1004, max: 2000 }), json), deleted: fc.oneof(fc.constant(undefined), json) }, { requiredKeys: ['id'] }), parent, resource, permissions: fc.oneof(fc.constant(undefined), json) }, { requiredKeys: [] })
+      .record(
+        {
+          object: fc.record(
+            {
+              id,
+              last_modified: fc.oneof(fc.integer({ min: 1004, max: 2000 }), json),
+              deleted: fc.oneof(fc.constant(undefined), json),
+            },
+            { requiredKeys: ['id'] },
+          ),
+          parent,
+          resource,
+          permissions: fc.oneof(fc.constant(undefined), json),
+        },
+        { requiredKeys: [] },
+      )
       .map(line);
-    const hostile = fc.oneof(objectLine, json.map(line), fc.string(), fc.constantFrom('{"__proto__":{"polluted":1}}', '{"scope":{"parent":"/buckets/b","resource":"record","timestamp":-1}}', '\u0000', '{'));
+    const hostile = fc.oneof(
+      objectLine,
+      json.map(line),
+      fc.string(),
+      fc.constantFrom(
+        '{"__proto__":{"polluted":1}}',
+        '{"scope":{"parent":"/buckets/b","resource":"record","timestamp":-1}}',
+        '\u0000',
+        '{',
+      ),
+    );
     let refused = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(hostile, { minLength: 1, maxLength: 3 }), async (extra) => {

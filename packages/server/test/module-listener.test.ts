@@ -28,7 +28,11 @@ type AuditLine =
 /** The lines the audit listener wrote, parsed. */
 function auditLines(file: string): AuditLine[] {
   try {
-    return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    return readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
   } catch {
     return [];
   }
@@ -54,9 +58,19 @@ describeOnBackends('event listeners from modules', {}, ({ name, serverWith }) =>
     } as never);
     await app.inject({ method: 'PUT', url: '/v1/buckets/b1', headers: alice });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b1/collections/c', headers: alice });
-    const created = await app.inject({ method: 'PUT', url: '/v1/buckets/b1/collections/c/records/r1', headers: alice, payload: { data: { n: 1 } } });
+    const created = await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/b1/collections/c/records/r1',
+      headers: alice,
+      payload: { data: { n: 1 } },
+    });
     expect(created.statusCode).toBe(201);
-    await app.inject({ method: 'PATCH', url: '/v1/buckets/b1/collections/c/records/r1', headers: alice, payload: { data: { n: 2 } } });
+    await app.inject({
+      method: 'PATCH',
+      url: '/v1/buckets/b1/collections/c/records/r1',
+      headers: alice,
+      payload: { data: { n: 2 } },
+    });
 
     await eventually(() => expect(auditLines(file).filter((line) => line.phase === 'committed')).toHaveLength(2));
     const inTransaction = auditLines(file).filter((line) => line.phase === 'transaction');
@@ -67,12 +81,22 @@ describeOnBackends('event listeners from modules', {}, ({ name, serverWith }) =>
     ]);
     expect(inTransaction[0]).toMatchObject({
       listener: 'audit',
-      payload: { uri: '/buckets/b1/collections/c/records/r1', bucket_id: 'b1', collection_id: 'c', record_id: 'r1', timestamp: created.json().data.last_modified },
+      payload: {
+        uri: '/buckets/b1/collections/c/records/r1',
+        bucket_id: 'b1',
+        collection_id: 'c',
+        record_id: 'r1',
+        timestamp: created.json().data.last_modified,
+      },
       impacted_objects: [{ new: { id: 'r1', n: 1 } }],
     });
-    expect(inTransaction[1]?.impacted_objects).toEqual([{ new: expect.objectContaining({ n: 2 }), old: expect.objectContaining({ n: 1 }) }]);
+    expect(inTransaction[1]?.impacted_objects).toEqual([
+      { new: expect.objectContaining({ n: 2 }), old: expect.objectContaining({ n: 1 }) },
+    ]);
     // The listener changed its copy, not the stored record.
-    expect((await app.inject({ url: '/v1/buckets/b1/collections/c/records/r1', headers: alice })).json().data.tampered).toBeUndefined();
+    expect(
+      (await app.inject({ url: '/v1/buckets/b1/collections/c/records/r1', headers: alice })).json().data.tampered,
+    ).toBeUndefined();
 
     await app.close();
     expect(auditLines(file).at(-1)).toEqual({ listener: 'audit', phase: 'closed' });
@@ -86,7 +110,12 @@ describeOnBackends('event listeners from modules', {}, ({ name, serverWith }) =>
     await app.inject({ method: 'PUT', url: '/v1/buckets/b2', headers: alice });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b2/collections/c', headers: alice });
 
-    const refused = await app.inject({ method: 'PUT', url: '/v1/buckets/b2/collections/c/records/r1', headers: alice, payload: { data: { secret: 1 } } });
+    const refused = await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/b2/collections/c/records/r1',
+      headers: alice,
+      payload: { data: { secret: 1 } },
+    });
     expect(refused.statusCode).toBe(500);
     expect(refused.json()).toMatchObject({ code: 500, errno: 999, error: 'Internal Server Error' });
     expect(refused.body).not.toContain('secret is not allowed');
@@ -108,26 +137,42 @@ describeOnBackends('event listeners from modules', {}, ({ name, serverWith }) =>
     const listing = await app.inject({ url: '/v1/buckets/b2/collections/c/records', headers: alice });
     expect(listing.json().data).toEqual([]);
     // Nothing that was rolled back is announced as committed.
-    expect(auditLines(file).filter((line) => line.phase === 'committed' && line.payload.resource_name === 'record')).toEqual([]);
+    expect(
+      auditLines(file).filter((line) => line.phase === 'committed' && line.payload.resource_name === 'record'),
+    ).toEqual([]);
     await app.close();
   });
 
   it('a protocol error thrown by a listener is the answer the client gets', async () => {
-    const app = await serverWith({ event_listeners: [{ name: 'no-deletes', use: fixture('protocol-error-listener.mjs') }] } as never);
+    const app = await serverWith({
+      event_listeners: [{ name: 'no-deletes', use: fixture('protocol-error-listener.mjs') }],
+    } as never);
     await app.inject({ method: 'PUT', url: '/v1/buckets/b3', headers: alice });
     const refused = await app.inject({ method: 'DELETE', url: '/v1/buckets/b3', headers: alice });
     expect(refused.statusCode).toBe(403);
-    expect(refused.json()).toEqual({ code: 403, errno: 121, error: 'Forbidden', message: 'Deletions are disabled here.' });
+    expect(refused.json()).toEqual({
+      code: 403,
+      errno: 121,
+      error: 'Forbidden',
+      message: 'Deletions are disabled here.',
+    });
     expect((await app.inject({ url: '/v1/buckets/b3', headers: alice })).statusCode).toBe(200);
     await app.close();
   });
 
   it('a module that cannot serve as a listener stops the boot with a clear message', async () => {
-    const boot = (listener: Record<string, unknown>) => serverWith({ event_listeners: [{ name: 'x', ...listener }] } as never);
-    await expect(boot({ use: './no/such/listener.mjs' })).rejects.toThrow(/listener "x"\): no module at .*no\/such\/listener\.mjs/);
-    await expect(boot({ use: 'quire-no-such-listener-package' })).rejects.toThrow(/unknown listener "quire-no-such-listener-package"/);
+    const boot = (listener: Record<string, unknown>) =>
+      serverWith({ event_listeners: [{ name: 'x', ...listener }] } as never);
+    await expect(boot({ use: './no/such/listener.mjs' })).rejects.toThrow(
+      /listener "x"\): no module at .*no\/such\/listener\.mjs/,
+    );
+    await expect(boot({ use: 'quire-no-such-listener-package' })).rejects.toThrow(
+      /unknown listener "quire-no-such-listener-package"/,
+    );
     await expect(boot({ use: fixture('not-a-listener.mjs') })).rejects.toThrow(/exports no createListener/);
     // createListener() refusing its options (no `file`) is reported with the listener's name.
-    await expect(boot({ use: fixture('audit-listener.mjs') })).rejects.toThrow(/listener "x"\): createListener\(\) of .* failed: file is required/);
+    await expect(boot({ use: fixture('audit-listener.mjs') })).rejects.toThrow(
+      /listener "x"\): createListener\(\) of .* failed: file is required/,
+    );
   });
 });

@@ -21,7 +21,10 @@ const API_AUDIENCE = 'https://quire.test';
 // oidc-provider ships no type declarations; a variable specifier keeps tsc from looking for them.
 interface OidcProvider {
   callback(): (req: IncomingMessage, res: ServerResponse) => void;
-  Grant: new (init: { accountId: string; clientId: string }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
+  Grant: new (init: {
+    accountId: string;
+    clientId: string;
+  }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
 }
 type OidcProviderClass = new (issuer: string, configuration: Record<string, unknown>) => OidcProvider;
 
@@ -54,12 +57,27 @@ class TestProvider {
           response_types: ['code'],
           token_endpoint_auth_method: 'client_secret_post',
         },
-        { client_id: 'robot', client_secret: 'robot-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
-        { client_id: 'brief-robot', client_secret: 'robot-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
+        {
+          client_id: 'robot',
+          client_secret: 'robot-secret',
+          grant_types: ['client_credentials'],
+          redirect_uris: [],
+          response_types: [],
+        },
+        {
+          client_id: 'brief-robot',
+          client_secret: 'robot-secret',
+          grant_types: ['client_credentials'],
+          redirect_uris: [],
+          response_types: [],
+        },
       ],
       claims: { openid: ['sub'], email: ['email'] },
       clockTolerance: 0, // (default 15 s) so that 1-second tokens expire at once
-      findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, email: `${id}@example.test` }) }),
+      findAccount: async (_ctx: unknown, id: string) => ({
+        accountId: id,
+        claims: async () => ({ sub: id, email: `${id}@example.test` }),
+      }),
       features: {
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },
@@ -67,13 +85,20 @@ class TestProvider {
           enabled: true,
           defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) => oneOf,
           useGrantedResource: async () => false,
-          getResourceServerInfo: async () => ({ scope: 'api', audience: API_AUDIENCE, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+          getResourceServerInfo: async () => ({
+            scope: 'api',
+            audience: API_AUDIENCE,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          }),
         },
       },
       // Accounts named "brief-*" get 1-second tokens, to see expired tokens refused.
       ttl: {
-        AccessToken: (_ctx: unknown, token: { accountId?: string }) => (token.accountId?.startsWith('brief') ? 1 : 3600),
-        ClientCredentials: (_ctx: unknown, _token: unknown, client: { clientId: string }) => (client.clientId === 'brief-robot' ? 1 : 600),
+        AccessToken: (_ctx: unknown, token: { accountId?: string }) =>
+          token.accountId?.startsWith('brief') ? 1 : 3600,
+        ClientCredentials: (_ctx: unknown, _token: unknown, client: { clientId: string }) =>
+          client.clientId === 'brief-robot' ? 1 : 600,
       },
     });
     handler = provider.callback();
@@ -87,7 +112,10 @@ class TestProvider {
   async clientCredentialsToken(clientId: string): Promise<string> {
     const response = await fetch(`${this.issuer}/token`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: `Basic ${Buffer.from(`${clientId}:robot-secret`).toString('base64')}` },
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        Authorization: `Basic ${Buffer.from(`${clientId}:robot-secret`).toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', resource: API_AUDIENCE, scope: 'api' }).toString(),
     });
     const body = (await response.json()) as { access_token: string };
@@ -125,7 +153,14 @@ function quireSettings(issuer: string, extra: Partial<Settings> = {}): Settings 
       openid_providers: [
         { name: 'idp', issuer, client_id: 'quire', client_secret: CLIENT_SECRET, audience: API_AUDIENCE },
         // Same provider, users named by e-mail: its login requires the `email` scope.
-        { name: 'mail', issuer, client_id: 'quire', client_secret: CLIENT_SECRET, userid_field: 'email', verification_ttl_seconds: 60 },
+        {
+          name: 'mail',
+          issuer,
+          client_id: 'quire',
+          client_secret: CLIENT_SECRET,
+          userid_field: 'email',
+          verification_ttl_seconds: 60,
+        },
       ],
       ...extra,
     },
@@ -142,7 +177,8 @@ async function loginDance(quireUrl: string, issuer: string, account: string, sco
   const visit = async (url: string, init: RequestInit = {}) => {
     const toProvider = url.startsWith(issuer);
     const headers = new Headers(init.headers);
-    if (toProvider && cookies.size) headers.set('Cookie', [...cookies].map(([name, value]) => `${name}=${value}`).join('; '));
+    if (toProvider && cookies.size)
+      headers.set('Cookie', [...cookies].map(([name, value]) => `${name}=${value}`).join('; '));
     const response = await fetch(url, { ...init, headers, redirect: 'manual' });
     if (toProvider) {
       for (const cookie of response.headers.getSetCookie()) {
@@ -164,7 +200,11 @@ async function loginDance(quireUrl: string, issuer: string, account: string, sco
       const location = new URL(response.headers.get('location') ?? '', response.url || issuer);
       if (location.href.startsWith('http://app.test/')) {
         const encoded = decodeURIComponent(location.href.slice(CALLBACK.length));
-        return { authorize, tokenRedirects, tokens: JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Record<string, string> };
+        return {
+          authorize,
+          tokenRedirects,
+          tokens: JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Record<string, string>,
+        };
       }
       if (location.href.startsWith(quireUrl)) tokenRedirects.push(location);
       response = await visit(location.href);
@@ -208,7 +248,13 @@ describe('OpenID Connect policy against a real provider', () => {
 
   const hello = async (headers: Record<string, string> = {}) => {
     const response = await fetch(`${quire.url}/v1/`, { headers });
-    return { status: response.status, body: (await response.json()) as { user?: { id: string; principals: string[] }; capabilities: Record<string, unknown> } };
+    return {
+      status: response.status,
+      body: (await response.json()) as {
+        user?: { id: string; principals: string[] };
+        capabilities: Record<string, unknown>;
+      },
+    };
   };
 
   it('lists the providers in capabilities.openid (§13.4)', async () => {
@@ -217,8 +263,22 @@ describe('OpenID Connect policy against a real provider', () => {
       description: 'OpenID connect support.',
       url: 'http://kinto.readthedocs.io/en/stable/api/1.x/authentication.html',
       providers: [
-        { name: 'idp', issuer: provider.issuer, auth_path: '/openid/idp/login', client_id: 'quire', header_type: 'Bearer', userinfo_endpoint: `${provider.issuer}/me` },
-        { name: 'mail', issuer: provider.issuer, auth_path: '/openid/mail/login', client_id: 'quire', header_type: 'Bearer', userinfo_endpoint: `${provider.issuer}/me` },
+        {
+          name: 'idp',
+          issuer: provider.issuer,
+          auth_path: '/openid/idp/login',
+          client_id: 'quire',
+          header_type: 'Bearer',
+          userinfo_endpoint: `${provider.issuer}/me`,
+        },
+        {
+          name: 'mail',
+          issuer: provider.issuer,
+          auth_path: '/openid/mail/login',
+          client_id: 'quire',
+          header_type: 'Bearer',
+          userinfo_endpoint: `${provider.issuer}/me`,
+        },
       ],
     });
     expect(body.capabilities.basicauth).toBeDefined();
@@ -247,13 +307,16 @@ describe('OpenID Connect policy against a real provider', () => {
     const { status, body } = await hello(bearer(aliceTokens.access_token ?? ''));
     expect(status).toBe(200);
     expect(body.user?.id).toBe('idp:alice');
-    expect(body.user?.principals).toEqual(expect.arrayContaining(['idp:alice', 'system.Everyone', 'system.Authenticated']));
+    expect(body.user?.principals).toEqual(
+      expect.arrayContaining(['idp:alice', 'system.Everyone', 'system.Authenticated']),
+    );
     expect(provider.count('/me')).toBe(before + 1);
   });
 
   it('answers from its cache the second time (no second userinfo call)', async () => {
     const before = provider.count('/me');
-    for (let i = 0; i < 3; i++) expect((await hello(bearer(aliceTokens.access_token ?? ''))).body.user?.id).toBe('idp:alice');
+    for (let i = 0; i < 3; i++)
+      expect((await hello(bearer(aliceTokens.access_token ?? ''))).body.user?.id).toBe('idp:alice');
     // Concurrent first uses of a token share one call too.
     const { tokens } = await loginDance(quire.url, provider.issuer, 'carol');
     const results = await Promise.all([1, 2, 3].map(() => hello(bearer(tokens.access_token ?? ''))));
@@ -262,7 +325,10 @@ describe('OpenID Connect policy against a real provider', () => {
   });
 
   it('accepts the scheme case-insensitively and lets the authenticated user write', async () => {
-    const response = await fetch(`${quire.url}/v1/buckets/openid-alice`, { method: 'PUT', headers: { Authorization: `bearer ${aliceTokens.access_token}` } });
+    const response = await fetch(`${quire.url}/v1/buckets/openid-alice`, {
+      method: 'PUT',
+      headers: { Authorization: `bearer ${aliceTokens.access_token}` },
+    });
     expect(response.status).toBe(201);
     const body = (await response.json()) as { permissions: { write: string[] } };
     expect(body.permissions.write).toEqual(['idp:alice']);
@@ -273,7 +339,10 @@ describe('OpenID Connect policy against a real provider', () => {
     const { status, body } = await hello(bearer('not-a-token-the-provider-knows'));
     expect(status).toBe(200);
     expect(body.user).toBeUndefined();
-    const response = await fetch(`${quire.url}/v1/buckets/openid-anon`, { method: 'PUT', headers: bearer('not-a-token-the-provider-knows') });
+    const response = await fetch(`${quire.url}/v1/buckets/openid-anon`, {
+      method: 'PUT',
+      headers: bearer('not-a-token-the-provider-knows'),
+    });
     expect(response.status).toBe(401);
     expect(((await response.json()) as { errno: number }).errno).toBe(104);
     const challenges = response.headers.get('www-authenticate') ?? '';
@@ -358,7 +427,11 @@ describe('OpenID Connect policy against a real provider', () => {
   describe('login helper endpoints', () => {
     const get = async (path: string) => {
       const response = await fetch(`${quire.url}${path}`, { redirect: 'manual' });
-      return { status: response.status, headers: response.headers, body: response.status === 307 ? null : ((await response.json()) as Record<string, unknown>) };
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: response.status === 307 ? null : ((await response.json()) as Record<string, unknown>),
+      };
     };
 
     it('answers 400 for an unknown provider or missing parameters', async () => {
@@ -368,17 +441,27 @@ describe('OpenID Connect policy against a real provider', () => {
       const missing = await get('/v1/openid/idp/login?scope=openid');
       expect(missing.body).toMatchObject({ code: 400, errno: 107, message: 'callback in querystring: Required' });
       const notUrl = await get('/v1/openid/idp/login?callback=javascript:alert(1)&scope=openid');
-      expect(notUrl.body).toMatchObject({ errno: 107, details: [{ location: 'querystring', name: 'callback', description: 'Must be a URL' }] });
+      expect(notUrl.body).toMatchObject({
+        errno: 107,
+        details: [{ location: 'querystring', name: 'callback', description: 'Must be a URL' }],
+      });
       const badPrompt = await get('/v1/openid/idp/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid&prompt=login');
       expect(badPrompt.status).toBe(400);
       const noCode = await get('/v1/openid/idp/token?state=x');
       expect(noCode.body).toMatchObject({ errno: 107, message: 'code in querystring: Required' });
     });
 
-    it("requires the email scope when users are named by e-mail", async () => {
+    it('requires the email scope when users are named by e-mail', async () => {
       const response = await get('/v1/openid/mail/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid');
-      expect(response.body).toMatchObject({ code: 400, errno: 107, message: "Provider mail requires 'email' scope", details: [{ location: 'body', name: 'scope' }] });
-      expect((await get('/v1/openid/mail/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid%20email')).status).toBe(307);
+      expect(response.body).toMatchObject({
+        code: 400,
+        errno: 107,
+        message: "Provider mail requires 'email' scope",
+        details: [{ location: 'body', name: 'scope' }],
+      });
+      expect((await get('/v1/openid/mail/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid%20email')).status).toBe(
+        307,
+      );
     });
 
     it('passes prompt=none on to the provider', async () => {
@@ -394,22 +477,38 @@ describe('OpenID Connect policy against a real provider', () => {
       for (const bad of ['deadbeef', tampered]) {
         const response = await get(`/v1/openid/idp/token?code=abc&state=${encodeURIComponent(bad)}`);
         expect(response.status).toBe(400);
-        expect(response.body).toMatchObject({ errno: 107, message: 'Invalid state', details: [{ location: 'body', name: 'state', errno: 105 }] });
+        expect(response.body).toMatchObject({
+          errno: 107,
+          message: 'Invalid state',
+          details: [{ location: 'body', name: 'state', errno: 105 }],
+        });
       }
       // A genuine state works once: the provider refuses the fake code, and its answer goes to the callback.
       const first = await get(`/v1/openid/idp/token?code=abc&state=${encodeURIComponent(state)}`);
       expect(first.status).toBe(307);
-      const answer = JSON.parse(Buffer.from(decodeURIComponent((first.headers.get('location') ?? '').slice('http://app.test/'.length)), 'base64').toString());
+      const answer = JSON.parse(
+        Buffer.from(
+          decodeURIComponent((first.headers.get('location') ?? '').slice('http://app.test/'.length)),
+          'base64',
+        ).toString(),
+      );
       expect(answer.error).toBe('invalid_grant');
       expect((await get(`/v1/openid/idp/token?code=abc&state=${encodeURIComponent(state)}`)).status).toBe(400);
     });
 
     it('limits callbacks to openid_callback_origins when set', async () => {
-      const strict = await startQuire(quireSettings(provider.issuer, { openid_callback_origins: ['http://app.test'] }), storage);
+      const strict = await startQuire(
+        quireSettings(provider.issuer, { openid_callback_origins: ['http://app.test'] }),
+        storage,
+      );
       try {
-        const ok = await fetch(`${strict.url}/v1/openid/idp/login?callback=http%3A%2F%2Fapp.test%2F%23x&scope=openid`, { redirect: 'manual' });
+        const ok = await fetch(`${strict.url}/v1/openid/idp/login?callback=http%3A%2F%2Fapp.test%2F%23x&scope=openid`, {
+          redirect: 'manual',
+        });
         expect(ok.status).toBe(307);
-        const evil = await fetch(`${strict.url}/v1/openid/idp/login?callback=http%3A%2F%2Fevil.test%2F&scope=openid`, { redirect: 'manual' });
+        const evil = await fetch(`${strict.url}/v1/openid/idp/login?callback=http%3A%2F%2Fevil.test%2F&scope=openid`, {
+          redirect: 'manual',
+        });
         expect(evil.status).toBe(400);
       } finally {
         await strict.app.close();
@@ -438,9 +537,13 @@ describe('OpenID Connect policy against a real provider', () => {
     expect((await hello(bearer(aliceTokens.access_token ?? ''))).body.user?.id).toBe('idp:alice');
     const badState = await fetch(`${quire.url}/v1/openid/idp/token?code=x&state=y`);
     expect(badState.status).toBe(400); // the state is checked before the provider is called
-    const login = await fetch(`${quire.url}/v1/openid/idp/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid`, { redirect: 'manual' });
+    const login = await fetch(`${quire.url}/v1/openid/idp/login?callback=http%3A%2F%2Fapp.test%2F&scope=openid`, {
+      redirect: 'manual',
+    });
     const state = new URL(login.headers.get('location') ?? '').searchParams.get('state') ?? '';
-    const exchange = await fetch(`${quire.url}/v1/openid/idp/token?code=x&state=${encodeURIComponent(state)}`, { redirect: 'manual' });
+    const exchange = await fetch(`${quire.url}/v1/openid/idp/token?code=x&state=${encodeURIComponent(state)}`, {
+      redirect: 'manual',
+    });
     expect(exchange.status).toBe(503);
     expect(await exchange.json()).toMatchObject({ errno: 201 });
     expect(quire.logs()).not.toContain(fresh);
@@ -451,12 +554,25 @@ describe('OpenID settings', () => {
   it('fails at boot when the provider cannot be reached or is misconfigured', async () => {
     const storage = await createSqliteStorage();
     try {
-      const unreachable = quireSettings('http://127.0.0.1:9', { multiauth_policies: ['idp'], openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c' }] });
-      await expect(buildServer({ settings: unreachable, storage, logger: false })).rejects.toThrow(/OpenID provider idp: cannot read its configuration/);
-      const unlisted = quireSettings('http://127.0.0.1:9', { multiauth_policies: ['basicauth'], openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c' }] });
+      const unreachable = quireSettings('http://127.0.0.1:9', {
+        multiauth_policies: ['idp'],
+        openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c' }],
+      });
+      await expect(buildServer({ settings: unreachable, storage, logger: false })).rejects.toThrow(
+        /OpenID provider idp: cannot read its configuration/,
+      );
+      const unlisted = quireSettings('http://127.0.0.1:9', {
+        multiauth_policies: ['basicauth'],
+        openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c' }],
+      });
       await expect(buildServer({ settings: unlisted, storage, logger: false })).rejects.toThrow(ConfigError);
-      const badField = quireSettings('http://127.0.0.1:9', { multiauth_policies: ['idp'], openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c', secret: 'x' }] });
-      await expect(buildServer({ settings: badField, storage, logger: false })).rejects.toThrow(/unknown field\(s\) secret/);
+      const badField = quireSettings('http://127.0.0.1:9', {
+        multiauth_policies: ['idp'],
+        openid_providers: [{ name: 'idp', issuer: 'http://127.0.0.1:9', client_id: 'c', secret: 'x' }],
+      });
+      await expect(buildServer({ settings: badField, storage, logger: false })).rejects.toThrow(
+        /unknown field\(s\) secret/,
+      );
     } finally {
       await storage.close();
     }
@@ -467,12 +583,18 @@ describe('OpenID settings', () => {
     const settings = loadSettings({
       env: {
         QUIRE_MULTIAUTH_POLICIES: 'google',
-        QUIRE_OPENID_PROVIDERS: JSON.stringify([{ name: 'google', issuer: 'https://accounts.google.com', client_id: 'id', client_secret: 'shh' }]),
+        QUIRE_OPENID_PROVIDERS: JSON.stringify([
+          { name: 'google', issuer: 'https://accounts.google.com', client_id: 'id', client_secret: 'shh' },
+        ]),
       },
     });
-    expect(settings.openid_providers).toEqual([{ name: 'google', issuer: 'https://accounts.google.com', client_id: 'id', client_secret: 'shh' }]);
+    expect(settings.openid_providers).toEqual([
+      { name: 'google', issuer: 'https://accounts.google.com', client_id: 'id', client_secret: 'shh' },
+    ]);
     expect(JSON.stringify(redactSettings(settings))).not.toContain('shh');
-    expect(() => loadSettings({ env: { QUIRE_OPENID_PROVIDERS: '[{"client_secret": "shh"' } })).toThrow(/openid_providers.*expected JSON/);
+    expect(() => loadSettings({ env: { QUIRE_OPENID_PROVIDERS: '[{"client_secret": "shh"' } })).toThrow(
+      /openid_providers.*expected JSON/,
+    );
     expect(() => loadSettings({ env: { QUIRE_OPENID_PROVIDERS: '[{"client_secret": "shh"' } })).not.toThrow(/shh/);
     expect(() => loadSettings({ env: { QUIRE_MULTIAUTH_POLICIES: 'nobody' } })).toThrow(ConfigError);
   });

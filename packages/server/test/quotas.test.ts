@@ -25,19 +25,38 @@ async function count(app: FastifyInstance, collection: string): Promise<number> 
 }
 
 describe('quota settings', () => {
-  const load = (overrides: Record<string, unknown>) => loadSettings({ env: {}, configFile: null, overrides: overrides as never });
+  const load = (overrides: Record<string, unknown>) =>
+    loadSettings({ env: {}, configFile: null, overrides: overrides as never });
 
   it('are checked at boot with a clear error', () => {
-    expect(() => load({ quotas_bucket: { max_item: 3 } })).toThrow(new ConfigError('Invalid setting quotas_bucket: unknown limit "max_item" (known: max_bytes, max_items, max_bytes_per_item)'));
-    expect(() => load({ quotas_collection: { max_bytes: -1 } })).toThrow(/quotas_collection: max_bytes must be a whole number ≥ 0/);
-    expect(() => load({ quotas_collections: { 'b/c/d': {} } })).toThrow(/quotas_collections: key "b\/c\/d" is not a bucket id or "<bucket id>\/<collection id>"/);
+    expect(() => load({ quotas_bucket: { max_item: 3 } })).toThrow(
+      new ConfigError(
+        'Invalid setting quotas_bucket: unknown limit "max_item" (known: max_bytes, max_items, max_bytes_per_item)',
+      ),
+    );
+    expect(() => load({ quotas_collection: { max_bytes: -1 } })).toThrow(
+      /quotas_collection: max_bytes must be a whole number ≥ 0/,
+    );
+    expect(() => load({ quotas_collections: { 'b/c/d': {} } })).toThrow(
+      /quotas_collections: key "b\/c\/d" is not a bucket id or "<bucket id>\/<collection id>"/,
+    );
     expect(() => load({ quotas_buckets: [] })).toThrow(/quotas_buckets: expected a JSON object/);
-    expect(() => load({ quotas_collections: { 'b/c': { max_items: 1.5 } } })).toThrow(new ConfigError('Invalid setting quotas_collections ("b/c"): max_items must be a whole number ≥ 0 (or null), got 1.5'));
-    expect(load({ quotas_collections: { b: { max_items: 1 }, 'b/c': { max_bytes: 10 } } }).quotas_collections).toEqual({ b: { max_items: 1 }, 'b/c': { max_bytes: 10 } });
+    expect(() => load({ quotas_collections: { 'b/c': { max_items: 1.5 } } })).toThrow(
+      new ConfigError(
+        'Invalid setting quotas_collections ("b/c"): max_items must be a whole number ≥ 0 (or null), got 1.5',
+      ),
+    );
+    expect(load({ quotas_collections: { b: { max_items: 1 }, 'b/c': { max_bytes: 10 } } }).quotas_collections).toEqual({
+      b: { max_items: 1 },
+      'b/c': { max_bytes: 10 },
+    });
   });
 
   it('read from environment variables as JSON', () => {
-    const settings = loadSettings({ env: { QUIRE_QUOTAS_ENABLED: 'true', QUIRE_QUOTAS_BUCKETS: '{"b": {"max_items": 2}}' }, configFile: null });
+    const settings = loadSettings({
+      env: { QUIRE_QUOTAS_ENABLED: 'true', QUIRE_QUOTAS_BUCKETS: '{"b": {"max_items": 2}}' },
+      configFile: null,
+    });
     expect(settings.quotas_enabled).toBe(true);
     expect(settings.quotas_buckets).toEqual({ b: { max_items: 2 } });
   });
@@ -62,7 +81,12 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
 
   it('a quota refusal is logged as a client error: one request line at warn, no error line, no stack (issue 29)', async () => {
     const { stream, lines } = logCapture();
-    const settings = testSettings({ log_level: 'info', log_format: 'json', quotas_enabled: true, quotas_collections: { qlog: { max_items: 1 } } });
+    const settings = testSettings({
+      log_level: 'info',
+      log_format: 'json',
+      quotas_enabled: true,
+      quotas_collections: { qlog: { max_items: 1 } },
+    });
     const app = await buildServer({ settings, storage: backend.storage, logger: { stream } });
     try {
       await put(app, '/buckets/qlog');
@@ -74,7 +98,10 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     }
     const refused = lines.filter((line) => line.status === 507);
     expect(refused).toHaveLength(1);
-    expect(refused[0]).toMatchObject({ level: 40, msg: 'PUT /v1/buckets/:bucket_id/collections/:collection_id/records/:record_id 507' });
+    expect(refused[0]).toMatchObject({
+      level: 40,
+      msg: 'PUT /v1/buckets/:bucket_id/collections/:collection_id/records/:record_id 507',
+    });
     expect(lines.filter((line) => (line.level as number) >= 50)).toEqual([]);
     expect(JSON.stringify(lines)).not.toContain('"stack"');
   });
@@ -87,17 +114,27 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     expect((await put(app, '/buckets/q1/collections/c/records/r2')).statusCode).toBe(201);
     const refused = await put(app, '/buckets/q1/collections/c/records/r3');
     expect(refused.statusCode).toBe(507);
-    expect(refused.json()).toEqual({ code: 507, errno: 121, error: 'Insufficient Storage', message: 'Collection maximum number of objects exceeded (3 > 2 objects).' });
+    expect(refused.json()).toEqual({
+      code: 507,
+      errno: 121,
+      error: 'Insufficient Storage',
+      message: 'Collection maximum number of objects exceeded (3 > 2 objects).',
+    });
     expect(await count(app, '/buckets/q1/collections/c')).toBe(2);
     // An update is no new object.
     expect((await put(app, '/buckets/q1/collections/c/records/r2', { x: 1 })).statusCode).toBe(200);
-    expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q1/collections/c/records/r1', headers: alice })).statusCode).toBe(200);
+    expect(
+      (await app.inject({ method: 'DELETE', url: '/v1/buckets/q1/collections/c/records/r1', headers: alice }))
+        .statusCode,
+    ).toBe(200);
     expect((await put(app, '/buckets/q1/collections/c/records/r3')).statusCode).toBe(201);
     // Another collection of the bucket has its own count.
     await put(app, '/buckets/q1/collections/d');
     expect((await put(app, '/buckets/q1/collections/d/records/r1')).statusCode).toBe(201);
     // Plural DELETE frees them all.
-    expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q1/collections/c/records', headers: alice })).statusCode).toBe(200);
+    expect(
+      (await app.inject({ method: 'DELETE', url: '/v1/buckets/q1/collections/c/records', headers: alice })).statusCode,
+    ).toBe(200);
     expect((await put(app, '/buckets/q1/collections/c/records/a')).statusCode).toBe(201);
     expect((await put(app, '/buckets/q1/collections/c/records/b')).statusCode).toBe(201);
     expect((await put(app, '/buckets/q1/collections/c/records/c')).statusCode).toBe(507);
@@ -124,7 +161,9 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     const overhead = JSON.stringify({ id: 'r2', last_modified: Date.now(), text: '' }).length;
     const text = 'b'.repeat(400 - used - overhead + Math.floor(sizes[2]! / 2));
     expect((await put(app, '/buckets/q2/collections/c/records/r2', { text })).statusCode).toBe(507);
-    expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q2/groups/g', headers: alice })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q2/groups/g', headers: alice })).statusCode).toBe(
+      200,
+    );
     expect((await put(app, '/buckets/q2/collections/c/records/r2', { text })).statusCode).toBe(201);
   });
 
@@ -151,13 +190,25 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     await put(app, '/buckets/q4');
     await put(app, '/buckets/q4/collections/c');
     await put(app, '/buckets/q4/collections/c/records/r0');
-    const requests = [1, 2, 3].map((i) => ({ method: 'PUT', path: `/buckets/q4/collections/c/records/r${i}`, body: { data: { i } } }));
+    const requests = [1, 2, 3].map((i) => ({
+      method: 'PUT',
+      path: `/buckets/q4/collections/c/records/r${i}`,
+      body: { data: { i } },
+    }));
     const res = await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests } });
     expect(res.statusCode).toBe(507);
-    expect(res.json()).toMatchObject({ errno: 121, message: 'Collection maximum number of objects exceeded (4 > 3 objects).' });
+    expect(res.json()).toMatchObject({
+      errno: 121,
+      message: 'Collection maximum number of objects exceeded (4 > 3 objects).',
+    });
     expect(await count(app, '/buckets/q4/collections/c')).toBe(1);
     // Two fit, and the counters were not touched by the refused batch.
-    const ok = await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: requests.slice(0, 2) } });
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: alice,
+      payload: { requests: requests.slice(0, 2) },
+    });
     expect(ok.statusCode).toBe(200);
     expect(await count(app, '/buckets/q4/collections/c')).toBe(3);
     expect((await put(app, '/buckets/q4/collections/c/records/r9')).statusCode).toBe(507);
@@ -172,14 +223,20 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     await put(app, '/buckets/q5/collections/b');
     const refused = await put(app, '/buckets/q5/collections/b/records/r1');
     expect(refused.json().message).toBe('Bucket maximum number of objects exceeded (3 > 2 objects).');
-    expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q5/collections/a', headers: alice })).statusCode).toBe(200);
+    expect(
+      (await app.inject({ method: 'DELETE', url: '/v1/buckets/q5/collections/a', headers: alice })).statusCode,
+    ).toBe(200);
     expect((await put(app, '/buckets/q5/collections/b/records/r1')).statusCode).toBe(201);
     expect((await put(app, '/buckets/q5/collections/b/records/r2')).statusCode).toBe(201);
     expect((await put(app, '/buckets/q5/collections/b/records/r3')).statusCode).toBe(507);
     // A collection created again under the same name starts from zero.
     await put(app, '/buckets/q5/collections/a');
     expect((await app.inject({ method: 'DELETE', url: '/v1/buckets/q5', headers: alice })).statusCode).toBe(200);
-    expect(await backend.storage.read((session) => session.objects.list({ resourceName: 'quota', parentId: '/buckets/q5' }, { includeDeleted: true }))).toEqual([]);
+    expect(
+      await backend.storage.read((session) =>
+        session.objects.list({ resourceName: 'quota', parentId: '/buckets/q5' }, { includeDeleted: true }),
+      ),
+    ).toEqual([]);
     await put(app, '/buckets/q5');
     await put(app, '/buckets/q5/collections/b');
     expect((await put(app, '/buckets/q5/collections/b/records/r1')).statusCode).toBe(201);
@@ -189,7 +246,11 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
   it('concurrent writers over HTTP: exactly the limit is stored, every other write gets 507', async () => {
     const LIMIT = 10;
     const WRITERS = 40;
-    const app = await backend.serverWith({ quotas_enabled: true, quotas_collections: { q6: { max_items: LIMIT } }, quotas_buckets: { q6: { max_items: LIMIT + 5 } } });
+    const app = await backend.serverWith({
+      quotas_enabled: true,
+      quotas_collections: { q6: { max_items: LIMIT } },
+      quotas_buckets: { q6: { max_items: LIMIT + 5 } },
+    });
     await put(app, '/buckets/q6');
     for (const c of ['a', 'b']) await put(app, `/buckets/q6/collections/${c}`);
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -197,12 +258,19 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: WRITERS });
     try {
       const send = async (path: string, body: unknown) => {
-        const res = await pool.request({ method: 'POST', path, headers: { ...alice, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await pool.request({
+          method: 'POST',
+          path,
+          headers: { ...alice, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const json = (await res.body.json()) as Record<string, unknown>;
         return { status: res.statusCode, json };
       };
       // Collection a alone: its limit.
-      const one = await Promise.all(Array.from({ length: WRITERS }, (_, i) => send('/v1/buckets/q6/collections/a/records', { data: { i } })));
+      const one = await Promise.all(
+        Array.from({ length: WRITERS }, (_, i) => send('/v1/buckets/q6/collections/a/records', { data: { i } })),
+      );
       expect(one.filter((r) => r.status === 201)).toHaveLength(LIMIT);
       expect(one.filter((r) => r.status === 507)).toHaveLength(WRITERS - LIMIT);
       expect(await count(app, '/buckets/q6/collections/a')).toBe(LIMIT);
@@ -210,17 +278,27 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
       const mixed = await Promise.all(
         Array.from({ length: WRITERS }, (_, i) =>
           i % 4 === 0
-            ? send('/v1/batch', { requests: [{ method: 'POST', path: '/buckets/q6/collections/b/records', body: { data: { i } } }, { method: 'POST', path: '/buckets/q6/collections/b/records', body: { data: { i } } }] })
+            ? send('/v1/batch', {
+                requests: [
+                  { method: 'POST', path: '/buckets/q6/collections/b/records', body: { data: { i } } },
+                  { method: 'POST', path: '/buckets/q6/collections/b/records', body: { data: { i } } },
+                ],
+              })
             : send('/v1/buckets/q6/collections/b/records', { data: { i } }),
         ),
       );
       expect(mixed.every((r) => r.status === 200 || r.status === 201 || r.status === 507)).toBe(true);
       const stored = await count(app, '/buckets/q6/collections/b');
-      expect(mixed.filter((r) => r.status === 200).length * 2 + mixed.filter((r) => r.status === 201).length).toBe(stored);
+      expect(mixed.filter((r) => r.status === 200).length * 2 + mixed.filter((r) => r.status === 201).length).toBe(
+        stored,
+      );
       expect([4, 5]).toContain(stored);
       // Whatever is left, the bucket is now full (at 15, or 14 with one place a batch of 2 could not take).
       if (stored === 4) expect((await send('/v1/buckets/q6/collections/b/records', { data: {} })).status).toBe(201);
-      expect((await send('/v1/buckets/q6/collections/b/records', { data: {} })).json).toMatchObject({ errno: 121, message: 'Bucket maximum number of objects exceeded (16 > 15 objects).' });
+      expect((await send('/v1/buckets/q6/collections/b/records', { data: {} })).json).toMatchObject({
+        errno: 121,
+        message: 'Bucket maximum number of objects exceeded (16 > 15 objects).',
+      });
     } finally {
       await pool.close();
     }

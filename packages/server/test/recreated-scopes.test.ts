@@ -50,7 +50,10 @@ describeOnBackends('a deleted and re-created bucket or collection', { timeout: 3
     await put(app, '/v1/buckets/b1/collections/c/records/r2', { data: { n: 2 } });
     await del(app, '/v1/buckets/b1/collections/c/records/r2'); // a tombstone: the newest timestamp served
     const old = await etagOf(app, '/v1/buckets/b1/collections/c/records');
-    const notModified = await app.inject({ url: '/v1/buckets/b1/collections/c/records', headers: { ...alice, 'if-none-match': `"${old}"` } });
+    const notModified = await app.inject({
+      url: '/v1/buckets/b1/collections/c/records',
+      headers: { ...alice, 'if-none-match': `"${old}"` },
+    });
     expect(notModified.statusCode).toBe(304);
 
     await del(app, '/v1/buckets/b1/collections/c');
@@ -107,9 +110,16 @@ describeOnBackends('a deleted and re-created bucket or collection', { timeout: 3
     await expectMovedPast(app, '/v1/buckets/b3/collections', old.get('/v1/buckets/b3/collections')!);
     await put(app, '/v1/buckets/b3/collections/c');
     // The collections list now holds the new collection, above the old list's timestamp.
-    const collections = await app.inject({ url: `/v1/buckets/b3/collections?_since=${old.get('/v1/buckets/b3/collections')}`, headers: alice });
+    const collections = await app.inject({
+      url: `/v1/buckets/b3/collections?_since=${old.get('/v1/buckets/b3/collections')}`,
+      headers: alice,
+    });
     expect(collections.json().data.map((c: { id: string }) => c.id)).toEqual(['c']);
-    await expectMovedPast(app, '/v1/buckets/b3/collections/c/records', old.get('/v1/buckets/b3/collections/c/records')!);
+    await expectMovedPast(
+      app,
+      '/v1/buckets/b3/collections/c/records',
+      old.get('/v1/buckets/b3/collections/c/records')!,
+    );
     // A record of the same id, written again, gets a timestamp above the old record's.
     const again = await put(app, '/v1/buckets/b3/collections/c/records/r1', { data: { n: 1 } });
     expect(again.last_modified).toBeGreaterThan(old.get('/v1/buckets/b3/collections/c/records')!);
@@ -127,7 +137,10 @@ describeOnBackends('a deleted and re-created bucket or collection', { timeout: 3
 
     await del(app, '/v1/buckets/b4');
     await put(app, '/v1/buckets/b4');
-    const cached = await app.inject({ url: '/v1/buckets/b4/history', headers: { ...alice, 'if-none-match': `"${old}"` } });
+    const cached = await app.inject({
+      url: '/v1/buckets/b4/history',
+      headers: { ...alice, 'if-none-match': `"${old}"` },
+    });
     expect(cached.statusCode).toBe(200);
     const polled = await app.inject({ url: `/v1/buckets/b4/history?_since=${old}`, headers: alice });
     // The re-created bucket's own creation is its history now, above the old entries.

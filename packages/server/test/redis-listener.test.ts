@@ -14,9 +14,13 @@ import { REDIS_URL as url, redisUnavailable } from './helpers/redis.js';
 
 const alice = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` };
 
-
 /** Pops up to `count` messages (oldest first), waiting at most `seconds` for each. */
-async function consume(worker: Redis, list: string, count: number, seconds = 5): Promise<Array<Record<string, unknown>>> {
+async function consume(
+  worker: Redis,
+  list: string,
+  count: number,
+  seconds = 5,
+): Promise<Array<Record<string, unknown>>> {
   const messages: Array<Record<string, unknown>> = [];
   while (messages.length < count) {
     const popped = await worker.brpop(list, seconds);
@@ -96,16 +100,32 @@ if (reason !== undefined) {
         const me = (await app.inject({ method: 'GET', url: '/v1/', headers: alice })).json().user.id;
         expect((await app.inject({ method: 'PUT', url: '/v1/buckets/rq', headers: alice })).statusCode).toBe(201);
         await app.inject({ method: 'PUT', url: '/v1/buckets/rq/collections/c', headers: alice });
-        const record = await app.inject({ method: 'PUT', url: '/v1/buckets/rq/collections/c/records/r1', headers: alice, payload: { data: { a: 1 } } });
+        const record = await app.inject({
+          method: 'PUT',
+          url: '/v1/buckets/rq/collections/c/records/r1',
+          headers: alice,
+          payload: { data: { a: 1 } },
+        });
         await app.inject({ method: 'DELETE', url: '/v1/buckets/rq/collections/c/records/r1', headers: alice });
         // A refused request pushes nothing.
         await app.inject({ method: 'PUT', url: '/v1/buckets/rq/collections/c/records/r2', payload: { data: {} } });
 
         const messages = await consume(worker, list, 4);
-        expect(messages.map((m) => `${m.resource_name}:${m.action}`)).toEqual(['bucket:create', 'collection:create', 'record:create', 'record:delete']);
+        expect(messages.map((m) => `${m.resource_name}:${m.action}`)).toEqual([
+          'bucket:create',
+          'collection:create',
+          'record:create',
+          'record:delete',
+        ]);
         expect(messages[2]).toEqual({
-          action: 'create', resource_name: 'record', timestamp: record.json().data.last_modified,
-          uri: '/buckets/rq/collections/c/records/r1', user_id: me, bucket_id: 'rq', collection_id: 'c', record_id: 'r1',
+          action: 'create',
+          resource_name: 'record',
+          timestamp: record.json().data.last_modified,
+          uri: '/buckets/rq/collections/c/records/r1',
+          user_id: me,
+          bucket_id: 'rq',
+          collection_id: 'c',
+          record_id: 'r1',
         });
         expect(await worker.llen(list)).toBe(0);
         // The second listener only takes record creations.
@@ -124,32 +144,57 @@ if (reason !== undefined) {
         await app.inject({ method: 'PUT', url: '/v1/buckets/rb/collections/c', headers: alice });
         await consume(worker, list, 2);
         const ok = await app.inject({
-          method: 'POST', url: '/v1/batch', headers: alice,
-          payload: { requests: ['x', 'y'].map((id) => ({ method: 'PUT', path: `/buckets/rb/collections/c/records/${id}` })) },
+          method: 'POST',
+          url: '/v1/batch',
+          headers: alice,
+          payload: {
+            requests: ['x', 'y'].map((id) => ({ method: 'PUT', path: `/buckets/rb/collections/c/records/${id}` })),
+          },
         });
         expect(ok.statusCode).toBe(200);
         const grouped = await consume(worker, list, 2, 1);
         expect(grouped).toHaveLength(1);
-        expect(grouped[0]).toMatchObject({ action: 'create', resource_name: 'record', uri: '/buckets/rb/collections/c/records/x' });
+        expect(grouped[0]).toMatchObject({
+          action: 'create',
+          resource_name: 'record',
+          uri: '/buckets/rb/collections/c/records/x',
+        });
 
         // A 404 sub-request is an answer, not a failure: the others are committed and pushed.
         const partial = await app.inject({
-          method: 'POST', url: '/v1/batch', headers: alice,
-          payload: { requests: [{ method: 'PUT', path: '/buckets/rb/collections/c/records/z' }, { method: 'PUT', path: '/buckets/rb/collections/missing/records/w' }] },
+          method: 'POST',
+          url: '/v1/batch',
+          headers: alice,
+          payload: {
+            requests: [
+              { method: 'PUT', path: '/buckets/rb/collections/c/records/z' },
+              { method: 'PUT', path: '/buckets/rb/collections/missing/records/w' },
+            ],
+          },
         });
         expect(partial.statusCode).toBe(200);
         expect((await consume(worker, list, 1, 1)).map((m) => m.uri)).toEqual(['/buckets/rb/collections/c/records/z']);
 
         // A batch rolled back (here by an in-transaction listener refusing it) pushes nothing.
         app.services.events.subscribe({
-          name: 'veto', actions: new Set(['create']), resources: null,
+          name: 'veto',
+          actions: new Set(['create']),
+          resources: null,
           async inTransaction(events) {
-            if (events.some((event) => event.impactedObjects.some((item) => item.new.id === 'vetoed'))) throw new Error('vetoed');
+            if (events.some((event) => event.impactedObjects.some((item) => item.new.id === 'vetoed')))
+              throw new Error('vetoed');
           },
         });
         const failed = await app.inject({
-          method: 'POST', url: '/v1/batch', headers: alice,
-          payload: { requests: ['fine', 'vetoed'].map((id) => ({ method: 'PUT', path: `/buckets/rb/collections/c/records/${id}` })) },
+          method: 'POST',
+          url: '/v1/batch',
+          headers: alice,
+          payload: {
+            requests: ['fine', 'vetoed'].map((id) => ({
+              method: 'PUT',
+              path: `/buckets/rb/collections/c/records/${id}`,
+            })),
+          },
         });
         expect(failed.statusCode).toBe(500);
         expect(await consume(worker, list, 1, 1)).toEqual([]);
@@ -163,14 +208,26 @@ if (reason !== undefined) {
       await relay.reservePort();
       const list = newList();
       const app = await serverWith([
-        { name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: list, max_buffer: 3, retry_min_ms: 20, retry_max_ms: 100 },
+        {
+          name: 'queue',
+          use: 'redis',
+          url: `redis://127.0.0.1:${relay.port}/0`,
+          listname: list,
+          max_buffer: 3,
+          retry_min_ms: 20,
+          retry_max_ms: 100,
+        },
       ]);
       const listener = app.services.events.subscribers.find((s) => s.name === 'queue') as RedisQueueListener;
       try {
         await app.inject({ method: 'PUT', url: '/v1/buckets/rd', headers: alice });
         await app.inject({ method: 'PUT', url: '/v1/buckets/rd/collections/c', headers: alice });
         for (const id of ['r1', 'r2', 'r3', 'r4']) {
-          const res = await app.inject({ method: 'PUT', url: `/v1/buckets/rd/collections/c/records/${id}`, headers: alice });
+          const res = await app.inject({
+            method: 'PUT',
+            url: `/v1/buckets/rd/collections/c/records/${id}`,
+            headers: alice,
+          });
           expect(res.statusCode).toBe(201);
         }
         // 6 events, at most 3 kept: the oldest were dropped (and logged).
@@ -178,7 +235,9 @@ if (reason !== undefined) {
 
         await relay.start();
         const messages = await consume(worker, list, 3, 10);
-        expect(messages.map((m) => m.uri)).toEqual(['r2', 'r3', 'r4'].map((id) => `/buckets/rd/collections/c/records/${id}`));
+        expect(messages.map((m) => m.uri)).toEqual(
+          ['r2', 'r3', 'r4'].map((id) => `/buckets/rd/collections/c/records/${id}`),
+        );
         // The worker may see the push before this process handles Redis's answer to it.
         await expect.poll(() => listener.pending).toBe(0);
       } finally {
@@ -190,7 +249,9 @@ if (reason !== undefined) {
     it('closing the server while Redis is unreachable does not hang', async () => {
       const relay = new Relay();
       await relay.reservePort();
-      const app = await serverWith([{ name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: newList() }]);
+      const app = await serverWith([
+        { name: 'queue', use: 'redis', url: `redis://127.0.0.1:${relay.port}/0`, listname: newList() },
+      ]);
       await app.inject({ method: 'PUT', url: '/v1/buckets/rc', headers: alice });
       const started = Date.now();
       await app.close();

@@ -30,7 +30,12 @@ describeOnBackends('sorting by array elements', { timeout: 30_000 }, ({ serverWi
     await app.inject({ method: 'PUT', url: '/v1/buckets/sp/collections/c', headers: alice, payload: {} });
     const tags: Record<string, unknown> = { r1: [3, 0], r2: [1], r3: [2, 9], r4: [], r5: 'x' };
     for (const [id, value] of Object.entries(tags)) {
-      await app.inject({ method: 'PUT', url: `/v1/buckets/sp/collections/c/records/${id}`, headers: alice, payload: { data: { tags: value } } });
+      await app.inject({
+        method: 'PUT',
+        url: `/v1/buckets/sp/collections/c/records/${id}`,
+        headers: alice,
+        payload: { data: { tags: value } },
+      });
     }
     const records = '/v1/buckets/sp/collections/c/records';
     expect(await pagedIds(app, `${records}?_sort=tags.0,id&_limit=1`)).toEqual(['r2', 'r3', 'r1', 'r4', 'r5']);

@@ -59,16 +59,32 @@ describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {
 
   beforeAll(async () => {
     app = await backend.serverWith({ history_enabled: true, quotas_enabled: true });
-    const send = (method: string, url: string, body?: unknown, headers = alice) => app.inject({ method: method as never, url: `/v1${url}`, headers, ...(body ? { payload: body } : {}) });
+    const send = (method: string, url: string, body?: unknown, headers = alice) =>
+      app.inject({ method: method as never, url: `/v1${url}`, headers, ...(body ? { payload: body } : {}) });
     await send('PUT', '/buckets/b1', { data: { title: 'één' }, permissions: { read: ['system.Authenticated'] } });
     const bobId = (await send('GET', '/', undefined, bob)).json().user.id as string;
     await send('PUT', '/buckets/b1/groups/friends', { data: { members: [bobId, 'account:carol'] } });
     await send('PUT', '/buckets/b1/collections/tasks', { data: { z: 1, a: { y: [1, 2], b: null } } });
-    await send('PUT', '/buckets/b1/collections/tasks/records/shared', { data: { x: 1 }, permissions: { write: ['/buckets/b1/groups/friends'] } });
+    await send('PUT', '/buckets/b1/collections/tasks/records/shared', {
+      data: { x: 1 },
+      permissions: { write: ['/buckets/b1/groups/friends'] },
+    });
     // Bulk records (with no ACL), then some deleted: tombstones.
-    const requests = Array.from({ length: 20 }, (_, i) => ({ method: 'PUT', path: `/buckets/b1/collections/tasks/records/h${i}`, body: { data: { i } } }));
+    const requests = Array.from({ length: 20 }, (_, i) => ({
+      method: 'PUT',
+      path: `/buckets/b1/collections/tasks/records/h${i}`,
+      body: { data: { i } },
+    }));
     await send('POST', '/batch', { requests });
-    await backend.storage.transaction((session) => session.objects.insertMany({ resourceName: 'record', parentId: '/buckets/b1/collections/tasks' }, Array.from({ length: RECORDS }, (_, i) => ({ id: `r${i}`, data: { n: i, text: `t${i % 7}`, nested: { k: [i, 'é'] } } }))));
+    await backend.storage.transaction((session) =>
+      session.objects.insertMany(
+        { resourceName: 'record', parentId: '/buckets/b1/collections/tasks' },
+        Array.from({ length: RECORDS }, (_, i) => ({
+          id: `r${i}`,
+          data: { n: i, text: `t${i % 7}`, nested: { k: [i, 'é'] } },
+        })),
+      ),
+    );
     for (let i = 0; i < 10; i++) await send('DELETE', `/buckets/b1/collections/tasks/records/h${i}`);
     await send('PUT', '/buckets/b2', {}, bob);
     await send('PUT', '/buckets/b2/collections/empty', {}, bob);
@@ -95,45 +111,92 @@ describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {
   });
 
   for (const kind of ['embedded', 'postgresql'] as const) {
-    it.skipIf(kind === 'postgresql' && postgresSkipReason !== undefined)(`round trip into a fresh ${kind} store: byte-identical export, same ETags, _since keeps working`, async () => {
-      const target = await fresh(kind);
-      try {
-        expect((await importStore(target.storage, Readable.from([original]), { batchSize: 700, replace: false })).objects).toBeGreaterThan(RECORDS);
-        expect(await exportText(target.storage, 333)).toBe(original);
-
-        const copy = await buildServer({ settings: testSettings({ history_enabled: true, quotas_enabled: true }), storage: target.storage, logger: false });
+    it.skipIf(kind === 'postgresql' && postgresSkipReason !== undefined)(
+      `round trip into a fresh ${kind} store: byte-identical export, same ETags, _since keeps working`,
+      async () => {
+        const target = await fresh(kind);
         try {
-          const list = '/v1/buckets/b1/collections/tasks/records?_limit=5&_sort=-last_modified';
-          const [before, after] = await Promise.all([app, copy].map((server) => server.inject({ method: 'GET', url: list, headers: alice })));
-          expect(after!.statusCode).toBe(200);
-          expect(after!.headers.etag).toBe(before!.headers.etag);
-          expect(after!.json()).toEqual(before!.json());
-          // Bob is in the group: its membership came along (he may write the shared record).
-          expect((await copy.inject({ method: 'PATCH', url: '/v1/buckets/b1/collections/tasks/records/shared', headers: bob, payload: { data: { y: 2 } } })).statusCode).toBe(200);
-          expect((await copy.inject({ method: 'PATCH', url: '/v1/buckets/b1/collections/tasks/records/r1', headers: bob, payload: { data: { y: 2 } } })).statusCode).toBe(403);
-          // A client synced up to the old ETag gets only what changed since, tombstones included.
-          const etag = Number(String(before!.headers.etag).replaceAll('"', ''));
-          await copy.inject({ method: 'DELETE', url: '/v1/buckets/b1/collections/tasks/records/r5', headers: alice });
-          const since = await copy.inject({ method: 'GET', url: `/v1/buckets/b1/collections/tasks/records?_since=${etag}`, headers: alice });
-          expect(since.json().data.map((r: { id: string }) => r.id).sort()).toEqual(['r5', 'shared']);
+          expect(
+            (await importStore(target.storage, Readable.from([original]), { batchSize: 700, replace: false })).objects,
+          ).toBeGreaterThan(RECORDS);
+          expect(await exportText(target.storage, 333)).toBe(original);
+
+          const copy = await buildServer({
+            settings: testSettings({ history_enabled: true, quotas_enabled: true }),
+            storage: target.storage,
+            logger: false,
+          });
+          try {
+            const list = '/v1/buckets/b1/collections/tasks/records?_limit=5&_sort=-last_modified';
+            const [before, after] = await Promise.all(
+              [app, copy].map((server) => server.inject({ method: 'GET', url: list, headers: alice })),
+            );
+            expect(after!.statusCode).toBe(200);
+            expect(after!.headers.etag).toBe(before!.headers.etag);
+            expect(after!.json()).toEqual(before!.json());
+            // Bob is in the group: its membership came along (he may write the shared record).
+            expect(
+              (
+                await copy.inject({
+                  method: 'PATCH',
+                  url: '/v1/buckets/b1/collections/tasks/records/shared',
+                  headers: bob,
+                  payload: { data: { y: 2 } },
+                })
+              ).statusCode,
+            ).toBe(200);
+            expect(
+              (
+                await copy.inject({
+                  method: 'PATCH',
+                  url: '/v1/buckets/b1/collections/tasks/records/r1',
+                  headers: bob,
+                  payload: { data: { y: 2 } },
+                })
+              ).statusCode,
+            ).toBe(403);
+            // A client synced up to the old ETag gets only what changed since, tombstones included.
+            const etag = Number(String(before!.headers.etag).replaceAll('"', ''));
+            await copy.inject({ method: 'DELETE', url: '/v1/buckets/b1/collections/tasks/records/r5', headers: alice });
+            const since = await copy.inject({
+              method: 'GET',
+              url: `/v1/buckets/b1/collections/tasks/records?_since=${etag}`,
+              headers: alice,
+            });
+            expect(
+              since
+                .json()
+                .data.map((r: { id: string }) => r.id)
+                .sort(),
+            ).toEqual(['r5', 'shared']);
+          } finally {
+            await copy.close();
+          }
+          // Over data: refused, unless replacing.
+          await expect(
+            importStore(target.storage, Readable.from([original]), { batchSize: 700, replace: false }),
+          ).rejects.toThrow(ImportError);
+          await importStore(target.storage, Readable.from([original]), { batchSize: 5000, replace: true });
+          expect(await exportText(target.storage)).toBe(original);
         } finally {
-          await copy.close();
+          await target.dispose();
         }
-        // Over data: refused, unless replacing.
-        await expect(importStore(target.storage, Readable.from([original]), { batchSize: 700, replace: false })).rejects.toThrow(ImportError);
-        await importStore(target.storage, Readable.from([original]), { batchSize: 5000, replace: true });
-        expect(await exportText(target.storage)).toBe(original);
-      } finally {
-        await target.dispose();
-      }
-    });
+      },
+    );
   }
 
   it('refuses what is not an export', async () => {
     const target = await fresh('embedded');
     try {
-      await expect(importStore(target.storage, Readable.from(['{"format":"other"}\n']), { batchSize: 10, replace: false })).rejects.toThrow(/not a quire-export stream/);
-      await expect(importStore(target.storage, Readable.from(['{"format":"quire-export","version":1}\n{"x":1}\n']), { batchSize: 10, replace: false })).rejects.toThrow(/line 2: neither an object nor a scope line/);
+      await expect(
+        importStore(target.storage, Readable.from(['{"format":"other"}\n']), { batchSize: 10, replace: false }),
+      ).rejects.toThrow(/not a quire-export stream/);
+      await expect(
+        importStore(target.storage, Readable.from(['{"format":"quire-export","version":1}\n{"x":1}\n']), {
+          batchSize: 10,
+          replace: false,
+        }),
+      ).rejects.toThrow(/line 2: neither an object nor a scope line/);
     } finally {
       await target.dispose();
     }
@@ -142,37 +205,49 @@ describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {
 
 describeOnBackends('quire export / quire import (CLI)', { timeout: 120_000 }, (backend) => {
   const run = useCli();
-  it.runIf(backend.name === 'embedded')('exports a data directory to a file and imports it into another; refuses a store holding data without --replace', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'quire-cli-transfer-'));
-    try {
-      const source = join(dir, 'a');
-      await mkdir(source, { recursive: true });
-      const app = await buildServer({ settings: testSettings({}), storage: await createSqliteStorage({ path: join(source, 'quire.sqlite') }), logger: false });
-      await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: alice });
-      await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: alice });
-      await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/r', headers: alice, payload: { data: { x: 1 } } });
-      await app.close();
-      await app.services.storage.close();
-      const file = join(dir, 'dump.ndjson');
-      const exported = run(['export', '--output', file], { QUIRE_DATA_DIR: source });
-      expect(await exported.exited).toBe(0);
-      const dump = await readFile(file, 'utf8');
-      expect(dump).toContain('"id":"r"');
-      const target = join(dir, 'b');
-      expect(await run(['import', '--input', file], { QUIRE_DATA_DIR: target }).exited).toBe(0);
-      const again = run(['import', '--input', file], { QUIRE_DATA_DIR: target });
-      expect(await again.exited).toBe(1);
-      expect(again.output()).toContain('already holds data');
-      expect(await run(['import', '--input', file, '--replace'], { QUIRE_DATA_DIR: target }).exited).toBe(0);
-      const file2 = join(dir, 'dump2.ndjson');
-      expect(await run(['export', '-o', file2], { QUIRE_DATA_DIR: target }).exited).toBe(0);
-      expect(await readFile(file2, 'utf8')).toBe(dump);
-      await writeFile(join(dir, 'bad.ndjson'), 'nope\n');
-      const bad = run(['import', '--input', join(dir, 'bad.ndjson')], { QUIRE_DATA_DIR: join(dir, 'c') });
-      expect(await bad.exited).toBe(1);
-      expect(bad.output()).toContain('quire import: line 1: not JSON');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it.runIf(backend.name === 'embedded')(
+    'exports a data directory to a file and imports it into another; refuses a store holding data without --replace',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'quire-cli-transfer-'));
+      try {
+        const source = join(dir, 'a');
+        await mkdir(source, { recursive: true });
+        const app = await buildServer({
+          settings: testSettings({}),
+          storage: await createSqliteStorage({ path: join(source, 'quire.sqlite') }),
+          logger: false,
+        });
+        await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: alice });
+        await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: alice });
+        await app.inject({
+          method: 'PUT',
+          url: '/v1/buckets/b/collections/c/records/r',
+          headers: alice,
+          payload: { data: { x: 1 } },
+        });
+        await app.close();
+        await app.services.storage.close();
+        const file = join(dir, 'dump.ndjson');
+        const exported = run(['export', '--output', file], { QUIRE_DATA_DIR: source });
+        expect(await exported.exited).toBe(0);
+        const dump = await readFile(file, 'utf8');
+        expect(dump).toContain('"id":"r"');
+        const target = join(dir, 'b');
+        expect(await run(['import', '--input', file], { QUIRE_DATA_DIR: target }).exited).toBe(0);
+        const again = run(['import', '--input', file], { QUIRE_DATA_DIR: target });
+        expect(await again.exited).toBe(1);
+        expect(again.output()).toContain('already holds data');
+        expect(await run(['import', '--input', file, '--replace'], { QUIRE_DATA_DIR: target }).exited).toBe(0);
+        const file2 = join(dir, 'dump2.ndjson');
+        expect(await run(['export', '-o', file2], { QUIRE_DATA_DIR: target }).exited).toBe(0);
+        expect(await readFile(file2, 'utf8')).toBe(dump);
+        await writeFile(join(dir, 'bad.ndjson'), 'nope\n');
+        const bad = run(['import', '--input', join(dir, 'bad.ndjson')], { QUIRE_DATA_DIR: join(dir, 'c') });
+        expect(await bad.exited).toBe(1);
+        expect(bad.output()).toContain('quire import: line 1: not JSON');
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

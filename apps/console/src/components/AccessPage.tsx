@@ -29,7 +29,10 @@ export function AccessPage() {
     if (permission) query.set('contains_permissions', JSON.stringify(permission));
     return String(query);
   }, [kind, debouncedBucket, debouncedSearch, permission]);
-  const [state, list] = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, { firstPageSize: 200, minPageSize: 500 });
+  const [state, list] = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, {
+    firstPageSize: 200,
+    minPageSize: 500,
+  });
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
   const count = rowCount(state);
   const user = hello.user;
@@ -38,7 +41,8 @@ export function AccessPage() {
   return (
     <div class="page fill">
       <PageHeader title="My access">
-        Everything you can do on this server, through any of your principals: your user id, the groups you are in, and everyone's.
+        Everything you can do on this server, through any of your principals: your user id, the groups you are in, and
+        everyone's.
       </PageHeader>
       {user ? (
         <ul class="principal-strip" aria-label="Your principals">
@@ -74,15 +78,27 @@ export function AccessPage() {
         </label>
         <label class="field inline">
           <span class="field-label">Bucket</span>
-          <input value={bucket} onInput={(event) => setBucket(event.currentTarget.value)} placeholder="any" spellcheck={false} />
+          <input
+            value={bucket}
+            onInput={(event) => setBucket(event.currentTarget.value)}
+            placeholder="any"
+            spellcheck={false}
+          />
         </label>
         <label class="field inline grow">
           <span class="field-label">Object</span>
-          <input value={search} onInput={(event) => setSearch(event.currentTarget.value)} placeholder="part of its path, * as wildcard" spellcheck={false} />
+          <input
+            value={search}
+            onInput={(event) => setSearch(event.currentTarget.value)}
+            placeholder="part of its path, * as wildcard"
+            spellcheck={false}
+          />
         </label>
       </form>
       <div class="muted small list-status" aria-live="polite">
-        {state.complete ? `${formatCount(state.items.length)} object${state.items.length === 1 ? '' : 's'}` : `${formatCount(state.items.length)} objects so far (scroll for more)`}
+        {state.complete
+          ? `${formatCount(state.items.length)} object${state.items.length === 1 ? '' : 's'}`
+          : `${formatCount(state.items.length)} objects so far (scroll for more)`}
       </div>
       {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
       {state.error && state.items.length === 0 ? null : (
@@ -111,7 +127,13 @@ export function AccessPage() {
                   <span class="badge">{entry.resource_name === 'root' ? 'server' : entry.resource_name}</span>
                 </span>
                 <span role="cell" class="ellipsis" title={entry.uri}>
-                  {entry.uri === '/' ? <span class="muted">the server itself</span> : link ? <a href={link}>{entry.uri}</a> : entry.uri}
+                  {entry.uri === '/' ? (
+                    <span class="muted">the server itself</span>
+                  ) : link ? (
+                    <a href={link}>{entry.uri}</a>
+                  ) : (
+                    entry.uri
+                  )}
                 </span>
                 <span role="cell" class="perm-chips">
                   {entry.permissions

@@ -10,7 +10,17 @@ import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { countLabel, rowCount } from '../lib/paged-list.js';
 import { useCapabilities, useConsole } from './context.js';
-import { ConfirmDialog, Dialog, EmptyState, ErrorNotice, Field, FormError, onSubmit, PageHeader, Spinner } from './ui.js';
+import {
+  ConfirmDialog,
+  Dialog,
+  EmptyState,
+  ErrorNotice,
+  Field,
+  FormError,
+  onSubmit,
+  PageHeader,
+  Spinner,
+} from './ui.js';
 import { VirtualList } from './VirtualList.js';
 
 function generatePassword(): string {
@@ -23,7 +33,13 @@ function generatePassword(): string {
 function PasswordInput({ password, setPassword }: { password: string; setPassword: (password: string) => void }) {
   return (
     <div class="input-row">
-      <input value={password} onInput={(event) => setPassword(event.currentTarget.value)} required spellcheck={false} autocomplete="new-password" />
+      <input
+        value={password}
+        onInput={(event) => setPassword(event.currentTarget.value)}
+        required
+        spellcheck={false}
+        autocomplete="new-password"
+      />
       <button type="button" class="button secondary small" onClick={() => setPassword(generatePassword())}>
         Generate
       </button>
@@ -61,10 +77,18 @@ export function AccountsPage() {
           )
         }
       >
-        People who sign in with a username and a password. Account administrators see and manage all of them; others see their own.
+        People who sign in with a username and a password. Account administrators see and manage all of them; others see
+        their own.
       </PageHeader>
       <div class="toolbar">
-        <input type="search" class="search" placeholder="Find accounts…" aria-label="Find accounts" value={search} onInput={(event) => setSearch(event.currentTarget.value)} />
+        <input
+          type="search"
+          class="search"
+          placeholder="Find accounts…"
+          aria-label="Find accounts"
+          value={search}
+          onInput={(event) => setSearch(event.currentTarget.value)}
+        />
         <span class="muted small">{countLabel(state, 'account')}</span>
       </div>
       {state.error ? (
@@ -92,7 +116,13 @@ export function AccountsPage() {
               </span>
             </div>
           }
-          empty={state.loading ? <Spinner /> : <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />}
+          empty={
+            state.loading ? (
+              <Spinner />
+            ) : (
+              <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />
+            )
+          }
           renderRow={(index) => {
             const account = state.items[index];
             if (!account) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
@@ -102,7 +132,15 @@ export function AccountsPage() {
                   {account.id}
                   {me === `account:${account.id}` ? <span class="badge subtle">you</span> : null}
                 </span>
-                {validation ? <span role="cell">{account.validated === false ? <span class="badge warn">pending</span> : <span class="badge ok">yes</span>}</span> : null}
+                {validation ? (
+                  <span role="cell">
+                    {account.validated === false ? (
+                      <span class="badge warn">pending</span>
+                    ) : (
+                      <span class="badge ok">yes</span>
+                    )}
+                  </span>
+                ) : null}
                 <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
                   {relativeTime(account.last_modified)}
                 </span>
@@ -123,9 +161,15 @@ export function AccountsPage() {
           }}
         />
       )}
-      {creating ? <CreateAccountDialog onClose={() => setCreating(false)} onCreated={() => setVersion((value) => value + 1)} /> : null}
-      {resetting ? <ResetPasswordDialog id={resetting} validation={validation} onClose={() => setResetting(null)} /> : null}
-      {deleting ? <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} /> : null}
+      {creating ? (
+        <CreateAccountDialog onClose={() => setCreating(false)} onCreated={() => setVersion((value) => value + 1)} />
+      ) : null}
+      {resetting ? (
+        <ResetPasswordDialog id={resetting} validation={validation} onClose={() => setResetting(null)} />
+      ) : null}
+      {deleting ? (
+        <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} />
+      ) : null}
     </div>
   );
 }
@@ -170,7 +214,13 @@ function CreateAccountDialog({ onClose, onCreated }: { onClose: () => void; onCr
     >
       <form id="account-form" class="form" onSubmit={onSubmit(() => void create())}>
         <Field label="Username">
-          <input value={id} onInput={(event) => setId(event.currentTarget.value.trim())} required spellcheck={false} autocomplete="off" />
+          <input
+            value={id}
+            onInput={(event) => setId(event.currentTarget.value.trim())}
+            required
+            spellcheck={false}
+            autocomplete="off"
+          />
         </Field>
         <Field label="Password" hint="Give it to the person through a safe channel; they can change it.">
           <PasswordInput password={password} setPassword={setPassword} />
@@ -237,7 +287,14 @@ function ResetPasswordDialog({ id, validation, onClose }: { id: string; validati
       }
     >
       <form id="reset-form" class="form" onSubmit={onSubmit(() => void setNew())}>
-        <Field label="New password" hint={mine ? 'This is your own account: you will sign in again with it.' : 'The old password stops working at once.'}>
+        <Field
+          label="New password"
+          hint={
+            mine
+              ? 'This is your own account: you will sign in again with it.'
+              : 'The old password stops working at once.'
+          }
+        >
           <PasswordInput password={password} setPassword={setPassword} />
         </Field>
         <FormError error={error} />

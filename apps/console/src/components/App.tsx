@@ -61,10 +61,25 @@ export function App() {
       />
     );
   }
-  return <SignedIn key={`${session.server} ${session.authorization ?? ''}`} session={session} route={route} onSignOut={signOut} />;
+  return (
+    <SignedIn
+      key={`${session.server} ${session.authorization ?? ''}`}
+      session={session}
+      route={route}
+      onSignOut={signOut}
+    />
+  );
 }
 
-function SignedIn({ session, route, onSignOut }: { session: Session; route: Route; onSignOut: (message?: string) => void }) {
+function SignedIn({
+  session,
+  route,
+  onSignOut,
+}: {
+  session: Session;
+  route: Route;
+  onSignOut: (message?: string) => void;
+}) {
   const api = useMemo(() => connect(session.server, session.authorization), [session]);
   const [hello, setHello] = useState<ServerInfo | null>(null);
   const [error, setError] = useState<Error | null>(null);
@@ -93,7 +108,10 @@ function SignedIn({ session, route, onSignOut }: { session: Session; route: Rout
   const notify = useCallback((message: string, kind: ToastKind = 'success') => {
     const id = nextToast.current++;
     setToasts((current) => [...current.slice(-1), { id, message, kind }]);
-    setTimeout(() => setToasts((current) => current.filter((toast) => toast.id !== id)), kind === 'error' ? 8000 : 3000);
+    setTimeout(
+      () => setToasts((current) => current.filter((toast) => toast.id !== id)),
+      kind === 'error' ? 8000 : 3000,
+    );
   }, []);
 
   if (!hello) {

@@ -87,15 +87,32 @@ export function AttributesEditor({
   return (
     <section class="attributes" aria-label="Attributes">
       {help ? <div class="muted small help">{help}</div> : null}
-      <JsonEditor label={`${noun} attributes`} value={text} onChange={setText} onSave={() => void save()} readOnly={readonly} rows={24} />
+      <JsonEditor
+        label={`${noun} attributes`}
+        value={text}
+        onChange={setText}
+        onSave={() => void save()}
+        readOnly={readonly}
+        rows={24}
+      />
       {error ? <ErrorNotice error={error} /> : null}
       <div class="form-actions">
         {!readonly ? (
           <>
-            <button type="button" class="button" disabled={!dirty || busy || Boolean(parsed.error)} onClick={() => void save()}>
+            <button
+              type="button"
+              class="button"
+              disabled={!dirty || busy || Boolean(parsed.error)}
+              onClick={() => void save()}
+            >
               {busy ? 'Saving…' : 'Save'}
             </button>
-            <button type="button" class="button secondary" disabled={!dirty || busy} onClick={() => setText(pretty(object))}>
+            <button
+              type="button"
+              class="button secondary"
+              disabled={!dirty || busy}
+              onClick={() => setText(pretty(object))}
+            >
               Undo changes
             </button>
           </>
@@ -129,7 +146,14 @@ export function AttributesEditor({
         />
       ) : null}
       {confirmDelete ? (
-        <ConfirmDialog title={`Delete ${noun} “${object.id}”?`} confirmLabel={`Delete ${noun}`} danger busy={busy} onConfirm={() => void remove()} onClose={() => setConfirmDelete(false)}>
+        <ConfirmDialog
+          title={`Delete ${noun} “${object.id}”?`}
+          confirmLabel={`Delete ${noun}`}
+          danger
+          busy={busy}
+          onConfirm={() => void remove()}
+          onClose={() => setConfirmDelete(false)}
+        >
           {deleteWarning}
         </ConfirmDialog>
       ) : null}

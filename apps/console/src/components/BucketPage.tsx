@@ -43,10 +43,14 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           ) : null
         }
       >
-        {object ? <span title={formatTimestamp(object.last_modified)}>Modified {relativeTime(object.last_modified)}</span> : null}
+        {object ? (
+          <span title={formatTimestamp(object.last_modified)}>Modified {relativeTime(object.last_modified)}</span>
+        ) : null}
       </PageHeader>
       <Tabs label="Bucket sections" tabs={tabs} current={tab} />
-      {bucket.error && (tab === 'permissions' || tab === 'attributes' || statusOf(bucket.error) === 404) ? <ErrorNotice error={bucket.error} onRetry={bucket.reload} /> : null}
+      {bucket.error && (tab === 'permissions' || tab === 'attributes' || statusOf(bucket.error) === 404) ? (
+        <ErrorNotice error={bucket.error} onRetry={bucket.reload} />
+      ) : null}
       {tab === 'collections' ? (
         <ObjectList
           path={`${paths.bucket(bid)}/collections`}
@@ -54,8 +58,21 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           version={listVersion}
           linkOf={(collection) => href.collection(bid, collection.id)}
           columns={[
-            { label: 'Schema', width: '110px', render: (item) => (item.schema && Object.keys(item.schema as object).length ? <span class="badge ok">schema</span> : <span class="muted">—</span>) },
-            { label: 'Display fields', width: 'minmax(140px, 1.5fr)', render: (item) => (Array.isArray(item.displayFields) ? (item.displayFields as string[]).join(', ') : '') },
+            {
+              label: 'Schema',
+              width: '110px',
+              render: (item) =>
+                item.schema && Object.keys(item.schema as object).length ? (
+                  <span class="badge ok">schema</span>
+                ) : (
+                  <span class="muted">—</span>
+                ),
+            },
+            {
+              label: 'Display fields',
+              width: 'minmax(140px, 1.5fr)',
+              render: (item) => (Array.isArray(item.displayFields) ? (item.displayFields as string[]).join(', ') : ''),
+            },
           ]}
           emptyText="No collection in this bucket yet."
         />
@@ -65,13 +82,21 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           noun="group"
           version={listVersion}
           linkOf={(group) => href.group(bid, group.id)}
-          columns={[{ label: 'Members', width: '120px', render: (item) => (Array.isArray(item.members) ? String(item.members.length) : '0') }]}
+          columns={[
+            {
+              label: 'Members',
+              width: '120px',
+              render: (item) => (Array.isArray(item.members) ? String(item.members.length) : '0'),
+            },
+          ]}
           emptyText="No group in this bucket yet. Groups name sets of users to grant permissions to at once."
         />
       ) : tab === 'history' ? (
         <HistoryView bid={bid} />
       ) : !object ? (
-        bucket.loading ? <Spinner /> : null
+        bucket.loading ? (
+          <Spinner />
+        ) : null
       ) : tab === 'permissions' ? (
         <PermissionsEditor
           kind="bucket"
@@ -87,7 +112,12 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           object={object}
           onSaved={(data) => bucket.set({ ...bucket.data!, data })}
           onDeleted={() => navigate(href.buckets())}
-          deleteWarning={<p>Every collection, record and group of this bucket, and its history, will be deleted. This cannot be undone.</p>}
+          deleteWarning={
+            <p>
+              Every collection, record and group of this bucket, and its history, will be deleted. This cannot be
+              undone.
+            </p>
+          }
         />
       )}
       {creating ? (

@@ -28,9 +28,24 @@ export function BucketsPage() {
         path="/buckets"
         noun="bucket"
         linkOf={(bucket) => href.bucket(bucket.id)}
-        emptyText={hello.user?.bucket ? <>No bucket yet. Your personal bucket appears once it is used.</> : 'No bucket you may read.'}
+        emptyText={
+          hello.user?.bucket ? (
+            <>No bucket yet. Your personal bucket appears once it is used.</>
+          ) : (
+            'No bucket you may read.'
+          )
+        }
       />
-      {creating ? <CreateDialog noun="bucket" parentPath="" plural="buckets" idRequired onClose={() => setCreating(false)} onCreated={(bucket) => navigate(href.bucket(bucket.id))} /> : null}
+      {creating ? (
+        <CreateDialog
+          noun="bucket"
+          parentPath=""
+          plural="buckets"
+          idRequired
+          onClose={() => setCreating(false)}
+          onCreated={(bucket) => navigate(href.bucket(bucket.id))}
+        />
+      ) : null}
     </div>
   );
 }

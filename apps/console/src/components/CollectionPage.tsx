@@ -30,17 +30,35 @@ export function CollectionPage({ route }: { route: CollectionRoute }) {
   const [importing, setImporting] = useState(false);
   const [version, setVersion] = useState(0);
   const listParams = String(query);
-  const [state, list] = usePagedList<KintoObject>(api, tab === 'records' ? `${paths.collection(bid, cid)}/records` : null, listParams, { count: true }, version);
+  const [state, list] = usePagedList<KintoObject>(
+    api,
+    tab === 'records' ? `${paths.collection(bid, cid)}/records` : null,
+    listParams,
+    { count: true },
+    version,
+  );
   const object = collection.data?.data ?? null;
   const schema: JsonSchema | null = object && isActiveSchema(object.schema) ? object.schema : null;
-  const bucketSchema = bucket.data?.data && isActiveSchema(bucket.data.data['record:schema']) ? (bucket.data.data['record:schema'] as JsonSchema) : null;
+  const bucketSchema =
+    bucket.data?.data && isActiveSchema(bucket.data.data['record:schema'])
+      ? (bucket.data.data['record:schema'] as JsonSchema)
+      : null;
   const panelOpen = tab === 'records' && (route.rid !== undefined || route.isNew === true);
 
   const tabs = [
-    { id: 'records', label: 'Records', href: href.collection(bid, cid, 'records', tab === 'records' ? query : undefined), count: null },
+    {
+      id: 'records',
+      label: 'Records',
+      href: href.collection(bid, cid, 'records', tab === 'records' ? query : undefined),
+      count: null,
+    },
     ...(capabilities.history ? [{ id: 'history', label: 'History', href: href.collection(bid, cid, 'history') }] : []),
     { id: 'permissions', label: 'Permissions', href: href.collection(bid, cid, 'permissions') },
-    { id: 'attributes', label: schema ? 'Schema & attributes' : 'Attributes', href: href.collection(bid, cid, 'attributes') },
+    {
+      id: 'attributes',
+      label: schema ? 'Schema & attributes' : 'Attributes',
+      href: href.collection(bid, cid, 'attributes'),
+    },
   ];
 
   return (
@@ -113,7 +131,9 @@ export function CollectionPage({ route }: { route: CollectionRoute }) {
       ) : tab === 'history' ? (
         <HistoryView bid={bid} fixed={{ collection_id: cid }} />
       ) : !object ? (
-        collection.loading ? <Spinner /> : null
+        collection.loading ? (
+          <Spinner />
+        ) : null
       ) : tab === 'permissions' ? (
         <PermissionsEditor
           kind="collection"
@@ -132,8 +152,12 @@ export function CollectionPage({ route }: { route: CollectionRoute }) {
           deleteWarning={<p>Every record of this collection will be deleted. This cannot be undone.</p>}
           help={
             <>
-              <Code>schema</Code>: a JSON schema (Draft 7) that records must match{capabilities.schema ? '' : ' (this server does not validate schemas, but the console still generates its form from it)'};{' '}
-              <Code>displayFields</Code>: the columns of the records list; <Code>cache_expires</Code>: seconds anonymous readers may cache records.
+              <Code>schema</Code>: a JSON schema (Draft 7) that records must match
+              {capabilities.schema
+                ? ''
+                : ' (this server does not validate schemas, but the console still generates its form from it)'}
+              ; <Code>displayFields</Code>: the columns of the records list; <Code>cache_expires</Code>: seconds
+              anonymous readers may cache records.
             </>
           }
         />

@@ -57,14 +57,19 @@ export function ConflictDialog({
       <p>
         {theirs ? (
           <>
-            Someone saved another version at <strong>{formatTimestamp(theirs.last_modified)}</strong>, after you opened it. Your changes were not saved.
-            Compare both versions and choose which one to keep.
+            Someone saved another version at <strong>{formatTimestamp(theirs.last_modified)}</strong>, after you opened
+            it. Your changes were not saved. Compare both versions and choose which one to keep.
           </>
         ) : (
           <>Someone deleted it after you opened it. Your changes were not saved.</>
         )}
       </p>
-      <DiffView before={theirs ? comparable(theirs) : undefined} after={comparable(mine)} beforeLabel="On the server now (theirs)" afterLabel="Your version (mine)" />
+      <DiffView
+        before={theirs ? comparable(theirs) : undefined}
+        after={comparable(mine)}
+        beforeLabel="On the server now (theirs)"
+        afterLabel="Your version (mine)"
+      />
     </Dialog>
   );
 }

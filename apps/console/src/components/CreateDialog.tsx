@@ -35,7 +35,8 @@ export function CreateDialog({
     let data: Record<string, unknown>;
     try {
       data = JSON.parse(attributes || '{}') as Record<string, unknown>;
-      if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('Attributes must be a JSON object.');
+      if (!data || typeof data !== 'object' || Array.isArray(data))
+        throw new Error('Attributes must be a JSON object.');
     } catch (caught) {
       setError(`Attributes: ${(caught as Error).message}`);
       return;
@@ -64,7 +65,12 @@ export function CreateDialog({
           <button type="button" class="button secondary" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" form="create-form" class="button" disabled={busy || Boolean(idError) || (idRequired && !id)}>
+          <button
+            type="submit"
+            form="create-form"
+            class="button"
+            disabled={busy || Boolean(idError) || (idRequired && !id)}
+          >
             {busy ? 'Creating…' : `Create ${noun}`}
           </button>
         </>
@@ -72,10 +78,30 @@ export function CreateDialog({
     >
       <form id="create-form" class="form" onSubmit={onSubmit(() => void create())}>
         <Field label="Id" error={idError} hint={idRequired ? undefined : 'Leave empty and the server picks one.'}>
-          <input value={id} onInput={(event) => setId(event.currentTarget.value.trim())} spellcheck={false} required={idRequired} />
+          <input
+            value={id}
+            onInput={(event) => setId(event.currentTarget.value.trim())}
+            spellcheck={false}
+            required={idRequired}
+          />
         </Field>
-        <Field label="Attributes (JSON)" hint={noun === 'collection' ? 'e.g. {"schema": {…}, "displayFields": ["title"]}' : noun === 'group' ? 'e.g. {"members": ["account:alice"]}' : undefined}>
-          <textarea class="code-input" rows={5} value={attributes} onInput={(event) => setAttributes(event.currentTarget.value)} spellcheck={false} />
+        <Field
+          label="Attributes (JSON)"
+          hint={
+            noun === 'collection'
+              ? 'e.g. {"schema": {…}, "displayFields": ["title"]}'
+              : noun === 'group'
+                ? 'e.g. {"members": ["account:alice"]}'
+                : undefined
+          }
+        >
+          <textarea
+            class="code-input"
+            rows={5}
+            value={attributes}
+            onInput={(event) => setAttributes(event.currentTarget.value)}
+            spellcheck={false}
+          />
         </Field>
         <FormError error={error} />
       </form>

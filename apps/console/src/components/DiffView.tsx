@@ -45,14 +45,20 @@ export function DiffView({
 }) {
   const [mode, setMode] = useState(initialMode);
   const [expanded, setExpanded] = useState(false);
-  const lines = useMemo(() => diffLines(before === undefined ? '' : stableStringify(before), after === undefined ? '' : stableStringify(after)), [before, after]);
+  const lines = useMemo(
+    () =>
+      diffLines(before === undefined ? '' : stableStringify(before), after === undefined ? '' : stableStringify(after)),
+    [before, after],
+  );
   const changes = lines.filter((line) => line.kind !== 'same').length;
   const groups = useMemo(() => (expanded ? [{ lines, skippedBefore: 0 }] : hunks(lines, 3)), [lines, expanded]);
 
   return (
     <div class="diff">
       <div class="diff-toolbar">
-        <span class="muted small">{changes === 0 ? 'No difference' : `${changes} changed line${changes === 1 ? '' : 's'}`}</span>
+        <span class="muted small">
+          {changes === 0 ? 'No difference' : `${changes} changed line${changes === 1 ? '' : 's'}`}
+        </span>
         <span class="toolbar-spacer" />
         <label class="checkbox small">
           <input type="checkbox" checked={expanded} onChange={(event) => setExpanded(event.currentTarget.checked)} />
@@ -93,9 +99,13 @@ export function DiffView({
               ...splitRows(group.lines).map((row, index) => (
                 <tr key={`${groupIndex}-${index}`}>
                   <td class="ln">{row.left?.oldLine ?? ''}</td>
-                  <td class={row.left ? (row.left.kind === 'removed' ? 'code removed' : 'code') : 'code empty'}>{row.left?.text ?? ''}</td>
+                  <td class={row.left ? (row.left.kind === 'removed' ? 'code removed' : 'code') : 'code empty'}>
+                    {row.left?.text ?? ''}
+                  </td>
                   <td class="ln">{row.right?.newLine ?? ''}</td>
-                  <td class={row.right ? (row.right.kind === 'added' ? 'code added' : 'code') : 'code empty'}>{row.right?.text ?? ''}</td>
+                  <td class={row.right ? (row.right.kind === 'added' ? 'code added' : 'code') : 'code empty'}>
+                    {row.right?.text ?? ''}
+                  </td>
                 </tr>
               )),
             ])}

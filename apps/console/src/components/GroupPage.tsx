@@ -28,16 +28,27 @@ export function GroupPage({ bid, gid, tab }: { bid: string; gid: string; tab: Gr
 
   return (
     <div class={tab === 'history' ? 'page fill' : 'page'}>
-      <PageHeader kicker={<>Group of bucket <a href={href.bucket(bid)}>{bid}</a></>} title={gid}>
+      <PageHeader
+        kicker={
+          <>
+            Group of bucket <a href={href.bucket(bid)}>{bid}</a>
+          </>
+        }
+        title={gid}
+      >
         Principal <Code>{uris.group(bid, gid)}</Code>
-        {object ? <span title={formatTimestamp(object.last_modified)}> · modified {relativeTime(object.last_modified)}</span> : null}
+        {object ? (
+          <span title={formatTimestamp(object.last_modified)}> · modified {relativeTime(object.last_modified)}</span>
+        ) : null}
       </PageHeader>
       <Tabs label="Group sections" tabs={tabs} current={tab} />
       {group.error ? <ErrorNotice error={group.error} onRetry={group.reload} /> : null}
       {tab === 'history' ? (
         <HistoryView bid={bid} fixed={{ group_id: gid }} />
       ) : !object ? (
-        group.loading ? <Spinner /> : null
+        group.loading ? (
+          <Spinner />
+        ) : null
       ) : tab === 'members' ? (
         <MembersEditor bid={bid} gid={gid} group={object} onSaved={(data) => group.set({ ...group.data!, data })} />
       ) : tab === 'permissions' ? (
@@ -67,7 +78,17 @@ export function GroupPage({ bid, gid, tab }: { bid: string; gid: string; tab: Gr
   );
 }
 
-function MembersEditor({ bid, gid, group, onSaved }: { bid: string; gid: string; group: KintoObject; onSaved: (group: KintoObject) => void }) {
+function MembersEditor({
+  bid,
+  gid,
+  group,
+  onSaved,
+}: {
+  bid: string;
+  gid: string;
+  group: KintoObject;
+  onSaved: (group: KintoObject) => void;
+}) {
   const { api, hello, notify } = useConsole();
   const { readonly } = useCapabilities();
   const saved = Array.isArray(group.members) ? (group.members as string[]) : [];
@@ -112,7 +133,14 @@ function MembersEditor({ bid, gid, group, onSaved }: { bid: string; gid: string;
   return (
     <section class="members" aria-label="Members">
       <div class="toolbar">
-        <input type="search" class="search" placeholder="Filter members…" aria-label="Filter members" value={filter} onInput={(event) => setFilter(event.currentTarget.value)} />
+        <input
+          type="search"
+          class="search"
+          placeholder="Filter members…"
+          aria-label="Filter members"
+          value={filter}
+          onInput={(event) => setFilter(event.currentTarget.value)}
+        />
         <span class="muted small">{plural(members.length, 'member')}</span>
       </div>
       {members.length === 0 ? <p class="muted">No member yet.</p> : null}
@@ -124,7 +152,12 @@ function MembersEditor({ bid, gid, group, onSaved }: { bid: string; gid: string;
               <Code>{member}</Code>
             </span>
             {!readonly ? (
-              <button type="button" class="button ghost small" aria-label={`Remove member ${member}`} onClick={() => setMembers(members.filter((item) => item !== member))}>
+              <button
+                type="button"
+                class="button ghost small"
+                aria-label={`Remove member ${member}`}
+                onClick={() => setMembers(members.filter((item) => item !== member))}
+              >
                 Remove
               </button>
             ) : null}
@@ -135,7 +168,13 @@ function MembersEditor({ bid, gid, group, onSaved }: { bid: string; gid: string;
         <form class="grant-form" onSubmit={onSubmit(add)}>
           <label class="field inline grow">
             <span class="field-label">Add a member</span>
-            <input list="member-suggestions" placeholder="account:alice" value={candidate} onInput={(event) => setCandidate(event.currentTarget.value)} spellcheck={false} />
+            <input
+              list="member-suggestions"
+              placeholder="account:alice"
+              value={candidate}
+              onInput={(event) => setCandidate(event.currentTarget.value)}
+              spellcheck={false}
+            />
           </label>
           <datalist id="member-suggestions">
             {['system.Authenticated', ...(me ? [me] : [])].map((item) => (

@@ -18,7 +18,6 @@ import { DiffView } from './DiffView.js';
 import { EmptyState, ErrorNotice, Spinner } from './ui.js';
 import { VirtualList } from './VirtualList.js';
 
-
 /** A version's data without its timestamp, which always differs. */
 function withoutStamp(data: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!data) return data;
@@ -34,7 +33,15 @@ function objectLabel(entry: HistoryEntry): string {
   return `${entry.resource_name} ${id}`;
 }
 
-export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?: Record<string, string>; compact?: boolean }) {
+export function HistoryView({
+  bid,
+  fixed = {},
+  compact,
+}: {
+  bid: string;
+  fixed?: Record<string, string>;
+  compact?: boolean;
+}) {
   const { api } = useConsole();
   const [user, setUser] = useState('');
   const [resource, setResource] = useState('');
@@ -60,13 +67,23 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
     return String(query);
   }, [fixed, debouncedUser, resource, action, debouncedObject, since, before]);
 
-  const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, { count: true, firstPageSize: 100 });
+  const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
+    count: true,
+    firstPageSize: 100,
+  });
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const users = useMemo(() => [...new Set(state.items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean), [state.items]);
+  const users = useMemo(
+    () => [...new Set(state.items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean),
+    [state.items],
+  );
   const count = rowCount(state);
   useEffect(() => setSelected(null), [params]);
   const filtersActive = Boolean(user || resource || action || object || since || before);
-  const template = compact ? '150px 1fr 90px' : selected ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)' : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
+  const template = compact
+    ? '150px 1fr 90px'
+    : selected
+      ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)'
+      : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
 
   return (
     <div class={compact ? 'history compact' : selected ? 'history with-detail' : 'history'}>
@@ -74,7 +91,13 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
         <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="History filters">
           <label class="field inline">
             <span class="field-label">User</span>
-            <input list="history-users" placeholder="any" value={user} onInput={(event) => setUser(event.currentTarget.value)} spellcheck={false} />
+            <input
+              list="history-users"
+              placeholder="any"
+              value={user}
+              onInput={(event) => setUser(event.currentTarget.value)}
+              spellcheck={false}
+            />
           </label>
           <datalist id="history-users">
             {users.map((item) => (
@@ -97,7 +120,12 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
               </label>
               <label class="field inline grow">
                 <span class="field-label">Object</span>
-                <input placeholder="part of its path, * as wildcard" value={object} onInput={(event) => setObject(event.currentTarget.value)} spellcheck={false} />
+                <input
+                  placeholder="part of its path, * as wildcard"
+                  value={object}
+                  onInput={(event) => setObject(event.currentTarget.value)}
+                  spellcheck={false}
+                />
               </label>
             </>
           ) : null}
@@ -165,7 +193,13 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
                 {!compact ? <span role="columnheader">What</span> : null}
               </div>
             }
-            empty={state.loading ? <Spinner /> : <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />}
+            empty={
+              state.loading ? (
+                <Spinner />
+              ) : (
+                <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />
+              )
+            }
             renderRow={(index) => {
               const entry = state.items[index];
               if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
@@ -181,7 +215,11 @@ export function HistoryView({ bid, fixed = {}, compact }: { bid: string; fixed?:
                   onClick={() => setSelected(entry)}
                 >
                   <span role="cell" title={formatTimestamp(entry.last_modified)}>
-                    <button type="button" class="link-button" aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}>
+                    <button
+                      type="button"
+                      class="link-button"
+                      aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}
+                    >
                       {formatTimestamp(entry.last_modified)}
                     </button>
                   </span>
@@ -224,15 +262,19 @@ function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEnt
   const other = otherId ? (list.find((candidate) => candidate.id === otherId) ?? null) : previous;
   const [older, newer] = other && other.last_modified > entry.last_modified ? [entry, other] : [other, entry];
   const link = hrefOfUri(entry.uri);
-  const changes = changedFields(older?.target?.data, newer?.target?.data).filter((change) => change.field !== 'last_modified');
-  const label = (version: HistoryEntry | null) => (version ? `${ACTION_LABEL[version.action] ?? version.action} ${formatTimestamp(version.last_modified)}` : 'before');
+  const changes = changedFields(older?.target?.data, newer?.target?.data).filter(
+    (change) => change.field !== 'last_modified',
+  );
+  const label = (version: HistoryEntry | null) =>
+    version ? `${ACTION_LABEL[version.action] ?? version.action} ${formatTimestamp(version.last_modified)}` : 'before';
 
   return (
     <section class="history-detail" aria-label="Change details">
       <header class="panel-header">
         <div>
           <div class="kicker">
-            {describePrincipal(entry.user_id).title} {ACTION_LABEL[entry.action] ?? entry.action} {relativeTime(entry.last_modified)}
+            {describePrincipal(entry.user_id).title} {ACTION_LABEL[entry.action] ?? entry.action}{' '}
+            {relativeTime(entry.last_modified)}
           </div>
           <h2 class="panel-title">{objectLabel(entry)}</h2>
           <div class="muted small">
@@ -288,7 +330,13 @@ function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEnt
           {JSON.stringify(older?.target?.permissions ?? {}) !== JSON.stringify(newer?.target?.permissions ?? {}) ? (
             <details class="perm-diff">
               <summary>Permissions changed</summary>
-              <DiffView before={older?.target?.permissions} after={newer?.target?.permissions} beforeLabel="Before" afterLabel="After" initialMode="unified" />
+              <DiffView
+                before={older?.target?.permissions}
+                after={newer?.target?.permissions}
+                beforeLabel="Before"
+                afterLabel="After"
+                initialMode="unified"
+              />
             </details>
           ) : null}
         </>

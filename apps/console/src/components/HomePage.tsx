@@ -38,7 +38,15 @@ export function HomePage() {
                   <Code>{user.id}</Code>
                 </dd>
                 <dt>Signed in with</dt>
-                <dd>{session.kind === 'account' ? 'an account' : session.kind === 'basicauth' ? 'Basic Auth' : session.kind === 'openid' ? `OpenID (${session.label})` : session.kind}</dd>
+                <dd>
+                  {session.kind === 'account'
+                    ? 'an account'
+                    : session.kind === 'basicauth'
+                      ? 'Basic Auth'
+                      : session.kind === 'openid'
+                        ? `OpenID (${session.label})`
+                        : session.kind}
+                </dd>
                 {user.bucket ? (
                   <>
                     <dt>Personal bucket</dt>
@@ -93,13 +101,27 @@ export function HomePage() {
               <Code>{hello.url}</Code>
             </dd>
             <dt>Batch size</dt>
-            <dd>{hello.settings.batch_max_requests ? `${hello.settings.batch_max_requests} requests per batch` : 'unlimited'}</dd>
+            <dd>
+              {hello.settings.batch_max_requests
+                ? `${hello.settings.batch_max_requests} requests per batch`
+                : 'unlimited'}
+            </dd>
             <dt>Mode</dt>
-            <dd>{hello.settings.readonly ? <span class="badge warn">read-only</span> : <span class="badge ok">read-write</span>}</dd>
+            <dd>
+              {hello.settings.readonly ? (
+                <span class="badge warn">read-only</span>
+              ) : (
+                <span class="badge ok">read-write</span>
+              )}
+            </dd>
             {hello.settings.explicit_permissions !== undefined ? (
               <>
                 <dt>Authors</dt>
-                <dd>{hello.settings.explicit_permissions ? 'get write permission on what they create or change' : 'get no permission by writing'}</dd>
+                <dd>
+                  {hello.settings.explicit_permissions
+                    ? 'get write permission on what they create or change'
+                    : 'get no permission by writing'}
+                </dd>
               </>
             ) : null}
             {hello.project_docs ? (
@@ -122,8 +144,11 @@ export function HomePage() {
           {capabilities.map(([name, capability]) => (
             <li key={name}>
               <div class="capability-name">
-                {CAPABILITY_NAMES[name] ?? `${name[0]!.toUpperCase()}${name.slice(1).replace(/_/g, ' ')}`} <Code>{name}</Code>
-                {typeof capability.version === 'string' ? <span class="muted small"> v{capability.version}</span> : null}
+                {CAPABILITY_NAMES[name] ?? `${name[0]!.toUpperCase()}${name.slice(1).replace(/_/g, ' ')}`}{' '}
+                <Code>{name}</Code>
+                {typeof capability.version === 'string' ? (
+                  <span class="muted small"> v{capability.version}</span>
+                ) : null}
               </div>
               <div class="muted small">
                 {capability.description ?? ''}

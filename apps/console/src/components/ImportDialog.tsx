@@ -6,13 +6,32 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { toCsv } from '../lib/csv.js';
 import { downloadFile, formatCell, formatCount, plural } from '../lib/format.js';
-import { type CsvTyping, failureRows, type ImportMode, type ImportProgress, parseImport, runImport } from '../lib/importer.js';
+import {
+  type CsvTyping,
+  failureRows,
+  type ImportMode,
+  type ImportProgress,
+  parseImport,
+  runImport,
+} from '../lib/importer.js';
 import { useValidator } from '../lib/hooks.js';
 import { isActiveSchema, type JsonSchema, readablePath } from '../lib/schema.js';
 import { useConsole } from './context.js';
 import { Dialog, Notice } from './ui.js';
 
-export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: string; cid: string; schema: JsonSchema | null; onClose: () => void; onImported: () => void }) {
+export function ImportDialog({
+  bid,
+  cid,
+  schema,
+  onClose,
+  onImported,
+}: {
+  bid: string;
+  cid: string;
+  schema: JsonSchema | null;
+  onClose: () => void;
+  onImported: () => void;
+}) {
   const { api, hello, notify } = useConsole();
   const [file, setFile] = useState<{ name: string; text: string } | null>(null);
   const [typing, setTyping] = useState<CsvTyping>(isActiveSchema(schema) ? 'schema' : 'auto');
@@ -22,14 +41,18 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
   const [dragging, setDragging] = useState(false);
   const controller = useRef<AbortController | null>(null);
 
-  const parsed = useMemo(() => (file ? parseImport(file.name, file.text, { typing, schema }) : null), [file, typing, schema]);
+  const parsed = useMemo(
+    () => (file ? parseImport(file.name, file.text, { typing, schema }) : null),
+    [file, typing, schema],
+  );
   const validator = useValidator(isActiveSchema(schema));
   const invalid = useMemo(() => {
     if (!parsed || !isActiveSchema(schema) || !validator) return [];
     const found: Array<{ row: number; message: string }> = [];
     for (const row of parsed.rows) {
       const errors = validator.validateRecord(row.data, schema, row.id);
-      if (errors.length) found.push({ row: row.row, message: `${readablePath(errors[0]!.path)} ${errors[0]!.message}` });
+      if (errors.length)
+        found.push({ row: row.row, message: `${readablePath(errors[0]!.path)} ${errors[0]!.message}` });
     }
     return found;
   }, [parsed, schema, validator]);
@@ -56,7 +79,10 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
       });
       setProgress(result);
       const written = result.created + result.replaced;
-      notify(`${plural(written, 'record')} imported${result.failures.length ? `, ${formatCount(result.failures.length)} failed` : ''}.`, result.failures.length ? 'info' : 'success');
+      notify(
+        `${plural(written, 'record')} imported${result.failures.length ? `, ${formatCount(result.failures.length)} failed` : ''}.`,
+        result.failures.length ? 'info' : 'success',
+      );
     } catch (error) {
       if ((error as Error).name !== 'AbortError') notify(`Import stopped: ${(error as Error).message}`, 'error');
     } finally {
@@ -113,7 +139,12 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
               void read(event.dataTransfer?.files[0]);
             }}
           >
-            <input type="file" accept=".json,.jsonl,.ndjson,.csv,.tsv,.txt,application/json,text/csv" aria-label="File to import" onChange={(event) => void read(event.currentTarget.files?.[0])} />
+            <input
+              type="file"
+              accept=".json,.jsonl,.ndjson,.csv,.tsv,.txt,application/json,text/csv"
+              aria-label="File to import"
+              onChange={(event) => void read(event.currentTarget.files?.[0])}
+            />
             <span class="button secondary small dropzone-button" aria-hidden="true">
               {file ? 'Choose another file' : 'Choose a file'}
             </span>
@@ -124,8 +155,8 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
                 </>
               ) : (
                 <>
-                  Or drop it here: JSON (a list, or <code>{'{"data": [...]}'}</code> as the server lists records), JSON lines, or CSV
-                  with a header row. An <code>id</code> field or column keeps the records' ids.
+                  Or drop it here: JSON (a list, or <code>{'{"data": [...]}'}</code> as the server lists records), JSON
+                  lines, or CSV with a header row. An <code>id</code> field or column keeps the records' ids.
                 </>
               )}
             </span>
@@ -148,7 +179,12 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
                 <legend>CSV values</legend>
                 {isActiveSchema(schema) ? (
                   <label class="checkbox">
-                    <input type="radio" name="typing" checked={typing === 'schema'} onChange={() => setTyping('schema')} />
+                    <input
+                      type="radio"
+                      name="typing"
+                      checked={typing === 'schema'}
+                      onChange={() => setTyping('schema')}
+                    />
                     Typed by the schema
                   </label>
                 ) : null}
@@ -172,14 +208,17 @@ export function ImportDialog({ bid, cid, schema, onClose, onImported }: { bid: s
           ) : null}
           {invalid.length ? (
             <Notice kind="warning">
-              {plural(invalid.length, 'record')} do{invalid.length === 1 ? 'es' : ''} not match the collection's schema and will be refused (row {invalid[0]!.row}: {invalid[0]!.message}
+              {plural(invalid.length, 'record')} do{invalid.length === 1 ? 'es' : ''} not match the collection's schema
+              and will be refused (row {invalid[0]!.row}: {invalid[0]!.message}
               {invalid.length > 1 ? ', …' : ''}).
             </Notice>
           ) : null}
           {preview.length ? (
             <div class="table-wrap">
               <table class="simple-table" aria-label="Preview">
-                <caption class="muted small">First {preview.length} of {formatCount(parsed!.rows.length)}</caption>
+                <caption class="muted small">
+                  First {preview.length} of {formatCount(parsed!.rows.length)}
+                </caption>
                 <thead>
                   <tr>
                     <th>#</th>
@@ -215,14 +254,26 @@ function ImportReport({ progress, running, cid }: { progress: ImportProgress; ru
     <div class="import-report">
       <div class="progress-line">
         <label for="import-progress">
-          {running ? 'Importing' : 'Imported'} {formatCount(progress.done)} of {formatCount(progress.total)} · {percent}%
+          {running ? 'Importing' : 'Imported'} {formatCount(progress.done)} of {formatCount(progress.total)} · {percent}
+          %
         </label>
-        <progress id="import-progress" max={progress.total} value={progress.done} aria-valuemax={progress.total} aria-valuenow={progress.done} />
+        <progress
+          id="import-progress"
+          max={progress.total}
+          value={progress.done}
+          aria-valuemax={progress.total}
+          aria-valuenow={progress.done}
+        />
       </div>
       <p class="import-summary">
-        <span class="badge ok">{formatCount(progress.created)} created</span> <span class="badge">{formatCount(progress.replaced)} replaced</span>{' '}
-        <span class={progress.failures.length ? 'badge bad' : 'badge'}>{formatCount(progress.failures.length)} failed</span>
-        {!running && progress.done < progress.total ? <span class="badge warn">{formatCount(progress.total - progress.done)} not sent (stopped)</span> : null}
+        <span class="badge ok">{formatCount(progress.created)} created</span>{' '}
+        <span class="badge">{formatCount(progress.replaced)} replaced</span>{' '}
+        <span class={progress.failures.length ? 'badge bad' : 'badge'}>
+          {formatCount(progress.failures.length)} failed
+        </span>
+        {!running && progress.done < progress.total ? (
+          <span class="badge warn">{formatCount(progress.total - progress.done)} not sent (stopped)</span>
+        ) : null}
       </p>
       {progress.failures.length ? (
         <>
@@ -237,27 +288,44 @@ function ImportReport({ progress, running, cid }: { progress: ImportProgress; ru
                 </tr>
               </thead>
               <tbody>
-                {[...progress.failures].sort((a, b) => a.row - b.row).slice(0, 500).map((failure, index) => (
-                  <tr key={index}>
-                    <td>{failure.row}</td>
-                    <td>{failure.id ?? <span class="muted">(new)</span>}</td>
-                    <td>{failure.status || '—'}</td>
-                    <td>{failure.message}</td>
-                  </tr>
-                ))}
+                {[...progress.failures]
+                  .sort((a, b) => a.row - b.row)
+                  .slice(0, 500)
+                  .map((failure, index) => (
+                    <tr key={index}>
+                      <td>{failure.row}</td>
+                      <td>{failure.id ?? <span class="muted">(new)</span>}</td>
+                      <td>{failure.status || '—'}</td>
+                      <td>{failure.message}</td>
+                    </tr>
+                  ))}
               </tbody>
             </table>
           </div>
-          {progress.failures.length > 500 ? <p class="muted small">The first 500 are shown; the download has them all.</p> : null}
+          {progress.failures.length > 500 ? (
+            <p class="muted small">The first 500 are shown; the download has them all.</p>
+          ) : null}
           {!running ? (
             <div class="form-actions">
-              <button type="button" class="button secondary small" onClick={() => downloadFile(`${cid}-import-failures.csv`, toCsv(failureRows(progress.failures)), 'text/csv')}>
+              <button
+                type="button"
+                class="button secondary small"
+                onClick={() =>
+                  downloadFile(`${cid}-import-failures.csv`, toCsv(failureRows(progress.failures)), 'text/csv')
+                }
+              >
                 Download the report (CSV)
               </button>
               <button
                 type="button"
                 class="button secondary small"
-                onClick={() => downloadFile(`${cid}-import-failures.json`, `${JSON.stringify(progress.failures, null, 2)}\n`, 'application/json')}
+                onClick={() =>
+                  downloadFile(
+                    `${cid}-import-failures.json`,
+                    `${JSON.stringify(progress.failures, null, 2)}\n`,
+                    'application/json',
+                  )
+                }
               >
                 Download the report (JSON)
               </button>

@@ -18,7 +18,11 @@ export function parseJson(text: string): JsonParse {
     // V8: "… at position 42 (line 3 column 5)" or "… at position 42"
     const lineMatch = /line (\d+)/.exec(message);
     const positionMatch = /position (\d+)/.exec(message);
-    const line = lineMatch ? Number(lineMatch[1]) : positionMatch ? text.slice(0, Number(positionMatch[1])).split('\n').length : undefined;
+    const line = lineMatch
+      ? Number(lineMatch[1])
+      : positionMatch
+        ? text.slice(0, Number(positionMatch[1])).split('\n').length
+        : undefined;
     return { error: message.replace(/^JSON\.parse: /, ''), ...(line ? { line } : {}) };
   }
 }
@@ -70,7 +74,12 @@ export function JsonEditor({
           {parsed.error ? `Invalid JSON${parsed.line ? ` on line ${parsed.line}` : ''}: ${parsed.error}` : 'Valid JSON'}
         </span>
         {!readOnly ? (
-          <button type="button" class="button ghost small" disabled={Boolean(parsed.error)} onClick={() => onChange(JSON.stringify(parsed.value, null, 2))}>
+          <button
+            type="button"
+            class="button ghost small"
+            disabled={Boolean(parsed.error)}
+            onClick={() => onChange(JSON.stringify(parsed.value, null, 2))}
+          >
             Format
           </button>
         ) : null}

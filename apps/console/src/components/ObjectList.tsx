@@ -82,10 +82,20 @@ export function ObjectList({
               <span role="columnheader">Last modified</span>
             </div>
           }
-          empty={state.loading ? <Spinner /> : <div class="muted">{term ? `No ${noun} matches “${term}”.` : emptyText}</div>}
+          empty={
+            state.loading ? <Spinner /> : <div class="muted">{term ? `No ${noun} matches “${term}”.` : emptyText}</div>
+          }
           renderRow={(index) => {
             const item = state.items[index];
-            if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
+            if (!item)
+              return (
+                <div
+                  class="trow skeleton"
+                  role="row"
+                  aria-rowindex={index + 2}
+                  style={{ gridTemplateColumns: template }}
+                />
+              );
             return (
               <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
                 <span role="cell" class="cell-id">

@@ -75,21 +75,27 @@ export function PermissionsEditor({
           return { ...level, permissions: null };
         }
       }),
-    ).then((levels) => !controller.signal.aborted && setAncestors(levels), () => {});
+    ).then(
+      (levels) => !controller.signal.aborted && setAncestors(levels),
+      () => {},
+    );
     const bucket = levelsOfUri(uri)[0];
     if (bucket) {
       // The bucket's groups, as principals to offer (the first 1,000).
       const bid = bucket.uri.split('/')[2] ?? '';
-      api
-        .listGroups(bid, { query: { _fields: 'id', _sort: 'id', _limit: 200 }, pages: 5 })
-        .then((list) => !controller.signal.aborted && setGroups(list.map((group) => `${bucket.uri}/groups/${group.id}`)), () => {});
+      api.listGroups(bid, { query: { _fields: 'id', _sort: 'id', _limit: 200 }, pages: 5 }).then(
+        (list) => !controller.signal.aborted && setGroups(list.map((group) => `${bucket.uri}/groups/${group.id}`)),
+        () => {},
+      );
     }
     return () => controller.abort();
   }, [api, uri]);
 
   const levels: Level[] = [...(ancestors ?? []), { kind, uri, permissions: edited }];
   const rows = principalsOf(levels, edited);
-  const changed = names.some((name) => JSON.stringify([...(edited[name] ?? [])].sort()) !== JSON.stringify(original[name]));
+  const changed = names.some(
+    (name) => JSON.stringify([...(edited[name] ?? [])].sort()) !== JSON.stringify(original[name]),
+  );
   const hiddenAncestors = (ancestors ?? []).filter((level) => level.permissions === null);
 
   function toggle(principal: string, name: string, on: boolean) {
@@ -102,7 +108,11 @@ export function PermissionsEditor({
   }
 
   function removeRow(principal: string) {
-    setEdited((current) => Object.fromEntries(Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)])));
+    setEdited((current) =>
+      Object.fromEntries(
+        Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)]),
+      ),
+    );
   }
 
   function grant() {
@@ -117,8 +127,10 @@ export function PermissionsEditor({
     for (const name of names) {
       const before = new Set(original[name]);
       const after = new Set(edited[name]);
-      for (const principal of after) if (!before.has(principal)) operations.push({ op: 'add', path: `/permissions/${name}/${principal}` });
-      for (const principal of before) if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
+      for (const principal of after)
+        if (!before.has(principal)) operations.push({ op: 'add', path: `/permissions/${name}/${principal}` });
+      for (const principal of before)
+        if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
     }
     if (!operations.length) return;
     setBusy(true);
@@ -140,8 +152,9 @@ export function PermissionsEditor({
     <section class="permissions" aria-label="Permissions">
       {!visible ? (
         <Notice kind="warning">
-          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission, and you are not one of them
-          here (or it has none). You can still grant permissions: existing entries you cannot see are kept.
+          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission,
+          and you are not one of them here (or it has none). You can still grant permissions: existing entries you
+          cannot see are kept.
         </Notice>
       ) : null}
       {ancestors === null ? (
@@ -175,15 +188,32 @@ export function PermissionsEditor({
                 const link = principal.startsWith('/buckets/') ? hrefOfUri(principal) : null;
                 return (
                   <tr key={principal}>
-                    <th scope="row">{link ? <a href={link}><Principal principal={principal} me={me} /></a> : <Principal principal={principal} me={me} />}</th>
+                    <th scope="row">
+                      {link ? (
+                        <a href={link}>
+                          <Principal principal={principal} me={me} />
+                        </a>
+                      ) : (
+                        <Principal principal={principal} me={me} />
+                      )}
+                    </th>
                     {names.map((name) => {
                       const checked = edited[name]?.includes(principal) ?? false;
                       const grants = inheritedGrants(levels, principal, name);
                       const label = `${describePrincipal(principal).title}: ${name}`;
                       return (
-                        <td key={name} class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}>
+                        <td
+                          key={name}
+                          class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}
+                        >
                           <label class="perm-check">
-                            <input type="checkbox" aria-label={label} checked={checked} disabled={readonly || busy} onChange={(event) => toggle(principal, name, event.currentTarget.checked)} />
+                            <input
+                              type="checkbox"
+                              aria-label={label}
+                              checked={checked}
+                              disabled={readonly || busy}
+                              onChange={(event) => toggle(principal, name, event.currentTarget.checked)}
+                            />
                             {grants.length ? (
                               <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
                                 {grantText(grants[0]!, uri)}
@@ -196,7 +226,12 @@ export function PermissionsEditor({
                     })}
                     <td class="row-actions">
                       {own && !readonly ? (
-                        <button type="button" class="button ghost small" aria-label={`Remove ${principal}`} onClick={() => removeRow(principal)}>
+                        <button
+                          type="button"
+                          class="button ghost small"
+                          aria-label={`Remove ${principal}`}
+                          onClick={() => removeRow(principal)}
+                        >
                           Remove
                         </button>
                       ) : null}
@@ -216,8 +251,9 @@ export function PermissionsEditor({
       ) : null}
       {hiddenAncestors.length ? (
         <p class="muted small">
-          Not shown: what {hiddenAncestors.map((level) => `${level.kind} ${level.uri.split('/').pop()}`).join(' and ')} grant{hiddenAncestors.length === 1 ? 's' : ''} (only
-          their writers see it). Permissions granted to everyone by the server's settings are not shown either.
+          Not shown: what {hiddenAncestors.map((level) => `${level.kind} ${level.uri.split('/').pop()}`).join(' and ')}{' '}
+          grant{hiddenAncestors.length === 1 ? 's' : ''} (only their writers see it). Permissions granted to everyone by
+          the server's settings are not shown either.
         </p>
       ) : null}
 
@@ -262,10 +298,17 @@ export function PermissionsEditor({
           <button type="button" class="button" disabled={!changed || busy} onClick={() => void save()}>
             {busy ? 'Saving…' : 'Save permissions'}
           </button>
-          <button type="button" class="button secondary" disabled={!changed || busy} onClick={() => setEdited(original)}>
+          <button
+            type="button"
+            class="button secondary"
+            disabled={!changed || busy}
+            onClick={() => setEdited(original)}
+          >
             Undo changes
           </button>
-          {hello.settings.explicit_permissions !== false ? <span class="muted small">Saving also adds you to write (the server does so for every change).</span> : null}
+          {hello.settings.explicit_permissions !== false ? (
+            <span class="muted small">Saving also adds you to write (the server does so for every change).</span>
+          ) : null}
         </div>
       ) : null}
     </section>

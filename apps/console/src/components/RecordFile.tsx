@@ -17,7 +17,9 @@ type Transfer = { kind: 'upload' | 'download'; progress: TransferProgress };
 /** The record's `attachment`, when it holds one the protocol's way. */
 function attachmentOf(record: KintoObject): AttachmentInfo | null {
   const value = record.attachment as Partial<AttachmentInfo> | null | undefined;
-  return value && typeof value.location === 'string' && typeof value.filename === 'string' ? (value as AttachmentInfo) : null;
+  return value && typeof value.location === 'string' && typeof value.filename === 'string'
+    ? (value as AttachmentInfo)
+    : null;
 }
 
 export function RecordFile({
@@ -53,7 +55,9 @@ export function RecordFile({
       notify(done);
       setChosen(null);
     } catch (caught) {
-      setError(statusOf(caught) === 412 ? 'The record changed since you opened it: reload it and try again.' : explain(caught));
+      setError(
+        statusOf(caught) === 412 ? 'The record changed since you opened it: reload it and try again.' : explain(caught),
+      );
     } finally {
       setBusy(false);
       setTransfer(null);
@@ -74,14 +78,19 @@ export function RecordFile({
     );
 
   const remove = () =>
-    write(() => api.removeAttachment(bid, cid, record.id, { ifMatch: record.last_modified }), 'File removed.').finally(() => setConfirmRemove(false));
+    write(() => api.removeAttachment(bid, cid, record.id, { ifMatch: record.last_modified }), 'File removed.').finally(
+      () => setConfirmRemove(false),
+    );
 
   async function download() {
     if (!attachment) return;
     setBusy(true);
     setError(null);
     try {
-      const blob = await api.getAttachment(bid, cid, record.id, { attachment, onProgress: (progress) => setTransfer({ kind: 'download', progress }) });
+      const blob = await api.getAttachment(bid, cid, record.id, {
+        attachment,
+        onProgress: (progress) => setTransfer({ kind: 'download', progress }),
+      });
       downloadFile(attachment.filename, blob, attachment.mimetype);
     } catch (caught) {
       setError(explain(caught));
@@ -136,7 +145,11 @@ export function RecordFile({
       {readonly ? null : (
         <div class="record-file-upload">
           <label class="dropzone">
-            <input type="file" aria-label={attachment ? 'File to replace it with' : 'File to upload'} onChange={(event) => setChosen(event.currentTarget.files?.[0] ?? null)} />
+            <input
+              type="file"
+              aria-label={attachment ? 'File to replace it with' : 'File to upload'}
+              onChange={(event) => setChosen(event.currentTarget.files?.[0] ?? null)}
+            />
             <span class="button secondary small dropzone-button" aria-hidden="true">
               {chosen ? 'Choose another file' : 'Choose a file'}
             </span>
@@ -156,7 +169,11 @@ export function RecordFile({
           <button type="button" class="button" disabled={!chosen || busy || tooLarge} onClick={() => void upload()}>
             {attachment ? 'Replace the file' : 'Upload'}
           </button>
-          {tooLarge ? <FormError error={`This file is larger than the server accepts (${formatBytes(capability.max_size ?? 0)}).`} /> : null}
+          {tooLarge ? (
+            <FormError
+              error={`This file is larger than the server accepts (${formatBytes(capability.max_size ?? 0)}).`}
+            />
+          ) : null}
         </div>
       )}
 
@@ -170,7 +187,14 @@ export function RecordFile({
       <FormError error={error} />
 
       {confirmRemove && attachment ? (
-        <ConfirmDialog title={`Remove “${attachment.filename}”?`} confirmLabel="Remove the file" danger busy={busy} onConfirm={() => void remove()} onClose={() => setConfirmRemove(false)}>
+        <ConfirmDialog
+          title={`Remove “${attachment.filename}”?`}
+          confirmLabel="Remove the file"
+          danger
+          busy={busy}
+          onConfirm={() => void remove()}
+          onClose={() => setConfirmRemove(false)}
+        >
           <p>The record keeps its other fields; its file is deleted from the server.</p>
         </ConfirmDialog>
       ) : null}

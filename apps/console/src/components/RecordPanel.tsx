@@ -46,7 +46,9 @@ export function RecordPanel(props: RecordPanelProps) {
   const { bid, cid, rid, query } = props;
   const record = useAsync(
     (signal): Promise<{ data: KintoObject | null; permissions: Permissions; etag: string | null }> =>
-      rid ? api.getObject(paths.record(bid, cid, rid), signal) : Promise.resolve({ data: null, permissions: {}, etag: null }),
+      rid
+        ? api.getObject(paths.record(bid, cid, rid), signal)
+        : Promise.resolve({ data: null, permissions: {}, etag: null }),
     [bid, cid, rid],
   );
   const close = () => navigate(href.collection(bid, cid, 'records', query));
@@ -151,7 +153,11 @@ function RecordEditor({
   record,
   onSaved,
   onDeleted,
-}: RecordPanelProps & { record: KintoObject | null; onSaved: (record: KintoObject, created: boolean) => void; onDeleted: () => void }) {
+}: RecordPanelProps & {
+  record: KintoObject | null;
+  onSaved: (record: KintoObject, created: boolean) => void;
+  onDeleted: () => void;
+}) {
   const { api, notify } = useConsole();
   const { readonly } = useCapabilities();
   const hasSchema = isActiveSchema(schema);
@@ -176,7 +182,10 @@ function RecordEditor({
 
   // The record as it would be sent, from whichever editor is open.
   const parsed = mode === 'json' ? parseJson(text) : { value: draft };
-  const current = parsed.value && typeof parsed.value === 'object' && !Array.isArray(parsed.value) ? (parsed.value as Record<string, unknown>) : null;
+  const current =
+    parsed.value && typeof parsed.value === 'object' && !Array.isArray(parsed.value)
+      ? (parsed.value as Record<string, unknown>)
+      : null;
   const id = rid ?? (mode === 'json' && typeof current?.id === 'string' ? current.id : newId.trim() || undefined);
   const needsValidation = hasSchema || isActiveSchema(bucketSchema);
   const validator = useValidator(needsValidation);
@@ -280,7 +289,12 @@ function RecordEditor({
         <div class="segmented" role="radiogroup" aria-label="Editor">
           {(['form', 'json'] as const).map((candidate) => (
             <label key={candidate} class={candidate === mode ? 'segment active' : 'segment'}>
-              <input type="radio" name="editor-mode" checked={candidate === mode} onChange={() => switchMode(candidate)} />
+              <input
+                type="radio"
+                name="editor-mode"
+                checked={candidate === mode}
+                onChange={() => switchMode(candidate)}
+              />
               {candidate === 'form' ? 'Form' : 'JSON'}
             </label>
           ))}
@@ -296,31 +310,59 @@ function RecordEditor({
               <input value={newId} onInput={(event) => setNewId(event.currentTarget.value)} spellcheck={false} />
             </Field>
           ) : null}
-          <SchemaForm schema={schema!} value={draft} onChange={setDraft} errors={showErrors ? errors : []} readOnly={readonly} />
+          <SchemaForm
+            schema={schema!}
+            value={draft}
+            onChange={setDraft}
+            errors={showErrors ? errors : []}
+            readOnly={readonly}
+          />
         </>
       ) : (
-        <JsonEditor label="Record JSON" value={text} onChange={setText} onSave={() => void save()} readOnly={readonly} rows={20} />
+        <JsonEditor
+          label="Record JSON"
+          value={text}
+          onChange={setText}
+          onSave={() => void save()}
+          readOnly={readonly}
+          rows={20}
+        />
       )}
 
       {error ? <ErrorNotice error={error} title="Not saved" /> : null}
 
       {!readonly ? (
         <div class="form-actions sticky">
-          <button type="button" class="button" disabled={busy || !dirty || (mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)} onClick={() => void save()}>
+          <button
+            type="button"
+            class="button"
+            disabled={busy || !dirty || (mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)}
+            onClick={() => void save()}
+          >
             {busy ? 'Saving…' : rid ? 'Save' : 'Create record'}
           </button>
           {rid ? (
             <>
-              <button type="button" class="button secondary" disabled={busy || !dirty} onClick={() => {
-                setDraft(fieldsOf(record ?? {}));
-                setText(JSON.stringify(fieldsOf(record ?? {}), null, 2));
-                setShowErrors(false);
-                setError(null);
-              }}>
+              <button
+                type="button"
+                class="button secondary"
+                disabled={busy || !dirty}
+                onClick={() => {
+                  setDraft(fieldsOf(record ?? {}));
+                  setText(JSON.stringify(fieldsOf(record ?? {}), null, 2));
+                  setShowErrors(false);
+                  setError(null);
+                }}
+              >
                 Undo changes
               </button>
               <span class="toolbar-spacer" />
-              <button type="button" class="button danger-outline" disabled={busy} onClick={() => setConfirmDelete(true)}>
+              <button
+                type="button"
+                class="button danger-outline"
+                disabled={busy}
+                onClick={() => setConfirmDelete(true)}
+              >
                 Delete
               </button>
             </>
@@ -347,7 +389,14 @@ function RecordEditor({
         />
       ) : null}
       {confirmDelete ? (
-        <ConfirmDialog title={`Delete record “${rid}”?`} confirmLabel="Delete record" danger busy={busy} onConfirm={() => void remove()} onClose={() => setConfirmDelete(false)}>
+        <ConfirmDialog
+          title={`Delete record “${rid}”?`}
+          confirmLabel="Delete record"
+          danger
+          busy={busy}
+          onConfirm={() => void remove()}
+          onClose={() => setConfirmDelete(false)}
+        >
           <p>Clients that sync this collection will receive its deletion. This cannot be undone.</p>
         </ConfirmDialog>
       ) : null}

@@ -4,7 +4,16 @@
  */
 import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
-import { type Filter, getPath, nextSort, type Operator, OPERATORS, parseListQuery, sortDirection, toSearchParams } from '../lib/filters.js';
+import {
+  type Filter,
+  getPath,
+  nextSort,
+  type Operator,
+  OPERATORS,
+  parseListQuery,
+  sortDirection,
+  toSearchParams,
+} from '../lib/filters.js';
 import { formatCell, formatCount, formatTimestamp } from '../lib/format.js';
 import { countLabel, type PagedList, type PagedState, rowCount } from '../lib/paged-list.js';
 import { href, navigate } from '../lib/router.js';
@@ -15,16 +24,23 @@ import { VirtualList } from './VirtualList.js';
 const ROW_HEIGHT = 40;
 
 /** Columns: `_fields`, else the collection's `displayFields`, else the schema's, else what the records hold. */
-export function columnsFor(fields: string[], collection: KintoObject | null, schema: JsonSchema | null, items: KintoObject[]): string[] {
+export function columnsFor(
+  fields: string[],
+  collection: KintoObject | null,
+  schema: JsonSchema | null,
+  items: KintoObject[],
+): string[] {
   if (fields.length) return fields.filter((field) => field !== 'id' && field !== 'last_modified');
-  if (Array.isArray(collection?.displayFields) && collection.displayFields.length) return (collection.displayFields as unknown[]).filter((field): field is string => typeof field === 'string');
+  if (Array.isArray(collection?.displayFields) && collection.displayFields.length)
+    return (collection.displayFields as unknown[]).filter((field): field is string => typeof field === 'string');
   if (schema && isPlainObject(schema.properties)) {
     const names = Object.keys(schema.properties).filter((name) => !['id', 'last_modified', 'schema'].includes(name));
     if (names.length) return names.slice(0, 6);
   }
   const counts = new Map<string, number>();
   for (const item of items.slice(0, 100)) {
-    for (const key of Object.keys(item)) if (!['id', 'last_modified', 'schema'].includes(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
+    for (const key of Object.keys(item))
+      if (!['id', 'last_modified', 'schema'].includes(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
@@ -57,7 +73,10 @@ export function RecordsTable({
   narrow?: boolean;
 }) {
   const listQuery = useMemo(() => parseListQuery(query), [query]);
-  const columns = useMemo(() => columnsFor(listQuery.fields, collection, schema, state.items), [listQuery.fields, collection, schema, state.items.length > 0]);
+  const columns = useMemo(
+    () => columnsFor(listQuery.fields, collection, schema, state.items),
+    [listQuery.fields, collection, schema, state.items.length > 0],
+  );
   const knownFields = useMemo(() => {
     const names = new Set<string>(['id', 'last_modified', ...columns]);
     if (schema && isPlainObject(schema.properties)) for (const name of Object.keys(schema.properties)) names.add(name);
@@ -78,8 +97,17 @@ export function RecordsTable({
   const headerCell = (field: string, label: string) => {
     const direction = sortDirection(listQuery.sort, field);
     return (
-      <span role="columnheader" aria-sort={direction === 'asc' ? 'ascending' : direction === 'desc' ? 'descending' : undefined}>
-        <button type="button" class="sort-button" onClick={() => apply({ sort: nextSort(listQuery.sort, field) })} aria-label={`Sort by ${label}`} title={`Sort by ${label}`}>
+      <span
+        role="columnheader"
+        aria-sort={direction === 'asc' ? 'ascending' : direction === 'desc' ? 'descending' : undefined}
+      >
+        <button
+          type="button"
+          class="sort-button"
+          onClick={() => apply({ sort: nextSort(listQuery.sort, field) })}
+          aria-label={`Sort by ${label}`}
+          title={`Sort by ${label}`}
+        >
           {label}
           <span class="sort-mark" aria-hidden="true">
             {direction === 'asc' ? '▲' : direction === 'desc' ? '▼' : ''}
@@ -95,8 +123,15 @@ export function RecordsTable({
         <fieldset class="filter-chips" aria-label="Filters">
           {listQuery.filters.map((filter, index) => (
             <span key={index} class="chip">
-              <span class="chip-field">{filter.field}</span> {OPERATORS.find((item) => item.op === filter.op)?.label ?? filter.op} <span class="chip-value">{filter.value}</span>
-              <button type="button" class="chip-remove" aria-label={`Remove filter on ${filter.field}`} onClick={() => apply({ filters: listQuery.filters.filter((_, position) => position !== index) })}>
+              <span class="chip-field">{filter.field}</span>{' '}
+              {OPERATORS.find((item) => item.op === filter.op)?.label ?? filter.op}{' '}
+              <span class="chip-value">{filter.value}</span>
+              <button
+                type="button"
+                class="chip-remove"
+                aria-label={`Remove filter on ${filter.field}`}
+                onClick={() => apply({ filters: listQuery.filters.filter((_, position) => position !== index) })}
+              >
                 ×
               </button>
             </span>
@@ -120,22 +155,53 @@ export function RecordsTable({
           <button type="button" class="button ghost small" aria-expanded={adding} onClick={() => setAdding(!adding)}>
             + Filter
           </button>
-          <button type="button" class="button ghost small" aria-expanded={showFields} onClick={() => setShowFields(!showFields)}>
+          <button
+            type="button"
+            class="button ghost small"
+            aria-expanded={showFields}
+            onClick={() => setShowFields(!showFields)}
+          >
             Fields
           </button>
         </fieldset>
         <span class="toolbar-spacer" />
         <span class="muted small list-status" aria-live="polite">
           {countLabel(state, 'record')}
-          {state.items.length > 0 && state.total !== null && state.items.length < state.total ? ` · ${formatCount(state.items.length)} loaded` : ''}
+          {state.items.length > 0 && state.total !== null && state.items.length < state.total
+            ? ` · ${formatCount(state.items.length)} loaded`
+            : ''}
           {state.firstPageMs !== null ? ` · first page in ${state.firstPageMs} ms` : ''}
         </span>
-        <button type="button" class="button ghost small" onClick={onReload} aria-label="Reload the records" title="Reload">
+        <button
+          type="button"
+          class="button ghost small"
+          onClick={onReload}
+          aria-label="Reload the records"
+          title="Reload"
+        >
           ↻
         </button>
       </div>
-      {adding ? <FilterForm fields={knownFields} onAdd={(filter) => { setAdding(false); apply({ filters: [...listQuery.filters, filter] }); }} onCancel={() => setAdding(false)} /> : null}
-      {showFields ? <FieldsForm fields={knownFields} selected={listQuery.fields} onApply={(fields) => { setShowFields(false); apply({ fields }); }} /> : null}
+      {adding ? (
+        <FilterForm
+          fields={knownFields}
+          onAdd={(filter) => {
+            setAdding(false);
+            apply({ filters: [...listQuery.filters, filter] });
+          }}
+          onCancel={() => setAdding(false)}
+        />
+      ) : null}
+      {showFields ? (
+        <FieldsForm
+          fields={knownFields}
+          selected={listQuery.fields}
+          onApply={(fields) => {
+            setShowFields(false);
+            apply({ fields });
+          }}
+        />
+      ) : null}
       {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
       {state.error && state.items.length === 0 ? null : (
         <VirtualList
@@ -158,12 +224,22 @@ export function RecordsTable({
             state.loading ? (
               <Spinner label="Loading records…" />
             ) : (
-              <div class="muted">{listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}</div>
+              <div class="muted">
+                {listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}
+              </div>
             )
           }
           renderRow={(index) => {
             const item = state.items[index];
-            if (!item) return <div class="trow skeleton" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }} />;
+            if (!item)
+              return (
+                <div
+                  class="trow skeleton"
+                  role="row"
+                  aria-rowindex={index + 2}
+                  style={{ gridTemplateColumns: template }}
+                />
+              );
             const link = href.record(bid, cid, item.id, 'edit', query);
             return (
               // biome-ignore lint/a11y/useKeyWithClickEvents: a pointer shortcut for the link of the first cell, which keyboard users reach
@@ -183,7 +259,12 @@ export function RecordsTable({
                 {columns.map((column) => {
                   const value = getPath(item, column);
                   return (
-                    <span key={column} role="cell" class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined} title={formatCell(value)}>
+                    <span
+                      key={column}
+                      role="cell"
+                      class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined}
+                      title={formatCell(value)}
+                    >
                       {formatCell(value)}
                     </span>
                   );
@@ -202,16 +283,35 @@ export function RecordsTable({
   );
 }
 
-function FilterForm({ fields, onAdd, onCancel }: { fields: string[]; onAdd: (filter: Filter) => void; onCancel: () => void }) {
+function FilterForm({
+  fields,
+  onAdd,
+  onCancel,
+}: {
+  fields: string[];
+  onAdd: (filter: Filter) => void;
+  onCancel: () => void;
+}) {
   const [field, setField] = useState(fields.find((name) => name !== 'id' && name !== 'last_modified') ?? 'id');
   const [op, setOp] = useState<Operator>('eq');
   const [value, setValue] = useState(op === 'has' ? 'true' : '');
   const info = OPERATORS.find((item) => item.op === op)!;
   return (
-    <form class="filter-form" aria-label="New filter" onSubmit={onSubmit(() => field.trim() && value.trim() && onAdd({ field: field.trim(), op, value }))}>
+    <form
+      class="filter-form"
+      aria-label="New filter"
+      onSubmit={onSubmit(() => field.trim() && value.trim() && onAdd({ field: field.trim(), op, value }))}
+    >
       <label class="field inline">
         <span class="field-label">Field</span>
-        <input list="filter-fields" value={field} onInput={(event) => setField(event.currentTarget.value)} spellcheck={false} pattern="[\w.]+" required />
+        <input
+          list="filter-fields"
+          value={field}
+          onInput={(event) => setField(event.currentTarget.value)}
+          spellcheck={false}
+          pattern="[\w.]+"
+          required
+        />
       </label>
       <datalist id="filter-fields">
         {fields.map((name) => (
@@ -244,7 +344,13 @@ function FilterForm({ fields, onAdd, onCancel }: { fields: string[]; onAdd: (fil
             <option value="false">absent</option>
           </select>
         ) : (
-          <input value={value} onInput={(event) => setValue(event.currentTarget.value)} spellcheck={false} required placeholder={info.hint} />
+          <input
+            value={value}
+            onInput={(event) => setValue(event.currentTarget.value)}
+            spellcheck={false}
+            required
+            placeholder={info.hint}
+          />
         )}
       </label>
       <button type="submit" class="button small">
@@ -258,7 +364,15 @@ function FilterForm({ fields, onAdd, onCancel }: { fields: string[]; onAdd: (fil
   );
 }
 
-function FieldsForm({ fields, selected, onApply }: { fields: string[]; selected: string[]; onApply: (fields: string[]) => void }) {
+function FieldsForm({
+  fields,
+  selected,
+  onApply,
+}: {
+  fields: string[];
+  selected: string[];
+  onApply: (fields: string[]) => void;
+}) {
   const [chosen, setChosen] = useState<string[]>(selected);
   const [extra, setExtra] = useState('');
   const candidates = fields.filter((field) => field !== 'id' && field !== 'last_modified');
@@ -266,16 +380,36 @@ function FieldsForm({ fields, selected, onApply }: { fields: string[]; selected:
     <form
       class="filter-form"
       aria-label="Fields"
-      onSubmit={onSubmit(() => onApply([...chosen, ...extra.split(',').map((item) => item.trim()).filter(Boolean)]))}
+      onSubmit={onSubmit(() =>
+        onApply([
+          ...chosen,
+          ...extra
+            .split(',')
+            .map((item) => item.trim())
+            .filter(Boolean),
+        ]),
+      )}
     >
       <span class="muted small">Only read these fields (_fields; id and last_modified always come):</span>
       {candidates.map((field) => (
         <label key={field} class="checkbox small">
-          <input type="checkbox" checked={chosen.includes(field)} onChange={(event) => setChosen(event.currentTarget.checked ? [...chosen, field] : chosen.filter((item) => item !== field))} />
+          <input
+            type="checkbox"
+            checked={chosen.includes(field)}
+            onChange={(event) =>
+              setChosen(event.currentTarget.checked ? [...chosen, field] : chosen.filter((item) => item !== field))
+            }
+          />
           {field}
         </label>
       ))}
-      <input class="small-input" placeholder="other.field, …" value={extra} onInput={(event) => setExtra(event.currentTarget.value)} aria-label="Other fields" />
+      <input
+        class="small-input"
+        placeholder="other.field, …"
+        value={extra}
+        onInput={(event) => setExtra(event.currentTarget.value)}
+        aria-label="Other fields"
+      />
       <button type="submit" class="button small">
         Apply
       </button>

@@ -24,7 +24,8 @@ interface FieldProps {
   compact?: boolean;
 }
 
-const errorFor = (errors: SchemaError[], pointer: string) => errors.find((error) => error.path === pointer)?.message ?? null;
+const errorFor = (errors: SchemaError[], pointer: string) =>
+  errors.find((error) => error.path === pointer)?.message ?? null;
 
 function Help({ schema, error }: { schema: JsonSchema; error: string | null }) {
   if (error) return <span class="field-error">{error}</span>;
@@ -55,14 +56,18 @@ function JsonValueField(props: FieldProps) {
   const [text, setText] = useState(() => (props.value === undefined ? '' : JSON.stringify(props.value, null, 2)));
   const [invalid, setInvalid] = useState(false);
   useEffect(() => {
-    const current = text.trim() === '' ? undefined : (() => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        return Symbol.for('invalid');
-      }
-    })();
-    if (JSON.stringify(current) !== JSON.stringify(props.value)) setText(props.value === undefined ? '' : JSON.stringify(props.value, null, 2));
+    const current =
+      text.trim() === ''
+        ? undefined
+        : (() => {
+            try {
+              return JSON.parse(text) as unknown;
+            } catch {
+              return Symbol.for('invalid');
+            }
+          })();
+    if (JSON.stringify(current) !== JSON.stringify(props.value))
+      setText(props.value === undefined ? '' : JSON.stringify(props.value, null, 2));
   }, [props.value]);
   const error = invalid ? 'Not valid JSON' : errorFor(props.errors, props.pointer);
   return (
@@ -92,7 +97,13 @@ function JsonValueField(props: FieldProps) {
           }}
         />
       </label>
-      {error ? <span class="field-error">{error}</span> : <span class="field-hint">{typeof props.schema.description === 'string' ? `${props.schema.description} · ` : ''}JSON value</span>}
+      {error ? (
+        <span class="field-error">{error}</span>
+      ) : (
+        <span class="field-hint">
+          {typeof props.schema.description === 'string' ? `${props.schema.description} · ` : ''}JSON value
+        </span>
+      )}
     </div>
   );
 }
@@ -105,7 +116,13 @@ function ScalarField(props: FieldProps & { type: string }) {
   if (enumValues) {
     const index = enumValues.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(value));
     input = (
-      <select disabled={readOnly} value={index === -1 ? '' : String(index)} onChange={(event) => onChange(event.currentTarget.value === '' ? undefined : enumValues[Number(event.currentTarget.value)])}>
+      <select
+        disabled={readOnly}
+        value={index === -1 ? '' : String(index)}
+        onChange={(event) =>
+          onChange(event.currentTarget.value === '' ? undefined : enumValues[Number(event.currentTarget.value)])
+        }
+      >
         <option value="">{props.required ? 'Choose…' : '(none)'}</option>
         {enumValues.map((candidate, candidateIndex) => (
           <option key={candidateIndex} value={String(candidateIndex)}>
@@ -118,7 +135,12 @@ function ScalarField(props: FieldProps & { type: string }) {
     return (
       <div class={error ? 'field has-error' : 'field'}>
         <label class="checkbox">
-          <input type="checkbox" disabled={readOnly} checked={value === true} onChange={(event) => onChange(event.currentTarget.checked)} />
+          <input
+            type="checkbox"
+            disabled={readOnly}
+            checked={value === true}
+            onChange={(event) => onChange(event.currentTarget.checked)}
+          />
           {props.label}
           {props.required ? <span class="required"> *</span> : null}
         </label>
@@ -144,13 +166,39 @@ function ScalarField(props: FieldProps & { type: string }) {
     const text = typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
     const set = (next: string) => onChange(next === '' && !props.required ? undefined : next);
     const format = typeof schema.format === 'string' ? schema.format : '';
-    const long = (typeof schema.maxLength === 'number' && schema.maxLength > 120) || format === 'textarea' || text.length > 80 || text.includes('\n');
-    if (format === 'date') input = <input type="date" readOnly={readOnly} value={text} onInput={(event) => set(event.currentTarget.value)} />;
+    const long =
+      (typeof schema.maxLength === 'number' && schema.maxLength > 120) ||
+      format === 'textarea' ||
+      text.length > 80 ||
+      text.includes('\n');
+    if (format === 'date')
+      input = (
+        <input type="date" readOnly={readOnly} value={text} onInput={(event) => set(event.currentTarget.value)} />
+      );
     else if (format === 'date-time') {
       const local = text ? new Date(text) : null;
-      const localText = local && Number.isFinite(local.getTime()) ? new Date(local.getTime() - local.getTimezoneOffset() * 60000).toISOString().slice(0, 16) : '';
-      input = <input type="datetime-local" readOnly={readOnly} value={localText} onInput={(event) => set(event.currentTarget.value ? new Date(event.currentTarget.value).toISOString() : '')} />;
-    } else if (long) input = <textarea rows={4} readOnly={readOnly} value={text} maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined} onInput={(event) => set(event.currentTarget.value)} />;
+      const localText =
+        local && Number.isFinite(local.getTime())
+          ? new Date(local.getTime() - local.getTimezoneOffset() * 60000).toISOString().slice(0, 16)
+          : '';
+      input = (
+        <input
+          type="datetime-local"
+          readOnly={readOnly}
+          value={localText}
+          onInput={(event) => set(event.currentTarget.value ? new Date(event.currentTarget.value).toISOString() : '')}
+        />
+      );
+    } else if (long)
+      input = (
+        <textarea
+          rows={4}
+          readOnly={readOnly}
+          value={text}
+          maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined}
+          onInput={(event) => set(event.currentTarget.value)}
+        />
+      );
     else
       input = (
         <input
@@ -196,7 +244,11 @@ function ArrayField(props: FieldProps) {
                   disabled={props.readOnly}
                   checked={checked}
                   onChange={(event) =>
-                    props.onChange(event.currentTarget.checked ? [...items, choice] : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)))
+                    props.onChange(
+                      event.currentTarget.checked
+                        ? [...items, choice]
+                        : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)),
+                    )
                   }
                 />
                 {typeof choice === 'string' ? choice : JSON.stringify(choice)}
@@ -210,7 +262,15 @@ function ArrayField(props: FieldProps) {
   }
   const blank = (() => {
     const type = mainType(itemSchema);
-    return type === 'object' ? {} : type === 'array' ? [] : type === 'boolean' ? false : type === 'number' || type === 'integer' ? 0 : '';
+    return type === 'object'
+      ? {}
+      : type === 'array'
+        ? []
+        : type === 'boolean'
+          ? false
+          : type === 'number' || type === 'integer'
+            ? 0
+            : '';
   })();
   return (
     <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
@@ -232,10 +292,17 @@ function ArrayField(props: FieldProps) {
               pointer={`${props.pointer}/${index}`}
               errors={props.errors}
               readOnly={props.readOnly}
-              onChange={(next) => props.onChange(items.map((current, position) => (position === index ? next : current)))}
+              onChange={(next) =>
+                props.onChange(items.map((current, position) => (position === index ? next : current)))
+              }
             />
             {!props.readOnly ? (
-              <button type="button" class="button ghost small" aria-label={`Remove ${props.label} item ${index + 1}`} onClick={() => props.onChange(items.filter((_, position) => position !== index))}>
+              <button
+                type="button"
+                class="button ghost small"
+                aria-label={`Remove ${props.label} item ${index + 1}`}
+                onClick={() => props.onChange(items.filter((_, position) => position !== index))}
+              >
                 Remove
               </button>
             ) : null}
@@ -243,7 +310,12 @@ function ArrayField(props: FieldProps) {
         ))}
       </ol>
       {!props.readOnly ? (
-        <button type="button" class="button secondary small add-item" aria-label={`Add an item to ${props.label}`} onClick={() => props.onChange([...items, blank])}>
+        <button
+          type="button"
+          class="button secondary small add-item"
+          aria-label={`Add an item to ${props.label}`}
+          onClick={() => props.onChange([...items, blank])}
+        >
           + Add {typeof itemSchema.title === 'string' ? itemSchema.title.toLowerCase() : 'item'}
         </button>
       ) : null}
@@ -260,7 +332,15 @@ function ObjectField(props: FieldProps) {
       <legend>
         <Label label={props.label} required={props.required} />
       </legend>
-      <ObjectFields schema={props.schema} root={props.root} value={value} onChange={props.onChange} pointer={props.pointer} errors={props.errors} readOnly={props.readOnly} />
+      <ObjectFields
+        schema={props.schema}
+        root={props.root}
+        value={value}
+        onChange={props.onChange}
+        pointer={props.pointer}
+        errors={props.errors}
+        readOnly={props.readOnly}
+      />
       <Help schema={props.schema} error={error} />
     </fieldset>
   );
@@ -272,7 +352,12 @@ function SchemaField(props: FieldProps) {
   const complex = ['oneOf', 'anyOf', 'allOf', 'not', 'if'].some((keyword) => keyword in schema);
   if (complex || type === undefined || type === 'null') return <JsonValueField {...props} schema={schema} />;
   if (type === 'array') return <ArrayField {...props} schema={schema} />;
-  if (type === 'object') return isPlainObject(schema.properties) ? <ObjectField {...props} schema={schema} /> : <JsonValueField {...props} schema={schema} />;
+  if (type === 'object')
+    return isPlainObject(schema.properties) ? (
+      <ObjectField {...props} schema={schema} />
+    ) : (
+      <JsonValueField {...props} schema={schema} />
+    );
   return <ScalarField {...props} schema={schema} type={type} />;
 }
 
@@ -350,7 +435,16 @@ export function SchemaForm({
           {typeof schema.description === 'string' ? <p class="muted small">{schema.description}</p> : null}
         </div>
       ) : null}
-      <ObjectFields schema={schema} root={schema} value={value} onChange={onChange} pointer="" errors={errors} readOnly={readOnly} skip={skip} />
+      <ObjectFields
+        schema={schema}
+        root={schema}
+        value={value}
+        onChange={onChange}
+        pointer=""
+        errors={errors}
+        readOnly={readOnly}
+        skip={skip}
+      />
       {others.length ? (
         <p class="muted small">
           Also in this record, outside the schema: {others.join(', ')} (kept as they are; edit them in JSON).

@@ -16,12 +16,19 @@ function crumbsOf(route: Route): Crumb[] {
     case 'buckets':
       return [{ label: 'Buckets' }];
     case 'bucket':
-      return [{ label: 'Buckets', href: href.buckets() }, { label: route.bid, kind: 'bucket' }];
+      return [
+        { label: 'Buckets', href: href.buckets() },
+        { label: route.bid, kind: 'bucket' },
+      ];
     case 'collection': {
       const crumbs: Crumb[] = [
         { label: 'Buckets', href: href.buckets() },
         { label: route.bid, href: href.bucket(route.bid), kind: 'bucket' },
-        { label: route.cid, href: route.rid || route.isNew ? href.collection(route.bid, route.cid, 'records', route.query) : undefined, kind: 'collection' },
+        {
+          label: route.cid,
+          href: route.rid || route.isNew ? href.collection(route.bid, route.cid, 'records', route.query) : undefined,
+          kind: 'collection',
+        },
       ];
       if (route.rid) crumbs.push({ label: route.rid, kind: 'record' });
       if (route.isNew) crumbs.push({ label: 'New record' });
@@ -43,7 +50,17 @@ function crumbsOf(route: Route): Crumb[] {
   }
 }
 
-function NavLink({ to, active, children, icon }: { to: string; active: boolean; children: ComponentChildren; icon: ComponentChildren }) {
+function NavLink({
+  to,
+  active,
+  children,
+  icon,
+}: {
+  to: string;
+  active: boolean;
+  children: ComponentChildren;
+  icon: ComponentChildren;
+}) {
   return (
     <a href={to} class={active ? 'nav-link active' : 'nav-link'} aria-current={active ? 'page' : undefined}>
       <span class="nav-icon">{icon}</span>
@@ -52,7 +69,15 @@ function NavLink({ to, active, children, icon }: { to: string; active: boolean; 
   );
 }
 
-export function Shell({ route, onSignOut, children }: { route: Route; onSignOut: () => void; children: ComponentChildren }) {
+export function Shell({
+  route,
+  onSignOut,
+  children,
+}: {
+  route: Route;
+  onSignOut: () => void;
+  children: ComponentChildren;
+}) {
   const { hello, session } = useConsole();
   const capabilities = useCapabilities();
   const user = hello.user;
@@ -99,21 +124,41 @@ export function Shell({ route, onSignOut, children }: { route: Route; onSignOut:
             <div class="nav-section" title={bid}>
               Bucket <strong>{bid}</strong>
             </div>
-            <NavLink to={href.bucket(bid)} active={route.name === 'collection' || (route.name === 'bucket' && route.tab === 'collections')} icon={icons.collections}>
+            <NavLink
+              to={href.bucket(bid)}
+              active={route.name === 'collection' || (route.name === 'bucket' && route.tab === 'collections')}
+              icon={icons.collections}
+            >
               Collections
             </NavLink>
-            <NavLink to={href.bucket(bid, 'groups')} active={route.name === 'group' || (route.name === 'bucket' && route.tab === 'groups')} icon={icons.groups}>
+            <NavLink
+              to={href.bucket(bid, 'groups')}
+              active={route.name === 'group' || (route.name === 'bucket' && route.tab === 'groups')}
+              icon={icons.groups}
+            >
               Groups
             </NavLink>
             {capabilities.history ? (
-              <NavLink to={href.bucket(bid, 'history')} active={route.name === 'bucket' && route.tab === 'history'} icon={icons.history}>
+              <NavLink
+                to={href.bucket(bid, 'history')}
+                active={route.name === 'bucket' && route.tab === 'history'}
+                icon={icons.history}
+              >
                 History
               </NavLink>
             ) : null}
-            <NavLink to={href.bucket(bid, 'permissions')} active={route.name === 'bucket' && route.tab === 'permissions'} icon={icons.permissions}>
+            <NavLink
+              to={href.bucket(bid, 'permissions')}
+              active={route.name === 'bucket' && route.tab === 'permissions'}
+              icon={icons.permissions}
+            >
               Permissions
             </NavLink>
-            <NavLink to={href.bucket(bid, 'attributes')} active={route.name === 'bucket' && route.tab === 'attributes'} icon={icons.attributes}>
+            <NavLink
+              to={href.bucket(bid, 'attributes')}
+              active={route.name === 'bucket' && route.tab === 'attributes'}
+              icon={icons.attributes}
+            >
               Attributes
             </NavLink>
           </nav>
@@ -135,7 +180,11 @@ export function Shell({ route, onSignOut, children }: { route: Route; onSignOut:
             {crumbs.map((crumb, index) => (
               <span key={index} class="crumb">
                 {index > 0 ? <span class="crumb-sep">/</span> : null}
-                {crumb.href ? <a href={crumb.href}>{crumb.label}</a> : <span aria-current={index === crumbs.length - 1 ? 'page' : undefined}>{crumb.label}</span>}
+                {crumb.href ? (
+                  <a href={crumb.href}>{crumb.label}</a>
+                ) : (
+                  <span aria-current={index === crumbs.length - 1 ? 'page' : undefined}>{crumb.label}</span>
+                )}
               </span>
             ))}
           </nav>

@@ -11,7 +11,13 @@ import { Field, FormError, onSubmit } from './ui.js';
 
 type Method = 'account' | 'basicauth';
 
-export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (session: Session, remember: boolean) => void }) {
+export function SignIn({
+  message,
+  onSignedIn,
+}: {
+  message: string | null;
+  onSignedIn: (session: Session, remember: boolean) => void;
+}) {
   const [serverInput, setServerInput] = useState(() => defaultServer());
   const server = normaliseServerUrl(useDebounced(serverInput, 400) || 'http://127.0.0.1:8888');
   const [hello, setHello] = useState<ServerInfo | null>(null);
@@ -30,26 +36,33 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
     const controller = new AbortController();
     setHello(null);
     setProbeError(null);
-    connect(server, null).hello(controller.signal).then(
-      (answer) => {
-        setHello(answer);
-        const offers = answer.capabilities;
-        if (!('accounts' in offers) && 'basicauth' in offers) setMethod('basicauth');
-        if ('accounts' in offers) setMethod('account');
-      },
-      (caught: unknown) => {
-        if (isAbort(caught)) return;
-        setProbeError(explain(caught, server));
-      },
-    );
+    connect(server, null)
+      .hello(controller.signal)
+      .then(
+        (answer) => {
+          setHello(answer);
+          const offers = answer.capabilities;
+          if (!('accounts' in offers) && 'basicauth' in offers) setMethod('basicauth');
+          if ('accounts' in offers) setMethod('account');
+        },
+        (caught: unknown) => {
+          if (isAbort(caught)) return;
+          setProbeError(explain(caught, server));
+        },
+      );
     return () => controller.abort();
   }, [server]);
 
   const offers = hello?.capabilities ?? {};
   const hasAccounts = 'accounts' in offers;
   const hasBasic = 'basicauth' in offers;
-  const providers = ((offers.openid?.providers as OpenIdProvider[] | undefined) ?? []).filter((provider) => provider && typeof provider.name === 'string');
-  const passwordMethods: Method[] = [...(hasAccounts ? (['account'] as const) : []), ...(hasBasic ? (['basicauth'] as const) : [])];
+  const providers = ((offers.openid?.providers as OpenIdProvider[] | undefined) ?? []).filter(
+    (provider) => provider && typeof provider.name === 'string',
+  );
+  const passwordMethods: Method[] = [
+    ...(hasAccounts ? (['account'] as const) : []),
+    ...(hasBasic ? (['basicauth'] as const) : []),
+  ];
   const activeMethod = passwordMethods.includes(method) ? method : passwordMethods[0];
 
   async function signIn(kind: AuthKind) {
@@ -60,7 +73,8 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
       const answer = await connect(server, authorization).hello();
       const userId = answer.user?.id;
       if (kind === 'account' && userId !== `account:${username}`) throw new Error('Wrong username or password.');
-      if (kind === 'basicauth' && !userId?.startsWith('basicauth:')) throw new Error('The server did not accept these credentials.');
+      if (kind === 'basicauth' && !userId?.startsWith('basicauth:'))
+        throw new Error('The server did not accept these credentials.');
       onSignedIn({ server, kind, authorization, label: kind === 'anonymous' ? 'anonymous' : username }, remember);
     } catch (caught) {
       if (statusOf(caught) === 429) setError('Too many failed attempts: wait a few minutes before trying again.');
@@ -97,7 +111,13 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
             )
           }
         >
-          <input type="url" value={serverInput} onInput={(event) => setServerInput(event.currentTarget.value)} spellcheck={false} autocomplete="url" />
+          <input
+            type="url"
+            value={serverInput}
+            onInput={(event) => setServerInput(event.currentTarget.value)}
+            spellcheck={false}
+            autocomplete="url"
+          />
         </Field>
 
         {hello && passwordMethods.length > 0 ? (
@@ -106,23 +126,48 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
               <div class="segmented" role="radiogroup" aria-label="Sign in with">
                 {passwordMethods.map((candidate) => (
                   <label key={candidate} class={candidate === activeMethod ? 'segment active' : 'segment'}>
-                    <input type="radio" name="method" checked={candidate === activeMethod} onChange={() => setMethod(candidate)} />
+                    <input
+                      type="radio"
+                      name="method"
+                      checked={candidate === activeMethod}
+                      onChange={() => setMethod(candidate)}
+                    />
                     {candidate === 'account' ? 'Account' : 'Basic Auth'}
                   </label>
                 ))}
               </div>
             ) : null}
             <Field label="Username">
-              <input value={username} onInput={(event) => setUsername(event.currentTarget.value)} autocomplete="username" required spellcheck={false} />
+              <input
+                value={username}
+                onInput={(event) => setUsername(event.currentTarget.value)}
+                autocomplete="username"
+                required
+                spellcheck={false}
+              />
             </Field>
             <Field
               label="Password"
-              hint={activeMethod === 'basicauth' ? 'With Basic Auth, every username and password pair is an identity of its own.' : undefined}
+              hint={
+                activeMethod === 'basicauth'
+                  ? 'With Basic Auth, every username and password pair is an identity of its own.'
+                  : undefined
+              }
             >
-              <input type="password" value={password} onInput={(event) => setPassword(event.currentTarget.value)} autocomplete="current-password" required />
+              <input
+                type="password"
+                value={password}
+                onInput={(event) => setPassword(event.currentTarget.value)}
+                autocomplete="current-password"
+                required
+              />
             </Field>
             <label class="checkbox">
-              <input type="checkbox" checked={remember} onChange={(event) => setRemember(event.currentTarget.checked)} />
+              <input
+                type="checkbox"
+                checked={remember}
+                onChange={(event) => setRemember(event.currentTarget.checked)}
+              />
               Keep me signed in on this browser
             </label>
             <FormError error={error} />
@@ -140,7 +185,12 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
               <span>or</span>
             </div>
             {providers.map((provider) => (
-              <button key={provider.name} type="button" class="button secondary block" onClick={() => startOpenIdLogin(server, provider, remember)}>
+              <button
+                key={provider.name}
+                type="button"
+                class="button secondary block"
+                onClick={() => startOpenIdLogin(server, provider, remember)}
+              >
                 Sign in with {provider.name}
               </button>
             ))}

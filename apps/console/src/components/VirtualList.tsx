@@ -69,7 +69,8 @@ export function VirtualList(props: VirtualListProps) {
   const fullHeight = count * rowHeight;
   const height = Math.min(fullHeight, MAX_HEIGHT);
   // Past MAX_HEIGHT, one pixel of scrolling moves `scale` pixels through the list.
-  const scale = fullHeight > height && height > rowsViewport ? (fullHeight - rowsViewport) / (height - rowsViewport) : 1;
+  const scale =
+    fullHeight > height && height > rowsViewport ? (fullHeight - rowsViewport) / (height - rowsViewport) : 1;
   const virtualTop = scrollTop * scale;
   const start = Math.max(0, Math.floor(virtualTop / rowHeight) - overscan);
   const end = Math.min(count, Math.ceil((virtualTop + rowsViewport) / rowHeight) + overscan);

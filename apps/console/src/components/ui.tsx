@@ -14,15 +14,31 @@ export function Spinner({ label = 'Loading…' }: { label?: string }) {
   );
 }
 
-export function ErrorNotice({ error, onRetry, title }: { error: Error | string; onRetry?: () => void; title?: string }) {
+export function ErrorNotice({
+  error,
+  onRetry,
+  title,
+}: {
+  error: Error | string;
+  onRetry?: () => void;
+  title?: string;
+}) {
   const text = typeof error === 'string' ? error : explain(error);
   const status = typeof error === 'string' ? undefined : statusOf(error);
   const hint =
-    status === 401 ? 'Sign in with an identity that may see this.' : status === 403 ? 'Your identity is not allowed to do this.' : status === 404 ? 'It may have been deleted.' : null;
+    status === 401
+      ? 'Sign in with an identity that may see this.'
+      : status === 403
+        ? 'Your identity is not allowed to do this.'
+        : status === 404
+          ? 'It may have been deleted.'
+          : null;
   return (
     <div class="notice error" role="alert">
       <div>
-        <strong>{title ?? (status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something went wrong')}</strong>
+        <strong>
+          {title ?? (status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something went wrong')}
+        </strong>
         <p>
           {text}
           {hint ? ` ${hint}` : ''}
@@ -46,7 +62,13 @@ export function FormError({ error }: { error: string | null | undefined }) {
   ) : null;
 }
 
-export function Notice({ kind = 'info', children }: { kind?: 'info' | 'warning' | 'success'; children: ComponentChildren }) {
+export function Notice({
+  kind = 'info',
+  children,
+}: {
+  kind?: 'info' | 'warning' | 'success';
+  children: ComponentChildren;
+}) {
   return (
     <div class={`notice ${kind}`} role="note">
       <div>{children}</div>
@@ -74,7 +96,12 @@ export function Tabs({ tabs, current, label }: { tabs: TabItem[]; current: strin
   return (
     <nav class="tabs" aria-label={label}>
       {tabs.map((tab) => (
-        <a key={tab.id} href={tab.href} class={tab.id === current ? 'tab active' : 'tab'} aria-current={tab.id === current ? 'page' : undefined}>
+        <a
+          key={tab.id}
+          href={tab.href}
+          class={tab.id === current ? 'tab active' : 'tab'}
+          aria-current={tab.id === current ? 'page' : undefined}
+        >
           {tab.label}
           {typeof tab.count === 'number' ? <span class="tab-count">{tab.count}</span> : null}
         </a>
@@ -107,7 +134,14 @@ export function Dialog({
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: a click beside the dialog closes it; from the keyboard, Escape does (useEscape)
     <div class="backdrop" onMouseDown={(event) => event.target === event.currentTarget && onClose()}>
-      <div class={wide ? 'dialog wide' : 'dialog'} role="dialog" aria-modal="true" aria-label={title} ref={ref} tabIndex={-1}>
+      <div
+        class={wide ? 'dialog wide' : 'dialog'}
+        role="dialog"
+        aria-modal="true"
+        aria-label={title}
+        ref={ref}
+        tabIndex={-1}
+      >
         <header class="dialog-header">
           <h2>{title}</h2>
           <button type="button" class="icon-button dialog-close" aria-label="Close" onClick={onClose}>
@@ -171,7 +205,17 @@ export function Principal({ principal, me }: { principal: string; me?: string })
   );
 }
 
-export function Field({ label, hint, children, error }: { label: string; hint?: ComponentChildren; children: ComponentChildren; error?: string | null }) {
+export function Field({
+  label,
+  hint,
+  children,
+  error,
+}: {
+  label: string;
+  hint?: ComponentChildren;
+  children: ComponentChildren;
+  error?: string | null;
+}) {
   return (
     <div class={error ? 'field has-error' : 'field'}>
       {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, given as `children` */}
@@ -188,7 +232,17 @@ export function Code({ children }: { children: ComponentChildren }) {
   return <code class="code">{children}</code>;
 }
 
-export function PageHeader({ kicker, title, children, actions }: { kicker?: ComponentChildren; title: ComponentChildren; children?: ComponentChildren; actions?: ComponentChildren }) {
+export function PageHeader({
+  kicker,
+  title,
+  children,
+  actions,
+}: {
+  kicker?: ComponentChildren;
+  title: ComponentChildren;
+  children?: ComponentChildren;
+  actions?: ComponentChildren;
+}) {
   return (
     <header class="page-header">
       <div class="page-heading">

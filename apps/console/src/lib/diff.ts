@@ -42,7 +42,8 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
   for (let d = 0; d <= max && !found; d++) {
     trace.push(v.slice());
     for (let k = -d; k <= d; k += 2) {
-      let x = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1;
+      let x =
+        k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1;
       let y = x - k;
       while (x < n && y < m && a[x] === b[y]) {
         x++;
@@ -123,7 +124,10 @@ export interface FieldChange {
 }
 
 /** Top-level fields that differ between two objects. */
-export function changedFields(before: Record<string, unknown> | null | undefined, after: Record<string, unknown> | null | undefined): FieldChange[] {
+export function changedFields(
+  before: Record<string, unknown> | null | undefined,
+  after: Record<string, unknown> | null | undefined,
+): FieldChange[] {
   const old = before ?? {};
   const now = after ?? {};
   const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort();

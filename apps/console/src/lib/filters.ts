@@ -3,7 +3,19 @@
  * in the console's URL exactly as the server reads them, so a filtered view is a link.
  */
 
-export type Operator = 'eq' | 'not' | 'lt' | 'max' | 'gt' | 'min' | 'in' | 'exclude' | 'like' | 'has' | 'contains' | 'contains_any';
+export type Operator =
+  | 'eq'
+  | 'not'
+  | 'lt'
+  | 'max'
+  | 'gt'
+  | 'min'
+  | 'in'
+  | 'exclude'
+  | 'like'
+  | 'has'
+  | 'contains'
+  | 'contains_any';
 
 export interface OperatorInfo {
   op: Operator;
@@ -27,7 +39,20 @@ export const OPERATORS: OperatorInfo[] = [
 ];
 
 /** The order the server tries prefixes in (§7.1): `contains_any_x` is contains_any on x. */
-const PREFIX_ORDER: Operator[] = ['lt', 'min', 'max', 'not', 'eq', 'gt', 'in', 'exclude', 'like', 'has', 'contains_any', 'contains'];
+const PREFIX_ORDER: Operator[] = [
+  'lt',
+  'min',
+  'max',
+  'not',
+  'eq',
+  'gt',
+  'in',
+  'exclude',
+  'like',
+  'has',
+  'contains_any',
+  'contains',
+];
 
 export interface Filter {
   field: string;
@@ -58,8 +83,16 @@ export function parseFilterParam(name: string, value: string): Filter | null {
 export function parseListQuery(params: URLSearchParams): ListQuery {
   const query: ListQuery = { filters: [], sort: [], fields: [] };
   for (const [name, value] of params) {
-    if (name === '_sort') query.sort = value.split(',').map((part) => part.trim()).filter(Boolean);
-    else if (name === '_fields') query.fields = value.split(',').map((part) => part.trim()).filter(Boolean);
+    if (name === '_sort')
+      query.sort = value
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean);
+    else if (name === '_fields')
+      query.fields = value
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean);
     else if (name.startsWith('_')) continue;
     else {
       const filter = parseFilterParam(name, value);
@@ -90,7 +123,9 @@ export function filterValue(filter: Filter): string {
   if (filter.field === 'id' && (filter.op === 'in' || filter.op === 'exclude')) {
     return value
       .split(',')
-      .map((item) => (isJson(item.trim()) && typeof JSON.parse(item.trim()) !== 'string' ? JSON.stringify(item.trim()) : item.trim()))
+      .map((item) =>
+        isJson(item.trim()) && typeof JSON.parse(item.trim()) !== 'string' ? JSON.stringify(item.trim()) : item.trim(),
+      )
       .join(',');
   }
   return value;

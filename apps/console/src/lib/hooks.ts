@@ -14,7 +14,11 @@ export interface AsyncState<T> {
 
 /** Runs `load` when `deps` change; the last call wins. */
 export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): AsyncState<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const [version, setVersion] = useState(0);
   useEffect(() => {
     const controller = new AbortController();
@@ -33,7 +37,14 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unk
   return { ...state, reload, set };
 }
 
-const EMPTY: PagedState<never> = { items: [], total: 0, complete: true, loading: false, error: null, firstPageMs: null };
+const EMPTY: PagedState<never> = {
+  items: [],
+  total: 0,
+  complete: true,
+  loading: false,
+  error: null,
+  firstPageMs: null,
+};
 
 /** A PagedList for `path?params`, recreated when they change. */
 export function usePagedList<T extends { id?: string }>(

@@ -50,7 +50,8 @@ function fromObject(value: unknown, row: number, problems: string[]): ImportRow 
 
 function autoType(text: string): unknown {
   const trimmed = text.trim();
-  if (/^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$/.test(trimmed) && !/^-?0\d/.test(trimmed)) return JSON.parse(trimmed);
+  if (/^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)$/.test(trimmed) && !/^-?0\d/.test(trimmed))
+    return JSON.parse(trimmed);
   if ((trimmed.startsWith('{') && trimmed.endsWith('}')) || (trimmed.startsWith('[') && trimmed.endsWith(']'))) {
     try {
       return JSON.parse(trimmed);
@@ -61,7 +62,11 @@ function autoType(text: string): unknown {
   return text;
 }
 
-export function parseImport(fileName: string, text: string, options: { typing?: CsvTyping; schema?: JsonSchema | null } = {}): ParsedImport {
+export function parseImport(
+  fileName: string,
+  text: string,
+  options: { typing?: CsvTyping; schema?: JsonSchema | null } = {},
+): ParsedImport {
   const problems: string[] = [];
   const trimmed = text.replace(/^\uFEFF/, '').trim();
   const looksJson = /\.(json|ndjson|jsonl)$/i.test(fileName) || trimmed.startsWith('[') || trimmed.startsWith('{');
@@ -89,9 +94,17 @@ export function parseImport(fileName: string, text: string, options: { typing?: 
       }
     }
     // `{"data": [...]}` is what the server's lists answer.
-    const list = Array.isArray(parsed) ? parsed : isPlainObject(parsed) && Array.isArray(parsed.data) ? parsed.data : isPlainObject(parsed) ? [parsed] : null;
+    const list = Array.isArray(parsed)
+      ? parsed
+      : isPlainObject(parsed) && Array.isArray(parsed.data)
+        ? parsed.data
+        : isPlainObject(parsed)
+          ? [parsed]
+          : null;
     if (!list) return { format, rows: [], columns: [], problems: ['Expected a list of objects, or {"data": [...]}'] };
-    const rows = list.map((value, index) => fromObject(value, index + 1, problems)).filter((row): row is ImportRow => row !== null);
+    const rows = list
+      .map((value, index) => fromObject(value, index + 1, problems))
+      .filter((row): row is ImportRow => row !== null);
     return { format, rows, columns: columnsOf(rows), problems };
   }
 
@@ -100,7 +113,8 @@ export function parseImport(fileName: string, text: string, options: { typing?: 
   if (!header) return { format: 'CSV', rows: [], columns: [], problems: ['The file is empty'] };
   const names = header.map((name) => name.trim());
   const schema = options.schema && isActiveSchema(options.schema) ? options.schema : null;
-  const properties = schema && isPlainObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {};
+  const properties =
+    schema && isPlainObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {};
   const typing = options.typing ?? (schema ? 'schema' : 'auto');
   const rows: ImportRow[] = [];
   lines.forEach((cells, index) => {
@@ -110,10 +124,17 @@ export function parseImport(fileName: string, text: string, options: { typing?: 
       const cell = cells[column] ?? '';
       if (cell === '') return;
       const value =
-        name === 'id' ? cell.trim() : typing === 'text' ? cell : typing === 'schema' && schema ? coerceCell(cell, properties[name], schema) : autoType(cell);
+        name === 'id'
+          ? cell.trim()
+          : typing === 'text'
+            ? cell
+            : typing === 'schema' && schema
+              ? coerceCell(cell, properties[name], schema)
+              : autoType(cell);
       if (value !== undefined) object[name] = value;
     });
-    if (cells.length > names.length) problems.push(`Row ${index + 1}: ${cells.length - names.length} cell(s) beyond the header ignored`);
+    if (cells.length > names.length)
+      problems.push(`Row ${index + 1}: ${cells.length - names.length} cell(s) beyond the header ignored`);
     const row = fromObject(object, index + 1, problems);
     if (row) rows.push(row);
   });
@@ -188,7 +209,13 @@ export async function runImport(api: AdminRemote, options: ImportOptions): Promi
   const progress: ImportProgress = { total: options.rows.length, done: 0, created: 0, replaced: 0, failures: [] };
   const report = () => options.onProgress?.({ ...progress, failures: [...progress.failures] });
   const invalid = options.rows.filter((row) => row.id !== undefined && !ID.test(row.id));
-  for (const row of invalid) progress.failures.push({ row: row.row, id: row.id, status: 400, message: `Invalid id “${row.id}”: letters, digits, _ and - only` });
+  for (const row of invalid)
+    progress.failures.push({
+      row: row.row,
+      id: row.id,
+      status: 400,
+      message: `Invalid id “${row.id}”: letters, digits, _ and - only`,
+    });
   progress.done += invalid.length;
   const queue = options.rows.filter((row) => !invalid.includes(row));
 
@@ -202,7 +229,10 @@ export async function runImport(api: AdminRemote, options: ImportOptions): Promi
     let responses: BatchResponse[] | null = null;
     for (let attempt = 0; attempt < 3 && !responses; attempt++) {
       try {
-        responses = await api.sendBatch(rows.map((row) => requestFor(row, base, options.mode)), options.signal);
+        responses = await api.sendBatch(
+          rows.map((row) => requestFor(row, base, options.mode)),
+          options.signal,
+        );
       } catch (error) {
         if (isAbort(error)) throw error;
         const status = statusOf(error) ?? 0;
@@ -247,5 +277,8 @@ export async function runImport(api: AdminRemote, options: ImportOptions): Promi
 
 /** The failures as a CSV-friendly table. */
 export function failureRows(failures: ImportFailure[]): string[][] {
-  return [['row', 'id', 'status', 'message'], ...failures.map((failure) => [String(failure.row), failure.id ?? '', String(failure.status), failure.message])];
+  return [
+    ['row', 'id', 'status', 'message'],
+    ...failures.map((failure) => [String(failure.row), failure.id ?? '', String(failure.status), failure.message]),
+  ];
 }

@@ -18,8 +18,14 @@ export function editableFields(object: Record<string, unknown>): Record<string, 
  * answers the server's current version (null when it was deleted meanwhile). `lastModified`
  * null creates (If-None-Match: *); undefined writes unconditionally.
  */
-export async function putObject<T extends KintoObject>(api: AdminRemote, path: string, data: Record<string, unknown>, lastModified: number | null | undefined): Promise<SaveResult<T>> {
-  const options = lastModified === undefined ? {} : lastModified === null ? { ifNoneMatch: true } : { ifMatch: lastModified };
+export async function putObject<T extends KintoObject>(
+  api: AdminRemote,
+  path: string,
+  data: Record<string, unknown>,
+  lastModified: number | null | undefined,
+): Promise<SaveResult<T>> {
+  const options =
+    lastModified === undefined ? {} : lastModified === null ? { ifNoneMatch: true } : { ifMatch: lastModified };
   try {
     const response = await api.putObject<T>(path, editableFields(data), options);
     return { status: 'saved', object: response.data, permissions: response.permissions ?? {} };

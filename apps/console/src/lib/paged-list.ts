@@ -70,7 +70,8 @@ export class PagedList<T extends { id?: string }> {
       const query = String(counted);
       void this.api.count(`${this.path}${query ? `?${query}` : ''}`, this.#controller.signal).then(
         (total) => {
-          if (total !== null && !this.#controller.signal.aborted && !this.#state.complete) this.#set({ total: Math.max(total, this.#state.items.length) });
+          if (total !== null && !this.#controller.signal.aborted && !this.#state.complete)
+            this.#set({ total: Math.max(total, this.#state.items.length) });
         },
         () => {},
       );
@@ -95,12 +96,16 @@ export class PagedList<T extends { id?: string }> {
         const items = this.#state.items.concat(page.data);
         this.#next = page.nextPage;
         const patch: Partial<PagedState<T>> = { items, complete: !page.nextPage };
-        if (started !== undefined && this.#state.firstPageMs === null) patch.firstPageMs = Math.round(performance.now() - started);
+        if (started !== undefined && this.#state.firstPageMs === null)
+          patch.firstPageMs = Math.round(performance.now() - started);
         if (!page.nextPage) patch.total = items.length;
         else if (this.#state.total !== null && items.length > this.#state.total) patch.total = items.length;
         this.#set(patch);
         if (!page.nextPage || this.#wanted <= items.length) break;
-        const size = Math.min(this.#options.maxPageSize, Math.max(this.#options.minPageSize, this.#wanted - items.length + 100));
+        const size = Math.min(
+          this.#options.maxPageSize,
+          Math.max(this.#options.minPageSize, this.#wanted - items.length + 100),
+        );
         next = withLimit(page.nextPage, size);
       }
       this.#set({ loading: false });
@@ -110,7 +115,8 @@ export class PagedList<T extends { id?: string }> {
     } finally {
       this.#running = false;
     }
-    if (this.#next && this.#wanted > this.#state.items.length && !this.#state.error && !this.#controller.signal.aborted) void this.#load(this.#next);
+    if (this.#next && this.#wanted > this.#state.items.length && !this.#state.error && !this.#controller.signal.aborted)
+      void this.#load(this.#next);
   }
 
   /** Try again after an error. */
@@ -136,7 +142,10 @@ export class PagedList<T extends { id?: string }> {
   }
 
   prepend(item: T): void {
-    this.#set({ items: [item, ...this.#state.items], total: this.#state.total === null ? null : this.#state.total + 1 });
+    this.#set({
+      items: [item, ...this.#state.items],
+      total: this.#state.total === null ? null : this.#state.total + 1,
+    });
   }
 
   dispose(): void {
@@ -156,7 +165,8 @@ export function rowCount(state: PagedState<unknown & { id?: string }>): number {
 export function countLabel(state: PagedState<unknown & { id?: string }>, noun: string, plural = `${noun}s`): string {
   if (state.error && state.items.length === 0) return '';
   const count = state.total ?? (state.complete ? state.items.length : null);
-  if (count === null) return state.loading ? 'Loading…' : `${new Intl.NumberFormat('en-US').format(state.items.length)} ${plural} so far`;
+  if (count === null)
+    return state.loading ? 'Loading…' : `${new Intl.NumberFormat('en-US').format(state.items.length)} ${plural} so far`;
   return `${new Intl.NumberFormat('en-US').format(count)} ${count === 1 ? noun : plural}`;
 }
 

@@ -24,23 +24,63 @@ export const PERMISSION_HELP: Record<string, string> = {
 /** `GRANTED_BY[kind][permission]`: the (level, permission) pairs that grant it (§9.2). */
 const GRANTED_BY: Record<ObjectKind, Record<string, Array<[ObjectKind, string]>>> = {
   bucket: {
-    read: [['bucket', 'write'], ['bucket', 'read']],
+    read: [
+      ['bucket', 'write'],
+      ['bucket', 'read'],
+    ],
     write: [['bucket', 'write']],
-    'collection:create': [['bucket', 'write'], ['bucket', 'collection:create']],
-    'group:create': [['bucket', 'write'], ['bucket', 'group:create']],
+    'collection:create': [
+      ['bucket', 'write'],
+      ['bucket', 'collection:create'],
+    ],
+    'group:create': [
+      ['bucket', 'write'],
+      ['bucket', 'group:create'],
+    ],
   },
   collection: {
-    read: [['bucket', 'write'], ['bucket', 'read'], ['collection', 'write'], ['collection', 'read']],
-    write: [['bucket', 'write'], ['collection', 'write']],
-    'record:create': [['bucket', 'write'], ['collection', 'write'], ['collection', 'record:create']],
+    read: [
+      ['bucket', 'write'],
+      ['bucket', 'read'],
+      ['collection', 'write'],
+      ['collection', 'read'],
+    ],
+    write: [
+      ['bucket', 'write'],
+      ['collection', 'write'],
+    ],
+    'record:create': [
+      ['bucket', 'write'],
+      ['collection', 'write'],
+      ['collection', 'record:create'],
+    ],
   },
   group: {
-    read: [['bucket', 'write'], ['bucket', 'read'], ['group', 'write'], ['group', 'read']],
-    write: [['bucket', 'write'], ['group', 'write']],
+    read: [
+      ['bucket', 'write'],
+      ['bucket', 'read'],
+      ['group', 'write'],
+      ['group', 'read'],
+    ],
+    write: [
+      ['bucket', 'write'],
+      ['group', 'write'],
+    ],
   },
   record: {
-    read: [['bucket', 'write'], ['bucket', 'read'], ['collection', 'write'], ['collection', 'read'], ['record', 'write'], ['record', 'read']],
-    write: [['bucket', 'write'], ['collection', 'write'], ['record', 'write']],
+    read: [
+      ['bucket', 'write'],
+      ['bucket', 'read'],
+      ['collection', 'write'],
+      ['collection', 'read'],
+      ['record', 'write'],
+      ['record', 'read'],
+    ],
+    write: [
+      ['bucket', 'write'],
+      ['collection', 'write'],
+      ['record', 'write'],
+    ],
   },
 };
 
@@ -62,7 +102,12 @@ export interface Grant {
  * What `principal` holds on the object (last of `levels`) other than through its own entry
  * for that permission: grants from parents and implied ones (write ⇒ read).
  */
-export function inheritedGrants(levels: Level[], principal: string, permission: string, ownOverride?: Permissions): Grant[] {
+export function inheritedGrants(
+  levels: Level[],
+  principal: string,
+  permission: string,
+  ownOverride?: Permissions,
+): Grant[] {
   const object = levels[levels.length - 1];
   if (!object) return [];
   const grants: Grant[] = [];
@@ -81,7 +126,8 @@ export function inheritedGrants(levels: Level[], principal: string, permission: 
 export function principalsOf(levels: Level[], own: Permissions): string[] {
   const seen = new Set<string>();
   for (const list of Object.values(own)) for (const principal of list) seen.add(principal);
-  for (const level of levels) for (const list of Object.values(level.permissions ?? {})) for (const principal of list) seen.add(principal);
+  for (const level of levels)
+    for (const list of Object.values(level.permissions ?? {})) for (const principal of list) seen.add(principal);
   return [...seen];
 }
 
@@ -92,8 +138,10 @@ export interface PrincipalLabel {
 }
 
 export function describePrincipal(principal: string): PrincipalLabel {
-  if (principal === 'system.Everyone') return { title: 'Everyone', detail: 'anyone, signed in or not', kind: 'everyone' };
-  if (principal === 'system.Authenticated') return { title: 'Signed-in users', detail: 'anyone who is signed in', kind: 'authenticated' };
+  if (principal === 'system.Everyone')
+    return { title: 'Everyone', detail: 'anyone, signed in or not', kind: 'everyone' };
+  if (principal === 'system.Authenticated')
+    return { title: 'Signed-in users', detail: 'anyone who is signed in', kind: 'authenticated' };
   const group = /^\/buckets\/([^/]+)\/groups\/([^/]+)$/.exec(principal);
   if (group) return { title: group[2]!, detail: `group of bucket ${group[1]}`, kind: 'group' };
   const colon = principal.indexOf(':');
@@ -123,7 +171,9 @@ export function levelsOfUri(uri: string): Array<{ kind: ObjectKind; uri: string 
   const parts = uri.split('/').filter(Boolean);
   const levels: Array<{ kind: ObjectKind; uri: string }> = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {
-    const kind = ({ buckets: 'bucket', collections: 'collection', groups: 'group', records: 'record' } as const)[parts[i] as 'buckets'];
+    const kind = ({ buckets: 'bucket', collections: 'collection', groups: 'group', records: 'record' } as const)[
+      parts[i] as 'buckets'
+    ];
     if (!kind) break;
     levels.push({ kind, uri: `/${parts.slice(0, i + 2).join('/')}` });
   }

@@ -6,7 +6,16 @@
  * `credentials: 'omit'`: the header is sent explicitly, and a 401 with `WWW-Authenticate: Basic`
  * must not make the browser open its own password prompt.
  */
-import { type AdminRemote, createAdminRemote, type ErrorBody, type FetchLike, NetworkError, ServerError, SyncAbortedError, TimeoutError } from '@quire/client/admin';
+import {
+  type AdminRemote,
+  createAdminRemote,
+  type ErrorBody,
+  type FetchLike,
+  NetworkError,
+  ServerError,
+  SyncAbortedError,
+  TimeoutError,
+} from '@quire/client/admin';
 
 export type { AdminRemote };
 
@@ -14,7 +23,11 @@ const consoleFetch: FetchLike = (input, init) => fetch(input, { ...init, credent
 
 /** The remote API as the user whose `Authorization` header this is (null: anonymous). */
 export function connect(server: string, authorization: string | null): AdminRemote {
-  return createAdminRemote({ remote: server, fetch: consoleFetch, ...(authorization ? { auth: { type: 'header', value: authorization } } : {}) });
+  return createAdminRemote({
+    remote: server,
+    fetch: consoleFetch,
+    ...(authorization ? { auth: { type: 'header', value: authorization } } : {}),
+  });
 }
 
 /** The server root, always ending with `/v1` (no slash): `http://h:8888/v1/` → `http://h:8888/v1`. */

@@ -13,7 +13,16 @@ export type Route =
   | { name: 'home' }
   | { name: 'buckets' }
   | { name: 'bucket'; bid: string; tab: BucketTab }
-  | { name: 'collection'; bid: string; cid: string; tab: CollectionTab; query: URLSearchParams; rid?: string; recordTab?: RecordTab; isNew?: boolean }
+  | {
+      name: 'collection';
+      bid: string;
+      cid: string;
+      tab: CollectionTab;
+      query: URLSearchParams;
+      rid?: string;
+      recordTab?: RecordTab;
+      isNew?: boolean;
+    }
   | { name: 'group'; bid: string; gid: string; tab: GroupTab }
   | { name: 'access' }
   | { name: 'accounts' }
@@ -75,7 +84,8 @@ export const href = {
   buckets: () => '#/buckets',
   access: () => '#/permissions',
   accounts: () => '#/accounts',
-  bucket: (bid: string, tab: BucketTab = 'collections') => `#/buckets/${enc(bid)}${tab === 'collections' ? '' : `/${tab}`}`,
+  bucket: (bid: string, tab: BucketTab = 'collections') =>
+    `#/buckets/${enc(bid)}${tab === 'collections' ? '' : `/${tab}`}`,
   collection: (bid: string, cid: string, tab: CollectionTab = 'records', query?: URLSearchParams | string) => {
     const search = query ? String(query) : '';
     return `#/buckets/${enc(bid)}/collections/${enc(cid)}${tab === 'records' ? '' : `/${tab}`}${search ? `?${search}` : ''}`;
@@ -88,7 +98,8 @@ export const href = {
     const search = query ? String(query) : '';
     return `#/buckets/${enc(bid)}/collections/${enc(cid)}/new${search ? `?${search}` : ''}`;
   },
-  group: (bid: string, gid: string, tab: GroupTab = 'members') => `#/buckets/${enc(bid)}/groups/${enc(gid)}${tab === 'members' ? '' : `/${tab}`}`,
+  group: (bid: string, gid: string, tab: GroupTab = 'members') =>
+    `#/buckets/${enc(bid)}/groups/${enc(gid)}${tab === 'members' ? '' : `/${tab}`}`,
 };
 
 /** The link of an object URI of the protocol (`/buckets/b/collections/c/records/r`), if it has a page. */

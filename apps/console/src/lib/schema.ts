@@ -51,7 +51,13 @@ export function mainType(schema: JsonSchema): string | undefined {
   if (schema.items !== undefined) return 'array';
   if (Array.isArray(schema.enum)) {
     const first = schema.enum.find((value) => value !== null);
-    return first === undefined ? undefined : Array.isArray(first) ? 'array' : typeof first === 'object' ? 'object' : typeof first;
+    return first === undefined
+      ? undefined
+      : Array.isArray(first)
+        ? 'array'
+        : typeof first === 'object'
+          ? 'object'
+          : typeof first;
   }
   return undefined;
 }

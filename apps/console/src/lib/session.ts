@@ -80,11 +80,20 @@ export function finishOpenIdLogin(providerName: string, encoded: string): { sess
   const pending = sessionStorage.getItem(PENDING_OPENID);
   sessionStorage.removeItem(PENDING_OPENID);
   if (!pending) throw new Error('This sign-in link was not started from this tab. Start again.');
-  const { server, provider, remember } = JSON.parse(pending) as { server: string; provider: OpenIdProvider; remember: boolean };
+  const { server, provider, remember } = JSON.parse(pending) as {
+    server: string;
+    provider: OpenIdProvider;
+    remember: boolean;
+  };
   if (provider.name !== providerName) throw new Error(`Expected a sign-in with ${provider.name}, got ${providerName}.`);
   const token = parseTokenResponse(encoded);
   return {
-    session: { server, kind: 'openid', authorization: `${provider.header_type ?? 'Bearer'} ${token}`, label: provider.name },
+    session: {
+      server,
+      kind: 'openid',
+      authorization: `${provider.header_type ?? 'Bearer'} ${token}`,
+      label: provider.name,
+    },
     remember,
   };
 }
@@ -104,7 +113,12 @@ export function parseTokenResponse(encoded: string): string {
     throw new Error('The sign-in answer could not be read (not JSON).');
   }
   if (typeof parsed.access_token !== 'string' || !parsed.access_token) {
-    const reason = typeof parsed.error_description === 'string' ? parsed.error_description : typeof parsed.error === 'string' ? parsed.error : 'no access token';
+    const reason =
+      typeof parsed.error_description === 'string'
+        ? parsed.error_description
+        : typeof parsed.error === 'string'
+          ? parsed.error
+          : 'no access token';
     throw new Error(`The provider refused the sign-in: ${reason}.`);
   }
   return parsed.access_token;

@@ -61,7 +61,11 @@ function humanMessage(error: ErrorObject): string | null {
       return `must be ${types.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}`;
     }
     case 'format':
-      return params.format === 'date' ? 'must be a date (YYYY-MM-DD)' : params.format === 'date-time' ? 'must be a date and time' : `must be a valid ${String(params.format)}`;
+      return params.format === 'date'
+        ? 'must be a date (YYYY-MM-DD)'
+        : params.format === 'date-time'
+          ? 'must be a date and time'
+          : `must be a valid ${String(params.format)}`;
     case 'pattern':
       return `must match the pattern ${String(params.pattern)}`;
     case 'const':
@@ -129,4 +133,3 @@ export function validateRecord(data: Record<string, unknown>, schema: JsonSchema
   }
   return errors;
 }
-

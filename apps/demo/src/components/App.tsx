@@ -77,11 +77,25 @@ function Home({ config, session, onLogOut }: { config: AppConfig; session: Sessi
         </div>
       </header>
       <StatusBar source={workspace.status} onSyncNow={() => workspace.syncNow()} />
-      <Notices notices={notices} onDismiss={(id) => setNotices((current) => current.filter((notice) => notice.id !== id))} />
+      <Notices
+        notices={notices}
+        onDismiss={(id) => setNotices((current) => current.filter((notice) => notice.id !== id))}
+      />
       <div class="layout">
-        <ListsPanel workspace={workspace} entries={records === undefined ? undefined : entries} selectedId={selected?.id ?? null} onCreated={select} />
+        <ListsPanel
+          workspace={workspace}
+          entries={records === undefined ? undefined : entries}
+          selectedId={selected?.id ?? null}
+          onCreated={select}
+        />
         {selected ? (
-          <Board key={selected.id} workspace={workspace} entry={selected} online={online} onDeleted={() => select(null)} />
+          <Board
+            key={selected.id}
+            workspace={workspace}
+            entry={selected}
+            online={online}
+            onDeleted={() => select(null)}
+          />
         ) : (
           <section class="board empty" aria-label="No list selected">
             {records === undefined ? (

@@ -92,7 +92,12 @@ export function Board({ workspace, entry, online, onDeleted }: Props) {
               Rename
             </button>
             {!workspace.isLocal && (
-              <button type="button" onClick={() => setMode('share')} disabled={!online} title={online ? undefined : 'Sharing needs a connection'}>
+              <button
+                type="button"
+                onClick={() => setMode('share')}
+                disabled={!online}
+                title={online ? undefined : 'Sharing needs a connection'}
+              >
                 Share…
               </button>
             )}
@@ -106,7 +111,8 @@ export function Board({ workspace, entry, online, onDeleted }: Props) {
       {mode === 'confirm-delete' && (
         <div class="confirm" role="alertdialog" aria-labelledby="confirm-delete-text">
           <p id="confirm-delete-text">
-            Delete “{entry.title}” and its {sorted.length} tasks{workspace.isLocal ? '' : ', also for everyone it is shared with'}?
+            Delete “{entry.title}” and its {sorted.length} tasks
+            {workspace.isLocal ? '' : ', also for everyone it is shared with'}?
           </p>
           <div class="buttons">
             <button
@@ -143,7 +149,12 @@ export function Board({ workspace, entry, online, onDeleted }: Props) {
       )}
 
       {orphanConflicts.map((conflict) => (
-        <ConflictPanel key={conflict.id} conflict={conflict} busy={busy} onResolve={(resolution) => void resolve(conflict.id, resolution)} />
+        <ConflictPanel
+          key={conflict.id}
+          conflict={conflict}
+          busy={busy}
+          onResolve={(resolution) => void resolve(conflict.id, resolution)}
+        />
       ))}
 
       {editable && (
@@ -168,7 +179,12 @@ export function Board({ workspace, entry, online, onDeleted }: Props) {
           <label for="new-item" class="visually-hidden">
             New task
           </label>
-          <input id="new-item" placeholder="Add a task…" value={newTitle} onInput={(event) => setNewTitle(event.currentTarget.value)} />
+          <input
+            id="new-item"
+            placeholder="Add a task…"
+            value={newTitle}
+            onInput={(event) => setNewTitle(event.currentTarget.value)}
+          />
           <button type="submit">Add task</button>
         </form>
       )}

@@ -17,12 +17,17 @@ interface Props {
 }
 
 export function ConflictPanel({ conflict, busy, onResolve }: Props) {
-  const name = typeof conflict.local?.title === 'string' ? conflict.local.title : typeof conflict.remote?.title === 'string' ? conflict.remote.title : 'a task';
+  const name =
+    typeof conflict.local?.title === 'string'
+      ? conflict.local.title
+      : typeof conflict.remote?.title === 'string'
+        ? conflict.remote.title
+        : 'a task';
   return (
     <fieldset class="conflict" aria-label={`Conflict on “${name}”`}>
       <p>
-        <strong>Changed in two places.</strong> Someone else saved a different version of this task while you were changing it. Which one
-        should stay?
+        <strong>Changed in two places.</strong> Someone else saved a different version of this task while you were
+        changing it. Which one should stay?
       </p>
       <dl class="versions">
         <div class="version">

@@ -118,7 +118,12 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
                 }}
               />
             </label>
-            <button type="button" class="danger" aria-label={`Delete “${item.title}”`} onClick={() => void run(() => deleteItem(items, item.id))}>
+            <button
+              type="button"
+              class="danger"
+              aria-label={`Delete “${item.title}”`}
+              onClick={() => void run(() => deleteItem(items, item.id))}
+            >
               Delete
             </button>
           </div>
@@ -137,12 +142,25 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
           ) : (
             <span>
               {file.info.filename}
-              {file.progress !== null ? ` — downloading ${Math.round((100 * file.progress) / Math.max(1, file.info.size))}%` : ''}
+              {file.progress !== null
+                ? ` — downloading ${Math.round((100 * file.progress) / Math.max(1, file.info.size))}%`
+                : ''}
             </span>
           )}
-          <span class="file-state">{file.info.state === 'upload' ? 'not uploaded yet' : file.info.state === 'removal' ? 'removal not synced yet' : `${Math.ceil(file.info.size / 1024)} KB`}</span>
+          <span class="file-state">
+            {file.info.state === 'upload'
+              ? 'not uploaded yet'
+              : file.info.state === 'removal'
+                ? 'removal not synced yet'
+                : `${Math.ceil(file.info.size / 1024)} KB`}
+          </span>
           {editable && file.info.state !== 'removal' && (
-            <button type="button" class="secondary" aria-label={`Remove the file of “${item.title}”`} onClick={() => void run(() => removeFile(items, item.id))}>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Remove the file of “${item.title}”`}
+              onClick={() => void run(() => removeFile(items, item.id))}
+            >
               Remove file
             </button>
           )}

@@ -47,7 +47,12 @@ export function ListsPanel({ workspace, entries, selectedId, onCreated }: Props)
         }}
       >
         <label for="new-list-title">New list</label>
-        <input id="new-list-title" value={title} placeholder="e.g. Groceries" onInput={(event) => setTitle(event.currentTarget.value)} />
+        <input
+          id="new-list-title"
+          value={title}
+          placeholder="e.g. Groceries"
+          onInput={(event) => setTitle(event.currentTarget.value)}
+        />
         <button type="submit" disabled={busy}>
           Create list
         </button>
@@ -61,9 +66,13 @@ export function ListsPanel({ workspace, entries, selectedId, onCreated }: Props)
       {!workspace.isLocal && (
         <>
           <h2 id="shared-lists">Shared with me</h2>
-          {entries !== undefined && shared.length === 0 && <p class="muted">Nothing yet. Lists others share with you appear here.</p>}
+          {entries !== undefined && shared.length === 0 && (
+            <p class="muted">Nothing yet. Lists others share with you appear here.</p>
+          )}
           <ul aria-labelledby="shared-lists">
-            {shared.map((entry) => link(entry, `by ${entry.owner} · ${entry.role === 'write' ? 'can edit' : 'view only'}`))}
+            {shared.map((entry) =>
+              link(entry, `by ${entry.owner} · ${entry.role === 'write' ? 'can edit' : 'view only'}`),
+            )}
           </ul>
         </>
       )}

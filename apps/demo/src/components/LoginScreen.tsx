@@ -20,8 +20,8 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
     <main class="login">
       <h1>Quire Tasks</h1>
       <p class="lede">
-        A shared task board that keeps working offline. Your lists live in this browser and sync with the Quire server at{' '}
-        <code>{remote}</code>.
+        A shared task board that keeps working offline. Your lists live in this browser and sync with the Quire server
+        at <code>{remote}</code>.
       </p>
 
       {remembered.length > 0 && (
@@ -48,7 +48,12 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
         <h2 id="login-title">Log in or create an account</h2>
         <label>
           Username
-          <input name="username" autocomplete="username" value={username} onInput={(event) => setUsername(event.currentTarget.value)} />
+          <input
+            name="username"
+            autocomplete="username"
+            value={username}
+            onInput={(event) => setUsername(event.currentTarget.value)}
+          />
         </label>
         <label>
           Password
@@ -68,7 +73,11 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
             Create account
           </button>
         </div>
-        {busy && <p class="muted" role="status">Contacting the server…</p>}
+        {busy && (
+          <p class="muted" role="status">
+            Contacting the server…
+          </p>
+        )}
         {error && (
           <p class="error" role="alert">
             {error}
@@ -78,7 +87,10 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
 
       <section class="card" aria-labelledby="local-title">
         <h2 id="local-title">No account?</h2>
-        <p>Use the board on this device only: lists are kept in this browser and never sent to the server, so they cannot be shared.</p>
+        <p>
+          Use the board on this device only: lists are kept in this browser and never sent to the server, so they cannot
+          be shared.
+        </p>
         <button type="button" class="secondary" onClick={() => onSession({ kind: 'local' })}>
           Use without an account
         </button>

@@ -48,23 +48,42 @@ export function ShareDialog({ workspace, entry, onClose }: Props) {
             setMessage(null);
             await shareList(workspace, entry, name, access);
             setUsername('');
-            setMessage(`Shared with ${name} (${label(access)}). It appears in their “Shared with me” list at their next sync.`);
+            setMessage(
+              `Shared with ${name} (${label(access)}). It appears in their “Shared with me” list at their next sync.`,
+            );
             await reload();
           });
         }}
       >
         <label>
           Username
-          <input name="share-username" autocomplete="off" value={username} onInput={(event) => setUsername(event.currentTarget.value)} />
+          <input
+            name="share-username"
+            autocomplete="off"
+            value={username}
+            onInput={(event) => setUsername(event.currentTarget.value)}
+          />
         </label>
         <fieldset>
           <legend>Access</legend>
           <label class="choice">
-            <input type="radio" name="access" value="write" checked={access === 'write'} onChange={() => setAccess('write')} />
+            <input
+              type="radio"
+              name="access"
+              value="write"
+              checked={access === 'write'}
+              onChange={() => setAccess('write')}
+            />
             Can edit
           </label>
           <label class="choice">
-            <input type="radio" name="access" value="read" checked={access === 'read'} onChange={() => setAccess('read')} />
+            <input
+              type="radio"
+              name="access"
+              value="read"
+              checked={access === 'read'}
+              onChange={() => setAccess('read')}
+            />
             View only
           </label>
         </fieldset>

@@ -36,20 +36,39 @@ export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow
       <div class="status-line" role="status" aria-live="polite">
         <span class={`badge ${status.online ? 'online' : 'offline'}`}>{status.online ? 'Online' : 'Offline'}</span>
         {status.online && status.live && (
-          <span class="live" title={status.live === 'stream' ? 'Changes by others arrive as soon as they are made' : 'Changes by others are checked every few seconds'}>
+          <span
+            class="live"
+            title={
+              status.live === 'stream'
+                ? 'Changes by others arrive as soon as they are made'
+                : 'Changes by others are checked every few seconds'
+            }
+          >
             {status.live === 'stream' ? 'Live' : 'Polling'}
           </span>
         )}
         <span class="pending">
-          {status.pending === 0 ? 'All changes synced' : `${plural(status.pending, 'change', 'changes')} not synced yet`}
+          {status.pending === 0
+            ? 'All changes synced'
+            : `${plural(status.pending, 'change', 'changes')} not synced yet`}
           {!status.online && status.pending > 0 && ' (kept on this device)'}
         </span>
-        {status.conflicts > 0 && <span class="conflicts">{plural(status.conflicts, 'conflict', 'conflicts')} to resolve</span>}
+        {status.conflicts > 0 && (
+          <span class="conflicts">{plural(status.conflicts, 'conflict', 'conflicts')} to resolve</span>
+        )}
       </div>
       {/* Outside the live region: it changes at every sync and would be read out every few seconds. */}
-      <span class="last-sync">{status.lastSyncAt ? `Last synced at ${new Date(status.lastSyncAt).toLocaleTimeString()}` : 'Not synced yet'}</span>
+      <span class="last-sync">
+        {status.lastSyncAt ? `Last synced at ${new Date(status.lastSyncAt).toLocaleTimeString()}` : 'Not synced yet'}
+      </span>
       <span class="spacer" />
-      <button type="button" class="secondary" onClick={() => void syncNow()} disabled={!status.online || syncing} title={status.online ? undefined : 'Offline'}>
+      <button
+        type="button"
+        class="secondary"
+        onClick={() => void syncNow()}
+        disabled={!status.online || syncing}
+        title={status.online ? undefined : 'Offline'}
+      >
         {syncing ? 'Syncing…' : 'Sync now'}
       </button>
       {progress && (

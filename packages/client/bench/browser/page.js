@@ -19,7 +19,12 @@ function countingFetch(input, init) {
 
 function quireCollection(bucket, name, options = {}) {
   const client = createClient({ remote, auth: AUTH, fetch: countingFetch, timeoutMs: 600_000, ...options.client });
-  return { client, collection: client.bucket(bucket).collection(name, { indexes: ['n'], strategy: 'server-wins', ...options.collection }) };
+  return {
+    client,
+    collection: client
+      .bucket(bucket)
+      .collection(name, { indexes: ['n'], strategy: 'server-wins', ...options.collection }),
+  };
 }
 
 function kintoCollection(bucket, name) {
@@ -30,7 +35,8 @@ function kintoCollection(bucket, name) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const p95 = (values) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.95))];
+const p95 = (values) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.95))];
 
 async function timed(fn) {
   const before = requests;
@@ -67,7 +73,15 @@ const jobs = {
     }
     const count = await collection.count();
     await client.close();
-    return { coldMs: cold.ms, coldRequests: cold.requests, records: count, queryMs: query.ms, pollP50: median(latencies), pollP95: p95(latencies), pollRequests: (requests - before) / polls };
+    return {
+      coldMs: cold.ms,
+      coldRequests: cold.requests,
+      records: count,
+      queryMs: query.ms,
+      pollP50: median(latencies),
+      pollP95: p95(latencies),
+      pollRequests: (requests - before) / polls,
+    };
   },
   async 'kinto:cold'({ bucket, collection: name, polls, lookup }) {
     const collection = kintoCollection(bucket, name);
@@ -78,7 +92,15 @@ const jobs = {
     const before = requests;
     for (let i = 0; i < polls; i++) latencies.push((await timed(() => kintoSync(collection))).ms);
     const { data } = await collection.list();
-    return { coldMs: cold.ms, coldRequests: cold.requests, records: data.length, queryMs: query.ms, pollP50: median(latencies), pollP95: p95(latencies), pollRequests: (requests - before) / polls };
+    return {
+      coldMs: cold.ms,
+      coldRequests: cold.requests,
+      records: data.length,
+      queryMs: query.ms,
+      pollP50: median(latencies),
+      pollP95: p95(latencies),
+      pollRequests: (requests - before) / polls,
+    };
   },
 
   /** N local creates, awaited one by one, then N more issued in one tick; then their push. */
@@ -90,7 +112,11 @@ const jobs = {
     });
     const push = await timed(() => quireSync(collection));
     if (push.value.pushed !== count) throw new Error(`quire pushed ${push.value.pushed}`);
-    const together = await timed(() => Promise.all(Array.from({ length: count }, (_, i) => collection.create({ n: count + i, title: `local ${i}`, done: 0 }))));
+    const together = await timed(() =>
+      Promise.all(
+        Array.from({ length: count }, (_, i) => collection.create({ n: count + i, title: `local ${i}`, done: 0 })),
+      ),
+    );
     await quireSync(collection);
     await client.close();
     return { createMs: sequential.ms, pushMs: push.ms, pushRequests: push.requests, togetherMs: together.ms };
@@ -103,7 +129,11 @@ const jobs = {
     });
     const push = await timed(() => kintoSync(collection));
     if (push.value.published.length !== count) throw new Error(`kinto pushed ${push.value.published.length}`);
-    const together = await timed(() => Promise.all(Array.from({ length: count }, (_, i) => collection.create({ n: count + i, title: `local ${i}`, done: 0 }))));
+    const together = await timed(() =>
+      Promise.all(
+        Array.from({ length: count }, (_, i) => collection.create({ n: count + i, title: `local ${i}`, done: 0 })),
+      ),
+    );
     await kintoSync(collection);
     return { createMs: sequential.ms, pushMs: push.ms, pushRequests: push.requests, togetherMs: together.ms };
   },
@@ -117,7 +147,13 @@ const jobs = {
     const first = await timed(() => quireSync(collection));
     const count = await collection.count();
     await client.close();
-    return { loadMs: load.ms, records: count, firstSyncMs: first.ms, firstSyncRequests: first.requests, pulled: first.value.pulled };
+    return {
+      loadMs: load.ms,
+      records: count,
+      firstSyncMs: first.ms,
+      firstSyncRequests: first.requests,
+      pulled: first.value.pulled,
+    };
   },
   async 'kinto:dump'({ bucket, collection: name, dumpUrl, firstSync }) {
     const dump = await (await fetch(dumpUrl)).json();
@@ -126,7 +162,13 @@ const jobs = {
     if (!firstSync) return { loadMs: load.ms, records: (await collection.list()).data.length };
     const first = await timed(() => kintoSync(collection));
     const { data } = await collection.list();
-    return { loadMs: load.ms, records: data.length, firstSyncMs: first.ms, firstSyncRequests: first.requests, pulled: first.value.created.length + first.value.updated.length };
+    return {
+      loadMs: load.ms,
+      records: data.length,
+      firstSyncMs: first.ms,
+      firstSyncRequests: first.requests,
+      pulled: first.value.created.length + first.value.updated.length,
+    };
   },
 
   /**

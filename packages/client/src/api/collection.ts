@@ -6,7 +6,12 @@
  */
 import { AttachmentError, StoreError } from '../errors.js';
 import type { FileInput } from '../remote/files.js';
-import type { AttachmentsExtension, AttachOptions, GetLocalAttachmentOptions, LocalAttachment } from './attachments-host.js';
+import type {
+  AttachmentsExtension,
+  AttachOptions,
+  GetLocalAttachmentOptions,
+  LocalAttachment,
+} from './attachments-host.js';
 import type { OnlineSource } from '../online.js';
 import { type DumpInput, readDump } from '../dump/dump.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
@@ -78,16 +83,24 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.name = name;
     this.#parts = parts;
     this.#onClose = onClose;
-    this.#status = new SyncStatusStore((status) => void parts.then((p) => p.channel.shareStatus(status), () => {}));
+    this.#status = new SyncStatusStore(
+      (status) =>
+        void parts.then(
+          (p) => p.channel.shareStatus(status),
+          () => {},
+        ),
+    );
     void parts.then(
       (p) => {
-        if (this.#status.snapshot.lastSyncAt === null && p.lastSyncAt !== null) this.#status.receive({ ...this.#status.snapshot, lastSyncAt: p.lastSyncAt });
+        if (this.#status.snapshot.lastSyncAt === null && p.lastSyncAt !== null)
+          this.#status.receive({ ...this.#status.snapshot, lastSyncAt: p.lastSyncAt });
       },
       () => {},
     );
     // What the app wrote, here or in another tab, is pushed soon by the tab that auto-syncs.
     this.on('change', (event) => {
-      if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local')) this.#scheduler?.notifyLocalWrite();
+      if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local'))
+        this.#scheduler?.notifyLocalWrite();
     });
   }
 
@@ -139,7 +152,11 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Replaces the record's fields, or merges them with `{ patch: true }`. */
   async update(id: string, data: Partial<T>, options: { patch?: boolean } = {}): Promise<LocalRecord<T>> {
-    return (await (await this.#local()).update(id, data, options).catch((error) => this.#failed(error))) as LocalRecord<T>;
+    return (await (
+      await this.#local()
+    )
+      .update(id, data, options)
+      .catch((error) => this.#failed(error))) as LocalRecord<T>;
   }
 
   async delete(id: string): Promise<void> {
@@ -148,7 +165,11 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   async #files(): Promise<AttachmentsExtension> {
     const { files } = await this.#parts;
-    if (!files) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_OFF', 'Open the collection with the `attachments` option (@quire/client/attachments)');
+    if (!files)
+      throw new AttachmentError(
+        'QUIRE_ERR_ATTACHMENT_OFF',
+        'Open the collection with the `attachments` option (@quire/client/attachments)',
+      );
     return files;
   }
 
@@ -175,10 +196,14 @@ export class Collection<T extends object = Record<string, unknown>> {
   /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
   #failed(error: unknown): never {
     if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
-      const storage = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }).navigator?.storage;
+      const storage = (
+        globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }
+      ).navigator?.storage;
       void (storage?.estimate?.() ?? Promise.resolve({} as { usage?: number; quota?: number }))
         .catch(() => ({}) as { usage?: number; quota?: number })
-        .then((estimate) => this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }));
+        .then((estimate) =>
+          this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }),
+        );
     }
     throw error;
   }
@@ -200,14 +225,22 @@ export class Collection<T extends object = Record<string, unknown>> {
   live(query?: ListQuery): LiveQuery<LocalRecord<T>[]>;
   live<R>(read: (collection: this) => Promise<R>): LiveQuery<R>;
   live<R>(query: ListQuery | ((collection: this) => Promise<R>) = {}): LiveQuery<R> | LiveQuery<LocalRecord<T>[]> {
-    if (typeof query === 'function') return new LiveQuery(() => query(this), (onChange) => this.on('change', onChange));
+    if (typeof query === 'function')
+      return new LiveQuery(
+        () => query(this),
+        (onChange) => this.on('change', onChange),
+      );
     return this.#cachedLive(`list:${JSON.stringify(query)}`, () => this.list(query));
   }
 
   /** One record, kept current (undefined while it does not exist). The same object for the same id. */
   liveRecord(id: string): LiveQuery<LocalRecord<T> | undefined> {
     // Re-read only when a change names it (or names nothing: a clear).
-    return this.#cachedLive(`record:${id}`, () => this.get(id), (event) => event.changes.length === 0 || event.changes.some((change) => change.id === id));
+    return this.#cachedLive(
+      `record:${id}`,
+      () => this.get(id),
+      (event) => event.changes.length === 0 || event.changes.some((change) => change.id === id),
+    );
   }
 
   /** The conflicts waiting for the app, kept current. */
@@ -220,7 +253,11 @@ export class Collection<T extends object = Record<string, unknown>> {
     return this.#cachedLive('pending', () => this.pending());
   }
 
-  #cachedLive<R>(key: string, read: () => Promise<R>, relevant: (event: ChangeEvent) => boolean = () => true): LiveQuery<R> {
+  #cachedLive<R>(
+    key: string,
+    read: () => Promise<R>,
+    relevant: (event: ChangeEvent) => boolean = () => true,
+  ): LiveQuery<R> {
     let live = this.#liveQueries.get(key) as LiveQuery<R> | undefined;
     if (!live) {
       live = new LiveQuery(read, (onChange) => this.on('change', (event) => relevant(event) && onChange()));
@@ -288,7 +325,13 @@ export class Collection<T extends object = Record<string, unknown>> {
         };
         let result = await parts.engine.sync(engineOptions);
         if (parts.files) result = await parts.files.afterSync(result, engineOptions);
-        this.#status.update({ syncing: false, progress: null, lastSyncAt: Date.now(), lastResult: result, error: null });
+        this.#status.update({
+          syncing: false,
+          progress: null,
+          lastSyncAt: Date.now(),
+          lastResult: result,
+          error: null,
+        });
         this.emit('sync', result);
         if (result.serverDeleted) this.emit('serverDeleted', result);
         return result;
@@ -299,9 +342,11 @@ export class Collection<T extends object = Record<string, unknown>> {
       }
     })();
     this.#inflight = run;
-    void run.catch(() => {}).finally(() => {
-      if (this.#inflight === run) this.#inflight = null;
-    });
+    void run
+      .catch(() => {})
+      .finally(() => {
+        if (this.#inflight === run) this.#inflight = null;
+      });
     return run;
   }
 
@@ -324,7 +369,11 @@ export class Collection<T extends object = Record<string, unknown>> {
         parts.leaderLock,
         `quire-autosync:${parts.dbName}`,
         (signal) => {
-          const scheduler = new SyncScheduler(() => this.sync(), schedulerOptions, () => {});
+          const scheduler = new SyncScheduler(
+            () => this.sync(),
+            schedulerOptions,
+            () => {},
+          );
           this.#scheduler = scheduler;
           scheduler.start();
           signal.addEventListener('abort', () => {
@@ -332,7 +381,10 @@ export class Collection<T extends object = Record<string, unknown>> {
             if (this.#scheduler === scheduler) this.#scheduler = null;
           });
         },
-        (leading) => this.#status.update({ autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null }),
+        (leading) =>
+          this.#status.update({
+            autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null,
+          }),
       );
       if (options.live === false || !parts.live) return 'none';
       const { live, engine } = parts;
@@ -410,7 +462,9 @@ export class Collection<T extends object = Record<string, unknown>> {
  * for pullOnly, ignores Backoff if any did, uses the latest strategy given, reports progress
  * to each, and is aborted only once every caller's signal is (a caller without one wants it).
  */
-function mergeSyncOptions(callers: Array<SyncOptions & { strategy?: ConflictStrategy }>): SyncOptions & { strategy?: ConflictStrategy } {
+function mergeSyncOptions(
+  callers: Array<SyncOptions & { strategy?: ConflictStrategy }>,
+): SyncOptions & { strategy?: ConflictStrategy } {
   const signals = callers.map((caller) => caller.signal);
   let signal: AbortSignal | undefined;
   if (signals.every((each): each is AbortSignal => each !== undefined)) {

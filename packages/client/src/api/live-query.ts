@@ -45,7 +45,8 @@ declare global {
 }
 
 /** `Symbol.observable` where a polyfill set it, else the conventional string key. */
-const OBSERVABLE: symbol | '@@observable' = (typeof Symbol === 'function' && (Symbol as { observable?: symbol }).observable) || '@@observable';
+const OBSERVABLE: symbol | '@@observable' =
+  (typeof Symbol === 'function' && (Symbol as { observable?: symbol }).observable) || '@@observable';
 
 export class LiveQuery<R> {
   readonly #read: () => Promise<R>;

@@ -34,7 +34,14 @@ export interface SyncStatus {
   autoSync: 'leader' | 'follower' | null;
 }
 
-export const INITIAL_SYNC_STATUS: SyncStatus = { syncing: false, progress: null, lastSyncAt: null, lastResult: null, error: null, autoSync: null };
+export const INITIAL_SYNC_STATUS: SyncStatus = {
+  syncing: false,
+  progress: null,
+  lastSyncAt: null,
+  lastResult: null,
+  error: null,
+  autoSync: null,
+};
 
 /** The part of the status every tab shares (`autoSync` is each tab's own). */
 export type SharedSyncStatus = Omit<SyncStatus, 'autoSync'>;

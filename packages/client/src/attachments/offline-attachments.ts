@@ -11,7 +11,14 @@
  * on `getAttachment` and keeps nothing; each is checked against the record's `hash`; kept files
  * are evicted least recently used first beyond `cacheBytes`.
  */
-import type { AttachmentsExtension, AttachmentsHost, AttachmentsSetup, AttachOptions, GetLocalAttachmentOptions, LocalAttachment } from '../api/attachments-host.js';
+import type {
+  AttachmentsExtension,
+  AttachmentsHost,
+  AttachmentsSetup,
+  AttachOptions,
+  GetLocalAttachmentOptions,
+  LocalAttachment,
+} from '../api/attachments-host.js';
 import { AttachmentError, PreconditionFailedError, QuireError, ServerError } from '../errors.js';
 import { asBlob, type FileInput, sha256Hex } from '../remote/files.js';
 import type { Settlement } from '../store/local-collection.js';
@@ -85,7 +92,10 @@ class OfflineAttachments implements AttachmentsExtension {
       }
     }
     if ((await db.meta.get('capability'))?.value === false) {
-      throw new AttachmentError('QUIRE_ERR_ATTACHMENT_UNSUPPORTED', 'The server does not accept attachments (no "attachments" capability)');
+      throw new AttachmentError(
+        'QUIRE_ERR_ATTACHMENT_UNSUPPORTED',
+        'The server does not accept attachments (no "attachments" capability)',
+      );
     }
   }
 
@@ -153,17 +163,33 @@ class OfflineAttachments implements AttachmentsExtension {
     const queued = await db.queue.get(id);
     if (queued?.op === 'removal') {
       const synced = attachmentOf(await this.#host.local.get(id));
-      return synced ? { ...this.#describe(synced), state: 'removal', local: !!(await db.cache.get(synced.hash)) } : null;
+      return synced
+        ? { ...this.#describe(synced), state: 'removal', local: !!(await db.cache.get(synced.hash)) }
+        : null;
     }
     if (queued) {
-      return { filename: queued.filename!, mimetype: queued.mimetype!, size: queued.size!, hash: queued.hash!, location: null, state: 'upload', local: true };
+      return {
+        filename: queued.filename!,
+        mimetype: queued.mimetype!,
+        size: queued.size!,
+        hash: queued.hash!,
+        location: null,
+        state: 'upload',
+        local: true,
+      };
     }
     const synced = attachmentOf(await this.#host.local.get(id));
     return synced ? { ...this.#describe(synced), state: 'synced', local: !!(await db.cache.get(synced.hash)) } : null;
   }
 
   #describe(info: AttachmentInfo) {
-    return { filename: info.filename, mimetype: info.mimetype, size: info.size, hash: info.hash, location: info.location };
+    return {
+      filename: info.filename,
+      mimetype: info.mimetype,
+      size: info.size,
+      hash: info.hash,
+      location: info.location,
+    };
   }
 
   async get(id: string, options: GetLocalAttachmentOptions): Promise<Blob> {
@@ -210,7 +236,11 @@ class OfflineAttachments implements AttachmentsExtension {
     const db = await this.#db;
     await db.transaction('rw', db.queue, db.blobs, db.cache, async () => {
       if (bytes) await db.blobs.put({ hash, bytes });
-      await db.cache.put({ hash, size: (bytes ?? (await db.blobs.get(hash))?.bytes)?.byteLength ?? 0, usedAt: Date.now() });
+      await db.cache.put({
+        hash,
+        size: (bytes ?? (await db.blobs.get(hash))?.bytes)?.byteLength ?? 0,
+        usedAt: Date.now(),
+      });
       let total = 0;
       const entries = await db.cache.orderBy('usedAt').reverse().toArray();
       for (const entry of entries) {
@@ -256,7 +286,8 @@ class OfflineAttachments implements AttachmentsExtension {
       // The network failed: what is left waits for the next sync.
       if (outcome.stopped) break;
     }
-    if (this.#policy === 'eager' && this.#host.online.isOnline()) stats.downloaded += await this.#downloadMissing(result, options.signal);
+    if (this.#policy === 'eager' && this.#host.online.isOnline())
+      stats.downloaded += await this.#downloadMissing(result, options.signal);
     result.attachments = stats;
     result.ok = result.errors.length === 0 && result.conflicts.every((conflict) => conflict.resolution !== 'manual');
     return result;
@@ -266,7 +297,11 @@ class OfflineAttachments implements AttachmentsExtension {
    * Sends the queue, oldest first, `TRANSFERS` at a time; stops starting new ones at the first
    * failure that is not the file's own (network, backoff): the rest stays queued.
    */
-  async #sendQueue(result: SyncResult, stats: Stats, signal?: AbortSignal): Promise<{ sent: boolean; retouched: boolean; stopped: boolean }> {
+  async #sendQueue(
+    result: SyncResult,
+    stats: Stats,
+    signal?: AbortSignal,
+  ): Promise<{ sent: boolean; retouched: boolean; stopped: boolean }> {
     const db = await this.#db;
     const waiting = new Set((await this.#host.local.pending()).map((entry) => entry.id));
     // Its record's change goes first (or waits for the app to settle its conflict).
@@ -291,16 +326,27 @@ class OfflineAttachments implements AttachmentsExtension {
     }
     const stored = await (await this.#db).blobs.get(entry.hash!);
     if (!stored) return false;
-    await host.remote.addAttachment(host.bucket, host.collection, entry.id, new Blob([stored.bytes], { type: entry.mimetype! }), {
-      filename: entry.filename!,
-      ifMatch: version,
-      ...(signal ? { signal } : {}),
-      onProgress: (progress) => host.emit({ type: 'progress', id: entry.id, direction: 'upload', ...progress }),
-    });
+    await host.remote.addAttachment(
+      host.bucket,
+      host.collection,
+      entry.id,
+      new Blob([stored.bytes], { type: entry.mimetype! }),
+      {
+        filename: entry.filename!,
+        ifMatch: version,
+        ...(signal ? { signal } : {}),
+        onProgress: (progress) => host.emit({ type: 'progress', id: entry.id, direction: 'upload', ...progress }),
+      },
+    );
     return true;
   }
 
-  async #sendOne(entry: QueuedFile, result: SyncResult, stats: Stats, signal?: AbortSignal): Promise<'sent' | 'skipped' | 'retouched' | 'stop'> {
+  async #sendOne(
+    entry: QueuedFile,
+    result: SyncResult,
+    stats: Stats,
+    signal?: AbortSignal,
+  ): Promise<'sent' | 'skipped' | 'retouched' | 'stop'> {
     const host = this.#host;
     const record = await host.local.get(entry.id);
     if (!record) {
@@ -318,7 +364,10 @@ class OfflineAttachments implements AttachmentsExtension {
       }
     } catch (error) {
       const existing = error instanceof PreconditionFailedError ? error.existing : null;
-      const replayed = entry.op === 'upload' ? attachmentOf(existing)?.hash === entry.hash : existing !== null && !attachmentOf(existing);
+      const replayed =
+        entry.op === 'upload'
+          ? attachmentOf(existing)?.hash === entry.hash
+          : existing !== null && !attachmentOf(existing);
       const gone = entry.op === 'removal' && error instanceof ServerError && error.status === 404;
       if (!replayed && !gone) {
         if (error instanceof PreconditionFailedError) {
@@ -328,7 +377,12 @@ class OfflineAttachments implements AttachmentsExtension {
           return 'retouched';
         }
         const status = error instanceof ServerError ? error.status : undefined;
-        result.errors.push({ id: entry.id, ...(status ? { status } : {}), code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
+        result.errors.push({
+          id: entry.id,
+          ...(status ? { status } : {}),
+          code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT',
+          message: (error as Error).message,
+        });
         if (status !== undefined && PERMANENT.has(status)) {
           await this.#drop(entry.id);
           stats.dropped++;
@@ -365,7 +419,11 @@ class OfflineAttachments implements AttachmentsExtension {
         await this.#download(id, info, signal ? { signal } : {});
         downloaded++;
       } catch (error) {
-        result.errors.push({ id, code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT', message: (error as Error).message });
+        result.errors.push({
+          id,
+          code: error instanceof QuireError ? error.code : 'QUIRE_ERR_ATTACHMENT',
+          message: (error as Error).message,
+        });
         // A file of its own (a hash mismatch) does not stop the others; the network does.
         if (!(error instanceof AttachmentError)) stopped = true;
       }
@@ -374,7 +432,10 @@ class OfflineAttachments implements AttachmentsExtension {
   }
 
   close(): void {
-    void this.#db.then((db) => db.close(), () => {});
+    void this.#db.then(
+      (db) => db.close(),
+      () => {},
+    );
   }
 }
 

@@ -12,7 +12,8 @@ import { parseArgs } from 'node:util';
 import { createClient } from '../client.js';
 import type { Auth } from '../transport/auth.js';
 
-const USAGE = 'usage: quire-dump --remote <url with /v1> --bucket <id> --collection <id> [--user <name>] [--out <file>] [--page-size <n>]\n(password: QUIRE_PASSWORD; bearer token: QUIRE_TOKEN)';
+const USAGE =
+  'usage: quire-dump --remote <url with /v1> --bucket <id> --collection <id> [--user <name>] [--out <file>] [--page-size <n>]\n(password: QUIRE_PASSWORD; bearer token: QUIRE_TOKEN)';
 
 async function main(): Promise<number> {
   let values: Record<string, string | boolean | undefined>;
@@ -43,7 +44,8 @@ async function main(): Promise<number> {
   }
   let auth: Auth | undefined;
   if (process.env.QUIRE_TOKEN) auth = { type: 'bearer', token: process.env.QUIRE_TOKEN };
-  else if (typeof values.user === 'string') auth = { type: 'basic', username: values.user, password: process.env.QUIRE_PASSWORD ?? '' };
+  else if (typeof values.user === 'string')
+    auth = { type: 'basic', username: values.user, password: process.env.QUIRE_PASSWORD ?? '' };
   const pageSize = typeof values['page-size'] === 'string' ? Number(values['page-size']) : undefined;
   const client = createClient({ remote, ...(auth ? { auth } : {}), timeoutMs: 120_000 });
   try {

@@ -28,12 +28,14 @@ export type DumpInput = Dump | RemoteRecord[];
 /** The records of a dump (tombstones left out) and the sync state it stands for. */
 export function readDump(input: DumpInput): { records: RemoteRecord[]; since: number | null; etag: number | null } {
   const dump: Dump = Array.isArray(input) ? { data: input } : input;
-  if (!dump || !Array.isArray(dump.data)) throw new TypeError('A dump is { timestamp, data: [records] } or an array of records');
+  if (!dump || !Array.isArray(dump.data))
+    throw new TypeError('A dump is { timestamp, data: [records] } or an array of records');
   const records: RemoteRecord[] = [];
   const seen = new Set<string>();
   let since: number | null = null;
   for (const record of dump.data) {
-    if (typeof record?.id !== 'string' || typeof record.last_modified !== 'number') throw new TypeError('Every record of a dump has a string id and a numeric last_modified');
+    if (typeof record?.id !== 'string' || typeof record.last_modified !== 'number')
+      throw new TypeError('Every record of a dump has a string id and a numeric last_modified');
     if (since === null || record.last_modified > since) since = record.last_modified;
     if (record.deleted === true || seen.has(record.id)) continue;
     seen.add(record.id);
@@ -55,12 +57,21 @@ export interface ExportOptions {
  * Reads every record of a collection into a dump, consistently: pages follow Next-Page with
  * `If-Match` on the first page's ETag, and a change meanwhile (412) starts the reading over.
  */
-export async function exportDump(http: HttpTransport, bucket: string, collection: string, options: ExportOptions = {}): Promise<Dump> {
+export async function exportDump(
+  http: HttpTransport,
+  bucket: string,
+  collection: string,
+  options: ExportOptions = {},
+): Promise<Dump> {
   const path = endpoints.records(bucket, collection);
   const signal = options.signal ? { signal: options.signal } : {};
   for (let attempt = 0; ; attempt++) {
     const data: RemoteRecord[] = [];
-    let response: HttpResponse<{ data: RemoteRecord[] }> = await http.request({ path, query: { _sort: '-last_modified', _limit: options.pageSize ?? 10_000 }, ...signal });
+    let response: HttpResponse<{ data: RemoteRecord[] }> = await http.request({
+      path,
+      query: { _sort: '-last_modified', _limit: options.pageSize ?? 10_000 },
+      ...signal,
+    });
     const timestamp = parseETag(response.headers.get('etag'));
     try {
       for (;;) {
@@ -68,7 +79,11 @@ export async function exportDump(http: HttpTransport, bucket: string, collection
         options.onProgress?.(data.length);
         const next = response.headers.get('next-page');
         if (!next) return { bucket, collection, timestamp, data };
-        response = await http.request({ path: next, headers: timestamp === null ? {} : { 'If-Match': quoteETag(timestamp) }, ...signal });
+        response = await http.request({
+          path: next,
+          headers: timestamp === null ? {} : { 'If-Match': quoteETag(timestamp) },
+          ...signal,
+        });
       }
     } catch (error) {
       if (!(error instanceof PreconditionFailedError) || attempt >= 10) throw error;

@@ -63,13 +63,21 @@ export class AdminRemote extends Remote {
   /** One object by its path (`/buckets/b/collections/c`…), with its permissions and ETag. */
   async getObject<T = KintoObject>(path: string, signal?: AbortSignal): Promise<ObjectWithVersion<T>> {
     const response = await this.#http.request<ObjectResponse<T>>({ path, ...signalOf(signal) });
-    return { data: response.body.data, permissions: response.body.permissions ?? {}, etag: response.headers.get('etag') };
+    return {
+      data: response.body.data,
+      permissions: response.body.permissions ?? {},
+      etag: response.headers.get('etag'),
+    };
   }
 
   /** One page of a plural endpoint (`path?query`), or the page a Next-Page URL names. */
   async page<T = KintoObject>(pathOrUrl: string, signal?: AbortSignal): Promise<Page<T>> {
     const response = await this.#http.request<{ data?: T[] }>({ path: pathOrUrl, ...signalOf(signal) });
-    return { data: response.body.data ?? [], nextPage: response.headers.get('next-page'), etag: response.headers.get('etag') };
+    return {
+      data: response.body.data ?? [],
+      nextPage: response.headers.get('next-page'),
+      etag: response.headers.get('etag'),
+    };
   }
 
   /** `Total-Objects` of a plural endpoint (HEAD), or null when the server does not say or refuses. */
@@ -85,13 +93,34 @@ export class AdminRemote extends Remote {
   }
 
   /** Creates an object in a plural endpoint with an id chosen by the server (`POST`). */
-  async createIn<T = KintoObject>(listPath: string, data: Record<string, unknown>, signal?: AbortSignal): Promise<ObjectResponse<T>> {
-    return (await this.#http.request<ObjectResponse<T>>({ method: 'POST', path: listPath, body: { data }, ...signalOf(signal) })).body;
+  async createIn<T = KintoObject>(
+    listPath: string,
+    data: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<ObjectResponse<T>> {
+    return (
+      await this.#http.request<ObjectResponse<T>>({
+        method: 'POST',
+        path: listPath,
+        body: { data },
+        ...signalOf(signal),
+      })
+    ).body;
   }
 
   /** Replaces an object's attributes (`PUT`, creating it when absent). */
-  async putObject<T = KintoObject>(path: string, data: Record<string, unknown>, options: PathWriteOptions = {}): Promise<ObjectResponse<T>> {
-    const request = { method: 'PUT' as const, path, headers: preconditions(options), body: { data }, ...signalOf(options.signal) };
+  async putObject<T = KintoObject>(
+    path: string,
+    data: Record<string, unknown>,
+    options: PathWriteOptions = {},
+  ): Promise<ObjectResponse<T>> {
+    const request = {
+      method: 'PUT' as const,
+      path,
+      headers: preconditions(options),
+      body: { data },
+      ...signalOf(options.signal),
+    };
     return (await this.#http.request<ObjectResponse<T>>(request)).body;
   }
 
@@ -101,15 +130,31 @@ export class AdminRemote extends Remote {
     patch: { data?: Record<string, unknown>; permissions?: Permissions },
     options: PathWriteOptions = {},
   ): Promise<ObjectResponse<T>> {
-    const request = { method: 'PATCH' as const, path, headers: preconditions(options), body: patch, ...signalOf(options.signal) };
+    const request = {
+      method: 'PATCH' as const,
+      path,
+      headers: preconditions(options),
+      body: patch,
+      ...signalOf(options.signal),
+    };
     return (await this.#http.request<ObjectResponse<T>>(request)).body;
   }
 
   /** Applies JSON-Patch operations (RFC 6902), e.g. one principal added to one permission. */
-  async jsonPatch<T = KintoObject>(path: string, operations: readonly JsonPatchOperation[], options: PathWriteOptions = {}): Promise<ObjectResponse<T>> {
+  async jsonPatch<T = KintoObject>(
+    path: string,
+    operations: readonly JsonPatchOperation[],
+    options: PathWriteOptions = {},
+  ): Promise<ObjectResponse<T>> {
     // A Blob is sent as it is, its type as the Content-Type (JSON bodies are application/json).
     const body = new Blob([JSON.stringify(operations)], { type: 'application/json-patch+json' });
-    const request = { method: 'PATCH' as const, path, headers: preconditions(options), body, ...signalOf(options.signal) };
+    const request = {
+      method: 'PATCH' as const,
+      path,
+      headers: preconditions(options),
+      body,
+      ...signalOf(options.signal),
+    };
     return (await this.#http.request<ObjectResponse<T>>(request)).body;
   }
 

@@ -22,9 +22,14 @@ export function multipartBody(file: Blob, filename: string, mimetype: string, fi
   const boundary = `----quire${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
   const parts: BlobPart[] = [];
   for (const [name, value] of Object.entries(fields)) {
-    if (value !== undefined) parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${JSON.stringify(value)}\r\n`);
+    if (value !== undefined)
+      parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${JSON.stringify(value)}\r\n`);
   }
-  parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${quoted(filename)}"\r\nContent-Type: ${mimetype}\r\n\r\n`, file, `\r\n--${boundary}--\r\n`);
+  parts.push(
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${quoted(filename)}"\r\nContent-Type: ${mimetype}\r\n\r\n`,
+    file,
+    `\r\n--${boundary}--\r\n`,
+  );
   return new Blob(parts, { type: `multipart/form-data; boundary=${boundary}` });
 }
 
@@ -40,7 +45,12 @@ export async function sha256Hex(data: Blob | ArrayBuffer): Promise<string> {
 }
 
 /** Reads a response body whole, reporting each chunk. */
-export async function readBody(response: Response, type: string, total: number, onProgress?: (progress: TransferProgress) => void): Promise<Blob> {
+export async function readBody(
+  response: Response,
+  type: string,
+  total: number,
+  onProgress?: (progress: TransferProgress) => void,
+): Promise<Blob> {
   const chunks: Uint8Array[] = [];
   let loaded = 0;
   const reader = response.body?.getReader();

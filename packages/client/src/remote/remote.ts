@@ -6,7 +6,14 @@ import { type BatchRequest, type BatchResponse, chunk, sendBatch } from '../tran
 import { endpoints, quoteETag } from '../transport/endpoints.js';
 import type { HttpRequest, HttpTransport } from '../transport/http.js';
 import { AttachmentError } from '../errors.js';
-import type { AttachmentInfo, AttachmentsCapability, KintoObject, ObjectResponse, Permissions, ServerInfo } from '../wire.js';
+import type {
+  AttachmentInfo,
+  AttachmentsCapability,
+  KintoObject,
+  ObjectResponse,
+  Permissions,
+  ServerInfo,
+} from '../wire.js';
 import { asBlob, type FileInput, multipartBody, readBody, sha256Hex, type TransferProgress } from './files.js';
 
 export type { KintoObject, ObjectResponse, Permissions, ServerInfo };
@@ -77,7 +84,10 @@ export class Remote {
 
   async #list<T>(path: string, options: ListOptions = {}): Promise<T[]> {
     const items: T[] = [];
-    let response = await this.#http.request<{ data: T[] }>({ path, ...(options.query ? { query: options.query } : {}) });
+    let response = await this.#http.request<{ data: T[] }>({
+      path,
+      ...(options.query ? { query: options.query } : {}),
+    });
     for (let page = 1; ; page++) {
       items.push(...response.body.data);
       const next = response.headers.get('next-page');
@@ -86,14 +96,22 @@ export class Remote {
     }
   }
 
-  #put<T>(path: string, data: Record<string, unknown> | undefined, options: WriteOptions = {}): Promise<ObjectResponse<T>> {
+  #put<T>(
+    path: string,
+    data: Record<string, unknown> | undefined,
+    options: WriteOptions = {},
+  ): Promise<ObjectResponse<T>> {
     const body: Record<string, unknown> = {};
     if (data) body.data = data;
     if (options.permissions) body.permissions = options.permissions;
     return this.request<ObjectResponse<T>>({ method: 'PUT', path, headers: preconditions(options), body });
   }
 
-  #patch<T>(path: string, data: Record<string, unknown> | undefined, options: WriteOptions = {}): Promise<ObjectResponse<T>> {
+  #patch<T>(
+    path: string,
+    data: Record<string, unknown> | undefined,
+    options: WriteOptions = {},
+  ): Promise<ObjectResponse<T>> {
     const body: Record<string, unknown> = {};
     if (data) body.data = data;
     if (options.permissions) body.permissions = options.permissions;
@@ -128,7 +146,12 @@ export class Remote {
   getCollection(bid: string, cid: string) {
     return this.request<ObjectResponse>({ path: endpoints.collection(bid, cid) });
   }
-  createCollection(bid: string, cid: string, data?: Record<string, unknown>, options: WriteOptions = { ifNoneMatch: true }) {
+  createCollection(
+    bid: string,
+    cid: string,
+    data?: Record<string, unknown>,
+    options: WriteOptions = { ifNoneMatch: true },
+  ) {
     return this.#put(endpoints.collection(bid, cid), data, options);
   }
   updateCollection(bid: string, cid: string, data: Record<string, unknown>, options?: WriteOptions) {
@@ -181,12 +204,22 @@ export class Remote {
   /** The server's `attachments` capability; AttachmentError `QUIRE_ERR_ATTACHMENT_UNSUPPORTED` without one. */
   async attachments(): Promise<AttachmentsCapability> {
     const capability = (await this.serverInfo()).capabilities.attachments;
-    if (!capability) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_UNSUPPORTED', 'The server does not accept attachments (no "attachments" capability)');
+    if (!capability)
+      throw new AttachmentError(
+        'QUIRE_ERR_ATTACHMENT_UNSUPPORTED',
+        'The server does not accept attachments (no "attachments" capability)',
+      );
     return capability;
   }
 
   /** Uploads a file onto a record (creating the record if needed; `ifMatch` guards it): the record's new `attachment`. */
-  async addAttachment(bid: string, cid: string, id: string, file: FileInput, options: AddAttachmentOptions = {}): Promise<AttachmentInfo> {
+  async addAttachment(
+    bid: string,
+    cid: string,
+    id: string,
+    file: FileInput,
+    options: AddAttachmentOptions = {},
+  ): Promise<AttachmentInfo> {
     await this.attachments();
     const blob = asBlob(file, options.mimetype);
     const filename = options.filename ?? (file as { name?: string }).name ?? 'file';
@@ -196,9 +229,14 @@ export class Remote {
       method: 'POST',
       path: endpoints.attachment(bid, cid, id),
       headers: preconditions(options),
-      body: multipartBody(blob, filename, blob.type || 'application/octet-stream', { data: options.data, permissions: options.permissions }),
+      body: multipartBody(blob, filename, blob.type || 'application/octet-stream', {
+        data: options.data,
+        permissions: options.permissions,
+      }),
       timeoutMs: options.timeoutMs ?? 30_000 + total / 50,
-      ...(options.onProgress ? { onUploadProgress: (loaded: number) => options.onProgress!({ loaded: Math.min(loaded, total - 1), total }) } : {}),
+      ...(options.onProgress
+        ? { onUploadProgress: (loaded: number) => options.onProgress!({ loaded: Math.min(loaded, total - 1), total }) }
+        : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     options.onProgress?.({ loaded: total, total });
@@ -217,16 +255,20 @@ export class Remote {
    */
   async getAttachment(bid: string, cid: string, id: string, options: GetAttachmentOptions = {}): Promise<Blob> {
     const capability = await this.attachments();
-    const attachment = options.attachment ?? ((await this.getRecord(bid, cid, id)).data.attachment as AttachmentInfo | null | undefined);
+    const attachment =
+      options.attachment ?? ((await this.getRecord(bid, cid, id)).data.attachment as AttachmentInfo | null | undefined);
     if (!attachment) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_NONE', `Record ${id} has no attachment`);
-    const url = capability.private ? this.#http.url(endpoints.attachment(bid, cid, id)) : new URL(attachment.location, capability.base_url).href;
+    const url = capability.private
+      ? this.#http.url(endpoints.attachment(bid, cid, id))
+      : new URL(attachment.location, capability.base_url).href;
     const response = await this.#http.stream(url, {
       headers: { Accept: '*/*' },
       anonymous: new URL(url).origin !== new URL(this.#http.remote).origin,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     const blob = await readBody(response, attachment.mimetype, attachment.size, options.onProgress);
-    if ((await sha256Hex(blob)) !== attachment.hash) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
+    if ((await sha256Hex(blob)) !== attachment.hash)
+      throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
     return blob;
   }
 

@@ -37,7 +37,10 @@ function schemaFor(indexes: readonly string[]): Record<string, string> {
 
 function describe(db: Dexie): string {
   return db.tables
-    .map((table) => `${table.name}:${[table.schema.primKey.src, ...table.schema.indexes.map((i) => i.src).sort()].join(',')}`)
+    .map(
+      (table) =>
+        `${table.name}:${[table.schema.primKey.src, ...table.schema.indexes.map((i) => i.src).sort()].join(',')}`,
+    )
     .sort()
     .join(';');
 }
@@ -52,7 +55,11 @@ function describeSchema(schema: Record<string, string>): string {
     .join(';');
 }
 
-export async function openCollectionDb(name: string, indexes: readonly string[], env?: DexieEnvironment): Promise<CollectionDb> {
+export async function openCollectionDb(
+  name: string,
+  indexes: readonly string[],
+  env?: DexieEnvironment,
+): Promise<CollectionDb> {
   const schema = schemaFor(indexes);
   if (env && !Dexie.dependencies.indexedDB) {
     // Dexie's liveQuery refuses to run unless a *global* IndexedDB was found (Node, tests);
@@ -68,7 +75,8 @@ export async function openCollectionDb(name: string, indexes: readonly string[],
     const same = describe(probe) === describeSchema(schema);
     version = same ? probe.verno : Math.floor(probe.verno) + 1;
   } catch (error) {
-    if ((error as Error).name !== 'NoSuchDatabaseError') throw new StoreError('QUIRE_ERR_STORE_OPEN', `Cannot open ${name}`, { cause: error });
+    if ((error as Error).name !== 'NoSuchDatabaseError')
+      throw new StoreError('QUIRE_ERR_STORE_OPEN', `Cannot open ${name}`, { cause: error });
   } finally {
     probe.close();
   }

@@ -97,7 +97,6 @@ function serverShare(held: boolean, entry: OutboxEntry | null | undefined): numb
   return (held ? 1 : 0) - (entry?.op === 'create' ? 1 : 0) + (entry?.op === 'delete' ? 1 : 0);
 }
 
-
 export class LocalCollection {
   readonly db: CollectionDb;
   readonly #newId: () => string;
@@ -145,7 +144,8 @@ export class LocalCollection {
     let collection: Collection<LocalRecord, string>;
     if (query.equals !== undefined) collection = table.where(index).equals(query.equals as never);
     else if (query.anyOf !== undefined) collection = table.where(index).anyOf(query.anyOf as never[]);
-    else if (query.between !== undefined) collection = table.where(index).between(query.between[0] as never, query.between[1] as never, true, true);
+    else if (query.between !== undefined)
+      collection = table.where(index).between(query.between[0] as never, query.between[1] as never, true, true);
     else if (query.above !== undefined) collection = table.where(index).above(query.above as never);
     else if (query.below !== undefined) collection = table.where(index).below(query.below as never);
     else if (query.startsWith !== undefined) collection = table.where(index).startsWith(query.startsWith);
@@ -221,13 +221,21 @@ export class LocalCollection {
    * is `cold` (the replica holds only what this pull brought) and nothing is pending, since then
    * there is nothing to look up: what makes a large first sync fast.
    */
-  async applyPulledPage<P extends PageChanges>(ids: string[], checkpoint: PullCheckpoint | null, cold: boolean, decide: (held: HeldRecords | null) => P): Promise<P> {
+  async applyPulledPage<P extends PageChanges>(
+    ids: string[],
+    checkpoint: PullCheckpoint | null,
+    cold: boolean,
+    decide: (held: HeldRecords | null) => P,
+  ): Promise<P> {
     const { db } = this;
     return db.transaction('rw', [db.records, db.$outbox, db.$conflicts, db.$meta], async () => {
       const nothingPending = (await db.$outbox.count()) === 0;
       let held: HeldRecords | null = null;
       if (!cold || !nothingPending) {
-        const [locals, entries] = await Promise.all([db.records.bulkGet(ids), nothingPending ? ids.map(() => undefined) : db.$outbox.bulkGet(ids)]);
+        const [locals, entries] = await Promise.all([
+          db.records.bulkGet(ids),
+          nothingPending ? ids.map(() => undefined) : db.$outbox.bulkGet(ids),
+        ]);
         held = { locals, entries };
       }
       const changes = decide(held);
@@ -373,8 +381,13 @@ export class LocalCollection {
         }
       }
       // Deleted here and gone there: done, and so is a conflict it waited in.
-      for (const entry of entries.values()) if (entry.op === 'delete' && !onServer(entry.id)) outcome.settled.push(entry.id);
-      await Promise.all([db.records.bulkDelete(outcome.dropped), db.$outbox.bulkDelete(outcome.settled), db.$conflicts.bulkDelete(outcome.settled)]);
+      for (const entry of entries.values())
+        if (entry.op === 'delete' && !onServer(entry.id)) outcome.settled.push(entry.id);
+      await Promise.all([
+        db.records.bulkDelete(outcome.dropped),
+        db.$outbox.bulkDelete(outcome.settled),
+        db.$conflicts.bulkDelete(outcome.settled),
+      ]);
       // Every record was looked at: count exactly.
       await writeServerCount(db, await this.#countServerShare());
       return outcome;
@@ -392,10 +405,18 @@ export class LocalCollection {
    * state stays (a dump has no tombstones: the next pull brings deletions).
    * The caller holds the sync lock (no pull interleaves its older versions with newer ones).
    */
-  async loadDump(records: readonly LocalRecord[], state: { since: number | null; etag: number | null }): Promise<{ loaded: number; skipped: number }> {
+  async loadDump(
+    records: readonly LocalRecord[],
+    state: { since: number | null; etag: number | null },
+  ): Promise<{ loaded: number; skipped: number }> {
     const { db } = this;
     const fresh = await db.transaction('rw', [db.records, db.$outbox, db.$meta], async () => {
-      const [pending, sync, checkpoint, unfinished] = await Promise.all([db.$outbox.count(), readSyncState(db), readCheckpoint(db), readDumpMarker(db)]);
+      const [pending, sync, checkpoint, unfinished] = await Promise.all([
+        db.$outbox.count(),
+        readSyncState(db),
+        readCheckpoint(db),
+        readDumpMarker(db),
+      ]);
       if (pending > 0 || sync.since !== null || checkpoint !== null) return false;
       if (unfinished) await db.records.clear();
       else if ((await db.records.count()) > 0) return false;
@@ -409,7 +430,11 @@ export class LocalCollection {
         await db.transaction('rw', [db.records, db.$meta], async () => {
           await db.records.bulkPut(chunk);
           if (last) {
-            await Promise.all([writeSyncState(db, { since: state.since, etag: state.etag, lastSyncAt: null }), writeServerCount(db, records.length), writeDumpMarker(db, false)]);
+            await Promise.all([
+              writeSyncState(db, { since: state.since, etag: state.etag, lastSyncAt: null }),
+              writeServerCount(db, records.length),
+              writeDumpMarker(db, false),
+            ]);
           }
         });
       }

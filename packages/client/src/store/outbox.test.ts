@@ -3,12 +3,24 @@ import { afterPublish, afterSettlement, nextOutboxEntry } from './outbox.js';
 
 describe('nextOutboxEntry', () => {
   it('creates a record the server never had with If-None-Match semantics (op create, base null)', () => {
-    expect(nextOutboxEntry('a', undefined, 'create', null, 1, 'r1')).toEqual({ id: 'a', op: 'create', base: null, rev: 'r1', seq: 1 });
+    expect(nextOutboxEntry('a', undefined, 'create', null, 1, 'r1')).toEqual({
+      id: 'a',
+      op: 'create',
+      base: null,
+      rev: 'r1',
+      seq: 1,
+    });
   });
 
   it('keeps a never-pushed record a creation when it is updated', () => {
     const created = nextOutboxEntry('a', undefined, 'create', null, 1, 'r1')!;
-    expect(nextOutboxEntry('a', created, 'update', null, 2, 'r2')).toEqual({ id: 'a', op: 'create', base: null, rev: 'r2', seq: 1 });
+    expect(nextOutboxEntry('a', created, 'update', null, 2, 'r2')).toEqual({
+      id: 'a',
+      op: 'create',
+      base: null,
+      rev: 'r2',
+      seq: 1,
+    });
   });
 
   it('drops the entry when a never-pushed record is deleted', () => {
@@ -51,12 +63,22 @@ describe('afterPublish', () => {
 
   it('creates again, over the tombstone, a record re-created while its deletion was in flight', () => {
     const deletion = { ...sent, op: 'delete' as const };
-    expect(afterPublish(deletion, { ...sent, op: 'update', rev: 'r2' }, null, newRev)).toMatchObject({ op: 'create', base: null, rev: 'r2' });
+    expect(afterPublish(deletion, { ...sent, op: 'update', rev: 'r2' }, null, newRev)).toMatchObject({
+      op: 'create',
+      base: null,
+      rev: 'r2',
+    });
   });
 
   it('deletes on the server a record created and then deleted locally before the creation was acknowledged', () => {
     const creation = { ...sent, op: 'create' as const, base: null };
-    expect(afterPublish(creation, undefined, 200, newRev)).toEqual({ id: 'a', op: 'delete', base: 200, rev: 'r9', seq: 1 });
+    expect(afterPublish(creation, undefined, 200, newRev)).toEqual({
+      id: 'a',
+      op: 'delete',
+      base: 200,
+      rev: 'r9',
+      seq: 1,
+    });
   });
 });
 
@@ -69,7 +91,10 @@ describe('afterSettlement', () => {
   });
 
   it('keeping what the server holds converges without a change to push', () => {
-    expect(afterSettlement('a', { id: 'a', title: 'server' }, remote, 5, newRev)).toEqual({ record: remote, entry: null });
+    expect(afterSettlement('a', { id: 'a', title: 'server' }, remote, 5, newRev)).toEqual({
+      record: remote,
+      entry: null,
+    });
   });
 
   it('a kept local version is pushed on top of the server version, or created over its deletion', () => {
@@ -77,10 +102,16 @@ describe('afterSettlement', () => {
       record: { id: 'a', title: 'mine', last_modified: 200 },
       entry: { id: 'a', op: 'update', base: 200, rev: 'r9', seq: 5 },
     });
-    expect(afterSettlement('a', { title: 'mine' }, null, 5, newRev)).toEqual({ record: { id: 'a', title: 'mine' }, entry: { id: 'a', op: 'create', base: null, rev: 'r9', seq: 5 } });
+    expect(afterSettlement('a', { title: 'mine' }, null, 5, newRev)).toEqual({
+      record: { id: 'a', title: 'mine' },
+      entry: { id: 'a', op: 'create', base: null, rev: 'r9', seq: 5 },
+    });
   });
 
   it('a kept deletion deletes the server version', () => {
-    expect(afterSettlement('a', null, remote, 5, newRev)).toEqual({ record: null, entry: { id: 'a', op: 'delete', base: 200, rev: 'r9', seq: 5 } });
+    expect(afterSettlement('a', null, remote, 5, newRev)).toEqual({
+      record: null,
+      entry: { id: 'a', op: 'delete', base: 200, rev: 'r9', seq: 5 },
+    });
   });
 });

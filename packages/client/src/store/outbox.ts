@@ -38,7 +38,12 @@ export function nextOutboxEntry(
  * @param serverVersion the record's new `last_modified`, null when the server deleted it
  * @returns null when the published change was the last one
  */
-export function afterPublish(sent: OutboxEntry, current: OutboxEntry | undefined, serverVersion: number | null, newRev: () => string): OutboxEntry | null {
+export function afterPublish(
+  sent: OutboxEntry,
+  current: OutboxEntry | undefined,
+  serverVersion: number | null,
+  newRev: () => string,
+): OutboxEntry | null {
   if (current?.rev === sent.rev) return null;
   if (serverVersion === null) {
     // Re-created locally after the deletion was sent: create it again (over the tombstone).
@@ -63,7 +68,13 @@ export interface Settled {
  * @param remote the server version, null when deleted on the server
  * @param seq the outbox position of the change left to push
  */
-export function afterSettlement(id: string, kept: Record<string, unknown> | null, remote: RemoteRecord | null, seq: number, newRev: () => string): Settled {
+export function afterSettlement(
+  id: string,
+  kept: Record<string, unknown> | null,
+  remote: RemoteRecord | null,
+  seq: number,
+  newRev: () => string,
+): Settled {
   const keep = kept && remote ? withServerAttachment(kept, remote) : kept;
   if (keep === null) {
     if (remote === null) return { record: null, entry: null };

@@ -23,9 +23,13 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 }
 
 /** Same fields and values, whatever the key order; server fields ignored. */
-export function sameRecord(a: Record<string, unknown> | null | undefined, b: Record<string, unknown> | null | undefined): boolean {
+export function sameRecord(
+  a: Record<string, unknown> | null | undefined,
+  b: Record<string, unknown> | null | undefined,
+): boolean {
   if (!a || !b) return false;
-  const strip = (record: Record<string, unknown>) => Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.has(key)));
+  const strip = (record: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.has(key)));
   return deepEqual(strip(a), strip(b));
 }
 
@@ -49,7 +53,12 @@ export function withServerVersion<T extends Record<string, unknown>>(record: T, 
 
 /** A file as a `kinto-attachment` server describes it (the server owns the field). */
 function isServerAttachment(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as { hash?: unknown }).hash === 'string' && typeof (value as { location?: unknown }).location === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { hash?: unknown }).hash === 'string' &&
+    typeof (value as { location?: unknown }).location === 'string'
+  );
 }
 
 /**
@@ -57,7 +66,10 @@ function isServerAttachment(value: unknown): boolean {
  * write that changes `attachment` (its files change through their own requests, which the
  * offline attachments queue sends after the record).
  */
-export function withServerAttachment(keep: Record<string, unknown>, remote: Record<string, unknown>): Record<string, unknown> {
+export function withServerAttachment(
+  keep: Record<string, unknown>,
+  remote: Record<string, unknown>,
+): Record<string, unknown> {
   if (!isServerAttachment(remote.attachment) && !isServerAttachment(keep.attachment)) return keep;
   const { attachment: _attachment, ...fields } = keep;
   return remote.attachment === undefined ? fields : { ...fields, attachment: remote.attachment };

@@ -33,8 +33,13 @@ export function isQuotaError(error: unknown): boolean {
 /** `error` as a QuireError: quota → QUIRE_ERR_STORE_QUOTA, any other store failure → QUIRE_ERR_STORE_FAILED. */
 export function toStoreError(error: unknown, doing: string): QuireError {
   if (error instanceof QuireError) return error;
-  if (isQuotaError(error)) return new StoreError('QUIRE_ERR_STORE_QUOTA', `Storage is full: ${doing} was rolled back`, { cause: error });
-  return new StoreError('QUIRE_ERR_STORE_FAILED', `IndexedDB failure while ${doing}: ${(error as Error | null)?.message ?? String(error)}`, { cause: error });
+  if (isQuotaError(error))
+    return new StoreError('QUIRE_ERR_STORE_QUOTA', `Storage is full: ${doing} was rolled back`, { cause: error });
+  return new StoreError(
+    'QUIRE_ERR_STORE_FAILED',
+    `IndexedDB failure while ${doing}: ${(error as Error | null)?.message ?? String(error)}`,
+    { cause: error },
+  );
 }
 
 /** Names of IndexedDB's DOMExceptions and of Dexie's errors: a failure of the local store. */
@@ -61,6 +66,7 @@ const STORE_ERROR_NAMES = new Set([
 /** A failure of the local store (IndexedDB, Dexie) as a typed StoreError; anything else as it was. */
 export function asStoreFailure(error: unknown, doing: string): unknown {
   if (error instanceof QuireError) return error;
-  if (isQuotaError(error) || STORE_ERROR_NAMES.has((error as ErrorLike | null)?.name ?? '')) return toStoreError(error, doing);
+  if (isQuotaError(error) || STORE_ERROR_NAMES.has((error as ErrorLike | null)?.name ?? ''))
+    return toStoreError(error, doing);
   return error;
 }

@@ -156,7 +156,8 @@ export class WriteQueue {
         return { ok: true, value: record, change: { type: 'create', id } };
       }
       const current = held.get(id)!;
-      if (current.record) return { ok: false, error: new StoreError('QUIRE_ERR_STORE_EXISTS', `Record ${id} already exists`) };
+      if (current.record)
+        return { ok: false, error: new StoreError('QUIRE_ERR_STORE_EXISTS', `Record ${id} already exists`) };
       const entry = nextOutboxEntry(id, current.entry, 'create', null, seq, rev);
       // Re-creating an id deleted locally but not yet pushed: keep the server version as base.
       const stored: LocalRecord = entry && entry.base !== null ? { ...record, last_modified: entry.base } : record;
@@ -166,7 +167,8 @@ export class WriteQueue {
       return { ok: true, value: stored, change: { type: 'create', id } };
     }
     const current = held.get(id)!;
-    if (!current.record) return { ok: false, error: new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`) };
+    if (!current.record)
+      return { ok: false, error: new StoreError('QUIRE_ERR_STORE_NOT_FOUND', `Record ${id} not found`) };
     const base = current.record.last_modified ?? null;
     if (write.kind === 'update') {
       const fields = withServerVersion(write.patch ? { ...current.record, ...write.data } : write.data!, null);

@@ -36,7 +36,8 @@ export async function readChangeStream(
   options: { lastEventId: number | null; signal: AbortSignal; silenceMs: number },
   handlers: StreamHandlers,
 ): Promise<void> {
-  const headers: Record<string, string> = options.lastEventId === null ? {} : { 'Last-Event-ID': String(options.lastEventId) };
+  const headers: Record<string, string> =
+    options.lastEventId === null ? {} : { 'Last-Event-ID': String(options.lastEventId) };
   const response = await http.stream(MONITOR_PATH, { headers, signal: options.signal });
   if (!response.body) throw new Error('the change stream has no body');
   handlers.onOpen();
@@ -69,7 +70,12 @@ export async function readChangeStream(
         } catch {
           continue; // not an entry: ignored, as a browser's EventSource listener would
         }
-        if (typeof entry?.last_modified === 'number' && typeof entry.bucket === 'string' && typeof entry.collection === 'string') handlers.onEntry(entry);
+        if (
+          typeof entry?.last_modified === 'number' &&
+          typeof entry.bucket === 'string' &&
+          typeof entry.collection === 'string'
+        )
+          handlers.onEntry(entry);
       }
     }
   } finally {

@@ -8,7 +8,9 @@ export type Conflict = ConflictEntry;
  * A merge function returns the record to keep (pushed on top of the server version) or null to
  * delete it. It may be async.
  */
-export type MergeFunction = (conflict: Conflict) => Record<string, unknown> | null | Promise<Record<string, unknown> | null>;
+export type MergeFunction = (
+  conflict: Conflict,
+) => Record<string, unknown> | null | Promise<Record<string, unknown> | null>;
 
 export type ConflictStrategy = 'server-wins' | 'client-wins' | 'manual' | MergeFunction;
 
@@ -30,7 +32,11 @@ export async function chooseResolution(strategy: ConflictStrategy, conflict: Con
  * Writes a resolution through the replica. Returns true when it left a change to push (the local
  * side won).
  */
-export async function applyResolution(local: LocalCollection, conflict: Conflict, resolution: Resolution): Promise<boolean> {
+export async function applyResolution(
+  local: LocalCollection,
+  conflict: Conflict,
+  resolution: Resolution,
+): Promise<boolean> {
   if (resolution.kind === 'defer') {
     await local.deferConflict(conflict);
     return false;

@@ -119,7 +119,8 @@ export interface SyncEngineOptions {
 }
 
 /** The collection is deleted (404) or not readable (403, also once its bucket is deleted). */
-const isGone = (error: unknown): error is ServerError => error instanceof ServerError && (error.status === 403 || error.status === 404);
+const isGone = (error: unknown): error is ServerError =>
+  error instanceof ServerError && (error.status === 403 || error.status === 404);
 
 const RESOLUTION_NAMES = { remote: 'remote', local: 'local', merged: 'merged', defer: 'manual' } as const;
 const MAX_PUSH_ROUNDS = 3;
@@ -167,13 +168,27 @@ export class SyncEngine {
     const strategy = options.strategy ?? this.#options.strategy;
     const signal = options.signal ? { signal: options.signal } : {};
     const transform = this.#options.transform;
-    const transformers = transform && !transform.empty
-      ? { decode: (records: RemoteRecord[]) => transform.decodeAll(records) }
-      : {};
-    const pushTransformers = transform && !transform.empty
-      ? { encode: (record: LocalRecord) => transform.encode(record), decode: (record: RemoteRecord) => transform.decode(record) }
-      : {};
-    const result: SyncResult = { ok: true, pulled: 0, pushed: 0, conflicts: [], errors: [], skipped: 0, removed: 0, notModified: false, serverFlushed: false, serverDeleted: false };
+    const transformers =
+      transform && !transform.empty ? { decode: (records: RemoteRecord[]) => transform.decodeAll(records) } : {};
+    const pushTransformers =
+      transform && !transform.empty
+        ? {
+            encode: (record: LocalRecord) => transform.encode(record),
+            decode: (record: RemoteRecord) => transform.decode(record),
+          }
+        : {};
+    const result: SyncResult = {
+      ok: true,
+      pulled: 0,
+      pushed: 0,
+      conflicts: [],
+      errors: [],
+      skipped: 0,
+      removed: 0,
+      notModified: false,
+      serverFlushed: false,
+      serverDeleted: false,
+    };
     let requeued = false;
 
     const settle = async (conflicts: Conflict[]) => {
@@ -245,7 +260,12 @@ export class SyncEngine {
       // Unless already pulled from the collection re-created since: what the server still shows
       // (a re-created collection's records; none while it is gone) is all that may stay synced.
       const { etag } = await readSyncState(local.db);
-      if (etag === null || deletedAt > etag) await deleted(await serverIds({ http, local, bucket, collection, ...signal }).catch((error) => (isGone(error) ? new Set<string>() : Promise.reject(error))));
+      if (etag === null || deletedAt > etag)
+        await deleted(
+          await serverIds({ http, local, bucket, collection, ...signal }).catch((error) =>
+            isGone(error) ? new Set<string>() : Promise.reject(error),
+          ),
+        );
       if (this.#deletedAt === deletedAt) this.#deletedAt = null;
     }
 
@@ -270,10 +290,18 @@ export class SyncEngine {
           onChunk: async (chunk, progress) => {
             result.pushed += chunk.published.length;
             // Published records now carry the server's timestamp.
-            if (chunk.published.length) this.#options.onChanges(chunk.published.map(({ type, id }) => ({ type: type === 'delete' ? 'delete' : 'update', id })));
+            if (chunk.published.length)
+              this.#options.onChanges(
+                chunk.published.map(({ type, id }) => ({ type: type === 'delete' ? 'delete' : 'update', id })),
+              );
             for (const error of chunk.errors) {
               const body = error.body as { message?: string } | null;
-              result.errors.push({ id: error.id, status: error.status, message: body?.message ?? `HTTP ${error.status}`, body: error.body });
+              result.errors.push({
+                id: error.id,
+                status: error.status,
+                message: body?.message ?? `HTTP ${error.status}`,
+                body: error.body,
+              });
             }
             await settle(chunk.conflicts);
             options.onProgress?.({ phase: 'push', ...progress });

@@ -25,9 +25,16 @@ interface PagePlan extends PageChanges {
  *   is simply stored (no per-record lookups — what makes a large first sync fast). Records already
  *   stored by an earlier page of this pull are only ever replaced by newer versions.
  */
-export async function importPage(local: LocalCollection, page: readonly RemoteRecord[], checkpoint: PullCheckpoint | null, cold = false): Promise<ImportOutcome> {
+export async function importPage(
+  local: LocalCollection,
+  page: readonly RemoteRecord[],
+  checkpoint: PullCheckpoint | null,
+  cold = false,
+): Promise<ImportOutcome> {
   const ids = page.map((record) => record.id);
-  const plan = await local.applyPulledPage(ids, checkpoint, cold, (held) => (held ? reconcile(page, held) : storeAll(page)));
+  const plan = await local.applyPulledPage(ids, checkpoint, cold, (held) =>
+    held ? reconcile(page, held) : storeAll(page),
+  );
   return plan.outcome;
 }
 
@@ -40,12 +47,22 @@ function storeAll(page: readonly RemoteRecord[]): PagePlan {
     remove: gone,
     settled: [],
     waiting: [],
-    outcome: { applied: live.map((record) => ({ type: 'create', id: record.id })), skipped: gone.length, conflicts: [] },
+    outcome: {
+      applied: live.map((record) => ({ type: 'create', id: record.id })),
+      skipped: gone.length,
+      conflicts: [],
+    },
   };
 }
 
 function reconcile(page: readonly RemoteRecord[], { locals, entries }: HeldRecords): PagePlan {
-  const plan: PagePlan = { put: [], remove: [], settled: [], waiting: [], outcome: { applied: [], skipped: 0, conflicts: [] } };
+  const plan: PagePlan = {
+    put: [],
+    remove: [],
+    settled: [],
+    waiting: [],
+    outcome: { applied: [], skipped: 0, conflicts: [] },
+  };
   const { outcome } = plan;
   page.forEach((remote, i) => {
     const local = locals[i];

@@ -47,7 +47,14 @@ export type LiveEvent =
   | { type: 'retry' }
   | { type: 'stop' };
 
-export const INITIAL_LIVE_STATUS: LiveStatus = { mode: 'none', state: 'idle', connected: false, follower: false, lastContact: null, lastEventId: null };
+export const INITIAL_LIVE_STATUS: LiveStatus = {
+  mode: 'none',
+  state: 'idle',
+  connected: false,
+  follower: false,
+  lastContact: null,
+  lastEventId: null,
+};
 
 function withState(status: LiveStatus, state: LiveState): LiveStatus {
   return { ...status, state, connected: state === 'connected', follower: state === 'following' };
@@ -69,9 +76,12 @@ export function nextLiveStatus(status: LiveStatus, event: LiveEvent): LiveStatus
     case 'open':
       return withState({ ...status, lastContact: event.at }, 'connected');
     case 'contact':
-      return status.state === 'connected' || status.state === 'following' ? { ...status, lastContact: event.at } : status;
+      return status.state === 'connected' || status.state === 'following'
+        ? { ...status, lastContact: event.at }
+        : status;
     case 'entry': {
-      const lastEventId = status.lastEventId === null ? event.lastModified : Math.max(status.lastEventId, event.lastModified);
+      const lastEventId =
+        status.lastEventId === null ? event.lastModified : Math.max(status.lastEventId, event.lastModified);
       return { ...status, lastEventId, lastContact: event.at };
     }
     case 'retry':

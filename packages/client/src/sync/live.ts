@@ -74,7 +74,15 @@ export class LiveChanges {
   #wake: (() => void) | null = null;
 
   /** `key` names the connection shared by tabs: the server and the user. */
-  constructor(http: HttpTransport, remote: Remote, key: string, locks: LockManagerLike | null, online: OnlineSource, tabId: string, options: LiveOptions = {}) {
+  constructor(
+    http: HttpTransport,
+    remote: Remote,
+    key: string,
+    locks: LockManagerLike | null,
+    online: OnlineSource,
+    tabId: string,
+    options: LiveOptions = {},
+  ) {
     this.#http = http;
     this.#remote = remote;
     this.#key = key;
@@ -93,7 +101,9 @@ export class LiveChanges {
   mode(): Promise<LiveMode> {
     this.#detected ??= this.#remote.serverInfo().then((info) => {
       this.#personalBucket = info.user?.bucket ?? null;
-      const changes = info.capabilities.changes as { stream?: { url?: string; heartbeat_seconds?: number } } | undefined;
+      const changes = info.capabilities.changes as
+        | { stream?: { url?: string; heartbeat_seconds?: number } }
+        | undefined;
       const heartbeat = changes?.stream?.heartbeat_seconds;
       if (typeof heartbeat === 'number' && heartbeat > 0) this.#silenceMs = heartbeat * 2_000 + 5_000;
       this.#mode = changes ? (changes.stream?.url ? 'stream' : 'poll') : 'none';
@@ -118,7 +128,11 @@ export class LiveChanges {
    * collection watches. Resolves to the mode in use: `none` when there is no monitor, or when the
    * server could not be asked yet (offline): the connection then opens once it answers.
    */
-  async watch(bucket: string, collection: string, listener: EntryListener): Promise<{ mode: LiveMode; stop: () => void }> {
+  async watch(
+    bucket: string,
+    collection: string,
+    listener: EntryListener,
+  ): Promise<{ mode: LiveMode; stop: () => void }> {
     const key = `${bucket}/${collection}`;
     let set = this.#watchers.get(key);
     if (!set) {
@@ -160,7 +174,8 @@ export class LiveChanges {
     this.#send({ type: 'entry', lastModified: entry.last_modified, at: Date.now() });
     for (const listener of this.#entryListeners) listener(entry);
     for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
-    if (entry.bucket === this.#personalBucket) for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
+    if (entry.bucket === this.#personalBucket)
+      for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
   }
 
   #ensureSession(): void {
@@ -169,7 +184,9 @@ export class LiveChanges {
     this.#session = session;
     const { signal } = session.abort;
     // The browser's `online` event cuts any wait short (a backoff, a detection retry).
-    const unsubscribe = this.#online.subscribe((online) => (online ? this.reconnectNow() : this.#send({ type: 'offline' })));
+    const unsubscribe = this.#online.subscribe((online) =>
+      online ? this.reconnectNow() : this.#send({ type: 'offline' }),
+    );
     signal.addEventListener('abort', unsubscribe, { once: true });
     void this.#detectThenJoin(session).catch(() => {});
   }
@@ -241,7 +258,11 @@ export class LiveChanges {
           const lastEventId = this.#machine.status.lastEventId;
           await readChangeStream(
             this.#http,
-            { lastEventId: lastEventId === null ? null : resumeFrom(lastEventId), signal: connection.signal, silenceMs: this.#silenceMs },
+            {
+              lastEventId: lastEventId === null ? null : resumeFrom(lastEventId),
+              signal: connection.signal,
+              silenceMs: this.#silenceMs,
+            },
             {
               onOpen: () => {
                 failures = 0;
@@ -253,7 +274,11 @@ export class LiveChanges {
           );
         } else {
           const since = this.#machine.status.lastEventId;
-          const polled = await pollChangeMonitor(this.#http, { since: since === null ? null : resumeFrom(since), etag, signal: connection.signal });
+          const polled = await pollChangeMonitor(this.#http, {
+            since: since === null ? null : resumeFrom(since),
+            etag,
+            signal: connection.signal,
+          });
           etag = polled.etag;
           failures = 0;
           this.#send({ type: 'open', at: Date.now() });
@@ -273,7 +298,10 @@ export class LiveChanges {
       if (!this.#online.isOnline()) continue; // waits for the network at the top of the loop
       // A stream that ended cleanly (server restart) reconnects at once the first time; the
       // network coming back ends the wait too.
-      const woken = await this.#pause(failures === 0 ? 0 : retryDelay(this.#retry, failures - 1, serverWait(failure)), signal);
+      const woken = await this.#pause(
+        failures === 0 ? 0 : retryDelay(this.#retry, failures - 1, serverWait(failure)),
+        signal,
+      );
       if (woken) failures = 0;
       else if (failures === 0) failures = 1; // the next end in a row waits
     }

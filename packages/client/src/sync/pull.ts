@@ -112,8 +112,14 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       _since: checkpoint.floor ?? undefined,
       _before: checkpoint.before ?? undefined,
     };
-    const headers: Record<string, string> = poll && state.etag !== null ? { 'If-None-Match': quoteETag(state.etag) } : {};
-    let response: HttpResponse<ListBody> = await http.request<ListBody>({ path, query, headers, ...(signal ? { signal } : {}) });
+    const headers: Record<string, string> =
+      poll && state.etag !== null ? { 'If-None-Match': quoteETag(state.etag) } : {};
+    let response: HttpResponse<ListBody> = await http.request<ListBody>({
+      path,
+      query,
+      headers,
+      ...(signal ? { signal } : {}),
+    });
     if (response.status === 304) {
       await writeSyncState(db, { ...state, lastSyncAt: Date.now() });
       return { notModified: true, received, emptied: false };
@@ -126,8 +132,15 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       // Fetch the next page while this one is written: at most two pages in memory.
       const prefetch = next
         ? http
-            .request<ListBody>({ path: next, headers: etag === null ? {} : { 'If-Match': quoteETag(etag) }, ...(signal ? { signal } : {}) })
-            .then((value) => ({ value }), (error: unknown) => ({ error }))
+            .request<ListBody>({
+              path: next,
+              headers: etag === null ? {} : { 'If-Match': quoteETag(etag) },
+              ...(signal ? { signal } : {}),
+            })
+            .then(
+              (value) => ({ value }),
+              (error: unknown) => ({ error }),
+            )
         : null;
       const page = options.decode ? await options.decode(response.body.data) : response.body.data;
       const range = bounds(page);
@@ -160,7 +173,14 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     }
     if (restarted) continue;
     if (checkpoint.catchUp) {
-      checkpoint = { floor: checkpoint.newest, before: null, lowest: null, newest: checkpoint.newest, catchUp: false, cold };
+      checkpoint = {
+        floor: checkpoint.newest,
+        before: null,
+        lowest: null,
+        newest: checkpoint.newest,
+        catchUp: false,
+        cold,
+      };
       await writeCheckpoint(db, checkpoint);
       continue;
     }
@@ -172,7 +192,10 @@ export async function pull(options: PullOptions): Promise<PullResult> {
 }
 
 /** `Total-Objects` of the range being swept (for progress); null when the server does not say. */
-async function countRemote(options: PullOptions, query: Record<string, string | number | undefined>): Promise<number | null> {
+async function countRemote(
+  options: PullOptions,
+  query: Record<string, string | number | undefined>,
+): Promise<number | null> {
   const { _sort: _s, _limit: _l, ...filters } = query;
   try {
     const response = await options.http.request({

@@ -50,17 +50,27 @@ function toRequest(bucket: string, collection: string, { entry }: Sent, body: Lo
   // Sub-request paths carry no `/v1` prefix (the server adds it), as kinto-http sends them.
   const path = endpoints.record(bucket, collection, entry.id);
   if (entry.op === 'delete') return { method: 'DELETE', path, headers: { 'If-Match': quoteETag(entry.base!) } };
-  const headers: Record<string, string> = entry.op === 'create' || entry.base === null ? { 'If-None-Match': '*' } : { 'If-Match': quoteETag(entry.base) };
+  const headers: Record<string, string> =
+    entry.op === 'create' || entry.base === null ? { 'If-None-Match': '*' } : { 'If-Match': quoteETag(entry.base) };
   return { method: 'PUT', path, headers, body: { data: payload(body ?? { id: entry.id }) } };
 }
 
 /** The server versions a response carries (the record written, the `existing` of a 412), decoded. */
-async function decodeResponse(response: BatchResponse, decode: (record: RemoteRecord) => Promise<RemoteRecord>): Promise<BatchResponse> {
+async function decodeResponse(
+  response: BatchResponse,
+  decode: (record: RemoteRecord) => Promise<RemoteRecord>,
+): Promise<BatchResponse> {
   const body = response.body as { data?: RemoteRecord; details?: { existing?: RemoteRecord } } | null;
   if (!body || typeof body !== 'object') return response;
   const data = body.data && typeof body.data.id === 'string' ? await decode(body.data) : body.data;
-  const existing = body.details?.existing && typeof body.details.existing.id === 'string' ? await decode(body.details.existing) : body.details?.existing;
-  return { ...response, body: { ...body, ...(data ? { data } : {}), ...(body.details ? { details: { ...body.details, existing } } : {}) } };
+  const existing =
+    body.details?.existing && typeof body.details.existing.id === 'string'
+      ? await decode(body.details.existing)
+      : body.details?.existing;
+  return {
+    ...response,
+    body: { ...body, ...(data ? { data } : {}), ...(body.details ? { details: { ...body.details, existing } } : {}) },
+  };
 }
 
 type Verdict =
@@ -71,13 +81,23 @@ type Verdict =
 function judge(sent: Sent, response: BatchResponse): Verdict {
   const { entry, record } = sent;
   const body = response.body as { data?: RemoteRecord; details?: { existing?: RemoteRecord } } | null;
-  if (response.status >= 200 && response.status < 300) return { kind: 'published', server: entry.op === 'delete' ? null : (body?.data ?? null) };
+  if (response.status >= 200 && response.status < 300)
+    return { kind: 'published', server: entry.op === 'delete' ? null : (body?.data ?? null) };
   // Deleting what is already gone: the goal is reached.
   if (entry.op === 'delete' && response.status === 404) return { kind: 'published', server: null };
   if (response.status === 412) {
     const existing = body?.details?.existing ?? null;
-    if (entry.op !== 'delete' && existing && !existing.deleted && sameRecord(record, existing)) return { kind: 'published', server: existing };
-    return { kind: 'conflict', conflict: { id: entry.id, type: 'outgoing', local: entry.op === 'delete' ? null : (record ?? null), remote: existing } };
+    if (entry.op !== 'delete' && existing && !existing.deleted && sameRecord(record, existing))
+      return { kind: 'published', server: existing };
+    return {
+      kind: 'conflict',
+      conflict: {
+        id: entry.id,
+        type: 'outgoing',
+        local: entry.op === 'delete' ? null : (record ?? null),
+        remote: existing,
+      },
+    };
   }
   return { kind: 'error', error: { id: entry.id, status: response.status, body: response.body } };
 }
@@ -95,17 +115,28 @@ export async function push(options: PushOptions): Promise<void> {
   const prepare = async (part: OutboxEntry[]) => {
     const records = await local.getMany(part.map((entry) => entry.id));
     // A creation or update whose record vanished cannot be sent (it would blank the server copy).
-    const sent: Sent[] = part.map((entry, i) => ({ entry, record: records[i] })).filter((item) => item.entry.op === 'delete' || item.record);
+    const sent: Sent[] = part
+      .map((entry, i) => ({ entry, record: records[i] }))
+      .filter((item) => item.entry.op === 'delete' || item.record);
     const { encode } = options;
-    const bodies = encode ? await Promise.all(sent.map((item) => (item.record && item.entry.op !== 'delete' ? encode(item.record) : item.record))) : sent.map((item) => item.record);
+    const bodies = encode
+      ? await Promise.all(
+          sent.map((item) => (item.record && item.entry.op !== 'delete' ? encode(item.record) : item.record)),
+        )
+      : sent.map((item) => item.record);
     return { sent, requests: sent.map((item, i) => toRequest(options.bucket, options.collection, item, bodies[i])) };
   };
   const send = async ({ sent, requests }: Awaited<ReturnType<typeof prepare>>) => {
     const responses = await sendBatch(options.http, requests, options.signal);
     const { decode } = options;
-    return { sent, responses: decode ? await Promise.all(responses.map((response) => decodeResponse(response, decode))) : responses };
+    return {
+      sent,
+      responses: decode ? await Promise.all(responses.map((response) => decodeResponse(response, decode))) : responses,
+    };
   };
-  let inflight: Promise<{ sent: Sent[]; responses: BatchResponse[] }> | null = parts.length ? prepare(parts[0]!).then(send) : null;
+  let inflight: Promise<{ sent: Sent[]; responses: BatchResponse[] }> | null = parts.length
+    ? prepare(parts[0]!).then(send)
+    : null;
   for (let index = 0; inflight; index++) {
     const following = parts[index + 1];
     const next = following ? prepare(following) : null;

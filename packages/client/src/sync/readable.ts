@@ -30,7 +30,11 @@ export async function dropUnreadable(options: ReadableOptions): Promise<string[]
  */
 export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<string> | null> {
   const { http, local } = options;
-  const head = await http.request({ method: 'HEAD', path: endpoints.records(options.bucket, options.collection), ...(options.signal ? { signal: options.signal } : {}) });
+  const head = await http.request({
+    method: 'HEAD',
+    path: endpoints.records(options.bucket, options.collection),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   const header = head.headers.get('total-objects') ?? head.headers.get('total-records');
   if (header === null) return null;
   if (Number(header) === (await local.expectedServerCount())) return null;
@@ -41,7 +45,11 @@ export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<
 export async function serverIds(options: ReadableOptions): Promise<Set<string>> {
   const signal = options.signal ? { signal: options.signal } : {};
   const ids = new Set<string>();
-  let response = await options.http.request<{ data: { id: string }[] }>({ path: endpoints.records(options.bucket, options.collection), query: { _fields: 'id', _limit: 10_000 }, ...signal });
+  let response = await options.http.request<{ data: { id: string }[] }>({
+    path: endpoints.records(options.bucket, options.collection),
+    query: { _fields: 'id', _limit: 10_000 },
+    ...signal,
+  });
   for (;;) {
     for (const record of response.body.data) ids.add(record.id);
     const next = response.headers.get('next-page');

@@ -26,7 +26,9 @@ export interface AutoSyncOptions {
 
 export class SyncScheduler {
   readonly #run: () => Promise<unknown>;
-  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs' | 'live' | 'backoffMs' | 'maxBackoffMs'>> & { debounceMs: number | null };
+  readonly #options: Required<Omit<AutoSyncOptions, 'debounceMs' | 'live' | 'backoffMs' | 'maxBackoffMs'>> & {
+    debounceMs: number | null;
+  };
   readonly #retry: RetryPolicy;
   readonly #onError: (error: unknown) => void;
   #timer: ReturnType<typeof setTimeout> | null = null;

@@ -10,7 +10,9 @@ const parse = (chunks: string[], max?: number) => {
 
 describe('SseParser', () => {
   it('reads the change stream as the server writes it: retry, heartbeats, id + data events', () => {
-    const { events, parser } = parse(['retry: 1000\n\n: heartbeat\n\nid: 5\ndata: {"a":1}\n\nid: 8\ndata: {"b":2}\n\n']);
+    const { events, parser } = parse([
+      'retry: 1000\n\n: heartbeat\n\nid: 5\ndata: {"a":1}\n\nid: 8\ndata: {"b":2}\n\n',
+    ]);
     expect(events).toEqual([
       { type: 'message', data: '{"a":1}', lastEventId: '5' },
       { type: 'message', data: '{"b":2}', lastEventId: '8' },
@@ -27,7 +29,10 @@ describe('SseParser', () => {
 
   it('does not dispatch an event without data, and takes the value after one optional space', () => {
     expect(parse(['id: 1\n\nevent: x\n\n']).events).toEqual([]);
-    expect(parse(['data:  two spaces\n\ndata:none\n\n']).events.map((event) => event.data)).toEqual([' two spaces', 'none']);
+    expect(parse(['data:  two spaces\n\ndata:none\n\n']).events.map((event) => event.data)).toEqual([
+      ' two spaces',
+      'none',
+    ]);
   });
 
   it('accepts CRLF, CR and LF line ends, a CRLF split across chunks counting once', () => {
@@ -69,7 +74,12 @@ describe('SseParser', () => {
     expect(() => {
       for (let i = 0; i < 20; i++) parser.feed('x'.repeat(10));
     }).toThrow(SseLimitError);
-    expect(() => parse(Array.from({ length: 20 }, () => 'data: 0123456789\n'), 100)).toThrow(SseLimitError);
+    expect(() =>
+      parse(
+        Array.from({ length: 20 }, () => 'data: 0123456789\n'),
+        100,
+      ),
+    ).toThrow(SseLimitError);
     // Within the bound, the same events of any size are fine.
     expect(parse(['data: 0123456789\n\n'.repeat(50)], 100).events).toHaveLength(50);
   });

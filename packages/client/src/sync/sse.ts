@@ -109,7 +109,8 @@ export class SseParser {
   }
 
   #dispatch(events: SseEvent[]): void {
-    if (this.#data.length > 0) events.push({ type: this.#type || 'message', data: this.#data.join('\n'), lastEventId: this.lastEventId });
+    if (this.#data.length > 0)
+      events.push({ type: this.#type || 'message', data: this.#data.join('\n'), lastEventId: this.lastEventId });
     this.#data = [];
     this.#dataChars = 0;
     this.#type = '';

@@ -25,7 +25,12 @@ export const SOLE_TAB: SyncLock = { run: (_name, fn) => fn() };
  * released. The leadership is held until `release()`, even after `run` returned.
  * `onChange` hears when this tab starts and stops leading.
  */
-export function lead(lock: SyncLock, name: string, run: (signal: AbortSignal) => unknown, onChange?: (leading: boolean) => void): Leadership {
+export function lead(
+  lock: SyncLock,
+  name: string,
+  run: (signal: AbortSignal) => unknown,
+  onChange?: (leading: boolean) => void,
+): Leadership {
   const controller = new AbortController();
   const { signal } = controller;
   let leading = false;

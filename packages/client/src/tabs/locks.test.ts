@@ -6,7 +6,10 @@ import { createLeaseLock } from './locks.js';
 describe('lease lock (no Web Locks)', () => {
   it('a tab that closes while it holds the lease gives it up at once, not when it expires', async () => {
     const env = { indexedDB: new IDBFactory(), IDBKeyRange };
-    const [first, second] = await Promise.all([openCollectionDb('locks-a', [], env), openCollectionDb('locks-a', [], env)]);
+    const [first, second] = await Promise.all([
+      openCollectionDb('locks-a', [], env),
+      openCollectionDb('locks-a', [], env),
+    ]);
     const leaving = createLeaseLock({ table: first.$locks, owner: 'tab-1', ttlMs: 60_000 });
     const staying = createLeaseLock({ table: second.$locks, owner: 'tab-2', ttlMs: 60_000, maxPollMs: 20 });
     let entered!: () => void;

@@ -51,18 +51,26 @@ function fromBase64(text: string): Uint8Array<ArrayBuffer> {
 }
 
 /** Derives an AES-GCM key from a passphrase (PBKDF2-SHA-256); the key cannot be exported. */
-export async function deriveKey(passphrase: string, salt: string, iterations = DEFAULT_PBKDF2_ITERATIONS): Promise<CryptoKey> {
+export async function deriveKey(
+  passphrase: string,
+  salt: string,
+  iterations = DEFAULT_PBKDF2_ITERATIONS,
+): Promise<CryptoKey> {
   const encoder = new TextEncoder();
   const material = await subtle().importKey('raw', encoder.encode(passphrase), 'PBKDF2', false, ['deriveKey']);
-  return subtle().deriveKey({ name: 'PBKDF2', hash: 'SHA-256', salt: encoder.encode(salt), iterations }, material, { name: 'AES-GCM', length: 256 }, false, [
-    'encrypt',
-    'decrypt',
-  ]);
+  return subtle().deriveKey(
+    { name: 'PBKDF2', hash: 'SHA-256', salt: encoder.encode(salt), iterations },
+    material,
+    { name: 'AES-GCM', length: 256 },
+    false,
+    ['encrypt', 'decrypt'],
+  );
 }
 
 /** The transformer that encrypts a collection's records (see the module comment). */
 export function encryptionTransformer(options: EncryptionOptions): RemoteTransformer {
-  if (!options.key && typeof options.passphrase !== 'string') throw new TypeError('encryptionTransformer needs a key or a passphrase');
+  if (!options.key && typeof options.passphrase !== 'string')
+    throw new TypeError('encryptionTransformer needs a key or a passphrase');
   const keys = new Map<string, Promise<CryptoKey>>();
   const keyFor = (context: TransformContext): Promise<CryptoKey> => {
     if (options.key) return Promise.resolve(options.key);
@@ -79,7 +87,11 @@ export function encryptionTransformer(options: EncryptionOptions): RemoteTransfo
     async encode(record, context) {
       const { id, last_modified: _lm, ...fields } = record;
       const iv = globalThis.crypto.getRandomValues(new Uint8Array(12));
-      const sealed = await subtle().encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(id) }, await keyFor(context), encoder.encode(JSON.stringify(fields)));
+      const sealed = await subtle().encrypt(
+        { name: 'AES-GCM', iv, additionalData: encoder.encode(id) },
+        await keyFor(context),
+        encoder.encode(JSON.stringify(fields)),
+      );
       return { id, quire_e2e: 1, iv: toBase64(iv), ciphertext: toBase64(new Uint8Array(sealed)) };
     },
     async decode(record, context) {

@@ -20,9 +20,15 @@ export interface TransformContext {
 
 export interface RemoteTransformer {
   /** The app's record (`id`, fields; `last_modified` once synced) → what the server stores. */
-  encode(record: Record<string, unknown> & { id: string }, context: TransformContext): Promise<Record<string, unknown>> | Record<string, unknown>;
+  encode(
+    record: Record<string, unknown> & { id: string },
+    context: TransformContext,
+  ): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** What the server stored → the app's record. */
-  decode(record: Record<string, unknown> & { id: string }, context: TransformContext): Promise<Record<string, unknown>> | Record<string, unknown>;
+  decode(
+    record: Record<string, unknown> & { id: string },
+    context: TransformContext,
+  ): Promise<Record<string, unknown>> | Record<string, unknown>;
 }
 
 /** A collection's transformers, applied in order by `encode` and in reverse order by `decode`. */
@@ -41,14 +47,16 @@ export class TransformChain {
 
   async encode<R extends Record<string, unknown> & { id: string }>(record: R): Promise<R> {
     let current: Record<string, unknown> = record;
-    for (const transformer of this.#transformers) current = await transformer.encode({ ...current, id: record.id }, this.#context);
+    for (const transformer of this.#transformers)
+      current = await transformer.encode({ ...current, id: record.id }, this.#context);
     return keepServerFields(current, record) as R;
   }
 
   async decode(record: RemoteRecord): Promise<RemoteRecord> {
     if (record.deleted === true || this.empty) return record;
     let current: Record<string, unknown> = record;
-    for (let i = this.#transformers.length - 1; i >= 0; i--) current = await this.#transformers[i]!.decode({ ...current, id: record.id }, this.#context);
+    for (let i = this.#transformers.length - 1; i >= 0; i--)
+      current = await this.#transformers[i]!.decode({ ...current, id: record.id }, this.#context);
     return keepServerFields(current, record) as RemoteRecord;
   }
 
@@ -60,5 +68,9 @@ export class TransformChain {
 /** `id`, and `last_modified` where the original had one, stay what they were. */
 function keepServerFields(result: Record<string, unknown>, original: Record<string, unknown>): Record<string, unknown> {
   const { last_modified: _lm, deleted: _deleted, ...fields } = result;
-  return { ...fields, id: original.id, ...(original.last_modified !== undefined ? { last_modified: original.last_modified } : {}) };
+  return {
+    ...fields,
+    id: original.id,
+    ...(original.last_modified !== undefined ? { last_modified: original.last_modified } : {}),
+  };
 }

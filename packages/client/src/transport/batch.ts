@@ -23,7 +23,11 @@ export function chunk<T>(items: readonly T[], size: number | null): T[][] {
 }
 
 /** Sends one chunk (at most `batch_max_requests` sub-requests). Sub-request paths are `/v1`-less. */
-export async function sendBatch(http: HttpTransport, requests: readonly BatchRequest[], signal?: AbortSignal): Promise<BatchResponse[]> {
+export async function sendBatch(
+  http: HttpTransport,
+  requests: readonly BatchRequest[],
+  signal?: AbortSignal,
+): Promise<BatchResponse[]> {
   if (requests.length === 0) return [];
   const response = await http.request<{ responses: BatchResponse[] }>({
     method: 'POST',

@@ -12,7 +12,8 @@ export const endpoints = {
   group: (bid: string, gid: string) => `/buckets/${e(bid)}/groups/${e(gid)}`,
   records: (bid: string, cid: string) => `/buckets/${e(bid)}/collections/${e(cid)}/records`,
   record: (bid: string, cid: string, id: string) => `/buckets/${e(bid)}/collections/${e(cid)}/records/${e(id)}`,
-  attachment: (bid: string, cid: string, id: string) => `/buckets/${e(bid)}/collections/${e(cid)}/records/${e(id)}/attachment`,
+  attachment: (bid: string, cid: string, id: string) =>
+    `/buckets/${e(bid)}/collections/${e(cid)}/records/${e(id)}/attachment`,
 };
 
 export const quoteETag = (timestamp: number): string => `"${timestamp}"`;

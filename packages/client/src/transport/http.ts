@@ -3,7 +3,15 @@
  * of idempotent requests, and the mapping of error statuses to typed errors. Browsers use the
  * global `fetch`; Node uses undici with a keep-alive pool (unless a `fetch` is injected).
  */
-import { BackoffError, NetworkError, PreconditionFailedError, QuireError, ServerError, SyncAbortedError, TimeoutError } from '../errors.js';
+import {
+  BackoffError,
+  NetworkError,
+  PreconditionFailedError,
+  QuireError,
+  ServerError,
+  SyncAbortedError,
+  TimeoutError,
+} from '../errors.js';
 import type { OnlineSource } from '../online.js';
 import { type RetryPolicy, retryDelay, serverWait, sleep } from '../retry.js';
 import { type Auth, authorizationHeader } from './auth.js';
@@ -67,7 +75,8 @@ async function createNodePool(): Promise<Pool> {
   const undici = await import('undici');
   const agent = new undici.Agent({ keepAliveTimeout: 30_000, connections: 16 });
   return {
-    fetch: (input, init) => undici.fetch(input, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>,
+    fetch: (input, init) =>
+      undici.fetch(input, { ...(init as object), dispatcher: agent }) as unknown as Promise<Response>,
     close: () => agent.close(),
   };
 }
@@ -87,13 +96,17 @@ export class HttpTransport {
     if (this.#options.fetch) return Promise.resolve(this.#options.fetch);
     this.#pool ??= isNode()
       ? createNodePool()
-      : Promise.resolve({ fetch: (input: string, init: RequestInit) => globalThis.fetch(input, init), close: async () => {} });
+      : Promise.resolve({
+          fetch: (input: string, init: RequestInit) => globalThis.fetch(input, init),
+          close: async () => {},
+        });
     return this.#pool.then((pool) => pool.fetch);
   }
 
   url(path: string, query?: HttpRequest['query']): string {
     const url = /^https?:\/\//.test(path) ? new URL(path) : new URL(this.remote + path);
-    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
     return url.toString();
   }
 
@@ -112,7 +125,8 @@ export class HttpTransport {
         if (asked !== null && asked > (this.#options.maxRetryAfterMs ?? 10_000)) throw new BackoffError(asked);
         // Retrying without a network only fails again: whoever called will try when it is back.
         const offline = this.#options.online?.isOnline() === false;
-        const transient = (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method) && !offline;
+        const transient =
+          (error instanceof NetworkError || error instanceof TimeoutError) && IDEMPOTENT.has(method) && !offline;
         const delay = asked ?? (transient ? retryDelay(NETWORK_RETRY, attempt) : null);
         if (delay === null) throw error;
         await sleep(delay, { signal: request.signal });
@@ -123,7 +137,11 @@ export class HttpTransport {
 
   async #once<T>(method: string, request: HttpRequest): Promise<HttpResponse<T>> {
     const fetch = await this.#fetch();
-    const headers: Record<string, string> = { Accept: 'application/json', ...this.#options.headers, ...request.headers };
+    const headers: Record<string, string> = {
+      Accept: 'application/json',
+      ...this.#options.headers,
+      ...request.headers,
+    };
     const authorization = await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
     let body: string | Blob | ReadableStream<Uint8Array> | undefined;
@@ -163,7 +181,13 @@ export class HttpTransport {
       let response: Response;
       let text: string;
       try {
-        response = await fetch(this.url(request.path, request.query), { method, headers, body, signal: controller.signal, ...duplex } as RequestInit);
+        response = await fetch(this.url(request.path, request.query), {
+          method,
+          headers,
+          body,
+          signal: controller.signal,
+          ...duplex,
+        } as RequestInit);
         // Read the whole body inside the timeout: a connection cut mid-body is a network error.
         text = method === 'HEAD' || response.status === 304 ? '' : await response.text();
       } catch (error) {
@@ -196,9 +220,16 @@ export class HttpTransport {
    * `request()` does. No retries: the caller reconnects. `anonymous`: no credentials (another
    * origin, e.g. the files' `base_url`).
    */
-  async stream(path: string, options: { headers?: Record<string, string>; signal?: AbortSignal; anonymous?: boolean } = {}): Promise<Response> {
+  async stream(
+    path: string,
+    options: { headers?: Record<string, string>; signal?: AbortSignal; anonymous?: boolean } = {},
+  ): Promise<Response> {
     const fetch = await this.#fetch();
-    const headers: Record<string, string> = { ...this.#options.headers, Accept: 'text/event-stream', ...options.headers };
+    const headers: Record<string, string> = {
+      ...this.#options.headers,
+      Accept: 'text/event-stream',
+      ...options.headers,
+    };
     const authorization = options.anonymous ? null : await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
     const controller = new AbortController();
@@ -206,7 +237,10 @@ export class HttpTransport {
     if (options.signal?.aborted) onAbort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = this.#options.timeoutMs ?? 30_000;
-    const timer = setTimeout(() => controller.abort(new TimeoutError(`No response within ${timeoutMs} ms: GET ${path}`)), timeoutMs);
+    const timer = setTimeout(
+      () => controller.abort(new TimeoutError(`No response within ${timeoutMs} ms: GET ${path}`)),
+      timeoutMs,
+    );
     let response: Response;
     try {
       response = await fetch(this.url(path), { method: 'GET', headers, signal: controller.signal });

@@ -82,7 +82,10 @@ export interface Exchange {
 }
 
 /** A fetch that records every exchange (and how many records each list page carried). */
-export function recordingFetch(exchanges: Exchange[], inner: FetchLike = (input, init) => fetch(input, init)): FetchLike {
+export function recordingFetch(
+  exchanges: Exchange[],
+  inner: FetchLike = (input, init) => fetch(input, init),
+): FetchLike {
   return async (input, init) => {
     const response = await inner(input, init);
     let records = 0;
@@ -96,6 +99,13 @@ export function recordingFetch(exchanges: Exchange[], inner: FetchLike = (input,
 }
 
 /** Answers matching requests with a canned response instead of contacting the server. */
-export function cannedResponse(status: number, headers: Record<string, string>, body: unknown = { code: status, errno: 201, error: 'Service Unavailable', message: 'injected' }): Response {
-  return new Response(status === 304 ? null : JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } });
+export function cannedResponse(
+  status: number,
+  headers: Record<string, string>,
+  body: unknown = { code: status, errno: 201, error: 'Service Unavailable', message: 'injected' },
+): Response {
+  return new Response(status === 304 ? null : JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
 }

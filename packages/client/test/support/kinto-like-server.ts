@@ -52,7 +52,10 @@ const MAX_PAGE = 10_000;
 
 function error(status: number, errno: number, message: string, details?: unknown): Answer {
   const titles: Record<number, string> = { 400: 'Invalid parameters', 404: 'Not Found', 412: 'Precondition Failed' };
-  return { status, body: { code: status, errno, error: titles[status] ?? 'Error', message, ...(details ? { details } : {}) } };
+  return {
+    status,
+    body: { code: status, errno, error: titles[status] ?? 'Error', message, ...(details ? { details } : {}) },
+  };
 }
 
 /** `"123"` → 123; anything else (absent, `*`) → undefined. */
@@ -78,13 +81,21 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
     return next;
   };
 
-  function listRecords(collection: Collection, method: string, query: URLSearchParams, headers: Record<string, string | undefined>, base: string, path: string): Answer {
+  function listRecords(
+    collection: Collection,
+    method: string,
+    query: URLSearchParams,
+    headers: Record<string, string | undefined>,
+    base: string,
+    path: string,
+  ): Answer {
     const etag = timestampOf(collection);
     const etagHeaders = { ETag: `"${etag}"`, 'Last-Modified': new Date(etag).toUTCString() };
     const ifNoneMatch = quoted(headers['if-none-match']);
     if (ifNoneMatch === etag) return { status: 304, headers: etagHeaders };
     const ifMatch = quoted(headers['if-match']);
-    if (ifMatch !== undefined && ifMatch !== etag) return { ...error(412, 114, 'Resource was modified meanwhile'), headers: etagHeaders };
+    if (ifMatch !== undefined && ifMatch !== etag)
+      return { ...error(412, 114, 'Resource was modified meanwhile'), headers: etagHeaders };
     for (const key of ['_since', '_before', '_limit']) {
       const value = query.get(key);
       if (value !== null && !/^"?\d+"?$/.test(value)) return error(400, 107, `${key} is not a number`);
@@ -96,29 +107,57 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
     // Tombstones come only with a last_modified filter (§5.4).
     const withTombstones = since !== undefined || before !== undefined;
     let matching = [...collection.records.values()].filter(
-      (record) => (withTombstones || !record.deleted) && (since === undefined || record.last_modified > since) && (before === undefined || record.last_modified < before),
+      (record) =>
+        (withTombstones || !record.deleted) &&
+        (since === undefined || record.last_modified > since) &&
+        (before === undefined || record.last_modified < before),
     );
     const total = matching.filter((record) => !record.deleted).length;
     matching.sort((a, b) => (ascending ? a.last_modified - b.last_modified : b.last_modified - a.last_modified));
     const token = query.get('_token');
     if (token) {
-      const { last_object: last } = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { last_object: { last_modified: number } };
-      matching = matching.filter((record) => (ascending ? record.last_modified > last.last_modified : record.last_modified < last.last_modified));
+      const { last_object: last } = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as {
+        last_object: { last_modified: number };
+      };
+      matching = matching.filter((record) =>
+        ascending ? record.last_modified > last.last_modified : record.last_modified < last.last_modified,
+      );
     }
     const page = matching.slice(0, limit);
-    const answerHeaders: Record<string, string> = { ...etagHeaders, 'Total-Objects': String(total), 'Total-Records': String(total) };
+    const answerHeaders: Record<string, string> = {
+      ...etagHeaders,
+      'Total-Objects': String(total),
+      'Total-Records': String(total),
+    };
     if (matching.length > limit) {
       const next = new URLSearchParams(query);
-      next.set('_token', Buffer.from(JSON.stringify({ last_object: { last_modified: page.at(-1)!.last_modified }, offset: limit })).toString('base64'));
+      next.set(
+        '_token',
+        Buffer.from(
+          JSON.stringify({ last_object: { last_modified: page.at(-1)!.last_modified }, offset: limit }),
+        ).toString('base64'),
+      );
       answerHeaders['Next-Page'] = `${base}${path}?${next}`;
     }
     if (method === 'HEAD') return { status: 200, headers: answerHeaders };
     const fields = query.get('_fields')?.split(',');
-    const data = page.map((record) => (fields && !record.deleted ? Object.fromEntries(Object.entries(record).filter(([key]) => key === 'id' || key === 'last_modified' || fields.includes(key))) : record));
+    const data = page.map((record) =>
+      fields && !record.deleted
+        ? Object.fromEntries(
+            Object.entries(record).filter(([key]) => key === 'id' || key === 'last_modified' || fields.includes(key)),
+          )
+        : record,
+    );
     return { status: 200, headers: answerHeaders, body: { data } };
   }
 
-  function writeRecord(collection: Collection, method: string, id: string, headers: Record<string, string | undefined>, body: unknown): Answer {
+  function writeRecord(
+    collection: Collection,
+    method: string,
+    id: string,
+    headers: Record<string, string | undefined>,
+    body: unknown,
+  ): Answer {
     const existing = collection.records.get(id);
     const live = existing && !existing.deleted ? existing : undefined;
     const ifMatch = headers['if-match'];
@@ -127,11 +166,13 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
     if (ifNoneMatch === '*' && live) return error(412, 114, 'Resource was modified meanwhile', details);
     if (ifMatch !== undefined && (!live || quoted(ifMatch) !== live.last_modified)) {
       // Kinto: a DELETE of a missing record is 404 before any precondition.
-      if (method === 'DELETE' && !live) return error(404, 110, 'The resource you are looking for could not be found.', { id, resource_name: 'record' });
+      if (method === 'DELETE' && !live)
+        return error(404, 110, 'The resource you are looking for could not be found.', { id, resource_name: 'record' });
       return error(412, 114, 'Resource was modified meanwhile', details);
     }
     if (method === 'DELETE') {
-      if (!live) return error(404, 110, 'The resource you are looking for could not be found.', { id, resource_name: 'record' });
+      if (!live)
+        return error(404, 110, 'The resource you are looking for could not be found.', { id, resource_name: 'record' });
       const tombstone: StoredRecord = { id, last_modified: bump(collection), deleted: true };
       collection.records.set(id, tombstone);
       return { status: 200, headers: { ETag: `"${tombstone.last_modified}"` }, body: { data: tombstone } };
@@ -140,21 +181,52 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
     const { id: _id, last_modified: _lm, ...fields } = data;
     const record: StoredRecord = { ...fields, id, last_modified: bump(collection) };
     collection.records.set(id, record);
-    return { status: live ? 200 : 201, headers: { ETag: `"${record.last_modified}"` }, body: { data: record, permissions: { write: ['basicauth:user'] } } };
+    return {
+      status: live ? 200 : 201,
+      headers: { ETag: `"${record.last_modified}"` },
+      body: { data: record, permissions: { write: ['basicauth:user'] } },
+    };
   }
 
-  function handle(method: string, rawPath: string, headers: Record<string, string | undefined>, body: unknown, base: string): Answer {
+  function handle(
+    method: string,
+    rawPath: string,
+    headers: Record<string, string | undefined>,
+    body: unknown,
+    base: string,
+  ): Answer {
     const url = new URL(rawPath, 'http://kinto.invalid');
     const path = url.pathname.replace(/^\/v1/, '').replace(/\/$/, '') || '/';
     if (path === '/' && method === 'GET') {
-      return { status: 200, body: { project_name: 'kinto', project_version: '26.3.1', http_api_version: '1.23', url: `${base}/`, settings: { batch_max_requests: BATCH_MAX_REQUESTS, readonly: false }, capabilities: {} } };
+      return {
+        status: 200,
+        body: {
+          project_name: 'kinto',
+          project_version: '26.3.1',
+          http_api_version: '1.23',
+          url: `${base}/`,
+          settings: { batch_max_requests: BATCH_MAX_REQUESTS, readonly: false },
+          capabilities: {},
+        },
+      };
     }
     if (path === '/batch' && method === 'POST') {
-      const { requests: subRequests = [], defaults = {} } = (body ?? {}) as { requests?: Array<Record<string, unknown>>; defaults?: Record<string, unknown> };
-      if (subRequests.length > BATCH_MAX_REQUESTS) return error(400, 107, `requests: Number of requests is limited to ${BATCH_MAX_REQUESTS}`);
+      const { requests: subRequests = [], defaults = {} } = (body ?? {}) as {
+        requests?: Array<Record<string, unknown>>;
+        defaults?: Record<string, unknown>;
+      };
+      if (subRequests.length > BATCH_MAX_REQUESTS)
+        return error(400, 107, `requests: Number of requests is limited to ${BATCH_MAX_REQUESTS}`);
       const responses = subRequests.map((request) => {
-        const sub = { ...defaults, ...request } as { method?: string; path: string; headers?: Record<string, string>; body?: unknown };
-        const subHeaders = Object.fromEntries(Object.entries(sub.headers ?? {}).map(([key, value]) => [key.toLowerCase(), value]));
+        const sub = { ...defaults, ...request } as {
+          method?: string;
+          path: string;
+          headers?: Record<string, string>;
+          body?: unknown;
+        };
+        const subHeaders = Object.fromEntries(
+          Object.entries(sub.headers ?? {}).map(([key, value]) => [key.toLowerCase(), value]),
+        );
         const subMethod = (sub.method ?? 'GET').toUpperCase();
         requests.push(`batch:${subMethod} ${sub.path}`);
         const answer = handle(subMethod, sub.path, subHeaders, sub.body, base);
@@ -163,14 +235,16 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
       return { status: 200, body: { responses } };
     }
     const parts = path.split('/').slice(1);
-    if (parts[0] !== 'buckets' || !parts[1]) return error(404, 111, 'The resource you are looking for could not be found.');
+    if (parts[0] !== 'buckets' || !parts[1])
+      return error(404, 111, 'The resource you are looking for could not be found.');
     const bucket = parts[1];
     if (parts.length === 2 && method === 'PUT') {
       const created = !buckets.has(bucket);
       buckets.add(bucket);
       return { status: created ? 201 : 200, body: { data: { id: bucket, last_modified: Date.now() } } };
     }
-    if (parts[2] !== 'collections' || !parts[3] || !buckets.has(bucket)) return error(404, 111, 'The resource you are looking for could not be found.');
+    if (parts[2] !== 'collections' || !parts[3] || !buckets.has(bucket))
+      return error(404, 111, 'The resource you are looking for could not be found.');
     const key = `${bucket}/${parts[3]}`;
     const collection = collections.get(key);
     if (parts.length === 4) {
@@ -183,11 +257,15 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
         collections.delete(key);
         return { status: 200, body: { data: { id: parts[3], last_modified: Date.now(), deleted: true } } };
       }
-      if (method === 'GET' && collection) return { status: 200, body: { data: { id: parts[3], last_modified: Date.now() } } };
+      if (method === 'GET' && collection)
+        return { status: 200, body: { data: { id: parts[3], last_modified: Date.now() } } };
     }
-    if (!collection || parts[4] !== 'records') return error(404, 111, 'The resource you are looking for could not be found.');
-    if (parts.length === 5 && (method === 'GET' || method === 'HEAD')) return listRecords(collection, method, url.searchParams, headers, base, `/v1${path}`);
-    if (parts.length === 6 && (method === 'PUT' || method === 'DELETE')) return writeRecord(collection, method, parts[5]!, headers, body);
+    if (!collection || parts[4] !== 'records')
+      return error(404, 111, 'The resource you are looking for could not be found.');
+    if (parts.length === 5 && (method === 'GET' || method === 'HEAD'))
+      return listRecords(collection, method, url.searchParams, headers, base, `/v1${path}`);
+    if (parts.length === 6 && (method === 'PUT' || method === 'DELETE'))
+      return writeRecord(collection, method, parts[5]!, headers, body);
     return error(405, 115, 'Method not allowed on this endpoint.');
   }
 
@@ -197,13 +275,23 @@ export async function startKintoLikeServer(): Promise<KintoLikeServer> {
     req.on('end', () => {
       requests.push(`${req.method} ${req.url}`);
       const text = Buffer.concat(chunks).toString('utf8');
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]));
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]),
+      );
       const { port } = server.address() as AddressInfo;
-      const answer = handle(req.method ?? 'GET', req.url ?? '/', headers, text ? JSON.parse(text) : undefined, `http://127.0.0.1:${port}`);
-      const payload = answer.body === undefined || req.method === 'HEAD' || answer.status === 304 ? '' : JSON.stringify(answer.body);
+      const answer = handle(
+        req.method ?? 'GET',
+        req.url ?? '/',
+        headers,
+        text ? JSON.parse(text) : undefined,
+        `http://127.0.0.1:${port}`,
+      );
+      const payload =
+        answer.body === undefined || req.method === 'HEAD' || answer.status === 304 ? '' : JSON.stringify(answer.body);
       res.writeHead(answer.status, {
         'Content-Type': 'application/json',
-        'Access-Control-Expose-Headers': 'ETag, Last-Modified, Next-Page, Total-Objects, Total-Records, Backoff, Retry-After, Alert',
+        'Access-Control-Expose-Headers':
+          'ETag, Last-Modified, Next-Page, Total-Objects, Total-Records, Backoff, Retry-After, Alert',
         ...answer.headers,
       });
       res.end(payload);

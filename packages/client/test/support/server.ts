@@ -13,10 +13,18 @@ export interface TestServer {
 }
 
 /** `store`: `embedded` (PGlite, in memory) or `postgresql` (a throw-away schema at QUIRE_TEST_PG_URL). */
-export async function startServer(overrides: Record<string, unknown> = {}, store: 'embedded' | 'postgresql' = 'embedded'): Promise<TestServer> {
+export async function startServer(
+  overrides: Record<string, unknown> = {},
+  store: 'embedded' | 'postgresql' = 'embedded',
+): Promise<TestServer> {
   const schema = store === 'postgresql' ? newSchemaName() : null;
-  const storage = schema ? await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true }) : await createPgliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'client-tests', log_level: 'silent', ...overrides } });
+  const storage = schema
+    ? await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true })
+    : await createPgliteStorage();
+  const settings = loadSettings({
+    env: {},
+    overrides: { userid_hmac_secret: 'client-tests', log_level: 'silent', ...overrides },
+  });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -36,7 +44,10 @@ export async function startServer(overrides: Record<string, unknown> = {}, store
 }
 
 /** A client with its own in-memory IndexedDB (a fresh "browser profile"). */
-export function makeClient(url: string, options: Partial<ClientOptions> & { user?: string; idb?: IDBFactory } = {}): QuireClient {
+export function makeClient(
+  url: string,
+  options: Partial<ClientOptions> & { user?: string; idb?: IDBFactory } = {},
+): QuireClient {
   const { user = 'alice', idb = new IDBFactory(), ...rest } = options;
   return createClient({
     remote: url,
@@ -55,7 +66,14 @@ export function basicAuth(user: string): string {
 }
 
 /** Raw HTTP against the server, as another app would write (not through our client). */
-export async function raw(url: string, method: string, path: string, body?: unknown, user = 'alice', headers: Record<string, string> = {}) {
+export async function raw(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  user = 'alice',
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(url + path, {
     method,
     headers: { Authorization: basicAuth(user), ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
@@ -66,7 +84,13 @@ export async function raw(url: string, method: string, path: string, body?: unkn
 }
 
 /** Creates a bucket and a collection owned by `user`. */
-export async function createCollection(url: string, bucket: string, collection: string, user = 'alice', permissions?: Record<string, string[]>) {
+export async function createCollection(
+  url: string,
+  bucket: string,
+  collection: string,
+  user = 'alice',
+  permissions?: Record<string, string[]>,
+) {
   const b = await raw(url, 'PUT', `/buckets/${bucket}`, { data: {}, ...(permissions ? { permissions } : {}) }, user);
   if (b.status >= 300) throw new Error(`bucket: ${b.status} ${JSON.stringify(b.body)}`);
   const c = await raw(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} }, user);
@@ -74,11 +98,22 @@ export async function createCollection(url: string, bucket: string, collection: 
 }
 
 /** Seeds `count` records through /batch. */
-export async function seed(url: string, bucket: string, collection: string, count: number, make: (i: number) => Record<string, unknown> = (i) => ({ n: i }), user = 'alice') {
+export async function seed(
+  url: string,
+  bucket: string,
+  collection: string,
+  count: number,
+  make: (i: number) => Record<string, unknown> = (i) => ({ n: i }),
+  user = 'alice',
+) {
   for (let start = 0; start < count; start += 25) {
     const requests = [];
     for (let i = start; i < Math.min(count, start + 25); i++) {
-      requests.push({ method: 'POST', path: `/buckets/${bucket}/collections/${collection}/records`, body: { data: make(i) } });
+      requests.push({
+        method: 'POST',
+        path: `/buckets/${bucket}/collections/${collection}/records`,
+        body: { data: make(i) },
+      });
     }
     const response = await raw(url, 'POST', '/batch', { requests }, user);
     if (response.status !== 200) throw new Error(`seed failed: ${response.status}`);

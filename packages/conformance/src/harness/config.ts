@@ -58,4 +58,3 @@ export function baseUrl(): string {
 export function serverRoot(): string {
   return baseUrl().replace(/\/v1$/, '');
 }
-

@@ -87,10 +87,19 @@ export async function createGroup(user: User, bucket: string, o: CreateOptions =
 }
 
 /** POSTs a record (or PUTs it when `data.id` is given); returns the created record (`data`). */
-export async function createRecord(user: User, bucket: string, collection: string, data: Record<string, unknown> = {}, permissions?: Record<string, string[]>): Promise<KintoObject> {
+export async function createRecord(
+  user: User,
+  bucket: string,
+  collection: string,
+  data: Record<string, unknown> = {},
+  permissions?: Record<string, string[]>,
+): Promise<KintoObject> {
   const payload: Record<string, unknown> = { data };
   if (permissions) payload.permissions = permissions;
-  const res = await request('POST', `/buckets/${bucket}/collections/${collection}/records`, { auth: user, body: payload });
+  const res = await request('POST', `/buckets/${bucket}/collections/${collection}/records`, {
+    auth: user,
+    body: payload,
+  });
   if (res.status !== 201) fail('POST record', res);
   return res.json.data;
 }
@@ -106,11 +115,20 @@ export interface CollectionFixture {
 }
 
 /** A fresh bucket + collection owned by `user`. */
-export async function createCollectionFixture(user: User, o: { bucket?: CreateOptions; collection?: CreateOptions } = {}): Promise<CollectionFixture> {
+export async function createCollectionFixture(
+  user: User,
+  o: { bucket?: CreateOptions; collection?: CreateOptions } = {},
+): Promise<CollectionFixture> {
   const bucket = await createBucket(user, o.bucket);
   const collection = await createCollection(user, bucket, o.collection);
   const path = `/buckets/${bucket}/collections/${collection}`;
-  return { bucket, collection, path, records: `${path}/records`, record: (id) => `${path}/records/${encodeURIComponent(id)}` };
+  return {
+    bucket,
+    collection,
+    path,
+    records: `${path}/records`,
+    record: (id) => `${path}/records/${encodeURIComponent(id)}`,
+  };
 }
 
 /** One stored record per item given: a tuple as long as a literal list of items. */
@@ -120,7 +138,11 @@ export type CreatedRecords<Items extends readonly unknown[]> = { -readonly [K in
  * Creates the given records in order, one request each (so their timestamps increase in that
  * order), and returns them as stored.
  */
-export async function createRecords<const Items extends readonly Record<string, unknown>[]>(user: User, fx: CollectionFixture, items: Items): Promise<CreatedRecords<Items>> {
+export async function createRecords<const Items extends readonly Record<string, unknown>[]>(
+  user: User,
+  fx: CollectionFixture,
+  items: Items,
+): Promise<CreatedRecords<Items>> {
   const out: KintoObject[] = [];
   for (const item of items) out.push(await createRecord(user, fx.bucket, fx.collection, item));
   // One per item, in their order.
@@ -128,7 +150,11 @@ export async function createRecords<const Items extends readonly Record<string, 
 }
 
 /** GETs a list and every Next-Page after it; returns the concatenated items and the responses. */
-export async function listAll<Item = KintoObject>(path: string, user: User | null, headers: Record<string, string> = {}): Promise<{ items: Item[]; pages: HttpResponse<ListBody<Item>>[] }> {
+export async function listAll<Item = KintoObject>(
+  path: string,
+  user: User | null,
+  headers: Record<string, string> = {},
+): Promise<{ items: Item[]; pages: HttpResponse<ListBody<Item>>[] }> {
   const pages: HttpResponse<ListBody<Item>>[] = [];
   const items: Item[] = [];
   let next: string | null = path;

@@ -59,7 +59,10 @@ function record(exchange: RecordedExchange): void {
 
 /** The exchanges recorded after sequence number `since` (most recent last). */
 export function exchangesSince(since: number, max = 3): RecordedExchange[] {
-  return recorded.filter((r) => r.seq > since).slice(-max).map((r) => r.exchange);
+  return recorded
+    .filter((r) => r.seq > since)
+    .slice(-max)
+    .map((r) => r.exchange);
 }
 
 /** Current sequence number, to pass to `exchangesSince` later. */
@@ -115,7 +118,10 @@ function operations(method: string, path: string, body: unknown): SubRequest[] {
     const defaults = batch.defaults ?? {};
     return (batch.requests as (Partial<SubRequest> | null | undefined)[]).map((r) => ({
       method: String(r?.method ?? defaults.method ?? 'GET').toUpperCase(),
-      path: String(r?.path ?? defaults.path ?? '').replace(/^\/v1(?=\/)/, '').split('?')[0] ?? '',
+      path:
+        String(r?.path ?? defaults.path ?? '')
+          .replace(/^\/v1(?=\/)/, '')
+          .split('?')[0] ?? '',
       body: r?.body ?? defaults.body,
       headers: { ...(defaults.headers ?? {}), ...(r?.headers ?? {}) },
     }));
@@ -133,7 +139,8 @@ function guard(ops: SubRequest[], method: string, readonlyProbe: boolean): void 
   if (process.env.QUIRE_CONFORMANCE_READ_ONLY === '1' && !readonlyProbe) {
     if (!SAFE_METHODS.has(method)) throw new SkipSignal('read-only mode: this check writes');
     // Even a GET creates the caller's personal bucket on first access (§13.1).
-    if (ops.some((op) => /^\/buckets\/default(\/|$)/.test(op.path))) throw new SkipSignal('read-only mode: this check writes');
+    if (ops.some((op) => /^\/buckets\/default(\/|$)/.test(op.path)))
+      throw new SkipSignal('read-only mode: this check writes');
   }
   if (!realIdentities()) return;
   for (const op of ops) {
@@ -173,10 +180,19 @@ function trackBefore(ops: SubRequest[], authorization: string | null): void {
 type ReceivedBody = Partial<ObjectBody & BatchBody> | null | undefined;
 
 /** Tracks buckets created by `POST /buckets` with a server-assigned id. */
-function trackAfter(ops: SubRequest[], method: string, path: string, status: number, json: unknown, authorization: string | null): void {
+function trackAfter(
+  ops: SubRequest[],
+  method: string,
+  path: string,
+  status: number,
+  json: unknown,
+  authorization: string | null,
+): void {
   const body = json as ReceivedBody;
   if (pathOf(path) === '/batch' && method === 'POST') {
-    const responses: (Partial<BatchResponse> | null | undefined)[] = Array.isArray(body?.responses) ? body.responses : [];
+    const responses: (Partial<BatchResponse> | null | undefined)[] = Array.isArray(body?.responses)
+      ? body.responses
+      : [];
     responses.forEach((r, i) => {
       const op = ops[i];
       const id = r?.body?.data?.id;
@@ -184,7 +200,12 @@ function trackAfter(ops: SubRequest[], method: string, path: string, status: num
         track(id, op.headers?.Authorization ?? op.headers?.authorization ?? authorization);
       }
     });
-  } else if (method === 'POST' && /^\/buckets\/?$/.test(pathOf(path)) && status === 201 && typeof body?.data?.id === 'string') {
+  } else if (
+    method === 'POST' &&
+    /^\/buckets\/?$/.test(pathOf(path)) &&
+    status === 201 &&
+    typeof body?.data?.id === 'string'
+  ) {
     track(body.data.id, authorization);
   }
 }
@@ -248,9 +269,7 @@ export async function request<Body = ObjectBody>(
   if (options.rawBody !== undefined) {
     // Bytes, never a string: fetch would add `Content-Type: text/plain` to a string body.
     body =
-      typeof options.rawBody === 'string'
-        ? new TextEncoder().encode(options.rawBody)
-        : new Uint8Array(options.rawBody);
+      typeof options.rawBody === 'string' ? new TextEncoder().encode(options.rawBody) : new Uint8Array(options.rawBody);
     if (options.contentType) headers.set('Content-Type', options.contentType);
   } else if (options.body !== undefined) {
     body = new TextEncoder().encode(JSON.stringify(options.body));
@@ -321,8 +340,6 @@ export const del = <Body = ObjectBody>(path: string, o?: RequestOptions) => requ
 
 /** Builds a query string from pairs, encoding values (`qs({_since: '"1"'})` → `?_since=%221%22`). */
 export function qs(params: Record<string, string | number | boolean>): string {
-  const parts = Object.entries(params).map(
-    ([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`,
-  );
+  const parts = Object.entries(params).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
   return parts.length ? `?${parts.join('&')}` : '';
 }

@@ -66,7 +66,9 @@ async function createAccount(entry: Extract<Entry, { kind: 'account' }>): Promis
   }
   const text = await res.text();
   if (res.status !== 201) {
-    throw new Error(`conformance: could not create the throwaway account ${entry.name}: PUT /accounts/${entry.name} answered ${res.status} ${text.slice(0, 300)}`);
+    throw new Error(
+      `conformance: could not create the throwaway account ${entry.name}: PUT /accounts/${entry.name} answered ${res.status} ${text.slice(0, 300)}`,
+    );
   }
 }
 
@@ -82,7 +84,8 @@ export async function prepareIdentities(authorizations: Iterable<string | null |
     if (!entry) continue;
     if (entry.kind === 'account') {
       if (!entry.created) {
-        if (process.env.QUIRE_CONFORMANCE_READ_ONLY === '1') throw new SkipSignal('read-only mode: this check needs a throwaway account, whose creation writes');
+        if (process.env.QUIRE_CONFORMANCE_READ_ONLY === '1')
+          throw new SkipSignal('read-only mode: this check needs a throwaway account, whose creation writes');
         entry.created = createAccount(entry);
         // A failed creation is retried by the next request that needs the account.
         entry.created.catch(() => {

@@ -39,7 +39,12 @@ function describeRes(res: HttpResponse): string {
  * with `code` equal to the status, `message` a string when present, no other keys.
  * Returns the parsed body.
  */
-export function expectApiError(res: HttpResponse, status: number, errno: number, expected: ApiErrorExpectation | string = {}): ErrorBody {
+export function expectApiError(
+  res: HttpResponse,
+  status: number,
+  errno: number,
+  expected: ApiErrorExpectation | string = {},
+): ErrorBody {
   const opts = typeof expected === 'string' ? { message: expected } : expected;
   expect(res.status, describeRes(res)).toBe(status);
   expect(res.headers.get('content-type') ?? '', 'error Content-Type').toMatch(/^application\/json/);
@@ -50,7 +55,8 @@ export function expectApiError(res: HttpResponse, status: number, errno: number,
   expect(body.code, describeRes(res)).toBe(status);
   expect(body.errno, describeRes(res)).toBe(errno);
   expect(body.error).toBeTypeOf('string');
-  const label = opts.error ?? (errno === 107 && [400, 406, 415].includes(status) ? 'Invalid parameters' : REASONS[status]);
+  const label =
+    opts.error ?? (errno === 107 && [400, 406, 415].includes(status) ? 'Invalid parameters' : REASONS[status]);
   if (label !== undefined) expect(body.error, describeRes(res)).toBe(label);
   if ('message' in body) expect(body.message).toBeTypeOf('string');
   if (opts.message !== undefined) expect(body.message, describeRes(res)).toBe(opts.message);
@@ -69,7 +75,12 @@ export interface ValidationDetail {
  * A §1.3 validation error: errno 107, `details` a list of `{location, name, description}`;
  * checks that one detail item matches the given fields.
  */
-export function expectValidationError(res: HttpResponse, detail: ValidationDetail = {}, status = 400, message?: string): ValidationErrorBody {
+export function expectValidationError(
+  res: HttpResponse,
+  detail: ValidationDetail = {},
+  status = 400,
+  message?: string,
+): ValidationErrorBody {
   // The list and its items are checked below.
   const body = expectApiError(res, status, 107, message !== undefined ? { message } : {}) as ValidationErrorBody;
   expect(Array.isArray(body.details), `details should be a list: ${res.text}`).toBe(true);

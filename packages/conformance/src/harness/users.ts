@@ -30,7 +30,10 @@ function givenCredentials(): { name: string; password: string }[] {
   if (!raw) return [];
   const parsed: unknown = JSON.parse(raw);
   if (!Array.isArray(parsed)) throw new Error('conformance: QUIRE_CONFORMANCE_USERS must be a JSON list');
-  return parsed.map((u: { name?: unknown; password?: unknown }) => ({ name: String(u.name), password: String(u.password) }));
+  return parsed.map((u: { name?: unknown; password?: unknown }) => ({
+    name: String(u.name),
+    password: String(u.password),
+  }));
 }
 
 const pool = givenCredentials();

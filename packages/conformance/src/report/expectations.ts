@@ -95,15 +95,19 @@ export function parseExpectations(text: string, file = '(inline)', seen: string[
   if (!Array.isArray(list)) throw new Error(`expectations file ${file}: needs a "deviations" list`);
   const own: Deviation[] = list.map((d: unknown, i: number) => {
     const { test, reason, flaky } = (d ?? {}) as { test?: unknown; reason?: unknown; flaky?: unknown };
-    if (typeof test !== 'string' || test === '') throw new Error(`expectations file ${file}: deviations[${i}].test must be a non-empty string`);
-    if (typeof reason !== 'string' || reason.trim() === '') throw new Error(`expectations file ${file}: deviations[${i}].reason must say why`);
-    if (flaky !== undefined && typeof flaky !== 'boolean') throw new Error(`expectations file ${file}: deviations[${i}].flaky must be true or false`);
+    if (typeof test !== 'string' || test === '')
+      throw new Error(`expectations file ${file}: deviations[${i}].test must be a non-empty string`);
+    if (typeof reason !== 'string' || reason.trim() === '')
+      throw new Error(`expectations file ${file}: deviations[${i}].reason must say why`);
+    if (flaky !== undefined && typeof flaky !== 'boolean')
+      throw new Error(`expectations file ${file}: deviations[${i}].flaky must be true or false`);
     return flaky ? { test, reason, flaky } : { test, reason };
   });
   const base = (parsed as { extends?: unknown }).extends;
   let inherited: Deviation[] = [];
   if (base !== undefined) {
-    if (typeof base !== 'string' || base === '') throw new Error(`expectations file ${file}: "extends" must name a file`);
+    if (typeof base !== 'string' || base === '')
+      throw new Error(`expectations file ${file}: "extends" must name a file`);
     const path = resolveExpectations(base, file === '(inline)' ? process.cwd() : dirname(file));
     if (seen.includes(path)) throw new Error(`expectations file ${file}: "extends" loops back to ${path}`);
     inherited = loadExpectations(path, [...seen, file]).deviations;
@@ -146,7 +150,9 @@ export function resolveExpectations(nameOrPath: string, from = process.cwd()): s
     if (existsSync(shipped)) return shipped;
   }
   const names = shippedExpectations();
-  throw new Error(`expectations: no file ${path}${names.length ? `, and no shipped expectations named ${JSON.stringify(nameOrPath)} (shipped: ${names.join(', ')})` : ''}`);
+  throw new Error(
+    `expectations: no file ${path}${names.length ? `, and no shipped expectations named ${JSON.stringify(nameOrPath)} (shipped: ${names.join(', ')})` : ''}`,
+  );
 }
 
 export function loadExpectations(path: string, seen: string[] = []): Expectations {

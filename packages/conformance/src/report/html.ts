@@ -27,7 +27,9 @@ const LABEL: Record<TestOutcome['outcome'], string> = {
 };
 
 function headers(h: Record<string, string>): string {
-  return Object.entries(h).map(([k, v]) => `${esc(k)}: ${esc(v)}`).join('\n');
+  return Object.entries(h)
+    .map(([k, v]) => `${esc(k)}: ${esc(v)}`)
+    .join('\n');
 }
 
 function exchange(x: RecordedExchange, title: string): string {
@@ -42,7 +44,9 @@ function failureDetail(e: FailureDetail): string {
   const message = e.message.length > MAX_MESSAGE ? `${e.message.slice(0, MAX_MESSAGE)}… (truncated)` : e.message;
   const parts = [`<pre class="message">${esc(message)}</pre>`];
   if (e.expected !== undefined || e.actual !== undefined) {
-    parts.push(`<div class="cols"><div><h6>Expected</h6><pre>${esc(e.expected ?? '')}</pre></div><div><h6>Actual</h6><pre>${esc(e.actual ?? '')}</pre></div></div>`);
+    parts.push(
+      `<div class="cols"><div><h6>Expected</h6><pre>${esc(e.expected ?? '')}</pre></div><div><h6>Actual</h6><pre>${esc(e.actual ?? '')}</pre></div></div>`,
+    );
   }
   if (e.stack) parts.push(`<details><summary>Stack</summary><pre>${esc(e.stack)}</pre></details>`);
   return parts.join('\n');
@@ -70,7 +74,12 @@ ${exchanges(xs)}
 function sectionsTable(report: RunReport): string {
   const rows = report.sections.map((s) => {
     const c = s.counts;
-    const cls = c.failed > 0 ? 'row-failed' : c.passed + c['expected-failure'] + c['unexpected-pass'] === 0 ? 'row-skipped' : 'row-passed';
+    const cls =
+      c.failed > 0
+        ? 'row-failed'
+        : c.passed + c['expected-failure'] + c['unexpected-pass'] === 0
+          ? 'row-skipped'
+          : 'row-passed';
     return `<tr class="${cls}"><td><a href="#file-${esc(s.file)}">${esc(s.file.replace(/\.test\.ts$/, ''))}</a></td><td>${esc(s.title)}</td><td class="n">${c.passed}</td><td class="n">${c.failed}</td><td class="n">${c['expected-failure']}</td><td class="n">${c['unexpected-pass']}</td><td class="n">${c.skipped}</td><td>${s.skipReasons.map(esc).join('<br>')}</td></tr>`;
   });
   return `<table id="sections" class="sections"><thead><tr><th>Section</th><th>Covers</th><th>Passed</th><th>Failed</th><th>Expected deviations</th><th>Unexpectedly passed</th><th>Skipped</th><th>Skip reasons</th></tr></thead><tbody>
@@ -85,16 +94,23 @@ function skipsByReason(tests: TestOutcome[]): string {
     groups.set(key, [...(groups.get(key) ?? []), t]);
   }
   if (groups.size === 0) return '<p class="muted">Nothing was skipped.</p>';
-  return [...groups.entries()].map(([reason, list]) => `<details><summary><b>${list.length}</b> × ${esc(reason)}</summary><ul>${list.map((t) => `<li>${esc(t.id)}</li>`).join('')}</ul></details>`).join('\n');
+  return [...groups.entries()]
+    .map(
+      ([reason, list]) =>
+        `<details><summary><b>${list.length}</b> × ${esc(reason)}</summary><ul>${list.map((t) => `<li>${esc(t.id)}</li>`).join('')}</ul></details>`,
+    )
+    .join('\n');
 }
 
 function allTests(report: RunReport): string {
-  return report.sections.map((s) => {
-    const tests = report.tests.filter((t) => t.file === s.file);
-    return `<details id="file-${esc(s.file)}"><summary><b>${esc(s.file)}</b> — ${esc(s.title)} (${tests.length})</summary><table class="tests"><tbody>
+  return report.sections
+    .map((s) => {
+      const tests = report.tests.filter((t) => t.file === s.file);
+      return `<details id="file-${esc(s.file)}"><summary><b>${esc(s.file)}</b> — ${esc(s.title)} (${tests.length})</summary><table class="tests"><tbody>
 ${tests.map((t) => `<tr><td><span class="badge ${t.outcome}">${LABEL[t.outcome]}</span></td><td>${esc(t.id.slice(t.file.length + 3))}${t.reason ? `<div class="muted">${esc(t.reason)}</div>` : ''}</td><td class="n">${t.durationMs} ms</td></tr>`).join('\n')}
 </tbody></table></details>`;
-  }).join('\n');
+    })
+    .join('\n');
 }
 
 const CSS = `

@@ -6,9 +6,15 @@ import type { RunReport, TestOutcome } from './model.js';
 
 function xml(text: string): string {
   // XML 1.0 forbids most control characters even escaped.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point: they are replaced
-  return text.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, '\uFFFD')
-    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return (
+    text
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point: they are replaced
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, '\uFFFD')
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+  );
 }
 
 function failureBody(t: TestOutcome): string {
@@ -44,18 +50,26 @@ function testcase(t: TestOutcome): string {
 export function toJUnit(report: RunReport): string {
   const out = ['<?xml version="1.0" encoding="UTF-8"?>'];
   const s = report.summary;
-  out.push(`<testsuites name="quire-conformance ${xml(report.server.url)}" tests="${s.total}" failures="${s.failed}" errors="${report.runErrors.length}" skipped="${s.skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`);
+  out.push(
+    `<testsuites name="quire-conformance ${xml(report.server.url)}" tests="${s.total}" failures="${s.failed}" errors="${report.runErrors.length}" skipped="${s.skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`,
+  );
   for (const section of report.sections) {
     const tests = report.tests.filter((t) => t.file === section.file);
     const c = section.counts;
-    out.push(`  <testsuite name="${xml(`${section.file}: ${section.title}`)}" tests="${tests.length}" failures="${c.failed}" errors="0" skipped="${c.skipped}">`);
+    out.push(
+      `  <testsuite name="${xml(`${section.file}: ${section.title}`)}" tests="${tests.length}" failures="${c.failed}" errors="0" skipped="${c.skipped}">`,
+    );
     for (const t of tests) out.push(testcase(t));
     out.push('  </testsuite>');
   }
   if (report.runErrors.length > 0) {
-    out.push(`  <testsuite name="run" tests="${report.runErrors.length}" failures="0" errors="${report.runErrors.length}">`);
+    out.push(
+      `  <testsuite name="run" tests="${report.runErrors.length}" failures="0" errors="${report.runErrors.length}">`,
+    );
     for (const [i, e] of report.runErrors.entries()) {
-      out.push(`    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`);
+      out.push(
+        `    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`,
+      );
     }
     out.push('  </testsuite>');
   }

@@ -217,7 +217,14 @@ function setupOutcomes(module: TestModule, expectations?: Expectations): TestOut
     const errors = p.errors() as ErrorLike[];
     if (errors.length > 0) {
       const where = path.length ? `${path.join(' > ')} (setup and teardown)` : '(file setup and teardown)';
-      const o: TestOutcome = { id: `${file} > ${where}`, file, section: path[0] ?? '(file)', name: where, outcome: 'failed', durationMs: 0 };
+      const o: TestOutcome = {
+        id: `${file} > ${where}`,
+        file,
+        section: path[0] ?? '(file)',
+        name: where,
+        outcome: 'failed',
+        durationMs: 0,
+      };
       if (errors.every(isSkipSignal)) {
         o.outcome = 'skipped';
         o.reason = skipSignalReason(errors[0] as ErrorLike);
@@ -233,12 +240,20 @@ function setupOutcomes(module: TestModule, expectations?: Expectations): TestOut
   return out;
 }
 
-export function moduleOutcomes(module: TestModule, expectations?: Expectations): { section: SectionSummary; tests: TestOutcome[] } {
+export function moduleOutcomes(
+  module: TestModule,
+  expectations?: Expectations,
+): { section: SectionSummary; tests: TestOutcome[] } {
   const file = basename(module.moduleId);
-  const tests = [...setupOutcomes(module, expectations), ...[...module.children.allTests()].map((t) => testOutcome(t, expectations))];
+  const tests = [
+    ...setupOutcomes(module, expectations),
+    ...[...module.children.allTests()].map((t) => testOutcome(t, expectations)),
+  ];
   const counts = emptyCounts();
   for (const t of tests) counts[t.outcome] += 1;
-  const skipReasons = [...new Set(tests.filter((t) => t.outcome === 'skipped' && t.reason).map((t) => t.reason as string))];
+  const skipReasons = [
+    ...new Set(tests.filter((t) => t.outcome === 'skipped' && t.reason).map((t) => t.reason as string)),
+  ];
   return { section: { file, title: suiteTitle(module.moduleId, file), counts, skipReasons }, tests };
 }
 

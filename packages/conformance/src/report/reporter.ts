@@ -37,18 +37,29 @@ export class ConformanceReporter implements Reporter {
     this.done += 1;
     const c = section.counts;
     const mark = c.failed > 0 ? '✗' : '✓';
-    const extra = [c['expected-failure'] ? `${c['expected-failure']} expected deviations` : '', c['unexpected-pass'] ? `${c['unexpected-pass']} unexpectedly passed` : '', c.skipped ? `${c.skipped} skipped` : '']
+    const extra = [
+      c['expected-failure'] ? `${c['expected-failure']} expected deviations` : '',
+      c['unexpected-pass'] ? `${c['unexpected-pass']} unexpectedly passed` : '',
+      c.skipped ? `${c.skipped} skipped` : '',
+    ]
       .filter(Boolean)
       .join(', ');
-    this.out.write(`[${this.done}/${this.total}] ${mark} ${section.file.replace(/\.test\.ts$/, '').padEnd(24)} ${c.passed} passed, ${c.failed} failed${extra ? `, ${extra}` : ''}\n`);
+    this.out.write(
+      `[${this.done}/${this.total}] ${mark} ${section.file.replace(/\.test\.ts$/, '').padEnd(24)} ${c.passed} passed, ${c.failed} failed${extra ? `, ${extra}` : ''}\n`,
+    );
     for (const t of tests.filter((x) => x.outcome === 'failed' && x.name.includes('(setup'))) {
       this.out.write(`  ✗ ${t.id}\n      ${(t.errors?.[0]?.message ?? '').split('\n')[0]}\n`);
     }
   }
 
-  onTestRunEnd(_modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>, reason: TestRunEndReason): void {
+  onTestRunEnd(
+    _modules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<SerializedError>,
+    reason: TestRunEndReason,
+  ): void {
     this.endReason = reason;
-    for (const e of unhandledErrors) this.runErrors.push(`${e.name ?? 'Error'}: ${e.message}${e.stack ? `\n${e.stack}` : ''}`);
+    for (const e of unhandledErrors)
+      this.runErrors.push(`${e.name ?? 'Error'}: ${e.message}${e.stack ? `\n${e.stack}` : ''}`);
     // Modules that never reported an end (interrupted run).
     const seen = new Set(this.sections.map((s) => s.file));
     for (const m of _modules) {

@@ -19,12 +19,27 @@ import { expectApiError, expectTombstone, expectValidationError } from '../harne
 const info = await serverInfo();
 const capability = info.capabilities.accounts;
 const offered = applicable(capability !== undefined, 'accounts (§13.2)', 'capability accounts not offered');
-const usableAtOnce = offered && applicable(capability?.validation_enabled !== true, 'accounts login (§13.2)', 'accounts need e-mail validation before they can log in');
+const usableAtOnce =
+  offered &&
+  applicable(
+    capability?.validation_enabled !== true,
+    'accounts login (§13.2)',
+    'accounts need e-mail validation before they can log in',
+  );
 const adminCredentials = process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN ?? '';
-const hasAdmin = usableAtOnce && applicable(adminCredentials.includes(':'), 'accounts administrators (§13.2)', 'no administrator account given: --accounts-admin id:password (QUIRE_CONFORMANCE_ACCOUNTS_ADMIN)');
+const hasAdmin =
+  usableAtOnce &&
+  applicable(
+    adminCredentials.includes(':'),
+    'accounts administrators (§13.2)',
+    'no administrator account given: --accounts-admin id:password (QUIRE_CONFORMANCE_ACCOUNTS_ADMIN)',
+  );
 const admin = (() => {
   const colon = adminCredentials.indexOf(':');
-  return { id: adminCredentials.slice(0, colon), authorization: basic(adminCredentials.slice(0, colon), adminCredentials.slice(colon + 1)) };
+  return {
+    id: adminCredentials.slice(0, colon),
+    authorization: basic(adminCredentials.slice(0, colon), adminCredentials.slice(colon + 1)),
+  };
 })();
 
 interface Account {
@@ -42,7 +57,8 @@ function path(id: string): string {
 }
 
 function skipUnlessCreated(res: HttpResponse): void {
-  if (res.status === 401 || res.status === 403) throw new SkipSignal(`anonymous sign-up refused (${res.status}): account_create_principals lacks system.Everyone`);
+  if (res.status === 401 || res.status === 403)
+    throw new SkipSignal(`anonymous sign-up refused (${res.status}): account_create_principals lacks system.Everyone`);
 }
 
 /** Signs up anonymously with PUT (the documented way). */
@@ -128,7 +144,9 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
     const account = await signUp();
     const res = await get<AuthenticatedRootBody>('/', { auth: account.authorization });
     expect(res.json.user.id).toBe(`account:${account.id}`);
-    expect(res.json.user.principals).toEqual(expect.arrayContaining([`account:${account.id}`, 'system.Everyone', 'system.Authenticated']));
+    expect(res.json.user.principals).toEqual(
+      expect.arrayContaining([`account:${account.id}`, 'system.Everyone', 'system.Authenticated']),
+    );
   });
 
   it('§9.1 a wrong password does not authenticate as the account (401, anonymous or another policy)', async () => {
@@ -157,7 +175,10 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
   it('§13.2 PUT by the owner changes the password: the old one stops working, the new one works', async () => {
     const account = await signUp();
     expect(await whoAmI(account.authorization)).toBe(`account:${account.id}`);
-    const res = await put(path(account.id), { auth: account.authorization, body: { data: { password: 'new-password' } } });
+    const res = await put(path(account.id), {
+      auth: account.authorization,
+      body: { data: { password: 'new-password' } },
+    });
     expect(res.status).toBe(200);
     expect(res.json.permissions.write).toEqual([`account:${account.id}`]);
     expect(await whoAmI(account.authorization)).not.toBe(`account:${account.id}`);
@@ -166,7 +187,10 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
 
   it('§13.2 PATCH by the owner changes the password and keeps other fields', async () => {
     const account = await signUp({ nickname: 'ann' });
-    const res = await patch(path(account.id), { auth: account.authorization, body: { data: { password: 'patched-password' } } });
+    const res = await patch(path(account.id), {
+      auth: account.authorization,
+      body: { data: { password: 'patched-password' } },
+    });
     expect(res.status).toBe(200);
     expect(res.json.data.nickname).toBe('ann');
     expect(await whoAmI(basic(account.id, 'patched-password'))).toBe(`account:${account.id}`);
@@ -190,7 +214,11 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
   it('§9.2 a user can neither read nor change another account (403)', async () => {
     const [owner, other] = await Promise.all([signUp(), signUp()]);
     expectApiError(await get(path(owner.id), { auth: other.authorization }), 403, 121);
-    expectApiError(await put(path(owner.id), { auth: other.authorization, body: { data: { password: 'stolen' } } }), 403, 121);
+    expectApiError(
+      await put(path(owner.id), { auth: other.authorization, body: { data: { password: 'stolen' } } }),
+      403,
+      121,
+    );
     expectApiError(await del(path(owner.id), { auth: other.authorization }), 403, 121);
     expect(await whoAmI(owner.authorization)).toBe(`account:${owner.id}`);
   });
@@ -208,7 +236,9 @@ describe.runIf(usableAtOnce)('§13.2 / §9.1 accounts: login and own account', (
 describe.runIf(hasAdmin)('§13.2 accounts: administrators (account_write_principals)', () => {
   it('§13.2 an administrator lists every account', async () => {
     const [one, two] = await Promise.all([signUp(), signUp()]);
-    const res = await get<ListBody>(`/accounts?in_id=${encodeURIComponent(`${one.id},${two.id}`)}`, { auth: admin.authorization });
+    const res = await get<ListBody>(`/accounts?in_id=${encodeURIComponent(`${one.id},${two.id}`)}`, {
+      auth: admin.authorization,
+    });
     expect(res.status).toBe(200);
     expect(res.json.data.map((item) => item.id).sort()).toEqual([one.id, two.id].sort());
   });
@@ -224,7 +254,10 @@ describe.runIf(hasAdmin)('§13.2 accounts: administrators (account_write_princip
   it('§13.2 an administrator reads, changes the password of and deletes another account', async () => {
     const account = await signUp();
     expect((await get(path(account.id), { auth: admin.authorization })).status).toBe(200);
-    const changed = await patch(path(account.id), { auth: admin.authorization, body: { data: { password: 'reset-by-admin' } } });
+    const changed = await patch(path(account.id), {
+      auth: admin.authorization,
+      body: { data: { password: 'reset-by-admin' } },
+    });
     expect(changed.status).toBe(200);
     expect(await whoAmI(basic(account.id, 'reset-by-admin'))).toBe(`account:${account.id}`);
     const deleted = await del(path(account.id), { auth: admin.authorization });

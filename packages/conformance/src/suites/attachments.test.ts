@@ -19,7 +19,11 @@ import { expectApiError } from '../harness/matchers.js';
 import { alice, bob } from '../harness/users.js';
 
 const info = await serverInfo();
-const applies = applicable(info.hasCapability('attachments'), 'attachments (kinto-attachment)', 'capability attachments not offered');
+const applies = applicable(
+  info.hasCapability('attachments'),
+  'attachments (kinto-attachment)',
+  'capability attachments not offered',
+);
 const capability = (info.capabilities.attachments ?? {}) as { base_url?: string; private?: boolean };
 
 interface Attachment {
@@ -84,7 +88,11 @@ async function served(attachment: Attachment): Promise<boolean> {
 
 describe.runIf(applies)('attachments (kinto-attachment)', () => {
   it('capability `attachments` has a description, a url and a base_url ending with /', () => {
-    expect(capability).toMatchObject({ description: expect.any(String), url: expect.any(String), base_url: expect.stringMatching(/\/$/) });
+    expect(capability).toMatchObject({
+      description: expect.any(String),
+      url: expect.any(String),
+      base_url: expect.stringMatching(/\/$/),
+    });
   });
 
   it('POST creates the record with the file: 201, the attachment, Location of the record', async () => {
@@ -112,7 +120,11 @@ describe.runIf(applies)('attachments (kinto-attachment)', () => {
     const second = await upload(record, file('two', { data: { family: 'sans' } }));
     expect(second.status).toBe(200);
     expect(second.json.location).not.toBe(first.json.location);
-    expect((await get<ObjectBody>(record, { auth: alice })).json.data).toMatchObject({ author: 'frutiger', family: 'sans', attachment: second.json });
+    expect((await get<ObjectBody>(record, { auth: alice })).json.data).toMatchObject({
+      author: 'frutiger',
+      family: 'sans',
+      attachment: second.json,
+    });
     expect(await served(first.json)).toBe(false);
     expect(await fetchFile(record, second.json)).toBe('two');
   });
@@ -153,7 +165,10 @@ describe.runIf(applies)('attachments (kinto-attachment)', () => {
   it('the attachment field cannot be changed by a record write', async () => {
     const { record } = await place();
     const attachment = (await upload(record, file('x'))).json;
-    const res = await patch(record, { auth: alice, body: { data: { attachment: { ...attachment, location: 'elsewhere.jpg' } } } });
+    const res = await patch(record, {
+      auth: alice,
+      body: { data: { attachment: { ...attachment, location: 'elsewhere.jpg' } } },
+    });
     expect(res.status).toBe(400);
     expect((res.json as { message?: string }).message).toContain('Attachment metadata cannot be modified');
   });
@@ -167,13 +182,19 @@ describe.runIf(applies)('attachments (kinto-attachment)', () => {
 
     it('no file in `attachment`: 400 errno 109 "Attachment missing."', async () => {
       const { record } = await place();
-      expectApiError(await upload(record, [{ name: 'fichierjoint', filename: 'image.jpg', value: 'x' }]), 400, 109, { message: 'Attachment missing.', error: 'Bad Request' });
+      expectApiError(await upload(record, [{ name: 'fichierjoint', filename: 'image.jpg', value: 'x' }]), 400, 109, {
+        message: 'Attachment missing.',
+        error: 'Bad Request',
+      });
     });
 
     it('a field other than data and permissions: 400 errno 109', async () => {
       const { record } = await place();
       const res = await upload(record, [...file('x'), { name: 'my_field', value: 'a_value' }]);
-      expectApiError(res, 400, 109, { message: "body: 'my_field' not in ('data', 'permissions')", error: 'Bad Request' });
+      expectApiError(res, 400, 109, {
+        message: "body: 'my_field' not in ('data', 'permissions')",
+        error: 'Bad Request',
+      });
     });
 
     it('`data` that is not JSON: 400 errno 109', async () => {
@@ -213,7 +234,10 @@ describe.runIf(applies)('attachments (kinto-attachment)', () => {
 
     it('record:create on the collection creates, but does not replace another’s file', async () => {
       const { collectionPath, record } = await place();
-      await patch(collectionPath, { auth: alice, body: { permissions: { 'record:create': ['system.Authenticated'] } } });
+      await patch(collectionPath, {
+        auth: alice,
+        body: { permissions: { 'record:create': ['system.Authenticated'] } },
+      });
       expect((await upload(`${collectionPath}/records/${randomId('bob')}`, file('x'), bob)).status).toBe(201);
       expect((await upload(record, file('x'))).status).toBe(201);
       expect((await upload(record, file('x'), bob)).status).toBe(403);

@@ -46,7 +46,12 @@ describe('§8.1/§8.3 a valid batch', () => {
     expect(r2.body.data.last_modified).toBeGreaterThan(r1.body.data.last_modified);
     expect(r3.status).toBe(404);
     expect(r3.path).toBe(`/v1${fx.records}/does-not-exist`);
-    expect(r3.body).toEqual({ code: 404, errno: 110, error: 'Not Found', details: { id: 'does-not-exist', resource_name: 'record' } });
+    expect(r3.body).toEqual({
+      code: 404,
+      errno: 110,
+      error: 'Not Found',
+      details: { id: 'does-not-exist', resource_name: 'record' },
+    });
   });
 
   it('defaults the method to GET and lets requests override defaults', async () => {
@@ -54,7 +59,10 @@ describe('§8.1/§8.3 a valid batch', () => {
     const rec = await createRecord(alice, fx.bucket, fx.collection, { a: 1 });
     const res = await post<BatchBody>('/batch', {
       auth: alice,
-      body: { defaults: { method: 'DELETE' }, requests: [{ method: 'GET', path: fx.record(rec.id) }, { path: fx.record(rec.id) }] },
+      body: {
+        defaults: { method: 'DELETE' },
+        requests: [{ method: 'GET', path: fx.record(rec.id) }, { path: fx.record(rec.id) }],
+      },
     });
     expect(res.json.responses.map((r) => r.status)).toEqual([200, 200]);
     expect(res.json.responses[0]!.body.data).toEqual(rec);
@@ -119,7 +127,10 @@ describe('§8.1/§8.3 a valid batch', () => {
   it('answers HEAD sub-requests with an empty string body and the count headers', async () => {
     const fx = await createCollectionFixture(alice);
     await createRecord(alice, fx.bucket, fx.collection, {});
-    const res = await post<BatchBody<string>>('/batch', { auth: alice, body: { requests: [{ method: 'HEAD', path: fx.records }] } });
+    const res = await post<BatchBody<string>>('/batch', {
+      auth: alice,
+      body: { requests: [{ method: 'HEAD', path: fx.records }] },
+    });
     const sub = res.json.responses[0]!;
     expect(sub.status).toBe(200);
     expect(sub.body).toBe('');
@@ -133,14 +144,24 @@ describe('§8.1/§8.3 a valid batch', () => {
     const rec = await createRecord(alice, fx.bucket, fx.collection, {});
     const res = await post<BatchBody>('/batch', {
       auth: alice,
-      body: { requests: [{ method: 'GET', path: fx.record(rec.id), body: {} }, { method: 'DELETE', path: fx.record(rec.id), body: {} }] },
+      body: {
+        requests: [
+          { method: 'GET', path: fx.record(rec.id), body: {} },
+          { method: 'DELETE', path: fx.record(rec.id), body: {} },
+        ],
+      },
     });
     expect(res.json.responses.map((r) => r.status)).toEqual([200, 200]);
   });
 
   it('follows a trailing-slash redirect once, keeping the method and body', async () => {
     const bucket = await createBucket(alice);
-    const res = await post<BatchBody>('/batch', { auth: alice, body: { requests: [{ method: 'PUT', path: `/buckets/${bucket}/collections/viaslash/`, body: { data: { x: 1 } } }] } });
+    const res = await post<BatchBody>('/batch', {
+      auth: alice,
+      body: {
+        requests: [{ method: 'PUT', path: `/buckets/${bucket}/collections/viaslash/`, body: { data: { x: 1 } } }],
+      },
+    });
     const sub = res.json.responses[0]!;
     expect(sub.status).toBe(201);
     expect(sub.path).toBe(`/v1/buckets/${bucket}/collections/viaslash`);
@@ -149,7 +170,7 @@ describe('§8.1/§8.3 a valid batch', () => {
 
   it('puts If-None-Match: * PUTs of existing objects in 412 entries with details.existing', async () => {
     const fx = await createCollectionFixture(alice);
-    const existing = (await createRecord(alice, fx.bucket, fx.collection, { id: 'exists', v: 1 }));
+    const existing = await createRecord(alice, fx.bucket, fx.collection, { id: 'exists', v: 1 });
     const res = await post<BatchBody<ErrorBody<{ existing: KintoObject }>>>('/batch', {
       auth: alice,
       body: {
@@ -162,7 +183,12 @@ describe('§8.1/§8.3 a valid batch', () => {
     });
     const [conflict, created] = res.json.responses;
     expect(conflict!.status).toBe(412);
-    expect(conflict!.body).toMatchObject({ code: 412, errno: 114, error: 'Precondition Failed', message: 'Resource was modified meanwhile' });
+    expect(conflict!.body).toMatchObject({
+      code: 412,
+      errno: 114,
+      error: 'Precondition Failed',
+      message: 'Resource was modified meanwhile',
+    });
     expect(conflict!.body.details!.existing).toEqual(existing);
     expect(created!.status).toBe(201);
   });
@@ -172,14 +198,19 @@ describe('§8.2 authentication of sub-requests', () => {
   it('sub-requests inherit the Authorization of the batch request', async () => {
     const id = randomId();
     trackBucket(id, alice);
-    const res = await post<BatchBody>('/batch', { auth: alice, body: { requests: [{ method: 'PUT', path: `/buckets/${id}` }] } });
+    const res = await post<BatchBody>('/batch', {
+      auth: alice,
+      body: { requests: [{ method: 'PUT', path: `/buckets/${id}` }] },
+    });
     expect(res.json.responses[0]!.status).toBe(201);
     expect(res.json.responses[0]!.body.permissions.write).toEqual([await userId(alice)]);
   });
 
   it('needs no authentication itself; anonymous sub-requests are denied one by one (401 entries)', async () => {
     const bucket = await createBucket(alice);
-    const res = await post<BatchBody<ErrorBody>>('/batch', { body: { requests: [{ path: `/buckets/${bucket}` }, { path: '/' }] } });
+    const res = await post<BatchBody<ErrorBody>>('/batch', {
+      body: { requests: [{ path: `/buckets/${bucket}` }, { path: '/' }] },
+    });
     expect(res.status).toBe(200);
     expect(res.json.responses[0]!.status).toBe(401);
     expect(res.json.responses[0]!.body.errno).toBe(104);
@@ -190,39 +221,58 @@ describe('§8.2 authentication of sub-requests', () => {
     const bucket = await createBucket(alice);
     const res = await post<BatchBody>('/batch', {
       auth: alice,
-      body: { requests: [{ path: `/buckets/${bucket}` }, { path: `/buckets/${bucket}`, headers: { Authorization: bob.authorization } }] },
+      body: {
+        requests: [
+          { path: `/buckets/${bucket}` },
+          { path: `/buckets/${bucket}`, headers: { Authorization: bob.authorization } },
+        ],
+      },
     });
     expect(res.json.responses.map((r) => r.status)).toEqual([200, 403]);
   });
 });
 
 describe('§8.1 batch request validation', () => {
-  it.runIf(applicable(max !== null, 'batch size limit', 'settings.batch_max_requests is unlimited'))(`limits the number of requests to settings.batch_max_requests (${String(max)})`, async () => {
-    const n = max as number;
-    const ok = await post<BatchBody>('/batch', { auth: alice, body: { requests: Array.from({ length: n }, () => ({ path: '/' })) } });
-    expect(ok.status).toBe(200);
-    expect(ok.json.responses).toHaveLength(n);
-    const tooMany = await post<BatchBody>('/batch', { auth: alice, body: { requests: Array.from({ length: n + 1 }, () => ({ path: '/' })) } });
-    // The §1.3 message rule applies: the name "requests" occurs in the description, so the
-    // message is the bare description (the §1.3 table's "requests in body: …" contradicts the rule).
-    expectValidationError(
-      tooMany,
-      { location: 'body', name: 'requests', description: `Number of requests is limited to ${n}` },
-      400,
-      `Number of requests is limited to ${n}`,
-    );
-  });
+  it.runIf(applicable(max !== null, 'batch size limit', 'settings.batch_max_requests is unlimited'))(
+    `limits the number of requests to settings.batch_max_requests (${String(max)})`,
+    async () => {
+      const n = max as number;
+      const ok = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: { requests: Array.from({ length: n }, () => ({ path: '/' })) },
+      });
+      expect(ok.status).toBe(200);
+      expect(ok.json.responses).toHaveLength(n);
+      const tooMany = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: { requests: Array.from({ length: n + 1 }, () => ({ path: '/' })) },
+      });
+      // The §1.3 message rule applies: the name "requests" occurs in the description, so the
+      // message is the bare description (the §1.3 table's "requests in body: …" contradicts the rule).
+      expectValidationError(
+        tooMany,
+        { location: 'body', name: 'requests', description: `Number of requests is limited to ${n}` },
+        400,
+        `Number of requests is limited to ${n}`,
+      );
+    },
+  );
 
   it('refuses unknown top-level keys (1.16)', async () => {
     expectValidationError(await post('/batch', { auth: alice, body: { requests: [], foo: 1 } }), { location: 'body' });
   });
 
   it('refuses unknown keys in a request', async () => {
-    expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ path: '/', foo: 1 }] } }), { location: 'body' });
+    expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ path: '/', foo: 1 }] } }), {
+      location: 'body',
+    });
   });
 
   it('refuses unknown keys in defaults', async () => {
-    expectValidationError(await post('/batch', { auth: alice, body: { defaults: { foo: 1 }, requests: [{ path: '/' }] } }), { location: 'body' });
+    expectValidationError(
+      await post('/batch', { auth: alice, body: { defaults: { foo: 1 }, requests: [{ path: '/' }] } }),
+      { location: 'body' },
+    );
   });
 
   it('refuses a missing or non-list requests', async () => {
@@ -233,7 +283,9 @@ describe('§8.1 batch request validation', () => {
 
   it('refuses methods outside GET HEAD DELETE TRACE POST PUT PATCH (upper case)', async () => {
     for (const method of ['FOO', 'get', 'OPTIONS']) {
-      expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ method, path: '/' }] } }), { location: 'body' });
+      expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ method, path: '/' }] } }), {
+        location: 'body',
+      });
     }
   });
 
@@ -241,7 +293,10 @@ describe('§8.1 batch request validation', () => {
     // §8.1 lists the methods and makes `method` optional (default GET); an empty string is
     // neither. The original's validation (colander) reads "" as a missing value, as it does
     // for every optional string, and runs a GET: harmless, so it is allowed.
-    const res = await post<BatchBody<RootBody>>('/batch', { auth: alice, body: { requests: [{ method: '', path: '/' }] } });
+    const res = await post<BatchBody<RootBody>>('/batch', {
+      auth: alice,
+      body: { requests: [{ method: '', path: '/' }] },
+    });
     if (res.status === 400) {
       expectValidationError(res, { location: 'body' });
     } else {
@@ -260,24 +315,36 @@ describe('§8.1 batch request validation', () => {
   });
 
   it('refuses non-string header values', async () => {
-    expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ path: '/', headers: { 'If-Match': 1 } }] } }), { location: 'body' });
+    expectValidationError(
+      await post('/batch', { auth: alice, body: { requests: [{ path: '/', headers: { 'If-Match': 1 } }] } }),
+      { location: 'body' },
+    );
   });
 
   it('refuses a sub-request body that is not a JSON object', async () => {
     const fx = await createCollectionFixture(alice);
     for (const body of [[{ op: 'add', path: '/data/a', value: 1 }], 'text', 42]) {
-      expectValidationError(await post('/batch', { auth: alice, body: { requests: [{ method: 'POST', path: fx.records, body }] } }), { location: 'body' });
+      expectValidationError(
+        await post('/batch', { auth: alice, body: { requests: [{ method: 'POST', path: fx.records, body }] } }),
+        { location: 'body' },
+      );
     }
   });
 
   it('refuses a batch body that is not an object', async () => {
     for (const raw of ['[]', '"x"', '{"requests": [}']) {
-      expectValidationError(await post('/batch', { auth: alice, rawBody: raw, contentType: 'application/json' }), { location: 'body' });
+      expectValidationError(await post('/batch', { auth: alice, rawBody: raw, contentType: 'application/json' }), {
+        location: 'body',
+      });
     }
   });
 
   it('answers 415 to a non-JSON Content-Type', async () => {
-    expectValidationError(await post('/batch', { auth: alice, rawBody: '{"requests":[]}', contentType: 'text/plain' }), { location: 'header', name: 'Content-Type' }, 415);
+    expectValidationError(
+      await post('/batch', { auth: alice, rawBody: '{"requests":[]}', contentType: 'text/plain' }),
+      { location: 'header', name: 'Content-Type' },
+      415,
+    );
   });
 
   it('answers 405 to GET /batch', async () => {
@@ -286,7 +353,10 @@ describe('§8.1 batch request validation', () => {
 
   it('refuses a recursive call on the batch endpoint itself', async () => {
     for (const path of ['/batch', '/v1/batch']) {
-      const res = await post<BatchBody>('/batch', { auth: alice, body: { requests: [{ method: 'POST', path, body: { requests: [] } }] } });
+      const res = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: { requests: [{ method: 'POST', path, body: { requests: [] } }] },
+      });
       expectValidationError(
         res,
         { location: 'body', name: 'requests', description: 'Recursive call on /batch endpoint is forbidden.' },

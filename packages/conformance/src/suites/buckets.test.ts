@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorBody, ListBody } from '../harness/bodies.js';
 import { createBucket, createCollection, createRecord, randomId, trackBucket } from '../harness/fixtures.js';
 import { del, get, head, post, put } from '../harness/http.js';
-import { SHORT_ID, expectApiError, expectETag, expectLastModified, expectTombstone, expectValidationError } from '../harness/matchers.js';
+import {
+  SHORT_ID,
+  expectApiError,
+  expectETag,
+  expectLastModified,
+  expectTombstone,
+  expectValidationError,
+} from '../harness/matchers.js';
 import { alice, bob, createUser, userId } from '../harness/users.js';
 
 describe('§2 PUT /buckets/{id}', () => {
@@ -50,7 +57,12 @@ describe('§2 PUT /buckets/{id}', () => {
   it('answers 400 "path: Invalid object id" for an id outside ^[a-zA-Z0-9][a-zA-Z0-9_-]*$', async () => {
     for (const bad of ['a.b', '_abc', '-abc', 'a@b', 'a%20b']) {
       const res = await put(`/buckets/${bad}`, { auth: alice, body: { data: {} } });
-      expectValidationError(res, { location: 'path', name: null, description: 'Invalid object id' }, 400, 'path: Invalid object id');
+      expectValidationError(
+        res,
+        { location: 'path', name: null, description: 'Invalid object id' },
+        400,
+        'path: Invalid object id',
+      );
     }
   });
 
@@ -63,13 +75,18 @@ describe('§2 PUT /buckets/{id}', () => {
 
   it('accepts the bucket permission names and refuses others with 400 (§4.6)', async () => {
     const bobId = await userId(bob);
-    const ok = await createBucket(alice, { permissions: { read: [bobId], 'collection:create': [bobId], 'group:create': [bobId] } });
+    const ok = await createBucket(alice, {
+      permissions: { read: [bobId], 'collection:create': [bobId], 'group:create': [bobId] },
+    });
     const got = await get(`/buckets/${ok}`, { auth: alice });
     expect(got.json.permissions['collection:create']).toEqual([bobId]);
     expect(got.json.permissions['group:create']).toEqual([bobId]);
     const id = randomId();
     trackBucket(id, alice);
-    const res = await put(`/buckets/${id}`, { auth: alice, body: { data: {}, permissions: { 'record:create': [bobId] } } });
+    const res = await put(`/buckets/${id}`, {
+      auth: alice,
+      body: { data: {}, permissions: { 'record:create': [bobId] } },
+    });
     const body = expectValidationError(res, { location: 'body' });
     expect(body.details.some((d) => String(d.name).startsWith('permissions'))).toBe(true);
   });
@@ -223,7 +240,12 @@ describe('§9.2 buckets of other users', () => {
     const id = await createBucket(alice);
     const res = await get(`/buckets/${id}`, { auth: bob });
     expect(res.status).toBe(403);
-    expect(res.json).toEqual({ code: 403, errno: 121, error: 'Forbidden', message: 'This user cannot access this resource.' });
+    expect(res.json).toEqual({
+      code: 403,
+      errno: 121,
+      error: 'Forbidden',
+      message: 'This user cannot access this resource.',
+    });
   });
 
   it('answers 403 to an authenticated user reading a bucket that does not exist (wire example)', async () => {

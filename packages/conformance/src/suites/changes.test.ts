@@ -22,11 +22,21 @@ import { alice, bob, userId, type User } from '../harness/users.js';
 
 const MONITOR = '/buckets/monitor/collections/changes/records';
 const info = await serverInfo();
-const capability = info.capabilities.changes as { collections?: unknown; stream?: { url?: string; accept?: string } } | undefined;
+const capability = info.capabilities.changes as
+  | { collections?: unknown; stream?: { url?: string; accept?: string } }
+  | undefined;
 const configured = Array.isArray(capability?.collections) && capability.collections.length > 0;
 const applies = applicable(info.hasCapability('changes'), 'change monitor', 'capability changes not offered');
-const perCaller = applies && applicable(!configured, 'change monitor: what each caller may read', 'the monitor lists the collections its settings name (capability changes.collections), to everyone');
-const streams = perCaller && applicable(capability?.stream !== undefined, 'change monitor: event stream', 'no capabilities.changes.stream');
+const perCaller =
+  applies &&
+  applicable(
+    !configured,
+    'change monitor: what each caller may read',
+    'the monitor lists the collections its settings name (capability changes.collections), to everyone',
+  );
+const streams =
+  perCaller &&
+  applicable(capability?.stream !== undefined, 'change monitor: event stream', 'no capabilities.changes.stream');
 
 interface Entry extends KintoObject {
   bucket: string;
@@ -40,7 +50,8 @@ function entryId(host: string, bucket: string, collection: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-const monitor = (query = '', user: User | null = alice, headers: Record<string, string> = {}) => get<ListBody<Entry>>(`${MONITOR}${query}`, { auth: user, headers });
+const monitor = (query = '', user: User | null = alice, headers: Record<string, string> = {}) =>
+  get<ListBody<Entry>>(`${MONITOR}${query}`, { auth: user, headers });
 
 describe.runIf(applies)('change monitor (capability changes)', () => {
   it('§11.1 capability `changes` has a description and a url', () => {
@@ -52,7 +63,13 @@ describe.runIf(applies)('change monitor (capability changes)', () => {
     expect(res.status).toBe(200);
     const entries = res.json.data;
     for (const entry of entries) {
-      expect(entry).toEqual({ id: entryId(entry.host, entry.bucket, entry.collection), last_modified: expect.any(Number), bucket: expect.any(String), collection: expect.any(String), host: expect.any(String) });
+      expect(entry).toEqual({
+        id: entryId(entry.host, entry.bucket, entry.collection),
+        last_modified: expect.any(Number),
+        bucket: expect.any(String),
+        collection: expect.any(String),
+        host: expect.any(String),
+      });
     }
     const stamps = entries.map((entry) => entry.last_modified);
     expect(stamps).toEqual([...stamps].sort((a, b) => b - a));
@@ -102,7 +119,10 @@ describe.runIf(perCaller)('change monitor: what each caller may read', () => {
     const shared = await createCollection(alice, bucket);
     await createCollection(alice, bucket);
     expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
-    await patch(`/buckets/${bucket}/collections/${shared}`, { auth: alice, body: { permissions: { read: [await userId(bob)] } } });
+    await patch(`/buckets/${bucket}/collections/${shared}`, {
+      auth: alice,
+      body: { permissions: { read: [await userId(bob)] } },
+    });
     expect((await monitor(`?bucket=${bucket}`, bob)).json.data.map((entry) => entry.collection)).toEqual([shared]);
     await patch(`/buckets/${bucket}/collections/${shared}`, { auth: alice, body: { permissions: { read: [] } } });
     expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
@@ -110,10 +130,15 @@ describe.runIf(perCaller)('change monitor: what each caller may read', () => {
 
   it('filters (bucket, in_collection), _since / _before and _sort on the entries', async () => {
     const bucket = await createBucket(alice);
-    const collections = [await createCollection(alice, bucket), await createCollection(alice, bucket), await createCollection(alice, bucket)];
+    const collections = [
+      await createCollection(alice, bucket),
+      await createCollection(alice, bucket),
+      await createCollection(alice, bucket),
+    ];
     const stamps: number[] = [];
     for (const collection of collections) stamps.push((await createRecord(alice, bucket, collection)).last_modified);
-    const names = async (query: string) => (await monitor(`?bucket=${bucket}${query}`)).json.data.map((entry) => entry.collection);
+    const names = async (query: string) =>
+      (await monitor(`?bucket=${bucket}${query}`)).json.data.map((entry) => entry.collection);
     expect(await names('')).toEqual([...collections].reverse());
     expect(await names(`&_since=${stamps[0]}`)).toEqual([collections[2], collections[1]]);
     expect(await names(`&_before=${stamps[2]}`)).toEqual([collections[1], collections[0]]);
@@ -130,7 +155,14 @@ describe.runIf(perCaller)('change monitor: what each caller may read', () => {
     expect((await del(`/buckets/${bucket}/collections/${collection}`, { auth: alice })).status).toBe(200);
     const since = await monitor(`?bucket=${bucket}&_since=${etag}`, bob);
     expect(since.json.data).toEqual([
-      { id: entryId(before.json.data[0]!.host, bucket, collection), last_modified: expect.any(Number), bucket, collection, host: before.json.data[0]!.host, deleted: true },
+      {
+        id: entryId(before.json.data[0]!.host, bucket, collection),
+        last_modified: expect.any(Number),
+        bucket,
+        collection,
+        host: before.json.data[0]!.host,
+        deleted: true,
+      },
     ]);
     expect(since.json.data[0]!.last_modified).toBeGreaterThan(record.last_modified);
     expect(expectETag(since)).toBe(since.json.data[0]!.last_modified);
@@ -145,7 +177,10 @@ describe.runIf(streams)('change monitor: event stream (capabilities.changes.stre
     const collection = await createCollection(alice, bucket);
     const first = await createRecord(alice, bucket, collection);
     const controller = new AbortController();
-    const response = await fetch(url(`${MONITOR}?bucket=${bucket}`), { headers: { Authorization: alice.authorization, Accept: 'text/event-stream' }, signal: controller.signal });
+    const response = await fetch(url(`${MONITOR}?bucket=${bucket}`), {
+      headers: { Authorization: alice.authorization, Accept: 'text/event-stream' },
+      signal: controller.signal,
+    });
     try {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);

@@ -5,9 +5,22 @@
 import { describe, expect, it } from 'vitest';
 import type { ListBody } from '../harness/bodies.js';
 import { serverInfo, applicable } from '../harness/capabilities.js';
-import { createBucket, createCollection, createCollectionFixture, createRecord, randomId } from '../harness/fixtures.js';
+import {
+  createBucket,
+  createCollection,
+  createCollectionFixture,
+  createRecord,
+  randomId,
+} from '../harness/fixtures.js';
 import { del, get, head, patch, post, put } from '../harness/http.js';
-import { SHORT_ID, expectApiError, expectETag, expectLastModified, expectTombstone, expectValidationError } from '../harness/matchers.js';
+import {
+  SHORT_ID,
+  expectApiError,
+  expectETag,
+  expectLastModified,
+  expectTombstone,
+  expectValidationError,
+} from '../harness/matchers.js';
 import { alice, bob, userId } from '../harness/users.js';
 
 const info = await serverInfo();
@@ -43,9 +56,15 @@ describe('§2 PUT /buckets/{bid}/collections/{cid}', () => {
 
   it('refuses the permission names of other resources (collection accepts read, write, record:create)', async () => {
     const bucket = await createBucket(alice);
-    const ok = await put(`/buckets/${bucket}/collections/ok`, { auth: alice, body: { permissions: { 'record:create': ['system.Authenticated'] } } });
+    const ok = await put(`/buckets/${bucket}/collections/ok`, {
+      auth: alice,
+      body: { permissions: { 'record:create': ['system.Authenticated'] } },
+    });
     expect(ok.status).toBe(201);
-    const res = await put(`/buckets/${bucket}/collections/bad`, { auth: alice, body: { permissions: { 'collection:create': ['system.Authenticated'] } } });
+    const res = await put(`/buckets/${bucket}/collections/bad`, {
+      auth: alice,
+      body: { permissions: { 'collection:create': ['system.Authenticated'] } },
+    });
     expectValidationError(res, { location: 'body' });
   });
 });
@@ -91,7 +110,12 @@ describe('§2 GET, PATCH, DELETE a collection', () => {
     const bucket = await createBucket(alice);
     const res = await get(`/buckets/${bucket}/collections/nope`, { auth: alice });
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ code: 404, errno: 110, error: 'Not Found', details: { id: 'nope', resource_name: 'collection' } });
+    expect(res.json).toEqual({
+      code: 404,
+      errno: 110,
+      error: 'Not Found',
+      details: { id: 'nope', resource_name: 'collection' },
+    });
   });
 
   it('GET of a collection in a missing bucket answers 403 (§9.2: nobody holds permissions on a missing bucket)', async () => {
@@ -162,7 +186,13 @@ describe('§2 plural collections endpoints', () => {
   });
 });
 
-describe.runIf(applicable(info.hasCapability('schema'), '§4.1 collection JSON schema', 'schema validation disabled: no capability "schema"'))('§4.1 collection JSON schema (capability "schema")', () => {
+describe.runIf(
+  applicable(
+    info.hasCapability('schema'),
+    '§4.1 collection JSON schema',
+    'schema validation disabled: no capability "schema"',
+  ),
+)('§4.1 collection JSON schema (capability "schema")', () => {
   const schema = {
     type: 'object',
     properties: { title: { type: 'string' }, n: { type: 'integer' } },
@@ -189,13 +219,20 @@ describe.runIf(applicable(info.hasCapability('schema'), '§4.1 collection JSON s
     const fx = await createCollectionFixture(alice, { collection: { data: { schema } } });
     const created = await put(fx.record('r1'), { auth: alice, body: { data: { title: 'ok' } } });
     expect(created.status).toBe(201);
-    expectValidationError(await put(fx.record('r1'), { auth: alice, body: { data: { title: 5 } } }), { location: 'body' });
-    expectValidationError(await patch(fx.record('r1'), { auth: alice, body: { data: { n: 'x' } } }), { location: 'body' });
+    expectValidationError(await put(fx.record('r1'), { auth: alice, body: { data: { title: 5 } } }), {
+      location: 'body',
+    });
+    expectValidationError(await patch(fx.record('r1'), { auth: alice, body: { data: { n: 'x' } } }), {
+      location: 'body',
+    });
   });
 
   it('refuses an invalid JSON schema with 400 on data.schema (wire example)', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/collections/badschema`, { auth: alice, body: { data: { schema: { type: 'nonsense' } } } });
+    const res = await put(`/buckets/${bucket}/collections/badschema`, {
+      auth: alice,
+      body: { data: { schema: { type: 'nonsense' } } },
+    });
     expectValidationError(res, { location: 'body', name: 'data.schema' });
   });
 

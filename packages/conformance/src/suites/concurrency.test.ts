@@ -11,7 +11,9 @@ import { alice, bob, userId } from '../harness/users.js';
 
 const q = (n: number) => `"${n}"`;
 
-async function withRecord(data: Record<string, unknown> = { title: 'First', n: 1 }): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
+async function withRecord(
+  data: Record<string, unknown> = { title: 'First', n: 1 },
+): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
   const fx = await createCollectionFixture(alice);
   const res = await put(fx.record('r1'), { auth: alice, body: { data } });
   expect(res.status).toBe(201);
@@ -60,12 +62,18 @@ describe('§6.1 precondition header parsing', () => {
       const res = await get(path, { auth: alice, headers: { 'If-None-Match': value } });
       expectValidationError(res, { location: 'header', name: 'If-None-Match' });
     }
-    expectValidationError(await get(fx.records, { auth: alice, headers: { 'If-None-Match': '123' } }), { location: 'header', name: 'If-None-Match' });
+    expectValidationError(await get(fx.records, { auth: alice, headers: { 'If-None-Match': '123' } }), {
+      location: 'header',
+      name: 'If-None-Match',
+    });
   });
 
   it('rejects malformed headers on writes too, without writing', async () => {
     const { path, rec } = await withRecord();
-    expectValidationError(await patch(path, { auth: alice, body: { data: { n: 2 } }, headers: { 'If-Match': 'W/"1"' } }), { location: 'header' });
+    expectValidationError(
+      await patch(path, { auth: alice, body: { data: { n: 2 } }, headers: { 'If-Match': 'W/"1"' } }),
+      { location: 'header' },
+    );
     expectValidationError(await del(path, { auth: alice, headers: { 'If-Match': 'abc' } }), { location: 'header' });
     expect((await get(path, { auth: alice })).json.data).toEqual(rec);
   });
@@ -76,7 +84,9 @@ describe('§6.1 precondition header parsing', () => {
     const future = 'Fri, 01 Jan 2100 00:00:00 GMT';
     expect((await get(path, { auth: alice, headers: { 'If-Modified-Since': future } })).status).toBe(200);
     expect((await get(fx.records, { auth: alice, headers: { 'If-Unmodified-Since': old } })).status).toBe(200);
-    expect((await put(path, { auth: alice, body: { data: { n: 2 } }, headers: { 'If-Unmodified-Since': old } })).status).toBe(200);
+    expect(
+      (await put(path, { auth: alice, body: { data: { n: 2 } }, headers: { 'If-Unmodified-Since': old } })).status,
+    ).toBe(200);
   });
 });
 
@@ -85,9 +95,17 @@ describe('§6.2 If-Match on an existing object', () => {
     const { path, rec } = await withRecord();
     const g = await get(path, { auth: alice, headers: { 'If-Match': q(rec.last_modified) } });
     expect(g.status).toBe(200);
-    const p = await put(path, { auth: alice, body: { data: { title: 'First (edited)' } }, headers: { 'If-Match': q(rec.last_modified) } });
+    const p = await put(path, {
+      auth: alice,
+      body: { data: { title: 'First (edited)' } },
+      headers: { 'If-Match': q(rec.last_modified) },
+    });
     expect(p.status).toBe(200);
-    const pa = await patch(path, { auth: alice, body: { data: { x: 1 } }, headers: { 'If-Match': q(p.json.data.last_modified) } });
+    const pa = await patch(path, {
+      auth: alice,
+      body: { data: { x: 1 } },
+      headers: { 'If-Match': q(p.json.data.last_modified) },
+    });
     expect(pa.status).toBe(200);
     const d = await del(path, { auth: alice, headers: { 'If-Match': q(pa.json.data.last_modified) } });
     expect(d.status).toBe(200);
@@ -95,8 +113,17 @@ describe('§6.2 If-Match on an existing object', () => {
 
   it('answers 412 with details.existing, ETag and Last-Modified when it differs (wire example)', async () => {
     const { path, rec } = await withRecord();
-    for (const [method, body] of [['PUT', { data: { title: 'Changed' } }], ['PATCH', { data: { title: 'Changed' } }], ['DELETE', undefined], ['GET', undefined]] as const) {
-      const res = await request(method, path, { auth: alice, headers: { 'If-Match': '"1234"' }, ...(body ? { body } : {}) });
+    for (const [method, body] of [
+      ['PUT', { data: { title: 'Changed' } }],
+      ['PATCH', { data: { title: 'Changed' } }],
+      ['DELETE', undefined],
+      ['GET', undefined],
+    ] as const) {
+      const res = await request(method, path, {
+        auth: alice,
+        headers: { 'If-Match': '"1234"' },
+        ...(body ? { body } : {}),
+      });
       expect412WithExisting(res, rec);
     }
     expect((await get(path, { auth: alice })).json.data).toEqual(rec);
@@ -111,7 +138,9 @@ describe('§6.2 If-Match on an existing object', () => {
   it('If-Match: * proceeds on an existing object', async () => {
     const { path } = await withRecord();
     expect((await put(path, { auth: alice, body: { data: { a: 1 } }, headers: { 'If-Match': '*' } })).status).toBe(200);
-    expect((await patch(path, { auth: alice, body: { data: { b: 1 } }, headers: { 'If-Match': '*' } })).status).toBe(200);
+    expect((await patch(path, { auth: alice, body: { data: { b: 1 } }, headers: { 'If-Match': '*' } })).status).toBe(
+      200,
+    );
     expect((await del(path, { auth: alice, headers: { 'If-Match': '*' } })).status).toBe(200);
   });
 });
@@ -119,8 +148,12 @@ describe('§6.2 If-Match on an existing object', () => {
 describe('§6.2 If-Match on an absent object', () => {
   it('PUT answers 412 without details (never-existing record)', async () => {
     const { fx } = await withRecord();
-    expect412WithoutDetails(await put(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': '"123"' } }));
-    expect412WithoutDetails(await put(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': '*' } }));
+    expect412WithoutDetails(
+      await put(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': '"123"' } }),
+    );
+    expect412WithoutDetails(
+      await put(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': '*' } }),
+    );
     expectApiError(await get(fx.record('absent'), { auth: alice }), 404, 110);
   });
 
@@ -128,21 +161,31 @@ describe('§6.2 If-Match on an absent object', () => {
     const { fx } = await withRecord();
     for (const value of ['"123"', '*']) {
       expectApiError(await get(fx.record('absent'), { auth: alice, headers: { 'If-Match': value } }), 404, 110);
-      expectApiError(await patch(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': value } }), 404, 110);
+      expectApiError(
+        await patch(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-Match': value } }),
+        404,
+        110,
+      );
       expectApiError(await del(fx.record('absent'), { auth: alice, headers: { 'If-Match': value } }), 404, 110);
     }
   });
 
   it('POST with data.id of an absent object answers 412 without details', async () => {
     const { fx } = await withRecord();
-    expect412WithoutDetails(await post(fx.records, { auth: alice, body: { data: { id: 'absent' } }, headers: { 'If-Match': '"123"' } }));
-    expect412WithoutDetails(await post(fx.records, { auth: alice, body: { data: {} }, headers: { 'If-Match': '"123"' } }));
+    expect412WithoutDetails(
+      await post(fx.records, { auth: alice, body: { data: { id: 'absent' } }, headers: { 'If-Match': '"123"' } }),
+    );
+    expect412WithoutDetails(
+      await post(fx.records, { auth: alice, body: { data: {} }, headers: { 'If-Match': '"123"' } }),
+    );
   });
 
   it('PUT on a tombstoned record answers 412 without details', async () => {
     const { path, rec } = await withRecord();
     await del(path, { auth: alice });
-    expect412WithoutDetails(await put(path, { auth: alice, body: { data: {} }, headers: { 'If-Match': q(rec.last_modified) } }));
+    expect412WithoutDetails(
+      await put(path, { auth: alice, body: { data: {} }, headers: { 'If-Match': q(rec.last_modified) } }),
+    );
   });
 
   it('DELETE/PATCH/GET with If-Match on a deleted record answer 404 (reference §6.2) or 412 without details (1.15 change log): both accepted', async () => {
@@ -165,41 +208,70 @@ describe('§6.2 If-Match on an absent object', () => {
 describe('§6.2 If-None-Match: *', () => {
   it('answers 412 with details.existing on an existing object, for every method (wire example for PUT)', async () => {
     const { path, rec } = await withRecord();
-    for (const [method, body] of [['PUT', { data: { title: 'Again' } }], ['PATCH', { data: { a: 1 } }], ['DELETE', undefined], ['GET', undefined]] as const) {
-      const res = await request(method, path, { auth: alice, headers: { 'If-None-Match': '*' }, ...(body ? { body } : {}) });
+    for (const [method, body] of [
+      ['PUT', { data: { title: 'Again' } }],
+      ['PATCH', { data: { a: 1 } }],
+      ['DELETE', undefined],
+      ['GET', undefined],
+    ] as const) {
+      const res = await request(method, path, {
+        auth: alice,
+        headers: { 'If-None-Match': '*' },
+        ...(body ? { body } : {}),
+      });
       expect412WithExisting(res, rec);
     }
   });
 
   it('lets PUT and POST create an absent object', async () => {
     const { fx } = await withRecord();
-    expect((await put(fx.record('new1'), { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } })).status).toBe(201);
-    expect((await post(fx.records, { auth: alice, body: { data: { id: 'new2' } }, headers: { 'If-None-Match': '*' } })).status).toBe(201);
+    expect(
+      (await put(fx.record('new1'), { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } })).status,
+    ).toBe(201);
+    expect(
+      (await post(fx.records, { auth: alice, body: { data: { id: 'new2' } }, headers: { 'If-None-Match': '*' } }))
+        .status,
+    ).toBe(201);
   });
 
   it('lets PUT re-create over a tombstone', async () => {
     const { path } = await withRecord();
     await del(path, { auth: alice });
-    expect((await put(path, { auth: alice, body: { data: { again: true } }, headers: { 'If-None-Match': '*' } })).status).toBe(201);
+    expect(
+      (await put(path, { auth: alice, body: { data: { again: true } }, headers: { 'If-None-Match': '*' } })).status,
+    ).toBe(201);
   });
 
   it('GET, PATCH and DELETE of an absent object still answer 404', async () => {
     const { fx } = await withRecord();
     expectApiError(await get(fx.record('absent'), { auth: alice, headers: { 'If-None-Match': '*' } }), 404, 110);
-    expectApiError(await patch(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } }), 404, 110);
+    expectApiError(
+      await patch(fx.record('absent'), { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } }),
+      404,
+      110,
+    );
     expectApiError(await del(fx.record('absent'), { auth: alice, headers: { 'If-None-Match': '*' } }), 404, 110);
   });
 
   it('POST with data.id of an existing object answers 412 with details.existing', async () => {
     const { fx, rec } = await withRecord();
-    expect412WithExisting(await post(fx.records, { auth: alice, body: { data: { id: 'r1' } }, headers: { 'If-None-Match': '*' } }), rec);
+    expect412WithExisting(
+      await post(fx.records, { auth: alice, body: { data: { id: 'r1' } }, headers: { 'If-None-Match': '*' } }),
+      rec,
+    );
   });
 
   it('works on collections (interface spec: PUT collection with If-None-Match: *)', async () => {
     const { fx } = await withRecord();
     const current = (await get(fx.path, { auth: alice })).json.data;
-    expect412WithExisting(await put(fx.path, { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } }), current);
-    const fresh = await put(`/buckets/${fx.bucket}/collections/fresh`, { auth: alice, headers: { 'If-None-Match': '*' } });
+    expect412WithExisting(
+      await put(fx.path, { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } }),
+      current,
+    );
+    const fresh = await put(`/buckets/${fx.bucket}/collections/fresh`, {
+      auth: alice,
+      headers: { 'If-None-Match': '*' },
+    });
     expect(fresh.status).toBe(201);
   });
 });
@@ -227,9 +299,17 @@ describe('§6.2 If-None-Match: "n" (GET) and §6.3 304', () => {
 
   it('has no effect on writes', async () => {
     const { path, rec } = await withRecord();
-    const res = await put(path, { auth: alice, body: { data: { v: 2 } }, headers: { 'If-None-Match': q(rec.last_modified) } });
+    const res = await put(path, {
+      auth: alice,
+      body: { data: { v: 2 } },
+      headers: { 'If-None-Match': q(rec.last_modified) },
+    });
     expect(res.status).toBe(200);
-    const pa = await patch(path, { auth: alice, body: { data: { v: 3 } }, headers: { 'If-None-Match': q(res.json.data.last_modified) } });
+    const pa = await patch(path, {
+      auth: alice,
+      body: { data: { v: 3 } },
+      headers: { 'If-None-Match': q(res.json.data.last_modified) },
+    });
     expect(pa.status).toBe(200);
   });
 
@@ -295,7 +375,11 @@ describe('§6.2 plural endpoints (treated as always existing)', () => {
 
   it('If-Match on POST with a matching existing object proceeds (returns it with 200)', async () => {
     const { rec, fx } = await withRecord();
-    const res = await post(fx.records, { auth: alice, body: { data: { id: 'r1' } }, headers: { 'If-Match': q(rec.last_modified) } });
+    const res = await post(fx.records, {
+      auth: alice,
+      body: { data: { id: 'r1' } },
+      headers: { 'If-Match': q(rec.last_modified) },
+    });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual(rec);
   });
@@ -312,7 +396,11 @@ describe('§6.2 authorisation runs before preconditions', () => {
     const fx = await createCollectionFixture(alice, { collection: { permissions: { 'record:create': [bobId] } } });
     const rec = (await put(fx.record('taken'), { auth: alice, body: { data: { v: 1 } } })).json.data;
     expectApiError(await put(fx.record('taken'), { auth: bob, body: { data: { v: 2 } } }), 403, 121);
-    const res = await put<ErrorBody<{ existing: KintoObject }>>(fx.record('taken'), { auth: bob, body: { data: { v: 2 } }, headers: { 'If-None-Match': '*' } });
+    const res = await put<ErrorBody<{ existing: KintoObject }>>(fx.record('taken'), {
+      auth: bob,
+      body: { data: { v: 2 } },
+      headers: { 'If-None-Match': '*' },
+    });
     expectApiError(res, 412, 114);
     if (res.json.details !== undefined) expect(res.json.details.existing).toEqual(rec);
   });
@@ -321,7 +409,10 @@ describe('§6.2 authorisation runs before preconditions', () => {
 describe('§6.3 412 bodies never carry permissions', () => {
   it('details.existing has no permissions even when the object has some', async () => {
     const { fx } = await withRecord();
-    const shared = await put(fx.record('shared'), { auth: alice, body: { data: { a: 1 }, permissions: { read: ['system.Authenticated'] } } });
+    const shared = await put(fx.record('shared'), {
+      auth: alice,
+      body: { data: { a: 1 }, permissions: { read: ['system.Authenticated'] } },
+    });
     const res = await put(fx.record('shared'), { auth: alice, body: { data: {} }, headers: { 'If-None-Match': '*' } });
     expect412WithExisting(res, shared.json.data);
     expect(res.text).not.toContain('system.Authenticated');

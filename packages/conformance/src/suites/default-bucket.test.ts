@@ -14,7 +14,11 @@ import { createUser, userId, usesThrowawayIdentities, type User } from '../harne
 const info = await serverInfo();
 const applies =
   applicable(info.hasCapability('default_bucket'), 'default bucket (§13.1)', 'capability default_bucket not offered') &&
-  applicable(usesThrowawayIdentities(), 'default bucket (§13.1)', "needs throwaway identities: it writes in the user's personal bucket");
+  applicable(
+    usesThrowawayIdentities(),
+    'default bucket (§13.1)',
+    "needs throwaway identities: it writes in the user's personal bucket",
+  );
 
 /** A new identity whose personal bucket is deleted after the file. */
 async function newUser(): Promise<{ user: User; bucket: string }> {
@@ -46,7 +50,10 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
 
   it('a record posted under /buckets/default/collections/<c> creates bucket and collection implicitly', async () => {
     const { user, bucket } = await newUser();
-    const created = await request('POST', '/buckets/default/collections/tasks/records', { auth: user, body: { data: { title: 'milk' } } });
+    const created = await request('POST', '/buckets/default/collections/tasks/records', {
+      auth: user,
+      body: { data: { title: 'milk' } },
+    });
     expect(created.status).toBe(201);
     const listed = await request<ListBody>('GET', `/buckets/${bucket}/collections/tasks/records`, { auth: user });
     expect(listed.status).toBe(200);
@@ -67,16 +74,25 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
 
   it('PUT /buckets/default/collections/<c> creates the collection itself (201), once', async () => {
     const { user } = await newUser();
-    const first = await request('PUT', '/buckets/default/collections/notes', { auth: user, headers: { 'If-None-Match': '*' } });
+    const first = await request('PUT', '/buckets/default/collections/notes', {
+      auth: user,
+      headers: { 'If-None-Match': '*' },
+    });
     expect(first.status).toBe(201);
-    const again = await request('PUT', '/buckets/default/collections/notes', { auth: user, headers: { 'If-None-Match': '*' } });
+    const again = await request('PUT', '/buckets/default/collections/notes', {
+      auth: user,
+      headers: { 'If-None-Match': '*' },
+    });
     expect(again.status).toBe(412);
   });
 
   it('Next-Page links name the real bucket id', async () => {
     const { user, bucket } = await newUser();
     for (let i = 0; i < 3; i++) {
-      expect((await request('POST', '/buckets/default/collections/paged/records', { auth: user, body: { data: { i } } })).status).toBe(201);
+      expect(
+        (await request('POST', '/buckets/default/collections/paged/records', { auth: user, body: { data: { i } } }))
+          .status,
+      ).toBe(201);
     }
     const page = await request('GET', '/buckets/default/collections/paged/records?_limit=2', { auth: user });
     expect(page.status).toBe(200);
@@ -108,22 +124,24 @@ describe.runIf(applies)('§13.1 the personal bucket', () => {
     expect((await request('GET', `/buckets/${bucket}`, { auth: other })).status).toBe(403);
   });
 
-  it.runIf(applicable(info.hasCapability('history'), 'implicit creations in history', 'capability history not offered'))(
-    'implicit creations are create events like any other (seen in the history, §13.1, §13.3)',
-    async () => {
-      const { user, bucket } = await newUser();
-      const created = await request('POST', '/buckets/default/collections/tasks/records', { auth: user, body: { data: { n: 1 } } });
-      expect(created.status).toBe(201);
-      const history = await request<ListBody>('GET', `/buckets/${bucket}/history?_sort=last_modified`, { auth: user });
-      expect(history.status).toBe(200);
-      const seen = history.json.data.map((entry) => [entry.resource_name, entry.action, entry.uri]);
-      expect(seen).toEqual([
-        ['bucket', 'create', `/buckets/${bucket}`],
-        ['collection', 'create', `/buckets/${bucket}/collections/tasks`],
-        ['record', 'create', `/buckets/${bucket}/collections/tasks/records/${created.json.data.id}`],
-      ]);
-    },
-  );
+  it.runIf(
+    applicable(info.hasCapability('history'), 'implicit creations in history', 'capability history not offered'),
+  )('implicit creations are create events like any other (seen in the history, §13.1, §13.3)', async () => {
+    const { user, bucket } = await newUser();
+    const created = await request('POST', '/buckets/default/collections/tasks/records', {
+      auth: user,
+      body: { data: { n: 1 } },
+    });
+    expect(created.status).toBe(201);
+    const history = await request<ListBody>('GET', `/buckets/${bucket}/history?_sort=last_modified`, { auth: user });
+    expect(history.status).toBe(200);
+    const seen = history.json.data.map((entry) => [entry.resource_name, entry.action, entry.uri]);
+    expect(seen).toEqual([
+      ['bucket', 'create', `/buckets/${bucket}`],
+      ['collection', 'create', `/buckets/${bucket}/collections/tasks`],
+      ['record', 'create', `/buckets/${bucket}/collections/tasks/records/${created.json.data.id}`],
+    ]);
+  });
 
   it('answers 401 to anonymous callers (not 403)', async () => {
     expectApiError(await request('GET', '/buckets/default'), 401, 104);

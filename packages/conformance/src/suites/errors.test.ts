@@ -16,7 +16,9 @@ const maxBodyBytes = Number(process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES ?? '') 
 describe('§1.1 error envelope per status', () => {
   it('400 validation: code, errno 107, error "Invalid parameters", message, details list', async () => {
     const fx = await createCollectionFixture(alice);
-    const body = expectValidationError(await post(fx.records, { auth: alice, body: { data: 'x' } }), { location: 'body' });
+    const body = expectValidationError(await post(fx.records, { auth: alice, body: { data: 'x' } }), {
+      location: 'body',
+    });
     expect(body.message).toBeTypeOf('string');
   });
 
@@ -25,7 +27,9 @@ describe('§1.1 error envelope per status', () => {
     const res = await get(`${fx.records}?_limit=abc`, { auth: alice });
     const body = expectValidationError(res, { location: 'querystring', name: '_limit' });
     const first = body.details[0]!;
-    const expected = first.description.includes(String(first.name)) ? first.description : `${first.name} in ${first.location}: ${first.description}`;
+    const expected = first.description.includes(String(first.name))
+      ? first.description
+      : `${first.name} in ${first.location}: ${first.description}`;
     expect(body.message).toBe(expected);
   });
 
@@ -45,11 +49,21 @@ describe('§1.1 error envelope per status', () => {
     const fx = await createCollectionFixture(alice);
     const missing = expectApiError(await get(fx.record('nope'), { auth: alice }), 404, 110);
     expect(missing).not.toHaveProperty('message');
-    expectApiError(await get('/nothing/here', { auth: alice }), 404, 111, 'The resource you are looking for could not be found.');
+    expectApiError(
+      await get('/nothing/here', { auth: alice }),
+      404,
+      111,
+      'The resource you are looking for could not be found.',
+    );
   });
 
   it('405: errno 115', async () => {
-    expectApiError(await request('PATCH', '/buckets', { auth: alice, body: { data: {} } }), 405, 115, 'Method not allowed on this endpoint.');
+    expectApiError(
+      await request('PATCH', '/buckets', { auth: alice, body: { data: {} } }),
+      405,
+      115,
+      'Method not allowed on this endpoint.',
+    );
   });
 
   it('406 and 415: errno 107, error "Invalid parameters"', async () => {
@@ -58,23 +72,42 @@ describe('§1.1 error envelope per status', () => {
     const notAcceptable = await get(fx.records, { auth: alice, headers: { Accept: 'text/html' } });
     expect([406, 415]).toContain(notAcceptable.status);
     expectValidationError(notAcceptable, { location: 'header' }, notAcceptable.status);
-    expectValidationError(await put(fx.record('x'), { auth: alice, rawBody: '{}', contentType: 'text/plain' }), { location: 'header' }, 415);
+    expectValidationError(
+      await put(fx.record('x'), { auth: alice, rawBody: '{}', contentType: 'text/plain' }),
+      { location: 'header' },
+      415,
+    );
   });
 
   it('412: errno 114 "Resource was modified meanwhile"', async () => {
     const fx = await createCollectionFixture(alice);
     const rec = await createRecord(alice, fx.bucket, fx.collection, {});
-    expectApiError(await put(fx.record(rec.id), { auth: alice, body: { data: {} }, headers: { 'If-Match': '"1"' } }), 412, 114, 'Resource was modified meanwhile');
+    expectApiError(
+      await put(fx.record(rec.id), { auth: alice, body: { data: {} }, headers: { 'If-Match': '"1"' } }),
+      412,
+      114,
+      'Resource was modified meanwhile',
+    );
   });
 
   it('never adds info outside 500 responses', async () => {
     const fx = await createCollectionFixture(alice);
-    for (const res of [await get(fx.record('nope'), { auth: alice }), await get(fx.records, { auth: bob }), await get('/nothing', { auth: alice })]) {
+    for (const res of [
+      await get(fx.record('nope'), { auth: alice }),
+      await get(fx.records, { auth: bob }),
+      await get('/nothing', { auth: alice }),
+    ]) {
       expect(res.json).not.toHaveProperty('info');
     }
   });
 
-  it.runIf(applicable(maxBodyBytes !== null, '413 body limit', 'body limit unknown: pass --max-body-bytes (QUIRE_CONFORMANCE_MAX_BODY_BYTES)'))('413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)', async () => {
+  it.runIf(
+    applicable(
+      maxBodyBytes !== null,
+      '413 body limit',
+      'body limit unknown: pass --max-body-bytes (QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
+    ),
+  )('413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)', async () => {
     const fx = await createCollectionFixture(alice);
     const big = JSON.stringify({ data: { blob: 'x'.repeat((maxBodyBytes as number) + 1) } });
     const res = await post(fx.records, { auth: alice, rawBody: big, contentType: 'application/json' });
@@ -131,21 +164,40 @@ describe('robustness: malformed input never gives a 5xx', () => {
     ['truncated', '{"data": {"a": '],
     ['trailing garbage', '{"data": {}} xyz'],
     ['invalid utf-8', new Uint8Array([0x7b, 0x22, 0x64, 0x22, 0x3a, 0xff, 0xfe, 0x7d])],
-    ['invalid utf-8 in string', new Uint8Array([...new TextEncoder().encode('{"data": {"s": "'), 0xc3, 0x28, ...new TextEncoder().encode('"}}')])],
+    [
+      'invalid utf-8 in string',
+      new Uint8Array([...new TextEncoder().encode('{"data": {"s": "'), 0xc3, 0x28, ...new TextEncoder().encode('"}}')]),
+    ],
   ];
 
   it('on POST records', async () => {
     await setup();
-    for (const [name, raw] of bodies) expectHandled(await post(fx.records, { auth: alice, rawBody: raw, contentType: 'application/json' }), `POST ${name}`);
+    for (const [name, raw] of bodies)
+      expectHandled(
+        await post(fx.records, { auth: alice, rawBody: raw, contentType: 'application/json' }),
+        `POST ${name}`,
+      );
   });
 
   it('on PUT and PATCH of a record', async () => {
     await setup();
     for (const [name, raw] of bodies) {
-      expectHandled(await put(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json' }), `PUT ${name}`);
-      expectHandled(await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json' }), `PATCH ${name}`);
-      expectHandled(await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/merge-patch+json' }), `merge-PATCH ${name}`);
-      expectHandled(await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json-patch+json' }), `json-PATCH ${name}`);
+      expectHandled(
+        await put(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json' }),
+        `PUT ${name}`,
+      );
+      expectHandled(
+        await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json' }),
+        `PATCH ${name}`,
+      );
+      expectHandled(
+        await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/merge-patch+json' }),
+        `merge-PATCH ${name}`,
+      );
+      expectHandled(
+        await patch(recordPath, { auth: alice, rawBody: raw, contentType: 'application/json-patch+json' }),
+        `json-PATCH ${name}`,
+      );
     }
   });
 
@@ -153,7 +205,10 @@ describe('robustness: malformed input never gives a 5xx', () => {
     await setup();
     for (const [name, raw] of bodies) {
       for (const path of [`/buckets/${fx.bucket}`, fx.path, `/buckets/${fx.bucket}/groups/g`]) {
-        expectHandled(await put(path, { auth: alice, rawBody: raw, contentType: 'application/json' }), `PUT ${path} ${name}`);
+        expectHandled(
+          await put(path, { auth: alice, rawBody: raw, contentType: 'application/json' }),
+          `PUT ${path} ${name}`,
+        );
       }
     }
   });
@@ -173,7 +228,11 @@ describe('robustness: malformed input never gives a 5xx', () => {
       [1, 2],
       [null],
     ];
-    for (const body of ops) expectHandled(await patch(recordPath, { auth: alice, body, contentType: 'application/json-patch+json' }), JSON.stringify(body));
+    for (const body of ops)
+      expectHandled(
+        await patch(recordPath, { auth: alice, body, contentType: 'application/json-patch+json' }),
+        JSON.stringify(body),
+      );
   });
 
   it('on batch bodies', async () => {
@@ -215,7 +274,10 @@ describe('robustness: malformed input never gives a 5xx', () => {
     for (const headers of headerSets) {
       // A given Authorization header replaces alice's.
       expectHandled(await get(recordPath, { auth: alice, headers }), `GET ${JSON.stringify(headers)}`);
-      expectHandled(await put(recordPath, { auth: alice, headers, body: { data: { n: 2 } } }), `PUT ${JSON.stringify(headers)}`);
+      expectHandled(
+        await put(recordPath, { auth: alice, headers, body: { data: { n: 2 } } }),
+        `PUT ${JSON.stringify(headers)}`,
+      );
     }
     for (const contentType of ['application/jsonx', 'application/json-patch', 'multipart/form-data; boundary=x', ';']) {
       expectHandled(await post(fx.records, { auth: alice, rawBody: '{}', contentType }), `Content-Type ${contentType}`);
@@ -283,7 +345,10 @@ describe('robustness: malformed input never gives a 5xx', () => {
     ];
     for (const path of paths) {
       for (const method of ['GET', 'PUT', 'DELETE']) {
-        expectHandled(await request(method, path, { auth: alice, ...(method === 'PUT' ? { body: { data: {} } } : {}) }), `${method} ${path}`);
+        expectHandled(
+          await request(method, path, { auth: alice, ...(method === 'PUT' ? { body: { data: {} } } : {}) }),
+          `${method} ${path}`,
+        );
       }
     }
     expectHandled(await request('GET', `${serverRoot()}/v1/%ff`), 'GET /v1/%ff');

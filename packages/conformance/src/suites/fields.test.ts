@@ -56,7 +56,9 @@ describe.concurrent('§7.5 _fields on lists', () => {
 
   it('merges several nested paths of the same object', async () => {
     const res = await get<ListBody>(`${fx.records}?_fields=address.street,address.geo.lat&id=r1`, { auth: alice });
-    expect(res.json.data).toEqual([{ id: 'r1', address: { street: 'Main', geo: { lat: 1 } }, last_modified: lm('r1') }]);
+    expect(res.json.data).toEqual([
+      { id: 'r1', address: { street: 'Main', geo: { lat: 1 } }, last_modified: lm('r1') },
+    ]);
   });
 
   it('returns a whole sub-object when its parent path is given', async () => {
@@ -75,7 +77,12 @@ describe('§7.5 _fields on single objects and tombstones', () => {
   it('projects a single record', async () => {
     const res = await get(`${fx.record('r1')}?_fields=title,address.geo`, { auth: alice });
     expect(res.status).toBe(200);
-    expect(res.json.data).toEqual({ id: 'r1', title: 'First', address: { geo: { lat: 1, lon: 2 } }, last_modified: lm('r1') });
+    expect(res.json.data).toEqual({
+      id: 'r1',
+      title: 'First',
+      address: { geo: { lat: 1, lon: 2 } },
+      last_modified: lm('r1'),
+    });
   });
 
   it('projects buckets and collections lists too', async () => {

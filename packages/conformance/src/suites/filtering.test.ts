@@ -10,7 +10,15 @@ import { expectValidationError } from '../harness/matchers.js';
 import { alice } from '../harness/users.js';
 
 const DATASET: Record<string, Record<string, unknown>> = {
-  a: { n: 1, s: 'apple', author: 2, tags: ['red', 'green'], person: { name: 'Ann', city: 'Paris' }, v: null, flag: true },
+  a: {
+    n: 1,
+    s: 'apple',
+    author: 2,
+    tags: ['red', 'green'],
+    person: { name: 'Ann', city: 'Paris' },
+    v: null,
+    flag: true,
+  },
   b: { n: 2, s: 'banana', author: '2', tags: ['green'], person: { name: 'Bob', city: 'Berlin' }, v: '99', flag: false },
   c: { n: 3, s: 'Cherry pie', author: 3, tags: [], person: { name: 'Cid' }, v: 5 },
   d: { n: 4, s: 'date', tags: ['red', 'blue', 'green'], v: 15, flag: true, nested: { deep: { x: 1 } } },

@@ -18,7 +18,11 @@ const info = await serverInfo();
 const offered = applicable(info.hasCapability('flush_endpoint'), '§13.5 flush', 'no capability "flush_endpoint"');
 const allowed =
   offered &&
-  applicable(process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH === '1', '§13.5 flush (destructive part)', 'QUIRE_CONFORMANCE_ALLOW_FLUSH is not 1');
+  applicable(
+    process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH === '1',
+    '§13.5 flush (destructive part)',
+    'QUIRE_CONFORMANCE_ALLOW_FLUSH is not 1',
+  );
 
 describe.runIf(offered)('§13.5 /__flush__ (capability "flush_endpoint")', () => {
   it('describes the capability with description and url', () => {

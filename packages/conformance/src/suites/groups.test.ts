@@ -27,9 +27,17 @@ describe('§4.1 group bodies', () => {
 
   it('keeps members and arbitrary attributes (1.5)', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: ['basicauth:a', 'system.Authenticated'], title: 'G' } } });
+    const res = await put(`/buckets/${bucket}/groups/g`, {
+      auth: alice,
+      body: { data: { members: ['basicauth:a', 'system.Authenticated'], title: 'G' } },
+    });
     expect(res.status).toBe(201);
-    expect(res.json.data).toEqual({ id: 'g', members: ['basicauth:a', 'system.Authenticated'], title: 'G', last_modified: expect.any(Number) });
+    expect(res.json.data).toEqual({
+      id: 'g',
+      members: ['basicauth:a', 'system.Authenticated'],
+      title: 'G',
+      last_modified: expect.any(Number),
+    });
     const got = await get(`/buckets/${bucket}/groups/g`, { auth: alice });
     expect(got.json.data).toEqual(res.json.data);
   });
@@ -44,13 +52,19 @@ describe('§4.1 group bodies', () => {
 
   it('refuses a member that is another group URI (no nested groups)', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: [`/buckets/${bucket}/groups/other`] } } });
+    const res = await put(`/buckets/${bucket}/groups/g`, {
+      auth: alice,
+      body: { data: { members: [`/buckets/${bucket}/groups/other`] } },
+    });
     expectValidationError(res, { location: 'body' });
   });
 
   it('refuses system.Everyone as a member', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: ['system.Everyone'] } } });
+    const res = await put(`/buckets/${bucket}/groups/g`, {
+      auth: alice,
+      body: { data: { members: ['system.Everyone'] } },
+    });
     expectValidationError(res, { location: 'body' });
   });
 
@@ -64,7 +78,10 @@ describe('§4.1 group bodies', () => {
 
   it('refuses record permission names on a group (group accepts read and write only)', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { permissions: { 'record:create': ['basicauth:a'] } } });
+    const res = await put(`/buckets/${bucket}/groups/g`, {
+      auth: alice,
+      body: { permissions: { 'record:create': ['basicauth:a'] } },
+    });
     expectValidationError(res, { location: 'body' });
   });
 
@@ -113,7 +130,10 @@ describe('§9.1 group principals', () => {
     await createGroup(alice, bucket, { id: 'g', data: { members: [] } });
     const cid = await createCollection(alice, bucket, { permissions: { read: [`/buckets/${bucket}/groups/g`] } });
     expectApiError(await get(`/buckets/${bucket}/collections/${cid}/records`, { auth: member }), 403, 121);
-    const res = await patch(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: [await userId(member)] } } });
+    const res = await patch(`/buckets/${bucket}/groups/g`, {
+      auth: alice,
+      body: { data: { members: [await userId(member)] } },
+    });
     expect(res.status).toBe(200);
     expect((await get(`/buckets/${bucket}/collections/${cid}/records`, { auth: member })).status).toBe(200);
   });

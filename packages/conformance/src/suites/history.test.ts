@@ -39,14 +39,21 @@ describe.runIf(applies)('§13.3 history', () => {
     const bucket = await createBucket(alice);
     const collection = await createCollection(alice, bucket);
     const path = `/buckets/${bucket}/collections/${collection}/records/r1`;
-    const created = await put(path, { auth: alice, body: { data: { title: 'a' }, permissions: { read: ['system.Everyone'] } } });
+    const created = await put(path, {
+      auth: alice,
+      body: { data: { title: 'a' }, permissions: { read: ['system.Everyone'] } },
+    });
     await patch(path, { auth: alice, body: { data: { title: 'b' } } });
     const deleted = await del(path, { auth: alice });
     expect(deleted.status).toBe(200);
 
     const entries = await history(bucket);
     expect(entries.map((entry) => `${entry.resource_name}:${entry.action}`)).toEqual([
-      'record:delete', 'record:update', 'record:create', 'collection:create', 'bucket:create',
+      'record:delete',
+      'record:update',
+      'record:create',
+      'collection:create',
+      'bucket:create',
     ]);
     const me = await userId(alice);
     const [remove, update, create, coll, buck] = entries;
@@ -64,8 +71,15 @@ describe.runIf(applies)('§13.3 history', () => {
     });
     expect(update!.target.data).toMatchObject({ id: 'r1', title: 'b' });
     // Deletions show the tombstone; the permissions are gone with the object.
-    expect(remove!.target).toEqual({ data: { id: 'r1', last_modified: deleted.json.data.last_modified, deleted: true }, permissions: {} });
-    expect(coll).toMatchObject({ resource_name: 'collection', collection_id: collection, uri: `/buckets/${bucket}/collections/${collection}` });
+    expect(remove!.target).toEqual({
+      data: { id: 'r1', last_modified: deleted.json.data.last_modified, deleted: true },
+      permissions: {},
+    });
+    expect(coll).toMatchObject({
+      resource_name: 'collection',
+      collection_id: collection,
+      uri: `/buckets/${bucket}/collections/${collection}`,
+    });
     expect(coll).not.toHaveProperty('bucket_id');
     // `bucket_id` only on bucket entries; `timestamp` never (DOC≠CODE).
     expect(buck).toMatchObject({ resource_name: 'bucket', bucket_id: bucket, uri: `/buckets/${bucket}` });
@@ -78,11 +92,21 @@ describe.runIf(applies)('§13.3 history', () => {
   it('POST on a plural endpoint records the new object URI; groups get group_id', async () => {
     const bucket = await createBucket(alice);
     const collection = await createCollection(alice, bucket);
-    const posted = await post(`/buckets/${bucket}/collections/${collection}/records`, { auth: alice, body: { data: { n: 1 } } });
+    const posted = await post(`/buckets/${bucket}/collections/${collection}/records`, {
+      auth: alice,
+      body: { data: { n: 1 } },
+    });
     await createGroup(alice, bucket, { id: 'editors', data: { members: [] } });
     const [group, record] = await history(bucket, '?_limit=2');
-    expect(record).toMatchObject({ uri: `/buckets/${bucket}/collections/${collection}/records/${posted.json.data.id}`, record_id: posted.json.data.id });
-    expect(group).toMatchObject({ resource_name: 'group', group_id: 'editors', uri: `/buckets/${bucket}/groups/editors` });
+    expect(record).toMatchObject({
+      uri: `/buckets/${bucket}/collections/${collection}/records/${posted.json.data.id}`,
+      record_id: posted.json.data.id,
+    });
+    expect(group).toMatchObject({
+      resource_name: 'group',
+      group_id: 'editors',
+      uri: `/buckets/${bucket}/groups/editors`,
+    });
   });
 
   it('§8 a batch records one entry per object, each with its own URI', async () => {
@@ -91,7 +115,9 @@ describe.runIf(applies)('§13.3 history', () => {
     const records = `/buckets/${bucket}/collections/${collection}/records`;
     const res = await post('/batch', {
       auth: alice,
-      body: { requests: ['x1', 'x2', 'x3'].map((id) => ({ method: 'PUT', path: `${records}/${id}`, body: { data: { id } } })) },
+      body: {
+        requests: ['x1', 'x2', 'x3'].map((id) => ({ method: 'PUT', path: `${records}/${id}`, body: { data: { id } } })),
+      },
     });
     expect(res.status).toBe(200);
     const entries = await history(bucket, '?resource_name=record');
@@ -110,9 +136,20 @@ describe.runIf(applies)('§13.3 history', () => {
 
     expect((await history(bucket, '?resource_name=collection')).map((e) => e.collection_id)).toEqual([collection]);
     expect((await history(bucket, '?record_id=1')).map((e) => e.action)).toEqual(['delete', 'create']);
-    expect((await history(bucket, `?_since=${since}`)).map((e) => `${e.record_id}:${e.action}`)).toEqual(['1:delete', '2:create']);
-    expect((await history(bucket, '?_sort=last_modified')).map((e) => e.resource_name)).toEqual(['bucket', 'collection', 'record', 'record', 'record']);
-    expect((await history(bucket, '?action=delete&_fields=uri')).map((e) => Object.keys(e).sort())).toEqual([['id', 'last_modified', 'uri']]);
+    expect((await history(bucket, `?_since=${since}`)).map((e) => `${e.record_id}:${e.action}`)).toEqual([
+      '1:delete',
+      '2:create',
+    ]);
+    expect((await history(bucket, '?_sort=last_modified')).map((e) => e.resource_name)).toEqual([
+      'bucket',
+      'collection',
+      'record',
+      'record',
+      'record',
+    ]);
+    expect((await history(bucket, '?action=delete&_fields=uri')).map((e) => Object.keys(e).sort())).toEqual([
+      ['id', 'last_modified', 'uri'],
+    ]);
 
     const page = await get<ListBody>(`/buckets/${bucket}/history?_limit=2`, { auth: alice });
     expect(page.status).toBe(200);
@@ -124,8 +161,12 @@ describe.runIf(applies)('§13.3 history', () => {
 
   it('§7.1 filtering or sorting on a field entries do not have is a 400', async () => {
     const bucket = await createBucket(alice);
-    expectValidationError(await get(`/buckets/${bucket}/history?title=x`, { auth: alice }), { location: 'querystring' });
-    expectValidationError(await get(`/buckets/${bucket}/history?_sort=title`, { auth: alice }), { location: 'querystring' });
+    expectValidationError(await get(`/buckets/${bucket}/history?title=x`, { auth: alice }), {
+      location: 'querystring',
+    });
+    expectValidationError(await get(`/buckets/${bucket}/history?_sort=title`, { auth: alice }), {
+      location: 'querystring',
+    });
   });
 
   it('§5.3 ETag is the newest entry timestamp; If-None-Match answers 304; HEAD counts', async () => {
@@ -146,17 +187,24 @@ describe.runIf(applies)('§13.3 history', () => {
     const secret = await createCollection(alice, bucket);
     await put(`/buckets/${bucket}/collections/${shared}/records/s1`, { auth: alice });
     await put(`/buckets/${bucket}/collections/${secret}/records/p1`, { auth: alice });
-    await put(`/buckets/${bucket}/collections/${secret}/records/p2`, { auth: alice, body: { permissions: { read: ['system.Everyone'] } } });
+    await put(`/buckets/${bucket}/collections/${secret}/records/p2`, {
+      auth: alice,
+      body: { permissions: { read: ['system.Everyone'] } },
+    });
 
     const seenByBob = await history(bucket, '', bob);
-    expect(seenByBob.map((entry) => entry.uri).sort()).toEqual([
-      `/buckets/${bucket}/collections/${secret}/records/p2`,
-      `/buckets/${bucket}/collections/${shared}`,
-      `/buckets/${bucket}/collections/${shared}/records/s1`,
-    ].sort());
+    expect(seenByBob.map((entry) => entry.uri).sort()).toEqual(
+      [
+        `/buckets/${bucket}/collections/${secret}/records/p2`,
+        `/buckets/${bucket}/collections/${shared}`,
+        `/buckets/${bucket}/collections/${shared}/records/s1`,
+      ].sort(),
+    );
     const anonymous = await get<ListBody>(`/buckets/${bucket}/history`);
     expect(anonymous.status).toBe(200);
-    expect(anonymous.json.data.map((entry) => entry.uri)).toEqual([`/buckets/${bucket}/collections/${secret}/records/p2`]);
+    expect(anonymous.json.data.map((entry) => entry.uri)).toEqual([
+      `/buckets/${bucket}/collections/${secret}/records/p2`,
+    ]);
     // Nothing readable at all: refused like any plural endpoint.
     const other = await createBucket(alice);
     expectApiError(await get(`/buckets/${other}/history`, { auth: bob }), 403, 121);
@@ -213,10 +261,18 @@ describe.runIf(applies)('§13.3 history', () => {
     const collection = await createCollection(alice, bucket);
     const path = `/buckets/${bucket}/collections/${collection}/records/r`;
     await put(path, { auth: alice, body: { data: { title: 'a', n: 1 } } });
-    const diff = await patch(path, { auth: alice, headers: { 'Response-Behavior': 'diff' }, body: { data: { title: 'x' } } });
+    const diff = await patch(path, {
+      auth: alice,
+      headers: { 'Response-Behavior': 'diff' },
+      body: { data: { title: 'x' } },
+    });
     expect(diff.status).toBe(200);
     expect(diff.json.data).toEqual({});
-    const light = await patch(path, { auth: alice, headers: { 'Response-Behavior': 'light' }, body: { data: { title: 'y' } } });
+    const light = await patch(path, {
+      auth: alice,
+      headers: { 'Response-Behavior': 'light' },
+      body: { data: { title: 'y' } },
+    });
     expect(light.status).toBe(200);
     expect(light.json.data).toEqual({ title: 'y' });
     const [last] = await history(bucket, '?_limit=1');
@@ -234,7 +290,10 @@ describe.runIf(applies)('§13.3 history', () => {
     const carol = createUser('carol');
     const bucket = await createBucket(alice);
     const collection = await createCollection(alice, bucket);
-    await put(`/buckets/${bucket}/collections/${collection}/records/mine`, { auth: alice, body: { permissions: { write: [await userId(carol)] } } });
+    await put(`/buckets/${bucket}/collections/${collection}/records/mine`, {
+      auth: alice,
+      body: { permissions: { write: [await userId(carol)] } },
+    });
     await put(`/buckets/${bucket}/collections/${collection}/records/other`, { auth: alice });
     expect((await history(bucket, '', carol)).map((e) => e.record_id)).toEqual(['mine']);
   });
@@ -244,7 +303,11 @@ const trimCount = info.capabilities.history?.auto_trim_max_count;
 const trimUsers = info.capabilities.history?.auto_trim_user_ids;
 const trims =
   applies &&
-  applicable(typeof trimCount === 'number' && trimCount <= 50, 'history auto-trim (§13.3)', 'capability history has no auto_trim_max_count (or above 50: too many writes)') &&
+  applicable(
+    typeof trimCount === 'number' && trimCount <= 50,
+    'history auto-trim (§13.3)',
+    'capability history has no auto_trim_max_count (or above 50: too many writes)',
+  ) &&
   applicable(
     trimUsers === undefined || (Array.isArray(trimUsers) && trimUsers.includes(await userId(alice))),
     'history auto-trim (§13.3)',
@@ -258,10 +321,15 @@ describe.runIf(trims)('§13.3 history auto-trim (capability `auto_trim_max_count
     const collection = await createCollection(alice, bucket);
     const created: string[] = [];
     for (let i = 0; i < keep + 2; i++) {
-      const res = await post(`/buckets/${bucket}/collections/${collection}/records`, { auth: alice, body: { data: { i } } });
+      const res = await post(`/buckets/${bucket}/collections/${collection}/records`, {
+        auth: alice,
+        body: { data: { i } },
+      });
       created.push(res.json.data.id);
     }
-    const records = (await history(bucket, '?resource_name=record&_sort=last_modified')).map((entry) => entry.record_id);
+    const records = (await history(bucket, '?resource_name=record&_sort=last_modified')).map(
+      (entry) => entry.record_id,
+    );
     expect(records).toEqual(created.slice(-keep));
   });
 });

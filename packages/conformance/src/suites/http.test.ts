@@ -120,7 +120,18 @@ describe('§0 JSON responses', () => {
 
   it('keeps integers as integers and round-trips JSON types', async () => {
     const fx = await createCollectionFixture(alice);
-    const data = { int: 42, neg: -7, float: 1.5, big: 9007199254740991, t: true, f: false, n: null, s: 'é ✓ 😀', arr: [1, 'a', null, [2]], obj: { a: { b: [] } } };
+    const data = {
+      int: 42,
+      neg: -7,
+      float: 1.5,
+      big: 9007199254740991,
+      t: true,
+      f: false,
+      n: null,
+      s: 'é ✓ 😀',
+      arr: [1, 'a', null, [2]],
+      obj: { a: { b: [] } },
+    };
     const created = await post(fx.records, { auth: alice, body: { data } });
     expect(created.status).toBe(201);
     const res = await get(fx.record(created.json.data.id), { auth: alice });
@@ -135,7 +146,12 @@ describe('§3 content negotiation', () => {
   it('answers 406 (reference) or 415 (interface spec) errno 107 to an Accept that excludes JSON', async () => {
     const res = await get('/buckets', { auth: alice, headers: { Accept: 'text/plain' } });
     expect([406, 415], `${res.status} ${res.text}`).toContain(res.status);
-    expectValidationError(res, { location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }, res.status, "Accept header should be one of ['application/json']");
+    expectValidationError(
+      res,
+      { location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" },
+      res.status,
+      "Accept header should be one of ['application/json']",
+    );
   });
 
   it('accepts a missing Accept, */* and a list containing application/json', async () => {
@@ -154,13 +170,23 @@ describe('§3 content negotiation', () => {
       errno: 107,
       error: 'Invalid parameters',
       message: "Content-Type header should be one of ['application/json']",
-      details: [{ location: 'header', name: 'Content-Type', description: "Content-Type header should be one of ['application/json']" }],
+      details: [
+        {
+          location: 'header',
+          name: 'Content-Type',
+          description: "Content-Type header should be one of ['application/json']",
+        },
+      ],
     });
   });
 
   it('answers 415 to a PUT with a non-JSON Content-Type', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/collections/c1`, { auth: alice, rawBody: '{"data":{}}', contentType: 'application/xml' });
+    const res = await put(`/buckets/${bucket}/collections/c1`, {
+      auth: alice,
+      rawBody: '{"data":{}}',
+      contentType: 'application/xml',
+    });
     expectValidationError(res, { location: 'header', name: 'Content-Type' }, 415);
   });
 
@@ -173,7 +199,11 @@ describe('§3 content negotiation', () => {
 
   it('ignores Content-Type parameters such as charset', async () => {
     const fx = await createCollectionFixture(alice);
-    const res = await post(fx.records, { auth: alice, body: { data: { a: 1 } }, contentType: 'application/json; charset=utf-8' });
+    const res = await post(fx.records, {
+      auth: alice,
+      body: { data: { a: 1 } },
+      contentType: 'application/json; charset=utf-8',
+    });
     expect(res.status).toBe(201);
   });
 
@@ -196,7 +226,12 @@ describe('§1.2 unknown URL and §12.8 method not allowed', () => {
   it('answers 404 errno 111 with the standard message for an unknown URL', async () => {
     const res = await get('/unknown', { auth: alice });
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ code: 404, errno: 111, error: 'Not Found', message: 'The resource you are looking for could not be found.' });
+    expect(res.json).toEqual({
+      code: 404,
+      errno: 111,
+      error: 'Not Found',
+      message: 'The resource you are looking for could not be found.',
+    });
   });
 
   it('answers 405 errno 115 with Allow for POST on an object URL (wire example)', async () => {
@@ -204,7 +239,12 @@ describe('§1.2 unknown URL and §12.8 method not allowed', () => {
     const rec = await createRecord(alice, fx.bucket, fx.collection, {});
     const res = await post(fx.record(rec.id), { auth: alice, contentType: 'application/json' });
     expect(res.status).toBe(405);
-    expect(res.json).toEqual({ code: 405, errno: 115, error: 'Method Not Allowed', message: 'Method not allowed on this endpoint.' });
+    expect(res.json).toEqual({
+      code: 405,
+      errno: 115,
+      error: 'Method Not Allowed',
+      message: 'Method not allowed on this endpoint.',
+    });
     const allow = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim());
     expect(allow).toEqual(expect.arrayContaining(['GET', 'PUT', 'PATCH', 'DELETE']));
     expect(allow).not.toContain('POST');
@@ -251,14 +291,18 @@ describe('§12.4 CORS', () => {
       await put(`/buckets/${bucket}`, { auth: alice, body: { data: {} }, headers: { Origin: ORIGIN } }),
       await get('/unknown', { headers: { Origin: ORIGIN } }),
     ]) {
-      expect(exposed(res)).toEqual(expect.arrayContaining(['backoff', 'retry-after', 'alert', 'content-length', 'content-type']));
+      expect(exposed(res)).toEqual(
+        expect.arrayContaining(['backoff', 'retry-after', 'alert', 'content-length', 'content-type']),
+      );
     }
   });
 
   it('exposes Next-Page, ETag and Last-Modified on plural GET', async () => {
     const fx = await createCollectionFixture(alice);
     const res = await get(fx.records, { auth: alice, headers: { Origin: ORIGIN } });
-    expect(exposed(res)).toEqual(expect.arrayContaining(['next-page', 'etag', 'last-modified', 'cache-control', 'expires', 'pragma']));
+    expect(exposed(res)).toEqual(
+      expect.arrayContaining(['next-page', 'etag', 'last-modified', 'cache-control', 'expires', 'pragma']),
+    );
   });
 
   it('exposes Total-Objects and Total-Records on plural HEAD', async () => {
@@ -287,7 +331,9 @@ describe('§12.4 CORS', () => {
     expect(allowOrigin === '*' || allowOrigin === ORIGIN).toBe(true);
     const methods = (res.headers.get('access-control-allow-methods') ?? '').split(',').map((m) => m.trim());
     expect(methods).toEqual(expect.arrayContaining(['GET', 'PUT', 'PATCH', 'DELETE']));
-    const allowHeaders = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim().toLowerCase());
+    const allowHeaders = (res.headers.get('access-control-allow-headers') ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase());
     expect(allowHeaders).toEqual(expect.arrayContaining(['authorization', 'content-type', 'if-match']));
     expect(res.headers.get('access-control-max-age')).toMatch(/^\d+$/);
   });
@@ -318,22 +364,30 @@ describe('§12.5 cache headers and §12.2 Retry-After', () => {
   });
 
   it("lets anonymous readers cache a collection's records for its `cache_expires` seconds; authenticated readers never", async () => {
-    const fx = await createCollectionFixture(alice, { collection: { data: { cache_expires: 3600 }, permissions: { read: ['system.Everyone'] } } });
+    const fx = await createCollectionFixture(alice, {
+      collection: { data: { cache_expires: 3600 }, permissions: { read: ['system.Everyone'] } },
+    });
     const rec = await createRecord(alice, fx.bucket, fx.collection, { n: 1 });
     for (const path of [fx.records, fx.record(rec.id)]) {
       const res = await get(path);
       expect(res.status, path).toBe(200);
       expect(res.headers.get('cache-control'), path).toBe('max-age=3600');
       // Expires is the response date plus the lifetime (HTTP dates have whole seconds).
-      const lifetime = (Date.parse(res.headers.get('expires') ?? '') - Date.parse(res.headers.get('date') ?? '')) / 1000;
+      const lifetime =
+        (Date.parse(res.headers.get('expires') ?? '') - Date.parse(res.headers.get('date') ?? '')) / 1000;
       expect(Math.abs(lifetime - 3600), `Expires - Date = ${lifetime}s`).toBeLessThanOrEqual(2);
       const cc = (await get(path, { auth: alice })).headers.get('cache-control') ?? '';
-      expect(cc.split(',').map((v) => v.trim()), path).toEqual(expect.arrayContaining(['no-cache', 'no-store']));
+      expect(
+        cc.split(',').map((v) => v.trim()),
+        path,
+      ).toEqual(expect.arrayContaining(['no-cache', 'no-store']));
     }
   });
 
   it('`cache_expires: 0` makes anonymous reads of the records uncacheable', async () => {
-    const fx = await createCollectionFixture(alice, { collection: { data: { cache_expires: 0 }, permissions: { read: ['system.Everyone'] } } });
+    const fx = await createCollectionFixture(alice, {
+      collection: { data: { cache_expires: 0 }, permissions: { read: ['system.Everyone'] } },
+    });
     const cc = (await get(fx.records)).headers.get('cache-control') ?? '';
     expect(cc).not.toMatch(/max-age=[1-9]/);
     expect(cc.split(',').map((v) => v.trim())).toContain('no-cache');
@@ -341,14 +395,22 @@ describe('§12.5 cache headers and §12.2 Retry-After', () => {
 
   it('§4.1 refuses a collection whose `cache_expires` is not a number', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { cache_expires: 'soon' } } });
+    const res = await put(`/buckets/${bucket}/collections/c`, {
+      auth: alice,
+      body: { data: { cache_expires: 'soon' } },
+    });
     expectValidationError(res, { location: 'body', name: 'data.cache_expires' });
   });
 
   it('never sends Retry-After on successful responses', async () => {
     const fx = await createCollectionFixture(alice);
     const rec = await createRecord(alice, fx.bucket, fx.collection, {});
-    for (const res of [await get('/'), await get(fx.records, { auth: alice }), await get(fx.record(rec.id), { auth: alice }), await del(fx.record(rec.id), { auth: alice })]) {
+    for (const res of [
+      await get('/'),
+      await get(fx.records, { auth: alice }),
+      await get(fx.record(rec.id), { auth: alice }),
+      await del(fx.record(rec.id), { auth: alice }),
+    ]) {
       expect(res.status).toBeLessThan(300);
       expect(res.headers.get('retry-after')).toBeNull();
     }

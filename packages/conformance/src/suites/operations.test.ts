@@ -17,11 +17,19 @@ import { alice } from '../harness/users.js';
 
 const info = await serverInfo();
 
-const readonly = applicable(info.settings.readonly === true, '§12.7 readonly mode', 'GET / says settings.readonly is not true');
+const readonly = applicable(
+  info.settings.readonly === true,
+  '§12.7 readonly mode',
+  'GET / says settings.readonly is not true',
+);
 const eos: unknown = info.root.eos;
 const eosApplies = applicable(typeof eos === 'string', '§12.3 end of service', 'GET / announces no eos date');
 const announcedBackoff = process.env.QUIRE_CONFORMANCE_BACKOFF;
-const backoffAlways = applicable(announcedBackoff !== undefined, '§12.1 Backoff on every response', 'QUIRE_CONFORMANCE_BACKOFF (--backoff) not given');
+const backoffAlways = applicable(
+  announcedBackoff !== undefined,
+  '§12.1 Backoff on every response',
+  'QUIRE_CONFORMANCE_BACKOFF (--backoff) not given',
+);
 
 /** A few responses of different kinds: success, listing, 304, 401, 404. */
 async function assortedResponses(): Promise<Array<[string, HttpResponse]>> {
@@ -51,25 +59,39 @@ describe.runIf(readonly)('§12.7 readonly mode (settings.readonly is true)', () 
       ['DELETE', `/buckets/${bucket}/collections/c/records`, undefined],
     ];
     for (const [method, path, body] of writes) {
-      const res = await request(method, path, { auth: alice, readonlyProbe: true, ...(body !== undefined ? { body } : {}) });
+      const res = await request(method, path, {
+        auth: alice,
+        readonlyProbe: true,
+        ...(body !== undefined ? { body } : {}),
+      });
       expectApiError(res, 405, 115, { error: 'Method Not Allowed', message: 'Method not allowed on this endpoint.' });
     }
   });
 
   it('refuses POST /batch as a whole, even with only reads inside', async () => {
-    const res = await request('POST', '/batch', { auth: alice, readonlyProbe: true, body: { requests: [{ method: 'GET', path: '/buckets' }] } });
+    const res = await request('POST', '/batch', {
+      auth: alice,
+      readonlyProbe: true,
+      body: { requests: [{ method: 'GET', path: '/buckets' }] },
+    });
     expectApiError(res, 405, 115);
   });
 
   it.runIf(info.hasCapability('default_bucket'))('refuses writes to the personal bucket too (§13.1)', async () => {
-    const res = await request('PUT', `/buckets/default/collections/${randomId('col')}`, { auth: alice, readonlyProbe: true, body: { data: {} } });
+    const res = await request('PUT', `/buckets/default/collections/${randomId('col')}`, {
+      auth: alice,
+      readonlyProbe: true,
+      body: { data: {} },
+    });
     expectApiError(res, 405, 115);
   });
 
   it('still answers reads: GET, HEAD and CORS preflights', async () => {
     expect((await get('/buckets', { auth: alice })).status).toBe(200);
     expect((await head('/buckets', { auth: alice })).status).toBe(200);
-    const preflight = await request('OPTIONS', '/buckets', { headers: { Origin: 'http://example.org', 'Access-Control-Request-Method': 'GET' } });
+    const preflight = await request('OPTIONS', '/buckets', {
+      headers: { Origin: 'http://example.org', 'Access-Control-Request-Method': 'GET' },
+    });
     expect(preflight.status).toBe(200);
   });
 
@@ -98,7 +120,10 @@ describe.runIf(eosApplies)('§12.3 end of service (`eos` in GET /)', () => {
 
   it('exposes Alert to browsers (CORS)', async () => {
     const res = await get('/', { headers: { Origin: 'http://example.org' } });
-    const exposed = (res.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(',').map((h) => h.trim());
+    const exposed = (res.headers.get('access-control-expose-headers') ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((h) => h.trim());
     expect(exposed).toContain('alert');
   });
 });
@@ -113,6 +138,7 @@ describe('§12.1 Backoff', () => {
   });
 
   it.runIf(backoffAlways)('is on every response, errors and 304 included, with the announced value', async () => {
-    for (const [label, res] of await assortedResponses()) expect(res.headers.get('backoff'), label).toBe(announcedBackoff);
+    for (const [label, res] of await assortedResponses())
+      expect(res.headers.get('backoff'), label).toBe(announcedBackoff);
   });
 });

@@ -93,7 +93,15 @@ describe('§7.7 Next-Page', () => {
 
   it('follows ascending and multi-field sorts with duplicate values without gaps or repeats', async () => {
     const fx = await createCollectionFixture(alice);
-    const data = [{ g: 1, n: 5 }, { g: 2, n: 1 }, { g: 1, n: 3 }, { g: 2, n: 4 }, { g: 1, n: 2 }, { g: 3 }, { g: 1, n: 3 }];
+    const data = [
+      { g: 1, n: 5 },
+      { g: 2, n: 1 },
+      { g: 1, n: 3 },
+      { g: 2, n: 4 },
+      { g: 1, n: 2 },
+      { g: 3 },
+      { g: 1, n: 3 },
+    ];
     const recs = await createRecords(alice, fx, data);
     const { items: all } = await listAll(`${fx.records}?_sort=g,-n`, alice);
     for (const limit of [1, 2, 3]) {
@@ -175,7 +183,14 @@ describe('§7.7 _token', () => {
   it('answers 400 to tokens that decode to something other than the expected object', async () => {
     const fx = await createCollectionFixture(alice);
     const b64 = (v: string) => encodeURIComponent(Buffer.from(v).toString('base64'));
-    for (const raw of ['not json', '[1,2]', '"str"', '{}', '{"last_object": 1, "offset": 1, "nonce": "x"}', '{"offset": 1, "nonce": "x"}']) {
+    for (const raw of [
+      'not json',
+      '[1,2]',
+      '"str"',
+      '{}',
+      '{"last_object": 1, "offset": 1, "nonce": "x"}',
+      '{"offset": 1, "nonce": "x"}',
+    ]) {
       const res = await get(`${fx.records}?_token=${b64(raw)}`, { auth: alice });
       expectValidationError(res, { location: 'querystring', description: '_token has invalid content' });
     }
@@ -197,7 +212,11 @@ describe('§7.6 _limit', () => {
     // that accepts such a value must page by its integer part, or not at all.
     const fx = await createCollectionFixture(alice);
     await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-    for (const [value, pageSize] of [['1.5', 1], ['1e2', 3], ['null', 3]] as const) {
+    for (const [value, pageSize] of [
+      ['1.5', 1],
+      ['1e2', 3],
+      ['null', 3],
+    ] as const) {
       const res = await get(`${fx.records}?_limit=${value}`, { auth: alice });
       if (res.status === 400) {
         expectValidationError(res, { location: 'querystring', name: '_limit' });
@@ -242,7 +261,9 @@ describe('§7.7 keyset continuation', () => {
     const first = await get<ListBody>(`${fx.records}?_limit=2&_sort=n`, { auth: alice });
     expect(first.json.data.map((r) => r.n)).toEqual([1, 2]);
     // Touch an already-seen item: its last_modified becomes the newest, its n is unchanged.
-    expect((await put(fx.record(recs[0].id), { auth: alice, body: { data: { n: 1, touched: true } } })).status).toBe(200);
+    expect((await put(fx.record(recs[0].id), { auth: alice, body: { data: { n: 1, touched: true } } })).status).toBe(
+      200,
+    );
     const rest = await listAll(first.headers.get('next-page') as string, alice);
     expect(rest.items.map((r) => r.n)).toEqual([3, 4]);
   });
@@ -271,7 +292,12 @@ describe('§7.7 plural DELETE pagination', () => {
 
   it('honours filters and _sort when paginating a DELETE', async () => {
     const fx = await createCollectionFixture(alice);
-    const recs = await createRecords(alice, fx, [{ n: 1, k: 'x' }, { n: 2, k: 'x' }, { n: 3, k: 'y' }, { n: 4, k: 'x' }]);
+    const recs = await createRecords(alice, fx, [
+      { n: 1, k: 'x' },
+      { n: 2, k: 'x' },
+      { n: 3, k: 'y' },
+      { n: 4, k: 'x' },
+    ]);
     const res = await del<ListBody>(`${fx.records}?k=x&_sort=n&_limit=2`, { auth: alice });
     expect(res.json.data.map((t) => t.id)).toEqual([recs[0].id, recs[1].id]);
     const rest = await del<ListBody>(res.headers.get('next-page') as string, { auth: alice });

@@ -11,7 +11,10 @@ import { alice, bob, createUser, userId } from '../harness/users.js';
 const JSON_PATCH = 'application/json-patch+json';
 const MERGE_PATCH = 'application/merge-patch+json';
 
-async function seed(data: Record<string, unknown>, permissions?: Record<string, string[]>): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
+async function seed(
+  data: Record<string, unknown>,
+  permissions?: Record<string, string[]>,
+): Promise<{ fx: CollectionFixture; path: string; rec: KintoObject }> {
   const fx = await createCollectionFixture(alice);
   const res = await put(fx.record('r1'), { auth: alice, body: permissions ? { data, permissions } : { data } });
   expect(res.status).toBe(201);
@@ -23,7 +26,13 @@ describe('§4.4 PATCH application/json', () => {
     const { path } = await seed({ title: 'Second', tags: ['a'], extra: 42 });
     const res = await patch(path, { auth: alice, body: { data: { title: 'Second (plain patch)' } } });
     expect(res.status).toBe(200);
-    expect(res.json.data).toEqual({ id: 'r1', title: 'Second (plain patch)', tags: ['a'], extra: 42, last_modified: expect.any(Number) });
+    expect(res.json.data).toEqual({
+      id: 'r1',
+      title: 'Second (plain patch)',
+      tags: ['a'],
+      extra: 42,
+      last_modified: expect.any(Number),
+    });
     expect(expectETag(res)).toBe(res.json.data.last_modified);
   });
 
@@ -65,7 +74,12 @@ describe('§4.4 PATCH application/json', () => {
     const { path } = await seed({ a: 1 });
     for (const opts of [{ body: {} }, { rawBody: '', contentType: 'application/json' }]) {
       const res = await patch(path, { auth: alice, ...opts });
-      expectValidationError(res, { location: 'body', description: 'Provide at least one of data or permissions' }, 400, 'Provide at least one of data or permissions');
+      expectValidationError(
+        res,
+        { location: 'body', description: 'Provide at least one of data or permissions' },
+        400,
+        'Provide at least one of data or permissions',
+      );
     }
   });
 
@@ -84,14 +98,22 @@ describe('§4.4 PATCH application/json', () => {
 describe('§4.4 PATCH application/merge-patch+json (RFC 7396)', () => {
   it('removes keys set to null and adds the others (wire example)', async () => {
     const { path } = await seed({ title: 'Second', n: 2 });
-    const res = await patch(path, { auth: alice, body: { data: { tags: ['a', 'b'], n: null } }, contentType: MERGE_PATCH });
+    const res = await patch(path, {
+      auth: alice,
+      body: { data: { tags: ['a', 'b'], n: null } },
+      contentType: MERGE_PATCH,
+    });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual({ id: 'r1', title: 'Second', tags: ['a', 'b'], last_modified: expect.any(Number) });
   });
 
   it('merges nested objects recursively', async () => {
     const { path } = await seed({ person: { name: 'Ann', city: 'Paris', zip: '75' } });
-    const res = await patch(path, { auth: alice, body: { data: { person: { city: 'Berlin', zip: null } } }, contentType: MERGE_PATCH });
+    const res = await patch(path, {
+      auth: alice,
+      body: { data: { person: { city: 'Berlin', zip: null } } },
+      contentType: MERGE_PATCH,
+    });
     expect(res.json.data.person).toEqual({ name: 'Ann', city: 'Berlin' });
   });
 
@@ -126,7 +148,13 @@ describe('§4.4 PATCH application/json-patch+json (RFC 6902)', () => {
       ],
     });
     expect(res.status).toBe(200);
-    expect(res.json.data).toEqual({ id: 'r1', title: 'Second (json-patch)', tags: ['a', 'b'], extra: 42, last_modified: expect.any(Number) });
+    expect(res.json.data).toEqual({
+      id: 'r1',
+      title: 'Second (json-patch)',
+      tags: ['a', 'b'],
+      extra: 42,
+      last_modified: expect.any(Number),
+    });
     // The principal comes from the path; the value is ignored.
     expect(res.json.permissions.read).toEqual(['bob']);
     expect(res.json.permissions.write).toEqual([await userId(alice)]);
@@ -146,20 +174,35 @@ describe('§4.4 PATCH application/json-patch+json (RFC 6902)', () => {
       ],
     });
     expect(res.status).toBe(200);
-    expect(res.json.data).toEqual({ id: 'r1', moved: 1, b: { c: 2, d: 3 }, copied: { c: 2 }, list: [2, 3], last_modified: expect.any(Number) });
+    expect(res.json.data).toEqual({
+      id: 'r1',
+      moved: 1,
+      b: { c: 2, d: 3 },
+      copied: { c: 2 },
+      list: [2, 3],
+      last_modified: expect.any(Number),
+    });
   });
 
   it('removes a principal with remove on /permissions/<perm>/<principal>', async () => {
     const bobId = await userId(bob);
     const { path } = await seed({ a: 1 }, { read: [bobId, 'basicauth:other'] });
-    const res = await patch(path, { auth: alice, contentType: JSON_PATCH, body: [{ op: 'remove', path: `/permissions/read/${bobId}` }] });
+    const res = await patch(path, {
+      auth: alice,
+      contentType: JSON_PATCH,
+      body: [{ op: 'remove', path: `/permissions/read/${bobId}` }],
+    });
     expect(res.status).toBe(200);
     expect(res.json.permissions.read).toEqual(['basicauth:other']);
   });
 
   it('answers 400 "JSON Patch operation failed" when an operation fails', async () => {
     const { path } = await seed({ a: 1 });
-    for (const ops of [[{ op: 'test', path: '/data/a', value: 2 }], [{ op: 'remove', path: '/data/missing' }], [{ op: 'replace', path: '/data/x/y', value: 1 }]]) {
+    for (const ops of [
+      [{ op: 'test', path: '/data/a', value: 2 }],
+      [{ op: 'remove', path: '/data/missing' }],
+      [{ op: 'replace', path: '/data/x/y', value: 1 }],
+    ]) {
       const res = await patch(path, { auth: alice, contentType: JSON_PATCH, body: ops });
       const body = expectValidationError(res, { location: 'body' });
       expect(body.message).toContain('JSON Patch operation failed');
@@ -187,7 +230,11 @@ describe('§4.5 Response-Behavior (PATCH)', () => {
 
   it('light returns only the patched fields whose value changed', async () => {
     const { path } = await seed({ a: 1, b: 2, c: 3 });
-    const res = await patch(path, { auth: alice, body: { data: { a: 10, b: 2 } }, headers: { 'Response-Behavior': 'light' } });
+    const res = await patch(path, {
+      auth: alice,
+      body: { data: { a: 10, b: 2 } },
+      headers: { 'Response-Behavior': 'light' },
+    });
     expect(res.status).toBe(200);
     expect(res.json.data).toEqual({ a: 10 });
     // The write is committed.
@@ -212,7 +259,11 @@ describe('§4.5 Response-Behavior (PATCH)', () => {
 
   it('answers 400 errno 107 to any other value', async () => {
     const { path } = await seed({ a: 1 });
-    const res = await patch(path, { auth: alice, body: { data: { a: 2 } }, headers: { 'Response-Behavior': 'verbose' } });
+    const res = await patch(path, {
+      auth: alice,
+      body: { data: { a: 2 } },
+      headers: { 'Response-Behavior': 'verbose' },
+    });
     expectValidationError(res, { location: 'header' });
     expect((await get(path, { auth: alice })).json.data.a).toBe(1);
   });

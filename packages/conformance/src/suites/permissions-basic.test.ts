@@ -38,7 +38,12 @@ describe('§9.2 denial: 401 for anonymous, 403 for authenticated', () => {
     for (const path of [`/buckets/${fx.bucket}`, fx.path, fx.records, fx.record(rec.id)]) {
       const res = await get(path, { auth: bob });
       expect(res.status, path).toBe(403);
-      expect(res.json).toEqual({ code: 403, errno: 121, error: 'Forbidden', message: 'This user cannot access this resource.' });
+      expect(res.json).toEqual({
+        code: 403,
+        errno: 121,
+        error: 'Forbidden',
+        message: 'This user cannot access this resource.',
+      });
     }
   });
 
@@ -46,7 +51,12 @@ describe('§9.2 denial: 401 for anonymous, 403 for authenticated', () => {
     const bucket = await createBucket(alice);
     const res = await get(`/buckets/${bucket}`);
     expect(res.status).toBe(401);
-    expect(res.json).toEqual({ code: 401, errno: 104, error: 'Unauthorized', message: 'Please authenticate yourself to use this endpoint.' });
+    expect(res.json).toEqual({
+      code: 401,
+      errno: 104,
+      error: 'Unauthorized',
+      message: 'Please authenticate yourself to use this endpoint.',
+    });
     expect(res.headers.get('www-authenticate') ?? '').toMatch(/Basic realm=/);
   });
 
@@ -103,7 +113,9 @@ describe('§4.6 sharing through the permissions of a body', () => {
   });
 
   it('system.Authenticated grants every authenticated user but not anonymous callers', async () => {
-    const fx = await createCollectionFixture(alice, { collection: { permissions: { read: ['system.Authenticated'] } } });
+    const fx = await createCollectionFixture(alice, {
+      collection: { permissions: { read: ['system.Authenticated'] } },
+    });
     expect((await get(fx.records, { auth: createUser() })).status).toBe(200);
     expectApiError(await get(fx.records), 401, 104);
   });
@@ -169,7 +181,9 @@ describe('§9.2 create permissions and listing restrictions', () => {
     expect(list.json.data).toEqual([]);
     const created = await put(`/buckets/${bucket}/collections/carols`, { auth: carol });
     expect(created.status).toBe(201);
-    expect((await get<ListBody>(`/buckets/${bucket}/collections`, { auth: carol })).json.data.map((c) => c.id)).toEqual(['carols']);
+    expect((await get<ListBody>(`/buckets/${bucket}/collections`, { auth: carol })).json.data.map((c) => c.id)).toEqual(
+      ['carols'],
+    );
     // Parent attributes are readable when creating children is allowed (1.11).
     expect((await get(`/buckets/${bucket}`, { auth: carol })).status).toBe(200);
     expectApiError(await put(`/buckets/${bucket}/collections/alices`, { auth: carol, body: { data: {} } }), 403, 121);
@@ -186,7 +200,9 @@ describe('§9.2 create permissions and listing restrictions', () => {
   it('a bucket reader can read every child; a bucket writer can write every child', async () => {
     const reader = createUser('reader');
     const writer = createUser('writer');
-    const fx = await createCollectionFixture(alice, { bucket: { permissions: { read: [await userId(reader)], write: [await userId(writer)] } } });
+    const fx = await createCollectionFixture(alice, {
+      bucket: { permissions: { read: [await userId(reader)], write: [await userId(writer)] } },
+    });
     const rec = await createRecord(alice, fx.bucket, fx.collection, { a: 1 });
     expect((await get(fx.record(rec.id), { auth: reader })).status).toBe(200);
     expectApiError(await put(fx.record(rec.id), { auth: reader, body: { data: {} } }), 403, 121);

@@ -11,7 +11,11 @@ import { expectValidationError } from '../harness/matchers.js';
 import { alice, bob, createUser, userId } from '../harness/users.js';
 
 const info = await serverInfo();
-const applies = applicable(info.hasCapability('permissions_endpoint'), 'GET /permissions (§9.3)', 'capability permissions_endpoint not offered');
+const applies = applicable(
+  info.hasCapability('permissions_endpoint'),
+  'GET /permissions (§9.3)',
+  'capability permissions_endpoint not offered',
+);
 
 interface Entry {
   uri: string;
@@ -34,7 +38,9 @@ describe.runIf(applies)('§9.3 GET /permissions', () => {
   beforeAll(async () => {
     bucket = await createBucket(alice);
     group = await createGroup(alice, bucket, { data: { members: [await userId(carol)] } });
-    collection = await createCollection(alice, bucket, { permissions: { read: [await userId(bob)], 'record:create': [`/buckets/${bucket}/groups/${group}`] } });
+    collection = await createCollection(alice, bucket, {
+      permissions: { read: [await userId(bob)], 'record:create': [`/buckets/${bucket}/groups/${group}`] },
+    });
     recordId = (await createRecord(alice, bucket, collection, {}, { write: [await userId(bob)] })).id;
   });
 
@@ -51,7 +57,12 @@ describe.runIf(applies)('§9.3 GET /permissions', () => {
     // write implies the others on the same object (§9.3).
     expect(b?.permissions).toEqual(expect.arrayContaining(['write', 'read', 'collection:create', 'group:create']));
     const c = byUri.get(`/buckets/${bucket}/collections/${collection}`);
-    expect(c).toMatchObject({ resource_name: 'collection', id: collection, bucket_id: bucket, collection_id: collection });
+    expect(c).toMatchObject({
+      resource_name: 'collection',
+      id: collection,
+      bucket_id: bucket,
+      collection_id: collection,
+    });
     expect(c?.permissions).toEqual(expect.arrayContaining(['write', 'read', 'record:create']));
     const g = byUri.get(`/buckets/${bucket}/groups/${group}`);
     expect(g).toMatchObject({ resource_name: 'group', id: group, group_id: group });
@@ -74,7 +85,10 @@ describe.runIf(applies)('§9.3 GET /permissions', () => {
   it('counts group principals: a member sees what the group was granted', async () => {
     const entries = (await entriesOf(carol)).filter((e) => e.bucket_id === bucket);
     expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ uri: `/buckets/${bucket}/collections/${collection}`, resource_name: 'collection' });
+    expect(entries[0]).toMatchObject({
+      uri: `/buckets/${bucket}/collections/${collection}`,
+      resource_name: 'collection',
+    });
     expect(entries[0]?.permissions).toContain('record:create');
     expect(entries[0]?.permissions).not.toContain('write');
   });

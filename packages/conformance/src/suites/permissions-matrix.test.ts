@@ -62,7 +62,13 @@ function call(actor: Actor, method: string, path: string, body?: unknown): Promi
 
 /** The global principal is checked only when the run knows such an identity. */
 const CHECKED: Actor[] = ['owner', 'other', 'anonymous', 'member'];
-if (applicable(reader !== null, 'globally granted principal', 'no globally granted identity given: --bucket-reader name:password, an identity listed in bucket_read_principals (QUIRE_CONFORMANCE_BUCKET_READER)')) {
+if (
+  applicable(
+    reader !== null,
+    'globally granted principal',
+    'no globally granted identity given: --bucket-reader name:password, an identity listed in bucket_read_principals (QUIRE_CONFORMANCE_BUCKET_READER)',
+  )
+) {
   CHECKED.push('global');
 }
 
@@ -78,8 +84,18 @@ interface Row {
 
 // Reads: GET/HEAD need read, inherited down the tree; denial is 401 anonymous / 403 otherwise.
 const READS: Row[] = [
-  { what: 'read the bucket', method: 'GET', path: (p) => p.bucket, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 200 } },
-  { what: 'read the group', method: 'GET', path: (p) => p.group, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 200 } },
+  {
+    what: 'read the bucket',
+    method: 'GET',
+    path: (p) => p.bucket,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 200 },
+  },
+  {
+    what: 'read the group',
+    method: 'GET',
+    path: (p) => p.group,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 200 },
+  },
   {
     what: 'list the groups',
     method: 'GET',
@@ -94,7 +110,12 @@ const READS: Row[] = [
     expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 },
     visible: ({ C }) => ({ owner: [C], member: [C], global: [C] }),
   },
-  { what: 'read the collection', method: 'GET', path: (p) => p.collection, expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 } },
+  {
+    what: 'read the collection',
+    method: 'GET',
+    path: (p) => p.collection,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 },
+  },
   {
     what: 'list the records',
     method: 'GET',
@@ -102,23 +123,96 @@ const READS: Row[] = [
     expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 },
     visible: ({ R, S }) => ({ owner: [R, S], member: [R, S], global: [R, S] }),
   },
-  { what: 'count the records (HEAD)', method: 'HEAD', path: (p) => p.records, expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 } },
-  { what: 'read a record', method: 'GET', path: (p) => p.record, expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 } },
+  {
+    what: 'count the records (HEAD)',
+    method: 'HEAD',
+    path: (p) => p.records,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 },
+  },
+  {
+    what: 'read a record',
+    method: 'GET',
+    path: (p) => p.record,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 200 },
+  },
 ];
 
 // Writes that the owner may do; run for every actor but the owner so the layout stays intact.
 const WRITES: Row[] = [
-  { what: 'modify the bucket', method: 'PATCH', path: (p) => p.bucket, body: { data: { x: 1 } }, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'modify the group', method: 'PATCH', path: (p) => p.group, body: { data: { x: 1 } }, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'create a group', method: 'POST', path: (p) => p.groups, body: { data: { members: [] } }, expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'create a collection', method: 'POST', path: (p) => p.collections, body: { data: {} }, expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'modify the collection', method: 'PATCH', path: (p) => p.collection, body: { data: { x: 1 } }, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'create a record', method: 'POST', path: (p) => p.records, body: { data: { x: 1 } }, expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'modify the private record', method: 'PATCH', path: (p) => p.record, body: { data: { x: 1 } }, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'modify the record shared with the group', method: 'PATCH', path: (p) => p.shared, body: { data: { x: 1 } }, expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 403 } },
-  { what: 'delete the private record', method: 'DELETE', path: (p) => p.record, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'delete the collection', method: 'DELETE', path: (p) => p.collection, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
-  { what: 'delete the bucket', method: 'DELETE', path: (p) => p.bucket, expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 } },
+  {
+    what: 'modify the bucket',
+    method: 'PATCH',
+    path: (p) => p.bucket,
+    body: { data: { x: 1 } },
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'modify the group',
+    method: 'PATCH',
+    path: (p) => p.group,
+    body: { data: { x: 1 } },
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'create a group',
+    method: 'POST',
+    path: (p) => p.groups,
+    body: { data: { members: [] } },
+    expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'create a collection',
+    method: 'POST',
+    path: (p) => p.collections,
+    body: { data: {} },
+    expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'modify the collection',
+    method: 'PATCH',
+    path: (p) => p.collection,
+    body: { data: { x: 1 } },
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'create a record',
+    method: 'POST',
+    path: (p) => p.records,
+    body: { data: { x: 1 } },
+    expected: { owner: 201, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'modify the private record',
+    method: 'PATCH',
+    path: (p) => p.record,
+    body: { data: { x: 1 } },
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'modify the record shared with the group',
+    method: 'PATCH',
+    path: (p) => p.shared,
+    body: { data: { x: 1 } },
+    expected: { owner: 200, other: 403, anonymous: 401, member: 200, global: 403 },
+  },
+  {
+    what: 'delete the private record',
+    method: 'DELETE',
+    path: (p) => p.record,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'delete the collection',
+    method: 'DELETE',
+    path: (p) => p.collection,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
+  {
+    what: 'delete the bucket',
+    method: 'DELETE',
+    path: (p) => p.bucket,
+    expected: { owner: 200, other: 403, anonymous: 401, member: 403, global: 403 },
+  },
 ];
 
 describe('§9.2 permission matrix: reads', () => {
@@ -207,7 +301,11 @@ describe('Sharing and revoking take effect at once (§4.6, §9.1)', () => {
     expect((await request('POST', `${path}/records`, { auth: bob, body: { data: {} } })).status).toBe(403);
 
     // merge-patch null removes the permission (§4.4).
-    const revoke = await request('PATCH', path, { auth: alice, contentType: 'application/merge-patch+json', body: { permissions: { read: null } } });
+    const revoke = await request('PATCH', path, {
+      auth: alice,
+      contentType: 'application/merge-patch+json',
+      body: { permissions: { read: null } },
+    });
     expect(revoke.status).toBe(200);
     expect(revoke.json.permissions.read).toBeUndefined();
     expect((await request('GET', `${path}/records`, { auth: bob })).status).toBe(403);
@@ -221,21 +319,31 @@ describe('Sharing and revoking take effect at once (§4.6, §9.1)', () => {
     const records = `/buckets/${bucket}/collections/${collection}/records`;
     expect((await request('POST', records, { auth: bob, body: { data: {} } })).status).toBe(403);
 
-    const join = await request('PATCH', `/buckets/${bucket}/groups/${group}`, { auth: alice, body: { data: { members: [await userId(bob)] } } });
+    const join = await request('PATCH', `/buckets/${bucket}/groups/${group}`, {
+      auth: alice,
+      body: { data: { members: [await userId(bob)] } },
+    });
     expect(join.status).toBe(200);
     const root = await request<AuthenticatedRootBody>('GET', '/', { auth: bob });
     expect(root.json.user.principals).toContain(groupUri);
     expect((await request('POST', records, { auth: bob, body: { data: { by: 'bob' } } })).status).toBe(201);
 
-    expect((await request('PATCH', `/buckets/${bucket}/groups/${group}`, { auth: alice, body: { data: { members: [] } } })).status).toBe(200);
-    expect((await request<AuthenticatedRootBody>('GET', '/', { auth: bob })).json.user.principals).not.toContain(groupUri);
+    expect(
+      (await request('PATCH', `/buckets/${bucket}/groups/${group}`, { auth: alice, body: { data: { members: [] } } }))
+        .status,
+    ).toBe(200);
+    expect((await request<AuthenticatedRootBody>('GET', '/', { auth: bob })).json.user.principals).not.toContain(
+      groupUri,
+    );
     expect((await request('POST', records, { auth: bob, body: { data: {} } })).status).toBe(403);
   });
 
   it('deleting the group revokes what it granted', async () => {
     const bucket = await createBucket(alice);
     const group = await createGroup(alice, bucket, { data: { members: [await userId(bob)] } });
-    const collection = await createCollection(alice, bucket, { permissions: { read: [`/buckets/${bucket}/groups/${group}`] } });
+    const collection = await createCollection(alice, bucket, {
+      permissions: { read: [`/buckets/${bucket}/groups/${group}`] },
+    });
     const path = `/buckets/${bucket}/collections/${collection}`;
     expect((await request('GET', path, { auth: bob })).status).toBe(200);
     expect((await request('DELETE', `/buckets/${bucket}/groups/${group}`, { auth: alice })).status).toBe(200);
@@ -245,7 +353,9 @@ describe('Sharing and revoking take effect at once (§4.6, §9.1)', () => {
   it('system.Authenticated as a group member shares with every authenticated user', async () => {
     const bucket = await createBucket(alice);
     const group = await createGroup(alice, bucket, { data: { members: ['system.Authenticated'] } });
-    const collection = await createCollection(alice, bucket, { permissions: { read: [`/buckets/${bucket}/groups/${group}`] } });
+    const collection = await createCollection(alice, bucket, {
+      permissions: { read: [`/buckets/${bucket}/groups/${group}`] },
+    });
     const path = `/buckets/${bucket}/collections/${collection}`;
     expect((await request('GET', path, { auth: createUser() })).status).toBe(200);
     expect((await request('GET', path)).status).toBe(401);

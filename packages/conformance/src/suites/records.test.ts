@@ -6,7 +6,14 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorBody, ListBody } from '../harness/bodies.js';
 import { createBucket, createCollectionFixture, createRecord, createRecords, randomId } from '../harness/fixtures.js';
 import { del, get, head, post, put, request } from '../harness/http.js';
-import { UUID4, expectApiError, expectETag, expectLastModified, expectTombstone, expectValidationError } from '../harness/matchers.js';
+import {
+  UUID4,
+  expectApiError,
+  expectETag,
+  expectLastModified,
+  expectTombstone,
+  expectValidationError,
+} from '../harness/matchers.js';
 import { alice, bob, userId } from '../harness/users.js';
 
 describe('§2 POST records', () => {
@@ -14,7 +21,12 @@ describe('§2 POST records', () => {
     const fx = await createCollectionFixture(alice);
     const res = await post(fx.records, { auth: alice, body: { data: { title: 'First', n: 1 } } });
     expect(res.status).toBe(201);
-    expect(res.json.data).toEqual({ title: 'First', n: 1, id: expect.stringMatching(UUID4), last_modified: expect.any(Number) });
+    expect(res.json.data).toEqual({
+      title: 'First',
+      n: 1,
+      id: expect.stringMatching(UUID4),
+      last_modified: expect.any(Number),
+    });
     expect(res.json.permissions).toEqual({ write: [await userId(alice)] });
     expect(expectETag(res)).toBe(res.json.data.last_modified);
     expectLastModified(res, res.json.data.last_modified);
@@ -45,7 +57,12 @@ describe('§2 POST records', () => {
 
   it('refuses an invalid or non-string posted id with 400', async () => {
     const fx = await createCollectionFixture(alice);
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { id: 'Bad Id!' } } }), {}, 400, 'path: Invalid object id');
+    expectValidationError(
+      await post(fx.records, { auth: alice, body: { data: { id: 'Bad Id!' } } }),
+      {},
+      400,
+      'path: Invalid object id',
+    );
     expect((await post(fx.records, { auth: alice, body: { data: { id: 42 } } })).status).toBe(400);
   });
 
@@ -53,14 +70,22 @@ describe('§2 POST records', () => {
     const bucket = await createBucket(alice);
     const res = await post(`/buckets/${bucket}/collections/nope/records`, { auth: alice, body: { data: {} } });
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ code: 404, errno: 111, error: 'Not Found', details: { id: 'nope', resource_name: 'collection' } });
+    expect(res.json).toEqual({
+      code: 404,
+      errno: 111,
+      error: 'Not Found',
+      details: { id: 'nope', resource_name: 'collection' },
+    });
   });
 });
 
 describe('§2/§4.3 PUT records', () => {
   it('creates with 201 (wire example "PUT record with explicit id")', async () => {
     const fx = await createCollectionFixture(alice);
-    const res = await put(fx.record('article-3'), { auth: alice, body: { data: { id: 'article-3', title: 'Third', n: 3 } } });
+    const res = await put(fx.record('article-3'), {
+      auth: alice,
+      body: { data: { id: 'article-3', title: 'Third', n: 3 } },
+    });
     expect(res.status).toBe(201);
     expect(res.json.data).toEqual({ id: 'article-3', title: 'Third', n: 3, last_modified: expect.any(Number) });
     expect(res.json.permissions.write).toEqual([await userId(alice)]);
@@ -126,7 +151,12 @@ describe('§4.2 record ids', () => {
     const fx = await createCollectionFixture(alice);
     for (const id of ['_abc', '-abc', 'a.b', 'a@b', 'a b', 'é', 'a+b', 'a~b']) {
       const res = await put(fx.record(id), { auth: alice, body: { data: {} } });
-      const body = expectValidationError(res, { location: 'path', name: null, description: 'Invalid object id' }, 400, 'path: Invalid object id');
+      const body = expectValidationError(
+        res,
+        { location: 'path', name: null, description: 'Invalid object id' },
+        400,
+        'path: Invalid object id',
+      );
       expect(body.details).toHaveLength(1);
     }
   });
@@ -134,7 +164,10 @@ describe('§4.2 record ids', () => {
   it('refuses an invalid id on GET, PATCH and DELETE too', async () => {
     const fx = await createCollectionFixture(alice);
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await request(method, fx.record('a.b'), { auth: alice, ...(method === 'PATCH' ? { body: { data: { a: 1 } } } : {}) });
+      const res = await request(method, fx.record('a.b'), {
+        auth: alice,
+        ...(method === 'PATCH' ? { body: { data: { a: 1 } } } : {}),
+      });
       expectValidationError(res, { location: 'path' }, 400, 'path: Invalid object id');
     }
   });
@@ -165,7 +198,12 @@ describe('§0/§1.3 body validation', () => {
 
   it('answers 400 when permissions is malformed or names an unknown permission', async () => {
     const fx = await createCollectionFixture(alice);
-    for (const permissions of [{ read: 'system.Everyone' }, { 'record:create': ['system.Everyone'] }, { frobnicate: [] }, 'read']) {
+    for (const permissions of [
+      { read: 'system.Everyone' },
+      { 'record:create': ['system.Everyone'] },
+      { frobnicate: [] },
+      'read',
+    ]) {
       const res = await post(fx.records, { auth: alice, body: { data: {}, permissions } });
       expectValidationError(res, { location: 'body' });
     }
@@ -173,7 +211,11 @@ describe('§0/§1.3 body validation', () => {
 
   it('answers 400 errno 107 "Invalid JSON…" for malformed JSON (wire example)', async () => {
     const fx = await createCollectionFixture(alice);
-    const res = await post(fx.records, { auth: alice, rawBody: '{"data": {"title": ', contentType: 'application/json' });
+    const res = await post(fx.records, {
+      auth: alice,
+      rawBody: '{"data": {"title": ',
+      contentType: 'application/json',
+    });
     const body = expectValidationError(res, { location: 'body' });
     expect(body.details[0]!.description).toMatch(/^Invalid JSON/);
     expect(body.message).toMatch(/^Invalid JSON/);
@@ -204,15 +246,28 @@ describe('§2 GET a record and 404 shapes', () => {
     const fx = await createCollectionFixture(alice);
     const res = await get(fx.record('does-not-exist'), { auth: alice });
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ code: 404, errno: 110, error: 'Not Found', details: { id: 'does-not-exist', resource_name: 'record' } });
+    expect(res.json).toEqual({
+      code: 404,
+      errno: 110,
+      error: 'Not Found',
+      details: { id: 'does-not-exist', resource_name: 'record' },
+    });
   });
 
   it('answers 404 errno 111 when the parent collection is missing in an existing bucket (wire example)', async () => {
     const bucket = await createBucket(alice);
-    for (const path of [`/buckets/${bucket}/collections/nope/records`, `/buckets/${bucket}/collections/nope/records/r1`]) {
+    for (const path of [
+      `/buckets/${bucket}/collections/nope/records`,
+      `/buckets/${bucket}/collections/nope/records/r1`,
+    ]) {
       const res = await get(path, { auth: alice });
       expect(res.status, path).toBe(404);
-      expect(res.json).toEqual({ code: 404, errno: 111, error: 'Not Found', details: { id: 'nope', resource_name: 'collection' } });
+      expect(res.json).toEqual({
+        code: 404,
+        errno: 111,
+        error: 'Not Found',
+        details: { id: 'nope', resource_name: 'collection' },
+      });
     }
   });
 

@@ -62,21 +62,30 @@ describe('§11.1 GET /v1/ (hello)', () => {
     }
   });
 
-  it.runIf(applicable(info.hasCapability('openid'), 'openid capability fields', 'capability openid not offered'))('describes each openid provider with auth_path, client_id, header_type, issuer, name, userinfo_endpoint (interface spec "Authentication")', async () => {
-    const res = await get<RootBody>('/');
-    const providers = res.json.capabilities.openid!.providers;
-    expect(Array.isArray(providers)).toBe(true);
-    for (const p of providers as Record<string, unknown>[]) {
-      for (const field of ['auth_path', 'client_id', 'header_type', 'issuer', 'name', 'userinfo_endpoint']) expect(p[field], `${String(p.name)}.${field}`).toBeTypeOf('string');
-    }
-  });
+  it.runIf(applicable(info.hasCapability('openid'), 'openid capability fields', 'capability openid not offered'))(
+    'describes each openid provider with auth_path, client_id, header_type, issuer, name, userinfo_endpoint (interface spec "Authentication")',
+    async () => {
+      const res = await get<RootBody>('/');
+      const providers = res.json.capabilities.openid!.providers;
+      expect(Array.isArray(providers)).toBe(true);
+      for (const p of providers as Record<string, unknown>[]) {
+        for (const field of ['auth_path', 'client_id', 'header_type', 'issuer', 'name', 'userinfo_endpoint'])
+          expect(p[field], `${String(p.name)}.${field}`).toBeTypeOf('string');
+      }
+    },
+  );
 
-  it.runIf(applicable(info.hasCapability('basicauth'), 'basicauth capability label', 'capability basicauth not offered'))('labels the basicauth method as not for production use (interface spec "Authentication" 9)', () => {
+  it.runIf(
+    applicable(info.hasCapability('basicauth'), 'basicauth capability label', 'capability basicauth not offered'),
+  )('labels the basicauth method as not for production use (interface spec "Authentication" 9)', () => {
     expect(String(info.capabilities.basicauth?.description)).toMatch(/not for production/i);
   });
 
   it('offers identities to the suite: the basicauth capability, or credentials were given, or accounts created', () => {
-    expect(info.hasCapability('basicauth') || usesGivenCredentials() || usesCreatedAccounts(), 'no basicauth capability, no --user credentials, no --create-accounts').toBe(true);
+    expect(
+      info.hasCapability('basicauth') || usesGivenCredentials() || usesCreatedAccounts(),
+      'no basicauth capability, no --user credentials, no --create-accounts',
+    ).toBe(true);
   });
 
   it('has no user field for an anonymous caller', async () => {
@@ -96,22 +105,30 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(user.principals).toEqual(expect.arrayContaining([user.id, 'system.Everyone', 'system.Authenticated']));
   });
 
-  it.runIf(applicable(info.hasCapability('default_bucket'), 'user.bucket', 'capability default_bucket not offered'))('shows user.bucket (UUID-shaped) with the default_bucket plugin', async () => {
-    const res = await get<AuthenticatedRootBody>('/', { auth: alice });
-    expect(res.json.user.bucket).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-  });
+  it.runIf(applicable(info.hasCapability('default_bucket'), 'user.bucket', 'capability default_bucket not offered'))(
+    'shows user.bucket (UUID-shaped) with the default_bucket plugin',
+    async () => {
+      const res = await get<AuthenticatedRootBody>('/', { auth: alice });
+      expect(res.json.user.bucket).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    },
+  );
 
-  it.runIf(applicable(info.hasCapability('basicauth'), 'basicauth user ids', 'capability basicauth not offered'))('derives a stable id from the same user:password pair and distinct ids from distinct pairs', async () => {
-    const a1 = await get<AuthenticatedRootBody>('/', { auth: alice });
-    const a2 = await get<AuthenticatedRootBody>('/', { auth: basic(alice.name, alice.password) });
-    const b = await get<AuthenticatedRootBody>('/', { auth: bob });
-    const samePasswordOtherUser = await get<AuthenticatedRootBody>('/', { auth: basic(createUser().name, alice.password) });
-    const otherPassword = await get<AuthenticatedRootBody>('/', { auth: basic(alice.name, `${alice.password}x`) });
-    expect(a1.json.user.id).toBe(a2.json.user.id);
-    expect(b.json.user.id).not.toBe(a1.json.user.id);
-    expect(samePasswordOtherUser.json.user.id).not.toBe(a1.json.user.id);
-    expect(otherPassword.json.user.id).not.toBe(a1.json.user.id);
-  });
+  it.runIf(applicable(info.hasCapability('basicauth'), 'basicauth user ids', 'capability basicauth not offered'))(
+    'derives a stable id from the same user:password pair and distinct ids from distinct pairs',
+    async () => {
+      const a1 = await get<AuthenticatedRootBody>('/', { auth: alice });
+      const a2 = await get<AuthenticatedRootBody>('/', { auth: basic(alice.name, alice.password) });
+      const b = await get<AuthenticatedRootBody>('/', { auth: bob });
+      const samePasswordOtherUser = await get<AuthenticatedRootBody>('/', {
+        auth: basic(createUser().name, alice.password),
+      });
+      const otherPassword = await get<AuthenticatedRootBody>('/', { auth: basic(alice.name, `${alice.password}x`) });
+      expect(a1.json.user.id).toBe(a2.json.user.id);
+      expect(b.json.user.id).not.toBe(a1.json.user.id);
+      expect(samePasswordOtherUser.json.user.id).not.toBe(a1.json.user.id);
+      expect(otherPassword.json.user.id).not.toBe(a1.json.user.id);
+    },
+  );
 
   it('treats an empty Basic user name as anonymous (§9.1)', async () => {
     const res = await get<RootBody>('/', { auth: basic('', 'secret') });
@@ -120,7 +137,12 @@ describe('§11.1 GET /v1/ (hello)', () => {
   });
 
   it('treats an unparsable Authorization header as anonymous, not as an error (§9.1)', async () => {
-    for (const auth of ['Basic !!!not-base64!!!', 'Basic', 'Bogus abc', `Basic ${Buffer.from('no-colon').toString('base64')}`]) {
+    for (const auth of [
+      'Basic !!!not-base64!!!',
+      'Basic',
+      'Bogus abc',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+    ]) {
       const res = await get<RootBody>('/', { auth });
       expect(res.status, auth).toBe(200);
       expect('user' in res.json, auth).toBe(false);

@@ -12,7 +12,11 @@ import { expectValidationError } from '../harness/matchers.js';
 import { alice } from '../harness/users.js';
 
 const info = await serverInfo();
-const enabled = applicable(info.hasCapability('schema'), '§4.1 JSON schemas', 'schema validation disabled: no capability "schema"');
+const enabled = applicable(
+  info.hasCapability('schema'),
+  '§4.1 JSON schemas',
+  'schema validation disabled: no capability "schema"',
+);
 
 const ARTICLE = {
   type: 'object',
@@ -58,17 +62,30 @@ describe.runIf(enabled)('§4.1 record validation against the collection schema',
     const schema = { type: 'object', properties: { age: { type: 'integer', minimum: 0 } } };
     const fx = await createCollectionFixture(alice, { collection: { data: { schema } } });
     const res = await post(fx.records, { auth: alice, body: { data: { age: -1 } } });
-    expectValidationError(res, { location: 'body', name: 'age', description: '-1 is less than the minimum of 0' }, 400, 'age in body: -1 is less than the minimum of 0');
+    expectValidationError(
+      res,
+      { location: 'body', name: 'age', description: '-1 is less than the minimum of 0' },
+      400,
+      'age in body: -1 is less than the minimum of 0',
+    );
   });
 
   it('names a missing required field', async () => {
     const fx = await createCollectionFixture(alice, { collection: { data: { schema: ARTICLE } } });
     const res = await post(fx.records, { auth: alice, body: { data: { n: 1 } } });
-    expectValidationError(res, { location: 'body', name: 'title', description: "'title' is a required property" }, 400, "'title' is a required property");
+    expectValidationError(
+      res,
+      { location: 'body', name: 'title', description: "'title' is a required property" },
+      400,
+      "'title' is a required property",
+    );
   });
 
   it('names the field of a nested failure after its last path step', async () => {
-    const schema = { type: 'object', properties: { author: { type: 'object', properties: { name: { type: 'string' } } } } };
+    const schema = {
+      type: 'object',
+      properties: { author: { type: 'object', properties: { name: { type: 'string' } } } },
+    };
     const fx = await createCollectionFixture(alice, { collection: { data: { schema } } });
     const res = await post(fx.records, { auth: alice, body: { data: { author: { name: 3 } } } });
     expectValidationError(res, { location: 'body', name: 'name', description: "3 is not of type 'string'" });
@@ -77,10 +94,20 @@ describe.runIf(enabled)('§4.1 record validation against the collection schema',
   it('validates PUT and the full result of PATCH, and leaves the stored record unchanged on failure', async () => {
     const fx = await createCollectionFixture(alice, { collection: { data: { schema: ARTICLE } } });
     expect((await put(fx.record('r1'), { auth: alice, body: { data: { title: 'ok', n: 1 } } })).status).toBe(201);
-    expectValidationError(await put(fx.record('r1'), { auth: alice, body: { data: { n: 2 } } }), { location: 'body', name: 'title' });
-    expectValidationError(await patch(fx.record('r1'), { auth: alice, body: { data: { n: 'x' } } }), { location: 'body', name: 'n' });
+    expectValidationError(await put(fx.record('r1'), { auth: alice, body: { data: { n: 2 } } }), {
+      location: 'body',
+      name: 'title',
+    });
+    expectValidationError(await patch(fx.record('r1'), { auth: alice, body: { data: { n: 'x' } } }), {
+      location: 'body',
+      name: 'n',
+    });
     expectValidationError(
-      await patch(fx.record('r1'), { auth: alice, body: { data: { title: null } }, headers: { 'Content-Type': 'application/merge-patch+json' } }),
+      await patch(fx.record('r1'), {
+        auth: alice,
+        body: { data: { title: null } },
+        headers: { 'Content-Type': 'application/merge-patch+json' },
+      }),
       { location: 'body', name: 'title' },
     );
     const stored = await get(fx.record('r1'), { auth: alice });
@@ -96,15 +123,23 @@ describe.runIf(enabled)('§4.1 record validation against the collection schema',
       additionalProperties: false,
     };
     const fx = await createCollectionFixture(alice, { collection: { data: { schema: strict } } });
-    const created = await put(fx.record('r1'), { auth: alice, body: { data: { title: 'ok', last_modified: 1234567890123 } } });
+    const created = await put(fx.record('r1'), {
+      auth: alice,
+      body: { data: { title: 'ok', last_modified: 1234567890123 } },
+    });
     expect(created.status).toBe(201);
     // The stored record carries id, last_modified and schema: a PATCH sends it all back.
     expect((await patch(fx.record('r1'), { auth: alice, body: { data: { title: 'again' } } })).status).toBe(200);
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { title: 'ok', extra: 1 } } }), { location: 'body' });
+    expectValidationError(await post(fx.records, { auth: alice, body: { data: { title: 'ok', extra: 1 } } }), {
+      location: 'body',
+    });
 
     const withId = { type: 'object', properties: { id: { type: 'string', pattern: '^rec-' } } };
     const fy = await createCollectionFixture(alice, { collection: { data: { schema: withId } } });
-    expectValidationError(await put(fy.record('abc'), { auth: alice, body: { data: {} } }), { location: 'body', name: 'id' });
+    expectValidationError(await put(fy.record('abc'), { auth: alice, body: { data: {} } }), {
+      location: 'body',
+      name: 'id',
+    });
     expect((await put(fy.record('rec-1'), { auth: alice, body: { data: {} } })).status).toBe(201);
   });
 
@@ -123,7 +158,10 @@ describe.runIf(enabled)('§4.1 schema versions: the record `schema` field and mi
     const r1 = await post(fx.records, { auth: alice, body: { data: { title: 'one', schema: 42 } } });
     expect(r1.json.data.schema).toBe(v1);
 
-    const updated = await patch(fx.path, { auth: alice, body: { data: { schema: { ...ARTICLE, properties: { ...ARTICLE.properties, tag: { type: 'string' } } } } } });
+    const updated = await patch(fx.path, {
+      auth: alice,
+      body: { data: { schema: { ...ARTICLE, properties: { ...ARTICLE.properties, tag: { type: 'string' } } } } },
+    });
     const v2 = updated.json.data.last_modified;
     expect(v2).toBeGreaterThan(v1);
     const r2 = await post(fx.records, { auth: alice, body: { data: { title: 'two' } } });
@@ -140,7 +178,8 @@ describe.runIf(enabled)('§4.1 schema versions: the record `schema` field and mi
     const fx = await createCollectionFixture(alice);
     const before = await post(fx.records, { auth: alice, body: { data: { title: 'unchecked' } } });
     expect(before.json.data.schema).toBeUndefined();
-    const version = (await patch(fx.path, { auth: alice, body: { data: { schema: ARTICLE } } })).json.data.last_modified;
+    const version = (await patch(fx.path, { auth: alice, body: { data: { schema: ARTICLE } } })).json.data
+      .last_modified;
     const after = await post(fx.records, { auth: alice, body: { data: { title: 'checked' } } });
     const res = await get<ListBody>(`${fx.records}?min_schema=${version}`, { auth: alice });
     expect(res.json.data.map((record) => record.id).sort()).toEqual([before.json.data.id, after.json.data.id].sort());
@@ -159,13 +198,22 @@ describe.runIf(enabled)('§4.1 schema versions: the record `schema` field and mi
 describe.runIf(enabled)('§4.1 invalid schemas', () => {
   it('answers the wire example body for a schema that is not a Draft-7 schema', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/collections/badschema`, { auth: alice, body: { data: { schema: { type: 'nonsense' } } } });
+    const res = await put(`/buckets/${bucket}/collections/badschema`, {
+      auth: alice,
+      body: { data: { schema: { type: 'nonsense' } } },
+    });
     expect(res.json).toEqual({
       code: 400,
       errno: 107,
       error: 'Invalid parameters',
       message: "data.schema in body: type'nonsense' is not valid under any of the given schemas",
-      details: [{ location: 'body', name: 'data.schema', description: "type'nonsense' is not valid under any of the given schemas" }],
+      details: [
+        {
+          location: 'body',
+          name: 'data.schema',
+          description: "type'nonsense' is not valid under any of the given schemas",
+        },
+      ],
     });
     expect((await get(`/buckets/${bucket}/collections/badschema`, { auth: alice })).status).toBe(404);
   });
@@ -180,7 +228,10 @@ describe.runIf(enabled)('§4.1 invalid schemas', () => {
 
   it('refuses nested schema errors on data.schema', async () => {
     const bucket = await createBucket(alice);
-    const res = await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { schema: { properties: { a: { minLength: -1 } } } } } });
+    const res = await put(`/buckets/${bucket}/collections/c`, {
+      auth: alice,
+      body: { data: { schema: { properties: { a: { minLength: -1 } } } } },
+    });
     expectValidationError(res, { location: 'body', name: 'data.schema' });
   });
 
@@ -203,7 +254,10 @@ describe.runIf(enabled)('§4.1 bucket schemas for collections, groups and record
 
   it('validates records against the bucket `record:schema`, without adding a `schema` field', async () => {
     const fx = await createCollectionFixture(alice, { bucket: { data: { 'record:schema': titled } } });
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), { location: 'body', name: 'title' });
+    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), {
+      location: 'body',
+      name: 'title',
+    });
     const ok = await post(fx.records, { auth: alice, body: { data: { title: 'ok' } } });
     expect(ok.status).toBe(201);
     expect(ok.json.data.schema).toBeUndefined();
@@ -214,32 +268,59 @@ describe.runIf(enabled)('§4.1 bucket schemas for collections, groups and record
       bucket: { data: { 'record:schema': titled } },
       collection: { data: { schema: { type: 'object', properties: { n: { type: 'integer' } } } } },
     });
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { title: 'ok', n: 'x' } } }), { location: 'body', name: 'n' });
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), { location: 'body', name: 'title' });
+    expectValidationError(await post(fx.records, { auth: alice, body: { data: { title: 'ok', n: 'x' } } }), {
+      location: 'body',
+      name: 'n',
+    });
+    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), {
+      location: 'body',
+      name: 'title',
+    });
     expect((await post(fx.records, { auth: alice, body: { data: { title: 'ok', n: 1 } } })).status).toBe(201);
   });
 
   it('validates collections against the bucket `collection:schema`', async () => {
     const bucket = await createBucket(alice, { data: { 'collection:schema': titled } });
-    expectValidationError(await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: {} } }), { location: 'body', name: 'title' });
-    expect((await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { title: 'C' } } })).status).toBe(201);
-    expectValidationError(await patch(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { title: 3 } } }), { location: 'body', name: 'title' });
+    expectValidationError(await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: {} } }), {
+      location: 'body',
+      name: 'title',
+    });
+    expect(
+      (await put(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { title: 'C' } } })).status,
+    ).toBe(201);
+    expectValidationError(
+      await patch(`/buckets/${bucket}/collections/c`, { auth: alice, body: { data: { title: 3 } } }),
+      { location: 'body', name: 'title' },
+    );
   });
 
   it('validates groups against the bucket `group:schema`', async () => {
     const schema = { type: 'object', properties: { members: { type: 'array', maxItems: 1 } } };
     const bucket = await createBucket(alice, { data: { 'group:schema': schema } });
-    expectValidationError(await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: ['basicauth:a', 'basicauth:b'] } } }), {
-      location: 'body',
-      name: 'members',
-    });
-    expect((await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: ['basicauth:a'] } } })).status).toBe(201);
+    expectValidationError(
+      await put(`/buckets/${bucket}/groups/g`, {
+        auth: alice,
+        body: { data: { members: ['basicauth:a', 'basicauth:b'] } },
+      }),
+      {
+        location: 'body',
+        name: 'members',
+      },
+    );
+    expect(
+      (await put(`/buckets/${bucket}/groups/g`, { auth: alice, body: { data: { members: ['basicauth:a'] } } })).status,
+    ).toBe(201);
   });
 
   it('uses the bucket schema as it is now: a schema change applies to the next write', async () => {
     const fx = await createCollectionFixture(alice);
     expect((await post(fx.records, { auth: alice, body: { data: { n: 1 } } })).status).toBe(201);
-    expect((await patch(`/buckets/${fx.bucket}`, { auth: alice, body: { data: { 'record:schema': titled } } })).status).toBe(200);
-    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), { location: 'body', name: 'title' });
+    expect(
+      (await patch(`/buckets/${fx.bucket}`, { auth: alice, body: { data: { 'record:schema': titled } } })).status,
+    ).toBe(200);
+    expectValidationError(await post(fx.records, { auth: alice, body: { data: { n: 1 } } }), {
+      location: 'body',
+      name: 'title',
+    });
   });
 });

@@ -4,7 +4,12 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ListBody } from '../harness/bodies.js';
-import { createBucket, createCollection, createCollectionFixture, type CollectionFixture } from '../harness/fixtures.js';
+import {
+  createBucket,
+  createCollection,
+  createCollectionFixture,
+  type CollectionFixture,
+} from '../harness/fixtures.js';
 import { get, put } from '../harness/http.js';
 import { alice } from '../harness/users.js';
 

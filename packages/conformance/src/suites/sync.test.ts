@@ -72,7 +72,9 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const [a, b, c] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     const tomb = (await del(fx.record(a.id), { auth: alice })).json.data;
     expect((await get<ListBody>(`${fx.records}?_before=${c.last_modified}`, { auth: alice })).json.data).toEqual([b]);
-    const window = await get<ListBody>(`${fx.records}?_since=${b.last_modified}&_before=${tomb.last_modified + 1}`, { auth: alice });
+    const window = await get<ListBody>(`${fx.records}?_since=${b.last_modified}&_before=${tomb.last_modified + 1}`, {
+      auth: alice,
+    });
     expect(window.json.data).toEqual([tomb, c]);
   });
 
@@ -91,7 +93,12 @@ describe('§5.4 polling with _since / _before / _to', () => {
 
   it('refuses invalid _since, _before and _to values with 400 (wire example for _since=abc)', async () => {
     const fx = await createCollectionFixture(alice);
-    for (const [param, value] of [['_since', 'abc'], ['_since', '-1'], ['_before', 'abc'], ['_to', 'x']]) {
+    for (const [param, value] of [
+      ['_since', 'abc'],
+      ['_since', '-1'],
+      ['_before', 'abc'],
+      ['_to', 'x'],
+    ]) {
       const res = await get(`${fx.records}?${param}=${value}`, { auth: alice });
       expectValidationError(res, { location: 'querystring', name: param as string });
     }
@@ -103,7 +110,10 @@ describe('§5.4 polling with _since / _before / _to', () => {
     const fx = await createCollectionFixture(alice);
     const [a, b] = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }]);
     const tomb = (await del(fx.record(a.id), { auth: alice })).json.data;
-    for (const [param, expected] of [['_since', [tomb, b]], ['_before', []]] as const) {
+    for (const [param, expected] of [
+      ['_since', [tomb, b]],
+      ['_before', []],
+    ] as const) {
       const res = await get(`${fx.records}?${param}=1.5`, { auth: alice });
       if (res.status === 400) {
         expectValidationError(res, { location: 'querystring', name: param });
@@ -132,7 +142,10 @@ describe('§5.4 polling with _since / _before / _to', () => {
     expect(poll.status).toBe(304);
     expect(expectETag(poll)).toBe(etag);
     const changed = (await post(fx.records, { auth: alice, body: { data: { n: 2 } } })).json.data;
-    const again = await get<ListBody>(`${fx.records}?_since=${etag}`, { auth: alice, headers: { 'If-None-Match': `"${etag}"` } });
+    const again = await get<ListBody>(`${fx.records}?_since=${etag}`, {
+      auth: alice,
+      headers: { 'If-None-Match': `"${etag}"` },
+    });
     expect(again.status).toBe(200);
     expect(again.json.data).toEqual([changed]);
     expect(expectETag(again)).toBe(changed.last_modified);
@@ -169,7 +182,8 @@ describe('Synchronisation procedure with pagination', () => {
     expect(thirdUrl).not.toBeNull();
 
     // A concurrent write between pages.
-    const concurrent = (await patch(fx.record(recs[4].id), { auth: alice, body: { data: { n: 'concurrent' } } })).json.data;
+    const concurrent = (await patch(fx.record(recs[4].id), { auth: alice, body: { data: { n: 'concurrent' } } })).json
+      .data;
     const stale = await get(thirdUrl as string, { auth: alice, headers: { 'If-Match': `"${held}"` } });
     expectApiError(stale, 412, 114);
     expect(stale.json).not.toHaveProperty('details');
@@ -177,7 +191,9 @@ describe('Synchronisation procedure with pagination', () => {
     expect(before).toBe(concurrent.last_modified);
 
     // 3. Resume: everything changed in (timestamp, before) — the 5 changes, not the concurrent one.
-    const windowed = await listAll(`${fx.records}?_since=${replica.timestamp}&_before=${before}&_limit=2`, alice, { 'If-Match': `"${before}"` });
+    const windowed = await listAll(`${fx.records}?_since=${replica.timestamp}&_before=${before}&_limit=2`, alice, {
+      'If-Match': `"${before}"`,
+    });
     const windowIds = windowed.items.map((r) => r.id).sort();
     expect(windowIds).toHaveLength(5);
     expect(windowIds).not.toContain(recs[4].id);
@@ -195,7 +211,10 @@ describe('Synchronisation procedure with pagination', () => {
     expect(replica.sorted()).toEqual(await serverState(fx));
 
     // 5. Up to date.
-    const idle = await get(`${fx.records}?_since=${replica.timestamp}`, { auth: alice, headers: { 'If-None-Match': `"${replica.timestamp}"` } });
+    const idle = await get(`${fx.records}?_since=${replica.timestamp}`, {
+      auth: alice,
+      headers: { 'If-None-Match': `"${replica.timestamp}"` },
+    });
     expect(idle.status).toBe(304);
   });
 });
@@ -214,13 +233,36 @@ describe('Synchronisation procedure: pushing local changes through the batch end
 
     const newId = randomUUID();
     const requests = [
-      { method: 'PUT', path: `${fx.records}/${newId}`, headers: { 'If-None-Match': '*' }, body: { data: { id: newId, n: 'local' } } },
-      { method: 'PUT', path: fx.record(r2.id), headers: { 'If-Match': `"${r2.last_modified}"` }, body: { data: { ...r2, n: 'local-2' } } },
-      { method: 'PUT', path: fx.record(r3.id), headers: { 'If-Match': `"${r3.last_modified}"` }, body: { data: { ...r3, n: 'local-3' } } },
+      {
+        method: 'PUT',
+        path: `${fx.records}/${newId}`,
+        headers: { 'If-None-Match': '*' },
+        body: { data: { id: newId, n: 'local' } },
+      },
+      {
+        method: 'PUT',
+        path: fx.record(r2.id),
+        headers: { 'If-Match': `"${r2.last_modified}"` },
+        body: { data: { ...r2, n: 'local-2' } },
+      },
+      {
+        method: 'PUT',
+        path: fx.record(r3.id),
+        headers: { 'If-Match': `"${r3.last_modified}"` },
+        body: { data: { ...r3, n: 'local-3' } },
+      },
       { method: 'DELETE', path: fx.record(r4.id), headers: { 'If-Match': `"${r4.last_modified}"` } },
-      { method: 'PUT', path: fx.record(r1.id), headers: { 'If-None-Match': '*' }, body: { data: { id: r1.id, n: 'dup' } } },
+      {
+        method: 'PUT',
+        path: fx.record(r1.id),
+        headers: { 'If-None-Match': '*' },
+        body: { data: { id: r1.id, n: 'dup' } },
+      },
     ];
-    const res = await post<BatchBody<unknown>>('/batch', { auth: alice, body: { defaults: { headers: {} }, requests } });
+    const res = await post<BatchBody<unknown>>('/batch', {
+      auth: alice,
+      body: { defaults: { headers: {} }, requests },
+    });
     expect(res.status).toBe(200);
     const statuses = res.json.responses.map((r) => r.status);
     expect(statuses).toEqual([201, 200, 412, 200, 412]);
@@ -250,7 +292,12 @@ describe('Synchronisation procedure: pushing local changes through the batch end
     const fx = await createCollectionFixture(alice);
     const [r1] = await createRecords(alice, fx, [{ n: 1 }]);
     await del(fx.record(r1.id), { auth: alice });
-    const res = await post<BatchBody<ErrorBody>>('/batch', { auth: alice, body: { requests: [{ method: 'DELETE', path: fx.record(r1.id), headers: { 'If-Match': `"${r1.last_modified}"` } }] } });
+    const res = await post<BatchBody<ErrorBody>>('/batch', {
+      auth: alice,
+      body: {
+        requests: [{ method: 'DELETE', path: fx.record(r1.id), headers: { 'If-Match': `"${r1.last_modified}"` } }],
+      },
+    });
     expect(res.status).toBe(200);
     expect([404, 412]).toContain(res.json.responses[0]!.status);
   });
@@ -258,7 +305,11 @@ describe('Synchronisation procedure: pushing local changes through the batch end
   it('PUT without data keeps the server data (kinto.js sends no data when nothing but id/last_modified changed)', async () => {
     const fx = await createCollectionFixture(alice);
     const [r1] = await createRecords(alice, fx, [{ n: 1 }]);
-    const res = await put(fx.record(r1.id), { auth: alice, body: {}, headers: { 'If-Match': `"${r1.last_modified}"` } });
+    const res = await put(fx.record(r1.id), {
+      auth: alice,
+      body: {},
+      headers: { 'If-Match': `"${r1.last_modified}"` },
+    });
     expect(res.status).toBe(200);
     expect(res.json.data.n).toBe(1);
   });

@@ -25,7 +25,11 @@ describe('§5.1 generation', () => {
 
   it(`keeps timestamps strictly increasing within a collection across rapid writes in one batch (${batchSize} writes)`, async () => {
     const fx = await createCollectionFixture(alice);
-    const requests = Array.from({ length: batchSize }, (_, i) => ({ method: 'POST', path: fx.records, body: { data: { i } } }));
+    const requests = Array.from({ length: batchSize }, (_, i) => ({
+      method: 'POST',
+      path: fx.records,
+      body: { data: { i } },
+    }));
     const res = await post<BatchBody>('/batch', { auth: alice, body: { requests } });
     expect(res.status).toBe(200);
     const stamps = res.json.responses.map((r) => {
@@ -37,7 +41,11 @@ describe('§5.1 generation', () => {
 
   it('keeps timestamps unique within a collection under concurrent requests (409 errno 122 allowed, §1.2)', async () => {
     const fx = await createCollectionFixture(alice);
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => post<ObjectBody | ErrorBody>(fx.records, { auth: alice, body: { data: { i } } })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        post<ObjectBody | ErrorBody>(fx.records, { auth: alice, body: { data: { i } } }),
+      ),
+    );
     const stamps: number[] = [];
     for (const r of results) {
       // A storage integrity error under concurrent writes is a documented answer: 409 errno 122 + Retry-After.
@@ -114,7 +122,14 @@ describe('§5.3 collection timestamp (list ETag)', () => {
     const fx = await createCollectionFixture(alice);
     const recs = await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     const newest = recs[2].last_modified;
-    for (const q of ['?n=1', '?n=999', `?_since=${newest}`, '?_limit=1', `?_before=${recs[0].last_modified}`, '?_sort=n&_fields=n']) {
+    for (const q of [
+      '?n=1',
+      '?n=999',
+      `?_since=${newest}`,
+      '?_limit=1',
+      `?_before=${recs[0].last_modified}`,
+      '?_sort=n&_fields=n',
+    ]) {
       expect(expectETag(await get(`${fx.records}${q}`, { auth: alice })), q).toBe(newest);
     }
   });

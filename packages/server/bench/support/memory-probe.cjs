@@ -5,5 +5,9 @@ process.on('message', (message) => {
   global.gc?.();
   global.gc?.();
   const usage = process.memoryUsage();
-  process.send?.({ rss: usage.rss, heap: usage.heapUsed + usage.external + usage.arrayBuffers, heapTotal: usage.heapTotal });
+  process.send?.({
+    rss: usage.rss,
+    heap: usage.heapUsed + usage.external + usage.arrayBuffers,
+    heapTotal: usage.heapTotal,
+  });
 });

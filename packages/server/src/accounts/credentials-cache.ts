@@ -25,11 +25,16 @@ export class VerifiedCredentialsCache {
   readonly #verified: LRUCache<string, true> | null;
 
   constructor(ttlSeconds: number, maxEntries: number) {
-    this.#verified = ttlSeconds > 0 ? new LRUCache({ max: maxEntries, ttl: ttlSeconds * 1000, updateAgeOnGet: false }) : null;
+    this.#verified =
+      ttlSeconds > 0 ? new LRUCache({ max: maxEntries, ttl: ttlSeconds * 1000, updateAgeOnGet: false }) : null;
   }
 
   #entry(id: string, password: string): string {
-    const digest = createHmac('sha256', this.#key).update(id, 'utf8').update('\0').update(password, 'utf8').digest('base64');
+    const digest = createHmac('sha256', this.#key)
+      .update(id, 'utf8')
+      .update('\0')
+      .update(password, 'utf8')
+      .digest('base64');
     return `${id}\0${digest}`;
   }
 

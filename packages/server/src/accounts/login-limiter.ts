@@ -46,7 +46,10 @@ export function addressKey(address: string): string {
   // Only the first four groups matter; an embedded IPv4 tail (two groups) sits after them.
   const missing = 8 - before.length - after.length - (after.at(-1)?.includes('.') ? 1 : 0);
   const full = [...before, ...Array<string>(Math.max(missing, 0)).fill('0'), ...after];
-  return `${full.slice(0, 4).map((group) => parseInt(group, 16).toString(16)).join(':')}::/64`;
+  return `${full
+    .slice(0, 4)
+    .map((group) => parseInt(group, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 export class LoginLimiter {
@@ -58,7 +61,9 @@ export class LoginLimiter {
   constructor(settings: AccountSettings) {
     const duration = settings.account_login_window_seconds;
     const url = settings.account_login_limiter_redis_url;
-    this.#redis = url ? new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
+    this.#redis = url
+      ? new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+      : null;
     // Connection errors are also reported by the failing calls below.
     this.#redis?.on('error', () => {});
     const make = (keyPrefix: string, points: number) =>
@@ -86,7 +91,9 @@ export class LoginLimiter {
    */
   async countAttempt(accountId: string, address: string): Promise<void> {
     const key = addressKey(address);
-    tooMany(await Promise.all([this.#consume(this.#byPair, pairKey(accountId, key)), this.#consume(this.#byAddress, key)]));
+    tooMany(
+      await Promise.all([this.#consume(this.#byPair, pairKey(accountId, key)), this.#consume(this.#byAddress, key)]),
+    );
   }
 
   /** The password counted by `countAttempt` was right: its pair starts afresh, the address gets its point back. */

@@ -17,10 +17,20 @@ export interface AccountMails {
 }
 
 export function createAccountMails(settings: AccountSettings, mailer: Mailer): AccountMails {
-  async function send(account: Record<string, unknown>, subject: string, body: string, extra: TemplateValues, emailContext: unknown) {
+  async function send(
+    account: Record<string, unknown>,
+    subject: string,
+    body: string,
+    extra: TemplateValues,
+    emailContext: unknown,
+  ) {
     const { password: _password, ...fields } = account;
     const values: TemplateValues = { ...(isPlainObject(emailContext) ? emailContext : {}), ...fields, ...extra };
-    await mailer.send({ to: String(account.id), subject: renderSubject(subject, values), text: renderTemplate(body, values) });
+    await mailer.send({
+      to: String(account.id),
+      subject: renderSubject(subject, values),
+      text: renderTemplate(body, values),
+    });
   }
 
   return {
@@ -28,15 +38,36 @@ export function createAccountMails(settings: AccountSettings, mailer: Mailer): A
       const link = settings.account_validation_link_template;
       const extra: TemplateValues = { 'activation-key': key };
       if (link !== null) {
-        extra['validation-link'] = renderTemplate(link, { id: encodeURIComponent(String(account.id)), 'activation-key': key });
+        extra['validation-link'] = renderTemplate(link, {
+          id: encodeURIComponent(String(account.id)),
+          'activation-key': key,
+        });
       }
-      return send(account, settings.account_validation_email_subject_template, settings.account_validation_email_body_template, extra, emailContext);
+      return send(
+        account,
+        settings.account_validation_email_subject_template,
+        settings.account_validation_email_body_template,
+        extra,
+        emailContext,
+      );
     },
     sendConfirmation(account) {
-      return send(account, settings.account_validation_confirmation_subject_template, settings.account_validation_confirmation_body_template, {}, undefined);
+      return send(
+        account,
+        settings.account_validation_confirmation_subject_template,
+        settings.account_validation_confirmation_body_template,
+        {},
+        undefined,
+      );
     },
     sendTemporaryPassword(account, password, emailContext) {
-      return send(account, settings.account_reset_password_subject_template, settings.account_reset_password_body_template, { 'reset-password': password }, emailContext);
+      return send(
+        account,
+        settings.account_reset_password_subject_template,
+        settings.account_reset_password_body_template,
+        { 'reset-password': password },
+        emailContext,
+      );
     },
     close() {
       mailer.close();

@@ -45,7 +45,9 @@ function checkSettings(settings: ModuleSettings): void {
     throw new ConfigError("Invalid setting multiauth_policies: 'basicauth' must not come before 'account'");
   }
   const admins = new Set(settings.account_write_principals);
-  const creatorsNotAdmins = settings.account_create_principals.filter((principal) => principal !== 'system.Everyone' && !admins.has(principal));
+  const creatorsNotAdmins = settings.account_create_principals.filter(
+    (principal) => principal !== 'system.Everyone' && !admins.has(principal),
+  );
   if (creatorsNotAdmins.length > 0) {
     throw new ConfigError(
       `Invalid setting account_create_principals: ${creatorsNotAdmins.join(', ')} may only create their own account unless also in account_write_principals`,
@@ -60,10 +62,14 @@ function checkSettings(settings: ModuleSettings): void {
 
 export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
   checkSettings(settings);
-  const credentials = new VerifiedCredentialsCache(settings.account_cache_ttl_seconds, settings.account_cache_max_entries);
+  const credentials = new VerifiedCredentialsCache(
+    settings.account_cache_ttl_seconds,
+    settings.account_cache_max_entries,
+  );
   const limiter = new LoginLimiter(settings);
   const policies = settings.multiauth_policies;
-  const basicAuthAfter = policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
+  const basicAuthAfter =
+    policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
   let dummy: Promise<string> | null = null;
   const dummyHashOnce = () => (dummy ??= dummyHash());
 
@@ -94,7 +100,8 @@ export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
       if (!temporary) await limiter.countAttempt(id, address);
       // One verification whether the name is an account or not (or holds no argon2 hash, e.g.
       // one imported from Kinto): the time tells nothing.
-      const stored = typeof account?.password === 'string' && account.password.startsWith('$argon2') ? account.password : null;
+      const stored =
+        typeof account?.password === 'string' && account.password.startsWith('$argon2') ? account.password : null;
       const matches = (await verifyPassword(stored ?? (await dummyHashOnce()), password)) && stored !== null;
       if (matches && !temporary) await limiter.attemptSucceeded(id, address);
       if (matches && !(settings.account_validation && account?.validated === false)) {

@@ -48,18 +48,25 @@ function holdsAny(principals: readonly string[], granted: readonly string[] | un
 
 function requirePassword(data: Record<string, unknown>): string {
   const password = data.password;
-  if (password === undefined || password === null || password === '') throw invalidParameter('body', 'data.password', 'Required');
-  if (typeof password !== 'string') throw invalidParameter('body', 'data.password', `${JSON.stringify(password)} is not a string`);
+  if (password === undefined || password === null || password === '')
+    throw invalidParameter('body', 'data.password', 'Required');
+  if (typeof password !== 'string')
+    throw invalidParameter('body', 'data.password', `${JSON.stringify(password)} is not a string`);
   return password;
 }
 
 const mentionsPassword = (field: string) => field === 'password' || field.startsWith('password.');
 
-export function createAccountResource(services: Services, policy: AccountPolicy, mails: AccountMails | null): ResourceDefinition {
+export function createAccountResource(
+  services: Services,
+  policy: AccountPolicy,
+  mails: AccountMails | null,
+): ResourceDefinition {
   const { settings } = services;
   const emailPattern = new RegExp(settings.account_validation_email_regexp);
   const isAdmin = (identity: Identity) => holdsAny(identity.principals, settings.account_write_principals);
-  const readsAll = (identity: Identity) => isAdmin(identity) || holdsAny(identity.principals, settings.account_read_principals);
+  const readsAll = (identity: Identity) =>
+    isAdmin(identity) || holdsAny(identity.principals, settings.account_read_principals);
   /** Requests whose caller acts with a temporary password: allowed to set a new password, nothing else. */
   const passwordResets = new WeakSet<FastifyRequest>();
 
@@ -68,16 +75,27 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
   }
 
   /** §9.2 for accounts: the settings, or the account's own ACEs (`write` implies `read`). */
-  async function may(session: StorageSession, identity: Identity, id: string, permission: 'read' | 'write'): Promise<boolean> {
+  async function may(
+    session: StorageSession,
+    identity: Identity,
+    id: string,
+    permission: 'read' | 'write',
+  ): Promise<boolean> {
     if (isAdmin(identity) || (permission === 'read' && readsAll(identity))) return true;
     const acl = await aclOf(session, id);
-    return holdsAny(identity.principals, acl.write) || (permission === 'read' && holdsAny(identity.principals, acl.read));
+    return (
+      holdsAny(identity.principals, acl.write) || (permission === 'read' && holdsAny(identity.principals, acl.read))
+    );
   }
 
   const access: AccessPolicy = {
     async can({ session, identity, request, sentData }, ref, permission) {
       if (await may(session, identity, ref.id, permission)) return true;
-      if (permission !== 'write' || !(await useTemporaryPassword(session, settings, request.headers.authorization, ref.id, sentData))) return false;
+      if (
+        permission !== 'write' ||
+        !(await useTemporaryPassword(session, settings, request.headers.authorization, ref.id, sentData))
+      )
+        return false;
       passwordResets.add(request);
       return true;
     },
@@ -89,7 +107,10 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
       if (identity.userId === null) {
         // Kinto answers anonymous listings with this error built without errno (999).
         const challenges = services.policies.map((known) => known.challenge);
-        throw new ApiError(401, ERRNO.UNDEFINED, { error: 'Cannot read accounts.', headers: challenges.length ? { 'WWW-Authenticate': challenges.join(', ') } : {} });
+        throw new ApiError(401, ERRNO.UNDEFINED, {
+          error: 'Cannot read accounts.',
+          headers: challenges.length ? { 'WWW-Authenticate': challenges.join(', ') } : {},
+        });
       }
       // Users see their own account only (none for users of other policies).
       const ownId = accountIdOf(identity.userId);
@@ -100,14 +121,18 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
 
   function checkOwnId(identity: Identity, id: string): void {
     if (identity.userId === null || isAdmin(identity)) return;
-    if (accountIdOf(identity.userId) !== id) throw invalidParameter('body', 'data.id', 'Username and account ID do not match.');
+    if (accountIdOf(identity.userId) !== id)
+      throw invalidParameter('body', 'data.id', 'Username and account ID do not match.');
   }
 
   /**
    * What is stored: the fields sent, the password hashed (kept when a PATCH leaves it out),
    * `validated` managed by the server (only administrators may set it).
    */
-  async function accountData(data: Record<string, unknown>, { identity, existing, sent, method }: WriteContext): Promise<Record<string, unknown>> {
+  async function accountData(
+    data: Record<string, unknown>,
+    { identity, existing, sent, method }: WriteContext,
+  ): Promise<Record<string, unknown>> {
     const password = method === 'PATCH' && !Object.hasOwn(sent, 'password') ? null : requirePassword(sent);
     const { [EMAIL_CONTEXT]: _context, validated, ...fields } = data;
     const stored: Record<string, unknown> = { ...fields };
@@ -148,12 +173,15 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
     },
     prepareList(_context, query) {
       for (const filter of query.filters) {
-        if (mentionsPassword(filter.field)) throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
+        if (mentionsPassword(filter.field))
+          throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
       }
       for (const sort of query.sorting) {
-        if (mentionsPassword(sort.field)) throw invalidParameter('querystring', null, `Unknown sort field '${sort.field}'`);
+        if (mentionsPassword(sort.field))
+          throw invalidParameter('querystring', null, `Unknown sort field '${sort.field}'`);
       }
-      if (query.fields?.some(mentionsPassword)) throw invalidParameter('querystring', '_fields', 'Fields password do not exist');
+      if (query.fields?.some(mentionsPassword))
+        throw invalidParameter('querystring', '_fields', 'Fields password do not exist');
       return query.filters;
     },
     processData(data, context) {
@@ -161,7 +189,11 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
       if (!existing) {
         // Kinto's creation checks (`process_object`): e-mail ids in validation mode, own id only.
         if (settings.account_validation && !emailPattern.test(ref.id)) {
-          throw invalidParameter('body', 'data.id', `Account validation is enabled, and user id should match ${settings.account_validation_email_regexp}`);
+          throw invalidParameter(
+            'body',
+            'data.id',
+            `Account validation is enabled, and user id should match ${settings.account_validation_email_regexp}`,
+          );
         }
         checkOwnId(identity, ref.id);
       } else if (!passwordResets.has(request)) checkOwnId(identity, ref.id);
@@ -187,4 +219,3 @@ export function createAccountResource(services: Services, policy: AccountPolicy,
     present: publicAccount,
   };
 }
-

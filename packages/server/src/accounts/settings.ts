@@ -8,14 +8,22 @@ import { List, Nullable, type SettingSchemas, type SettingValues } from '../sett
 export const ACCOUNT_SETTINGS = {
   account_create_principals: List({
     default: [],
-    description: 'Who may create accounts (`system.Everyone`: open sign-up). Every principal but `system.Everyone` must also be in `account_write_principals`.',
+    description:
+      'Who may create accounts (`system.Everyone`: open sign-up). Every principal but `system.Everyone` must also be in `account_write_principals`.',
   }),
-  account_read_principals: List({ default: [], description: 'Principals granted read on every account (they list all accounts).' }),
-  account_write_principals: List({ default: [], description: 'Account administrators: write on every account, create accounts for others.' }),
+  account_read_principals: List({
+    default: [],
+    description: 'Principals granted read on every account (they list all accounts).',
+  }),
+  account_write_principals: List({
+    default: [],
+    description: 'Account administrators: write on every account, create accounts for others.',
+  }),
   account_cache_ttl_seconds: Type.Integer({
     default: 30,
     minimum: 0,
-    description: 'How long a verified account password is remembered by a process (0: check the hash on every request).',
+    description:
+      'How long a verified account password is remembered by a process (0: check the hash on every request).',
   }),
   account_cache_max_entries: Type.Integer({
     default: 10000,
@@ -25,12 +33,14 @@ export const ACCOUNT_SETTINGS = {
   account_login_max_failures: Type.Integer({
     default: 10,
     minimum: 1,
-    description: 'Failed logins allowed per account and client address within `account_login_window_seconds` before that address’s logins to that account get 429 (the owner, elsewhere, is not blocked).',
+    description:
+      'Failed logins allowed per account and client address within `account_login_window_seconds` before that address’s logins to that account get 429 (the owner, elsewhere, is not blocked).',
   }),
   account_login_max_failures_per_ip: Type.Integer({
     default: 50,
     minimum: 1,
-    description: 'Failed account logins allowed per client address (IPv6: per /64), whatever the account, within the window before its logins get 429.',
+    description:
+      'Failed account logins allowed per client address (IPv6: per /64), whatever the account, within the window before its logins get 429.',
   }),
   account_login_window_seconds: Type.Integer({
     default: 900,
@@ -40,7 +50,8 @@ export const ACCOUNT_SETTINGS = {
   account_login_limiter_redis_url: Nullable(Type.String(), {
     default: null,
     secret: true,
-    description: 'A `redis://` URL to share the login failure counters between processes (unset: each process counts in memory).',
+    description:
+      'A `redis://` URL to share the login failure counters between processes (unset: each process counts in memory).',
   }),
   account_validation: Type.Boolean({
     default: false,
@@ -50,14 +61,20 @@ export const ACCOUNT_SETTINGS = {
     default: '^[a-zA-Z0-9_.+-]+@[a-zA-Z0-9-]+\\.[a-zA-Z0-9-.]+$',
     description: 'Pattern account ids must match when `account_validation` is on.',
   }),
-  account_validation_key_ttl_seconds: Type.Integer({ default: 7 * 24 * 3600, minimum: 1, description: 'How long an account validation key stays usable.' }),
+  account_validation_key_ttl_seconds: Type.Integer({
+    default: 7 * 24 * 3600,
+    minimum: 1,
+    description: 'How long an account validation key stays usable.',
+  }),
   account_validation_link_template: Nullable(Type.String(), {
     default: null,
-    description: 'URL of the page that validates an account, with `{id}` and `{activation-key}` placeholders; mail templates can use it as `{validation-link}`.',
+    description:
+      'URL of the page that validates an account, with `{id}` and `{activation-key}` placeholders; mail templates can use it as `{validation-link}`.',
   }),
   account_validation_email_subject_template: Type.String({
     default: 'activate your account',
-    description: 'Subject of the validation mail (placeholders: account fields, `{activation-key}`, `{validation-link}`, `email-context` keys).',
+    description:
+      'Subject of the validation mail (placeholders: account fields, `{activation-key}`, `{validation-link}`, `email-context` keys).',
   }),
   account_validation_email_body_template: Type.String({
     default: '{activation-key}',
@@ -78,9 +95,13 @@ export const ACCOUNT_SETTINGS = {
   }),
   account_reset_password_subject_template: Type.String({
     default: 'Reset password',
-    description: 'Subject of the temporary password mail (placeholders: account fields, `{reset-password}`, `email-context` keys).',
+    description:
+      'Subject of the temporary password mail (placeholders: account fields, `{reset-password}`, `email-context` keys).',
   }),
-  account_reset_password_body_template: Type.String({ default: '{reset-password}', description: 'Body of the temporary password mail.' }),
+  account_reset_password_body_template: Type.String({
+    default: '{reset-password}',
+    description: 'Body of the temporary password mail.',
+  }),
 } satisfies SettingSchemas;
 
 /** The values of this feature's settings: what its modules read (not the composed `Settings`). */

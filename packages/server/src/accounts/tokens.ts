@@ -32,7 +32,12 @@ export function consumeActivationKey(nonces: NonceStore, id: string, key: string
   return nonces.consume(activationNonce(id, key));
 }
 
-export async function createTemporaryPassword(nonces: NonceStore, settings: AccountSettings, id: string, version: number): Promise<string> {
+export async function createTemporaryPassword(
+  nonces: NonceStore,
+  settings: AccountSettings,
+  id: string,
+  version: number,
+): Promise<string> {
   const password = randomUUID();
   await nonces.store(resetNonce(id, version, password), settings.account_reset_password_ttl_seconds);
   return password;
@@ -51,7 +56,8 @@ export async function useTemporaryPassword(
   sentData: unknown,
 ): Promise<boolean> {
   if (!settings.account_validation) return false;
-  if (!isPlainObject(sentData) || Object.keys(sentData).length !== 1 || typeof sentData.password !== 'string') return false;
+  if (!isPlainObject(sentData) || Object.keys(sentData).length !== 1 || typeof sentData.password !== 'string')
+    return false;
   const given = parseBasicAuthorization(authorization);
   if (!given || given.username !== id) return false;
   const account = await session.objects.get(ACCOUNT_SCOPE, id);

@@ -27,7 +27,12 @@ function keyMismatch(): ApiError {
   return new ApiError(403, ERRNO.UNDEFINED, { message: 'Account ID and activation key do not match' });
 }
 
-export function createValidationHandlers(services: Services, policy: AccountPolicy, mails: AccountMails, log: FastifyBaseLogger) {
+export function createValidationHandlers(
+  services: Services,
+  policy: AccountPolicy,
+  mails: AccountMails,
+  log: FastifyBaseLogger,
+) {
   const { settings } = services;
   const emailPattern = new RegExp(settings.account_validation_email_regexp);
 
@@ -49,7 +54,9 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
           parentId: ACCOUNT_SCOPE.parentId,
           action: 'update',
           timestamp: updated.last_modified,
-          impactedObjects: [{ new: publicAccount(updated) as StoredObject, old: publicAccount(existing) as StoredObject }],
+          impactedObjects: [
+            { new: publicAccount(updated) as StoredObject, old: publicAccount(existing) as StoredObject },
+          ],
         });
         return updated;
       });
@@ -61,18 +68,30 @@ export function createValidationHandlers(services: Services, policy: AccountPoli
     async resetPassword(request: FastifyRequest) {
       const { account_id: id } = request.params as { account_id: string };
       const body = request.body;
-      if (body !== undefined && body !== null && !isPlainObject(body)) throw invalidParameter('body', '', 'Should be a JSON object');
+      if (body !== undefined && body !== null && !isPlainObject(body))
+        throw invalidParameter('body', '', 'Should be a JSON object');
       const data = isPlainObject(body) ? body.data : undefined;
       const emailContext = isPlainObject(data) ? data['email-context'] : undefined;
       if (!emailPattern.test(id)) {
-        throw invalidParameter('body', 'data.id', `The user id should match ${settings.account_validation_email_regexp}.`);
+        throw invalidParameter(
+          'body',
+          'data.id',
+          `The user id should match ${settings.account_validation_email_regexp}.`,
+        );
       }
       const issued = await request.work.run('write', async (session) => {
         const account = await session.objects.get(ACCOUNT_SCOPE, id, FOR_UPDATE);
         if (!account) return null;
-        return { account, password: await createTemporaryPassword(session.nonces, settings, id, account.last_modified) };
+        return {
+          account,
+          password: await createTemporaryPassword(session.nonces, settings, id, account.last_modified),
+        };
       });
-      if (issued) sendLater('reset-password', mails.sendTemporaryPassword(publicAccount(issued.account), issued.password, emailContext));
+      if (issued)
+        sendLater(
+          'reset-password',
+          mails.sendTemporaryPassword(publicAccount(issued.account), issued.password, emailContext),
+        );
       return { message: RESET_MESSAGE };
     },
   };

@@ -28,11 +28,21 @@ function entryOf(object: StoredObject | null): IndexEntry | null {
   return { location: object.location, size: Number(object.size) || 0 };
 }
 
-export async function readIndex(objects: ObjectStore, collectionUri: string, recordId: string, forUpdate = false): Promise<IndexEntry | null> {
+export async function readIndex(
+  objects: ObjectStore,
+  collectionUri: string,
+  recordId: string,
+  forUpdate = false,
+): Promise<IndexEntry | null> {
   return entryOf(await objects.get(indexScope(collectionUri), recordId, { forUpdate }));
 }
 
-export async function writeIndex(objects: ObjectStore, collectionUri: string, recordId: string, entry: IndexEntry): Promise<void> {
+export async function writeIndex(
+  objects: ObjectStore,
+  collectionUri: string,
+  recordId: string,
+  entry: IndexEntry,
+): Promise<void> {
   await objects.update(indexScope(collectionUri), recordId, { location: entry.location, size: entry.size });
 }
 
@@ -44,10 +54,18 @@ export async function removeIndex(objects: ObjectStore, collectionUri: string, r
 }
 
 /** Every entry of a collection, page by page (`pageSize` at most per read). */
-export async function* listIndex(objects: ObjectStore, collectionUri: string, pageSize: number): AsyncIterable<{ recordId: string; entry: IndexEntry }> {
+export async function* listIndex(
+  objects: ObjectStore,
+  collectionUri: string,
+  pageSize: number,
+): AsyncIterable<{ recordId: string; entry: IndexEntry }> {
   let after: Record<string, unknown> | undefined;
   for (;;) {
-    const page = await objects.list(indexScope(collectionUri), { sorting: [{ field: 'last_modified', direction: 1 }], limit: pageSize, ...(after ? { after } : {}) });
+    const page = await objects.list(indexScope(collectionUri), {
+      sorting: [{ field: 'last_modified', direction: 1 }],
+      limit: pageSize,
+      ...(after ? { after } : {}),
+    });
     for (const object of page) {
       const entry = entryOf(object as StoredObject);
       if (entry) yield { recordId: object.id, entry };

@@ -27,7 +27,13 @@ export class AttachmentFiles {
    */
   readonly #writing = new WeakMap<UnitOfWork, Map<string, AttachmentInfo>>();
 
-  constructor(backend: FileBackend, journal: Journal, options: AttachmentOptions, metrics: AttachmentMetrics, log: () => FastifyBaseLogger | undefined) {
+  constructor(
+    backend: FileBackend,
+    journal: Journal,
+    options: AttachmentOptions,
+    metrics: AttachmentMetrics,
+    log: () => FastifyBaseLogger | undefined,
+  ) {
     this.backend = backend;
     this.journal = journal;
     this.options = options;
@@ -68,7 +74,9 @@ export class AttachmentFiles {
         await intent.done();
       };
       if (files.length <= DELETE_IN_BACKGROUND_ABOVE) return run();
-      void run().catch((error: unknown) => this.#log()?.warn({ err: error }, 'attachments: deleting files failed (the sweeper will finish)'));
+      void run().catch((error: unknown) =>
+        this.#log()?.warn({ err: error }, 'attachments: deleting files failed (the sweeper will finish)'),
+      );
     });
   }
 

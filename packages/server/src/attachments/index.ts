@@ -45,7 +45,13 @@ export async function registerAttachments(app: FastifyInstance): Promise<void> {
   const log = () => app.log;
   const backend = await createFileBackend(settings);
   const journal = new Journal(backend, storage, { graceMs: settings.attachment_sweep_grace_seconds * 1000, log });
-  const files = new AttachmentFiles(backend, journal, new AttachmentOptions(settings), attachmentMetrics(services.metrics, backend.name), log);
+  const files = new AttachmentFiles(
+    backend,
+    journal,
+    new AttachmentOptions(settings),
+    attachmentMetrics(services.metrics, backend.name),
+    log,
+  );
   const localFiles = backend instanceof LocalFileBackend ? backend : null;
 
   const configured = settings.attachment_base_url;
@@ -86,7 +92,10 @@ export async function registerAttachments(app: FastifyInstance): Promise<void> {
 function registerFileServing(app: FastifyInstance, backend: LocalFileBackend): void {
   const serve = async (request: FastifyRequest, reply: FastifyReply) => {
     const location = (request.params as { '*': string })['*'];
-    if (!isFileLocation(location)) throw new ApiError(404, ERRNO.MISSING_RESOURCE, { message: 'The resource you are looking for could not be found.' });
+    if (!isFileLocation(location))
+      throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+        message: 'The resource you are looking for could not be found.',
+      });
     return sendLocalFile(request, reply, backend, location, {}, true);
   };
   registerMethods(app, `${SERVED_PREFIX}/*`, { GET: serve, HEAD: serve });

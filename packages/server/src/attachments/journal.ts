@@ -97,7 +97,12 @@ export class Journal {
 
   async writeNotes(keys: string[], files: JournalFile[]): Promise<void> {
     await Promise.all(
-      keys.map((key, index) => this.backend.putNote(key, { files: files.slice(index * FILES_PER_NOTE, (index + 1) * FILES_PER_NOTE), written: Date.now() } satisfies Note)),
+      keys.map((key, index) =>
+        this.backend.putNote(key, {
+          files: files.slice(index * FILES_PER_NOTE, (index + 1) * FILES_PER_NOTE),
+          written: Date.now(),
+        } satisfies Note),
+      ),
     );
   }
 
@@ -130,14 +135,20 @@ export class Journal {
       const removed = await this.settle(files);
       await this.backend.deleteNote(key);
       deleted += removed;
-      this.#options.log()?.info({ note: key, files: files.length, deleted: removed }, 'attachments: settled an interrupted change');
+      this.#options
+        .log()
+        ?.info({ note: key, files: files.length, deleted: removed }, 'attachments: settled an interrupted change');
     }
     return deleted;
   }
 }
 
 /** Runs `journal.sweep()` every `intervalMs` (not overlapping itself) until stopped. */
-export function startSweeper(journal: Journal, intervalMs: number, log: () => FastifyBaseLogger | undefined): () => Promise<void> {
+export function startSweeper(
+  journal: Journal,
+  intervalMs: number,
+  log: () => FastifyBaseLogger | undefined,
+): () => Promise<void> {
   let running: Promise<void> | null = null;
   const timer = setInterval(() => {
     if (running) return;

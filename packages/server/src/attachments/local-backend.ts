@@ -58,7 +58,8 @@ export class LocalFileBackend implements FileBackend {
   pathOf(location: string): string {
     if (!isFileLocation(location)) throw new Error(`not a file location: ${JSON.stringify(location)}`);
     const path = join(this.root, ...location.split('/'));
-    if (!path.startsWith(this.root + sep)) throw new Error(`location outside the base path: ${JSON.stringify(location)}`);
+    if (!path.startsWith(this.root + sep))
+      throw new Error(`location outside the base path: ${JSON.stringify(location)}`);
     return path;
   }
 
@@ -98,7 +99,8 @@ export class LocalFileBackend implements FileBackend {
   }
 
   #notePath(key: string): string {
-    if (!key.split('/').every((segment) => NOTE_KEY.test(segment))) throw new Error(`not a note key: ${JSON.stringify(key)}`);
+    if (!key.split('/').every((segment) => NOTE_KEY.test(segment)))
+      throw new Error(`not a note key: ${JSON.stringify(key)}`);
     return join(this.#notes, ...key.split('/'));
   }
 

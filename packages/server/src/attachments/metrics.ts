@@ -16,10 +16,30 @@ export interface AttachmentMetrics {
 export function attachmentMetrics(metrics: Metrics | null, backend: string): AttachmentMetrics {
   if (!metrics) return { upload() {}, deleted() {}, failed() {} };
   const registers = [metrics.registry];
-  const uploads = new Counter({ name: 'quire_attachment_uploads_total', help: 'Attachment uploads, by backend and result (stored, refused: 4xx, failed: 5xx).', labelNames: ['backend', 'result'] as const, registers });
-  const bytes = new Counter({ name: 'quire_attachment_upload_bytes_total', help: 'Bytes of the files stored (as sent), by backend.', labelNames: ['backend'] as const, registers });
-  const deletions = new Counter({ name: 'quire_attachment_deleted_files_total', help: 'Files deleted (replaced, detached, or their record, collection or bucket deleted), by backend.', labelNames: ['backend'] as const, registers });
-  const failures = new Counter({ name: 'quire_attachment_failures_total', help: 'Failed backend operations, by backend and operation.', labelNames: ['backend', 'operation'] as const, registers });
+  const uploads = new Counter({
+    name: 'quire_attachment_uploads_total',
+    help: 'Attachment uploads, by backend and result (stored, refused: 4xx, failed: 5xx).',
+    labelNames: ['backend', 'result'] as const,
+    registers,
+  });
+  const bytes = new Counter({
+    name: 'quire_attachment_upload_bytes_total',
+    help: 'Bytes of the files stored (as sent), by backend.',
+    labelNames: ['backend'] as const,
+    registers,
+  });
+  const deletions = new Counter({
+    name: 'quire_attachment_deleted_files_total',
+    help: 'Files deleted (replaced, detached, or their record, collection or bucket deleted), by backend.',
+    labelNames: ['backend'] as const,
+    registers,
+  });
+  const failures = new Counter({
+    name: 'quire_attachment_failures_total',
+    help: 'Failed backend operations, by backend and operation.',
+    labelNames: ['backend', 'operation'] as const,
+    registers,
+  });
   return {
     upload(result, size) {
       uploads.inc({ backend, result });

@@ -40,7 +40,8 @@ export function resolveExtensions(spec: string): Set<string> | 'any' {
   for (const group of spec.split('+').map((part) => part.trim())) {
     if (group === 'any') return 'any';
     const named = Object.hasOwn(GROUPS, group) ? GROUPS[group] : undefined;
-    for (const extension of named ?? group.split(/[\s,]+/)) if (extension) result.add(extension.replace(/^\./, '').toLowerCase());
+    for (const extension of named ?? group.split(/[\s,]+/))
+      if (extension) result.add(extension.replace(/^\./, '').toLowerCase());
   }
   return result;
 }
@@ -74,7 +75,11 @@ export function safeFilename(filename: string): string {
 }
 
 /** An unguessable location under `folder` for a file sent as `filename`; `.gz` added when stored gzipped. */
-export function newLocation(folder: string, filename: string, options: { randomize: boolean; gzipped: boolean }): string {
+export function newLocation(
+  folder: string,
+  filename: string,
+  options: { randomize: boolean; gzipped: boolean },
+): string {
   const id = randomUUID();
   const extension = extensionOf(filename);
   const suffix = options.gzipped ? '.gz' : '';
@@ -104,7 +109,8 @@ export function parseMimetypeOverrides(spec: string): Record<string, string> {
   const result: Record<string, string> = { ...BUILT_IN_TYPES };
   for (const entry of spec.split(';')) {
     const [extension, type] = entry.split(':').map((part) => part.trim());
-    if (extension && type) result[extension.startsWith('.') ? extension.toLowerCase() : `.${extension.toLowerCase()}`] = type;
+    if (extension && type)
+      result[extension.startsWith('.') ? extension.toLowerCase() : `.${extension.toLowerCase()}`] = type;
   }
   return result;
 }

@@ -24,7 +24,10 @@ import type { JournalFile } from './journal.js';
 export const ATTACHMENT_FIELD = 'attachment';
 
 function metadataChanged(): ApiError {
-  return new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message: 'Attachment metadata cannot be modified.' });
+  return new ApiError(400, ERRNO.INVALID_PARAMETERS, {
+    error: 'Invalid parameters',
+    message: 'Attachment metadata cannot be modified.',
+  });
 }
 
 /** `/buckets/b/collections/c` → b, c. */
@@ -69,7 +72,11 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
       const indexed = await readIndex(session.objects, ref.parentUri, ref.id, true);
       const attached = stored[ATTACHMENT_FIELD];
       // Kept as it was (processData saw to it), dropped, or the endpoint's new file.
-      const next = writing ? { location: writing.location, size: writing.size } : attached === undefined || attached === null ? null : indexed;
+      const next = writing
+        ? { location: writing.location, size: writing.size }
+        : attached === undefined || attached === null
+          ? null
+          : indexed;
       if (indexed?.location === next?.location) return;
       if (next) await writeIndex(session.objects, ref.parentUri, ref.id, next);
       else await removeIndex(session.objects, ref.parentUri, ref.id);
@@ -81,7 +88,8 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
       const indexed = await readIndex(session.objects, ref.parentUri, ref.id, true);
       if (!indexed) return;
       await removeIndex(session.objects, ref.parentUri, ref.id);
-      if (!keepsOldFiles(ref.parentUri)) await files.dropAfterCommit(work, [{ location: indexed.location, collection: ref.parentUri, record: ref.id }]);
+      if (!keepsOldFiles(ref.parentUri))
+        await files.dropAfterCommit(work, [{ location: indexed.location, collection: ref.parentUri, record: ref.id }]);
     },
   };
 
@@ -99,7 +107,11 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
       const scope = { resourceName: 'collection', parentId: ref.uri };
       let after: Record<string, unknown> | undefined;
       for (;;) {
-        const page = await session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }], limit: pageSize, ...(after ? { after } : {}) });
+        const page = await session.objects.list(scope, {
+          sorting: [{ field: 'last_modified', direction: 1 }],
+          limit: pageSize,
+          ...(after ? { after } : {}),
+        });
         for (const object of page) await dropCollection(session, work, `${ref.uri}/collections/${object.id}`);
         if (page.length < pageSize) break;
         after = { last_modified: page[page.length - 1]?.last_modified };

@@ -112,7 +112,9 @@ export function registerAttachmentRoutes(
     await request.work.run('read', async (session) => {
       const context = { request, identity: request.identity, settings, work: request.work, session };
       const existing = await session.objects.get(scopeOf(ref), ref.id);
-      const allowed = existing ? await access.can(context, ref, 'write') : await access.canCreate(context, recordResource, ref.ancestors.at(-1) ?? null);
+      const allowed = existing
+        ? await access.can(context, ref, 'write')
+        : await access.canCreate(context, recordResource, ref.ancestors.at(-1) ?? null);
       if (!allowed) throw denied(services, request.identity);
       validateId(ref.id, recordResource.idPattern);
       await ensureParents(session, ref.ancestors.at(-1) ?? null);
@@ -120,11 +122,16 @@ export function registerAttachmentRoutes(
   }
 
   /** PATCHes the record (PUT when it does not exist) in this request's unit of work; a failure rolls it back. */
-  async function writeRecord(request: FastifyRequest, ref: ObjectRef, body: Record<string, unknown>): Promise<Response> {
+  async function writeRecord(
+    request: FastifyRequest,
+    ref: ObjectRef,
+    body: Record<string, unknown>,
+  ): Promise<Response> {
     const headers = { ...inheritedHeaders(request), 'content-type': 'application/json' };
     const payload = JSON.stringify(body);
     const url = `/v1${ref.uri.split('/').map(encodeURIComponent).join('/')}`;
-    const dispatch = (method: string) => dispatchInternal(app, request.work, { method, url, headers, payload, remoteAddress: request.ip });
+    const dispatch = (method: string) =>
+      dispatchInternal(app, request.work, { method, url, headers, payload, remoteAddress: request.ip });
     return request.work.run('write', async (session) => {
       // Read locked: nobody creates or deletes it before the write below decides (a creator
       // without write on a missing record must PUT: a PATCH would be refused before its 404).
@@ -149,15 +156,24 @@ export function registerAttachmentRoutes(
   async function receiveAndWrite(request: FastifyRequest, reply: FastifyReply) {
     // A batch's sub-requests carry JSON; a file cannot travel in one.
     if (request.work.batch) {
-      throw invalidParameter('body', 'requests', 'Attachments cannot be uploaded within a batch: POST the file to the record’s /attachment URL.');
+      throw invalidParameter(
+        'body',
+        'requests',
+        'Attachments cannot be uploaded within a batch: POST the file to the record’s /attachment URL.',
+      );
     }
-    if (!isMultipart(request)) throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: 'Content-Type should be multipart/form-data' });
+    if (!isMultipart(request))
+      throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: 'Content-Type should be multipart/form-data' });
     const ref = await recordRefOf(request);
     const [bucket, collection] = ref.ancestors as [ObjectRef, ObjectRef];
     const options = files.options.for(bucket.id, collection.id);
     await checkWritable(request, ref);
     const length = Number(request.headers['content-length']);
-    if (options.maxSize !== null && Number.isFinite(length) && length > options.maxSize + 2 * settings.max_body_bytes + FORM_OVERHEAD) {
+    if (
+      options.maxSize !== null &&
+      Number.isFinite(length) &&
+      length > options.maxSize + 2 * settings.max_body_bytes + FORM_OVERHEAD
+    ) {
       throw tooLarge(options.maxSize);
     }
 
@@ -188,7 +204,10 @@ export function registerAttachmentRoutes(
     let response: Response;
     try {
       response = await files.writing(request.work, ref.uri, attachment, () =>
-        writeRecord(request, ref, { data: { ...upload.data, attachment }, ...(upload.permissions !== undefined ? { permissions: upload.permissions } : {}) }),
+        writeRecord(request, ref, {
+          data: { ...upload.data, attachment },
+          ...(upload.permissions !== undefined ? { permissions: upload.permissions } : {}),
+        }),
       );
     } catch (error) {
       files.metrics.upload(error instanceof ApiError && error.status < 500 ? 'refused' : 'failed', 0);
@@ -221,7 +240,13 @@ export function registerAttachmentRoutes(
     const headers = { ...inheritedHeaders(request), 'content-type': 'application/json' };
     const url = `/v1${ref.uri.split('/').map(encodeURIComponent).join('/')}`;
     return request.work.run('write', async () => {
-      const response = await dispatchInternal(app, request.work, { method: 'PATCH', url, headers, payload: JSON.stringify({ data: { attachment: null } }), remoteAddress: request.ip });
+      const response = await dispatchInternal(app, request.work, {
+        method: 'PATCH',
+        url,
+        headers,
+        payload: JSON.stringify({ data: { attachment: null } }),
+        remoteAddress: request.ip,
+      });
       if (response.statusCode >= 400) throw relayedError(response);
       return response;
     });
@@ -239,14 +264,21 @@ export function registerAttachmentRoutes(
       if (!record) throw objectNotFound('record', ref.id);
       const indexed = await readIndex(session.objects, ref.parentUri, ref.id);
       const attachment = record.attachment as { filename?: unknown } | null | undefined;
-      return indexed ? { location: indexed.location, filename: typeof attachment?.filename === 'string' ? attachment.filename : 'file' } : null;
+      return indexed
+        ? {
+            location: indexed.location,
+            filename: typeof attachment?.filename === 'string' ? attachment.filename : 'file',
+          }
+        : null;
     });
     if (!found) throw new ApiError(404, ERRNO.INVALID_RESOURCE_ID, { message: 'This record has no attachment.' });
     const disposition = `inline; filename*=UTF-8''${encodeURIComponent(found.filename)}`;
     // The record's file changes with each upload: revalidate (ETag), never cache as immutable.
     reply.header('Cache-Control', 'private, no-cache');
     if (!localFiles) {
-      const signed = settings.attachment_private ? await files.backend.signedUrl?.(found.location, settings.attachment_signed_url_ttl_seconds, found.filename) : null;
+      const signed = settings.attachment_private
+        ? await files.backend.signedUrl?.(found.location, settings.attachment_signed_url_ttl_seconds, found.filename)
+        : null;
       const target = signed ?? `${publicBaseUrl(request)}${found.location}`;
       return reply.code(307).header('Location', target).header('Cache-Control', 'no-store').send();
     }
@@ -263,12 +295,21 @@ export function registerAttachmentRoutes(
 }
 
 /** Sends a stored local file with Range, conditional requests (ETag, Last-Modified) and its type. */
-export async function sendLocalFile(request: FastifyRequest, reply: FastifyReply, backend: LocalFileBackend, location: string, extraHeaders: Record<string, string> = {}, immutable = false) {
+export async function sendLocalFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  backend: LocalFileBackend,
+  location: string,
+  extraHeaders: Record<string, string> = {},
+  immutable = false,
+) {
   let path: string;
   try {
     path = backend.pathOf(location);
   } catch {
-    throw new ApiError(404, ERRNO.MISSING_RESOURCE, { message: 'The resource you are looking for could not be found.' });
+    throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+      message: 'The resource you are looking for could not be found.',
+    });
   }
   const sent = await send(request.raw, path.slice(backend.root.length), {
     root: backend.root,
@@ -289,8 +330,11 @@ export async function sendLocalFile(request: FastifyRequest, reply: FastifyReply
         headers: sent.headers,
       });
     }
-    if (sent.type === 'error' && status !== 404 && status !== 403) throw backendError((sent.metadata as { error: Error }).error);
-    throw new ApiError(404, ERRNO.MISSING_RESOURCE, { message: 'The resource you are looking for could not be found.' });
+    if (sent.type === 'error' && status !== 404 && status !== 403)
+      throw backendError((sent.metadata as { error: Error }).error);
+    throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+      message: 'The resource you are looking for could not be found.',
+    });
   }
   reply.code(sent.statusCode);
   for (const [name, value] of Object.entries(sent.headers)) reply.header(name, value);

@@ -64,11 +64,22 @@ export class S3FileBackend implements FileBackend {
       forcePathStyle: settings.attachment_aws_use_path_style,
       ...(endpoint ? { endpoint } : {}),
       ...(settings.attachment_aws_access_key !== null && settings.attachment_aws_secret_key !== null
-        ? { credentials: { accessKeyId: settings.attachment_aws_access_key, secretAccessKey: settings.attachment_aws_secret_key } }
+        ? {
+            credentials: {
+              accessKeyId: settings.attachment_aws_access_key,
+              secretAccessKey: settings.attachment_aws_secret_key,
+            },
+          }
         : {}),
       // S3-compatible services often lack the SDK's newer integrity headers (checksums only where
       // S3 requires them) and `Expect: 100-continue`, which the SDK then waits for a second per part.
-      ...(endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const, expectContinueHeader: false } : {}),
+      ...(endpoint
+        ? {
+            requestChecksumCalculation: 'WHEN_REQUIRED' as const,
+            responseChecksumValidation: 'WHEN_REQUIRED' as const,
+            expectContinueHeader: false,
+          }
+        : {}),
     });
     const acl = settings.attachment_private ? null : settings.attachment_aws_acl;
     return new S3FileBackend(sdk, client, settings.attachment_aws_bucket_name as string, acl || null);
@@ -83,7 +94,13 @@ export class S3FileBackend implements FileBackend {
     const { Upload } = await import('@aws-sdk/lib-storage');
     const upload = new Upload({
       client: this.#client,
-      params: { Bucket: this.#bucket, Key: this.#key(location), Body: body, ContentType: options.contentType, ...(this.#acl ? { ACL: this.#acl as never } : {}) },
+      params: {
+        Bucket: this.#bucket,
+        Key: this.#key(location),
+        Body: body,
+        ContentType: options.contentType,
+        ...(this.#acl ? { ACL: this.#acl as never } : {}),
+      },
       partSize: PART_SIZE,
       queueSize: 1,
       // Aborted below, keeping the error that stopped it (lib-storage would report the abort's
@@ -117,8 +134,15 @@ export class S3FileBackend implements FileBackend {
 
   async stat(location: string): Promise<StoredFileInfo | null> {
     try {
-      const head = await this.#client.send(new this.#sdk.HeadObjectCommand({ Bucket: this.#bucket, Key: this.#key(location) }));
-      return { size: head.ContentLength ?? 0, modified: head.LastModified?.getTime() ?? 0, contentType: head.ContentType ?? null, etag: head.ETag ?? null };
+      const head = await this.#client.send(
+        new this.#sdk.HeadObjectCommand({ Bucket: this.#bucket, Key: this.#key(location) }),
+      );
+      return {
+        size: head.ContentLength ?? 0,
+        modified: head.LastModified?.getTime() ?? 0,
+        contentType: head.ContentType ?? null,
+        etag: head.ETag ?? null,
+      };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
@@ -128,7 +152,11 @@ export class S3FileBackend implements FileBackend {
   async read(location: string, range?: ByteRange): Promise<Readable | null> {
     try {
       const got = await this.#client.send(
-        new this.#sdk.GetObjectCommand({ Bucket: this.#bucket, Key: this.#key(location), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        new this.#sdk.GetObjectCommand({
+          Bucket: this.#bucket,
+          Key: this.#key(location),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
       );
       return got.Body as Readable;
     } catch (error) {
@@ -149,13 +177,20 @@ export class S3FileBackend implements FileBackend {
 
   async putNote(key: string, value: unknown): Promise<void> {
     await this.#client.send(
-      new this.#sdk.PutObjectCommand({ Bucket: this.#bucket, Key: `${NOTES}${key}`, Body: JSON.stringify(value), ContentType: 'application/json' }),
+      new this.#sdk.PutObjectCommand({
+        Bucket: this.#bucket,
+        Key: `${NOTES}${key}`,
+        Body: JSON.stringify(value),
+        ContentType: 'application/json',
+      }),
     );
   }
 
   async getNote(key: string): Promise<unknown> {
     try {
-      const got = await this.#client.send(new this.#sdk.GetObjectCommand({ Bucket: this.#bucket, Key: `${NOTES}${key}` }));
+      const got = await this.#client.send(
+        new this.#sdk.GetObjectCommand({ Bucket: this.#bucket, Key: `${NOTES}${key}` }),
+      );
       return JSON.parse((await got.Body?.transformToString()) ?? 'null') as unknown;
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -171,7 +206,11 @@ export class S3FileBackend implements FileBackend {
     let token: string | undefined;
     do {
       const page = await this.#client.send(
-        new this.#sdk.ListObjectsV2Command({ Bucket: this.#bucket, Prefix: `${NOTES}${prefix}`, ...(token ? { ContinuationToken: token } : {}) }),
+        new this.#sdk.ListObjectsV2Command({
+          Bucket: this.#bucket,
+          Prefix: `${NOTES}${prefix}`,
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
       );
       for (const item of page.Contents ?? []) {
         if (item.Key) yield { key: item.Key.slice(NOTES.length), modified: item.LastModified?.getTime() ?? 0 };

@@ -102,9 +102,12 @@ class IdleTimer {
   #last = Date.now();
 
   constructor(ms: number, onIdle: () => void) {
-    this.#timer = setInterval(() => {
-      if (Date.now() - this.#last >= ms) onIdle();
-    }, Math.max(50, Math.min(1000, ms / 4)));
+    this.#timer = setInterval(
+      () => {
+        if (Date.now() - this.#last >= ms) onIdle();
+      },
+      Math.max(50, Math.min(1000, ms / 4)),
+    );
   }
 
   readonly touch = () => {
@@ -135,7 +138,9 @@ function parserFor(raw: IncomingMessage, options: UploadOptions): busboy.Busboy 
   } catch (error) {
     const boundary = /boundary=("?)([^";]*)\1/i.exec(String(raw.headers['content-type']))?.[2] ?? '';
     throw new ApiError(400, ERRNO.INVALID_PARAMETERS, {
-      message: /boundary/i.test((error as Error).message) ? `Invalid boundary in multipart form: '${boundary}'` : `Invalid multipart form: ${(error as Error).message}`,
+      message: /boundary/i.test((error as Error).message)
+        ? `Invalid boundary in multipart form: '${boundary}'`
+        : `Invalid multipart form: ${(error as Error).message}`,
     });
   }
 }
@@ -167,7 +172,9 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
   const parsed = new Promise<void>((resolve, reject) => {
     rejectParsing = reject;
     parser.on('close', () => resolve());
-    parser.on('error', (error: Error) => reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: `Invalid multipart form: ${error.message}` })));
+    parser.on('error', (error: Error) =>
+      reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: `Invalid multipart form: ${error.message}` })),
+    );
   });
   parsed.catch(() => {}); // observed below; failures may come first
   const fail = (error: ApiError) => {
@@ -175,11 +182,18 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
     rejectParsing(error);
   };
   const idle = new IdleTimer(options.idleTimeoutMs, () =>
-    fail(new ApiError(408, ERRNO.INVALID_POSTED_DATA, { message: `Nothing was received for ${options.idleTimeoutMs / 1000} s: the upload was abandoned.` })),
+    fail(
+      new ApiError(408, ERRNO.INVALID_POSTED_DATA, {
+        message: `Nothing was received for ${options.idleTimeoutMs / 1000} s: the upload was abandoned.`,
+      }),
+    ),
   );
   const onData = () => idle.touch();
   const onClose = () => {
-    if (!raw.readableEnded) fail(new ApiError(499, ERRNO.UNDEFINED, { message: 'The client closed the connection: the upload was abandoned.' }));
+    if (!raw.readableEnded)
+      fail(
+        new ApiError(499, ERRNO.UNDEFINED, { message: 'The client closed the connection: the upload was abandoned.' }),
+      );
   };
   raw.on('data', onData);
   raw.on('close', onClose);
@@ -201,7 +215,10 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
         body = body.pipe(gzip).pipe(gzipped);
         gzip.on('error', (error) => gzipped?.destroy(error));
       }
-      await backend.write(location, body, { contentType: options.gzipped ? 'application/x-gzip' : mimetype, signal: controller.signal });
+      await backend.write(location, body, {
+        contentType: options.gzipped ? 'application/x-gzip' : mimetype,
+        signal: controller.signal,
+      });
       const info: AttachmentInfo = gzipped
         ? {
             filename: `${filename}.gz`,
@@ -265,7 +282,12 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
       unknownField ??= name;
       return;
     }
-    if (info.valueTruncated) return fail(new ApiError(413, ERRNO.REQUEST_TOO_LARGE, { message: `body: '${name}' is larger than ${options.maxFieldBytes} bytes.` }));
+    if (info.valueTruncated)
+      return fail(
+        new ApiError(413, ERRNO.REQUEST_TOO_LARGE, {
+          message: `body: '${name}' is larger than ${options.maxFieldBytes} bytes.`,
+        }),
+      );
     if (Object.hasOwn(fields, name)) return fail(postedDataError(`body: '${name}' is sent twice`));
     try {
       fields[name as (typeof RECORD_FIELDS)[number]] = parseJsonField(name, value);
@@ -274,7 +296,9 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
     }
   });
   for (const event of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
-    parser.on(event, () => fail(postedDataError(`body: too many parts (only '${FILE_FIELD}', 'data' and 'permissions' are taken)`)));
+    parser.on(event, () =>
+      fail(postedDataError(`body: too many parts (only '${FILE_FIELD}', 'data' and 'permissions' are taken)`)),
+    );
   }
 
   raw.pipe(parser);
@@ -283,7 +307,10 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
     const attachment = writing ? await (writing as Promise<AttachmentInfo>) : null;
     if (!attachment) throw postedDataError('Attachment missing.');
     if (unknownField !== null) throw postedDataError(`body: '${unknownField}' not in ('data', 'permissions')`);
-    if (fields.data !== undefined && (typeof fields.data !== 'object' || fields.data === null || Array.isArray(fields.data))) {
+    if (
+      fields.data !== undefined &&
+      (typeof fields.data !== 'object' || fields.data === null || Array.isArray(fields.data))
+    ) {
       throw postedDataError('body: data should be a JSON object');
     }
     return {
@@ -308,11 +335,17 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
 }
 
 /** Removes what an upload stored, then its note (a failure leaves the note: the sweeper finishes). */
-export async function discard(backend: FileBackend, stored: AttachmentInfo | null, intent: Intent | null): Promise<void> {
+export async function discard(
+  backend: FileBackend,
+  stored: AttachmentInfo | null,
+  intent: Intent | null,
+): Promise<void> {
   if (stored) await backend.delete(stored.location);
   await intent?.done();
 }
 
 export function backendError(error: unknown): ApiError {
-  return new ApiError(503, ERRNO.BACKEND, { message: `The attachments backend failed: ${(error as Error)?.message ?? String(error)}` });
+  return new ApiError(503, ERRNO.BACKEND, {
+    message: `The attachments backend failed: ${(error as Error)?.message ?? String(error)}`,
+  });
 }

@@ -17,14 +17,18 @@ export function createBasicAuthPolicy(secret: string): AuthPolicy {
     async authenticate({ headers }) {
       const credentials = parseBasicAuthorization(headers.authorization);
       if (!credentials || credentials.username === '') return null;
-      const digest = createHmac('sha256', secret).update(`${credentials.username}:${credentials.password}`, 'utf8').digest('hex');
+      const digest = createHmac('sha256', secret)
+        .update(`${credentials.username}:${credentials.password}`, 'utf8')
+        .digest('hex');
       return `basicauth:${digest}`;
     },
   };
 }
 
 /** Parses `Authorization: Basic base64(user:password)`; null when absent or malformed. */
-export function parseBasicAuthorization(header: string | string[] | undefined): { username: string; password: string } | null {
+export function parseBasicAuthorization(
+  header: string | string[] | undefined,
+): { username: string; password: string } | null {
   if (typeof header !== 'string') return null;
   const match = /^basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
   if (!match?.[1]) return null;

@@ -54,7 +54,11 @@ async function groupMembers(session: StorageSession, groups: Set<string>): Promi
   for (const uri of groups) {
     const [, bucket, group] = GROUP_URI.exec(uri)!;
     const object = await session.objects.get({ resourceName: 'group', parentId: `/buckets/${bucket}` }, group!);
-    if (Array.isArray(object?.members)) members.set(uri, object.members.filter((member): member is string => typeof member === 'string'));
+    if (Array.isArray(object?.members))
+      members.set(
+        uri,
+        object.members.filter((member): member is string => typeof member === 'string'),
+      );
   }
   return members;
 }
@@ -73,10 +77,20 @@ export function deletionCaptureExtensions(resources: MonitoredResources | null):
     const monitored = collections.filter((collection) => isMonitored(resources, bucket, collection));
     if (monitored.length === 0) return;
     const bucketUri = `/buckets/${bucket}`;
-    const acls = await session.permissions.get([bucketUri, ...monitored.map((collection) => collectionUri(bucket, collection))]);
-    const found = monitored.map((collection) => ({ bucket, collection, readers: readersOf(acls.get(bucketUri), acls.get(collectionUri(bucket, collection))) }));
+    const acls = await session.permissions.get([
+      bucketUri,
+      ...monitored.map((collection) => collectionUri(bucket, collection)),
+    ]);
+    const found = monitored.map((collection) => ({
+      bucket,
+      collection,
+      readers: readersOf(acls.get(bucketUri), acls.get(collectionUri(bucket, collection))),
+    }));
     // A group may go with its bucket: its members as they are now stand for it.
-    const members = await groupMembers(session, new Set(found.flatMap(({ readers }) => readers.filter((reader) => GROUP_URI.test(reader)))));
+    const members = await groupMembers(
+      session,
+      new Set(found.flatMap(({ readers }) => readers.filter((reader) => GROUP_URI.test(reader)))),
+    );
     for (const item of found) {
       const expanded = new Set(item.readers);
       for (const reader of item.readers) for (const member of members.get(reader) ?? []) expanded.add(member);
@@ -93,7 +107,11 @@ export function deletionCaptureExtensions(resources: MonitoredResources | null):
       resource: 'bucket',
       async beforeRemainsDeleted({ session, ref }) {
         const rows = await session.objects.collectionTimestamps({ within: { buckets: [ref.id], collections: [] } });
-        await capture(session, ref.id, rows.map((row) => row.collection));
+        await capture(
+          session,
+          ref.id,
+          rows.map((row) => row.collection),
+        );
       },
     },
   ];
@@ -104,13 +122,20 @@ export function deletionCaptureExtensions(resources: MonitoredResources | null):
  * while the monitor is off), so that the monitor's reads by timestamp find it. Returns the
  * collections created.
  */
-export async function storeRecordsTimestamps(session: StorageSession, events: ResourceEvent[]): Promise<Array<[string, string]>> {
+export async function storeRecordsTimestamps(
+  session: StorageSession,
+  events: ResourceEvent[],
+): Promise<Array<[string, string]>> {
   const created: Array<[string, string]> = [];
   for (const { payload, impactedObjects } of events) {
-    if (payload.resource_name !== 'collection' || payload.action !== 'create' || typeof payload.bucket_id !== 'string') continue;
+    if (payload.resource_name !== 'collection' || payload.action !== 'create' || typeof payload.bucket_id !== 'string')
+      continue;
     for (const { new: object } of impactedObjects) {
       created.push([payload.bucket_id, String(object.id)]);
-      await session.objects.timestamp({ resourceName: 'record', parentId: collectionUri(payload.bucket_id, String(object.id)) });
+      await session.objects.timestamp({
+        resourceName: 'record',
+        parentId: collectionUri(payload.bucket_id, String(object.id)),
+      });
     }
   }
   return created;
@@ -120,23 +145,36 @@ export async function storeRecordsTimestamps(session: StorageSession, events: Re
  * In the deleting transaction: stores a deletion entry per collection the request deleted, and
  * drops those of collections it created. Returns the entries stored.
  */
-export async function recordDeletions(session: StorageSession, events: ResourceEvent[], factory: EntryFactory): Promise<Deletion[]> {
+export async function recordDeletions(
+  session: StorageSession,
+  events: ResourceEvent[],
+  factory: EntryFactory,
+): Promise<Deletion[]> {
   for (const [bucket, collection] of await storeRecordsTimestamps(session, events)) {
     const id = factory.entry(bucket, collection, 0).id;
     if (await session.objects.get(DELETIONS_SCOPE, id)) await session.objects.delete(DELETIONS_SCOPE, id);
   }
   const seen = new Set<string>();
-  const deleted = (captured.get(session) ?? []).filter(({ bucket, collection }) => !seen.has(collectionUri(bucket, collection)) && seen.add(collectionUri(bucket, collection)));
+  const deleted = (captured.get(session) ?? []).filter(
+    ({ bucket, collection }) =>
+      !seen.has(collectionUri(bucket, collection)) && seen.add(collectionUri(bucket, collection)),
+  );
   captured.delete(session);
   if (deleted.length === 0) return [];
   const stored = await session.objects.insertMany(
     DELETIONS_SCOPE,
-    deleted.map(({ bucket, collection, readers }) => ({ id: factory.entry(bucket, collection, 0).id, data: { bucket, collection, readers } })),
+    deleted.map(({ bucket, collection, readers }) => ({
+      id: factory.entry(bucket, collection, 0).id,
+      data: { bucket, collection, readers },
+    })),
   );
   return stored.map((object) => toDeletion(factory, object));
 }
 
 export function toDeletion(factory: EntryFactory, object: StoredObject): Deletion {
   const entry = factory.entry(String(object.bucket), String(object.collection), object.last_modified);
-  return { entry: { ...entry, deleted: true }, readers: Array.isArray(object.readers) ? (object.readers as string[]) : [] };
+  return {
+    entry: { ...entry, deleted: true },
+    readers: Array.isArray(object.readers) ? (object.readers as string[]) : [],
+  };
 }

@@ -33,7 +33,9 @@ export function collectionUri(bucket: string, collection: string): string {
 
 /** `kinto-changes`: `str(UUID(md5(http_host + collection_uri).hexdigest()))`. */
 export function entryId(host: string, bucket: string, collection: string): string {
-  const hex = createHash('md5').update(host + collectionUri(bucket, collection), 'utf8').digest('hex');
+  const hex = createHash('md5')
+    .update(host + collectionUri(bucket, collection), 'utf8')
+    .digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
@@ -62,12 +64,20 @@ export function parseResources(uris: string[]): MonitoredResources | null {
 }
 
 export function isMonitored(resources: MonitoredResources | null, bucket: string, collection: string): boolean {
-  return resources === null || resources.buckets.has(bucket) || resources.collections.has(collectionUri(bucket, collection));
+  return (
+    resources === null || resources.buckets.has(bucket) || resources.collections.has(collectionUri(bucket, collection))
+  );
 }
 
 /** Whether `principals` may read the records of the collection, from the bucket's and the collection's ACLs. */
-export function mayRead(settings: PermissionSettings, principals: string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
-  const holds = (list: readonly string[] | undefined) => list?.some((principal) => principals.includes(principal)) ?? false;
+export function mayRead(
+  settings: PermissionSettings,
+  principals: string[],
+  bucketAcl: Permissions | undefined,
+  collectionAcl: Permissions | undefined,
+): boolean {
+  const holds = (list: readonly string[] | undefined) =>
+    list?.some((principal) => principals.includes(principal)) ?? false;
   return (
     holds(settings.bucket_read_principals) ||
     holds(settings.bucket_write_principals) ||
@@ -94,7 +104,14 @@ const ENTRY_ORDER_TIE_BREAK: Sort = { field: 'id', direction: 1 };
  * The entries the query selects, sorted; a page token continues after its last entry (keyset on
  * the sort fields, then `id`, unique: two collections may share a timestamp).
  */
-export function selectEntries(entries: ChangeEntry[], query: Pick<ListQuery, 'filters' | 'sorting' | 'token'>): ChangeEntry[] {
+export function selectEntries(
+  entries: ChangeEntry[],
+  query: Pick<ListQuery, 'filters' | 'sorting' | 'token'>,
+): ChangeEntry[] {
   const after = query.token?.lastObject;
-  return selectObjects(entries, { filters: query.filters, sorting: [...query.sorting, ENTRY_ORDER_TIE_BREAK], ...(after ? { after } : {}) });
+  return selectObjects(entries, {
+    filters: query.filters,
+    sorting: [...query.sorting, ENTRY_ORDER_TIE_BREAK],
+    ...(after ? { after } : {}),
+  });
 }

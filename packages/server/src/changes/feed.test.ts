@@ -77,7 +77,12 @@ describe('change feed and the notification channel', () => {
     const feed = new ChangeFeed(settings, storage, reads, () => undefined);
     feed.start(new EventBus());
     const stream = new RecordingStream(
-      catchingUp ? (since, principals) => storage.read(async (session) => (await reads.page(session, principals, { since, order: 'asc', limit: 100 })).entries) : undefined,
+      catchingUp
+        ? (since, principals) =>
+            storage.read(
+              async (session) => (await reads.page(session, principals, { since, order: 'asc', limit: 100 })).entries,
+            )
+        : undefined,
     );
     feed.add(stream);
     return { feed, stream };
@@ -90,25 +95,33 @@ describe('change feed and the notification channel', () => {
     listener = undefined;
   });
 
-  it("offers what another process announces, and makes up for a lost notification when the channel is back", async () => {
+  it('offers what another process announces, and makes up for a lost notification when the channel is back', async () => {
     const { feed, stream } = startFeed();
     expect(listener).toBeDefined();
 
     // Another process wrote and said so.
-    const first = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r1', {}));
+    const first = await storage.transaction((session) =>
+      session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r1', {}),
+    );
     listener!.message(JSON.stringify({ o: 'another-process', e: [['b', 'c', first.last_modified]] }));
     await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified]);
 
     // The channel drops; a write happens meanwhile and its notification is lost.
     listener!.disconnected();
-    const second = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r2', {}));
+    const second = await storage.transaction((session) =>
+      session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r2', {}),
+    );
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(stream.entries).toHaveLength(1);
     listener!.connected();
-    await expect.poll(() => stream.entries.map((entry) => entry.last_modified)).toEqual([first.last_modified, second.last_modified]);
+    await expect
+      .poll(() => stream.entries.map((entry) => entry.last_modified))
+      .toEqual([first.last_modified, second.last_modified]);
 
     // Too many changes for one payload: "re-read everything".
-    const third = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}));
+    const third = await storage.transaction((session) =>
+      session.objects.create({ resourceName: 'record', parentId: '/buckets/b/collections/c' }, 'r3', {}),
+    );
     listener!.message(JSON.stringify({ o: 'another-process', r: second.last_modified }));
     await expect.poll(() => stream.entries.at(-1)?.last_modified).toBe(third.last_modified);
     // Our own notifications are not offered twice.
@@ -124,10 +137,14 @@ describe('change feed and the notification channel', () => {
       await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'shared', {});
       await session.permissions.set('/buckets/shared', { read: ['/buckets/shared/groups/readers'] });
       await session.objects.create({ resourceName: 'collection', parentId: '/buckets/shared' }, 'c', {});
-      await session.objects.create({ resourceName: 'group', parentId: '/buckets/shared' }, 'readers', { members: ['u'] });
+      await session.objects.create({ resourceName: 'group', parentId: '/buckets/shared' }, 'readers', {
+        members: ['u'],
+      });
       await session.permissions.setGroupMembers('/buckets/shared/groups/readers', ['u']);
     });
-    const written = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/shared/collections/c' }, 'r', {}));
+    const written = await storage.transaction((session) =>
+      session.objects.create({ resourceName: 'record', parentId: '/buckets/shared/collections/c' }, 'r', {}),
+    );
     // The write's process announced it first (the grant's process waits for its coalescing):
     // the stream's groups are still the old ones, so it is refused, and the feed offers it once.
     listener!.message(JSON.stringify({ o: 'writer', e: [['shared', 'c', written.last_modified]] }));
@@ -135,7 +152,9 @@ describe('change feed and the notification channel', () => {
     expect(stream.entries).toEqual([]);
     // Then the grant: the stream reads its groups again, and what it was refused.
     listener!.message(JSON.stringify({ o: 'granter', g: ['u'] }));
-    await expect.poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified])).toEqual([['shared', written.last_modified]]);
+    await expect
+      .poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified]))
+      .toEqual([['shared', written.last_modified]]);
     expect(stream.principals).toContain('/buckets/shared/groups/readers');
     feed.close();
   });
@@ -150,9 +169,13 @@ describe('change feed and the notification channel', () => {
       await session.objects.create({ resourceName: 'collection', parentId: '/buckets/granted' }, 'c', {});
       await session.permissions.setGroupMembers('/buckets/granted/groups/g', ['u']);
     });
-    const written = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: '/buckets/granted/collections/c' }, 'r', {}));
+    const written = await storage.transaction((session) =>
+      session.objects.create({ resourceName: 'record', parentId: '/buckets/granted/collections/c' }, 'r', {}),
+    );
     listener!.connected();
-    await expect.poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified])).toContainEqual(['granted', written.last_modified]);
+    await expect
+      .poll(() => stream.entries.map((entry) => [entry.bucket, entry.last_modified]))
+      .toContainEqual(['granted', written.last_modified]);
     feed.close();
   });
 });

@@ -112,7 +112,12 @@ export class ChangeFeed {
   #channelDownSince: number | null = null;
   #closed = false;
 
-  constructor(settings: ChangesSettings, storage: Storage, reads: MonitorReads, log: () => FastifyBaseLogger | undefined) {
+  constructor(
+    settings: ChangesSettings,
+    storage: Storage,
+    reads: MonitorReads,
+    log: () => FastifyBaseLogger | undefined,
+  ) {
     this.#settings = settings;
     this.#storage = storage;
     this.reads = reads;
@@ -200,13 +205,15 @@ export class ChangeFeed {
   #committed(events: ResourceEvent[]): void {
     const batch = this.#pending;
     const deletions = events.length > 0 ? this.#deletions.get(events[0]!) : undefined;
-    for (const { entry, readers } of deletions ?? []) batch.deletions.push([entry.bucket, entry.collection, entry.last_modified, readers]);
+    for (const { entry, readers } of deletions ?? [])
+      batch.deletions.push([entry.bucket, entry.collection, entry.last_modified, readers]);
     for (const { payload, impactedObjects } of events) {
       const { resource_name: resource, action } = payload;
       if (resource === 'group') {
         addGroupChange(batch, impactedObjects);
       } else if (resource === 'account') {
-        if (action === 'delete') for (const { new: object } of impactedObjects) batch.accounts.push(accountUserId(String(object.id)));
+        if (action === 'delete')
+          for (const { new: object } of impactedObjects) batch.accounts.push(accountUserId(String(object.id)));
       } else if (resource === 'bucket') {
         if (action === 'delete') for (const { new: object } of impactedObjects) batch.buckets.push(String(object.id));
       } else if (resource === 'record') {
@@ -222,7 +229,10 @@ export class ChangeFeed {
     if (this.#flushTimer === null && !isEmpty(batch)) {
       // Many streams: gather longer (1 ms per 20 streams), so that a busy collection read by
       // thousands costs a bounded number of fan-outs per second rather than one per write.
-      this.#flushTimer = setTimeout(() => this.#flush(), this.#settings.changes_stream_coalesce_ms + Math.floor(this.#streams.size / 20));
+      this.#flushTimer = setTimeout(
+        () => this.#flush(),
+        this.#settings.changes_stream_coalesce_ms + Math.floor(this.#streams.size / 20),
+      );
     }
   }
 
@@ -242,17 +252,31 @@ export class ChangeFeed {
 
   #encode(batch: Batch): string {
     const rights: Message = {
-      ...(batch.groups ? { g: batch.groups === 'all' || batch.groups.size > MAX_PRINCIPALS ? 1 : [...batch.groups] } : {}),
+      ...(batch.groups
+        ? { g: batch.groups === 'all' || batch.groups.size > MAX_PRINCIPALS ? 1 : [...batch.groups] }
+        : {}),
       ...(batch.accounts.length ? { a: batch.accounts } : {}),
       ...(batch.buckets.length ? { b: batch.buckets } : {}),
     };
-    const full = JSON.stringify({ o: this.#origin, e: batch.changes, ...(batch.deletions.length ? { d: batch.deletions } : {}), ...rights });
+    const full = JSON.stringify({
+      o: this.#origin,
+      e: batch.changes,
+      ...(batch.deletions.length ? { d: batch.deletions } : {}),
+      ...rights,
+    });
     if (Buffer.byteLength(full) <= MAX_PAYLOAD) return full;
     let oldest = Number.POSITIVE_INFINITY;
     for (const [, , timestamp] of [...batch.changes, ...batch.deletions]) oldest = Math.min(oldest, timestamp);
-    const short = JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, ...rights, ...(rights.g ? { g: 1 } : {}) });
+    const short = JSON.stringify({
+      o: this.#origin,
+      r: Number.isFinite(oldest) ? oldest - 1 : 0,
+      ...rights,
+      ...(rights.g ? { g: 1 } : {}),
+    });
     // Too many accounts or buckets to name: every stream re-reads its groups (deleted accounts' streams stay until their next check).
-    return Buffer.byteLength(short) <= MAX_PAYLOAD ? short : JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, g: 1 });
+    return Buffer.byteLength(short) <= MAX_PAYLOAD
+      ? short
+      : JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, g: 1 });
   }
 
   #received(text: string): void {
@@ -293,13 +317,16 @@ export class ChangeFeed {
     // Deletions first: those who could read the collection until now, a deleted bucket's groups included.
     for (const [bucket, collection, timestamp, readers] of batch.deletions) {
       const entry = { ...this.reads.entry(bucket, collection, timestamp), deleted: true as const };
-      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
+      if (this.#isNewer(entry))
+        for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
     }
     if (batch.buckets.length > 0) {
       const prefixes = batch.buckets.map((bucket) => `/buckets/${bucket}/groups/`);
       for (const stream of this.#streams) {
         if (stream.principals.some((principal) => prefixes.some((prefix) => principal.startsWith(prefix)))) {
-          stream.principals = stream.principals.filter((principal) => !prefixes.some((prefix) => principal.startsWith(prefix)));
+          stream.principals = stream.principals.filter(
+            (principal) => !prefixes.some((prefix) => principal.startsWith(prefix)),
+          );
         }
       }
     }
@@ -313,7 +340,13 @@ export class ChangeFeed {
     const byUser = new Map<string, FeedStream[]>();
     for (const stream of this.#streams) {
       if (stream.userId === null) continue; // anonymous: in no group
-      if (principals !== 'all' && !principals.has(stream.userId) && !principals.has(AUTHENTICATED) && !principals.has(EVERYONE)) continue;
+      if (
+        principals !== 'all' &&
+        !principals.has(stream.userId) &&
+        !principals.has(AUTHENTICATED) &&
+        !principals.has(EVERYONE)
+      )
+        continue;
       const streams = byUser.get(stream.userId) ?? [];
       streams.push(stream);
       byUser.set(stream.userId, streams);
@@ -342,7 +375,9 @@ export class ChangeFeed {
 
   /** Offers each stream the entries of `changes`, with the ACLs they have now. */
   async #offer(changes: Change[]): Promise<void> {
-    const entries = changes.map(([bucket, collection, timestamp]) => this.reads.entry(bucket, collection, timestamp)).filter((entry) => this.reads.monitors(entry) && this.#isNewer(entry));
+    const entries = changes
+      .map(([bucket, collection, timestamp]) => this.reads.entry(bucket, collection, timestamp))
+      .filter((entry) => this.reads.monitors(entry) && this.#isNewer(entry));
     if (entries.length === 0 || this.#streams.size === 0) return;
     await this.#offerEntries(entries);
   }
@@ -350,7 +385,10 @@ export class ChangeFeed {
   async #offerEntries(entries: ChangeEntry[]): Promise<void> {
     const uris = new Set<string>();
     for (const { bucket, collection } of entries) uris.add(`/buckets/${bucket}`).add(collectionUri(bucket, collection));
-    const acls = this.reads.resources === null ? await this.#storage.read((session) => session.permissions.get([...uris])) : new Map<string, Permissions>();
+    const acls =
+      this.reads.resources === null
+        ? await this.#storage.read((session) => session.permissions.get([...uris]))
+        : new Map<string, Permissions>();
     for (const entry of entries) {
       const bucketAcl = acls.get(`/buckets/${entry.bucket}`);
       const collectionAcl = acls.get(collectionUri(entry.bucket, entry.collection));
@@ -362,7 +400,8 @@ export class ChangeFeed {
   async #resync(since: number): Promise<void> {
     const { live, deletions } = await this.#storage.read((session) => this.reads.changedSince(session, since));
     for (const { entry, readers } of deletions) {
-      if (this.#isNewer(entry)) for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
+      if (this.#isNewer(entry))
+        for (const stream of this.#streams) stream.offer(entry, deletionAcl(readers), undefined);
     }
     await this.#offerEntries(live.filter((entry) => this.#isNewer(entry)));
   }
@@ -386,7 +425,13 @@ function emptyBatch(): Batch {
 }
 
 function isEmpty(batch: Batch): boolean {
-  return batch.changes.length === 0 && batch.deletions.length === 0 && batch.groups === null && batch.accounts.length === 0 && batch.buckets.length === 0;
+  return (
+    batch.changes.length === 0 &&
+    batch.deletions.length === 0 &&
+    batch.groups === null &&
+    batch.accounts.length === 0 &&
+    batch.buckets.length === 0
+  );
 }
 
 function newestPerCollection(changes: Change[]): Change[] {

@@ -65,10 +65,15 @@ export function registerChanges(app: FastifyInstance): void {
   app.addHook('preClose', async () => feed.close());
 
   services.capabilities.changes = {
-    description: 'Track modifications of records and show the collection timestamps in one list: poll it, or follow it as server-sent events.',
+    description:
+      'Track modifications of records and show the collection timestamps in one list: poll it, or follow it as server-sent events.',
     url: 'https://kinto.readthedocs.io/en/latest/api/1.x/synchronisation.html#polling-for-remote-changes',
     collections: settings.changes_resources,
-    stream: { url: MONITOR_PATH, accept: 'text/event-stream', heartbeat_seconds: settings.changes_stream_heartbeat_seconds },
+    stream: {
+      url: MONITOR_PATH,
+      accept: 'text/event-stream',
+      heartbeat_seconds: settings.changes_stream_heartbeat_seconds,
+    },
   };
 
   /**
@@ -77,7 +82,12 @@ export function registerChanges(app: FastifyInstance): void {
    * worth is read, in timestamp order; otherwise every entry the caller may see (pushed down:
    * `_since`, `_before`, `bucket`; the filters always apply after).
    */
-  async function select(request: FastifyRequest, query: ListQuery, limit: number, ifNoneMatch: boolean): Promise<{ selected: ChangeEntry[] | null; timestamp: number }> {
+  async function select(
+    request: FastifyRequest,
+    query: ListQuery,
+    limit: number,
+    ifNoneMatch: boolean,
+  ): Promise<{ selected: ChangeEntry[] | null; timestamp: number }> {
     const { principals } = request.identity;
     const range = rangeOf(query.filters);
     const [first] = query.sorting;
@@ -91,14 +101,20 @@ export function registerChanges(app: FastifyInstance): void {
     return storage.read(async (session) => {
       // The ETag first (a short read), which a conditional poll often stops at.
       const timestamp = await reads.newest(session, principals);
-      if (ifNoneMatch && checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified') return { selected: null, timestamp };
+      if (
+        ifNoneMatch &&
+        checkListPreconditions(parsePreconditions(request.headers), timestamp, 'GET') === 'not-modified'
+      )
+        return { selected: null, timestamp };
       const options = { deletions: query.includeDeleted };
-      if (!byTimestamp) return { selected: selectEntries(await reads.entries(session, principals, range, options), query), timestamp };
+      if (!byTimestamp)
+        return { selected: selectEntries(await reads.entries(session, principals, range, options), query), timestamp };
       // The first `limit + 1` the filters keep: read twice as many each time they keep too few.
       for (let want = limit + 1; ; want *= 2) {
         const entries = await reads.entries(session, principals, range, { ...options, want });
         const selected = selectEntries(entries, query);
-        if (selected.length > limit || entries.filter((entry) => !('deleted' in entry)).length < want) return { selected, timestamp };
+        if (selected.length > limit || entries.filter((entry) => !('deleted' in entry)).length < want)
+          return { selected, timestamp };
       }
     });
   }
@@ -108,19 +124,48 @@ export function registerChanges(app: FastifyInstance): void {
     const query = parseListQuery(splitUrl(request.raw.url).query);
     const preconditions = parsePreconditions(request.headers);
     const limit = effectiveLimit(services.settings, query.requestedLimit);
-    const { selected, timestamp } = await select(request, query, limit, preconditions.ifNoneMatch?.kind === 'timestamp');
+    const { selected, timestamp } = await select(
+      request,
+      query,
+      limit,
+      preconditions.ifNoneMatch?.kind === 'timestamp',
+    );
     const outcome = checkListPreconditions(preconditions, timestamp, 'GET');
     setTimestampHeaders(reply, timestamp);
-    setCacheHeaders(reply, cacheLifetime(settings, request.identity, { resourceName: 'record', parentUri: '/buckets/monitor/collections/changes', parent: null }));
+    setCacheHeaders(
+      reply,
+      cacheLifetime(settings, request.identity, {
+        resourceName: 'record',
+        parentUri: '/buckets/monitor/collections/changes',
+        parent: null,
+      }),
+    );
     if (outcome === 'not-modified' || selected === null) return reply.code(304).send();
 
     const items = selected.slice(0, limit);
     if (selected.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
-      const token = encodeToken(items[items.length - 1] as unknown as Record<string, unknown>, [...query.sorting, { field: 'id', direction: 1 }], offset);
-      reply.header('Next-Page', nextPageUrl(baseUrl(services.settings, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+      const token = encodeToken(
+        items[items.length - 1] as unknown as Record<string, unknown>,
+        [...query.sorting, { field: 'id', direction: 1 }],
+        offset,
+      );
+      reply.header(
+        'Next-Page',
+        nextPageUrl(
+          baseUrl(services.settings, request),
+          splitUrl(request.raw.url).path,
+          query.params,
+          limit,
+          token.encoded,
+        ),
+      );
     }
-    return { data: query.fields ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[])) : items };
+    return {
+      data: query.fields
+        ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[]))
+        : items,
+    };
   }
 
   // Registered before the records resource: Fastify prefers this static path to the parametric one.
@@ -137,7 +182,12 @@ export function registerChanges(app: FastifyInstance): void {
       HEAD: async (request: FastifyRequest, reply: FastifyReply) => {
         const query = parseListQuery(splitUrl(request.raw.url).query);
         // A count: every entry the query selects.
-        const { selected, timestamp } = await select(request, { ...query, sorting: [] }, Number.POSITIVE_INFINITY, false);
+        const { selected, timestamp } = await select(
+          request,
+          { ...query, sorting: [] },
+          Number.POSITIVE_INFINITY,
+          false,
+        );
         setTimestampHeaders(reply, timestamp);
         reply.header('Total-Objects', String(selected?.length ?? 0));
         reply.header('Total-Records', String(selected?.length ?? 0));

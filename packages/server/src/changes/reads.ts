@@ -16,7 +16,14 @@
  * Entries are built only for what is returned, their ids from a cache (entry-factory.ts).
  */
 import type { PermissionSettings } from '../permission/settings.js';
-import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, Permissions, StorageSession, StoredObject } from '../storage/types.js';
+import type {
+  CollectionTimestamp,
+  CollectionTimestampsQuery,
+  Filter,
+  Permissions,
+  StorageSession,
+  StoredObject,
+} from '../storage/types.js';
 import { DELETIONS_SCOPE, type Deletion, deletionAcl, toDeletion } from './deletions.js';
 import { collectionUri, isMonitored, mayRead, type ChangeEntry, type MonitoredResources } from './entries.js';
 import { EntryFactory } from './entry-factory.js';
@@ -78,7 +85,11 @@ export class MonitorReads {
   }
 
   /** Whether `principals` may see entries of a collection with these ACLs. */
-  visible(principals: readonly string[], bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): boolean {
+  visible(
+    principals: readonly string[],
+    bucketAcl: Permissions | undefined,
+    collectionAcl: Permissions | undefined,
+  ): boolean {
     return this.#resources !== null || mayRead(this.#settings, principals as string[], bucketAcl, collectionAcl);
   }
 
@@ -87,7 +98,12 @@ export class MonitorReads {
    * otherwise): all of them, or the first `want` (and those of the same timestamp as the last);
    * with `deletions`, the deleted collections' entries of the range too (deletions.ts).
    */
-  async entries(session: StorageSession, principals: readonly string[], range: EntryRange = {}, options: { deletions?: boolean; want?: number } = {}): Promise<ChangeEntry[]> {
+  async entries(
+    session: StorageSession,
+    principals: readonly string[],
+    range: EntryRange = {},
+    options: { deletions?: boolean; want?: number } = {},
+  ): Promise<ChangeEntry[]> {
     const order = range.order ?? 'desc';
     const want = options.want ?? Number.POSITIVE_INFINITY;
     // A whole list (many wanted, no _since to stop at): the caller's collections in one statement
@@ -97,7 +113,10 @@ export class MonitorReads {
     let rows = scanned?.rows;
     if (!rows) {
       const within = await this.#within(session, principals, range.buckets);
-      rows = within && within.buckets.length === 0 && within.collections.length === 0 ? [] : await this.#read(session, { within, since: range.since, atMost: range.atMost, order });
+      rows =
+        within && within.buckets.length === 0 && within.collections.length === 0
+          ? []
+          : await this.#read(session, { within, since: range.since, atMost: range.atMost, order });
     }
     const entries = await this.#toEntries(session, rows);
     if (!options.deletions) return entries;
@@ -108,7 +127,9 @@ export class MonitorReads {
   /** Every live collection and deletion changed after `since`, whoever may read them, with who may see the deletions (the feed's re-read). */
   async changedSince(session: StorageSession, since: number): Promise<{ live: ChangeEntry[]; deletions: Deletion[] }> {
     const rows = await this.#read(session, { within: this.#resourcesWithin(), since, order: 'asc' });
-    const deletions = (await this.#deletionObjects(session, { since })).map((object) => toDeletion(this.factory, object)).filter(({ entry }) => this.monitors(entry));
+    const deletions = (await this.#deletionObjects(session, { since }))
+      .map((object) => toDeletion(this.factory, object))
+      .filter(({ entry }) => this.monitors(entry));
     return { live: await this.#toEntries(session, rows), deletions };
   }
 
@@ -116,40 +137,68 @@ export class MonitorReads {
    * A page of the entries of `range`, oldest first, for a stream's first events (and the
    * deletions since `range.since` on the first page); `next`: where the next page starts.
    */
-  async page(session: StorageSession, principals: readonly string[], range: EntryRange & { limit: number }): Promise<EntryPage> {
+  async page(
+    session: StorageSession,
+    principals: readonly string[],
+    range: EntryRange & { limit: number },
+  ): Promise<EntryPage> {
     let rows: CollectionTimestamp[];
     let next: EntryPage['next'];
-    const scanned = range.scan === 'collections' ? null : await this.#scan(session, principals, { ...range, order: 'asc' }, range.limit);
+    const scanned =
+      range.scan === 'collections'
+        ? null
+        : await this.#scan(session, principals, { ...range, order: 'asc' }, range.limit);
     if (scanned) ({ rows, next } = scanned);
     else {
       // Few of the collections are the caller's: theirs, a page at a time.
       const within = await this.#within(session, principals, range.buckets);
       const empty = within && within.buckets.length === 0 && within.collections.length === 0;
-      rows = empty ? [] : await this.#read(session, { within, since: range.since, atMost: range.atMost, order: 'asc', after: range.after, limit: range.limit });
+      rows = empty
+        ? []
+        : await this.#read(session, {
+            within,
+            since: range.since,
+            atMost: range.atMost,
+            order: 'asc',
+            after: range.after,
+            limit: range.limit,
+          });
       next = rows.length === range.limit ? { after: rows.at(-1)!, scan: 'collections' } : null;
     }
     const entries = await this.#toEntries(session, rows);
     if (range.since !== undefined && range.after === undefined) {
       // The deletions since, first (a stream's first page): few, and older or newer alike, a reconnecting client asks for them again at worst.
       const deleted = await this.#deletions(session, principals, range);
-      if (deleted.length > 0) return { entries: [...deleted.sort((a, b) => a.last_modified - b.last_modified), ...entries], next };
+      if (deleted.length > 0)
+        return { entries: [...deleted.sort((a, b) => a.last_modified - b.last_modified), ...entries], next };
     }
     return { entries, next };
   }
 
   /** The newest timestamp among the entries `principals` may see, deleted collections' included (0: none): the list's ETag. */
   async newest(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
-    const [live, deleted] = [await this.#newestLive(session, principals, atMost), await this.#newestDeletion(session, principals, atMost)];
+    const [live, deleted] = [
+      await this.#newestLive(session, principals, atMost),
+      await this.#newestDeletion(session, principals, atMost),
+    ];
     return Math.max(live, deleted);
   }
 
   async #newestLive(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
     // Down from `atMost`, whoever's: usually the first rows hold the caller's newest.
-    const scanned = await this.#scan(session, principals, { ...(atMost !== undefined ? { atMost } : {}), order: 'desc' }, 1);
+    const scanned = await this.#scan(
+      session,
+      principals,
+      { ...(atMost !== undefined ? { atMost } : {}), order: 'desc' },
+      1,
+    );
     if (scanned) return scanned.rows[0]?.lastModified ?? 0;
     const within = await this.#within(session, principals);
     if (within && within.buckets.length === 0 && within.collections.length === 0) return 0;
-    const [row] = await this.#toEntries(session, await this.#read(session, { within, atMost, order: 'desc', limit: 1 }));
+    const [row] = await this.#toEntries(
+      session,
+      await this.#read(session, { within, atMost, order: 'desc', limit: 1 }),
+    );
     return row?.last_modified ?? 0;
   }
 
@@ -170,7 +219,10 @@ export class MonitorReads {
     const within = this.#resourcesWithin();
     const buckets = range.buckets ? new Set(range.buckets) : null;
     // The index is walked from one end: an open range is bounded by the end it starts from.
-    const bounds = range.order === 'asc' ? { since: range.since ?? -1, atMost: range.atMost } : { since: range.since, atMost: range.atMost ?? Number.MAX_SAFE_INTEGER };
+    const bounds =
+      range.order === 'asc'
+        ? { since: range.since ?? -1, atMost: range.atMost }
+        : { since: range.since, atMost: range.atMost ?? Number.MAX_SAFE_INTEGER };
     const found: CollectionTimestamp[] = [];
     let after = range.after;
     let walked = 0;
@@ -181,7 +233,8 @@ export class MonitorReads {
       const candidates = buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows;
       for (const row of await this.#visibleRows(session, principals, candidates)) {
         const last = found.at(-1);
-        if (last && found.length >= want && row.lastModified !== last.lastModified) return { rows: found, next: { after: last } };
+        if (last && found.length >= want && row.lastModified !== last.lastModified)
+          return { rows: found, next: { after: last } };
         found.push(row);
       }
       if (rows.length < size) return { rows: found, next: null };
@@ -193,16 +246,28 @@ export class MonitorReads {
   }
 
   /** Deleted collections' entries of the range that `principals` may see. */
-  async #deletions(session: StorageSession, principals: readonly string[], range: EntryRange): Promise<Array<ChangeEntry & { deleted: true }>> {
+  async #deletions(
+    session: StorageSession,
+    principals: readonly string[],
+    range: EntryRange,
+  ): Promise<Array<ChangeEntry & { deleted: true }>> {
     const objects = await this.#deletionObjects(session, range);
     const buckets = range.buckets ? new Set(range.buckets) : null;
     return objects
       .map((object) => toDeletion(this.factory, object))
-      .filter(({ entry, readers }) => this.monitors(entry) && (!buckets || buckets.has(entry.bucket)) && this.visible(principals, deletionAcl(readers), undefined))
+      .filter(
+        ({ entry, readers }) =>
+          this.monitors(entry) &&
+          (!buckets || buckets.has(entry.bucket)) &&
+          this.visible(principals, deletionAcl(readers), undefined),
+      )
       .map(({ entry }) => entry);
   }
 
-  async #deletionObjects(session: StorageSession, range: { since?: number; atMost?: number; order?: 'asc' | 'desc'; limit?: number }): Promise<StoredObject[]> {
+  async #deletionObjects(
+    session: StorageSession,
+    range: { since?: number; atMost?: number; order?: 'asc' | 'desc'; limit?: number },
+  ): Promise<StoredObject[]> {
     const filters: Filter[] = [];
     if (range.since !== undefined) filters.push({ field: 'last_modified', operator: 'gt', value: range.since });
     if (range.atMost !== undefined) filters.push({ field: 'last_modified', operator: 'max', value: range.atMost });
@@ -217,22 +282,38 @@ export class MonitorReads {
   async #newestDeletion(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
     let bound = atMost;
     for (;;) {
-      const objects = await this.#deletionObjects(session, { ...(bound !== undefined ? { atMost: bound } : {}), order: 'desc', limit: NEWEST_SCAN });
+      const objects = await this.#deletionObjects(session, {
+        ...(bound !== undefined ? { atMost: bound } : {}),
+        order: 'desc',
+        limit: NEWEST_SCAN,
+      });
       for (const object of objects) {
         const { entry, readers } = toDeletion(this.factory, object);
-        if (this.monitors(entry) && this.visible(principals, deletionAcl(readers), undefined)) return entry.last_modified;
+        if (this.monitors(entry) && this.visible(principals, deletionAcl(readers), undefined))
+          return entry.last_modified;
       }
       if (objects.length < NEWEST_SCAN) return 0;
       bound = objects.at(-1)!.last_modified - 1;
     }
   }
 
-  async #visibleRows(session: StorageSession, principals: readonly string[], rows: CollectionTimestamp[]): Promise<CollectionTimestamp[]> {
+  async #visibleRows(
+    session: StorageSession,
+    principals: readonly string[],
+    rows: CollectionTimestamp[],
+  ): Promise<CollectionTimestamp[]> {
     if (rows.length === 0 || this.#resources !== null || this.#grantedEverything(principals)) return rows;
     const uris = new Set<string>();
     for (const row of rows) uris.add(`/buckets/${row.bucket}`).add(collectionUri(row.bucket, row.collection));
     const acls = await session.permissions.get([...uris]);
-    return rows.filter((row) => mayRead(this.#settings, principals as string[], acls.get(`/buckets/${row.bucket}`), acls.get(collectionUri(row.bucket, row.collection))));
+    return rows.filter((row) =>
+      mayRead(
+        this.#settings,
+        principals as string[],
+        acls.get(`/buckets/${row.bucket}`),
+        acls.get(collectionUri(row.bucket, row.collection)),
+      ),
+    );
   }
 
   #grantedEverything(principals: readonly string[]): boolean {
@@ -242,11 +323,20 @@ export class MonitorReads {
   #resourcesWithin(): Within {
     const resources = this.#resources;
     if (!resources) return null;
-    return { buckets: [...resources.buckets], collections: [...resources.collections].map((uri) => uri.split('/').filter(Boolean)).map(([, bucket, , collection]) => [bucket!, collection!] as const) };
+    return {
+      buckets: [...resources.buckets],
+      collections: [...resources.collections]
+        .map((uri) => uri.split('/').filter(Boolean))
+        .map(([, bucket, , collection]) => [bucket!, collection!] as const),
+    };
   }
 
   /** The collections `principals` may read, as the store reads them (null: every collection). */
-  async #within(session: StorageSession, principals: readonly string[], onlyBuckets?: readonly string[]): Promise<Within> {
+  async #within(
+    session: StorageSession,
+    principals: readonly string[],
+    onlyBuckets?: readonly string[],
+  ): Promise<Within> {
     let within = this.#resourcesWithin();
     if (!within && !this.#grantedEverything(principals)) {
       const uris = await session.permissions.containersOf(principals as string[], READ_PERMISSIONS);
@@ -262,7 +352,10 @@ export class MonitorReads {
     if (!onlyBuckets) return within;
     const only = new Set(onlyBuckets);
     if (!within) return { buckets: [...only], collections: [] };
-    return { buckets: within.buckets.filter((bucket) => only.has(bucket)), collections: within.collections.filter(([bucket]) => only.has(bucket)) };
+    return {
+      buckets: within.buckets.filter((bucket) => only.has(bucket)),
+      collections: within.collections.filter(([bucket]) => only.has(bucket)),
+    };
   }
 
   #read(session: StorageSession, query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
@@ -273,8 +366,14 @@ export class MonitorReads {
   async #toEntries(session: StorageSession, rows: CollectionTimestamp[]): Promise<ChangeEntry[]> {
     const entries: ChangeEntry[] = [];
     for (const row of rows) {
-      const lastModified = row.lastModified ?? (await session.objects.timestamp({ resourceName: 'record', parentId: collectionUri(row.bucket, row.collection) }));
-      if (isMonitored(this.#resources, row.bucket, row.collection)) entries.push(this.entry(row.bucket, row.collection, lastModified));
+      const lastModified =
+        row.lastModified ??
+        (await session.objects.timestamp({
+          resourceName: 'record',
+          parentId: collectionUri(row.bucket, row.collection),
+        }));
+      if (isMonitored(this.#resources, row.bucket, row.collection))
+        entries.push(this.entry(row.bucket, row.collection, lastModified));
     }
     return entries;
   }
@@ -294,10 +393,18 @@ export function rangeOf(filters: readonly Filter[]): EntryRange {
   for (const { field, operator, value } of filters) {
     if (field === 'last_modified' && Number.isSafeInteger(value)) {
       const n = value as number;
-      if (operator === 'gt' || operator === 'min') range.since = Math.max(range.since ?? -1, operator === 'gt' ? n : n - 1);
-      if (operator === 'lt' || operator === 'max') range.atMost = Math.min(range.atMost ?? Number.MAX_SAFE_INTEGER, operator === 'lt' ? n - 1 : n);
+      if (operator === 'gt' || operator === 'min')
+        range.since = Math.max(range.since ?? -1, operator === 'gt' ? n : n - 1);
+      if (operator === 'lt' || operator === 'max')
+        range.atMost = Math.min(range.atMost ?? Number.MAX_SAFE_INTEGER, operator === 'lt' ? n - 1 : n);
     } else if (field === 'bucket' && operator === 'eq' && typeof value === 'string') narrow([value]);
-    else if (field === 'bucket' && operator === 'in' && Array.isArray(value) && value.every((item) => typeof item === 'string')) narrow(value as string[]);
+    else if (
+      field === 'bucket' &&
+      operator === 'in' &&
+      Array.isArray(value) &&
+      value.every((item) => typeof item === 'string')
+    )
+      narrow(value as string[]);
   }
   if (buckets) range.buckets = [...buckets];
   return range;

@@ -5,11 +5,13 @@ import { List, type SettingSchemas, type SettingValues } from '../settings/schem
 export const CHANGES_SETTINGS = {
   changes_enabled: Type.Boolean({
     default: true,
-    description: 'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): one entry per collection with its records’ timestamp, polled or followed as server-sent events.',
+    description:
+      'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): one entry per collection with its records’ timestamp, polled or followed as server-sent events.',
   }),
   changes_resources: List({
     default: [],
-    description: 'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone (kinto-changes’ `changes.resources`). Empty: every collection the caller may read.',
+    description:
+      'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone (kinto-changes’ `changes.resources`). Empty: every collection the caller may read.',
   }),
   changes_stream_max_per_process: Type.Integer({
     default: 10000,
@@ -41,7 +43,8 @@ export const CHANGES_SETTINGS = {
   changes_stream_coalesce_ms: Type.Integer({
     default: 5,
     minimum: 0,
-    description: 'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.',
+    description:
+      'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.',
   }),
 } satisfies SettingSchemas;
 

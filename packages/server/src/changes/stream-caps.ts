@@ -13,7 +13,8 @@ const UNVERIFIED_POLICIES = ['basicauth'];
 
 export function streamCapKey(identity: { userId: string | null }, ip: string): string {
   const { userId } = identity;
-  if (userId !== null && !UNVERIFIED_POLICIES.some((policy) => userId.startsWith(`${policy}:`))) return `user:${userId}`;
+  if (userId !== null && !UNVERIFIED_POLICIES.some((policy) => userId.startsWith(`${policy}:`)))
+    return `user:${userId}`;
   return `address:${addressKey(ip)}`;
 }
 
@@ -29,7 +30,9 @@ export function addressKey(ip: string): string {
   const [head = '', tail = ''] = ip.split('%')[0]!.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
-  const groups = ip.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  const groups = ip.includes('::')
+    ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+    : left;
   return `${groups
     .slice(0, 4)
     .map((group) => Number.parseInt(group || '0', 16).toString(16))

@@ -24,7 +24,10 @@ describe('change stream', () => {
     const store: ChangeEntry[] = [];
     const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], async (range) => {
       asked.push(range);
-      return { entries: store.filter((entry) => range.since === undefined || entry.last_modified > range.since), next: null };
+      return {
+        entries: store.filter((entry) => range.since === undefined || entry.last_modified > range.since),
+        next: null,
+      };
     });
     feed.add(stream);
     stream.start({});
@@ -55,7 +58,10 @@ describe('change stream', () => {
     const chunks: string[] = [];
     out.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
     const first = reads.entry('b', 'c', 5);
-    const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], async () => ({ entries: [first], next: null }));
+    const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], async () => ({
+      entries: [first],
+      next: null,
+    }));
     stream.start({});
     await new Promise((resolve) => setImmediate(resolve));
     stream.offer(reads.entry('b', 'c', 5), acl, undefined);
@@ -72,7 +78,15 @@ describe('change stream', () => {
     const chunks: string[] = [];
     out.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
     let release: (value: { entries: ChangeEntry[]; next: null }) => void = () => {};
-    const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], () => new Promise((resolve) => (release = resolve)));
+    const stream = new EventStream(
+      feed,
+      { settings },
+      identity,
+      'user:u',
+      out,
+      [],
+      () => new Promise((resolve) => (release = resolve)),
+    );
     stream.start({});
     stream.offer(reads.entry('b', 'c1', 20), acl, undefined); // newer than what the snapshot will read
     stream.offer(reads.entry('b', 'c2', 9), acl, undefined); // older than what it will read

@@ -86,7 +86,15 @@ export class EventStream implements FeedStream {
   #blocked = false;
   #closed = false;
 
-  constructor(feed: ChangeFeed, services: Pick<Services, 'settings'>, identity: { userId: string | null; principals: string[] }, capKey: string, out: PassThrough, filters: Filter[], read: SnapshotReader) {
+  constructor(
+    feed: ChangeFeed,
+    services: Pick<Services, 'settings'>,
+    identity: { userId: string | null; principals: string[] },
+    capKey: string,
+    out: PassThrough,
+    filters: Filter[],
+    read: SnapshotReader,
+  ) {
     this.#feed = feed;
     this.#out = out;
     this.#filters = filters;
@@ -215,21 +223,23 @@ export class EventStream implements FeedStream {
     if (this.#reading) return;
     this.#reading = true;
     // The next chunk after a turn of the event loop: other requests go in between.
-    new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#read({ ...snapshot.range, limit: SNAPSHOT_CHUNK })).then(
-      ({ entries, next }) => {
-        this.#reading = false;
-        if (this.#closed) return;
-        snapshot.queue.push(...entries);
-        if (next) snapshot.range = { ...snapshot.range, ...next };
-        else snapshot.done = true;
-        this.#pump();
-      },
-      (error: unknown) => {
-        this.#reading = false;
-        this.#feed.log?.warn({ err: error }, 'changes: could not read the entries of a stream');
-        this.close();
-      },
-    );
+    new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#read({ ...snapshot.range, limit: SNAPSHOT_CHUNK }))
+      .then(
+        ({ entries, next }) => {
+          this.#reading = false;
+          if (this.#closed) return;
+          snapshot.queue.push(...entries);
+          if (next) snapshot.range = { ...snapshot.range, ...next };
+          else snapshot.done = true;
+          this.#pump();
+        },
+        (error: unknown) => {
+          this.#reading = false;
+          this.#feed.log?.warn({ err: error }, 'changes: could not read the entries of a stream');
+          this.close();
+        },
+      );
   }
 
   #forgetRecentLater(): void {
@@ -262,11 +272,18 @@ function lastEventId(request: FastifyRequest): number | null {
   const raw = Array.isArray(header) ? header[0] : header;
   if (raw === undefined || raw === '') return null;
   const trimmed = raw.trim();
-  if (!/^\d{1,16}$/.test(trimmed) || !Number.isSafeInteger(Number(trimmed))) throw invalidParameter('header', 'Last-Event-ID', 'is not a timestamp');
+  if (!/^\d{1,16}$/.test(trimmed) || !Number.isSafeInteger(Number(trimmed)))
+    throw invalidParameter('header', 'Last-Event-ID', 'is not a timestamp');
   return Number(trimmed);
 }
 
-export async function openStream(feed: ChangeFeed, services: Services, reads: MonitorReads, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function openStream(
+  feed: ChangeFeed,
+  services: Services,
+  reads: MonitorReads,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const { settings, storage } = services;
   const query = parseListQuery(splitUrl(request.raw.url).query);
   const since = lastEventId(request);
@@ -302,9 +319,13 @@ export async function openStream(feed: ChangeFeed, services: Services, reads: Mo
 
 function streamRefused(kind: 'process' | 'user' | 'address', retryAfter: number): ApiError {
   const headers = { 'Retry-After': String(retryAfter) };
-  if (kind === 'process') return new ApiError(503, ERRNO.BACKEND, { message: 'Too many change streams are open on this server.', headers });
+  if (kind === 'process')
+    return new ApiError(503, ERRNO.BACKEND, { message: 'Too many change streams are open on this server.', headers });
   return new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
-    message: kind === 'user' ? 'Too many change streams are open for this user.' : 'Too many change streams are open from this address.',
+    message:
+      kind === 'user'
+        ? 'Too many change streams are open for this user.'
+        : 'Too many change streams are open from this address.',
     headers,
   });
 }

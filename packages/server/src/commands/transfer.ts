@@ -48,7 +48,8 @@ function progress(verb: string): { update(count: number): void; done(count: numb
 function positiveInteger(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`--${name} must be a whole number ≥ 1, got ${JSON.stringify(text)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`--${name} must be a whole number ≥ 1, got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -66,9 +67,15 @@ function transferOptions(command: 'export' | 'import', args: string[]) {
         'batch-size': { type: 'string' },
       },
     });
-    if (command === 'export' && (values.input || values.replace || values['batch-size'])) throw new TypeError('quire export takes --output and --page-size');
-    if (command === 'import' && (values.output || values['page-size'])) throw new TypeError('quire import takes --input, --batch-size and --replace');
-    return { values, pageSize: positiveInteger('page-size', values['page-size'], 1000), batchSize: positiveInteger('batch-size', values['batch-size'], 1000) };
+    if (command === 'export' && (values.input || values.replace || values['batch-size']))
+      throw new TypeError('quire export takes --output and --page-size');
+    if (command === 'import' && (values.output || values['page-size']))
+      throw new TypeError('quire import takes --input, --batch-size and --replace');
+    return {
+      values,
+      pageSize: positiveInteger('page-size', values['page-size'], 1000),
+      batchSize: positiveInteger('batch-size', values['batch-size'], 1000),
+    };
   } catch (error) {
     console.error(`quire ${command}: ${(error as Error).message}\n\n${TRANSFER_USAGE}`);
     return null;
@@ -76,7 +83,11 @@ function transferOptions(command: 'export' | 'import', args: string[]) {
 }
 
 /** Runs `quire export|import`; `onStorageUrl` lets the CLI explain database failures. Returns the exit code. */
-export async function runTransferCommand(command: 'export' | 'import', args: string[], onStorageUrl: (url: string | null) => void): Promise<number> {
+export async function runTransferCommand(
+  command: 'export' | 'import',
+  args: string[],
+  onStorageUrl: (url: string | null) => void,
+): Promise<number> {
   const options = transferOptions(command, args);
   if (!options) return EXIT.USAGE;
   const { values, batchSize } = options;
@@ -89,7 +100,13 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
     const storage = await connectStorage(settings, { keepIndexes: false });
     // History entries a stopped server left in the outbox are moved into the history first, as
     // its next start would do: otherwise the export would miss them.
-    const drainer = new HistoryDrainer(storage, { trim: null, batchSize: settings.history_drain_batch_size, delayMs: 0, sweepIntervalMs: 3_600_000, log: () => undefined });
+    const drainer = new HistoryDrainer(storage, {
+      trim: null,
+      batchSize: settings.history_drain_batch_size,
+      delayMs: 0,
+      sweepIntervalMs: 3_600_000,
+      log: () => undefined,
+    });
     await drainer.drainAll().finally(() => drainer.close());
     const out = values.output ? createWriteStream(values.output) : process.stdout;
     const bar = progress('exported');
@@ -110,9 +127,15 @@ export async function runTransferCommand(command: 'export' | 'import', args: str
   const input = values.input ? createReadStream(values.input) : process.stdin;
   const bar = progress('imported');
   try {
-    const summary = await importStore(storage, input, { batchSize, replace: values.replace === true, limits: importLimits(settings), onProgress: (n) => bar.update(n) });
+    const summary = await importStore(storage, input, {
+      batchSize,
+      replace: values.replace === true,
+      limits: importLimits(settings),
+      onProgress: (n) => bar.update(n),
+    });
     bar.done(summary.objects);
-    if (summary.replaced > 0) console.error(`quire import: ${summary.replaced} lines replaced an earlier line for the same object (--replace)`);
+    if (summary.replaced > 0)
+      console.error(`quire import: ${summary.replaced} lines replaced an earlier line for the same object (--replace)`);
   } catch (error) {
     if (!(error instanceof ImportError)) throw error;
     console.error(`quire import: ${error.message}`);

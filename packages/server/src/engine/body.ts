@@ -26,7 +26,11 @@ function describe(value: unknown): string {
 export function rejectUnknownKeys(object: Record<string, unknown>, allowed: ReadonlySet<string>, name: string): void {
   const unknown = Object.keys(object).filter((key) => !allowed.has(key));
   if (unknown.length > 0) {
-    throw invalidParameter('body', name, `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+    throw invalidParameter(
+      'body',
+      name,
+      `Unrecognized keys in mapping: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`,
+    );
   }
 }
 
@@ -42,7 +46,11 @@ export function parseWriteBody(body: unknown, def: ResourceDefinition, options: 
   rejectUnknownKeys(body, BODY_KEYS, '');
   const { data, permissions } = body;
   if (data !== undefined && !isPlainObject(data)) {
-    throw invalidParameter('body', 'data', `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`);
+    throw invalidParameter(
+      'body',
+      'data',
+      `${describe(data)} is not a mapping type: Does not implement dict-like functionality.`,
+    );
   }
   const absent = permissions === undefined || (options.patch === true && permissions === null);
   return { data, permissions: absent ? undefined : parsePermissions(permissions, def, options.patch === true) };
@@ -78,7 +86,8 @@ export function parsePermissions(value: unknown, def: ResourceDefinition, allowN
  */
 export function validateId(id: unknown, pattern: RegExp = ID_PATTERN, maxLength = Number.POSITIVE_INFINITY): string {
   if (typeof id !== 'string' || !pattern.test(id)) throw invalidParameter('path', null, 'Invalid object id');
-  if (id.length > maxLength) throw invalidParameter('path', null, `Invalid object id: longer than ${maxLength} characters`);
+  if (id.length > maxLength)
+    throw invalidParameter('path', null, `Invalid object id: longer than ${maxLength} characters`);
   return id;
 }
 
@@ -122,14 +131,20 @@ export function applyPatch(
   def: ResourceDefinition,
   limits: PatchLimits,
 ): PatchResult {
-  const result = type === 'json-patch' ? applyJsonPatch(body, current, acl, def, limits) : applyMerge(type, body, current, def);
+  const result =
+    type === 'json-patch' ? applyJsonPatch(body, current, acl, def, limits) : applyMerge(type, body, current, def);
   // Measured as the data of a body `{"data": …}`: level 2, after one key.
   const excess = measureJsonValue(result.data, limits, { depth: 2, keys: 1 });
   if (excess) throw invalidParameter('body', 'data', `the patched object would have ${describeExcess(excess, limits)}`);
   return result;
 }
 
-function applyMerge(type: 'json' | 'merge-patch', body: unknown, current: Record<string, unknown>, def: ResourceDefinition): PatchResult {
+function applyMerge(
+  type: 'json' | 'merge-patch',
+  body: unknown,
+  current: Record<string, unknown>,
+  def: ResourceDefinition,
+): PatchResult {
   const { data, permissions } = parseWriteBody(body, def, { patch: true });
   if (data === undefined && permissions === undefined) {
     throw invalidParameter('body', 'data', 'Provide at least one of data or permissions');
@@ -149,12 +164,22 @@ function applyMerge(type: 'json' | 'merge-patch', body: unknown, current: Record
  * principal being the rest of the path, unescaped: kinto-http sends group principals such as
  * `/buckets/b/groups/g` verbatim there, so the path is not split on its later slashes.
  */
-function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Permissions, def: ResourceDefinition, limits: PatchLimits): PatchResult {
+function applyJsonPatch(
+  body: unknown,
+  current: Record<string, unknown>,
+  acl: Permissions,
+  def: ResourceDefinition,
+  limits: PatchLimits,
+): PatchResult {
   if (!Array.isArray(body) || body.length === 0) {
     throw invalidParameter('body', '', 'JSON Patch must be a non-empty list of operations');
   }
   if (body.length > limits.maxOperations) {
-    throw invalidParameter('body', '', `JSON Patch has more than max_json_patch_operations (${limits.maxOperations}) operations`);
+    throw invalidParameter(
+      'body',
+      '',
+      `JSON Patch has more than max_json_patch_operations (${limits.maxOperations}) operations`,
+    );
   }
   const permissions = new Map(def.permissions.map((name) => [name, new Set(acl[name] ?? [])]));
   const dataOperations: Operation[] = [];
@@ -195,7 +220,8 @@ function applyJsonPatch(body: unknown, current: Record<string, unknown>, acl: Pe
       throw invalidParameter('body', '', `JSON Patch operation failed: ${(error as Error).message.split('\n')[0]}`);
     }
   }
-  if (!isPlainObject(document.data)) throw invalidParameter('body', 'data', 'JSON Patch operation failed: data must stay an object');
+  if (!isPlainObject(document.data))
+    throw invalidParameter('body', 'data', 'JSON Patch operation failed: data must stay an object');
   const replacePermissions: Permissions = {};
   for (const [name, principals] of permissions) replacePermissions[name] = [...principals];
   return { data: document.data, permissions: undefined, replacePermissions, sentData: document.data };

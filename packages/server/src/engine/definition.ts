@@ -56,7 +56,10 @@ export interface ResourceDefinition {
    * Checks and normalises `data` before it is stored (e.g. group `members`, account passwords).
    * Throws ApiError. `context.existing` is the object being replaced or patched, if any.
    */
-  processData?(data: Record<string, unknown>, context: WriteContext): Record<string, unknown> | Promise<Record<string, unknown>>;
+  processData?(
+    data: Record<string, unknown>,
+    context: WriteContext,
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Runs in the write's transaction once the object and its ACL are stored (e.g. group memberships). */
   afterWrite?(context: WriteContext, stored: StoredObject): Promise<void>;
   /**
@@ -119,7 +122,12 @@ export interface AccessPolicy {
   /** May create a `def` under `parent`. */
   canCreate(context: AccessContext, def: ResourceDefinition, parent: ObjectRef | null): Promise<boolean>;
   /** Which objects of `def` under `parent` the caller may read (or write: plural DELETE). */
-  list(context: AccessContext, def: ResourceDefinition, parent: ObjectRef | null, permission: 'read' | 'write'): Promise<ListAccess>;
+  list(
+    context: AccessContext,
+    def: ResourceDefinition,
+    parent: ObjectRef | null,
+    permission: 'read' | 'write',
+  ): Promise<ListAccess>;
 }
 
 /** One object (existing or not) addressed by a URL: its definition, id and ancestors' ids. */

@@ -16,10 +16,22 @@ export interface ResourceExtension extends Hooks {
 export function extendResource(def: ResourceDefinition, extensions: readonly ResourceExtension[]): ResourceDefinition {
   const mine = extensions.filter((extension) => extension.resource === def.name);
   if (mine.length === 0) return def;
-  const processors = [...mine.flatMap((extension) => (extension.processData ? [extension.processData] : [])), ...(def.processData ? [def.processData] : [])];
-  const afterWrites = [...(def.afterWrite ? [def.afterWrite] : []), ...mine.flatMap((extension) => (extension.afterWrite ? [extension.afterWrite] : []))];
-  const beforeRemains = [...(def.beforeRemainsDeleted ? [def.beforeRemainsDeleted] : []), ...mine.flatMap((extension) => (extension.beforeRemainsDeleted ? [extension.beforeRemainsDeleted] : []))];
-  const afterDeletes = [...(def.afterDelete ? [def.afterDelete] : []), ...mine.flatMap((extension) => (extension.afterDelete ? [extension.afterDelete] : []))];
+  const processors = [
+    ...mine.flatMap((extension) => (extension.processData ? [extension.processData] : [])),
+    ...(def.processData ? [def.processData] : []),
+  ];
+  const afterWrites = [
+    ...(def.afterWrite ? [def.afterWrite] : []),
+    ...mine.flatMap((extension) => (extension.afterWrite ? [extension.afterWrite] : [])),
+  ];
+  const beforeRemains = [
+    ...(def.beforeRemainsDeleted ? [def.beforeRemainsDeleted] : []),
+    ...mine.flatMap((extension) => (extension.beforeRemainsDeleted ? [extension.beforeRemainsDeleted] : [])),
+  ];
+  const afterDeletes = [
+    ...(def.afterDelete ? [def.afterDelete] : []),
+    ...mine.flatMap((extension) => (extension.afterDelete ? [extension.afterDelete] : [])),
+  ];
   return {
     ...def,
     ...(processors.length > 0 && {

@@ -4,7 +4,8 @@
 export function getPath(object: Record<string, unknown>, path: string): unknown {
   let current: unknown = object;
   for (const part of path.split('.')) {
-    if (current === null || typeof current !== 'object' || Array.isArray(current) || !Object.hasOwn(current, part)) return undefined;
+    if (current === null || typeof current !== 'object' || Array.isArray(current) || !Object.hasOwn(current, part))
+      return undefined;
     current = (current as Record<string, unknown>)[part];
   }
   return current;

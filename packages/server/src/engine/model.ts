@@ -8,9 +8,26 @@ import type { Identity } from '../auth/policy.js';
 import { invalidParameter, objectNotFound } from '../errors.js';
 import type { ImpactedObject } from '../events/types.js';
 import type { Services } from '../request-context.js';
-import type { Filter, ListedJson, ListOptions, Permissions, Scope, StoredObject, StorageSession, Tombstone } from '../storage/types.js';
+import type {
+  Filter,
+  ListedJson,
+  ListOptions,
+  Permissions,
+  Scope,
+  StoredObject,
+  StorageSession,
+  Tombstone,
+} from '../storage/types.js';
 import { validateId, type WriteBody } from './body.js';
-import { objectRef, type AccessContext, type ObjectRef, type RequestContext, type ResourceDefinition, type SessionContext, type WriteContext } from './definition.js';
+import {
+  objectRef,
+  type AccessContext,
+  type ObjectRef,
+  type RequestContext,
+  type ResourceDefinition,
+  type SessionContext,
+  type WriteContext,
+} from './definition.js';
 import { denied } from './denied.js';
 import { writeOptions } from './object-responses.js';
 import { aclOf, ensureParents, FOR_UPDATE, scopeOf } from './objects.js';
@@ -85,7 +102,11 @@ export class ResourceModel {
   // --- Permissions -------------------------------------------------------------------------
 
   /** The checks before touching an object: permission, then its id, then its parents; returns its parent object. */
-  async requireObject(context: AccessContext, ref: ObjectRef, permission: 'read' | 'write'): Promise<StoredObject | null> {
+  async requireObject(
+    context: AccessContext,
+    ref: ObjectRef,
+    permission: 'read' | 'write',
+  ): Promise<StoredObject | null> {
     if (!(await this.#access.can(context, ref, permission))) throw denied(this.#services, context.identity);
     this.validateId(ref.id);
     return ensureParents(context.session, ref.ancestors.at(-1) ?? null);
@@ -97,7 +118,11 @@ export class ResourceModel {
   }
 
   /** Which objects under `parent` the caller may read (or write); 401/403 when none. */
-  async requireListing(context: AccessContext, parent: ObjectRef | null, permission: 'read' | 'write'): Promise<Filter[]> {
+  async requireListing(
+    context: AccessContext,
+    parent: ObjectRef | null,
+    permission: 'read' | 'write',
+  ): Promise<Filter[]> {
     const visible = await this.#access.list(context, this.def, parent, permission);
     if (visible.kind === 'none') throw denied(this.#services, context.identity);
     if (visible.kind === 'some') return [{ field: 'id', operator: 'in', value: visible.ids }];
@@ -142,12 +167,24 @@ export class ResourceModel {
    * next token when more follow. Plural DELETE tokens are single-use — replaying one would
    * delete another page — so the token's nonce is consumed here and the next one stored.
    */
-  async list(session: StorageSession, scope: Scope, query: ListQuery, filters: Filter[], method: 'GET' | 'DELETE'): Promise<Page> {
+  async list(
+    session: StorageSession,
+    scope: Scope,
+    query: ListQuery,
+    filters: Filter[],
+    method: 'GET' | 'DELETE',
+  ): Promise<Page> {
     if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
       throw invalidParameter('querystring', null, '_token was already used or has expired.');
     }
-    const page = await this.#page(query, method, (options) => session.objects.list(scope, { ...options, filters }), (item) => item as unknown as Record<string, unknown>);
-    if (method === 'DELETE' && page.next) await session.nonces.store(page.nextNonce!, this.settings.pagination_token_validity_seconds);
+    const page = await this.#page(
+      query,
+      method,
+      (options) => session.objects.list(scope, { ...options, filters }),
+      (item) => item as unknown as Record<string, unknown>,
+    );
+    if (method === 'DELETE' && page.next)
+      await session.nonces.store(page.nextNonce!, this.settings.pagination_token_validity_seconds);
     return { items: page.items, next: page.next };
   }
 
@@ -155,8 +192,18 @@ export class ResourceModel {
    * `list` for a GET, each object as the JSON text it is answered with (storage `listJson`):
    * for a page the stored text goes to the wire; only the last object is parsed, for the token.
    */
-  async listJson(session: StorageSession, scope: Scope, query: ListQuery, filters: Filter[]): Promise<Page<ListedJson>> {
-    const page = await this.#page(query, 'GET', (options) => session.objects.listJson(scope, { ...options, filters }), (item) => JSON.parse(item.json) as Record<string, unknown>);
+  async listJson(
+    session: StorageSession,
+    scope: Scope,
+    query: ListQuery,
+    filters: Filter[],
+  ): Promise<Page<ListedJson>> {
+    const page = await this.#page(
+      query,
+      'GET',
+      (options) => session.objects.listJson(scope, { ...options, filters }),
+      (item) => JSON.parse(item.json) as Record<string, unknown>,
+    );
     return { items: page.items, next: page.next };
   }
 
@@ -193,11 +240,21 @@ export class ResourceModel {
    * and its ACL are stored, the definition's afterWrite runs, the event is recorded. Returns the
    * stored object and the permissions its author sees.
    */
-  async store(context: WriteContext, data: Record<string, unknown>, acl: Permissions, supplied: number | undefined, flags: { newId?: boolean; stampAtCommit: boolean }) {
+  async store(
+    context: WriteContext,
+    data: Record<string, unknown>,
+    acl: Permissions,
+    supplied: number | undefined,
+    flags: { newId?: boolean; stampAtCommit: boolean },
+  ) {
     const { session, ref, existing } = context;
     const def = this.def;
     const processed = def.processData ? await def.processData(data, context) : data;
-    const options = { ...writeOptions(supplied, existing), newId: flags.newId ?? false, stampAtCommit: flags.stampAtCommit };
+    const options = {
+      ...writeOptions(supplied, existing),
+      newId: flags.newId ?? false,
+      stampAtCommit: flags.stampAtCommit,
+    };
     const stored = existing
       ? await session.objects.update(scopeOf(ref), ref.id, processed, options)
       : await session.objects.create(scopeOf(ref), ref.id, processed, options);
@@ -205,15 +262,26 @@ export class ResourceModel {
     const storedAcl = cleanAcl(withOwner(acl, author));
     await session.permissions.set(ref.uri, storedAcl);
     await def.afterWrite?.(context, stored);
-    this.emit(context, ref.parentUri, existing ? 'update' : 'create', () => stored.last_modified, [existing ? { new: stored, old: existing } : { new: stored }]);
+    this.emit(context, ref.parentUri, existing ? 'update' : 'create', () => stored.last_modified, [
+      existing ? { new: stored, old: existing } : { new: stored },
+    ]);
     const principals = author === null ? context.identity.principals : [...context.identity.principals, author];
     return { stored, permissions: this.#services.authorizer.visiblePermissions(principals, storedAcl) };
   }
 
   /** Deletes the object `existing` and what it leaves; returns its tombstone. */
-  async delete(context: SessionContext, ref: ObjectRef, existing: StoredObject, supplied: number | undefined, stampAtCommit: boolean): Promise<Tombstone> {
+  async delete(
+    context: SessionContext,
+    ref: ObjectRef,
+    existing: StoredObject,
+    supplied: number | undefined,
+    stampAtCommit: boolean,
+  ): Promise<Tombstone> {
     const { session } = context;
-    const tombstone = await session.objects.delete(scopeOf(ref), ref.id, { ...writeOptions(supplied, existing), stampAtCommit });
+    const tombstone = await session.objects.delete(scopeOf(ref), ref.id, {
+      ...writeOptions(supplied, existing),
+      stampAtCommit,
+    });
     await this.def.beforeRemainsDeleted?.({ ...context, ref });
     await this.#deleteRemains(session, ref.uri);
     await this.def.afterDelete?.({ ...context, ref }, tombstone);
@@ -222,12 +290,19 @@ export class ResourceModel {
   }
 
   /** Deletes the listed objects (a page of a plural DELETE) and what they leave; returns their tombstones. */
-  async deleteListed(context: SessionContext, parent: ObjectRef | null, items: StoredObject[], query: ListQuery, timestamp: number): Promise<Tombstone[]> {
+  async deleteListed(
+    context: SessionContext,
+    parent: ObjectRef | null,
+    items: StoredObject[],
+    query: ListQuery,
+    timestamp: number,
+  ): Promise<Tombstone[]> {
     const { session } = context;
     const def = this.def;
     const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
     const filters: Filter[] = [{ field: 'id', operator: 'in', value: items.map((item) => item.id) }];
-    if (def.keyedByTimestamp) filters.unshift({ field: 'last_modified', operator: 'in', value: items.map((item) => item.last_modified) });
+    if (def.keyedByTimestamp)
+      filters.unshift({ field: 'last_modified', operator: 'in', value: items.map((item) => item.last_modified) });
     const tombstones: Tombstone[] = await session.objects.deleteAll(scope, { filters, sorting: query.sorting });
     for (const tombstone of tombstones) {
       const ref = objectRef(def, tombstone.id, parent);
@@ -237,7 +312,13 @@ export class ResourceModel {
     }
     const newest = tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp);
     const previous = new Map(items.map((item) => [item.id, item]));
-    this.emit(context, scope.parentId, 'delete', newest, tombstones.map((tombstone) => ({ new: tombstone, old: previous.get(tombstone.id) ?? tombstone })));
+    this.emit(
+      context,
+      scope.parentId,
+      'delete',
+      newest,
+      tombstones.map((tombstone) => ({ new: tombstone, old: previous.get(tombstone.id) ?? tombstone })),
+    );
     return tombstones;
   }
 
@@ -262,11 +343,19 @@ export class ResourceModel {
   // --- Events ------------------------------------------------------------------------------
 
   /** Records an event of this resource in the request's unit of work, its objects as presented. */
-  emit(context: RequestContext, parentId: string, action: Action, timestamp: number | (() => number), impacted: ImpactedObject[]): void {
+  emit(
+    context: RequestContext,
+    parentId: string,
+    action: Action,
+    timestamp: number | (() => number),
+    impacted: ImpactedObject[],
+  ): void {
     const { events } = this.#services;
     if (!events.wants(action, this.def.name)) return;
     const shown = (object: StoredObject | Tombstone) => this.present(object) as unknown as StoredObject;
-    const impactedObjects = this.def.present ? impacted.map((item) => ({ new: shown(item.new), ...(item.old ? { old: shown(item.old) } : {}) })) : impacted;
+    const impactedObjects = this.def.present
+      ? impacted.map((item) => ({ new: shown(item.new), ...(item.old ? { old: shown(item.old) } : {}) }))
+      : impacted;
     context.work.emit(context.request, { resourceName: this.def.name, parentId, action, timestamp, impactedObjects });
   }
 

@@ -53,7 +53,11 @@ export type ResponseBehavior = 'full' | 'light' | 'diff';
 export function responseBehavior(request: FastifyRequest): ResponseBehavior {
   const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
   if (behavior !== 'full' && behavior !== 'light' && behavior !== 'diff') {
-    throw invalidParameter('header', 'Response-Behavior', `${JSON.stringify(behavior)} is not one of full, light, diff`);
+    throw invalidParameter(
+      'header',
+      'Response-Behavior',
+      `${JSON.stringify(behavior)} is not one of full, light, diff`,
+    );
   }
   return behavior;
 }
@@ -79,7 +83,11 @@ export function patchResponseData(
 }
 
 /** The permissions sent with a PATCH, merged into the current ones: `null` clears a permission only with merge-patch (§4.4). */
-export function mergePermissions(current: Permissions, sent: Record<string, string[] | null>, type: PatchType): Permissions {
+export function mergePermissions(
+  current: Permissions,
+  sent: Record<string, string[] | null>,
+  type: PatchType,
+): Permissions {
   const acl = { ...current };
   for (const [name, principals] of Object.entries(sent)) {
     if (principals !== null) acl[name] = principals;

@@ -24,15 +24,23 @@ export function decodeToken(raw: string): PageToken {
   } catch {
     throw invalidParameter('querystring', null, INVALID);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidParameter('querystring', null, INVALID);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw invalidParameter('querystring', null, INVALID);
   const { last_object: lastObject, offset, nonce } = parsed as Record<string, unknown>;
-  if (lastObject === null || typeof lastObject !== 'object' || Array.isArray(lastObject) || offset === undefined || nonce === undefined) {
+  if (
+    lastObject === null ||
+    typeof lastObject !== 'object' ||
+    Array.isArray(lastObject) ||
+    offset === undefined ||
+    nonce === undefined
+  ) {
     throw invalidParameter('querystring', null, INVALID);
   }
   if (typeof offset !== 'number' || typeof nonce !== 'string') throw invalidParameter('querystring', null, INVALID);
   // Copy into a fresh object: keys come from the client and must not reach a prototype.
   const safe: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(lastObject)) Object.defineProperty(safe, key, { value, enumerable: true, writable: true });
+  for (const [key, value] of Object.entries(lastObject))
+    Object.defineProperty(safe, key, { value, enumerable: true, writable: true });
   return { lastObject: safe, offset, nonce };
 }
 
@@ -40,7 +48,11 @@ export function decodeToken(raw: string): PageToken {
  * A token continuing after `lastItem`: its sort fields' values read as the sort reads them (an
  * array index too: `_sort=tags.0`), a field absent where it lacks it.
  */
-export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], offset: number): { encoded: string; nonce: string } {
+export function encodeToken(
+  lastItem: Record<string, unknown>,
+  sorting: Sort[],
+  offset: number,
+): { encoded: string; nonce: string } {
   const lastObject: Record<string, unknown> = {};
   for (const { field } of sorting) {
     const value = fieldValue(lastItem, field);
@@ -52,7 +64,13 @@ export function encodeToken(lastItem: Record<string, unknown>, sorting: Sort[], 
 }
 
 /** The absolute Next-Page URL: every original parameter, then `_limit` and `_token`. */
-export function nextPageUrl(baseUrl: string, path: string, params: Array<[string, string]>, limit: number, token: string): string {
+export function nextPageUrl(
+  baseUrl: string,
+  path: string,
+  params: Array<[string, string]>,
+  limit: number,
+  token: string,
+): string {
   const query = new URLSearchParams(params.filter(([name]) => name !== '_limit' && name !== '_token'));
   query.append('_limit', String(limit));
   query.append('_token', token);
@@ -69,7 +87,11 @@ export interface PageSettings {
   storage_max_fetch_size: number;
 }
 
-export function effectiveLimit(settings: PageSettings, requested: number | null, pageCap: number | null = null): number {
+export function effectiveLimit(
+  settings: PageSettings,
+  requested: number | null,
+  pageCap: number | null = null,
+): number {
   const { storage_max_fetch_size: maxFetch } = settings;
   const caps = [settings.paginate_by, pageCap].filter((cap): cap is number => cap !== null);
   const paginateBy = caps.length > 0 ? Math.min(...caps) : null;

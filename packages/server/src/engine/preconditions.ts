@@ -41,7 +41,8 @@ export function checkObjectPreconditions(
   const { ifMatch, ifNoneMatch } = preconditions;
   const readOnly = options.method === 'GET' || options.method === 'HEAD';
   if (current) {
-    if (ifNoneMatch?.kind === 'timestamp' && readOnly && ifNoneMatch.value === current.last_modified) return 'not-modified';
+    if (ifNoneMatch?.kind === 'timestamp' && readOnly && ifNoneMatch.value === current.last_modified)
+      return 'not-modified';
     if (ifMatch?.kind === 'timestamp' && ifMatch.value !== current.last_modified) {
       throw preconditionFailed(current.last_modified, existing ?? undefined);
     }
@@ -53,9 +54,14 @@ export function checkObjectPreconditions(
 }
 
 /** Plural endpoints always "exist"; `current` is the collection timestamp. */
-export function checkListPreconditions(preconditions: Preconditions, current: number, method: string): 'proceed' | 'not-modified' {
+export function checkListPreconditions(
+  preconditions: Preconditions,
+  current: number,
+  method: string,
+): 'proceed' | 'not-modified' {
   const { ifMatch, ifNoneMatch } = preconditions;
-  if (ifNoneMatch?.kind === 'timestamp' && (method === 'GET' || method === 'HEAD') && ifNoneMatch.value === current) return 'not-modified';
+  if (ifNoneMatch?.kind === 'timestamp' && (method === 'GET' || method === 'HEAD') && ifNoneMatch.value === current)
+    return 'not-modified';
   if (ifMatch?.kind === 'timestamp' && ifMatch.value !== current) throw preconditionFailed(current);
   if (ifNoneMatch?.kind === 'any') throw preconditionFailed(current);
   return 'proceed';

@@ -59,7 +59,8 @@ function parseLastModifiedValue(name: string, value: unknown): number {
 /** The operator and field a filter parameter's name says (`like_title` → like on title). */
 export function filterOperation(name: string): { operator: FilterOperator; field: string } {
   const match = OPERATOR_PATTERN.exec(name);
-  if (match && FIELD_PATTERN.test(match[2] as string)) return { operator: match[1] as FilterOperator, field: match[2] as string };
+  if (match && FIELD_PATTERN.test(match[2] as string))
+    return { operator: match[1] as FilterOperator, field: match[2] as string };
   // Kinto treats other names as plain equality on the whole name; they can match nothing
   // useful, but they must not be an error either.
   return { operator: 'eq', field: name };
@@ -73,7 +74,11 @@ export function likePatternTooLong(name: string, raw: string, maxLength: number)
   if (filterOperation(name).operator !== 'like') return null;
   const value = nativeValue(raw);
   if (typeof value !== 'string' || patternLength(value) <= maxLength) return null;
-  return invalidParameter('querystring', name, `${name} is longer than max_query_like_length (${maxLength} characters)`);
+  return invalidParameter(
+    'querystring',
+    name,
+    `${name} is longer than max_query_like_length (${maxLength} characters)`,
+  );
 }
 
 function parseFilter(name: string, raw: string): Filter {
@@ -81,7 +86,10 @@ function parseFilter(name: string, raw: string): Filter {
 
   if (operator === 'in' || operator === 'exclude') {
     // Split on commas first, then JSON-parse each piece; empty pieces are allowed (§7.2).
-    let values = raw.split(',').filter((piece) => piece !== '').map(nativeValue);
+    let values = raw
+      .split(',')
+      .filter((piece) => piece !== '')
+      .map(nativeValue);
     if (field === 'id' && values.some((value) => typeof value !== 'string')) {
       values = values.map((value) => (typeof value === 'string' ? value : JSON.stringify(value)));
     }
@@ -153,7 +161,8 @@ export function parseListQuery(rawQuery: string): ListQuery {
         break;
       }
       case '_limit': {
-        if (!/^\d+$/.test(raw)) throw invalidParameter('querystring', '_limit', `${JSON.stringify(raw)} is not a number`);
+        if (!/^\d+$/.test(raw))
+          throw invalidParameter('querystring', '_limit', `${JSON.stringify(raw)} is not a number`);
         const limit = Number(raw);
         requestedLimit = limit > 0 ? limit : null;
         break;
@@ -162,7 +171,10 @@ export function parseListQuery(rawQuery: string): ListQuery {
         sorting = parseSort(raw);
         break;
       case '_fields':
-        fields = raw.split(',').map((field) => field.trim()).filter(Boolean);
+        fields = raw
+          .split(',')
+          .map((field) => field.trim())
+          .filter(Boolean);
         break;
       case '_token':
         token = raw === '' ? null : decodeToken(raw);
@@ -200,7 +212,8 @@ export function projectFields(object: Record<string, unknown>, fields: string[])
     let target = result;
     for (const part of parts.slice(0, -1)) {
       const next = target[part];
-      if (next === null || typeof next !== 'object' || Array.isArray(next)) target[part] = Object.create(null) as Record<string, unknown>;
+      if (next === null || typeof next !== 'object' || Array.isArray(next))
+        target[part] = Object.create(null) as Record<string, unknown>;
       target = target[part] as Record<string, unknown>;
     }
     target[parts[parts.length - 1] as string] = value;

@@ -15,8 +15,18 @@ const OBJECT_METHODS: readonly ObjectMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'
 export type Endpoint = (model: ResourceModel, request: FastifyRequest, reply: ResponseHead) => Promise<Answer>;
 
 /** The endpoint of each method, on a resource's list and on one of its objects. */
-export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = { GET: listObjects, HEAD: headObjects, POST: createObject, DELETE: deleteObjects };
-export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = { GET: getObject, PUT: putObject, PATCH: patchObject, DELETE: deleteObject };
+export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
+  GET: listObjects,
+  HEAD: headObjects,
+  POST: createObject,
+  DELETE: deleteObjects,
+};
+export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
+  GET: getObject,
+  PUT: putObject,
+  PATCH: patchObject,
+  DELETE: deleteObject,
+};
 
 /** The endpoints a definition serves (all eight unless it says otherwise). */
 export function endpointsOf(def: ResourceDefinition) {
@@ -79,9 +89,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
   MODELS.set(app, models);
   const paths = resourcePaths(def);
   const endpoints = endpointsOf(def);
-  registerMethods(app, paths.plural, Object.fromEntries(endpoints.plural.map((method) => [method, routeHandler(model, PLURAL_ENDPOINTS[method])])));
+  registerMethods(
+    app,
+    paths.plural,
+    Object.fromEntries(endpoints.plural.map((method) => [method, routeHandler(model, PLURAL_ENDPOINTS[method])])),
+  );
   if (endpoints.object.length > 0) {
-    registerMethods(app, paths.object, Object.fromEntries(endpoints.object.map((method) => [method, routeHandler(model, OBJECT_ENDPOINTS[method])])));
+    registerMethods(
+      app,
+      paths.object,
+      Object.fromEntries(endpoints.object.map((method) => [method, routeHandler(model, OBJECT_ENDPOINTS[method])])),
+    );
   }
   return model;
 }

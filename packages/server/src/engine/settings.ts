@@ -16,15 +16,24 @@ export const RESOURCE_SETTINGS = {
     description:
       'Longest id of a bucket, collection, group, record or account (`GET /` shows it in `settings`); a longer one is refused with 400, so that every object stays addressable by URL: three such ids and a page token fit in `max_header_bytes` with room for the headers (checked at start), and a PostgreSQL index key. From 36 (a UUID) to 800.',
   }),
-  paginate_by: Nullable(Type.Integer({ minimum: 1 }), { default: null, description: 'Server page size (unset: `storage_max_fetch_size`).' }),
-  pagination_token_validity_seconds: Type.Integer({ default: 600, minimum: 1, description: 'Lifetime of a plural-DELETE pagination token.' }),
+  paginate_by: Nullable(Type.Integer({ minimum: 1 }), {
+    default: null,
+    description: 'Server page size (unset: `storage_max_fetch_size`).',
+  }),
+  pagination_token_validity_seconds: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: 'Lifetime of a plural-DELETE pagination token.',
+  }),
 } satisfies SettingSchemas;
 
 /**
  * Every object must stay addressable: the deepest URL (a record's, three ids long) with a page
  * token must fit in the request line with room for the headers — half of `max_header_bytes`.
  */
-export function checkResourceSettings(settings: SettingValues<typeof RESOURCE_SETTINGS> & Pick<SettingValues<typeof HTTP_SETTINGS>, 'max_header_bytes'>): void {
+export function checkResourceSettings(
+  settings: SettingValues<typeof RESOURCE_SETTINGS> & Pick<SettingValues<typeof HTTP_SETTINGS>, 'max_header_bytes'>,
+): void {
   const deepest = 3 * settings.max_object_id_length + DEEPEST_URL_OVERHEAD;
   if (deepest > settings.max_header_bytes / 2) {
     throw new ConfigError(

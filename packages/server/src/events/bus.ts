@@ -37,12 +37,19 @@ export class EventBus {
    * be stamped before commit; the others may be stamped at commit).
    */
   runsInTransaction(resourceName: string): boolean {
-    return this.#subscribers.some((subscriber) => subscriber.inTransaction !== undefined && (subscriber.resources === null || subscriber.resources.has(resourceName)));
+    return this.#subscribers.some(
+      (subscriber) =>
+        subscriber.inTransaction !== undefined &&
+        (subscriber.resources === null || subscriber.resources.has(resourceName)),
+    );
   }
 
   /** Whether some subscriber listens to `action` on `resourceName` (skip building events otherwise). */
   wants(action: Action, resourceName: string): boolean {
-    return this.#subscribers.some((subscriber) => subscriber.actions.has(action) && (subscriber.resources === null || subscriber.resources.has(resourceName)));
+    return this.#subscribers.some(
+      (subscriber) =>
+        subscriber.actions.has(action) && (subscriber.resources === null || subscriber.resources.has(resourceName)),
+    );
   }
 
   /** A session's events to the in-transaction subscribers, before it commits; throwing rolls it back. */

@@ -80,7 +80,9 @@ export class HistoryDrainer {
     if (this.#scheduled.has(bucketUri) || this.#closed) return;
     const timer = setTimeout(() => {
       this.#scheduled.delete(bucketUri);
-      this.drain(bucketUri).catch((error: unknown) => this.#options.log()?.error({ err: error, bucket: bucketUri }, 'history: entries left pending'));
+      this.drain(bucketUri).catch((error: unknown) =>
+        this.#options.log()?.error({ err: error, bucket: bucketUri }, 'history: entries left pending'),
+      );
     }, this.#options.delayMs);
     this.#scheduled.set(bucketUri, timer);
   }
@@ -112,7 +114,10 @@ export class HistoryDrainer {
 
   /** `drain()` when something is pending for the bucket: one indexed read otherwise. */
   async drainPending(bucketUri: string): Promise<void> {
-    if (this.#running.has(bucketUri) || (await this.#storage.read((session) => session.outbox.keys(HISTORY_TOPIC, bucketUri))).length > 0) {
+    if (
+      this.#running.has(bucketUri) ||
+      (await this.#storage.read((session) => session.outbox.keys(HISTORY_TOPIC, bucketUri))).length > 0
+    ) {
       await this.drain(bucketUri);
     }
   }
@@ -160,10 +165,15 @@ export class HistoryDrainer {
  * Kinto's auto-trim, per kind of object — and per user when trimming by user: the older
  * entries beyond `keep` are deleted. Off the request path: the drainer runs it after commit.
  */
-async function trimHistory(session: StorageSession, scope: Scope, { keep, resourceNames, userIds }: HistoryTrim): Promise<void> {
+async function trimHistory(
+  session: StorageSession,
+  scope: Scope,
+  { keep, resourceNames, userIds }: HistoryTrim,
+): Promise<void> {
   for (const resourceName of resourceNames) {
     const byResource: Filter = { field: 'resource_name', operator: 'eq', value: resourceName };
     if (userIds.length === 0) await session.objects.trim(scope, keep, [byResource]);
-    for (const userId of userIds) await session.objects.trim(scope, keep, [byResource, { field: 'user_id', operator: 'eq', value: userId }]);
+    for (const userId of userIds)
+      await session.objects.trim(scope, keep, [byResource, { field: 'user_id', operator: 'eq', value: userId }]);
   }
 }

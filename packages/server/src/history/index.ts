@@ -12,9 +12,14 @@ import { createHistoryResource } from './resource.js';
 export function registerHistory(app: FastifyInstance): void {
   const { settings, events, capabilities, storage } = app.services;
   if (!settings.history_enabled) return;
-  const trim = settings.history_auto_trim_max_count === null
-    ? null
-    : { keep: settings.history_auto_trim_max_count, resourceNames: HISTORY_RESOURCES, userIds: settings.history_auto_trim_user_ids };
+  const trim =
+    settings.history_auto_trim_max_count === null
+      ? null
+      : {
+          keep: settings.history_auto_trim_max_count,
+          resourceNames: HISTORY_RESOURCES,
+          userIds: settings.history_auto_trim_user_ids,
+        };
   const drainer = new HistoryDrainer(storage, {
     trim,
     batchSize: settings.history_drain_batch_size,

@@ -15,7 +15,12 @@ import type { EventSubscriber, ResourceEvent } from '../events/types.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 import { HISTORY_TOPIC, READ_PRINCIPALS_FIELD, type HistoryDrainer } from './drainer.js';
 
-const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records' };
+const PLURALS: Record<string, string> = {
+  bucket: 'buckets',
+  collection: 'collections',
+  group: 'groups',
+  record: 'records',
+};
 
 export const HISTORY_RESOURCES: ReadonlySet<string> = new Set(Object.keys(PLURALS));
 
@@ -62,7 +67,14 @@ export function createHistoryListener(settings: HistorySettings, drainer: Histor
       // Computed per object: a grouped event's payload is the first request's.
       const bucketUri = `/buckets/${resourceName === 'bucket' ? id : parentBucket}`;
       if (excludedResources.has(bucketUri) || excludedResources.has(uri)) continue;
-      targets.push({ event, uri, id, data: impacted.new as unknown as Record<string, unknown>, bucketUri, collectionUri });
+      targets.push({
+        event,
+        uri,
+        id,
+        data: impacted.new as unknown as Record<string, unknown>,
+        bucketUri,
+        collectionUri,
+      });
     }
     return targets;
   }

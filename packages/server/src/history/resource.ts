@@ -20,8 +20,19 @@ type ModuleSettings = PermissionSettings & HistorySettings;
 
 /** Fields entries may be filtered and sorted on (`target` and any path below it). */
 const ENTRY_FIELDS = new Set([
-  'id', 'last_modified', 'deleted', 'user_id', 'uri', 'action', 'date', 'resource_name',
-  'bucket_id', 'collection_id', 'group_id', 'record_id', 'target',
+  'id',
+  'last_modified',
+  'deleted',
+  'user_id',
+  'uri',
+  'action',
+  'date',
+  'resource_name',
+  'bucket_id',
+  'collection_id',
+  'group_id',
+  'record_id',
+  'target',
 ]);
 const ID_FIELDS = new Set(['bucket_id', 'collection_id', 'group_id', 'record_id']);
 
@@ -39,12 +50,15 @@ function stringIds(value: unknown): unknown {
 
 function checkQuery(query: ListQuery): Filter[] {
   for (const filter of query.filters) {
-    if (!knownField(filter.field)) throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
+    if (!knownField(filter.field))
+      throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
   }
   for (const sort of query.sorting) {
     if (!knownField(sort.field)) throw invalidParameter('querystring', '_sort', `Unknown sort field '${sort.field}'`);
   }
-  return query.filters.map((filter) => (ID_FIELDS.has(filter.field) ? { ...filter, value: stringIds(filter.value) } : filter));
+  return query.filters.map((filter) =>
+    ID_FIELDS.has(filter.field) ? { ...filter, value: stringIds(filter.value) } : filter,
+  );
 }
 
 /** Entries as answered: without the principals recorded to decide who may read them. */
@@ -62,13 +76,19 @@ function historyAccess(settings: ModuleSettings): AccessPolicy {
     async list({ session, identity }, def, parent, permission) {
       const bucket = parent!;
       const acl = (await session.permissions.get([bucket.uri])).get(bucket.uri) ?? {};
-      const holds = (principals: readonly string[] | undefined) => principals?.some((principal) => identity.principals.includes(principal)) ?? false;
+      const holds = (principals: readonly string[] | undefined) =>
+        principals?.some((principal) => identity.principals.includes(principal)) ?? false;
       let shared: Filter[] = [];
-      if (!holds(acl.write) && !holds(settings.bucket_write_principals) && !(permission === 'read' && (holds(acl.read) || holds(settings.bucket_read_principals)))) {
+      if (
+        !holds(acl.write) &&
+        !holds(settings.bucket_write_principals) &&
+        !(permission === 'read' && (holds(acl.read) || holds(settings.bucket_read_principals)))
+      ) {
         if (permission === 'write') return { kind: 'none' };
         shared = [{ field: READ_PRINCIPALS_FIELD, operator: 'contains_any', value: identity.principals }];
         // As on any plural endpoint, no access at all is refused (401/403), not an empty list.
-        if ((await session.objects.count({ resourceName: def.name, parentId: bucket.uri }, shared)) === 0) return { kind: 'none' };
+        if ((await session.objects.count({ resourceName: def.name, parentId: bucket.uri }, shared)) === 0)
+          return { kind: 'none' };
       }
       validateId(bucket.id); // after the refusal: a caller who may not read learns nothing
       return shared.length ? { kind: 'filtered', filters: shared } : { kind: 'all' };
@@ -94,7 +114,8 @@ export function createHistoryResource(settings: ModuleSettings, drainer: History
       // Read your writes: what committed before this request is moved into the history first.
       // Not inside a batch, whose open transaction the drain would have to wait for; a batch
       // reads the history as the drains after the previous requests left it.
-      if (!work.isOpen) await drainer.drainPending(`/buckets/${(request.params as Record<string, string>).bucket_id ?? ''}`);
+      if (!work.isOpen)
+        await drainer.drainPending(`/buckets/${(request.params as Record<string, string>).bucket_id ?? ''}`);
       return filters;
     },
     present: withoutPrincipals,

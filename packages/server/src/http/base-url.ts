@@ -19,7 +19,8 @@ import { isIP } from 'node:net';
 import type { HttpSettings } from './settings.js';
 
 /** A host name or address with an optional port; nothing else may reach a URL we write. */
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 function isInjected(request: FastifyRequest): boolean {
   return (request.raw as { isLightMyRequest?: boolean }).isLightMyRequest === true;
@@ -61,7 +62,8 @@ export function requestHost(settings: HttpSettings, request: FastifyRequest): st
   if (given) {
     if (settings.http_allowed_hosts.some((allowed) => allowed.toLowerCase() === given.toLowerCase())) return given;
     const { name, port } = splitHost(given, requestScheme(settings, request));
-    if (local && port === local.port && (name === local.name || (name === 'localhost' && isLoopback(local.name)))) return given;
+    if (local && port === local.port && (name === local.name || (name === 'localhost' && isLoopback(local.name))))
+      return given;
   }
   if (local) return `${local.name}:${local.port}`;
   return given ?? 'localhost';

@@ -13,12 +13,26 @@ const alice = basicAuth('alice');
 
 describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
   /** A server with a public bucket `pub`, its public collection `<collection>` and one record `r`. */
-  async function publicData(overrides: Partial<Settings>, collection = 'c', collectionData: Record<string, unknown> = {}) {
+  async function publicData(
+    overrides: Partial<Settings>,
+    collection = 'c',
+    collectionData: Record<string, unknown> = {},
+  ) {
     const app = await serverWith(overrides);
     const everyone = { read: ['system.Everyone'] };
     await app.inject({ method: 'PUT', url: '/v1/buckets/pub', headers: alice, payload: { permissions: everyone } });
-    await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}`, headers: alice, payload: { data: collectionData } });
-    await app.inject({ method: 'PUT', url: `/v1/buckets/pub/collections/${collection}/records/r`, headers: alice, payload: { data: {} } });
+    await app.inject({
+      method: 'PUT',
+      url: `/v1/buckets/pub/collections/${collection}`,
+      headers: alice,
+      payload: { data: collectionData },
+    });
+    await app.inject({
+      method: 'PUT',
+      url: `/v1/buckets/pub/collections/${collection}/records/r`,
+      headers: alice,
+      payload: { data: {} },
+    });
     return app;
   }
 
@@ -26,7 +40,12 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
 
   it('anonymous reads are not cacheable by default, like authenticated ones', async () => {
     const app = await publicData({});
-    for (const url of ['/v1/buckets/pub', '/v1/buckets/pub/collections', '/v1/buckets/pub/collections/c/records', '/v1/buckets/pub/collections/c/records/r']) {
+    for (const url of [
+      '/v1/buckets/pub',
+      '/v1/buckets/pub/collections',
+      '/v1/buckets/pub/collections/c/records',
+      '/v1/buckets/pub/collections/c/records/r',
+    ]) {
       expect(cacheControl(await app.inject({ url })), url).toBe('no-cache, no-store');
       expect(cacheControl(await app.inject({ url, headers: alice })), url).toBe('no-cache, no-store');
     }
@@ -34,7 +53,11 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
   });
 
   it('`<resource>_cache_expires_seconds` lets anonymous readers cache objects and listings, 304s included', async () => {
-    const app = await publicData({ bucket_cache_expires_seconds: 60, collection_cache_expires_seconds: 120, record_cache_expires_seconds: 300 });
+    const app = await publicData({
+      bucket_cache_expires_seconds: 60,
+      collection_cache_expires_seconds: 120,
+      record_cache_expires_seconds: 300,
+    });
     const before = Date.now();
     const record = await app.inject({ url: '/v1/buckets/pub/collections/c/records/r' });
     expect(cacheControl(record)).toBe('max-age=300');
@@ -44,11 +67,16 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/c/records' }))).toBe('max-age=300');
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/c' }))).toBe('max-age=120');
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub' }))).toBe('max-age=60');
-    const notModified = await app.inject({ url: '/v1/buckets/pub/collections/c/records/r', headers: { 'if-none-match': String(record.headers.etag) } });
+    const notModified = await app.inject({
+      url: '/v1/buckets/pub/collections/c/records/r',
+      headers: { 'if-none-match': String(record.headers.etag) },
+    });
     expect(notModified.statusCode).toBe(304);
     expect(cacheControl(notModified)).toBe('max-age=300');
     // Authenticated callers see what they may change: never cached.
-    expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/c/records/r', headers: alice }))).toBe('no-cache, no-store');
+    expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/c/records/r', headers: alice }))).toBe(
+      'no-cache, no-store',
+    );
     // 0 means no caching at all.
     const off = await publicData({ record_cache_expires_seconds: 0 });
     expect(cacheControl(await off.inject({ url: '/v1/buckets/pub/collections/c/records' }))).toBe('no-cache, no-store');
@@ -60,12 +88,22 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     const settings = { record_cache_expires_seconds: 5, record_cache_expires_seconds_by_parent: byParent };
     const app = await publicData(settings, 'special');
     await app.inject({ method: 'PUT', url: '/v1/buckets/pub/collections/plain', headers: alice });
-    await app.inject({ method: 'PUT', url: '/v1/buckets/pub/collections/own', headers: alice, payload: { data: { cache_expires: 7 } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/pub/collections/own',
+      headers: alice,
+      payload: { data: { cache_expires: 7 } },
+    });
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/special/records' }))).toBe('max-age=3600');
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/plain/records' }))).toBe('max-age=30');
     expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/own/records' }))).toBe('max-age=7');
     // Elsewhere, the global setting.
-    await app.inject({ method: 'PUT', url: '/v1/buckets/other', headers: alice, payload: { permissions: { read: ['system.Everyone'] } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/other',
+      headers: alice,
+      payload: { permissions: { read: ['system.Everyone'] } },
+    });
     await app.inject({ method: 'PUT', url: '/v1/buckets/other/collections/c', headers: alice });
     expect(cacheControl(await app.inject({ url: '/v1/buckets/other/collections/c/records' }))).toBe('max-age=5');
     await app.close();
@@ -80,20 +118,40 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
   });
 
   it('refuses a per-parent lifetime map that is not URIs to whole seconds, at boot', () => {
-    const bad = [{ buckets: 3 }, { '/buckets/b': -1 }, { '/buckets/b/groups/g': 3 }, { '/buckets/b': '3' }, ['/buckets/b']];
+    const bad = [
+      { buckets: 3 },
+      { '/buckets/b': -1 },
+      { '/buckets/b/groups/g': 3 },
+      { '/buckets/b': '3' },
+      ['/buckets/b'],
+    ];
     for (const value of bad) {
-      expect(() => testSettings({ record_cache_expires_seconds_by_parent: value as never }), JSON.stringify(value)).toThrow(/record_cache_expires_seconds_by_parent/);
+      expect(
+        () => testSettings({ record_cache_expires_seconds_by_parent: value as never }),
+        JSON.stringify(value),
+      ).toThrow(/record_cache_expires_seconds_by_parent/);
     }
-    expect(testSettings({ record_cache_expires_seconds_by_parent: { '/buckets/b/collections/c': 3 } }).record_cache_expires_seconds_by_parent).toEqual({ '/buckets/b/collections/c': 3 });
+    expect(
+      testSettings({ record_cache_expires_seconds_by_parent: { '/buckets/b/collections/c': 3 } })
+        .record_cache_expires_seconds_by_parent,
+    ).toEqual({ '/buckets/b/collections/c': 3 });
   });
 
   it('refuses a collection `cache_expires` that is not a whole number of seconds', async () => {
     const app = await serverWith({});
     await app.inject({ method: 'PUT', url: '/v1/buckets/v', headers: alice });
     for (const value of ['soon', -1, 1.5, null]) {
-      const response = await app.inject({ method: 'PUT', url: '/v1/buckets/v/collections/c', headers: alice, payload: { data: { cache_expires: value } } });
+      const response = await app.inject({
+        method: 'PUT',
+        url: '/v1/buckets/v/collections/c',
+        headers: alice,
+        payload: { data: { cache_expires: value } },
+      });
       expect(response.statusCode, JSON.stringify(value)).toBe(400);
-      expect(response.json()).toMatchObject({ errno: 107, details: [{ location: 'body', name: 'data.cache_expires' }] });
+      expect(response.json()).toMatchObject({
+        errno: 107,
+        details: [{ location: 'body', name: 'data.cache_expires' }],
+      });
     }
     expect((await app.inject({ url: '/v1/buckets/v/collections/c', headers: alice })).statusCode).toBe(404);
     await app.close();

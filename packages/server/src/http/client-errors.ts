@@ -77,7 +77,11 @@ export function refuseExpectation(request: IncomingMessage, response: ServerResp
     message: `Expect: ${String(request.headers.expect).slice(0, 100)} is not supported (only 100-continue is).`,
   });
   const body = JSON.stringify(error.toBody());
-  response.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), ...SECURITY_HEADERS });
+  response.writeHead(417, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    ...SECURITY_HEADERS,
+  });
   response.end(body);
 }
 

@@ -33,7 +33,11 @@ function acceptsJson(accept: string): boolean {
  */
 export function findUnstorableString(value: unknown): string | null {
   const check = (text: string) =>
-    text.includes('\u0000') ? 'the NUL character \\u0000 is not supported' : text.isWellFormed() ? null : 'unpaired surrogate in a string';
+    text.includes('\u0000')
+      ? 'the NUL character \\u0000 is not supported'
+      : text.isWellFormed()
+        ? null
+        : 'unpaired surrogate in a string';
   if (typeof value === 'string') return check(value);
   if (Array.isArray(value)) {
     for (const item of value) {
@@ -82,7 +86,10 @@ export function registerContentNegotiation(app: FastifyInstance): void {
   app.addHook('preHandler', async (request: FastifyRequest) => {
     const accept = request.headers.accept;
     if (accept && !acceptsJson(accept)) {
-      throw invalidParameters([{ location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }], 406);
+      throw invalidParameters(
+        [{ location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }],
+        406,
+      );
     }
     if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return;
     const allowed = request.method === 'PATCH' ? PATCH_TYPES : [JSON_TYPE];
@@ -95,5 +102,8 @@ export function registerContentNegotiation(app: FastifyInstance): void {
 /** 415 naming the content types the endpoint takes. */
 export function unsupportedContentType(allowed: readonly string[]) {
   const list = `[${allowed.map((item) => `'${item}'`).join(', ')}]`;
-  return invalidParameters([{ location: 'header', name: 'Content-Type', description: `Content-Type header should be one of ${list}` }], 415);
+  return invalidParameters(
+    [{ location: 'header', name: 'Content-Type', description: `Content-Type header should be one of ${list}` }],
+    415,
+  );
 }

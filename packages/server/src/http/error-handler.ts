@@ -15,7 +15,10 @@ export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
   if (error instanceof ApiError) return error;
   const retryAfter = { 'Retry-After': String(settings.retry_after_seconds) };
   if (error instanceof UnicityError) {
-    return new ApiError(409, ERRNO.CONSTRAINT_VIOLATED, { message: 'Integrity constraint violated, please retry.', headers: retryAfter });
+    return new ApiError(409, ERRNO.CONSTRAINT_VIOLATED, {
+      message: 'Integrity constraint violated, please retry.',
+      headers: retryAfter,
+    });
   }
   // The views check first; this is a concurrent deletion that got there in between.
   if (error instanceof ObjectNotFoundError) return objectNotFound(error.resourceName, error.id);
@@ -28,9 +31,14 @@ export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
   const fastifyError = error as FastifyError;
   switch (fastifyError?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError(413, ERRNO.REQUEST_TOO_LARGE, { message: `Request body is larger than ${settings.max_body_bytes} bytes.` });
+      return new ApiError(413, ERRNO.REQUEST_TOO_LARGE, {
+        message: `Request body is larger than ${settings.max_body_bytes} bytes.`,
+      });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message: "Content-Type header should be one of ['application/json']" });
+      return new ApiError(415, ERRNO.INVALID_PARAMETERS, {
+        error: 'Invalid parameters',
+        message: "Content-Type header should be one of ['application/json']",
+      });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return invalidParameter('body', '', 'Invalid JSON: empty or truncated body');
@@ -38,13 +46,20 @@ export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
     case 'FST_ERR_NOT_FOUND':
-      return new ApiError(404, ERRNO.MISSING_RESOURCE, { message: 'The resource you are looking for could not be found.' });
+      return new ApiError(404, ERRNO.MISSING_RESOURCE, {
+        message: 'The resource you are looking for could not be found.',
+      });
   }
   if (fastifyError?.statusCode === 405) return methodNotAllowed();
   if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
-    return new ApiError(fastifyError.statusCode, ERRNO.INVALID_PARAMETERS, { error: 'Invalid parameters', message: fastifyError.message });
+    return new ApiError(fastifyError.statusCode, ERRNO.INVALID_PARAMETERS, {
+      error: 'Invalid parameters',
+      message: fastifyError.message,
+    });
   }
-  return new ApiError(500, ERRNO.UNDEFINED, { message: 'A programmatic error occurred, developers have been informed.' });
+  return new ApiError(500, ERRNO.UNDEFINED, {
+    message: 'A programmatic error occurred, developers have been informed.',
+  });
 }
 
 /**

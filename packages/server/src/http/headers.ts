@@ -15,7 +15,10 @@ const READ_EXPOSED = ['Next-Page', 'Last-Modified', 'ETag', 'Cache-Control', 'Ex
 const COUNT_EXPOSED = ['Total-Objects', 'Total-Records'];
 
 function globToRegExp(pattern: string): RegExp {
-  const escaped = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const escaped = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${escaped}$`);
 }
 
@@ -29,7 +32,11 @@ function allowedOrigin(settings: ModuleSettings, origin: string | undefined): st
 function endOfService(settings: ModuleSettings): { code: 'soft-eol' | 'hard-eol'; header: string } | null {
   if (!settings.eos) return null;
   const code = Date.now() >= Date.parse(settings.eos) ? 'hard-eol' : 'soft-eol';
-  const header = JSON.stringify({ code, message: settings.eos_message, url: settings.eos_url ?? settings.project_docs });
+  const header = JSON.stringify({
+    code,
+    message: settings.eos_message,
+    url: settings.eos_url ?? settings.project_docs,
+  });
   return { code, header };
 }
 
@@ -64,13 +71,18 @@ export function registerHeaders(app: FastifyInstance, settings: ModuleSettings):
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    for (const [name, value] of responseHeaders(settings, request.method, request.headers.origin)) reply.header(name, value);
+    for (const [name, value] of responseHeaders(settings, request.method, request.headers.origin))
+      reply.header(name, value);
     return payload;
   });
 }
 
 /** The headers every answer carries, in order (also those of a batch entry answered in-process, views/batch-direct.ts). */
-export function responseHeaders(settings: ModuleSettings, method: string, originHeader: string | undefined): Array<[string, string]> {
+export function responseHeaders(
+  settings: ModuleSettings,
+  method: string,
+  originHeader: string | undefined,
+): Array<[string, string]> {
   const headers: Array<[string, string]> = [];
   const origin = allowedOrigin(settings, originHeader);
   if (origin && method !== 'OPTIONS') headers.push(['Access-Control-Allow-Origin', origin]);
@@ -80,7 +92,10 @@ export function responseHeaders(settings: ModuleSettings, method: string, origin
   headers.push(['Access-Control-Expose-Headers', exposed.join(', ')]);
   headers.push(['X-Content-Type-Options', 'nosniff']);
   headers.push(['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; "]);
-  if (settings.backoff !== null && (settings.backoff_percentage === null || Math.random() * 100 < settings.backoff_percentage)) {
+  if (
+    settings.backoff !== null &&
+    (settings.backoff_percentage === null || Math.random() * 100 < settings.backoff_percentage)
+  ) {
     headers.push(['Backoff', String(settings.backoff)]);
   }
   const eos = endOfService(settings);

@@ -30,7 +30,11 @@ export function dispatchInternal(app: FastifyInstance, work: UnitOfWork, request
     app.routing(raw, response);
   };
   // The options are ours and well-formed: skip light-my-request's per-call schema validation.
-  return inject(dispatch, { ...(request as Omit<InternalRequest, 'method'>), method: request.method as never, validate: false });
+  return inject(dispatch, {
+    ...(request as Omit<InternalRequest, 'method'>),
+    method: request.method as never,
+    validate: false,
+  });
 }
 
 /** The unit of work an internal request was dispatched in; undefined for a request from the network. */

@@ -76,7 +76,11 @@ export function measureJsonText(text: string, limits: JsonLimits): JsonLimitExce
  * `depth` is the level of `value` itself (2 for the `data` of a body `{"data": …}`), and
  * `keys` what was already counted around it.
  */
-export function measureJsonValue(value: unknown, limits: JsonLimits, { depth = 1, keys = 0 } = {}): JsonLimitExceeded | null {
+export function measureJsonValue(
+  value: unknown,
+  limits: JsonLimits,
+  { depth = 1, keys = 0 } = {},
+): JsonLimitExceeded | null {
   const stack: Array<[unknown, number]> = [[value, depth]];
   let count = keys;
   while (stack.length > 0) {

@@ -20,7 +20,11 @@ export function registerQueryLimits(app: FastifyInstance): void {
     for (const [name, value] of new URLSearchParams(query)) {
       if (name === '_sort') {
         if (value.split(',').length > settings.max_query_sort_fields) {
-          throw invalidParameter('querystring', '_sort', `_sort has more than max_query_sort_fields (${settings.max_query_sort_fields}) fields`);
+          throw invalidParameter(
+            'querystring',
+            '_sort',
+            `_sort has more than max_query_sort_fields (${settings.max_query_sort_fields}) fields`,
+          );
         }
       } else if (!name.startsWith('_')) {
         filters++;
@@ -29,7 +33,11 @@ export function registerQueryLimits(app: FastifyInstance): void {
       }
     }
     if (filters > settings.max_query_filters) {
-      throw invalidParameter('querystring', null, `more than max_query_filters (${settings.max_query_filters}) filters`);
+      throw invalidParameter(
+        'querystring',
+        null,
+        `more than max_query_filters (${settings.max_query_filters}) filters`,
+      );
     }
   });
 }

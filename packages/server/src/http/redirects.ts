@@ -18,7 +18,10 @@ function redirect(reply: FastifyReply, location: string, ttl: number) {
 
 export type NotFoundHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export function createNotFoundHandler(settings: HttpSettings, baseUrl: (request: FastifyRequest) => string): NotFoundHandler {
+export function createNotFoundHandler(
+  settings: HttpSettings,
+  baseUrl: (request: FastifyRequest) => string,
+): NotFoundHandler {
   return async (request, reply) => {
     const { path, query: rawQuery } = splitUrl(request.raw.url);
     const query = rawQuery ? `?${rawQuery}` : '';
@@ -26,7 +29,11 @@ export function createNotFoundHandler(settings: HttpSettings, baseUrl: (request:
 
     if (!/^\/v\d+(\/|$)/.test(path)) {
       if (settings.version_prefix_redirect_enabled) {
-        return redirect(reply, `${base}/v1${path === '/' ? '/' : path}${query}`, settings.version_prefix_redirect_ttl_seconds);
+        return redirect(
+          reply,
+          `${base}/v1${path === '/' ? '/' : path}${query}`,
+          settings.version_prefix_redirect_ttl_seconds,
+        );
       }
       throw unknownUrl();
     }
@@ -37,7 +44,11 @@ export function createNotFoundHandler(settings: HttpSettings, baseUrl: (request:
     }
     if (path === '/v1') return redirect(reply, `${base}/v1/${query}`, settings.trailing_slash_redirect_ttl_seconds);
     if (settings.trailing_slash_redirect_enabled && path.length > 4 && path.endsWith('/')) {
-      return redirect(reply, `${base}${path.replace(/\/+$/, '')}${query}`, settings.trailing_slash_redirect_ttl_seconds);
+      return redirect(
+        reply,
+        `${base}${path.replace(/\/+$/, '')}${query}`,
+        settings.trailing_slash_redirect_ttl_seconds,
+      );
     }
     throw unknownUrl();
   };

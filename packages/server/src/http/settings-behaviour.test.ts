@@ -23,7 +23,11 @@ describeOnBackends('settings that shape responses', {}, ({ serverWith }) => {
   it('announces a future end of service with a soft-eol Alert and `eos` in GET /', async () => {
     const app = await serverWith({ eos: '2999-01-01', eos_message: 'Moving', eos_url: 'https://example.org/move' });
     const response = await app.inject({ url: '/v1/' });
-    expect(JSON.parse(String(response.headers.alert))).toEqual({ code: 'soft-eol', message: 'Moving', url: 'https://example.org/move' });
+    expect(JSON.parse(String(response.headers.alert))).toEqual({
+      code: 'soft-eol',
+      message: 'Moving',
+      url: 'https://example.org/move',
+    });
     expect(response.json().eos).toBe('2999-01-01');
     await app.close();
   });
@@ -39,8 +43,17 @@ describeOnBackends('settings that shape responses', {}, ({ serverWith }) => {
 
   it('refuses every write with 405 in readonly mode, batch included, and says so in GET /', async () => {
     const app = await serverWith({ readonly: true });
-    for (const [method, url] of [['PUT', '/v1/buckets/ro'], ['POST', '/v1/batch'], ['DELETE', '/v1/buckets']] as const) {
-      const response = await app.inject({ method, url, headers: auth, ...(method === 'POST' ? { payload: { requests: [] } } : {}) });
+    for (const [method, url] of [
+      ['PUT', '/v1/buckets/ro'],
+      ['POST', '/v1/batch'],
+      ['DELETE', '/v1/buckets'],
+    ] as const) {
+      const response = await app.inject({
+        method,
+        url,
+        headers: auth,
+        ...(method === 'POST' ? { payload: { requests: [] } } : {}),
+      });
       expect(response.statusCode).toBe(405);
       expect(response.json()).toMatchObject({ errno: 115 });
     }
@@ -54,7 +67,12 @@ describeOnBackends('settings that shape responses', {}, ({ serverWith }) => {
     await app.inject({ method: 'PUT', url: '/v1/buckets/paged', headers: auth });
     await app.inject({ method: 'PUT', url: '/v1/buckets/paged/collections/c', headers: auth });
     for (let i = 0; i < 5; i++) {
-      await app.inject({ method: 'POST', url: '/v1/buckets/paged/collections/c/records', headers: auth, payload: { data: { i } } });
+      await app.inject({
+        method: 'POST',
+        url: '/v1/buckets/paged/collections/c/records',
+        headers: auth,
+        payload: { data: { i } },
+      });
     }
     const page = await app.inject({ url: '/v1/buckets/paged/collections/c/records?_limit=10', headers: auth });
     expect(page.json().data).toHaveLength(2);

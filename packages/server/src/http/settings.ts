@@ -10,23 +10,30 @@ import { DateText, List, Nullable, type SettingSchemas, type SettingValues } fro
 const PARENT_URI = '^/buckets/[^/]+(/collections/[^/]+)?$';
 
 export const HTTP_SETTINGS = {
-  max_body_bytes: Type.Integer({ default: 10 * 1024 * 1024, minimum: 1024, description: 'Largest request body accepted; larger ones get 413.' }),
+  max_body_bytes: Type.Integer({
+    default: 10 * 1024 * 1024,
+    minimum: 1024,
+    description: 'Largest request body accepted; larger ones get 413.',
+  }),
   max_header_bytes: Type.Integer({
     default: 16 * 1024,
     minimum: 1024,
     maximum: 1024 * 1024,
-    description: 'Largest request line (URL with its query string, e.g. a long `in_` list) plus headers accepted; larger ones get 431 (errno 113).',
+    description:
+      'Largest request line (URL with its query string, e.g. a long `in_` list) plus headers accepted; larger ones get 431 (errno 113).',
   }),
   max_json_depth: Type.Integer({
     default: 100,
     minimum: 2,
     maximum: 1000,
-    description: 'Deepest nesting of objects and arrays in a JSON body, the body itself being level 1 (also checked on an object’s data after a PATCH); deeper gets 400. At most 1000.',
+    description:
+      'Deepest nesting of objects and arrays in a JSON body, the body itself being level 1 (also checked on an object’s data after a PATCH); deeper gets 400. At most 1000.',
   }),
   max_json_keys: Type.Integer({
     default: 10000,
     minimum: 10,
-    description: 'Most object keys and array items, all levels together, in a JSON body and in an object’s data after a PATCH; more gets 400. Bounds the time one write takes (about 10 ms per thousand top-level keys).',
+    description:
+      'Most object keys and array items, all levels together, in a JSON body and in an object’s data after a PATCH; more gets 400. Bounds the time one write takes (about 10 ms per thousand top-level keys).',
   }),
   max_json_patch_operations: Type.Integer({
     default: 1000,
@@ -36,7 +43,8 @@ export const HTTP_SETTINGS = {
   max_query_sort_fields: Type.Integer({
     default: 10,
     minimum: 1,
-    description: 'Most fields in one `_sort`; more gets 400 (each is a condition of the statement: 800 took 3.4 s on the embedded store, which runs statements synchronously).',
+    description:
+      'Most fields in one `_sort`; more gets 400 (each is a condition of the statement: 800 took 3.4 s on the embedded store, which runs statements synchronously).',
   }),
   max_query_filters: Type.Integer({
     default: 100,
@@ -50,7 +58,10 @@ export const HTTP_SETTINGS = {
       'Longest `like_` pattern, in characters; longer gets 400 (on PostgreSQL a pattern costs each string it is tried on up to its length × the pattern’s). Shown in `GET /` settings.',
   }),
   retry_after_seconds: Type.Integer({ default: 3, minimum: 0, description: '`Retry-After` sent with 503 and 409.' }),
-  backoff: Nullable(Type.Integer({ minimum: 0 }), { default: null, description: '`Backoff` seconds sent on responses (unset: none).' }),
+  backoff: Nullable(Type.Integer({ minimum: 0 }), {
+    default: null,
+    description: '`Backoff` seconds sent on responses (unset: none).',
+  }),
   backoff_percentage: Nullable(Type.Number({ minimum: 0, maximum: 100 }), {
     default: null,
     description: 'Share of responses that carry `Backoff` (unset: all).',
@@ -61,32 +72,55 @@ export const HTTP_SETTINGS = {
     description: 'End-of-service date (YYYY-MM-DD): `Alert` soft-eol before, 410 hard-eol after.',
   }),
   eos_message: Nullable(Type.String(), { default: null, description: 'Message of the end-of-service `Alert`.' }),
-  eos_url: Nullable(Type.String(), { default: null, description: 'URL of the end-of-service `Alert` (default `project_docs`).' }),
+  eos_url: Nullable(Type.String(), {
+    default: null,
+    description: 'URL of the end-of-service `Alert` (default `project_docs`).',
+  }),
   cors_origins: List({ default: ['*'], description: 'Allowed CORS origins (`*` or glob patterns).' }),
   cors_max_age_seconds: Type.Integer({ default: 3600, minimum: 0, description: 'Preflight cache lifetime.' }),
   bucket_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
-    description: 'How long anonymous reads of buckets may be cached (unset or 0: `no-cache, no-store`, as for every authenticated read).',
+    description:
+      'How long anonymous reads of buckets may be cached (unset or 0: `no-cache, no-store`, as for every authenticated read).',
   }),
-  group_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), { default: null, description: 'The same for groups.' }),
-  collection_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), { default: null, description: 'The same for collections.' }),
+  group_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
+    default: null,
+    description: 'The same for groups.',
+  }),
+  collection_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
+    default: null,
+    description: 'The same for collections.',
+  }),
   record_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
-    description: 'The same for records; a collection’s own `cache_expires` attribute (seconds) wins over every setting.',
+    description:
+      'The same for records; a collection’s own `cache_expires` attribute (seconds) wins over every setting.',
   }),
-  record_cache_expires_seconds_by_parent: Type.Record(Type.String({ pattern: PARENT_URI }), Type.Integer({ minimum: 0 }), {
-    default: {},
-    additionalProperties: false,
-    invalid: () => 'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
-    description: 'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` (Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
+  record_cache_expires_seconds_by_parent: Type.Record(
+    Type.String({ pattern: PARENT_URI }),
+    Type.Integer({ minimum: 0 }),
+    {
+      default: {},
+      additionalProperties: false,
+      invalid: () =>
+        'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
+      description:
+        'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` (Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
+    },
+  ),
+  trailing_slash_redirect_enabled: Type.Boolean({
+    default: true,
+    description: 'Redirect `/path/` to `/path` when only the latter exists.',
   }),
-  trailing_slash_redirect_enabled: Type.Boolean({ default: true, description: 'Redirect `/path/` to `/path` when only the latter exists.' }),
   trailing_slash_redirect_ttl_seconds: Type.Integer({
     default: 3600,
     minimum: -1,
     description: 'Cache lifetime of trailing-slash redirects (-1: no cache headers).',
   }),
-  version_prefix_redirect_enabled: Type.Boolean({ default: true, description: 'Redirect paths without `/v1` to `/v1/...`.' }),
+  version_prefix_redirect_enabled: Type.Boolean({
+    default: true,
+    description: 'Redirect paths without `/v1` to `/v1/...`.',
+  }),
   version_prefix_redirect_ttl_seconds: Type.Integer({
     default: -1,
     minimum: -1,
@@ -99,15 +133,18 @@ export const HTTP_SETTINGS = {
   }),
   http_host: Nullable(Type.String(), {
     default: null,
-    description: 'Host (and port) of the absolute URLs the server writes (`url`, `Next-Page`, redirects). Unset: the Host header when it names the address the request came in on (`127.0.0.1:8888`, or `localhost:8888` on loopback) or is in `http_allowed_hosts`, else that address; with `trust_proxy`, the forwarded host. Set it behind a proxy or a port mapping.',
+    description:
+      'Host (and port) of the absolute URLs the server writes (`url`, `Next-Page`, redirects). Unset: the Host header when it names the address the request came in on (`127.0.0.1:8888`, or `localhost:8888` on loopback) or is in `http_allowed_hosts`, else that address; with `trust_proxy`, the forwarded host. Set it behind a proxy or a port mapping.',
   }),
   http_allowed_hosts: List({
     default: [],
-    description: 'Host header values (`name` or `name:port`) that absolute URLs may use as sent, when `http_host` is unset: the names clients reach this server by.',
+    description:
+      'Host header values (`name` or `name:port`) that absolute URLs may use as sent, when `http_host` is unset: the names clients reach this server by.',
   }),
   trust_proxy: Type.Boolean({
     default: false,
-    description: 'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, `-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the server directly.',
+    description:
+      'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, `-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the server directly.',
   }),
 } satisfies SettingSchemas;
 

@@ -18,7 +18,8 @@ const DEFAULT_ACTIONS: Action[] = ['create', 'update', 'delete'];
 function stringList(value: unknown, fail: (why: string) => never, key: string): string[] {
   // A space-separated string is accepted too, as in Kinto's ini files.
   if (typeof value === 'string') return value.split(/[\s,]+/).filter(Boolean);
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) fail(`${key} must be a list of strings`);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
+    fail(`${key} must be a list of strings`);
   return value as string[];
 }
 
@@ -38,7 +39,8 @@ export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
     names.add(name);
     if (typeof use !== 'string' || use === '') return fail('use must be a non-empty string');
     const actions = object.actions === undefined ? DEFAULT_ACTIONS : stringList(object.actions, fail, 'actions');
-    for (const action of actions) if (!(ACTIONS as string[]).includes(action)) fail(`unknown action "${action}" (one of ${ACTIONS.join(', ')})`);
+    for (const action of actions)
+      if (!(ACTIONS as string[]).includes(action)) fail(`unknown action "${action}" (one of ${ACTIONS.join(', ')})`);
     const resources = object.resources === undefined ? null : stringList(object.resources, fail, 'resources');
     const options: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(object)) if (!COMMON_KEYS.has(key)) options[key] = value;
@@ -50,16 +52,22 @@ export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
  * Builds the configured listeners: the built-in Redis queue, or a module's (listeners/module.ts),
  * in the settings' order. Anything wrong fails at boot, before a built-in listener connects.
  */
-export async function createListeners(raw: unknown, log: () => FastifyBaseLogger | undefined): Promise<EventSubscriber[]> {
+export async function createListeners(
+  raw: unknown,
+  log: () => FastifyBaseLogger | undefined,
+): Promise<EventSubscriber[]> {
   const configs = parseListenerConfigs(raw);
-  const failFor = (config: ListenerConfig) => (why: string): never => {
-    throw new ConfigError(`Invalid setting event_listeners (listener "${config.name}"): ${why}`);
-  };
+  const failFor =
+    (config: ListenerConfig) =>
+    (why: string): never => {
+      throw new ConfigError(`Invalid setting event_listeners (listener "${config.name}"): ${why}`);
+    };
   const redisOptions = new Map<ListenerConfig, RedisListenerOptions>();
   for (const config of configs) {
     if (!REDIS_USES.has(config.use)) continue;
     const unknown = Object.keys(config.options).filter((key) => !REDIS_LISTENER_KEYS.includes(key));
-    if (unknown.length) failFor(config)(`unknown key(s) ${unknown.join(', ')} (known: ${REDIS_LISTENER_KEYS.join(', ')})`);
+    if (unknown.length)
+      failFor(config)(`unknown key(s) ${unknown.join(', ')} (known: ${REDIS_LISTENER_KEYS.join(', ')})`);
     redisOptions.set(config, redisListenerOptions(config, failFor(config)));
   }
   const fromModules = new Map<ListenerConfig, EventSubscriber>();
@@ -67,12 +75,18 @@ export async function createListeners(raw: unknown, log: () => FastifyBaseLogger
     for (const config of configs) {
       if (redisOptions.has(config)) continue;
       const listener = await loadModuleListener(config, log, failFor(config));
-      if (!listener) failFor(config)(`unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor an installed module`);
+      if (!listener)
+        failFor(config)(
+          `unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor an installed module`,
+        );
       fromModules.set(config, listener as EventSubscriber);
     }
   } catch (error) {
     await Promise.allSettled([...fromModules.values()].map((listener) => listener.close?.()));
     throw error;
   }
-  return configs.map((config) => fromModules.get(config) ?? new RedisQueueListener(config, redisOptions.get(config) as RedisListenerOptions, log));
+  return configs.map(
+    (config) =>
+      fromModules.get(config) ?? new RedisQueueListener(config, redisOptions.get(config) as RedisListenerOptions, log),
+  );
 }

@@ -42,7 +42,10 @@ export interface ListenerContext {
   log: FastifyBaseLogger | undefined;
 }
 
-export type CreateListener = (options: Record<string, unknown>, context: ListenerContext) => ModuleListener | Promise<ModuleListener>;
+export type CreateListener = (
+  options: Record<string, unknown>,
+  context: ListenerContext,
+) => ModuleListener | Promise<ModuleListener>;
 
 /**
  * What to import: paths (`./x.mjs`, `/opt/x.js`, `file:` URLs) relative to the working
@@ -51,7 +54,8 @@ export type CreateListener = (options: Record<string, unknown>, context: Listene
  */
 function importTarget(use: string): { specifier: string; path?: string } {
   if (use.startsWith('file:')) return { specifier: use, path: fileURLToPath(use) };
-  if (use.startsWith('.') || isAbsolute(use)) return { specifier: pathToFileURL(resolve(use)).href, path: resolve(use) };
+  if (use.startsWith('.') || isAbsolute(use))
+    return { specifier: pathToFileURL(resolve(use)).href, path: resolve(use) };
   try {
     return { specifier: pathToFileURL(createRequire(join(process.cwd(), 'package.json')).resolve(use)).href };
   } catch {
@@ -61,7 +65,10 @@ function importTarget(use: string): { specifier: string; path?: string } {
 
 /** JSON copy of an event, so that no listener can change what the server or another listener sees. */
 function toListenerEvent(event: ResourceEvent): ListenerEvent {
-  return structuredClone({ payload: event.payload, impacted_objects: event.impactedObjects }) as unknown as ListenerEvent;
+  return structuredClone({
+    payload: event.payload,
+    impacted_objects: event.impactedObjects,
+  }) as unknown as ListenerEvent;
 }
 
 /**
@@ -81,11 +88,17 @@ export async function loadModuleListener(
   } catch (error) {
     // Only a package name that is not installed is "unknown"; a module that fails to load is reported.
     const code = (error as { code?: string }).code;
-    if (target.path === undefined && code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes(`'${config.use}'`)) return null;
+    if (
+      target.path === undefined &&
+      code === 'ERR_MODULE_NOT_FOUND' &&
+      (error as Error).message.includes(`'${config.use}'`)
+    )
+      return null;
     return fail(`cannot load module ${config.use}: ${(error as Error).message}`);
   }
   const create = (loaded.createListener ?? loaded.default) as CreateListener | undefined;
-  if (typeof create !== 'function') return fail(`module ${config.use} exports no createListener(options, context) function`);
+  if (typeof create !== 'function')
+    return fail(`module ${config.use} exports no createListener(options, context) function`);
   const childLog = () => log()?.child({ listener: config.name });
   let listener: ModuleListener;
   try {

@@ -44,10 +44,14 @@ export function redisListenerOptions(config: ListenerConfig, fail: (why: string)
     if (typeof value !== 'string' || value === '') fail(`${key} must be a non-empty string`);
     return value as string;
   };
-  const integer = (key: 'pool_size' | 'max_buffer' | 'chunk_size' | 'retry_min_ms' | 'retry_max_ms', min: number): number => {
+  const integer = (
+    key: 'pool_size' | 'max_buffer' | 'chunk_size' | 'retry_min_ms' | 'retry_max_ms',
+    min: number,
+  ): number => {
     const raw = own[key] ?? DEFAULTS[key];
     const value = typeof raw === 'string' ? Number(raw) : raw;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) fail(`${key} must be an integer of at least ${min}`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+      fail(`${key} must be an integer of at least ${min}`);
     return value as number;
   };
   const url = text('url');
@@ -129,7 +133,10 @@ export class RedisQueueListener implements EventSubscriber {
     if (excess > 0) {
       this.#buffer.splice(0, excess);
       this.#dropped += excess;
-      this.#log()?.warn({ listener: this.name, dropped: excess, droppedTotal: this.#dropped }, 'Redis queue listener buffer full: oldest events dropped');
+      this.#log()?.warn(
+        { listener: this.name, dropped: excess, droppedTotal: this.#dropped },
+        'Redis queue listener buffer full: oldest events dropped',
+      );
     }
     if (!this.#retrying) this.#scheduleFlush();
   }
@@ -152,7 +159,12 @@ export class RedisQueueListener implements EventSubscriber {
         if (!this.#failing) {
           this.#failing = true;
           this.#log()?.error(
-            { listener: this.name, url: safeUrl(this.#options.url), pending: this.#buffer.length, err: { message: (error as Error).message } },
+            {
+              listener: this.name,
+              url: safeUrl(this.#options.url),
+              pending: this.#buffer.length,
+              err: { message: (error as Error).message },
+            },
             'Redis queue listener cannot push events; retrying',
           );
         }
@@ -172,11 +184,13 @@ export class RedisQueueListener implements EventSubscriber {
     if (this.#retrying) return;
     this.#retrying = true;
     // A pending retry must not keep the process alive.
-    void sleep(backoffDelay(this.#backoff, this.#failures++), { signal: this.#closing.signal, unref: true }).then(() => {
-      if (this.#closed) return; // close() took over
-      this.#retrying = false;
-      this.#scheduleFlush();
-    });
+    void sleep(backoffDelay(this.#backoff, this.#failures++), { signal: this.#closing.signal, unref: true }).then(
+      () => {
+        if (this.#closed) return; // close() took over
+        this.#retrying = false;
+        this.#scheduleFlush();
+      },
+    );
   }
 
   /** Waits until every buffered event is pushed (or one push attempt failed). */
@@ -195,7 +209,10 @@ export class RedisQueueListener implements EventSubscriber {
     this.#retrying = false;
     await this.drain().catch(() => {});
     if (this.#buffer.length > 0) {
-      this.#log()?.error({ listener: this.name, lost: this.#buffer.length }, 'Redis queue listener closed with events not pushed');
+      this.#log()?.error(
+        { listener: this.name, lost: this.#buffer.length },
+        'Redis queue listener closed with events not pushed',
+      );
     }
     this.#redis.disconnect();
   }

@@ -7,7 +7,8 @@ export const LISTENER_SETTINGS = {
     default: [],
     secret: true,
     invalid: () => 'expected a JSON array of listeners',
-    description: 'Event listeners, a JSON array (see [Events, listeners and history](#events-listeners-and-history)). Never logged (Redis URLs may hold passwords).',
+    description:
+      'Event listeners, a JSON array (see [Events, listeners and history](#events-listeners-and-history)). Never logged (Redis URLs may hold passwords).',
   }),
 } satisfies SettingSchemas;
 

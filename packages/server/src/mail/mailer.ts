@@ -32,7 +32,9 @@ function createTransport(settings: MailSettings): Transporter {
     port: settings.mail_port,
     secure: settings.mail_tls,
     requireTLS: settings.mail_starttls,
-    ...(settings.mail_username !== null ? { auth: { user: settings.mail_username, pass: settings.mail_password ?? '' } } : {}),
+    ...(settings.mail_username !== null
+      ? { auth: { user: settings.mail_username, pass: settings.mail_password ?? '' } }
+      : {}),
     connectionTimeout: timeout,
     greetingTimeout: timeout,
     socketTimeout: timeout,
@@ -44,14 +46,21 @@ function createTransport(settings: MailSettings): Transporter {
 
 export function createMailer(settings: MailSettings): Mailer {
   if (!TRANSPORTS.has(settings.mail_transport)) {
-    throw new ConfigError(`Invalid setting mail_transport: "${settings.mail_transport}" (one of ${[...TRANSPORTS].join(', ')})`);
+    throw new ConfigError(
+      `Invalid setting mail_transport: "${settings.mail_transport}" (one of ${[...TRANSPORTS].join(', ')})`,
+    );
   }
   let transport: Transporter | null = null;
   return {
     async send(message) {
       transport ??= createTransport(settings);
       try {
-        await transport.sendMail({ from: settings.mail_sender, to: message.to, subject: message.subject, text: message.text });
+        await transport.sendMail({
+          from: settings.mail_sender,
+          to: message.to,
+          subject: message.subject,
+          text: message.text,
+        });
       } catch (error) {
         // The error of a failed delivery may quote the SMTP dialogue, never the body: keep its code only.
         const code = (error as { code?: unknown }).code;

@@ -8,7 +8,9 @@ export function renderTemplate(template: string, values: TemplateValues): string
   return template.replace(/\{([^{}]+)\}/g, (placeholder, name: string) => {
     if (!Object.hasOwn(values, name)) return placeholder;
     const value = values[name];
-    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : placeholder;
+    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+      ? String(value)
+      : placeholder;
   });
 }
 

@@ -178,7 +178,9 @@ export function registerMetrics(app: FastifyInstance, settings: ModuleSettings, 
   app.addHook('onResponse', async (request, reply) => metrics.observe(request, reply));
 
   if (settings.metrics_port === null) {
-    app.get(METRICS_PATH, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    app.get(METRICS_PATH, async (_request, reply) =>
+      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    );
   } else if (cluster.isWorker) {
     // The primary serves metrics_port and asks each worker for its registry over IPC; a
     // worker answers once an AggregatorRegistry exists in it (prom-client adds its listener then).
@@ -196,10 +198,16 @@ export function registerMetrics(app: FastifyInstance, settings: ModuleSettings, 
 }
 
 /** A bare HTTP server answering the registry's metrics at `/__metrics__` (and 404 elsewhere). */
-export async function serveMetrics(registry: { metrics(): Promise<string>; contentType: string }, host: string, port: number): Promise<Server> {
+export async function serveMetrics(
+  registry: { metrics(): Promise<string>; contentType: string },
+  host: string,
+  port: number,
+): Promise<Server> {
   const server = createServer((request, response) => {
     const fail = (code: number, errno: number, error: string, message: string) =>
-      response.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify({ code, errno, error, message }));
+      response
+        .writeHead(code, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code, errno, error, message }));
     if (request.method !== 'GET' || request.url?.split('?')[0] !== METRICS_PATH) {
       fail(404, ERRNO.MISSING_RESOURCE, 'Not Found', `Metrics are at ${METRICS_PATH}`);
       return;

@@ -16,13 +16,18 @@ const QUIET_ROUTES = new Set(['/v1/__heartbeat__', '/v1/__lbheartbeat__', '/v1/_
 export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** Pino options for the app's logger: level from settings; pretty lines on a terminal. */
-export function loggerOptions(settings: ObservabilitySettings, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export function loggerOptions(
+  settings: ObservabilitySettings,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
   const pretty = settings.log_format === 'pretty' || (settings.log_format === 'auto' && process.stdout.isTTY === true);
   return {
     level: settings.log_level,
     // Credentials never reach the log, whatever logs a request.
     redact: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'],
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+    ...(pretty
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+      : {}),
     ...overrides,
   };
 }

@@ -12,8 +12,14 @@ type InheritedResource = 'bucket' | 'collection' | 'group' | 'record';
 
 type Grant = readonly [level: InheritedResource, permission: string];
 
-const BUCKET_READ: Grant[] = [['bucket', 'write'], ['bucket', 'read']];
-const COLLECTION_READ: Grant[] = [['collection', 'write'], ['collection', 'read']];
+const BUCKET_READ: Grant[] = [
+  ['bucket', 'write'],
+  ['bucket', 'read'],
+];
+const COLLECTION_READ: Grant[] = [
+  ['collection', 'write'],
+  ['collection', 'read'],
+];
 
 /** For each resource and permission, the (level, permission) ACEs that grant it. */
 const GRANTS: Record<InheritedResource, Record<'read' | 'write', Grant[]>> = {
@@ -24,31 +30,52 @@ const GRANTS: Record<InheritedResource, Record<'read' | 'write', Grant[]>> = {
   },
   group: {
     read: [...BUCKET_READ, ['group', 'write'], ['group', 'read']],
-    write: [['bucket', 'write'], ['group', 'write']],
+    write: [
+      ['bucket', 'write'],
+      ['group', 'write'],
+    ],
   },
   collection: {
     read: [...BUCKET_READ, ...COLLECTION_READ, ['collection', 'record:create']],
-    write: [['bucket', 'write'], ['collection', 'write']],
+    write: [
+      ['bucket', 'write'],
+      ['collection', 'write'],
+    ],
   },
   record: {
     read: [...BUCKET_READ, ...COLLECTION_READ, ['record', 'write'], ['record', 'read']],
-    write: [['bucket', 'write'], ['collection', 'write'], ['record', 'write']],
+    write: [
+      ['bucket', 'write'],
+      ['collection', 'write'],
+      ['record', 'write'],
+    ],
   },
 };
 
 /** ACEs on the parent that allow creating a child of each kind (buckets: settings only). */
 const CREATE_GRANTS: Record<InheritedResource, Grant[]> = {
   bucket: [],
-  collection: [['bucket', 'write'], ['bucket', 'collection:create']],
-  group: [['bucket', 'write'], ['bucket', 'group:create']],
-  record: [['bucket', 'write'], ['collection', 'write'], ['collection', 'record:create']],
+  collection: [
+    ['bucket', 'write'],
+    ['bucket', 'collection:create'],
+  ],
+  group: [
+    ['bucket', 'write'],
+    ['bucket', 'group:create'],
+  ],
+  record: [
+    ['bucket', 'write'],
+    ['collection', 'write'],
+    ['collection', 'record:create'],
+  ],
 };
 
 /** The settings key granting (level, permission) globally, e.g. `record_read_principals`. */
 function settingsKey(level: string, permission: string): keyof PermissionSettings | null {
   const [child, action] = permission.split(':');
   if (action === 'create') return `${child}_create_principals` as keyof PermissionSettings;
-  if (permission === 'read' || permission === 'write') return `${level}_${permission}_principals` as keyof PermissionSettings;
+  if (permission === 'read' || permission === 'write')
+    return `${level}_${permission}_principals` as keyof PermissionSettings;
   return null;
 }
 
@@ -64,16 +91,32 @@ export const IMPLIED_PERMISSIONS: Record<string, Record<string, readonly string[
     'collection:create': ['read:attributes'],
     'group:create': ['read:attributes'],
   },
-  collection: { write: ['read', 'read:attributes', 'record:create'], read: ['read:attributes'], 'record:create': ['read:attributes'] },
+  collection: {
+    write: ['read', 'read:attributes', 'record:create'],
+    read: ['read:attributes'],
+    'record:create': ['read:attributes'],
+  },
   group: { write: ['read'] },
   record: { write: ['read'] },
   account: { write: ['read'] },
 };
 
-const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records', account: 'accounts' };
+const PLURALS: Record<string, string> = {
+  bucket: 'buckets',
+  collection: 'collections',
+  group: 'groups',
+  record: 'records',
+  account: 'accounts',
+};
 
 /** Where a `<child>:create` setting applies: on every object of the parent kind, or the root. */
-const CREATE_TARGETS: Record<string, string> = { bucket: 'root', account: 'root', collection: 'bucket', group: 'bucket', record: 'collection' };
+const CREATE_TARGETS: Record<string, string> = {
+  bucket: 'root',
+  account: 'root',
+  collection: 'bucket',
+  group: 'bucket',
+  record: 'collection',
+};
 
 export interface SettingsGrants {
   /** Permissions held on every object of a kind. */
@@ -83,7 +126,8 @@ export interface SettingsGrants {
 }
 
 function inherited(name: string): InheritedResource {
-  if (!Object.hasOwn(GRANTS, name)) throw new Error(`${name} has no inherited permissions: give its definition an access policy`);
+  if (!Object.hasOwn(GRANTS, name))
+    throw new Error(`${name} has no inherited permissions: give its definition an access policy`);
   return name as InheritedResource;
 }
 
@@ -106,7 +150,9 @@ export class Authorizer implements AccessPolicy {
   async #granted(session: StorageSession, principals: string[], chain: ObjectRef[], grants: Grant[]): Promise<boolean> {
     if (this.#globallyGranted(principals, grants)) return true;
     const byLevel = new Map(chain.map((ref) => [ref.def.name, ref.uri]));
-    const uris = [...new Set(grants.map(([level]) => byLevel.get(level)).filter((uri): uri is string => uri !== undefined))];
+    const uris = [
+      ...new Set(grants.map(([level]) => byLevel.get(level)).filter((uri): uri is string => uri !== undefined)),
+    ];
     if (uris.length === 0) return false;
     const acls = await session.permissions.get(uris);
     return grants.some(([level, permission]) => {
@@ -118,11 +164,20 @@ export class Authorizer implements AccessPolicy {
 
   /** read / write on an object (existing or not), inherited from its ancestors. */
   async can({ session, identity }: AccessContext, ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean> {
-    return this.#granted(session, identity.principals, [...ref.ancestors, ref], GRANTS[inherited(ref.def.name)][permission]);
+    return this.#granted(
+      session,
+      identity.principals,
+      [...ref.ancestors, ref],
+      GRANTS[inherited(ref.def.name)][permission],
+    );
   }
 
   /** May create a `def` under `parent` (null parent: buckets, by settings only). */
-  async canCreate({ session, identity }: AccessContext, def: ResourceDefinition, parent: ObjectRef | null): Promise<boolean> {
+  async canCreate(
+    { session, identity }: AccessContext,
+    def: ResourceDefinition,
+    parent: ObjectRef | null,
+  ): Promise<boolean> {
     const child = inherited(def.name);
     if (this.#globallyGranted(identity.principals, [[child, `${child}:create`]])) return true;
     if (!parent) return false;
@@ -134,7 +189,12 @@ export class Authorizer implements AccessPolicy {
    * (permission on an ancestor or by settings), some (ACEs on the objects themselves; none
    * when the caller may only create), or none at all (403).
    */
-  async list(context: AccessContext, def: ResourceDefinition, parent: ObjectRef | null, permission: 'read' | 'write'): Promise<ListAccess> {
+  async list(
+    context: AccessContext,
+    def: ResourceDefinition,
+    parent: ObjectRef | null,
+    permission: 'read' | 'write',
+  ): Promise<ListAccess> {
     const { session, identity } = context;
     const { principals } = identity;
     const child = inherited(def.name);
@@ -142,11 +202,19 @@ export class Authorizer implements AccessPolicy {
     const ancestorGrants = grants.filter(([level]) => level !== child);
     const chain = parent ? [...parent.ancestors, parent] : [];
     const childLevelGlobal = grants.filter(([level]) => level === child);
-    if (this.#globallyGranted(principals, childLevelGlobal) || (await this.#granted(session, principals, chain, ancestorGrants))) {
+    if (
+      this.#globallyGranted(principals, childLevelGlobal) ||
+      (await this.#granted(session, principals, chain, ancestorGrants))
+    ) {
       return { kind: 'all' };
     }
     const ownPermissions = grants.filter(([level]) => level === child).map(([, p]) => p);
-    const ids = await session.permissions.authorizedIds(parent ? parent.uri : '', def.plural, principals, ownPermissions);
+    const ids = await session.permissions.authorizedIds(
+      parent ? parent.uri : '',
+      def.plural,
+      principals,
+      ownPermissions,
+    );
     if (ids.length > 0) return { kind: 'some', ids };
     if (await this.canCreate(context, def, parent)) return { kind: 'some', ids: [] };
     return { kind: 'none' };
@@ -166,7 +234,8 @@ export class Authorizer implements AccessPolicy {
         }
         const target = CREATE_TARGETS[resourceName]!;
         if (target === 'root') grants.root.push(`${resourceName}:create`);
-        else grants.objects.push({ resourceName: target, plural: PLURALS[target]!, permission: `${resourceName}:create` });
+        else
+          grants.objects.push({ resourceName: target, plural: PLURALS[target]!, permission: `${resourceName}:create` });
       }
     }
     return grants;

@@ -11,5 +11,8 @@ export function registerQuotas(app: FastifyInstance): void {
   const { settings, events, capabilities } = app.services;
   if (!settings.quotas_enabled) return;
   events.subscribe(createQuotaListener(new QuotaLimits(settings), { countAttachments: settings.attachment_enabled }));
-  capabilities.quotas = { description: 'Quotas Management on buckets and collections.', url: 'https://kinto.readthedocs.io' };
+  capabilities.quotas = {
+    description: 'Quotas Management on buckets and collections.',
+    url: 'https://kinto.readthedocs.io',
+  };
 }

@@ -66,8 +66,13 @@ interface Change {
 }
 
 /** `countAttachments`: a record's size includes its file's (attachments on). */
-export function createQuotaListener(limits: QuotaLimits, options: { countAttachments?: boolean } = {}): EventSubscriber {
-  const sizeOf = options.countAttachments ? (object: unknown) => objectSize(object) + attachmentSize(object) : objectSize;
+export function createQuotaListener(
+  limits: QuotaLimits,
+  options: { countAttachments?: boolean } = {},
+): EventSubscriber {
+  const sizeOf = options.countAttachments
+    ? (object: unknown) => objectSize(object) + attachmentSize(object)
+    : objectSize;
   async function applyToBucket(objects: ObjectStore, bid: string, changes: Change[]): Promise<void> {
     const scope: Scope = { resourceName: QUOTA_RESOURCE, parentId: `/buckets/${bid}` };
     const stored = await objects.get(scope, BUCKET_INFO_ID, { forUpdate: true });
@@ -98,15 +103,21 @@ export function createQuotaListener(limits: QuotaLimits, options: { countAttachm
       }
       const maxItems = limits.bucket(bid, 'max_items');
       if (maxItems !== null && bucket.record_count > maxItems) {
-        throw insufficientStorage(`Bucket maximum number of objects exceeded (${bucket.record_count} > ${maxItems} objects).`);
+        throw insufficientStorage(
+          `Bucket maximum number of objects exceeded (${bucket.record_count} > ${maxItems} objects).`,
+        );
       }
       const collectionMaxBytes = limits.collection(bid, cid, 'max_bytes');
       if (collectionMaxBytes !== null && collection.storage_size > collectionMaxBytes) {
-        throw insufficientStorage(`Collection maximum size exceeded (${collection.storage_size} > ${collectionMaxBytes} Bytes).`);
+        throw insufficientStorage(
+          `Collection maximum size exceeded (${collection.storage_size} > ${collectionMaxBytes} Bytes).`,
+        );
       }
       const collectionMaxItems = limits.collection(bid, cid, 'max_items');
       if (collectionMaxItems !== null && collection.record_count > collectionMaxItems) {
-        throw insufficientStorage(`Collection maximum number of objects exceeded (${collection.record_count} > ${collectionMaxItems} objects).`);
+        throw insufficientStorage(
+          `Collection maximum number of objects exceeded (${collection.record_count} > ${collectionMaxItems} objects).`,
+        );
       }
     };
 
@@ -129,7 +140,8 @@ export function createQuotaListener(limits: QuotaLimits, options: { countAttachm
       if (action !== 'delete') {
         const perItem = limits.collection(bid, cid, 'max_bytes_per_item') ?? limits.bucket(bid, 'max_bytes_per_item');
         // Kinto's message, unclosed parenthesis included.
-        if (perItem !== null && newSize > perItem) throw insufficientStorage(`Maximum bytes per object exceeded (${newSize} > ${perItem} Bytes.`);
+        if (perItem !== null && newSize > perItem)
+          throw insufficientStorage(`Maximum bytes per object exceeded (${newSize} > ${perItem} Bytes.`);
       }
       bucket.storage_size += newSize - oldSize;
       if (name === 'record' || name === 'collection') collection!.info.storage_size += newSize - oldSize;

@@ -29,7 +29,8 @@ const EXAMPLE = '{"max_bytes": 1048576, "max_items": 1000, "max_bytes_per_item":
 /** What is wrong in an object of limits, said as the operator wrote it. */
 function limitsProblem({ keyword, path, params, value }: SettingProblem): string {
   if (path.length > 0) return `${path[0]} must be a whole number ≥ 0 (or null), got ${JSON.stringify(value)}`;
-  if (keyword === 'additionalProperties') return `unknown limit "${String(params.additionalProperty)}" (known: ${LIMIT_NAMES.join(', ')})`;
+  if (keyword === 'additionalProperties')
+    return `unknown limit "${String(params.additionalProperty)}" (known: ${LIMIT_NAMES.join(', ')})`;
   return `expected a JSON object of limits, e.g. ${EXAMPLE}`;
 }
 
@@ -38,7 +39,8 @@ function limitsMapProblem(keyHelp: string): (problem: SettingProblem) => string 
   return (problem) => {
     const [key, ...below] = problem.path;
     if (key !== undefined) return { where: ` ("${key}")`, why: limitsProblem({ ...problem, path: below }) };
-    if (problem.keyword === 'additionalProperties') return `key "${String(problem.params.additionalProperty)}" is not ${keyHelp}`;
+    if (problem.keyword === 'additionalProperties')
+      return `key "${String(problem.params.additionalProperty)}" is not ${keyHelp}`;
     return `expected a JSON object of ${keyHelp} to limits`;
   };
 }
@@ -46,7 +48,8 @@ function limitsMapProblem(keyHelp: string): (problem: SettingProblem) => string 
 export const QUOTA_SETTINGS = {
   quotas_enabled: Type.Boolean({
     default: false,
-    description: 'Limit the size and number of objects per bucket and collection (capability `quotas`; see [Quotas](#quotas)); over a limit, a write gets 507.',
+    description:
+      'Limit the size and number of objects per bucket and collection (capability `quotas`; see [Quotas](#quotas)); over a limit, a write gets 507.',
   }),
   quotas_bucket: Type.Object(LIMIT_PROPERTIES, {
     default: {},
@@ -70,7 +73,8 @@ export const QUOTA_SETTINGS = {
     default: {},
     additionalProperties: false,
     invalid: limitsMapProblem('a bucket id or "<bucket id>/<collection id>"'),
-    description: 'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
+    description:
+      'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
   }),
 } satisfies SettingSchemas;
 

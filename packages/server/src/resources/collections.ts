@@ -19,7 +19,11 @@ export const collectionResource: ResourceDefinition = {
     // a negative max-age means nothing, so it is refused too.
     const cacheExpires = data.cache_expires;
     if (cacheExpires !== undefined && !(Number.isInteger(cacheExpires) && (cacheExpires as number) >= 0)) {
-      throw invalidParameter('body', 'data.cache_expires', `${JSON.stringify(cacheExpires)} is not a whole number of seconds`);
+      throw invalidParameter(
+        'body',
+        'data.cache_expires',
+        `${JSON.stringify(cacheExpires)} is not a whole number of seconds`,
+      );
     }
     await validateFromBucketSchema('collection', data, context, SERVER_FIELDS);
     return data;

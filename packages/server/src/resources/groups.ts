@@ -21,8 +21,10 @@ export const groupResource: ResourceDefinition = {
       throw invalidParameter('body', 'data.members', `${JSON.stringify(members)} is not a list of principals`);
     }
     for (const member of members as string[]) {
-      if (member.startsWith('/buckets/')) throw invalidParameter('body', 'data.members', `${member}: groups cannot be members of groups`);
-      if (member === 'system.Everyone') throw invalidParameter('body', 'data.members', 'system.Everyone cannot be a group member');
+      if (member.startsWith('/buckets/'))
+        throw invalidParameter('body', 'data.members', `${member}: groups cannot be members of groups`);
+      if (member === 'system.Everyone')
+        throw invalidParameter('body', 'data.members', 'system.Everyone cannot be a group member');
     }
     const processed = { ...data, members: [...new Set(members as string[])] };
     // The bucket's `group:schema` (API 1.20), when validation is enabled.

@@ -27,11 +27,45 @@ const SCHEMA_LISTS = new Set(['allOf', 'anyOf', 'oneOf', 'items']);
  * conventionally written instead, e.g. `type`, then `properties`, then `required`.
  */
 const KEYWORD_ORDER = [
-  '$schema', '$id', '$ref', 'title', 'description', 'type', 'enum', 'const',
-  'properties', 'patternProperties', 'additionalProperties', 'required', 'dependencies', 'propertyNames',
-  'minProperties', 'maxProperties', 'items', 'additionalItems', 'contains', 'minItems', 'maxItems', 'uniqueItems',
-  'minLength', 'maxLength', 'pattern', 'format', 'minimum', 'exclusiveMinimum', 'maximum', 'exclusiveMaximum',
-  'multipleOf', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'definitions',
+  '$schema',
+  '$id',
+  '$ref',
+  'title',
+  'description',
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'required',
+  'dependencies',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'items',
+  'additionalItems',
+  'contains',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minimum',
+  'exclusiveMinimum',
+  'maximum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'definitions',
 ];
 
 function keywordRank(keyword: string): number {
@@ -189,11 +223,18 @@ export function firstFailure(errors: ErrorObject[], schema: unknown): SchemaFail
   const candidates = topLevelErrors(errors);
   const pool = candidates.length > 0 ? candidates : errors;
   const orders = new Map(pool.map((error) => [error, documentOrder(schema, error.schemaPath)]));
-  const first = [...pool].sort((a, b) => compareOrder(orders.get(a) as number[], orders.get(b) as number[]))[0] as ErrorObject;
+  const first = [...pool].sort((a, b) =>
+    compareOrder(orders.get(a) as number[], orders.get(b) as number[]),
+  )[0] as ErrorObject;
   let extras: unknown[] = [];
   if (first.keyword === 'additionalProperties') {
     extras = pool
-      .filter((error) => error.keyword === first.keyword && error.instancePath === first.instancePath && error.schemaPath === first.schemaPath)
+      .filter(
+        (error) =>
+          error.keyword === first.keyword &&
+          error.instancePath === first.instancePath &&
+          error.schemaPath === first.schemaPath,
+      )
       .map((error) => error.params.additionalProperty);
   } else if (first.keyword === 'additionalItems' && Array.isArray(first.data)) {
     extras = first.data.slice(Number(first.params.limit));

@@ -29,7 +29,9 @@ export function pythonRepr(value: unknown): string {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'nan';
   if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
   if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).map(([key, item]) => `${reprString(key)}: ${pythonRepr(item)}`);
+    const entries = Object.entries(value as Record<string, unknown>).map(
+      ([key, item]) => `${reprString(key)}: ${pythonRepr(item)}`,
+    );
     return `{${entries.join(', ')}}`;
   }
   return String(value);

@@ -28,18 +28,28 @@ export async function validateFromBucketSchema(
   const field = `${resourceName}:schema`;
   const schema = bucket?.[field];
   if (!bucket || !isActiveSchema(schema)) return;
-  validator.validate(data, { key: `${bucketRef.uri}#${field}`, version: bucket.last_modified, schema }, { ignoreFields, id: context.ref.id });
+  validator.validate(
+    data,
+    { key: `${bucketRef.uri}#${field}`, version: bucket.last_modified, schema },
+    { ignoreFields, id: context.ref.id },
+  );
 }
 
 /**
  * A record against its collection's `schema`; a valid record gets `schema: <collection
  * last_modified>`, the schema version it was checked against.
  */
-export async function validateRecord(data: Record<string, unknown>, context: WriteContext): Promise<Record<string, unknown>> {
+export async function validateRecord(
+  data: Record<string, unknown>,
+  context: WriteContext,
+): Promise<Record<string, unknown>> {
   const validator = schemaValidator(context.settings);
   const collectionRef = context.ref.ancestors.at(-1);
   if (!validator.enabled || !collectionRef) return data;
-  const collection = await context.session.objects.get({ resourceName: 'collection', parentId: collectionRef.parentUri }, collectionRef.id);
+  const collection = await context.session.objects.get(
+    { resourceName: 'collection', parentId: collectionRef.parentUri },
+    collectionRef.id,
+  );
   let result = data;
   if (collection && isActiveSchema(collection.schema)) {
     validator.validate(

@@ -5,7 +5,8 @@ import type { SettingSchemas, SettingValues } from '../settings/schema.js';
 export const SCHEMA_SETTINGS = {
   experimental_collection_schema_validation: Type.Boolean({
     default: false,
-    description: 'Validate records against their collection’s `schema`, and children against their bucket’s `collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
+    description:
+      'Validate records against their collection’s `schema`, and children against their bucket’s `collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
   }),
   schema_validator_cache_size: Type.Integer({
     default: 256,

@@ -11,14 +11,21 @@ import { pythonRepr } from './python-repr.js';
 import { SchemaValidator } from './validator.js';
 
 const OPTIONS = { ignoreFields: ['last_modified', 'schema'], id: 'r1' };
-const ARTICLE = { type: 'object', properties: { title: { type: 'string' }, n: { type: 'integer' } }, required: ['title'] };
+const ARTICLE = {
+  type: 'object',
+  properties: { title: { type: 'string' }, n: { type: 'integer' } },
+  required: ['title'],
+};
 
 function failureOf(fn: () => void): { name: string; description: string; message: string } {
   try {
     fn();
   } catch (error) {
     expect(error).toBeInstanceOf(ApiError);
-    const body = (error as ApiError).toBody() as { message: string; details: Array<{ name: string; description: string }> };
+    const body = (error as ApiError).toBody() as {
+      message: string;
+      details: Array<{ name: string; description: string }>;
+    };
     return { ...(body.details[0] as { name: string; description: string }), message: body.message };
   }
   throw new Error('expected a validation failure');
@@ -40,7 +47,8 @@ describe('SchemaValidator', () => {
     const validator = new SchemaValidator({ enabled: true, cacheSize: 10 });
     const compile = vi.spyOn(Ajv.prototype, 'compile');
     try {
-      for (let i = 0; i < 5; i++) validator.validate({ title: 'ok' }, { key: '/buckets/b/collections/c', version: 1, schema: ARTICLE }, OPTIONS);
+      for (let i = 0; i < 5; i++)
+        validator.validate({ title: 'ok' }, { key: '/buckets/b/collections/c', version: 1, schema: ARTICLE }, OPTIONS);
       expect(compile).toHaveBeenCalledTimes(1);
       validator.validate({ title: 'ok' }, { key: '/buckets/b/collections/c', version: 2, schema: ARTICLE }, OPTIONS);
       expect(compile).toHaveBeenCalledTimes(2);
@@ -53,13 +61,26 @@ describe('SchemaValidator', () => {
     // A collection deleted and re-created with a client-supplied last_modified may reuse a version.
     const validator = new SchemaValidator({ enabled: true, cacheSize: 10 });
     const source = { key: '/buckets/b/collections/c', version: 7 };
-    validator.validate({ n: 1 }, { ...source, schema: { type: 'object', properties: { n: { type: 'integer' } } } }, OPTIONS);
-    expect(failureOf(() => validator.validate({ n: 1 }, { ...source, schema: { type: 'object', properties: { n: { type: 'string' } } } }, OPTIONS)).name).toBe('n');
+    validator.validate(
+      { n: 1 },
+      { ...source, schema: { type: 'object', properties: { n: { type: 'integer' } } } },
+      OPTIONS,
+    );
+    expect(
+      failureOf(() =>
+        validator.validate(
+          { n: 1 },
+          { ...source, schema: { type: 'object', properties: { n: { type: 'string' } } } },
+          OPTIONS,
+        ),
+      ).name,
+    ).toBe('n');
   });
 
   it('keeps at most `cacheSize` compiled schemas, dropping the least recently used', () => {
     const validator = new SchemaValidator({ enabled: true, cacheSize: 2 });
-    for (const key of ['a', 'b', 'c', 'd']) validator.validate({ title: 't' }, { key, version: 1, schema: ARTICLE }, OPTIONS);
+    for (const key of ['a', 'b', 'c', 'd'])
+      validator.validate({ title: 't' }, { key, version: 1, schema: ARTICLE }, OPTIONS);
     expect(validator.cacheSize).toBe(2);
   });
 
@@ -69,15 +90,21 @@ describe('SchemaValidator', () => {
     const second = { $id: 'http://example.com/s', type: 'object', properties: { a: { type: 'integer' } } };
     validator.validate({ a: 'x' }, { key: 'one', version: 1, schema: first }, OPTIONS);
     validator.validate({ a: 1 }, { key: 'two', version: 1, schema: second }, OPTIONS);
-    expect(failureOf(() => validator.validate({ a: 1 }, { key: 'one', version: 1, schema: first }, OPTIONS)).name).toBe('a');
+    expect(failureOf(() => validator.validate({ a: 1 }, { key: 'one', version: 1, schema: first }, OPTIONS)).name).toBe(
+      'a',
+    );
   });
 
   it('refuses remote and unresolvable $refs up front (nothing is fetched)', () => {
     const validator = new SchemaValidator({ enabled: true, cacheSize: 10 });
-    const remote = failureOf(() => validator.checkSchema({ properties: { a: { $ref: 'http://schemas.invalid/x.json' } } }, 'data.schema'));
+    const remote = failureOf(() =>
+      validator.checkSchema({ properties: { a: { $ref: 'http://schemas.invalid/x.json' } } }, 'data.schema'),
+    );
     expect(remote.name).toBe('data.schema');
     expect(remote.description).toMatch(/^Invalid JSON schema: /);
-    expect(failureOf(() => validator.checkSchema({ $ref: '#/definitions/missing' }, 'data.schema')).name).toBe('data.schema');
+    expect(failureOf(() => validator.checkSchema({ $ref: '#/definitions/missing' }, 'data.schema')).name).toBe(
+      'data.schema',
+    );
     // Invalid regular expressions are refused by the Draft-7 meta-schema (format "regex").
     expect(failureOf(() => validator.checkSchema({ pattern: '(' }, 'data.schema')).name).toBe('data.schema');
   });
@@ -99,38 +126,62 @@ describe('SchemaValidator', () => {
     const recursive = { type: 'object', properties: { a: { $ref: '#' } } };
     let deepData: Record<string, unknown> = { a: 1 };
     for (let i = 0; i < 50_000; i++) deepData = { a: deepData };
-    expect(() => validator.validate(deepData, { key: 'deep', version: 1, schema: recursive }, OPTIONS)).toThrow(ApiError);
+    expect(() => validator.validate(deepData, { key: 'deep', version: 1, schema: recursive }, OPTIONS)).toThrow(
+      ApiError,
+    );
   });
 
   it('describes failures with python-jsonschema texts and Kinto names', () => {
     const validator = new SchemaValidator({ enabled: true, cacheSize: 10 });
     const check = (schema: Record<string, unknown>, data: Record<string, unknown>) =>
       failureOf(() => validator.validate(data, { key: JSON.stringify(schema), version: 1, schema }, OPTIONS));
-    expect(check({ properties: { s: { enum: ['a', 'b'] } } }, { s: 'c' })).toMatchObject({ name: 's', description: "'c' is not one of ['a', 'b']" });
-    expect(check({ properties: { s: { type: ['string', 'null'] } } }, { s: 1 })).toMatchObject({ description: "1 is not of type 'string', 'null'" });
-    expect(check({ properties: { s: { minLength: 1 } } }, { s: '' })).toMatchObject({ description: "'' should be non-empty" });
+    expect(check({ properties: { s: { enum: ['a', 'b'] } } }, { s: 'c' })).toMatchObject({
+      name: 's',
+      description: "'c' is not one of ['a', 'b']",
+    });
+    expect(check({ properties: { s: { type: ['string', 'null'] } } }, { s: 1 })).toMatchObject({
+      description: "1 is not of type 'string', 'null'",
+    });
+    expect(check({ properties: { s: { minLength: 1 } } }, { s: '' })).toMatchObject({
+      description: "'' should be non-empty",
+    });
     expect(check({ properties: { code: { pattern: '^a' } } }, { code: 'b' })).toMatchObject({
       name: 'code',
       description: "'b' does not match '^a'",
       message: "code in body: 'b' does not match '^a'",
     });
-    expect(check({ properties: { s: { format: 'email' } } }, { s: 'nope' })).toMatchObject({ description: "'nope' is not a 'email'" });
-    expect(check({ properties: { a: { type: 'string' } }, additionalProperties: false }, { a: 'x', b: 1, c: 2 })).toMatchObject({
+    expect(check({ properties: { s: { format: 'email' } } }, { s: 'nope' })).toMatchObject({
+      description: "'nope' is not a 'email'",
+    });
+    expect(
+      check({ properties: { a: { type: 'string' } }, additionalProperties: false }, { a: 'x', b: 1, c: 2 }),
+    ).toMatchObject({
       name: 'b',
       description: "Additional properties are not allowed ('b', 'c' were unexpected)",
     });
-    expect(check({ properties: { v: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } }, { v: 1.5 })).toMatchObject({
+    expect(
+      check({ properties: { v: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } }, { v: 1.5 }),
+    ).toMatchObject({
       name: 'v',
       description: '1.5 is not valid under any of the given schemas',
     });
-    expect(check({ properties: { tags: { items: { type: 'string' } } } }, { tags: ['a', 2] })).toMatchObject({ name: '1', description: "2 is not of type 'string'" });
+    expect(check({ properties: { tags: { items: { type: 'string' } } } }, { tags: ['a', 2] })).toMatchObject({
+      name: '1',
+      description: "2 is not of type 'string'",
+    });
   });
 
   it('reports the first error in the conventional keyword order, whatever the stored key order (wire example)', () => {
     const validator = new SchemaValidator({ enabled: true, cacheSize: 10 });
     // As PostgreSQL jsonb returns it: keys sorted by length.
-    const stored = { type: 'object', required: ['title'], properties: { n: { type: 'integer' }, title: { type: 'string' } } };
-    expect(failureOf(() => validator.validate({ n: 'not-an-int' }, { key: 'wire', version: 1, schema: stored }, OPTIONS))).toEqual({
+    const stored = {
+      type: 'object',
+      required: ['title'],
+      properties: { n: { type: 'integer' }, title: { type: 'string' } },
+    };
+    expect(
+      failureOf(() => validator.validate({ n: 'not-an-int' }, { key: 'wire', version: 1, schema: stored }, OPTIONS)),
+    ).toEqual({
       location: 'body',
       name: 'n',
       description: "'not-an-int' is not of type 'integer'",
@@ -143,7 +194,9 @@ describe('SchemaValidator', () => {
     const schema = { type: 'object', required: ['id', 'last_modified', 'schema'], additionalProperties: false };
     validator.validate({ last_modified: 1, schema: 2 }, { key: 's', version: 1, schema }, OPTIONS);
     const declared = { type: 'object', properties: { id: { pattern: '^x' } }, required: ['id'] };
-    expect(failureOf(() => validator.validate({}, { key: 'd', version: 1, schema: declared }, OPTIONS)).name).toBe('id');
+    expect(failureOf(() => validator.validate({}, { key: 'd', version: 1, schema: declared }, OPTIONS)).name).toBe(
+      'id',
+    );
   });
 });
 
@@ -154,12 +207,32 @@ describe('setting experimental_collection_schema_validation', () => {
   it('off (default): no capability, records unchecked, but a collection schema must still be a schema (as Kinto)', async () => {
     const app = await serverWith({});
     expect((await app.inject({ url: '/v1/' })).json().capabilities.schema).toBeUndefined();
-    await app.inject({ method: 'PUT', url: '/v1/buckets/off', headers: auth, payload: { data: { 'record:schema': ARTICLE } } });
-    const bad = await app.inject({ method: 'PUT', url: '/v1/buckets/off/collections/c', headers: auth, payload: { data: { schema: { type: 'nonsense' } } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/off',
+      headers: auth,
+      payload: { data: { 'record:schema': ARTICLE } },
+    });
+    const bad = await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/off/collections/c',
+      headers: auth,
+      payload: { data: { schema: { type: 'nonsense' } } },
+    });
     expect(bad.statusCode).toBe(400);
-    const col = await app.inject({ method: 'PUT', url: '/v1/buckets/off/collections/c', headers: auth, payload: { data: { schema: ARTICLE } } });
+    const col = await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/off/collections/c',
+      headers: auth,
+      payload: { data: { schema: ARTICLE } },
+    });
     expect(col.statusCode).toBe(201);
-    const rec = await app.inject({ method: 'POST', url: '/v1/buckets/off/collections/c/records', headers: auth, payload: { data: { n: 'x' } } });
+    const rec = await app.inject({
+      method: 'POST',
+      url: '/v1/buckets/off/collections/c/records',
+      headers: auth,
+      payload: { data: { n: 'x' } },
+    });
     expect(rec.statusCode).toBe(201);
     expect(rec.json().data.schema).toBeUndefined();
     await app.close();
@@ -172,11 +245,26 @@ describe('setting experimental_collection_schema_validation', () => {
       url: 'https://kinto.readthedocs.io/en/latest/api/1.x/collections.html#collection-json-schema',
     });
     await app.inject({ method: 'PUT', url: '/v1/buckets/on', headers: auth });
-    await app.inject({ method: 'PUT', url: '/v1/buckets/on/collections/c', headers: auth, payload: { data: { schema: ARTICLE } } });
-    const rec = await app.inject({ method: 'POST', url: '/v1/buckets/on/collections/c/records', headers: auth, payload: { data: { n: 'x' } } });
+    await app.inject({
+      method: 'PUT',
+      url: '/v1/buckets/on/collections/c',
+      headers: auth,
+      payload: { data: { schema: ARTICLE } },
+    });
+    const rec = await app.inject({
+      method: 'POST',
+      url: '/v1/buckets/on/collections/c/records',
+      headers: auth,
+      payload: { data: { n: 'x' } },
+    });
     expect(rec.statusCode).toBe(400);
     // Bucket schemas must be schemas once validation is on.
-    const bucket = await app.inject({ method: 'PATCH', url: '/v1/buckets/on', headers: auth, payload: { data: { 'record:schema': 'nope' } } });
+    const bucket = await app.inject({
+      method: 'PATCH',
+      url: '/v1/buckets/on',
+      headers: auth,
+      payload: { data: { 'record:schema': 'nope' } },
+    });
     expect(bucket.statusCode).toBe(400);
     expect(bucket.json().details[0].name).toBe('data.record:schema');
     await app.close();

@@ -93,7 +93,11 @@ function describeFailure(errors: ErrorObject[], schema: unknown): SchemaFailure 
   } catch {
     const error = errors[0];
     const path = error?.instancePath ?? '';
-    return { field: path.split('/').pop() || (error?.keyword ?? 'schema'), description: `${path || 'value'} ${error?.message ?? 'is not valid'}`, instancePath: path };
+    return {
+      field: path.split('/').pop() || (error?.keyword ?? 'schema'),
+      description: `${path || 'value'} ${error?.message ?? 'is not valid'}`,
+      instancePath: path,
+    };
   }
 }
 
@@ -134,7 +138,11 @@ export class SchemaValidator {
    */
   checkSchema(value: unknown, field: string): void {
     if (!isPlainObject(value)) {
-      throw invalidParameter('body', field, `${JSON.stringify(value)} is not a mapping type: Does not implement dict-like functionality.`);
+      throw invalidParameter(
+        'body',
+        field,
+        `${JSON.stringify(value)} is not a mapping type: Does not implement dict-like functionality.`,
+      );
     }
     if (!isActiveSchema(value)) return;
     let valid: boolean;
@@ -178,7 +186,8 @@ export class SchemaValidator {
     if (!Object.hasOwn(properties, 'id')) ignored.add('id');
     const document: Record<string, unknown> = {};
     for (const [key, value] of Object.entries({ ...data, id: options.id })) {
-      if (!ignored.has(key)) Object.defineProperty(document, key, { value, enumerable: true, writable: true, configurable: true });
+      if (!ignored.has(key))
+        Object.defineProperty(document, key, { value, enumerable: true, writable: true, configurable: true });
     }
 
     let compiled: CompiledSchema;

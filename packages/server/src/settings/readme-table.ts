@@ -4,7 +4,8 @@
  */
 import { envName, type SettingSchemas, settingKind } from './schema.js';
 
-export const TABLE_START = '<!-- settings-table: generated from the settings’ schemas by `pnpm --filter @quire/server settings:docs` -->';
+export const TABLE_START =
+  '<!-- settings-table: generated from the settings’ schemas by `pnpm --filter @quire/server settings:docs` -->';
 export const TABLE_END = '<!-- settings-table:end -->';
 
 export function renderSettingsTable(schemas: SettingSchemas): string {
@@ -18,7 +19,8 @@ export function renderSettingsTable(schemas: SettingSchemas): string {
 function shownDefault(schema: SettingSchemas[string]): string {
   const value: unknown = schema.default;
   if (value === null || value === undefined) return '—';
-  if (settingKind(schema).kind === 'list') return (value as string[]).length === 0 ? '(empty)' : (value as string[]).map(code).join(' ');
+  if (settingKind(schema).kind === 'list')
+    return (value as string[]).length === 0 ? '(empty)' : (value as string[]).map(code).join(' ');
   return code(typeof value === 'string' ? value : JSON.stringify(value));
 }
 

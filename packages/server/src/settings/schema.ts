@@ -3,7 +3,16 @@
  * `description`, and these keywords of ours. Each feature declares its settings with these in its
  * own `settings.ts`; config.ts composes them.
  */
-import { Type, type SchemaOptions, type Static, type TArray, type TObject, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
+import {
+  Type,
+  type SchemaOptions,
+  type Static,
+  type TArray,
+  type TObject,
+  type TSchema,
+  type TString,
+  type TUnsafe,
+} from '@sinclair/typebox';
 
 /** What ajv found wrong in a setting's value: the keyword, where below the setting, the value there. */
 export interface SettingProblem {
@@ -66,7 +75,8 @@ export function settingKind(schema: TSchema): { kind: SettingKind; nullable: boo
   const types: unknown[] = [schema.type].flat();
   const nullable = types.includes('null');
   const type = types.find((name) => name !== 'null');
-  if (type === 'string' || type === 'integer' || type === 'number' || type === 'boolean') return { kind: type, nullable };
+  if (type === 'string' || type === 'integer' || type === 'number' || type === 'boolean')
+    return { kind: type, nullable };
   if (type === 'array' && (schema.items as TSchema | undefined)?.type === 'string') return { kind: 'list', nullable };
   return { kind: 'json', nullable };
 }
@@ -75,7 +85,12 @@ export function envName(setting: string): string {
   return `QUIRE_${setting.toUpperCase()}`;
 }
 
-type Merged<T extends readonly SettingSchemas[]> = T extends readonly [infer First, ...infer Rest extends readonly SettingSchemas[]] ? First & Merged<Rest> : unknown;
+type Merged<T extends readonly SettingSchemas[]> = T extends readonly [
+  infer First,
+  ...infer Rest extends readonly SettingSchemas[],
+]
+  ? First & Merged<Rest>
+  : unknown;
 
 /** The features' settings in one record, in the order given (the README's); a name twice is a bug. */
 export function composeSettings<const T extends readonly SettingSchemas[]>(...groups: T): Merged<T> {

@@ -19,14 +19,20 @@ export interface SettingOrigin {
 }
 
 /** Checks the settings named in `origins`, in the schemas' order; throws a ConfigError for the first wrong one. */
-export type SettingsValidator = (settings: Record<string, unknown>, origins: ReadonlyMap<string, SettingOrigin>) => void;
+export type SettingsValidator = (
+  settings: Record<string, unknown>,
+  origins: ReadonlyMap<string, SettingOrigin>,
+) => void;
 
 export interface SettingsValidatorOptions {
   /** Check each schema against JSON Schema's meta-schema as it is compiled (tests). */
   checkSchemas?: boolean;
 }
 
-export function createSettingsValidator(schemas: SettingSchemas, options: SettingsValidatorOptions = {}): SettingsValidator {
+export function createSettingsValidator(
+  schemas: SettingSchemas,
+  options: SettingsValidatorOptions = {},
+): SettingsValidator {
   let ajv: Ajv | undefined;
   const validators = new Map<string, ValidateFunction>();
   const validatorOf = (name: string, schema: TSchema): ValidateFunction => {
@@ -59,7 +65,14 @@ function createAjv(checkSchemas: boolean): Ajv {
   return ajv;
 }
 
-function describe(name: string, schema: SettingSchemas[string], path: string[], error: ErrorObject, value: unknown, origin: SettingOrigin): string {
+function describe(
+  name: string,
+  schema: SettingSchemas[string],
+  path: string[],
+  error: ErrorObject,
+  value: unknown,
+  origin: SettingOrigin,
+): string {
   const { kind } = settingKind(schema);
   const generic = (why: string) => `Invalid setting ${name} (from ${origin.source}): ${why}`;
   if (path.length === 0 && error.keyword === 'type' && value === null) return generic('a value is required');
@@ -68,11 +81,14 @@ function describe(name: string, schema: SettingSchemas[string], path: string[], 
     const got = schema.secret ? '' : `, got ${JSON.stringify(origin.raw)}`;
     return generic(wrongType(kind, schema.auto !== undefined, value, got));
   }
-  if (path.length === 0 && error.keyword === 'minimum') return generic(`must be at least ${String(error.params.limit)}`);
+  if (path.length === 0 && error.keyword === 'minimum')
+    return generic(`must be at least ${String(error.params.limit)}`);
   if (path.length === 0 && error.keyword === 'maximum') return generic(`must be at most ${String(error.params.limit)}`);
   if (!schema.invalid) return generic(error.message ?? error.keyword);
   const told = schema.invalid({ keyword: error.keyword, path, params: error.params, value: valueAt(value, path) });
-  return typeof told === 'string' ? `Invalid setting ${name}: ${told}` : `Invalid setting ${name}${told.where}: ${told.why}`;
+  return typeof told === 'string'
+    ? `Invalid setting ${name}: ${told}`
+    : `Invalid setting ${name}${told.where}: ${told.why}`;
 }
 
 function wrongType(kind: Exclude<SettingKind, 'json'>, auto: boolean, value: unknown, got: string): string {

@@ -34,7 +34,10 @@ export class AclMemo {
    * The ACLs of `uris` this memo knows (else `fallback`, e.g. a shared cache, does), and the
    * URIs left to read: those map to `{}` until `addEntries` fills them in.
    */
-  lookup(uris: string[], fallback?: (uri: string) => Permissions | undefined): { acls: Map<string, Permissions>; missing: string[] } {
+  lookup(
+    uris: string[],
+    fallback?: (uri: string) => Permissions | undefined,
+  ): { acls: Map<string, Permissions>; missing: string[] } {
     const acls = new Map<string, Permissions>();
     const missing: string[] = [];
     for (const uri of uris) {
@@ -62,7 +65,10 @@ export class AclMemo {
 }
 
 /** Adds rows of `access_control_entries`, in (permission, principal) order, to the ACLs of `acls`. */
-export function addEntries(acls: Map<string, Permissions>, rows: Iterable<{ object_id: string; permission: string; principal: string }>): void {
+export function addEntries(
+  acls: Map<string, Permissions>,
+  rows: Iterable<{ object_id: string; permission: string; principal: string }>,
+): void {
   for (const { object_id, permission, principal } of rows) {
     const acl = acls.get(object_id)!;
     acl[permission] ??= [];

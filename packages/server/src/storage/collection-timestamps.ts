@@ -29,7 +29,11 @@ export function parseCollectionUri(uri: string): [bucket: string, collection: st
  * The collections of `within` as the statements take them: bucket URIs, and the single
  * collections outside those buckets as parallel lists of parent URIs and ids.
  */
-export function splitWithin(within: NonNullable<CollectionTimestampsQuery['within']>): { buckets: string[]; parents: string[]; ids: string[] } {
+export function splitWithin(within: NonNullable<CollectionTimestampsQuery['within']>): {
+  buckets: string[];
+  parents: string[];
+  ids: string[];
+} {
   const buckets = [...new Set(within.buckets)].map((bucket) => `/buckets/${bucket}`);
   const inBuckets = new Set(buckets);
   const parents: string[] = [];

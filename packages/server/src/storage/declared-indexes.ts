@@ -151,7 +151,10 @@ export class IndexKeeper {
 
   async #pass(): Promise<void> {
     try {
-      const wanted = chooseFields((await this.#store.declarations()).map((indexes) => declaredFields({ indexes })), this.#max);
+      const wanted = chooseFields(
+        (await this.#store.declarations()).map((indexes) => declaredFields({ indexes })),
+        this.#max,
+      );
       const names = new Map(wanted.map((field) => [indexName(field), field]));
       let existing = await this.#store.existing();
       this.#indexed = new Set(wanted.filter((field) => existing.has(indexName(field))));

@@ -29,7 +29,10 @@ export const EMBEDDED_FILE = 'quire.sqlite';
 /** Where an earlier Quire kept its PGlite store. */
 const PGLITE_DIR = 'pglite';
 
-export async function createStorageFromSettings(settings: StorageSettings, options: StorageFactoryOptions = {}): Promise<Storage> {
+export async function createStorageFromSettings(
+  settings: StorageSettings,
+  options: StorageFactoryOptions = {},
+): Promise<Storage> {
   if (settings.storage_url) {
     return createPostgresStorage({
       url: settings.storage_url,
@@ -52,7 +55,11 @@ export async function createStorageFromSettings(settings: StorageSettings, optio
       `${dataDir} holds an embedded store of an earlier Quire (PGlite): it is used as it is. ` +
         'A new data directory gets the SQLite store, several times faster.',
     );
-    return createPgliteStorage({ dataDir: pglite, maxDeclaredIndexes: settings.storage_max_declared_indexes, keepIndexes: options.keepIndexes ?? true });
+    return createPgliteStorage({
+      dataDir: pglite,
+      maxDeclaredIndexes: settings.storage_max_declared_indexes,
+      keepIndexes: options.keepIndexes ?? true,
+    });
   }
   return createSqliteStorage({
     path: resolve(dataDir, EMBEDDED_FILE),
@@ -89,14 +96,20 @@ export async function connectStorage(
       const reason = rootMessage(error);
       const left = deadline - Date.now();
       if (left <= 0) {
-        const waited = attempt === 1 ? 'one attempt' : `${attempt} attempts in ${Math.round((Date.now() - started) / 1000)} s`;
+        const waited =
+          attempt === 1 ? 'one attempt' : `${attempt} attempts in ${Math.round((Date.now() - started) / 1000)} s`;
         throw new DatabaseUnavailableError(
           `PostgreSQL at ${target} is unavailable (${reason}; ${waited}, storage_connect_timeout_seconds = ${settings.storage_connect_timeout_seconds}): check storage_url and that the database is up`,
           { cause: error },
         );
       }
-      const delay = Math.min(left, backoffDelay({ firstMs: FIRST_ATTEMPT_DELAY_MS, maxMs: MAX_ATTEMPT_DELAY_MS }, attempt - 1));
-      log(`PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`);
+      const delay = Math.min(
+        left,
+        backoffDelay({ firstMs: FIRST_ATTEMPT_DELAY_MS, maxMs: MAX_ATTEMPT_DELAY_MS }, attempt - 1),
+      );
+      log(
+        `PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`,
+      );
       await sleep(delay);
     }
   }

@@ -14,7 +14,10 @@ export const STORAGE_SETTINGS = {
     invalid: () => 'only postgresql:// URLs are supported (leave it unset for the embedded store)',
     description: 'A `postgresql://` URL selects PostgreSQL; unset, the embedded store (SQLite) lives in `data_dir`.',
   }),
-  data_dir: Type.String({ default: '.quire-data', description: 'Directory of the embedded store (relative to the working directory).' }),
+  data_dir: Type.String({
+    default: '.quire-data',
+    description: 'Directory of the embedded store (relative to the working directory).',
+  }),
   storage_pooler: Choice(['detect', 'none', 'transaction'], {
     default: 'detect',
     description:
@@ -31,27 +34,37 @@ export const STORAGE_SETTINGS = {
     default: 0.25,
     minimum: 0.01,
     maximum: 60,
-    description: 'PostgreSQL without LISTEN (see `storage_listen_url`): how often notifications from other processes are read; the change feed’s live entries from other processes lag by up to this.',
+    description:
+      'PostgreSQL without LISTEN (see `storage_listen_url`): how often notifications from other processes are read; the change feed’s live entries from other processes lag by up to this.',
   }),
-  storage_pool_size: Type.Integer({ default: 10, minimum: 1, maximum: 1000, description: 'PostgreSQL connection pool size per process.' }),
+  storage_pool_size: Type.Integer({
+    default: 10,
+    minimum: 1,
+    maximum: 1000,
+    description: 'PostgreSQL connection pool size per process.',
+  }),
   storage_cache_max_entries: Type.Integer({
     default: 10000,
     minimum: 0,
-    description: 'Users’ groups, ACLs of buckets, collections and groups, and buckets and collections (and, on the embedded store, scope timestamps) kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY (PostgreSQL) or the database file’s data version (embedded).',
+    description:
+      'Users’ groups, ACLs of buckets, collections and groups, and buckets and collections (and, on the embedded store, scope timestamps) kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY (PostgreSQL) or the database file’s data version (embedded).',
   }),
   storage_auto_migrate: Type.Boolean({
     default: false,
-    description: 'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
+    description:
+      'Apply pending PostgreSQL migrations at start (otherwise `quire migrate` must be run first). The embedded store always migrates.',
   }),
   storage_connect_timeout_seconds: Type.Number({
     default: 30,
     minimum: 0,
-    description: 'PostgreSQL: how long `quire start` and `quire migrate` keep trying to reach an unavailable database before giving up (exit code 69), with a line on stderr per attempt (0: one attempt).',
+    description:
+      'PostgreSQL: how long `quire start` and `quire migrate` keep trying to reach an unavailable database before giving up (exit code 69), with a line on stderr per attempt (0: one attempt).',
   }),
   storage_reconnect_max_delay_seconds: Type.Number({
     default: 2,
     minimum: 0.05,
-    description: 'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
+    description:
+      'PostgreSQL: longest wait between attempts to reopen a dropped connection that the server keeps open (shared statement connections, the cache’s LISTEN connection); waits start at 50 ms and double. Meanwhile requests that need one answer 503.',
   }),
   storage_max_declared_indexes: Type.Integer({
     default: 16,
@@ -60,15 +73,25 @@ export const STORAGE_SETTINGS = {
     description:
       'Data fields indexed at most for the whole store, from the `indexes` collections declare (a Quire extension, see the server README): the fields declared by most collections first. Every write pays for each of these indexes. 0: none (those that exist are dropped).',
   }),
-  storage_max_fetch_size: Type.Integer({ default: 10000, minimum: 1, description: 'Hard cap on objects read per page.' }),
+  storage_max_fetch_size: Type.Integer({
+    default: 10000,
+    minimum: 1,
+    description: 'Hard cap on objects read per page.',
+  }),
 } satisfies SettingSchemas;
 
-export function checkStorageSettings(settings: SettingValues<typeof STORAGE_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>): void {
+export function checkStorageSettings(
+  settings: SettingValues<typeof STORAGE_SETTINGS> & Pick<SettingValues<typeof SERVER_SETTINGS>, 'workers'>,
+): void {
   if (settings.storage_listen_url && !settings.storage_url) {
-    throw new ConfigError('storage_listen_url is set but storage_url is not: it is where PostgreSQL processes LISTEN, and the embedded store has no other process to hear');
+    throw new ConfigError(
+      'storage_listen_url is set but storage_url is not: it is where PostgreSQL processes LISTEN, and the embedded store has no other process to hear',
+    );
   }
   if (settings.workers > 1 && !settings.storage_url) {
-    throw new ConfigError(`workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`);
+    throw new ConfigError(
+      `workers = ${settings.workers} needs PostgreSQL (storage_url): the embedded store is one process; set workers to 1`,
+    );
   }
 }
 

@@ -13,5 +13,6 @@ export function tableOf(scope: Scope): 'objects' | 'history' {
 
 /** History entries come from `outbox.moveToScope` only (types.ts). */
 export function assertNotHistory(scope: Scope): void {
-  if (tableOf(scope) !== 'objects') throw new StorageError(`objects of ${scope.resourceName} scopes are only appended by outbox.moveToScope`);
+  if (tableOf(scope) !== 'objects')
+    throw new StorageError(`objects of ${scope.resourceName} scopes are only appended by outbox.moveToScope`);
 }

@@ -32,7 +32,11 @@ export interface DescribeStorageOptions {
   skip?: { reason: string; tests: string[] }[];
 }
 
-export function describeStorage(name: string, factory: () => Promise<Storage>, options: DescribeStorageOptions = {}): void {
+export function describeStorage(
+  name: string,
+  factory: () => Promise<Storage>,
+  options: DescribeStorageOptions = {},
+): void {
   const skipped = new Map<string, string>();
   for (const { reason, tests } of options.skip ?? []) {
     if (!reason.trim()) throw new Error('describeStorage: every skip needs a reason');

@@ -169,7 +169,10 @@ export interface CollectionTimestampsQuery {
    * Which collections: those of the buckets named and the single collections named (a bucket's
    * collections named again are listed once); `null`: every collection.
    */
-  within: { buckets: readonly string[]; collections: ReadonlyArray<readonly [bucket: string, collection: string]> } | null;
+  within: {
+    buckets: readonly string[];
+    collections: ReadonlyArray<readonly [bucket: string, collection: string]>;
+  } | null;
   /** Only timestamps above this one (exclusive). With `atMost`, the read goes by timestamp. */
   since?: number;
   /** Only timestamps up to this one (inclusive). */

@@ -16,13 +16,17 @@ export class UninitialisedScope extends Error {
 }
 
 /** Runs `snapshot`, and again after `store` gave each scope it met without a timestamp one. */
-export async function withInitialisedScopes<T>(snapshot: () => Promise<T>, store: (scope: Scope) => Promise<unknown>): Promise<T> {
+export async function withInitialisedScopes<T>(
+  snapshot: () => Promise<T>,
+  store: (scope: Scope) => Promise<unknown>,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await snapshot();
     } catch (error) {
       if (!(error instanceof UninitialisedScope)) throw error;
-      if (attempt >= MAX_SNAPSHOT_ATTEMPTS) throw new BackendError('snapshot: too many uninitialised scopes', { cause: error });
+      if (attempt >= MAX_SNAPSHOT_ATTEMPTS)
+        throw new BackendError('snapshot: too many uninitialised scopes', { cause: error });
       await store(error.scope);
     }
   }

@@ -5,7 +5,14 @@
  * bounded whatever the store's size, and the output waits for a slow reader (backpressure).
  */
 import type { Writable } from 'node:stream';
-import { HISTORY_RESOURCE, type Scope, type Storage, type StorageSession, type StoredObject, type Tombstone } from '../storage/types.js';
+import {
+  HISTORY_RESOURCE,
+  type Scope,
+  type Storage,
+  type StorageSession,
+  type StoredObject,
+  type Tombstone,
+} from '../storage/types.js';
 import { INDEX_RESOURCE } from '../attachments/file-index.js';
 import { QUOTA_RESOURCE } from '../quotas/listener.js';
 import { canonicalJson, FORMAT, objectUri, VERSION } from './format.js';
@@ -31,14 +38,15 @@ class LineWriter {
     if (!this.#chunk) return;
     const chunk = this.#chunk;
     this.#chunk = '';
-    if (!this.out.write(chunk)) await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) => reject(error);
-      this.out.once('error', onError);
-      this.out.once('drain', () => {
-        this.out.off('error', onError);
-        resolve();
+    if (!this.out.write(chunk))
+      await new Promise<void>((resolve, reject) => {
+        const onError = (error: Error) => reject(error);
+        this.out.once('error', onError);
+        this.out.once('drain', () => {
+          this.out.off('error', onError);
+          resolve();
+        });
       });
-    });
   }
 }
 
@@ -51,7 +59,11 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
   const writer = new LineWriter(out);
   let written = 0;
 
-  async function exportScope(session: StorageSession, scope: Scope, descend?: (object: StoredObject) => Promise<void>): Promise<void> {
+  async function exportScope(
+    session: StorageSession,
+    scope: Scope,
+    descend?: (object: StoredObject) => Promise<void>,
+  ): Promise<void> {
     let after: Record<string, unknown> | undefined;
     let timestamp: number | undefined;
     for (;;) {
@@ -65,12 +77,20 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
       // Only for a scope with objects: in a snapshot, the timestamp of a scope never written
       // makes the store initialise it and run the snapshot again, which a stream cannot undo.
       timestamp ??= await session.objects.timestamp(scope);
-      const uris = page.filter(isLive).map((object) => objectUri(scope, object.id)).filter((uri): uri is string => uri !== null);
+      const uris = page
+        .filter(isLive)
+        .map((object) => objectUri(scope, object.id))
+        .filter((uri): uri is string => uri !== null);
       const acls = uris.length ? await session.permissions.get(uris) : new Map();
       for (const object of page) {
         const uri = objectUri(scope, object.id);
         const permissions = uri && isLive(object) ? acls.get(uri) : undefined;
-        const line = { resource: scope.resourceName, parent: scope.parentId, object, ...(permissions && Object.keys(permissions).length ? { permissions } : {}) };
+        const line = {
+          resource: scope.resourceName,
+          parent: scope.parentId,
+          object,
+          ...(permissions && Object.keys(permissions).length ? { permissions } : {}),
+        };
         await writer.line(canonicalJson(line));
       }
       written += page.length;
@@ -80,7 +100,8 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
       after = { last_modified: page[page.length - 1]!.last_modified };
     }
     // An empty scope has no line: its timestamp would only be "now" (the import's own is later).
-    if (timestamp !== undefined) await writer.line(canonicalJson({ scope: { resource: scope.resourceName, parent: scope.parentId, timestamp } }));
+    if (timestamp !== undefined)
+      await writer.line(canonicalJson({ scope: { resource: scope.resourceName, parent: scope.parentId, timestamp } }));
   }
 
   await storage.snapshot(async (session) => {
@@ -92,7 +113,10 @@ export async function exportStore(storage: Storage, out: Writable, options: Expo
       await exportScope(session, { resourceName: 'collection', parentId: bucketUri }, async (collection) => {
         await exportScope(session, { resourceName: 'record', parentId: `${bucketUri}/collections/${collection.id}` });
         // Which file each record holds (attachments): the files themselves move with their backend.
-        await exportScope(session, { resourceName: INDEX_RESOURCE, parentId: `${bucketUri}/collections/${collection.id}` });
+        await exportScope(session, {
+          resourceName: INDEX_RESOURCE,
+          parentId: `${bucketUri}/collections/${collection.id}`,
+        });
       });
       await exportScope(session, { resourceName: HISTORY_RESOURCE, parentId: bucketUri });
       await exportScope(session, { resourceName: QUOTA_RESOURCE, parentId: bucketUri });

@@ -36,7 +36,13 @@ export interface ScopeLine {
 export type Line = ObjectLine | ScopeLine;
 
 /** Plural URL segments of the resources whose objects have a URI (and so may have ACLs). */
-export const PLURALS: Record<string, string> = { bucket: 'buckets', collection: 'collections', group: 'groups', record: 'records', account: 'accounts' };
+export const PLURALS: Record<string, string> = {
+  bucket: 'buckets',
+  collection: 'collections',
+  group: 'groups',
+  record: 'records',
+  account: 'accounts',
+};
 
 export function objectUri(scope: Scope, id: string): string | null {
   const plural = PLURALS[scope.resourceName];
@@ -50,7 +56,12 @@ export function canonicalJson(value: unknown): string {
     const sorted: Record<string, unknown> = {};
     for (const key of Object.keys(item).sort()) {
       // defineProperty: a `__proto__` key stays an own property.
-      Object.defineProperty(sorted, key, { value: (item as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(sorted, key, {
+        value: (item as Record<string, unknown>)[key],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return sorted;
   });

@@ -18,7 +18,15 @@ import type { Readable } from 'node:stream';
 import type { Permissions, Scope, Storage, StoredObject, Tombstone } from '../storage/types.js';
 import { FORMAT, objectUri, VERSION, type Line } from './format.js';
 import { Staging, type StagedLine } from './staging.js';
-import { checkHeader, checkLine, DEFAULT_LIMITS, ImportError, isTombstone, type LineLimits, parseLine } from './validate.js';
+import {
+  checkHeader,
+  checkLine,
+  DEFAULT_LIMITS,
+  ImportError,
+  isTombstone,
+  type LineLimits,
+  parseLine,
+} from './validate.js';
 
 export { ImportError } from './validate.js';
 
@@ -79,7 +87,14 @@ async function* numberedLines(input: Readable, maxBytes: number): AsyncGenerator
 /** Whether the store holds any bucket or account, live or deleted. */
 async function holdsData(storage: Storage): Promise<boolean> {
   for (const resourceName of ['bucket', 'account']) {
-    if ((await storage.read((session) => session.objects.list({ resourceName, parentId: '' }, { includeDeleted: true, limit: 1 }))).length) return true;
+    if (
+      (
+        await storage.read((session) =>
+          session.objects.list({ resourceName, parentId: '' }, { includeDeleted: true, limit: 1 }),
+        )
+      ).length
+    )
+      return true;
   }
   return false;
 }
@@ -113,7 +128,11 @@ async function write(storage: Storage, batch: StagedLine[]): Promise<number> {
     for (let start = 0; start < lines.length; ) {
       const line = lines[start]!;
       if ('scope' in line) {
-        await session.objects.import({ resourceName: line.scope.resource, parentId: line.scope.parent }, [], line.scope.timestamp);
+        await session.objects.import(
+          { resourceName: line.scope.resource, parentId: line.scope.parent },
+          [],
+          line.scope.timestamp,
+        );
         start++;
         continue;
       }
@@ -129,7 +148,8 @@ async function write(storage: Storage, batch: StagedLine[]): Promise<number> {
         const uri = objectUri(scope, item.object.id);
         if (uri && item.permissions) acls.push([uri, item.permissions]);
         const members = (item.object as Record<string, unknown>).members;
-        if (uri && scope.resourceName === 'group' && Array.isArray(members) && !isTombstone(item.object)) groups.push([uri, members as string[]]);
+        if (uri && scope.resourceName === 'group' && Array.isArray(members) && !isTombstone(item.object))
+          groups.push([uri, members as string[]]);
       }
       await session.objects.import(scope, run);
       for (const [uri, permissions] of acls) await session.permissions.set(uri, permissions);
@@ -146,7 +166,10 @@ export async function importStore(storage: Storage, input: Readable, options: Im
   try {
     const replaced = await stage(input, options, staging);
     if (await holdsData(storage)) {
-      if (!options.replace) throw new ImportError('the target store already holds data: import into an empty store, or pass --replace to delete everything in it first');
+      if (!options.replace)
+        throw new ImportError(
+          'the target store already holds data: import into an empty store, or pass --replace to delete everything in it first',
+        );
       await storage.flush();
     }
     let objects = 0;
@@ -158,9 +181,12 @@ export async function importStore(storage: Storage, input: Readable, options: Im
         const range = `${batch[0]!.number}${batch.length > 1 ? `-${batch.at(-1)!.number}` : ''}`;
         const undone = await storage.flush().then(
           () => 'nothing was imported',
-          (flushError: unknown) => `and emptying the store again failed too (${(flushError as Error).message}): it may hold part of the import`,
+          (flushError: unknown) =>
+            `and emptying the store again failed too (${(flushError as Error).message}): it may hold part of the import`,
         );
-        throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); ${undone}`, { cause: error });
+        throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); ${undone}`, {
+          cause: error,
+        });
       }
       options.onProgress?.(objects);
     }

@@ -79,10 +79,14 @@ export class Staging {
     const refuse = (reason: string): never => {
       throw new ImportError(`line ${number}: ${reason}`);
     };
-    const [resource, parent] = 'scope' in line ? [line.scope.resource, line.scope.parent] : [line.resource, line.parent];
+    const [resource, parent] =
+      'scope' in line ? [line.scope.resource, line.scope.parent] : [line.resource, line.parent];
     if (parent !== '') {
       const container = s.container!.get(parent) as { live: number } | undefined;
-      if (!container) refuse(`its parent ${parent} is not in the import (parents come before their children, as quire export writes them)`);
+      if (!container)
+        refuse(
+          `its parent ${parent} is not in the import (parents come before their children, as quire export writes them)`,
+        );
       if (!container!.live) refuse(`its parent ${parent} is deleted`);
     }
     if ('scope' in line) {
@@ -93,25 +97,34 @@ export class Staging {
     const { id, last_modified: lastModified } = line.object;
     const history = resource === HISTORY_RESOURCE;
     // History entries are keyed by timestamp: a repeated one is the same entry given again.
-    const previous = history ? undefined : (s.object!.get(resource, parent, id) as { last_modified: number; number: number } | undefined);
+    const previous = history
+      ? undefined
+      : (s.object!.get(resource, parent, id) as { last_modified: number; number: number } | undefined);
     const sameStamp = s.stamp!.get(resource, parent, lastModified) as { id: string; number: number } | undefined;
     const repeated = previous ?? (history ? sameStamp : undefined);
     if (repeated) {
       const what = history ? `history entry ${lastModified}` : `${resource} ${JSON.stringify(id)}`;
-      if (!replace) refuse(`${what}${parent ? ` under ${parent}` : ''} was already given on line ${repeated.number} (pass --replace to let the later line win)`);
+      if (!replace)
+        refuse(
+          `${what}${parent ? ` under ${parent}` : ''} was already given on line ${repeated.number} (pass --replace to let the later line win)`,
+        );
       s.dropLine!.run(repeated.number);
       if (previous) s.dropStamp!.run(resource, parent, previous.last_modified);
       this.#count--;
     }
     const clash = s.stamp!.get(resource, parent, lastModified) as { id: string; number: number } | undefined;
-    if (clash && !history) refuse(`last_modified ${lastModified} is already that of ${resource} ${JSON.stringify(clash.id)} (line ${clash.number}): timestamps are unique in a scope`);
+    if (clash && !history)
+      refuse(
+        `last_modified ${lastModified} is already that of ${resource} ${JSON.stringify(clash.id)} (line ${clash.number}): timestamps are unique in a scope`,
+      );
     const plural = CONTAINERS[resource];
     if (plural) {
       const uri = `${parent}/${plural}/${id}`;
       const live = !isTombstone(line.object);
       if (!live && previous) {
         const child = s.below!.get(uri, `${uri}/`, `${uri}0`) as { number: number } | undefined;
-        if (child) refuse(`${resource} ${JSON.stringify(id)} is deleted here, but line ${child.number} put an object under it`);
+        if (child)
+          refuse(`${resource} ${JSON.stringify(id)} is deleted here, but line ${child.number} put an object under it`);
       }
       s.putContainer!.run(uri, live ? 1 : 0);
     }
@@ -134,7 +147,9 @@ export class Staging {
   /** The live collections given without records, `size` URIs at a time. */
   *emptyCollections(size: number): Generator<string[]> {
     for (let after = ''; ; ) {
-      const uris = (this.#statements.emptyCollections!.all(after, size) as Array<{ uri: string }>).map((row) => row.uri);
+      const uris = (this.#statements.emptyCollections!.all(after, size) as Array<{ uri: string }>).map(
+        (row) => row.uri,
+      );
       if (uris.length === 0) return;
       after = uris.at(-1)!;
       yield uris;

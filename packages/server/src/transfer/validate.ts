@@ -36,7 +36,12 @@ export interface LineLimits {
  * `permissions`, `parent`, `resource`); a history entry holds a whole object and its
  * permissions one level further down. So: twice the body size and keys, three levels more.
  */
-export function importLimits(settings: { max_body_bytes: number; max_json_depth: number; max_json_keys: number; max_object_id_length: number }): LineLimits {
+export function importLimits(settings: {
+  max_body_bytes: number;
+  max_json_depth: number;
+  max_json_keys: number;
+  max_object_id_length: number;
+}): LineLimits {
   return {
     maxLineBytes: 2 * settings.max_body_bytes,
     maxDepth: settings.max_json_depth + 3,
@@ -84,7 +89,8 @@ const refuse = (number: number, reason: string): never => {
   throw new ImportError(`line ${number}: ${reason}`);
 };
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isTimestamp = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 const show = (value: unknown) => {
   const text = JSON.stringify(value) ?? String(value);
@@ -101,59 +107,97 @@ export function parseLine(text: string, number: number, limits: LineLimits): unk
     return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
   } catch (error) {
     const pollution = /forbidden (prototype|constructor) property/.test((error as Error).message);
-    return refuse(number, pollution ? 'a key could pollute prototypes (__proto__ or constructor.prototype)' : 'not JSON');
+    return refuse(
+      number,
+      pollution ? 'a key could pollute prototypes (__proto__ or constructor.prototype)' : 'not JSON',
+    );
   }
 }
 
 export function checkHeader(value: unknown, format: string, version: number): HeaderLine {
   const header = isPlainObject(value) ? value : {};
-  if (header.format !== format) throw new ImportError(`not a ${format} stream (its first line must be {"format":"${format}",…})`);
-  if (header.version !== version) throw new ImportError(`${format} version ${show(header.version)} is not supported (this quire reads version ${version})`);
+  if (header.format !== format)
+    throw new ImportError(`not a ${format} stream (its first line must be {"format":"${format}",…})`);
+  if (header.version !== version)
+    throw new ImportError(
+      `${format} version ${show(header.version)} is not supported (this quire reads version ${version})`,
+    );
   return header as unknown as HeaderLine;
 }
 
 /** The kind of `resource`, and that `parent` is where such objects live. */
 function checkPlace(resource: unknown, parent: unknown, number: number): Kind {
-  if (typeof resource !== 'string' || !Object.hasOwn(KINDS, resource)) return refuse(number, `unknown resource type ${show(resource)} (known: ${Object.keys(KINDS).join(', ')})`);
+  if (typeof resource !== 'string' || !Object.hasOwn(KINDS, resource))
+    return refuse(number, `unknown resource type ${show(resource)} (known: ${Object.keys(KINDS).join(', ')})`);
   const kind = KINDS[resource]!;
-  if (typeof parent !== 'string' || !kind.parent.test(parent)) return refuse(number, `a ${resource} cannot be under ${show(parent)}`);
+  if (typeof parent !== 'string' || !kind.parent.test(parent))
+    return refuse(number, `a ${resource} cannot be under ${show(parent)}`);
   return kind;
 }
 
-function checkPermissions(permissions: unknown, kind: Kind, resource: string, number: number): asserts permissions is Permissions | undefined {
+function checkPermissions(
+  permissions: unknown,
+  kind: Kind,
+  resource: string,
+  number: number,
+): asserts permissions is Permissions | undefined {
   if (permissions === undefined) return;
   if (!isPlainObject(permissions)) return refuse(number, 'permissions must be an object');
   for (const [name, principals] of Object.entries(permissions)) {
-    if (!kind.permissions.includes(name)) refuse(number, `${show(name)} is not a permission of a ${resource}${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`);
-    if (!Array.isArray(principals) || !principals.every((principal) => typeof principal === 'string' && principal !== '')) refuse(number, `permissions.${name} must be a list of principals`);
+    if (!kind.permissions.includes(name))
+      refuse(
+        number,
+        `${show(name)} is not a permission of a ${resource}${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`,
+      );
+    if (
+      !Array.isArray(principals) ||
+      !principals.every((principal) => typeof principal === 'string' && principal !== '')
+    )
+      refuse(number, `permissions.${name} must be a list of principals`);
   }
 }
 
 /** An object or scope line, checked on its own (its parents and duplicates: staging.ts). */
-export function checkLine(value: unknown, number: number, limits: Pick<LineLimits, 'maxIdLength'> = DEFAULT_LIMITS): Line {
+export function checkLine(
+  value: unknown,
+  number: number,
+  limits: Pick<LineLimits, 'maxIdLength'> = DEFAULT_LIMITS,
+): Line {
   if (!isPlainObject(value)) return refuse(number, 'neither an object nor a scope line');
   if ('scope' in value) {
     const scope = value.scope;
-    if (!isPlainObject(scope) || Object.keys(value).length !== 1) return refuse(number, 'neither an object nor a scope line');
+    if (!isPlainObject(scope) || Object.keys(value).length !== 1)
+      return refuse(number, 'neither an object nor a scope line');
     checkPlace(scope.resource, scope.parent, number);
-    if (!isTimestamp(scope.timestamp)) refuse(number, `scope timestamp ${show(scope.timestamp)} is not a whole number of milliseconds`);
+    if (!isTimestamp(scope.timestamp))
+      refuse(number, `scope timestamp ${show(scope.timestamp)} is not a whole number of milliseconds`);
     return value as unknown as ScopeLine;
   }
   const { resource, parent, object, permissions, ...rest } = value;
   if (object === undefined || Object.keys(rest).length > 0) return refuse(number, 'neither an object nor a scope line');
   const kind = checkPlace(resource, parent, number);
   if (!isPlainObject(object)) return refuse(number, 'object must be a JSON object');
-  if (typeof object.id !== 'string' || !kind.id.test(object.id)) refuse(number, `invalid ${resource as string} id ${show(object.id)}`);
+  if (typeof object.id !== 'string' || !kind.id.test(object.id))
+    refuse(number, `invalid ${resource as string} id ${show(object.id)}`);
   if ((object.id as string).length > limits.maxIdLength) {
-    refuse(number, `${resource as string} id longer than ${limits.maxIdLength} characters (max_object_id_length: the API refuses it, it could not be addressed by URL)`);
+    refuse(
+      number,
+      `${resource as string} id longer than ${limits.maxIdLength} characters (max_object_id_length: the API refuses it, it could not be addressed by URL)`,
+    );
   }
-  if (!isTimestamp(object.last_modified)) refuse(number, `last_modified ${show(object.last_modified)} is not a whole number of milliseconds`);
+  if (!isTimestamp(object.last_modified))
+    refuse(number, `last_modified ${show(object.last_modified)} is not a whole number of milliseconds`);
   if ('deleted' in object) {
-    if (object.deleted !== true || Object.keys(object).length !== 3) refuse(number, 'a tombstone is exactly {"deleted":true,"id":…,"last_modified":…}');
+    if (object.deleted !== true || Object.keys(object).length !== 3)
+      refuse(number, 'a tombstone is exactly {"deleted":true,"id":…,"last_modified":…}');
     if (permissions !== undefined) refuse(number, 'a tombstone has no permissions');
   } else {
     checkPermissions(permissions, kind, resource as string, number);
-    if (resource === 'group' && object.members !== undefined && (!Array.isArray(object.members) || !object.members.every((member) => typeof member === 'string'))) {
+    if (
+      resource === 'group' &&
+      object.members !== undefined &&
+      (!Array.isArray(object.members) || !object.members.every((member) => typeof member === 'string'))
+    ) {
       refuse(number, 'group members must be a list of principals');
     }
   }

@@ -31,7 +31,11 @@ describe('the admin setting, through buildServer', () => {
   it('on: capability admin, /v1/admin redirects to /v1/admin/, which answers without a redirect loop', async () => {
     const app = await serverWith({ admin: true });
     const { capabilities } = (await app.inject({ url: '/v1/' })).json();
-    expect(capabilities.admin).toMatchObject({ version: expect.any(String), description: 'Serves the admin console.', url: expect.stringMatching(/^https:\/\//) });
+    expect(capabilities.admin).toMatchObject({
+      version: expect.any(String),
+      description: 'Serves the admin console.',
+      url: expect.stringMatching(/^https:\/\//),
+    });
     const redirect = await app.inject({ url: '/v1/admin?x=1' });
     expect(redirect.statusCode).toBe(307);
     expect(redirect.headers.location).toBe('http://localhost:80/v1/admin/?x=1');
@@ -97,7 +101,10 @@ describe('registerAdmin serving a build', () => {
   });
 
   it('serves hashed assets as immutable, compressed when asked', async () => {
-    const response = await app.inject({ url: '/v1/admin/assets/index-abc123.js', headers: { 'accept-encoding': 'gzip' } });
+    const response = await app.inject({
+      url: '/v1/admin/assets/index-abc123.js',
+      headers: { 'accept-encoding': 'gzip' },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect(response.headers['cache-control']).toBe('public, max-age=31536000, immutable');
@@ -110,7 +117,15 @@ describe('registerAdmin serving a build', () => {
   });
 
   it('serves nothing outside the build, no dotfile, no directory, no source map', async () => {
-    for (const url of ['/v1/admin/assets/index-abc123.js.map', '/v1/admin/../quire-admin-outside.txt', '/v1/admin/%2e%2e/quire-admin-outside.txt', '/v1/admin/.secret', '/v1/admin/assets', '/v1/admin/nope.js', '/v1/admin/%00']) {
+    for (const url of [
+      '/v1/admin/assets/index-abc123.js.map',
+      '/v1/admin/../quire-admin-outside.txt',
+      '/v1/admin/%2e%2e/quire-admin-outside.txt',
+      '/v1/admin/.secret',
+      '/v1/admin/assets',
+      '/v1/admin/nope.js',
+      '/v1/admin/%00',
+    ]) {
       const response = await app.inject({ url });
       expect(response.statusCode, url).toBe(404);
       expect(response.body, url).not.toContain('OUTSIDE-CONTENT');

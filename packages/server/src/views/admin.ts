@@ -109,7 +109,11 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
       return false;
     }
   })();
-  if (!built) app.log.warn({ dir: root }, 'admin: the console is not built (pnpm --filter @quire/console build); /v1/admin/ says so');
+  if (!built)
+    app.log.warn(
+      { dir: root },
+      'admin: the console is not built (pnpm --filter @quire/console build); /v1/admin/ says so',
+    );
 
   const cache = new Map<string, CachedFile>();
   const consoleRequests = new WeakSet<FastifyRequest>();
@@ -142,7 +146,8 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
   }
 
   function compressed(entry: CachedFile, acceptEncoding: string): { body: Buffer; encoding?: string } {
-    if (entry.body.length < 1024 || !/^(text|application\/json|image\/svg)/.test(entry.type)) return { body: entry.body };
+    if (entry.body.length < 1024 || !/^(text|application\/json|image\/svg)/.test(entry.type))
+      return { body: entry.body };
     if (/\bbr\b/.test(acceptEncoding)) {
       entry.br ??= brotliCompressSync(entry.body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9 } });
       return { body: entry.br, encoding: 'br' };
@@ -160,7 +165,11 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
         message: 'The admin console is not built: run `pnpm --filter @quire/console build` on the server.',
       });
     }
-    return reply.code(404).type('text/html; charset=utf-8').header('Cache-Control', 'no-cache').send(NOT_BUILT_PAGE(root));
+    return reply
+      .code(404)
+      .type('text/html; charset=utf-8')
+      .header('Cache-Control', 'no-cache')
+      .send(NOT_BUILT_PAGE(root));
   }
 
   app.addHook('onRequest', async (request, reply) => {
@@ -169,7 +178,10 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
     if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed(['GET', 'HEAD']);
     consoleRequests.add(request);
     if (path === PREFIX) {
-      return reply.code(307).header('Location', `${baseUrl(services.settings, request)}${PREFIX}/${query ? `?${query}` : ''}`).send();
+      return reply
+        .code(307)
+        .header('Location', `${baseUrl(services.settings, request)}${PREFIX}/${query ? `?${query}` : ''}`)
+        .send();
     }
     let relative: string;
     try {
@@ -180,7 +192,9 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
     const entry = relative.includes('\0') ? null : load(relative);
     if (!entry) {
       if (!load('index.html')) return notBuilt(request, reply);
-      throw new ApiError(404, ERRNO.MISSING_RESOURCE, { message: 'The resource you are looking for could not be found.' });
+      throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+        message: 'The resource you are looking for could not be found.',
+      });
     }
     // Vite names the files of assets/ after their content: they never change.
     reply.header('Cache-Control', relative.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');

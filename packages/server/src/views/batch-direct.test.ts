@@ -27,7 +27,11 @@ describe('POST /batch: sub-requests answered by the endpoints directly', () => {
 
   beforeAll(async () => {
     storage = await createSqliteStorage();
-    const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', cors_origins: ['*'], backoff: 30 } });
+    const settings = loadSettings({
+      env: {},
+      configFile: null,
+      overrides: { userid_hmac_secret: 's', log_level: 'silent', cors_origins: ['*'], backoff: 30 },
+    });
     app = await buildServer({ settings, storage, logger: false });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: auth });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: auth });
@@ -38,7 +42,12 @@ describe('POST /batch: sub-requests answered by the endpoints directly', () => {
   });
 
   async function batch(requests: unknown[]): Promise<Entry[]> {
-    const response = await app.inject({ method: 'POST', url: '/v1/batch', headers: auth, payload: { requests } as never });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: auth,
+      payload: { requests } as never,
+    });
     expect(response.statusCode).toBe(200);
     return response.json().responses;
   }
@@ -50,7 +59,12 @@ describe('POST /batch: sub-requests answered by the endpoints directly', () => {
   }
 
   /** `request` answered directly, then through the router, on the same state: the same entry. */
-  async function expectSameEntry(request: { method: string; path: string; headers?: Record<string, string>; body?: unknown }) {
+  async function expectSameEntry(request: {
+    method: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: unknown;
+  }) {
     const [direct, routed] = await batch([request, { ...request, headers: { ...request.headers, ...VIA_ROUTER } }]);
     expect(comparable(direct as Entry)).toEqual(comparable(routed as Entry));
     return direct as Entry;
@@ -60,12 +74,50 @@ describe('POST /batch: sub-requests answered by the endpoints directly', () => {
     await batch([{ method: 'PUT', path: `${RECORDS}/r`, body: { data: { n: 1 } } }]);
     const read = await expectSameEntry({ method: 'GET', path: `${RECORDS}/r` });
     expect(read.status).toBe(200);
-    expect(Object.keys(read.headers)).toEqual(expect.arrayContaining(['ETag', 'Last-Modified', 'Cache-Control', 'Content-Length', 'Backoff', 'Access-Control-Allow-Origin']));
-    expect((await expectSameEntry({ method: 'GET', path: `${RECORDS}/r`, headers: { 'If-None-Match': read.headers.ETag as string } })).status).toBe(304);
+    expect(Object.keys(read.headers)).toEqual(
+      expect.arrayContaining([
+        'ETag',
+        'Last-Modified',
+        'Cache-Control',
+        'Content-Length',
+        'Backoff',
+        'Access-Control-Allow-Origin',
+      ]),
+    );
+    expect(
+      (
+        await expectSameEntry({
+          method: 'GET',
+          path: `${RECORDS}/r`,
+          headers: { 'If-None-Match': read.headers.ETag as string },
+        })
+      ).status,
+    ).toBe(304);
     expect((await expectSameEntry({ method: 'GET', path: `${RECORDS}/missing` })).status).toBe(404);
-    expect((await expectSameEntry({ method: 'PUT', path: '/buckets/other/collections/c/records/r', body: { data: {} } })).status).toBe(403);
-    expect((await expectSameEntry({ method: 'PUT', path: `${RECORDS}/r`, headers: { 'If-Match': '"1"' }, body: { data: {} } })).status).toBe(412);
-    expect((await expectSameEntry({ method: 'PATCH', path: `${RECORDS}/r`, headers: { 'Response-Behavior': 'nope' }, body: { data: {} } })).status).toBe(400);
+    expect(
+      (await expectSameEntry({ method: 'PUT', path: '/buckets/other/collections/c/records/r', body: { data: {} } }))
+        .status,
+    ).toBe(403);
+    expect(
+      (
+        await expectSameEntry({
+          method: 'PUT',
+          path: `${RECORDS}/r`,
+          headers: { 'If-Match': '"1"' },
+          body: { data: {} },
+        })
+      ).status,
+    ).toBe(412);
+    expect(
+      (
+        await expectSameEntry({
+          method: 'PATCH',
+          path: `${RECORDS}/r`,
+          headers: { 'Response-Behavior': 'nope' },
+          body: { data: {} },
+        })
+      ).status,
+    ).toBe(400);
     expect((await expectSameEntry({ method: 'POST', path: `${RECORDS}/r`, body: { data: {} } })).status).toBe(405);
   });
 
@@ -78,9 +130,17 @@ describe('POST /batch: sub-requests answered by the endpoints directly', () => {
     expect(Object.keys(created?.headers ?? {})).toEqual(Object.keys(existing?.headers ?? {}));
     const [patched, patchedAgain] = await batch([
       { method: 'PATCH', path: `${RECORDS}/p`, headers: { 'Response-Behavior': 'light' }, body: { data: { n: 2 } } },
-      { method: 'PATCH', path: `${RECORDS}/p`, headers: { 'Response-Behavior': 'light', ...VIA_ROUTER }, body: { data: { n: 2 } } },
+      {
+        method: 'PATCH',
+        path: `${RECORDS}/p`,
+        headers: { 'Response-Behavior': 'light', ...VIA_ROUTER },
+        body: { data: { n: 2 } },
+      },
     ]);
-    expect([patched?.body, patchedAgain?.body]).toEqual([{ data: { n: 2 }, permissions: expect.any(Object) }, { data: {}, permissions: expect.any(Object) }]);
+    expect([patched?.body, patchedAgain?.body]).toEqual([
+      { data: { n: 2 }, permissions: expect.any(Object) },
+      { data: {}, permissions: expect.any(Object) },
+    ]);
     const [deleted, deletedAgain] = await batch([
       { method: 'DELETE', path: `${RECORDS}/p` },
       { method: 'DELETE', path: `${RECORDS}/p`, headers: VIA_ROUTER },

@@ -73,8 +73,12 @@ function resourceRoute(app: FastifyInstance, method: string, path: string): Rout
     if (!matches) continue;
     const served = endpointsOf(def);
     const endpoint = isObject
-      ? (served.object as readonly string[]).includes(method) && method !== 'HEAD' ? OBJECT_ENDPOINTS[method as ObjectMethod] : undefined
-      : method === 'POST' && (served.plural as readonly string[]).includes(method) ? PLURAL_ENDPOINTS[method as PluralMethod] : undefined;
+      ? (served.object as readonly string[]).includes(method) && method !== 'HEAD'
+        ? OBJECT_ENDPOINTS[method as ObjectMethod]
+        : undefined
+      : method === 'POST' && (served.plural as readonly string[]).includes(method)
+        ? PLURAL_ENDPOINTS[method as PluralMethod]
+        : undefined;
     if (!endpoint) return null;
     // The router has the last word: a static route (the change monitor's, the default bucket's)
     // wins over the resource's pattern, and its parameters then differ.
@@ -143,16 +147,37 @@ class SubRequestView {
   }
 }
 
-function subRequest(batch: FastifyRequest, sub: DirectSubRequest, headers: Record<string, string>, params: Record<string, string>, work: UnitOfWork): FastifyRequest {
+function subRequest(
+  batch: FastifyRequest,
+  sub: DirectSubRequest,
+  headers: Record<string, string>,
+  params: Record<string, string>,
+  work: UnitOfWork,
+): FastifyRequest {
   const id = headers[REQUEST_ID_HEADER] || randomUUID();
-  return new SubRequestView(batch, sub.method, sub.path, headers, sub.body, params, work, id) as unknown as FastifyRequest;
+  return new SubRequestView(
+    batch,
+    sub.method,
+    sub.path,
+    headers,
+    sub.body,
+    params,
+    work,
+    id,
+  ) as unknown as FastifyRequest;
 }
 
 /**
  * Answers `sub` in `work` through the engine's endpoint, or null when the router must (see
  * above). `headers` are those an injected sub-request would carry (the batch's and its own).
  */
-export async function answerDirectly(app: FastifyInstance, batch: FastifyRequest, work: UnitOfWork, sub: DirectSubRequest, headers: Record<string, string>): Promise<DirectResponse | null> {
+export async function answerDirectly(
+  app: FastifyInstance,
+  batch: FastifyRequest,
+  work: UnitOfWork,
+  sub: DirectSubRequest,
+  headers: Record<string, string>,
+): Promise<DirectResponse | null> {
   const { settings, metrics } = app.services;
   if (metrics || debugLogged(batch)) return null; // each sub-request is observed and logged by the router
   if (!PLAIN_PATH.test(sub.path)) return null;
@@ -160,7 +185,8 @@ export async function answerDirectly(app: FastifyInstance, batch: FastifyRequest
   if (sub.body !== undefined) {
     // The limits the body parser applies, and the body limit (a merged body may exceed them).
     const limits = { maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
-    if (measureJsonValue(sub.body, limits) || Buffer.byteLength(JSON.stringify(sub.body)) > settings.max_body_bytes) return null;
+    if (measureJsonValue(sub.body, limits) || Buffer.byteLength(JSON.stringify(sub.body)) > settings.max_body_bytes)
+      return null;
   }
   const route = resourceRoute(app, sub.method, sub.path);
   if (!route) return null;
@@ -189,5 +215,10 @@ export async function answerDirectly(app: FastifyInstance, batch: FastifyRequest
   head.header('Connection', 'keep-alive');
   const entryHeaders: Record<string, string> = {};
   for (const [name, [, value]] of head.headers) entryHeaders[name] = value;
-  return { status: head.status, headers: entryHeaders, body: body === null ? '' : body, bodyText: body === null ? '""' : text };
+  return {
+    status: head.status,
+    headers: entryHeaders,
+    body: body === null ? '' : body,
+    bodyText: body === null ? '""' : text,
+  };
 }

@@ -29,7 +29,8 @@ function failingOn(storage: Storage): Storage {
     return intercept(session, { objects: intercept(session.objects, { create }) });
   };
   return intercept(storage, {
-    transaction: <T>(fn: (session: StorageSession) => Promise<T>) => storage.transaction((session) => fn(wrap(session))),
+    transaction: <T>(fn: (session: StorageSession) => Promise<T>) =>
+      storage.transaction((session) => fn(wrap(session))),
     snapshot: <T>(fn: (session: StorageSession) => Promise<T>) => storage.snapshot((session) => fn(wrap(session))),
   });
 }
@@ -40,7 +41,11 @@ describe('POST /batch atomicity', () => {
 
   beforeAll(async () => {
     storage = await createSqliteStorage();
-    const settings = loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent' } });
+    const settings = loadSettings({
+      env: {},
+      configFile: null,
+      overrides: { userid_hmac_secret: 's', log_level: 'silent' },
+    });
     app = await buildServer({ settings, storage: failingOn(storage), logger: false });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: auth });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: auth });

@@ -65,16 +65,22 @@ function parseBatch(body: unknown, maxRequests: number | null): SubRequest[] {
     const request = mergeDefaults(defaults, raw);
     const method = request.method ?? 'GET';
     if (typeof method !== 'string' || !METHODS.has(method)) {
-      throw invalidParameter('body', `${name}.method`, `${JSON.stringify(method)} is not one of ${[...METHODS].join(', ')}`);
+      throw invalidParameter(
+        'body',
+        `${name}.method`,
+        `${JSON.stringify(method)} is not one of ${[...METHODS].join(', ')}`,
+      );
     }
     const path = request.path;
-    if (typeof path !== 'string' || !path.startsWith('/')) throw invalidParameter('body', `${name}.path`, 'Required: a path starting with /');
+    if (typeof path !== 'string' || !path.startsWith('/'))
+      throw invalidParameter('body', `${name}.path`, 'Required: a path starting with /');
     const headers = request.headers ?? {};
     if (!isPlainObject(headers) || !Object.values(headers).every((value) => typeof value === 'string')) {
       throw invalidParameter('body', `${name}.headers`, 'headers must be an object of strings');
     }
     const subBody = request.body;
-    if (subBody !== undefined && !isPlainObject(subBody)) throw invalidParameter('body', `${name}.body`, 'body must be a JSON object');
+    if (subBody !== undefined && !isPlainObject(subBody))
+      throw invalidParameter('body', `${name}.body`, 'body must be a JSON object');
     const prefixed = /^\/v1(\/|\?|$)/.test(path) ? path : `/v1${path}`;
     // Only the batch endpoint itself is refused, however the path is written. (Kinto refuses
     // any path *containing* "/batch", e.g. a collection named "batched" — a bug we do not copy.)
@@ -116,7 +122,8 @@ export function routedPath(path: string): string {
 export function inheritedHeaders(request: FastifyRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined || name === 'content-length' || name === 'content-type' || name === 'transfer-encoding') continue;
+    if (value === undefined || name === 'content-length' || name === 'content-type' || name === 'transfer-encoding')
+      continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return withHostOf(request, headers);
@@ -137,10 +144,18 @@ export function registerBatch(app: FastifyInstance): void {
     withHostOf(request, headers); // a sub-request's own Host would reach its URLs
     if (sub.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
     const direct = await answerDirectly(app, request, work, sub, headers);
-    if (direct) return { status: direct.status, path: sub.path, headers: canonicalHeaders(direct.headers), body: direct.body, bodyText: direct.bodyText };
+    if (direct)
+      return {
+        status: direct.status,
+        path: sub.path,
+        headers: canonicalHeaders(direct.headers),
+        body: direct.body,
+        bodyText: direct.bodyText,
+      };
     const payload = sub.body ? { payload: JSON.stringify(sub.body) } : {};
     // From the batch's client: its logins count against that address.
-    const send = (url: string) => dispatchInternal(app, work, { method: sub.method, url, headers, remoteAddress: request.ip, ...payload });
+    const send = (url: string) =>
+      dispatchInternal(app, work, { method: sub.method, url, headers, remoteAddress: request.ip, ...payload });
     let path = sub.path;
     let response = await send(path);
     // A redirect (e.g. trailing slash) is followed once, keeping method, headers and body.
@@ -162,38 +177,46 @@ export function registerBatch(app: FastifyInstance): void {
         body = response.body;
       }
     }
-    return { status: response.statusCode, path: safeDecode(path.split('?')[0] ?? path), headers: canonicalHeaders(responseHeaders), body, bodyText: JSON.stringify(body) };
+    return {
+      status: response.statusCode,
+      path: safeDecode(path.split('?')[0] ?? path),
+      headers: canonicalHeaders(responseHeaders),
+      body,
+      bodyText: JSON.stringify(body),
+    };
   }
 
-  registerMethods(app, '/v1/batch', { POST: async (request: FastifyRequest, reply: FastifyReply) => {
-    // Whatever path led a sub-request here, a batch never runs inside a batch: it would wait
-    // on its own transaction (the embedded store) or take one more connection per level.
-    if (request.work.batch) throw recursiveBatch();
-    const requests = parseBatch(request.body, settings.batch_max_requests);
-    const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
-    try {
-      // One unit of work for the whole batch: one transaction, and one request for events
-      // (§10.4), grouped across sub-requests, delivered to in-transaction listeners before the
-      // batch commits, to the others after.
-      const work = new UnitOfWork(storage, events, true);
-      const responses = await work.run('write', async () => {
-        const results: SubResponse[] = [];
-        for (const sub of requests) {
-          await deadline.check();
-          const result = await execute(request, sub, work);
-          if (result.status >= 500 || result.status === 409) throw subResponseError(result);
-          results.push(result);
-        }
-        await deadline.check(); // nothing is committed for a client gone or past the budget
-        return results;
-      });
-      // Written by hand: the entries' bodies are JSON already (batch-direct.ts writes them when answered).
-      reply.type('application/json; charset=utf-8');
-      return `{"responses":[${responses.map(entryJson).join(',')}]}`;
-    } finally {
-      deadline.clear();
-    }
-  } });
+  registerMethods(app, '/v1/batch', {
+    POST: async (request: FastifyRequest, reply: FastifyReply) => {
+      // Whatever path led a sub-request here, a batch never runs inside a batch: it would wait
+      // on its own transaction (the embedded store) or take one more connection per level.
+      if (request.work.batch) throw recursiveBatch();
+      const requests = parseBatch(request.body, settings.batch_max_requests);
+      const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
+      try {
+        // One unit of work for the whole batch: one transaction, and one request for events
+        // (§10.4), grouped across sub-requests, delivered to in-transaction listeners before the
+        // batch commits, to the others after.
+        const work = new UnitOfWork(storage, events, true);
+        const responses = await work.run('write', async () => {
+          const results: SubResponse[] = [];
+          for (const sub of requests) {
+            await deadline.check();
+            const result = await execute(request, sub, work);
+            if (result.status >= 500 || result.status === 409) throw subResponseError(result);
+            results.push(result);
+          }
+          await deadline.check(); // nothing is committed for a client gone or past the budget
+          return results;
+        });
+        // Written by hand: the entries' bodies are JSON already (batch-direct.ts writes them when answered).
+        reply.type('application/json; charset=utf-8');
+        return `{"responses":[${responses.map(entryJson).join(',')}]}`;
+      } finally {
+        deadline.clear();
+      }
+    },
+  });
 }
 
 /**
@@ -234,7 +257,9 @@ class BatchDeadline {
     }
     if (this.#clientGone) {
       // Never sent: there is nobody to send it to. Status 499 as proxies log a client gone.
-      throw new ApiError(499, ERRNO.UNDEFINED, { message: 'The client closed the connection: the batch was rolled back.' });
+      throw new ApiError(499, ERRNO.UNDEFINED, {
+        message: 'The client closed the connection: the batch was rolled back.',
+      });
     }
     if (performance.now() > this.#expiresAt) {
       throw new ApiError(503, ERRNO.BACKEND, {

@@ -64,7 +64,14 @@ export function registerDefaultBucket(app: FastifyInstance): void {
   }
 
   /** Creates the object unless it exists; an implicit creation is a `create` event like any other. */
-  async function createIfMissing(request: FastifyRequest, session: StorageSession, resourceName: string, parentId: string, id: string, uri: string) {
+  async function createIfMissing(
+    request: FastifyRequest,
+    session: StorageSession,
+    resourceName: string,
+    parentId: string,
+    id: string,
+    uri: string,
+  ) {
     const scope = { resourceName, parentId };
     if (await session.objects.get(scope, id)) return;
     let stored: StoredObject;
@@ -76,7 +83,13 @@ export function registerDefaultBucket(app: FastifyInstance): void {
       throw error;
     }
     await session.permissions.set(uri, ownerAcl(request.identity));
-    request.work.emit(request, { resourceName, parentId, action: 'create', timestamp: stored.last_modified, impactedObjects: [{ new: stored }] });
+    request.work.emit(request, {
+      resourceName,
+      parentId,
+      action: 'create',
+      timestamp: stored.last_modified,
+      impactedObjects: [{ new: stored }],
+    });
   }
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {

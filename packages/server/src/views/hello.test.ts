@@ -7,7 +7,9 @@ import { useEmbeddedStore } from '../../test/helpers/embedded-server.js';
 
 const { serverWith } = useEmbeddedStore();
 
-async function capabilities(overrides: Parameters<typeof serverWith>[0]): Promise<Record<string, Record<string, unknown>>> {
+async function capabilities(
+  overrides: Parameters<typeof serverWith>[0],
+): Promise<Record<string, Record<string, unknown>>> {
   const app = await serverWith(overrides);
   try {
     return (await app.inject({ url: '/v1/' })).json().capabilities;
@@ -18,11 +20,21 @@ async function capabilities(overrides: Parameters<typeof serverWith>[0]): Promis
 
 describe('GET / capabilities', () => {
   it('by default: Basic Auth, the change monitor, the personal bucket and the permissions endpoint', async () => {
-    expect(Object.keys(await capabilities({})).sort()).toEqual(['basicauth', 'changes', 'default_bucket', 'permissions_endpoint']);
+    expect(Object.keys(await capabilities({})).sort()).toEqual([
+      'basicauth',
+      'changes',
+      'default_bucket',
+      'permissions_endpoint',
+    ]);
   });
 
   it('with every optional feature off: none', async () => {
-    const off = { multiauth_policies: ['account'], default_bucket_enabled: false, experimental_permissions_endpoint: false, changes_enabled: false };
+    const off = {
+      multiauth_policies: ['account'],
+      default_bucket_enabled: false,
+      experimental_permissions_endpoint: false,
+      changes_enabled: false,
+    };
     // Accounts is a policy here: its capability is the only one.
     expect(Object.keys(await capabilities(off))).toEqual(['accounts']);
   });
@@ -34,9 +46,21 @@ describe('GET / capabilities', () => {
       flush_endpoint_enabled: true,
       experimental_collection_schema_validation: true,
     });
-    expect(Object.keys(all).sort()).toEqual(['accounts', 'basicauth', 'changes', 'default_bucket', 'flush_endpoint', 'history', 'permissions_endpoint', 'schema']);
+    expect(Object.keys(all).sort()).toEqual([
+      'accounts',
+      'basicauth',
+      'changes',
+      'default_bucket',
+      'flush_endpoint',
+      'history',
+      'permissions_endpoint',
+      'schema',
+    ]);
     for (const [name, entry] of Object.entries(all)) {
-      expect(entry, name).toMatchObject({ description: expect.any(String), url: expect.stringMatching(/^https?:\/\//) });
+      expect(entry, name).toMatchObject({
+        description: expect.any(String),
+        url: expect.stringMatching(/^https?:\/\//),
+      });
     }
   });
 });

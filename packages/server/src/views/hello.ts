@@ -9,30 +9,37 @@ export const HTTP_API_VERSION = '1.22';
 export function registerHello(app: FastifyInstance): void {
   const { settings, version, capabilities } = app.services;
 
-  registerMethods(app, '/v1/', { GET: async (request: FastifyRequest, reply: FastifyReply) => {
-    // A read-only server's description changes only with its settings (§11.1).
-    if (settings.readonly) setCacheHeaders(reply, settings.root_cache_expires_seconds);
-    const body: Record<string, unknown> = {
-      project_name: settings.project_name,
-      project_version: version,
-      http_api_version: HTTP_API_VERSION,
-      project_docs: settings.project_docs,
-      url: `${baseUrl(app.services.settings, request)}/v1/`,
-      settings: {
-        batch_max_requests: settings.batch_max_requests,
-        readonly: settings.readonly,
-        explicit_permissions: settings.explicit_permissions,
-        max_query_like_length: settings.max_query_like_length,
-        max_object_id_length: settings.max_object_id_length,
-      },
-      capabilities: Object.fromEntries(Object.entries(capabilities).map(([name, entry]) => [name, typeof entry === 'function' ? entry(request) : entry])),
-    };
-    const { userId, principals } = request.identity;
-    if (userId !== null) {
-      const bucket = app.services.personalBucketId?.(userId);
-      body.user = { id: userId, principals, ...(bucket ? { bucket } : {}) };
-    }
-    if (settings.eos) body.eos = settings.eos;
-    return body;
-  } });
+  registerMethods(app, '/v1/', {
+    GET: async (request: FastifyRequest, reply: FastifyReply) => {
+      // A read-only server's description changes only with its settings (§11.1).
+      if (settings.readonly) setCacheHeaders(reply, settings.root_cache_expires_seconds);
+      const body: Record<string, unknown> = {
+        project_name: settings.project_name,
+        project_version: version,
+        http_api_version: HTTP_API_VERSION,
+        project_docs: settings.project_docs,
+        url: `${baseUrl(app.services.settings, request)}/v1/`,
+        settings: {
+          batch_max_requests: settings.batch_max_requests,
+          readonly: settings.readonly,
+          explicit_permissions: settings.explicit_permissions,
+          max_query_like_length: settings.max_query_like_length,
+          max_object_id_length: settings.max_object_id_length,
+        },
+        capabilities: Object.fromEntries(
+          Object.entries(capabilities).map(([name, entry]) => [
+            name,
+            typeof entry === 'function' ? entry(request) : entry,
+          ]),
+        ),
+      };
+      const { userId, principals } = request.identity;
+      if (userId !== null) {
+        const bucket = app.services.personalBucketId?.(userId);
+        body.user = { id: userId, principals, ...(bucket ? { bucket } : {}) };
+      }
+      if (settings.eos) body.eos = settings.eos;
+      return body;
+    },
+  });
 }

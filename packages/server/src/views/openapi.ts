@@ -50,7 +50,9 @@ const ERROR_RESPONSES = {
 const WILDCARD_PARAMETER = 'path';
 
 function tagOf(url: string): string {
-  const segments = url.split('/').filter((segment) => segment && !segment.startsWith(':') && segment !== '*' && segment !== 'v1');
+  const segments = url
+    .split('/')
+    .filter((segment) => segment && !segment.startsWith(':') && segment !== '*' && segment !== 'v1');
   return segments.at(-1)?.replace(/^__|__$/g, '') || 'root';
 }
 
@@ -70,7 +72,13 @@ function toOpenApiPath(url: string): { path: string; parameters: Parameter[] } {
     .replaceAll('\u0000', ':');
   if (path.endsWith('*')) {
     path = `${path.slice(0, -1)}{${WILDCARD_PARAMETER}}`;
-    parameters.push({ name: WILDCARD_PARAMETER, in: 'path', required: true, type: 'string', description: 'Any sub-path, slashes included.' });
+    parameters.push({
+      name: WILDCARD_PARAMETER,
+      in: 'path',
+      required: true,
+      type: 'string',
+      description: 'Any sub-path, slashes included.',
+    });
   }
   return { path: path || '/', parameters };
 }
@@ -100,7 +108,12 @@ export function registerOpenApi(app: FastifyInstance): void {
     const methods = [route.method].flat().map((method) => method.toLowerCase());
     const schema = route.schema as { hide?: boolean } | undefined;
     const config = route.config as { hide?: boolean } | undefined;
-    routes.push({ methods, url: route.url, grouped: methods.length > 1, hidden: schema?.hide === true || config?.hide === true });
+    routes.push({
+      methods,
+      url: route.url,
+      grouped: methods.length > 1,
+      hidden: schema?.hide === true || config?.hide === true,
+    });
   });
 
   registerMethods(app, '/v1/__api__', {
@@ -114,7 +127,11 @@ export function registerOpenApi(app: FastifyInstance): void {
           paths[path] ??= {};
           const operations = paths[path];
           if (operations[verb]) continue;
-          const name = path.replace(/[{}]/g, '').replace(/[^\w]+/g, '_').replace(/^_+|_+$/g, '') || 'root';
+          const name =
+            path
+              .replace(/[{}]/g, '')
+              .replace(/[^\w]+/g, '_')
+              .replace(/^_+|_+$/g, '') || 'root';
           operations[verb] = {
             operationId: uniqueId(operationIds, `${verb}_${name}`),
             tags: [tagOf(route.url)],
@@ -126,7 +143,11 @@ export function registerOpenApi(app: FastifyInstance): void {
       const { settings } = app.services;
       return {
         swagger: '2.0',
-        info: { title: settings.project_name, version: HTTP_API_VERSION, description: `Kinto-compatible HTTP API (${HTTP_API_VERSION}).` },
+        info: {
+          title: settings.project_name,
+          version: HTTP_API_VERSION,
+          description: `Kinto-compatible HTTP API (${HTTP_API_VERSION}).`,
+        },
         host: requestHost(settings, request),
         basePath: '/v1',
         schemes: [requestScheme(settings, request)],

@@ -18,7 +18,17 @@ import { registerMethods } from '../engine/routes.js';
 import type { PermissionEntry, Sort, StoredObject } from '../storage/types.js';
 
 /** The fields an entry has; filtering or sorting on another one is a 400. */
-const ENTRY_FIELDS = new Set(['uri', 'resource_name', 'permissions', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id']);
+const ENTRY_FIELDS = new Set([
+  'uri',
+  'resource_name',
+  'permissions',
+  'id',
+  'bucket_id',
+  'collection_id',
+  'group_id',
+  'record_id',
+  'account_id',
+]);
 
 /** Entries have no timestamp: Kinto answers this constant ETag. */
 const ETAG = '"0"';
@@ -38,7 +48,8 @@ export function registerPermissions(app: FastifyInstance): void {
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
     const { principals } = request.identity;
-    if (!settings.permissions_read_principals.some((principal) => principals.includes(principal))) throw denied(services, request.identity);
+    if (!settings.permissions_read_principals.some((principal) => principals.includes(principal)))
+      throw denied(services, request.identity);
 
     const query = parseListQuery(splitUrl(request.raw.url).query);
     // Entries have no timestamps: `_since`/`_before` and last_modified filters are ignored (§9.3).
@@ -47,10 +58,14 @@ export function registerPermissions(app: FastifyInstance): void {
     const requested = query.sorting.filter((sort) => sort.field !== 'last_modified');
     for (const sort of requested) checkField('_sort', sort.field);
     // The URI is unique: it ends every order so that pages continue exactly (default `-uri`).
-    const sorting: Sort[] = requested.some((sort) => sort.field === 'uri') ? requested : [...requested, { field: 'uri', direction: -1 }];
+    const sorting: Sort[] = requested.some((sort) => sort.field === 'uri')
+      ? requested
+      : [...requested, { field: 'uri', direction: -1 }];
 
     const grants = authorizer.settingsGrants(principals);
-    const root: PermissionEntry[] = grants.root.length ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }] : [];
+    const root: PermissionEntry[] = grants.root.length
+      ? [{ uri: '/', resource_name: 'root', permissions: [...grants.root].sort() }]
+      : [];
     const limit = effectiveLimit(services.settings, query.requestedLimit);
 
     const page = await request.work.run('read', async (session) => {
@@ -67,7 +82,13 @@ export function registerPermissions(app: FastifyInstance): void {
       // A `read` of resource `permissions` (§10.1); entries have no timestamp (Kinto's is 0).
       if (events.wants('read', 'permissions')) {
         const impactedObjects = entries.slice(0, limit).map((entry) => ({ new: entry as unknown as StoredObject }));
-        request.work.emit(request, { resourceName: 'permissions', parentId: '', action: 'read', timestamp: 0, impactedObjects });
+        request.work.emit(request, {
+          resourceName: 'permissions',
+          parentId: '',
+          action: 'read',
+          timestamp: 0,
+          impactedObjects,
+        });
       }
       return entries;
     });
@@ -75,7 +96,16 @@ export function registerPermissions(app: FastifyInstance): void {
     if (page.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
       const token = encodeToken(items[items.length - 1]!, sorting, offset);
-      reply.header('Next-Page', nextPageUrl(baseUrl(services.settings, request), splitUrl(request.raw.url).path, query.params, limit, token.encoded));
+      reply.header(
+        'Next-Page',
+        nextPageUrl(
+          baseUrl(services.settings, request),
+          splitUrl(request.raw.url).path,
+          query.params,
+          limit,
+          token.encoded,
+        ),
+      );
     }
     reply.header('ETag', ETAG);
     return { data: query.fields ? items.map((item) => projectFields(item, query.fields as string[])) : items };

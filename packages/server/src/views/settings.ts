@@ -14,7 +14,8 @@ export const VIEW_SETTINGS = {
   batch_timeout_seconds: Type.Number({
     default: 30,
     minimum: 0.01,
-    description: 'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose client went away is rolled back at once).',
+    description:
+      'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose client went away is rolled back at once).',
   }),
   root_cache_expires_seconds: Type.Integer({
     default: 86400,
@@ -25,7 +26,11 @@ export const VIEW_SETTINGS = {
     default: null,
     description: 'File served by `/__version__` (unset: built from the package version).',
   }),
-  heartbeat_timeout_seconds: Type.Number({ default: 10, minimum: 0.1, description: 'Time limit of each `__heartbeat__` check.' }),
+  heartbeat_timeout_seconds: Type.Number({
+    default: 10,
+    minimum: 0.1,
+    description: 'Time limit of each `__heartbeat__` check.',
+  }),
   default_bucket_enabled: Type.Boolean({
     default: true,
     description: 'Serve `/buckets/default`, each user’s personal bucket (capability `default_bucket`).',
@@ -33,21 +38,25 @@ export const VIEW_SETTINGS = {
   default_bucket_hmac_secret: Nullable(Type.String(), {
     default: null,
     secret: true,
-    description: 'HMAC key of personal bucket ids. Unset: derived from `userid_hmac_secret` (set it to a Kinto deployment’s value to keep its ids).',
+    description:
+      'HMAC key of personal bucket ids. Unset: derived from `userid_hmac_secret` (set it to a Kinto deployment’s value to keep its ids).',
   }),
   flush_endpoint_enabled: Type.Boolean({
     default: false,
-    description: 'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.',
+    description:
+      'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.',
   }),
   admin: Type.Boolean({
     default: false,
-    description: 'Serve [Quire Console](apps/console/README.md), the admin web app, at `/v1/admin/` (capability `admin`); also turns on `GET /permissions`, which it uses.',
+    description:
+      'Serve [Quire Console](apps/console/README.md), the admin web app, at `/v1/admin/` (capability `admin`); also turns on `GET /permissions`, which it uses.',
   }),
 } satisfies SettingSchemas;
 
 /** The admin console needs GET /permissions (protocol-reference §13.7: the admin plugin enables it). */
 export function enablePermissionsEndpointForAdmin(
-  settings: SettingValues<typeof VIEW_SETTINGS> & Pick<SettingValues<typeof PERMISSION_SETTINGS>, 'experimental_permissions_endpoint'>,
+  settings: SettingValues<typeof VIEW_SETTINGS> &
+    Pick<SettingValues<typeof PERMISSION_SETTINGS>, 'experimental_permissions_endpoint'>,
 ): void {
   if (settings.admin) settings.experimental_permissions_endpoint = true;
 }

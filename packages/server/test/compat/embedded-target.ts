@@ -4,9 +4,14 @@ import { buildServer } from '../../src/app.js';
 import { loadSettings } from '../../src/config.js';
 import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 
-export async function startEmbeddedTarget(overrides: Record<string, unknown>): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startEmbeddedTarget(
+  overrides: Record<string, unknown>,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const storage = await createSqliteStorage();
-  const settings = loadSettings({ env: {}, overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides } });
+  const settings = loadSettings({
+    env: {},
+    overrides: { userid_hmac_secret: 'compat-secret', log_level: 'silent', ...overrides },
+  });
   const app = await buildServer({ settings, storage, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return {

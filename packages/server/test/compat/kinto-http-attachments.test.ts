@@ -23,7 +23,8 @@ function basic(user: string): string {
   return `Basic ${Buffer.from(`${user}:secret`).toString('base64')}`;
 }
 
-const dataUrl = (content: string, type: string, name: string) => `data:${type};name=${name};base64,${Buffer.from(content).toString('base64')}`;
+const dataUrl = (content: string, type: string, name: string) =>
+  `data:${type};name=${name};base64,${Buffer.from(content).toString('base64')}`;
 
 for (const fileBackend of FILE_BACKENDS) {
   describe(`kinto-http attachments against Quire, ${fileBackend} files`, { timeout: 30_000 }, () => {
@@ -33,7 +34,12 @@ for (const fileBackend of FILE_BACKENDS) {
       const plain = await startEmbeddedTarget({});
       try {
         const client = new KintoClient(plain.url, { headers: { Authorization: basic('alice') } });
-        await expect(client.bucket('b').collection('c').addAttachment(dataUrl('x', 'text/plain', 'a.txt'), { id: 'r' })).rejects.toThrow(/Required capabilities attachments not present/);
+        await expect(
+          client
+            .bucket('b')
+            .collection('c')
+            .addAttachment(dataUrl('x', 'text/plain', 'a.txt'), { id: 'r' }),
+        ).rejects.toThrow(/Required capabilities attachments not present/);
       } finally {
         await plain.stop();
       }
@@ -45,22 +51,36 @@ for (const fileBackend of FILE_BACKENDS) {
         await alice.bucket('b').createCollection('c');
         const collection = alice.bucket('b').collection('c');
 
-        const created = await collection.addAttachment(dataUrl('hello', 'image/png', 'photo.png'), { id: 'rec', title: 'A photo' }, { permissions: { read: ['system.Everyone'] } });
-        expect(created.data).toMatchObject({ id: 'rec', title: 'A photo', attachment: { filename: 'photo.png', mimetype: 'image/png', size: 5 } });
+        const created = await collection.addAttachment(
+          dataUrl('hello', 'image/png', 'photo.png'),
+          { id: 'rec', title: 'A photo' },
+          { permissions: { read: ['system.Everyone'] } },
+        );
+        expect(created.data).toMatchObject({
+          id: 'rec',
+          title: 'A photo',
+          attachment: { filename: 'photo.png', mimetype: 'image/png', size: 5 },
+        });
         expect(created.permissions.read).toEqual(['system.Everyone']);
         const first = created.data.attachment as { location: string; hash: string };
         expect((await files.read(first.location))?.toString()).toBe('hello');
-        const { base_url: baseUrl } = (await alice.fetchServerCapabilities()).attachments as unknown as { base_url: string };
+        const { base_url: baseUrl } = (await alice.fetchServerCapabilities()).attachments as unknown as {
+          base_url: string;
+        };
         expect(await (await fetch(new URL(first.location, baseUrl))).text()).toBe('hello');
 
         // `safe` with the record's timestamp: If-Match; a stale one is refused and keeps the file.
         // (Its typings want string fields; the timestamp is the number it reads from the record.)
         const stamped = { id: 'rec', last_modified: created.data.last_modified } as unknown as { id: string };
-        const replaced = await collection.addAttachment(dataUrl('again', 'image/png', 'photo2.png'), stamped, { safe: true });
+        const replaced = await collection.addAttachment(dataUrl('again', 'image/png', 'photo2.png'), stamped, {
+          safe: true,
+        });
         const second = replaced.data.attachment as { location: string };
         expect(second.location).not.toBe(first.location);
         expect(await files.read(first.location)).toBeNull();
-        await expect(collection.addAttachment(dataUrl('stale', 'image/png', 'x.png'), stamped, { safe: true })).rejects.toMatchObject({ response: { status: 412 } });
+        await expect(
+          collection.addAttachment(dataUrl('stale', 'image/png', 'x.png'), stamped, { safe: true }),
+        ).rejects.toMatchObject({ response: { status: 412 } });
         expect((await collection.getRecord('rec')).data.attachment).toEqual(replaced.data.attachment);
 
         await collection.removeAttachment('rec');

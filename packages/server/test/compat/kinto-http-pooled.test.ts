@@ -8,7 +8,8 @@ import { startPooledDeployment } from '../helpers/pooled-deployment.js';
 import { postgresUnavailable } from '../helpers/postgres.js';
 import { describeKintoHttp } from './kinto-http-scenarios.js';
 
-const skip = (await postgresUnavailable('kinto-http-pooled.test.ts')) ?? pgbouncerUnavailable('kinto-http-pooled.test.ts');
+const skip =
+  (await postgresUnavailable('kinto-http-pooled.test.ts')) ?? pgbouncerUnavailable('kinto-http-pooled.test.ts');
 
 /** `{ history_enabled: true }` → `QUIRE_HISTORY_ENABLED=true`. */
 const asEnvironment = (settings: Record<string, unknown>) =>

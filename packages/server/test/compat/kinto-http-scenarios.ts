@@ -73,7 +73,9 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
   }
 
   /** The error a client call rejects with (kinto-http throws a ServerResponse with `data`). */
-  async function rejection(promise: Promise<unknown>): Promise<{ response: { status: number }; data?: Record<string, unknown> }> {
+  async function rejection(
+    promise: Promise<unknown>,
+  ): Promise<{ response: { status: number }; data?: Record<string, unknown> }> {
     try {
       await promise;
     } catch (error) {
@@ -114,7 +116,9 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       expect(info.settings.readonly).toBe(false);
       expect(info.url).toBe(`${remote}/`);
       expect(info.user?.id).toMatch(/^basicauth:[0-9a-f]{64}$/);
-      expect(info.user?.principals).toEqual(expect.arrayContaining([info.user?.id, 'system.Everyone', 'system.Authenticated']));
+      expect(info.user?.principals).toEqual(
+        expect.arrayContaining([info.user?.id, 'system.Everyone', 'system.Authenticated']),
+      );
       aliceId = info.user!.id;
       bobId = (await bob.fetchServerInfo()).user!.id;
       expect(bobId).not.toBe(aliceId);
@@ -181,7 +185,9 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       expect(byDefault.last_modified).toBe(String(stamps[0]));
 
       const ascending = await items.listRecords<ItemRecord>({ sort: 'title' });
-      expect(titles(ascending.data)).toEqual(Array.from({ length: 12 }, (_, i) => `item-${String(i).padStart(2, '0')}`));
+      expect(titles(ascending.data)).toEqual(
+        Array.from({ length: 12 }, (_, i) => `item-${String(i).padStart(2, '0')}`),
+      );
 
       const descending = await items.listRecords<ItemRecord>({ sort: '-title' });
       expect(titles(descending.data)).toEqual([...titles(ascending.data)].reverse());
@@ -195,7 +201,9 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       const items = alice.bucket(BUCKET).collection('items');
 
       for (const sort of ['-last_modified', 'title', 'n,-title']) {
-        const { result: all, made } = await recording(() => items.listRecords<ItemRecord>({ sort, limit: 5, pages: Infinity }));
+        const { result: all, made } = await recording(() =>
+          items.listRecords<ItemRecord>({ sort, limit: 5, pages: Infinity }),
+        );
         expect(made).toHaveLength(3); // 5 + 5 + 2
         expect(all.data).toHaveLength(12);
         expect(new Set(all.data.map((r) => r.id)).size).toBe(12);
@@ -212,7 +220,12 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       expect(third.hasNextPage).toBe(false);
       await expect(third.next()).rejects.toThrow('Pagination exhausted');
 
-      const filtered = await items.listRecords<ItemRecord>({ filters: { tag: 'odd' }, sort: 'title', limit: 2, pages: Infinity });
+      const filtered = await items.listRecords<ItemRecord>({
+        filters: { tag: 'odd' },
+        sort: 'title',
+        limit: 2,
+        pages: Infinity,
+      });
       expect(titles(filtered.data)).toEqual(['item-01', 'item-03', 'item-05', 'item-07', 'item-09', 'item-11']);
     });
 
@@ -265,7 +278,12 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       expect(live.data.map((r) => r.id)).not.toContain(toDelete!.id);
 
       // since + filters + pagination, as a syncing client does.
-      const paged = await items.listRecords<ItemRecord>({ since: etag, limit: 1, pages: Infinity, sort: 'last_modified' });
+      const paged = await items.listRecords<ItemRecord>({
+        since: etag,
+        limit: 1,
+        pages: Infinity,
+        sort: 'last_modified',
+      });
       expect(paged.data.map((r) => r.id)).toEqual([toUpdate!.id, toDelete!.id]);
     });
 
@@ -322,7 +340,9 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       expect(result.published).toHaveLength(2);
       expect(result.published[0]!.data).toMatchObject({ id: 'r000', i: -1 });
       expect(result.published[1]!.data).toMatchObject({ id: 'r001', deleted: true });
-      expect(result.skipped).toEqual([expect.objectContaining({ id: 'does-not-exist', error: expect.objectContaining({ code: 404, errno: 110 }) })]);
+      expect(result.skipped).toEqual([
+        expect.objectContaining({ id: 'does-not-exist', error: expect.objectContaining({ code: 404, errno: 110 }) }),
+      ]);
       expect(result.errors).toHaveLength(1);
       expect(result.errors[0]!.error).toMatchObject({ code: 400 });
       expect(result.conflicts).toEqual([]);
@@ -346,7 +366,12 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       // Outside a batch: the client rejects with the server's 412 body.
       const error = await rejection(coll.updateRecord({ ...stale, title: 'v3' }, { safe: true }));
       expect(error.response.status).toBe(412);
-      expect(error.data).toMatchObject({ code: 412, errno: 114, error: 'Precondition Failed', details: { existing: fresh } });
+      expect(error.data).toMatchObject({
+        code: 412,
+        errno: 114,
+        error: 'Precondition Failed',
+        details: { existing: fresh },
+      });
 
       // A safe update with the current timestamp goes through.
       const ok = await coll.updateRecord({ ...fresh, title: 'v2.1' }, { safe: true });
@@ -365,13 +390,18 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       )) as AggregateResponse;
       expect(result.errors).toEqual([]);
       expect(result.skipped).toEqual([]);
-      expect(result.published).toEqual([{ data: expect.objectContaining({ id: 'other', title: 'fine' }), permissions: { write: [aliceId] } }]);
+      expect(result.published).toEqual([
+        { data: expect.objectContaining({ id: 'other', title: 'fine' }), permissions: { write: [aliceId] } },
+      ]);
       expect(result.conflicts).toHaveLength(3);
       for (const conflict of result.conflicts as Array<{ type: string; remote: unknown }>) {
         expect(conflict.type).toBe('outgoing');
         expect(conflict.remote).toEqual(current);
       }
-      expect((result.conflicts[0] as { local: { data: unknown } }).local.data).toMatchObject({ id: 'doc', title: 'stale update' });
+      expect((result.conflicts[0] as { local: { data: unknown } }).local.data).toMatchObject({
+        id: 'doc',
+        title: 'stale update',
+      });
 
       // Nothing of the conflicting writes landed.
       expect((await coll.getRecord('doc')).data).toEqual(current);
@@ -419,7 +449,11 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
         { id: 'm0', last_modified: expect.any(Number), title: 't0' },
         { id: 'm1', last_modified: expect.any(Number), title: 't1' },
       ]);
-      expect((await misc.getRecord('m1', { fields: ['n'] })).data).toEqual({ id: 'm1', last_modified: expect.any(Number), n: 1 });
+      expect((await misc.getRecord('m1', { fields: ['n'] })).data).toEqual({
+        id: 'm1',
+        last_modified: expect.any(Number),
+        n: 1,
+      });
 
       const patched = await misc.updateRecord({ id: 'm1', extra: true }, { patch: true });
       expect(patched.data).toEqual({ id: 'm1', n: 1, title: 't1', extra: true, last_modified: expect.any(Number) });
@@ -444,7 +478,10 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       await misc.removePermissions({ write: [editors] });
       expect((await misc.getPermissions()).write).not.toContain(editors);
       await misc.setPermissions({ write: [aliceId, editors] });
-      const byEditor = await bob.bucket(BUCKET).collection('misc').updateRecord({ id: 'm0', n: 0, title: 'edited by bob' });
+      const byEditor = await bob
+        .bucket(BUCKET)
+        .collection('misc')
+        .updateRecord({ id: 'm0', n: 0, title: 'edited by bob' });
       expect(byEditor.data.title).toBe('edited by bob');
     });
 
@@ -469,7 +506,10 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       const { data: created } = await tasks.createRecord({ title: 'milk', n: 1, tag: 'odd' });
       const { data: listed } = await tasks.listRecords();
       expect(listed.map((record) => record.id)).toEqual([created.id]);
-      const { data: real } = await alice.bucket(personal as string).collection('tasks').getRecord(created.id);
+      const { data: real } = await alice
+        .bucket(personal as string)
+        .collection('tasks')
+        .getRecord(created.id);
       expect(real).toMatchObject({ title: 'milk' });
       // Each user has their own.
       expect((await bob.bucket('default').collection('tasks').listRecords()).data).toEqual([]);
@@ -526,12 +566,24 @@ function scenarios(deploy: (overrides: Record<string, unknown>) => Promise<Deplo
       await notes.deleteRecords({ filters: { id: 'c' } });
       const d = (await notes.createRecord({ id: 'd', text: 'fourth' })).data;
 
-      const { made, result: history } = await recording(() => bucket.listHistory({ limit: 2, pages: Infinity, filters: { resource_name: 'record' } }));
+      const { made, result: history } = await recording(() =>
+        bucket.listHistory({ limit: 2, pages: Infinity, filters: { resource_name: 'record' } }),
+      );
       expect(history.data.map((entry) => `${entry.action} ${entry.record_id}`)).toEqual([
-        'create d', 'delete c', 'create c', 'delete b', 'update a', 'create b', 'create a',
+        'create d',
+        'delete c',
+        'create c',
+        'delete b',
+        'update a',
+        'create b',
+        'create a',
       ]);
       expect(made).toHaveLength(4); // two entries per page, following Next-Page
-      expect(history.data[4]).toMatchObject({ uri: '/buckets/hist/collections/notes/records/a', collection_id: 'notes', target: { data: a2 } });
+      expect(history.data[4]).toMatchObject({
+        uri: '/buckets/hist/collections/notes/records/a',
+        collection_id: 'notes',
+        target: { data: a2 },
+      });
 
       const at = async (timestamp: number) => {
         const snapshot = await notes.listRecords({ at: timestamp });

@@ -15,7 +15,8 @@ export default async function setup(project: TestProject) {
   try {
     await probe.connect();
   } catch (error) {
-    if (process.env.QUIRE_TEST_REQUIRE_PG) throw new Error(`PostgreSQL required but unreachable at ${url}: ${(error as Error).message}`);
+    if (process.env.QUIRE_TEST_REQUIRE_PG)
+      throw new Error(`PostgreSQL required but unreachable at ${url}: ${(error as Error).message}`);
     console.warn(`[conformance:postgresql] SKIPPED: PostgreSQL unreachable at ${url} (${(error as Error).message})`);
     project.provide('conformanceUrl', '');
     return;

@@ -19,7 +19,13 @@ declare module 'vitest' {
 
 const MAX_BODY_BYTES = 256 * 1024;
 /** The quota limits of the one bucket the quotas suite uses (the same for both backends' setups). */
-const QUOTAS = { bucket: 'conformance-quotas', bucket_max_items: 4, bucket_max_bytes: 2500, max_bytes_per_item: 1024, collection_max_items: 2 };
+const QUOTAS = {
+  bucket: 'conformance-quotas',
+  bucket_max_items: 4,
+  bucket_max_bytes: 2500,
+  max_bytes_per_item: 1024,
+  collection_max_items: 2,
+};
 
 const HMAC_SECRET = 'conformance-secret';
 const ACCOUNTS_ADMIN = 'conformance-admin';
@@ -45,7 +51,13 @@ export async function startForConformance(project: TestProject, storage: Storage
       // The quotas plugin (capability `quotas`, suites/quotas.test.ts): limits on one bucket of
       // its own only, so no other suite meets them.
       quotas_enabled: true,
-      quotas_buckets: { [QUOTAS.bucket]: { max_items: QUOTAS.bucket_max_items, max_bytes: QUOTAS.bucket_max_bytes, max_bytes_per_item: QUOTAS.max_bytes_per_item } },
+      quotas_buckets: {
+        [QUOTAS.bucket]: {
+          max_items: QUOTAS.bucket_max_items,
+          max_bytes: QUOTAS.bucket_max_bytes,
+          max_bytes_per_item: QUOTAS.max_bytes_per_item,
+        },
+      },
       quotas_collections: { [QUOTAS.bucket]: { max_items: QUOTAS.collection_max_items } },
       bucket_read_principals: [bucketReaderId],
       experimental_collection_schema_validation: true,
@@ -77,7 +89,8 @@ export async function startForConformance(project: TestProject, storage: Storage
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ data: { password: adminPassword } }),
   });
-  if (signUp.status !== 201) throw new Error(`conformance: cannot create the accounts administrator (${signUp.status})`);
+  if (signUp.status !== 201)
+    throw new Error(`conformance: cannot create the accounts administrator (${signUp.status})`);
   process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${ACCOUNTS_ADMIN}:${adminPassword}`;
   project.provide('conformanceUrl', `http://127.0.0.1:${address.port}/v1`);
   return async () => {

@@ -41,15 +41,22 @@ function rssOf(pid: number): number {
 /** A multipart body of `size` bytes of file, made as it is sent (one 64 KiB chunk reused). */
 function streamedForm(size: number, filename = 'big.bin'): { body: Readable; contentType: string; length: number } {
   const boundary = `quire-${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const chunk = randomBytes(64 * 1024);
   async function* generate() {
     yield head;
-    for (let sent = 0; sent < size; sent += chunk.length) yield sent + chunk.length <= size ? chunk : chunk.subarray(0, size - sent);
+    for (let sent = 0; sent < size; sent += chunk.length)
+      yield sent + chunk.length <= size ? chunk : chunk.subarray(0, size - sent);
     yield tail;
   }
-  return { body: Readable.from(generate(), { objectMode: false }), contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + size + tail.length };
+  return {
+    body: Readable.from(generate(), { objectMode: false }),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+    length: head.length + size + tail.length,
+  };
 }
 
 async function setUp(base: string) {
@@ -125,7 +132,9 @@ describe('a large upload streams with bounded memory (quire start)', { timeout: 
         if (index === 0) continue; // the warm-up: code compiled, pools open
         const seconds = (performance.now() - started) / 1000;
         rises.push((peak - baseline) / MB);
-        console.log(`[attachment stream] ${size / MB} MB to ${backend}: ${(size / MB / seconds).toFixed(0)} MB/s, server RSS ${(baseline / MB).toFixed(0)} MB → peak ${(peak / MB).toFixed(0)} MB (+${((peak - baseline) / MB).toFixed(1)} MB)`);
+        console.log(
+          `[attachment stream] ${size / MB} MB to ${backend}: ${(size / MB / seconds).toFixed(0)} MB/s, server RSS ${(baseline / MB).toFixed(0)} MB → peak ${(peak / MB).toFixed(0)} MB (+${((peak - baseline) / MB).toFixed(1)} MB)`,
+        );
       }
     } finally {
       server.child.kill('SIGTERM');
@@ -164,15 +173,23 @@ describe('a process killed mid-upload (kill -9): the next one sweeps what it lef
       QUIRE_ATTACHMENT_SWEEP_INTERVAL_SECONDS: '1',
     };
     const files = join(dataDir, 'attachments');
-    const list = async (folder: string) => (await readdir(join(files, folder), { recursive: true }).catch(() => [] as string[])).filter((name) => !name.endsWith('/')).sort();
+    const list = async (folder: string) =>
+      (await readdir(join(files, folder), { recursive: true }).catch(() => [] as string[]))
+        .filter((name) => !name.endsWith('/'))
+        .sort();
     try {
       const first = run(['start'], env);
       const base = (await first.listening).replace(/\/v1\/$/, '');
       await setUp(base);
       // An upload that never ends: the process dies with its file half-written.
       const form = streamedForm(1024 * MB);
-      const upload = request(`${base}/v1/buckets/b/collections/c/records/killed/attachment`, { method: 'POST', headers: { ...AUTH, 'content-type': form.contentType }, body: form.body }).catch(() => null);
-      for (let tries = 0; tries < 100 && (await list('.quire/tmp')).length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const upload = request(`${base}/v1/buckets/b/collections/c/records/killed/attachment`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': form.contentType },
+        body: form.body,
+      }).catch(() => null);
+      for (let tries = 0; tries < 100 && (await list('.quire/tmp')).length === 0; tries++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       first.child.kill('SIGKILL');
       await first.exited;
       await upload;
@@ -184,7 +201,11 @@ describe('a process killed mid-upload (kill -9): the next one sweeps what it lef
       const record = await request(`${again}/v1/buckets/b/collections/c/records/killed`, { headers: AUTH });
       await record.body.text();
       expect(record.statusCode).toBe(404);
-      for (let tries = 0; tries < 300 && ((await list('.quire/tmp')).length > 0 || (await list('.quire/notes/intents')).length > 0); tries++) {
+      for (
+        let tries = 0;
+        tries < 300 && ((await list('.quire/tmp')).length > 0 || (await list('.quire/notes/intents')).length > 0);
+        tries++
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(await list('.quire/tmp')).toEqual([]);
@@ -200,67 +221,73 @@ describe('a process killed mid-upload (kill -9): the next one sweeps what it lef
 
 const twoProcessesSkip = await postgresUnavailable('attachment-streams.test.ts (two processes)');
 
-describe.skipIf(twoProcessesSkip !== undefined)('two processes on one PostgreSQL sharing one file store', { timeout: 120_000 }, () => {
-  const run = useCli();
-  it("an upload slower than the grace period outlives the other process's sweeps; what is held stays", async () => {
-    const database = await createTestDatabase();
-    const dataDir = await mkdtemp(join(tmpdir(), 'quire-two-'));
-    const url = new URL(PG_URL);
-    url.pathname = `/${database.name}`;
-    const env = {
-      QUIRE_STORAGE_URL: url.toString(),
-      QUIRE_STORAGE_AUTO_MIGRATE: 'true',
-      QUIRE_DATA_DIR: dataDir,
-      PORT: '0',
-      QUIRE_USERID_HMAC_SECRET: 'two-secret',
-      QUIRE_ATTACHMENT_ENABLED: 'true',
-      QUIRE_ATTACHMENT_BASE_PATH: join(dataDir, 'files'),
-      QUIRE_ATTACHMENT_EXTENSIONS: 'any',
-      QUIRE_ATTACHMENT_SWEEP_GRACE_SECONDS: '10', // the least allowed
-      QUIRE_ATTACHMENT_SWEEP_INTERVAL_SECONDS: '1',
-    };
-    try {
-      const uploading = run(['start'], env);
-      const uploadingBase = (await uploading.listening).replace(/\/v1\/$/, '');
-      const sweeping = run(['start'], env);
-      const sweepingBase = (await sweeping.listening).replace(/\/v1\/$/, '');
-      await setUp(uploadingBase);
-      // 16 s of body, 16 KB every 250 ms: past the grace period, some 15 sweeps of the other process.
-      const chunks = Array.from({ length: 64 }, (_, index) => Buffer.alloc(16 * 1024, index));
-      const boundary = 'quire-two-processes';
-      async function* slowBody() {
-        yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-        for (const chunk of chunks) {
-          await new Promise((resolve) => setTimeout(resolve, 250));
-          yield chunk;
+describe.skipIf(twoProcessesSkip !== undefined)(
+  'two processes on one PostgreSQL sharing one file store',
+  { timeout: 120_000 },
+  () => {
+    const run = useCli();
+    it("an upload slower than the grace period outlives the other process's sweeps; what is held stays", async () => {
+      const database = await createTestDatabase();
+      const dataDir = await mkdtemp(join(tmpdir(), 'quire-two-'));
+      const url = new URL(PG_URL);
+      url.pathname = `/${database.name}`;
+      const env = {
+        QUIRE_STORAGE_URL: url.toString(),
+        QUIRE_STORAGE_AUTO_MIGRATE: 'true',
+        QUIRE_DATA_DIR: dataDir,
+        PORT: '0',
+        QUIRE_USERID_HMAC_SECRET: 'two-secret',
+        QUIRE_ATTACHMENT_ENABLED: 'true',
+        QUIRE_ATTACHMENT_BASE_PATH: join(dataDir, 'files'),
+        QUIRE_ATTACHMENT_EXTENSIONS: 'any',
+        QUIRE_ATTACHMENT_SWEEP_GRACE_SECONDS: '10', // the least allowed
+        QUIRE_ATTACHMENT_SWEEP_INTERVAL_SECONDS: '1',
+      };
+      try {
+        const uploading = run(['start'], env);
+        const uploadingBase = (await uploading.listening).replace(/\/v1\/$/, '');
+        const sweeping = run(['start'], env);
+        const sweepingBase = (await sweeping.listening).replace(/\/v1\/$/, '');
+        await setUp(uploadingBase);
+        // 16 s of body, 16 KB every 250 ms: past the grace period, some 15 sweeps of the other process.
+        const chunks = Array.from({ length: 64 }, (_, index) => Buffer.alloc(16 * 1024, index));
+        const boundary = 'quire-two-processes';
+        async function* slowBody() {
+          yield Buffer.from(
+            `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+          );
+          for (const chunk of chunks) {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            yield chunk;
+          }
+          yield Buffer.from(`\r\n--${boundary}--\r\n`);
         }
-        yield Buffer.from(`\r\n--${boundary}--\r\n`);
+        const response = await request(`${uploadingBase}/v1/buckets/b/collections/c/records/slow/attachment`, {
+          method: 'POST',
+          headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+          body: Readable.from(slowBody()),
+        });
+        const attachment = (await response.body.json()) as { location: string; hash: string; size: number };
+        expect(response.statusCode).toBe(201);
+        const expectedHash = createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
+        expect(attachment).toMatchObject({ hash: expectedHash, size: 64 * 16 * 1024 });
+        // The other process serves the record with its file, and a few sweeps later the file is still there.
+        const seen = await request(`${sweepingBase}/v1/buckets/b/collections/c/records/slow`, { headers: AUTH });
+        expect(((await seen.body.json()) as { data: { attachment: unknown } }).data.attachment).toEqual(attachment);
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        const stored = readFileSync(join(dataDir, 'files', attachment.location));
+        expect(createHash('sha256').update(stored).digest('hex')).toBe(expectedHash);
+        expect(await readdir(join(dataDir, 'files', '.quire', 'notes', 'intents')).catch(() => [])).toEqual([]);
+        sweeping.child.kill('SIGTERM');
+        uploading.child.kill('SIGTERM');
+        await Promise.all([sweeping.exited, uploading.exited]);
+      } finally {
+        await rm(dataDir, { recursive: true, force: true });
+        await database.drop();
       }
-      const response = await request(`${uploadingBase}/v1/buckets/b/collections/c/records/slow/attachment`, {
-        method: 'POST',
-        headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
-        body: Readable.from(slowBody()),
-      });
-      const attachment = (await response.body.json()) as { location: string; hash: string; size: number };
-      expect(response.statusCode).toBe(201);
-      const expectedHash = createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
-      expect(attachment).toMatchObject({ hash: expectedHash, size: 64 * 16 * 1024 });
-      // The other process serves the record with its file, and a few sweeps later the file is still there.
-      const seen = await request(`${sweepingBase}/v1/buckets/b/collections/c/records/slow`, { headers: AUTH });
-      expect(((await seen.body.json()) as { data: { attachment: unknown } }).data.attachment).toEqual(attachment);
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
-      const stored = readFileSync(join(dataDir, 'files', attachment.location));
-      expect(createHash('sha256').update(stored).digest('hex')).toBe(expectedHash);
-      expect(await readdir(join(dataDir, 'files', '.quire', 'notes', 'intents')).catch(() => [])).toEqual([]);
-      sweeping.child.kill('SIGTERM');
-      uploading.child.kill('SIGTERM');
-      await Promise.all([sweeping.exited, uploading.exited]);
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-      await database.drop();
-    }
-  });
-});
+    });
+  },
+);
 
 for (const fileBackend of FILE_BACKENDS) {
   describe(`abandoned and hostile uploads, ${fileBackend} files`, { timeout: 120_000 }, () => {
@@ -270,7 +297,9 @@ for (const fileBackend of FILE_BACKENDS) {
     let port: number;
 
     beforeAll(async () => {
-      const app = await store.serverWith(files.settings({ attachment_upload_idle_timeout_seconds: 1, attachment_max_size: 64 * 1024 }));
+      const app = await store.serverWith(
+        files.settings({ attachment_upload_idle_timeout_seconds: 1, attachment_max_size: 64 * 1024 }),
+      );
       port = await listen(app);
       base = `http://127.0.0.1:${port}`;
       await setUp(base);
@@ -307,12 +336,16 @@ for (const fileBackend of FILE_BACKENDS) {
     it('a client gone mid-upload leaves nothing', async () => {
       await partialUpload('gone', 30_000, 'close');
       // The server notices the close, aborts the write and removes its note.
-      for (let tries = 0; tries < 50 && ((await files.list()).length > 0 || (await files.notes()).length > 0); tries++) await new Promise((resolve) => setTimeout(resolve, 100));
+      for (let tries = 0; tries < 50 && ((await files.list()).length > 0 || (await files.notes()).length > 0); tries++)
+        await new Promise((resolve) => setTimeout(resolve, 100));
       await nothingLeft('gone');
     });
 
     it('a client that stops sending gets 408 after the idle timeout and leaves nothing', async () => {
-      const answer = await Promise.race([partialUpload('idle', 30_000, 'wait'), new Promise<string>((resolve) => setTimeout(() => resolve('stalled'), 10_000))]);
+      const answer = await Promise.race([
+        partialUpload('idle', 30_000, 'wait'),
+        new Promise<string>((resolve) => setTimeout(() => resolve('stalled'), 10_000)),
+      ]);
       expect(answer).toMatch(/^HTTP\/1\.1 408 /);
       await nothingLeft('idle');
     });
@@ -334,15 +367,39 @@ for (const fileBackend of FILE_BACKENDS) {
 
     it('generated multipart bodies: no 5xx, no file left, no stall', async () => {
       const name = fc.constantFrom('attachment', 'data', 'permissions', 'other', '', 'attachment\u0000', 'ä');
-      const filename = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 40 }), fc.constantFrom('a.jpg', '../../etc/passwd.jpg', '.quire.jpg', 'x.exe', `${'a'.repeat(300)}.png`, 'é.png'));
-      const value = fc.oneof(fc.string({ maxLength: 200 }), fc.json({ maxDepth: 3 }), fc.uint8Array({ maxLength: 70_000 }).map((bytes) => Buffer.from(bytes)));
-      const part = fc.record({ name, filename, value, contentType: fc.constantFrom(undefined, 'image/jpeg', 'text/html', 'application/json', '', 'x'.repeat(100)) });
-      const bodies = fc.record({ parts: fc.array(part, { minLength: 0, maxLength: 4 }), cut: fc.option(fc.nat(), { nil: undefined }), garbage: fc.option(fc.uint8Array({ maxLength: 64 }), { nil: undefined }) });
+      const filename = fc.oneof(
+        fc.constant(undefined),
+        fc.string({ maxLength: 40 }),
+        fc.constantFrom('a.jpg', '../../etc/passwd.jpg', '.quire.jpg', 'x.exe', `${'a'.repeat(300)}.png`, 'é.png'),
+      );
+      const value = fc.oneof(
+        fc.string({ maxLength: 200 }),
+        fc.json({ maxDepth: 3 }),
+        fc.uint8Array({ maxLength: 70_000 }).map((bytes) => Buffer.from(bytes)),
+      );
+      const part = fc.record({
+        name,
+        filename,
+        value,
+        contentType: fc.constantFrom(undefined, 'image/jpeg', 'text/html', 'application/json', '', 'x'.repeat(100)),
+      });
+      const bodies = fc.record({
+        parts: fc.array(part, { minLength: 0, maxLength: 4 }),
+        cut: fc.option(fc.nat(), { nil: undefined }),
+        garbage: fc.option(fc.uint8Array({ maxLength: 64 }), { nil: undefined }),
+      });
       let index = 0;
       await fc.assert(
         fc.asyncProperty(bodies, async ({ parts, cut, garbage }) => {
           index += 1;
-          const form = multipart(parts.map((item) => ({ name: item.name, value: typeof item.value === 'string' ? item.value : item.value, ...(item.filename !== undefined ? { filename: item.filename } : {}), ...(item.contentType ? { contentType: item.contentType } : {}) })));
+          const form = multipart(
+            parts.map((item) => ({
+              name: item.name,
+              value: typeof item.value === 'string' ? item.value : item.value,
+              ...(item.filename !== undefined ? { filename: item.filename } : {}),
+              ...(item.contentType ? { contentType: item.contentType } : {}),
+            })),
+          );
           let body = form.body;
           if (cut !== undefined) body = body.subarray(0, cut % (body.length + 1));
           if (garbage) body = Buffer.concat([body, Buffer.from(garbage)]);
@@ -359,7 +416,10 @@ for (const fileBackend of FILE_BACKENDS) {
           if (response.statusCode >= 400) expect(protocolErrorProblem(response.statusCode, text)).toBeNull();
           else {
             // Accepted: remove it, so that what is left at the end is only what a refusal left.
-            const removed = await request(`${base}/v1/buckets/b/collections/c/records/${record}`, { method: 'DELETE', headers: AUTH });
+            const removed = await request(`${base}/v1/buckets/b/collections/c/records/${record}`, {
+              method: 'DELETE',
+              headers: AUTH,
+            });
             await removed.body.text();
           }
         }),

@@ -13,7 +13,11 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../../src/app.js';
 import { schemaValidator } from '../../src/schema/validator.js';
-import { STATEMENT_CACHE_MAX_SQL_LENGTH, STATEMENT_CACHE_MAX_TOTAL_SQL_LENGTH, statementCacheTotals } from '../../src/storage/sqlite/connection.js';
+import {
+  STATEMENT_CACHE_MAX_SQL_LENGTH,
+  STATEMENT_CACHE_MAX_TOTAL_SQL_LENGTH,
+  statementCacheTotals,
+} from '../../src/storage/sqlite/connection.js';
 import { createSqliteStorage } from '../../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../../src/storage/types.js';
 import { basicAuth, testSettings } from '../helpers/embedded-server.js';
@@ -28,7 +32,12 @@ describe('caches keyed by request input stay bounded (issue 19.10)', { timeout: 
   let base: string;
   let close: () => Promise<void>;
   // Query limits raised: the statements must be long to show what the caches keep.
-  const settings = testSettings({ experimental_collection_schema_validation: true, schema_validator_cache_size: 16, max_query_sort_fields: 100, max_query_filters: 1000 });
+  const settings = testSettings({
+    experimental_collection_schema_validation: true,
+    schema_validator_cache_size: 16,
+    max_query_sort_fields: 100,
+    max_query_filters: 1000,
+  });
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'quire-bounded-'));
@@ -61,14 +70,20 @@ describe('caches keyed by request input stay bounded (issue 19.10)', { timeout: 
       const fields = Array.from({ length: count }, (_, field) => `f${index}_${field}.${field % 7}.1.2`);
       const queries = [
         `_sort=${fields.join(',')}`,
-        fields.map((field, position) => `${['eq', 'min', 'has', 'like', 'in', 'contains'][position % 6]}_${field}=${position}`).join('&'),
+        fields
+          .map(
+            (field, position) => `${['eq', 'min', 'has', 'like', 'in', 'contains'][position % 6]}_${field}=${position}`,
+          )
+          .join('&'),
         `_fields=${fields.join(',')}&not_${fields[0]}=1&_since=${index}`,
       ];
       for (const query of queries) statusCodes.add(await get(`${RECORDS}?${query}`));
     }
     expect([...statusCodes].filter((status) => status >= 500)).toEqual([]);
     const totals = statementCacheTotals();
-    console.log(`[bounded memory] statement caches after 1,200 hostile listings: ${totals.statements} statements, ${totals.sqlLength} characters of SQL on ${totals.connections} connections`);
+    console.log(
+      `[bounded memory] statement caches after 1,200 hostile listings: ${totals.statements} statements, ${totals.sqlLength} characters of SQL on ${totals.connections} connections`,
+    );
     expect(totals.connections).toBeGreaterThan(0);
     // No statement built from a long query is kept, and each connection stays within its budget.
     expect(totals.longest).toBeLessThanOrEqual(STATEMENT_CACHE_MAX_SQL_LENGTH);
@@ -78,10 +93,18 @@ describe('caches keyed by request input stay bounded (issue 19.10)', { timeout: 
   it('keeps compiled schemas within schema_validator_cache_size', async () => {
     for (let index = 0; index < 40; index++) {
       const schema = { type: 'object', properties: { [`p${index}`]: { type: 'string', maxLength: index + 1 } } };
-      const put = await request(`${base}/v1/buckets/b/collections/s${index}`, { method: 'PUT', headers: AUTH, body: JSON.stringify({ data: { schema } }) });
+      const put = await request(`${base}/v1/buckets/b/collections/s${index}`, {
+        method: 'PUT',
+        headers: AUTH,
+        body: JSON.stringify({ data: { schema } }),
+      });
       expect(put.statusCode).toBe(201);
       await put.body.text();
-      const record = await request(`${base}/v1/buckets/b/collections/s${index}/records`, { method: 'POST', headers: AUTH, body: JSON.stringify({ data: { [`p${index}`]: 'x' } }) });
+      const record = await request(`${base}/v1/buckets/b/collections/s${index}/records`, {
+        method: 'POST',
+        headers: AUTH,
+        body: JSON.stringify({ data: { [`p${index}`]: 'x' } }),
+      });
       expect(record.statusCode).toBe(201);
       await record.body.text();
     }

@@ -61,7 +61,12 @@ describe('errors in the protocol format, from every layer (issue 19.7)', { timeo
     expect(response.status).toBe(200);
     // 4096 is about the least that still fits a record URL of three 256-byte ids (checked at start).
     const tight = await listen(await serverWith({ max_header_bytes: 4096 }));
-    expectProtocolError(await rawRequest(tight, get('/v1/', `X-Big: ${'a'.repeat(5_000)}\r\n`)), 431, 113, /max_header_bytes \(4096 bytes\)/);
+    expectProtocolError(
+      await rawRequest(tight, get('/v1/', `X-Big: ${'a'.repeat(5_000)}\r\n`)),
+      431,
+      113,
+      /max_header_bytes \(4096 bytes\)/,
+    );
   });
 
   it('405 for a method the HTTP parser does not know', async () => {
@@ -70,13 +75,21 @@ describe('errors in the protocol format, from every layer (issue 19.7)', { timeo
   });
 
   it('405 for CONNECT, which Node would close unanswered', async () => {
-    expectProtocolError(await rawRequest(port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'), 405, 115);
+    expectProtocolError(
+      await rawRequest(port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'),
+      405,
+      115,
+    );
   });
 
   it('400 for a malformed request', async () => {
     expectProtocolError(await rawRequest(port, 'garbage\r\n\r\n'), 400, 107, /Malformed HTTP request/);
     expectProtocolError(await rawRequest(port, 'GET /v1/ HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n'), 400, 107);
-    expectProtocolError(await rawRequest(port, 'GET /v1/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n'), 400, 107);
+    expectProtocolError(
+      await rawRequest(port, 'GET /v1/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n'),
+      400,
+      107,
+    );
     const chunked = 'POST /v1/batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n';
     expectProtocolError(await rawRequest(port, chunked), 400, 107);
   });
@@ -95,12 +108,22 @@ describe('errors in the protocol format, from every layer (issue 19.7)', { timeo
     expect((await rawRequest(port, put('/v1/buckets/deep', nested(100)))).status).toBe(201);
     expectProtocolError(await rawRequest(port, put('/v1/buckets/deep', nested(101))), 400, 107, /max_json_depth/);
     const shallow = await listen(await serverWith({ max_json_depth: 10 }));
-    expectProtocolError(await rawRequest(shallow, put('/v1/buckets/deep', nested(11))), 400, 107, /max_json_depth \(10\)/);
+    expectProtocolError(
+      await rawRequest(shallow, put('/v1/buckets/deep', nested(11))),
+      400,
+      107,
+      /max_json_depth \(10\)/,
+    );
   });
 
   it('still refuses prototype keys, at any depth', async () => {
     for (const body of ['{"data":{"__proto__":{"x":1}}}', '{"data":{"a":[{"constructor":{"prototype":{"x":1}}}]}}']) {
-      expectProtocolError(await rawRequest(port, put('/v1/buckets/proto', body)), 400, 107, /forbidden prototype property/);
+      expectProtocolError(
+        await rawRequest(port, put('/v1/buckets/proto', body)),
+        400,
+        107,
+        /forbidden prototype property/,
+      );
     }
     expect(({} as Record<string, unknown>).x).toBeUndefined();
   });

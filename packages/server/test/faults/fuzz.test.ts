@@ -39,8 +39,29 @@ const ids = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      '__proto__', 'constructor', 'prototype', '..', '.', '%2e%2e', '%2F', 'a%2Fb', 'a%00b', '%C3%28', '%E2%82', '%25', '~', 'x'.repeat(300),
-      '%C3%A9', '%F0%9F%98%80', 'a%20b', '%ED%A0%80', 'null', '1', '-', '_', 'a.b',
+      '__proto__',
+      'constructor',
+      'prototype',
+      '..',
+      '.',
+      '%2e%2e',
+      '%2F',
+      'a%2Fb',
+      'a%00b',
+      '%C3%28',
+      '%E2%82',
+      '%25',
+      '~',
+      'x'.repeat(300),
+      '%C3%A9',
+      '%F0%9F%98%80',
+      'a%20b',
+      '%ED%A0%80',
+      'null',
+      '1',
+      '-',
+      '_',
+      'a.b',
     ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 12, unit: 'binary' }).map(encodeURIComponent) },
@@ -48,59 +69,163 @@ const ids = fc.oneof(
 
 /** Endpoint families: `{b}` `{c}` `{r}` `{g}` `{a}` are filled with ids. */
 const TEMPLATES = [
-  '/v1/', '/v1', '/', '/v2/', '/buckets', '/v1/buckets', '/v1/buckets/{b}', '/v1/buckets/{b}/collections',
-  '/v1/buckets/{b}/collections/{c}', '/v1/buckets/{b}/collections/{c}/records', '/v1/buckets/{b}/collections/{c}/records/{r}',
-  '/v1/buckets/{b}/groups', '/v1/buckets/{b}/groups/{g}', '/v1/buckets/{b}/history', '/v1/permissions', '/v1/batch',
-  '/v1/accounts', '/v1/accounts/{a}', '/v1/accounts/{a}/validate/{r}', '/v1/accounts/{a}/reset-password',
-  '/v1/__heartbeat__', '/v1/__lbheartbeat__', '/v1/__version__', '/v1/__api__', '/v1/contribute.json',
-  '/v1/buckets/monitor/collections/changes/records', '/v1/buckets/default', '/v1/buckets/default/collections/{c}/records',
-  '/v1/buckets/default/collections/{c}/records/{r}', '/v1/openid/{a}/login', '/v1/admin/', '/v1/__flush__',
+  '/v1/',
+  '/v1',
+  '/',
+  '/v2/',
+  '/buckets',
+  '/v1/buckets',
+  '/v1/buckets/{b}',
+  '/v1/buckets/{b}/collections',
+  '/v1/buckets/{b}/collections/{c}',
+  '/v1/buckets/{b}/collections/{c}/records',
+  '/v1/buckets/{b}/collections/{c}/records/{r}',
+  '/v1/buckets/{b}/groups',
+  '/v1/buckets/{b}/groups/{g}',
+  '/v1/buckets/{b}/history',
+  '/v1/permissions',
+  '/v1/batch',
+  '/v1/accounts',
+  '/v1/accounts/{a}',
+  '/v1/accounts/{a}/validate/{r}',
+  '/v1/accounts/{a}/reset-password',
+  '/v1/__heartbeat__',
+  '/v1/__lbheartbeat__',
+  '/v1/__version__',
+  '/v1/__api__',
+  '/v1/contribute.json',
+  '/v1/buckets/monitor/collections/changes/records',
+  '/v1/buckets/default',
+  '/v1/buckets/default/collections/{c}/records',
+  '/v1/buckets/default/collections/{c}/records/{r}',
+  '/v1/openid/{a}/login',
+  '/v1/admin/',
+  '/v1/__flush__',
 ];
 
 /** The families holding data, aimed at more often than the utilities. */
-const DATA_TEMPLATES = TEMPLATES.filter((template) => /\{|batch|permissions|accounts$/.test(template) && !/validate|reset|openid/.test(template));
+const DATA_TEMPLATES = TEMPLATES.filter(
+  (template) => /\{|batch|permissions|accounts$/.test(template) && !/validate|reset|openid/.test(template),
+);
 
 const paths = fc
   .tuple(
-    fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...DATA_TEMPLATES) }, { weight: 1, arbitrary: fc.constantFrom(...TEMPLATES) }),
+    fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...DATA_TEMPLATES) },
+      { weight: 1, arbitrary: fc.constantFrom(...TEMPLATES) },
+    ),
     // Each place mostly names its fixture, so that requests reach objects that exist.
-    fc.tuple(...['fz', 'c', 'r', 'g', 'fuzzer'].map((fixture) => fc.oneof({ weight: 3, arbitrary: fc.constant(fixture) }, { weight: 2, arbitrary: ids }))),
+    fc.tuple(
+      ...['fz', 'c', 'r', 'g', 'fuzzer'].map((fixture) =>
+        fc.oneof({ weight: 3, arbitrary: fc.constant(fixture) }, { weight: 2, arbitrary: ids }),
+      ),
+    ),
   )
   .map(([template, [b, c, r, g, a]]) => {
-    const path = template.replace('{b}', b!).replace('{c}', c!).replace('{r}', r!).replace('{g}', g!).replace('{a}', a!);
+    const path = template
+      .replace('{b}', b!)
+      .replace('{c}', c!)
+      .replace('{r}', r!)
+      .replace('{g}', g!)
+      .replace('{a}', a!);
     return { template, path };
   })
   .chain(({ template, path }) =>
-    fc.oneof({ weight: 12, arbitrary: fc.constant('none') }, { weight: 6, arbitrary: fc.constantFrom('slash', 'double', 'dot', 'dotdot', 'upper', 'encoded') }).map((mutation) => {
-      switch (mutation) {
-        case 'slash':
-          return { template, path: `${path}/` };
-        case 'double':
-          return { template, path: path.replace(/\/(?=[^/]*$)/, '//') };
-        case 'dot':
-          return { template, path: path.replace('/v1/', '/v1/./') };
-        case 'dotdot':
-          return { template, path: path.replace('/v1/', '/v1/x/../') };
-        case 'upper':
-          return { template, path: path.toUpperCase() };
-        case 'encoded':
-          return { template, path: path.replace(/[a-z]/, (letter) => `%${letter.charCodeAt(0).toString(16)}`) };
-        default:
-          return { template, path };
-      }
-    }),
+    fc
+      .oneof(
+        { weight: 12, arbitrary: fc.constant('none') },
+        { weight: 6, arbitrary: fc.constantFrom('slash', 'double', 'dot', 'dotdot', 'upper', 'encoded') },
+      )
+      .map((mutation) => {
+        switch (mutation) {
+          case 'slash':
+            return { template, path: `${path}/` };
+          case 'double':
+            return { template, path: path.replace(/\/(?=[^/]*$)/, '//') };
+          case 'dot':
+            return { template, path: path.replace('/v1/', '/v1/./') };
+          case 'dotdot':
+            return { template, path: path.replace('/v1/', '/v1/x/../') };
+          case 'upper':
+            return { template, path: path.toUpperCase() };
+          case 'encoded':
+            return { template, path: path.replace(/[a-z]/, (letter) => `%${letter.charCodeAt(0).toString(16)}`) };
+          default:
+            return { template, path };
+        }
+      }),
   );
 
 const QUERY_NAMES = [
-  '_limit', '_since', '_before', '_to', '_sort', '_fields', '_token', '_expected', 'in_id', 'exclude_id', 'like_title', 'has_x', 'contains_tags',
-  'contains_any_tags', 'min_n', 'max_n', 'lt_n', 'gt_n', 'not_n', 'eq_n', 'title', 'last_modified', 'in_last_modified', 'a.b.0.1', '__proto__',
-  'constructor.prototype.polluted', 'in___proto__', 'id', 'deleted', 'target.data.id', 'uri', 'resource_name', 'x\u0000', 'é', '',
+  '_limit',
+  '_since',
+  '_before',
+  '_to',
+  '_sort',
+  '_fields',
+  '_token',
+  '_expected',
+  'in_id',
+  'exclude_id',
+  'like_title',
+  'has_x',
+  'contains_tags',
+  'contains_any_tags',
+  'min_n',
+  'max_n',
+  'lt_n',
+  'gt_n',
+  'not_n',
+  'eq_n',
+  'title',
+  'last_modified',
+  'in_last_modified',
+  'a.b.0.1',
+  '__proto__',
+  'constructor.prototype.polluted',
+  'in___proto__',
+  'id',
+  'deleted',
+  'target.data.id',
+  'uri',
+  'resource_name',
+  'x\u0000',
+  'é',
+  '',
 ];
 const QUERY_VALUES = fc.oneof(
   fc.constantFrom(
-    '', '0', '1', '-1', '10', '1e400', '9'.repeat(30), '99999999999999999999', 'null', 'true', '"x"', '[1,2]', '{"a":1}', '"', '\u0000', 'a,b,,c',
-    '"123"', 'W/"1"', '*', '-last_modified', 'title,-n,a.b.1.2', '_', ',', ',,,,', 'eyJsYXN0X29iamVjdCI6e30sIm9mZnNldCI6MSwibm9uY2UiOiJ4In0=',
-    'e30=', 'not base64!', '%', 'é', '\ud800', Array.from({ length: 300 }, (_, index) => index).join(','),
+    '',
+    '0',
+    '1',
+    '-1',
+    '10',
+    '1e400',
+    '9'.repeat(30),
+    '99999999999999999999',
+    'null',
+    'true',
+    '"x"',
+    '[1,2]',
+    '{"a":1}',
+    '"',
+    '\u0000',
+    'a,b,,c',
+    '"123"',
+    'W/"1"',
+    '*',
+    '-last_modified',
+    'title,-n,a.b.1.2',
+    '_',
+    ',',
+    ',,,,',
+    'eyJsYXN0X29iamVjdCI6e30sIm9mZnNldCI6MSwibm9uY2UiOiJ4In0=',
+    'e30=',
+    'not base64!',
+    '%',
+    'é',
+    '\ud800',
+    Array.from({ length: 300 }, (_, index) => index).join(','),
   ),
   fc.string({ maxLength: 20 }),
   fc.integer().map(String),
@@ -111,8 +236,53 @@ const queries = fc
 
 // JSON text, built by hand so that keys such as `__proto__` and duplicates can be sent.
 const KEYS = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('data', 'permissions', 'id', 'last_modified', 'deleted', 'title', 'n', 'tags', 'members', 'schema', 'password', 'x', 'requests', 'defaults', 'method', 'path', 'headers', 'body', 'read', 'write') },
-  { weight: 2, arbitrary: fc.constantFrom('__proto__', 'constructor', 'prototype', 'polluted', 'toString', 'hasOwnProperty', '', ' ', 'a.b', '$ref', 'type', 'properties', 'required', '\u0000', '\ud800', '𝄞', 'k'.repeat(1000)) },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      'data',
+      'permissions',
+      'id',
+      'last_modified',
+      'deleted',
+      'title',
+      'n',
+      'tags',
+      'members',
+      'schema',
+      'password',
+      'x',
+      'requests',
+      'defaults',
+      'method',
+      'path',
+      'headers',
+      'body',
+      'read',
+      'write',
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '__proto__',
+      'constructor',
+      'prototype',
+      'polluted',
+      'toString',
+      'hasOwnProperty',
+      '',
+      ' ',
+      'a.b',
+      '$ref',
+      'type',
+      'properties',
+      'required',
+      '\u0000',
+      '\ud800',
+      '𝄞',
+      'k'.repeat(1000),
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
 );
 const LEAVES = fc.oneof(
@@ -120,42 +290,125 @@ const LEAVES = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      '1e999', '-1e999', '123456789012345678901234567890', '0.0000000000000000000001', '-0', '9007199254740993', '"\\u0000"', '"\\ud800"',
-      '"\\udfff\\ud800"', '"system.Everyone"', '"system.Authenticated"', '["system.Everyone"]', '"/buckets/fz/groups/g"', '{}', '[]', '"*"', '"x"',
-      '{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}', '{"type":"string","pattern":"(a+)+$"}', '{"$ref":"http://example.invalid/s"}',
+      '1e999',
+      '-1e999',
+      '123456789012345678901234567890',
+      '0.0000000000000000000001',
+      '-0',
+      '9007199254740993',
+      '"\\u0000"',
+      '"\\ud800"',
+      '"\\udfff\\ud800"',
+      '"system.Everyone"',
+      '"system.Authenticated"',
+      '["system.Everyone"]',
+      '"/buckets/fz/groups/g"',
+      '{}',
+      '[]',
+      '"*"',
+      '"x"',
+      '{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}',
+      '{"type":"string","pattern":"(a+)+$"}',
+      '{"$ref":"http://example.invalid/s"}',
     ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 30, unit: 'grapheme' }).map((text) => JSON.stringify(text)) },
 );
 const { json } = fc.letrec<{ json: string; object: string; array: string }>((tie) => ({
   json: fc.oneof({ depthSize: 'small', maxDepth: 5 }, LEAVES, tie('object'), tie('array')),
-  object: fc.array(fc.tuple(KEYS, tie('json')), { maxLength: 5 }).map((entries) => `{${entries.map(([key, value]) => `${JSON.stringify(key)}:${value}`).join(',')}}`),
+  object: fc
+    .array(fc.tuple(KEYS, tie('json')), { maxLength: 5 })
+    .map((entries) => `{${entries.map(([key, value]) => `${JSON.stringify(key)}:${value}`).join(',')}}`),
   array: fc.array(tie('json'), { maxLength: 5 }).map((items) => `[${items.join(',')}]`),
 }));
 
-const PATCH_PATHS = ['/data/x', '/data/__proto__/polluted', '/data/constructor/prototype/polluted', '/permissions/read/system.Everyone', '/permissions/write/x', '/permissions/bogus/x', '/data', '', 'data', '/data/a/b/c', '/data/-', '/data/tags/99999', '/data/tags/-', '/__proto__/polluted'];
+const PATCH_PATHS = [
+  '/data/x',
+  '/data/__proto__/polluted',
+  '/data/constructor/prototype/polluted',
+  '/permissions/read/system.Everyone',
+  '/permissions/write/x',
+  '/permissions/bogus/x',
+  '/data',
+  '',
+  'data',
+  '/data/a/b/c',
+  '/data/-',
+  '/data/tags/99999',
+  '/data/tags/-',
+  '/__proto__/polluted',
+];
 const jsonPatches = fc
   .array(
-    fc.record({ op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'), path: fc.constantFrom(...PATCH_PATHS), from: fc.constantFrom(...PATCH_PATHS), value: json }),
+    fc.record({
+      op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'),
+      path: fc.constantFrom(...PATCH_PATHS),
+      from: fc.constantFrom(...PATCH_PATHS),
+      value: json,
+    }),
     { maxLength: 6 },
   )
-  .map((operations) => `[${operations.map(({ op, path, from, value }) => `{"op":${JSON.stringify(op)},"path":${JSON.stringify(path)},"from":${JSON.stringify(from)},"value":${value}}`).join(',')}]`);
+  .map(
+    (operations) =>
+      `[${operations.map(({ op, path, from, value }) => `{"op":${JSON.stringify(op)},"path":${JSON.stringify(path)},"from":${JSON.stringify(from)},"value":${value}}`).join(',')}]`,
+  );
 
-const deep = fc.constantFrom(50, 99, 100, 101, 1000, 10_000).map((depth) => `{"data":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}}`);
-const wide = fc.constantFrom(9_000, 10_001, 50_000).map((count) => JSON.stringify({ data: Object.fromEntries(Array.from({ length: count }, (_, index) => [`k${index}`, index])) }));
-const invalid = fc.constantFrom('{', '{"data":', '[', 'nul', '{"a":1,}', "{'a':1}", '\u0000', '  ', '{"data":{}}garbage', '"', '{"data":{"x":1}', '\ufeff{}', '{"data":{"x":"\\u00"}}');
-const wrapped = fc.tuple(json, fc.option(json)).map(([data, permissions]) => `{"data":${data}${permissions === null ? '' : `,"permissions":${permissions}`}}`);
+const deep = fc
+  .constantFrom(50, 99, 100, 101, 1000, 10_000)
+  .map((depth) => `{"data":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}}`);
+const wide = fc
+  .constantFrom(9_000, 10_001, 50_000)
+  .map((count) =>
+    JSON.stringify({ data: Object.fromEntries(Array.from({ length: count }, (_, index) => [`k${index}`, index])) }),
+  );
+const invalid = fc.constantFrom(
+  '{',
+  '{"data":',
+  '[',
+  'nul',
+  '{"a":1,}',
+  "{'a':1}",
+  '\u0000',
+  '  ',
+  '{"data":{}}garbage',
+  '"',
+  '{"data":{"x":1}',
+  '\ufeff{}',
+  '{"data":{"x":"\\u00"}}',
+);
+const wrapped = fc
+  .tuple(json, fc.option(json))
+  .map(([data, permissions]) => `{"data":${data}${permissions === null ? '' : `,"permissions":${permissions}`}}`);
 const subRequests = fc
   .array(
-    fc.tuple(fc.constantFrom('GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'HEAD', 'TRACE', 'BOGUS'), paths, queries, fc.option(wrapped), fc.option(json)),
+    fc.tuple(
+      fc.constantFrom('GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'HEAD', 'TRACE', 'BOGUS'),
+      paths,
+      queries,
+      fc.option(wrapped),
+      fc.option(json),
+    ),
     { maxLength: 4 },
   )
-  .map((requests) => `{"requests":[${requests.map(([method, { path }, query, body, headers]) => `{"method":"${method}","path":${JSON.stringify(path.replace(/^\/v1/, '') + query)}${body === null ? '' : `,"body":${body}`}${headers === null ? '' : `,"headers":${headers}`}}`).join(',')}]}`);
+  .map(
+    (requests) =>
+      `{"requests":[${requests.map(([method, { path }, query, body, headers]) => `{"method":"${method}","path":${JSON.stringify(path.replace(/^\/v1/, '') + query)}${body === null ? '' : `,"body":${body}`}${headers === null ? '' : `,"headers":${headers}`}}`).join(',')}]}`,
+  );
 
 // Bodies that might be accepted, so that the fuzzer gets past validation too.
 const plausible = fc
-  .tuple(fc.dictionary(fc.constantFrom('n', 'title', 'tags', 'members', 'x', 'y', 'schema', 'password'), LEAVES, { maxKeys: 4 }), fc.boolean())
-  .map(([data, withPermissions]) => `{"data":{${Object.entries(data).map(([key, value]) => `"${key}":${value}`).join(',')}}${withPermissions ? ',"permissions":{"read":["system.Everyone"]}' : ''}}`);
+  .tuple(
+    fc.dictionary(fc.constantFrom('n', 'title', 'tags', 'members', 'x', 'y', 'schema', 'password'), LEAVES, {
+      maxKeys: 4,
+    }),
+    fc.boolean(),
+  )
+  .map(
+    ([data, withPermissions]) =>
+      `{"data":{${Object.entries(data)
+        .map(([key, value]) => `"${key}":${value}`)
+        .join(',')}}${withPermissions ? ',"permissions":{"read":["system.Everyone"]}' : ''}}`,
+  );
 
 const bodies = fc.oneof(
   { weight: 6, arbitrary: plausible },
@@ -170,9 +423,19 @@ const bodies = fc.oneof(
 );
 
 const CONTENT_TYPES = [
-  'application/json', 'application/json; charset=utf-8', 'application/merge-patch+json', 'application/json-patch+json', 'text/plain',
-  'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'APPLICATION/JSON', 'application/json;;;',
-  'garbage', '*/*', 'application/json-patch+json; charset=utf-16',
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/merge-patch+json',
+  'application/json-patch+json',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=latin1',
+  'APPLICATION/JSON',
+  'application/json;;;',
+  'garbage',
+  '*/*',
+  'application/json-patch+json; charset=utf-16',
 ];
 /** `values` now and then (one time in `1 + absent`), else no such header. */
 function sometimes<T>(values: fc.Arbitrary<T>, absent: number): fc.Arbitrary<T | undefined> {
@@ -184,20 +447,43 @@ const headers = fc
     authorization: fc.oneof(
       { weight: 8, arbitrary: fc.constant(ALICE) },
       { weight: 1, arbitrary: fc.constantFrom(BOB, ACCOUNT) },
-      { weight: 1, arbitrary: fc.constantFrom('Basic !!!', 'Basic ', `Basic ${Buffer.from('fuzzer:wrong').toString('base64')}`, 'Bearer garbage', 'Digest x', '') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          'Basic !!!',
+          'Basic ',
+          `Basic ${Buffer.from('fuzzer:wrong').toString('base64')}`,
+          'Bearer garbage',
+          'Digest x',
+          '',
+        ),
+      },
       { weight: 1, arbitrary: fc.constant(undefined) },
     ),
-    'if-match': sometimes(fc.constantFrom('"123"', '*', 'W/"1"', 'garbage', `"${'9'.repeat(40)}"`, '"-1"', '""', '"1", "2"'), 8),
+    'if-match': sometimes(
+      fc.constantFrom('"123"', '*', 'W/"1"', 'garbage', `"${'9'.repeat(40)}"`, '"-1"', '""', '"1", "2"'),
+      8,
+    ),
     'if-none-match': sometimes(fc.constantFrom('"123"', '*', 'garbage', `"${'9'.repeat(40)}"`, '"0"'), 8),
-    'content-type': fc.oneof({ weight: 6, arbitrary: fc.constant('application/json') }, { weight: 3, arbitrary: fc.constantFrom(...CONTENT_TYPES) }, { weight: 1, arbitrary: fc.constant(undefined) }),
-    accept: sometimes(fc.constantFrom('application/json', '*/*', 'text/html', 'application/json;q=0', 'garbage', ''), 8),
+    'content-type': fc.oneof(
+      { weight: 6, arbitrary: fc.constant('application/json') },
+      { weight: 3, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+      { weight: 1, arbitrary: fc.constant(undefined) },
+    ),
+    accept: sometimes(
+      fc.constantFrom('application/json', '*/*', 'text/html', 'application/json;q=0', 'garbage', ''),
+      8,
+    ),
     'response-behavior': sometimes(fc.constantFrom('full', 'light', 'diff', 'bogus'), 6),
     origin: sometimes(fc.constantFrom('http://example.com', 'null', 'garbage'), 6),
     'access-control-request-method': sometimes(fc.constantFrom('GET', 'PUT', 'BOGUS'), 6),
     'x-forwarded-host': sometimes(fc.constantFrom('evil.example', 'evil.example/path'), 8),
     'x-pad': sometimes(fc.constant('a'.repeat(20_000)), 40),
   })
-  .map((values) => Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Record<string, string>);
+  .map(
+    (values) =>
+      Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Record<string, string>,
+  );
 
 const requests = fc.record({
   method: fc.oneof(
@@ -215,25 +501,75 @@ const requests = fc.record({
 // Raw HTTP: complete requests (a body exactly as long as announced), malformed in every other way.
 const rawRequests = fc
   .record({
-    method: fc.constantFrom('GET', 'PUT', 'get', 'G E T', 'FOO', 'PRI', 'CONNECT', 'TRACE', '\u0000', '', 'DELETE', 'PATCH'),
-    target: fc.constantFrom('/v1/', '/v1/buckets', '*', 'http://evil.example/v1/', '/v1/buckets/a b', '/v1/%', '/v1/\u00e9', '//', '/v1/buckets?x=%', '', '/v1/batch', `/v1/${'a'.repeat(20_000)}`),
+    method: fc.constantFrom(
+      'GET',
+      'PUT',
+      'get',
+      'G E T',
+      'FOO',
+      'PRI',
+      'CONNECT',
+      'TRACE',
+      '\u0000',
+      '',
+      'DELETE',
+      'PATCH',
+    ),
+    target: fc.constantFrom(
+      '/v1/',
+      '/v1/buckets',
+      '*',
+      'http://evil.example/v1/',
+      '/v1/buckets/a b',
+      '/v1/%',
+      '/v1/\u00e9',
+      '//',
+      '/v1/buckets?x=%',
+      '',
+      '/v1/batch',
+      `/v1/${'a'.repeat(20_000)}`,
+    ),
     version: fc.constantFrom('HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9.9', 'HTTP/1.1 x', 'HTTP/1', ''),
     lines: fc.array(
       fc.constantFrom(
-        'Host: 127.0.0.1', 'Host: evil.example', 'Host:', 'Bad Header: 1', 'X-Fold: a\r\n continued', 'Content-Length: 5', 'Content-Length: -1', 'Content-Length: abc',
-        'Transfer-Encoding: chunked', 'Transfer-Encoding: gzip', 'Expect: 100-continue', 'Expect: nope', `X-Big: ${'b'.repeat(20_000)}`, 'Content-Type: application/json',
-        `Authorization: ${ALICE}`, 'Connection: keep-alive', 'X-Nul: a\u0000b',
+        'Host: 127.0.0.1',
+        'Host: evil.example',
+        'Host:',
+        'Bad Header: 1',
+        'X-Fold: a\r\n continued',
+        'Content-Length: 5',
+        'Content-Length: -1',
+        'Content-Length: abc',
+        'Transfer-Encoding: chunked',
+        'Transfer-Encoding: gzip',
+        'Expect: 100-continue',
+        'Expect: nope',
+        `X-Big: ${'b'.repeat(20_000)}`,
+        'Content-Type: application/json',
+        `Authorization: ${ALICE}`,
+        'Connection: keep-alive',
+        'X-Nul: a\u0000b',
       ),
       { maxLength: 5 },
     ),
     body: fc.constantFrom('', '{}', '{"data":{}}', '{"requests":[{"path":"/"}]}', 'zz'),
-    chunked: fc.constantFrom('0\r\n\r\n', 'zz\r\n\r\n', '2\r\n{}\r\n0\r\n\r\n', `1;ext=${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`),
+    chunked: fc.constantFrom(
+      '0\r\n\r\n',
+      'zz\r\n\r\n',
+      '2\r\n{}\r\n0\r\n\r\n',
+      `1;ext=${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`,
+    ),
   })
   .map(({ method, target, version, lines, body, chunked }) => {
-    const head = [`${method} ${target} ${version}`.trimEnd(), ...lines.filter((line) => !/^Content-Length/.test(line)), 'Connection: close'];
+    const head = [
+      `${method} ${target} ${version}`.trimEnd(),
+      ...lines.filter((line) => !/^Content-Length/.test(line)),
+      'Connection: close',
+    ];
     if (lines.includes('Transfer-Encoding: chunked')) return `${head.join('\r\n')}\r\n\r\n${chunked}`;
     const length = lines.find((line) => /^Content-Length/.test(line));
-    if (length === 'Content-Length: 5') return `${head.join('\r\n')}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    if (length === 'Content-Length: 5')
+      return `${head.join('\r\n')}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     return `${head.join('\r\n')}${length ? `\r\n${length}` : ''}\r\n\r\n`;
   });
 
@@ -256,23 +592,48 @@ function record(figures: Figures, status: number): void {
 }
 
 function report(name: string, figures: Figures): string {
-  const statuses = [...figures.statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}: ${count}`).join(', ');
+  const statuses = [...figures.statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([status, count]) => `${status}: ${count}`)
+    .join(', ');
   return `[fuzz ${name}] seed ${SEED}: ${figures.sent} requests over HTTP + ${figures.raw} raw; statuses {${statuses}}; 5xx: ${figures.serverErrors}; hangs: ${figures.hangs}; error bodies not in the protocol format: ${figures.badBodies}; raw connections closed unanswered: ${figures.closedUnanswered}`;
 }
 
 function prototypeSnapshot(): string {
-  return JSON.stringify([Object.getOwnPropertyNames(Object.prototype).sort(), Object.getOwnPropertyNames(Array.prototype).sort(), Object.getOwnPropertyNames(Function.prototype).sort()]);
+  return JSON.stringify([
+    Object.getOwnPropertyNames(Object.prototype).sort(),
+    Object.getOwnPropertyNames(Array.prototype).sort(),
+    Object.getOwnPropertyNames(Function.prototype).sort(),
+  ]);
 }
 
 describeOnBackends('HTTP fuzzing (issue 19)', { timeout: 300_000 }, ({ name, serverWith }) => {
   let base: string;
   let port: number;
   const agent = new Agent({ connections: 4, headersTimeout: DEADLINE_MS, bodyTimeout: DEADLINE_MS });
-  const figures: Figures = { sent: 0, raw: 0, statuses: new Map(), serverErrors: 0, hangs: 0, badBodies: 0, closedUnanswered: 0 };
+  const figures: Figures = {
+    sent: 0,
+    raw: 0,
+    statuses: new Map(),
+    serverErrors: 0,
+    hangs: 0,
+    badBodies: 0,
+    closedUnanswered: 0,
+  };
   const prototypes = prototypeSnapshot();
 
-  async function call(method: string, path: string, headerValues: Record<string, string>, body?: string): Promise<{ status: number; text: string }> {
-    const response = await request(`${base}${path}`, { method: method as 'GET', headers: headerValues, body, dispatcher: agent });
+  async function call(
+    method: string,
+    path: string,
+    headerValues: Record<string, string>,
+    body?: string,
+  ): Promise<{ status: number; text: string }> {
+    const response = await request(`${base}${path}`, {
+      method: method as 'GET',
+      headers: headerValues,
+      body,
+      dispatcher: agent,
+    });
     return { status: response.statusCode, text: await response.body.text() };
   }
 
@@ -280,10 +641,20 @@ describeOnBackends('HTTP fuzzing (issue 19)', { timeout: 300_000 }, ({ name, ser
   async function fixtures(): Promise<void> {
     const json = { 'content-type': 'application/json', authorization: ALICE };
     await call('PUT', '/v1/buckets/fz', json, '{"permissions":{"read":["system.Everyone"]}}');
-    await call('PUT', '/v1/buckets/fz/collections/c', json, '{"data":{"schema":{"type":"object","properties":{"n":{"type":"number"}}}}}');
+    await call(
+      'PUT',
+      '/v1/buckets/fz/collections/c',
+      json,
+      '{"data":{"schema":{"type":"object","properties":{"n":{"type":"number"}}}}}',
+    );
     await call('PUT', '/v1/buckets/fz/collections/c/records/r', json, '{"data":{"n":1,"title":"t","tags":["a"]}}');
     await call('PUT', '/v1/buckets/fz/groups/g', json, '{"data":{"members":["basicauth:x"]}}');
-    await call('PUT', '/v1/accounts/fuzzer', { 'content-type': 'application/json' }, '{"data":{"password":"fuzzer-password-1"}}');
+    await call(
+      'PUT',
+      '/v1/accounts/fuzzer',
+      { 'content-type': 'application/json' },
+      '{"data":{"password":"fuzzer-password-1"}}',
+    );
   }
 
   beforeAll(async () => {
@@ -320,7 +691,12 @@ describeOnBackends('HTTP fuzzing (issue 19)', { timeout: 300_000 }, ({ name, ser
           const code = (error as { code?: string }).code;
           if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') figures.hangs++;
           // What undici refuses to send is no server failure; anything else is.
-          if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED' || code === 'ERR_INVALID_ARG_VALUE' || code === 'ERR_INVALID_CHAR') {
+          if (
+            code === 'UND_ERR_INVALID_ARG' ||
+            code === 'UND_ERR_NOT_SUPPORTED' ||
+            code === 'ERR_INVALID_ARG_VALUE' ||
+            code === 'ERR_INVALID_CHAR'
+          ) {
             figures.sent--;
             return;
           }

@@ -12,7 +12,13 @@ import { listen, rawRequest, type RawResponse } from './protocol.js';
 
 const AUTH = basicAuth('alice').authorization;
 
-function send(port: number, method: string, path: string, host: string | null, { body, headers = {} }: { body?: unknown; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  host: string | null,
+  { body, headers = {} }: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<RawResponse> {
   const payload = body === undefined ? '' : JSON.stringify(body);
   const lines = [`${method} ${path} HTTP/1.1`];
   if (host !== null) lines.push(`Host: ${host}`);
@@ -35,7 +41,8 @@ describe('absolute URLs never echo an untrusted Host (issue 19.9)', { timeout: 6
     port = await start({});
     own = `http://127.0.0.1:${port}`;
     expect((await send(port, 'PUT', '/v1/buckets/b', '127.0.0.1', { body: {} })).status).toBe(201);
-    for (const id of ['c1', 'c2', 'c3']) expect((await send(port, 'PUT', `/v1/buckets/b/collections/${id}`, '127.0.0.1', { body: {} })).status).toBe(201);
+    for (const id of ['c1', 'c2', 'c3'])
+      expect((await send(port, 'PUT', `/v1/buckets/b/collections/${id}`, '127.0.0.1', { body: {} })).status).toBe(201);
   });
 
   it('redirects to the listening address, not to the Host sent', async () => {
@@ -80,27 +87,47 @@ describe('absolute URLs never echo an untrusted Host (issue 19.9)', { timeout: 6
 
   it('takes a Host listed in http_allowed_hosts', async () => {
     const allowed = await start({ http_allowed_hosts: ['api.example.com', 'api.example.com:8443'] });
-    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'api.example.com')).body).url).toBe('http://api.example.com/v1/');
-    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'API.example.com:8443')).body).url).toBe('http://API.example.com:8443/v1/');
-    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'evil.example')).body).url).toBe(`http://127.0.0.1:${allowed}/v1/`);
+    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'api.example.com')).body).url).toBe(
+      'http://api.example.com/v1/',
+    );
+    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'API.example.com:8443')).body).url).toBe(
+      'http://API.example.com:8443/v1/',
+    );
+    expect(JSON.parse((await send(allowed, 'GET', '/v1/', 'evil.example')).body).url).toBe(
+      `http://127.0.0.1:${allowed}/v1/`,
+    );
   });
 
   it('behind a trusted proxy (trust_proxy), takes the forwarded host and scheme', async () => {
     const proxied = await start({ trust_proxy: true });
-    const forwarded = await send(proxied, 'GET', '/buckets', '127.0.0.1', { headers: { 'X-Forwarded-Host': 'public.example', 'X-Forwarded-Proto': 'https' } });
+    const forwarded = await send(proxied, 'GET', '/buckets', '127.0.0.1', {
+      headers: { 'X-Forwarded-Host': 'public.example', 'X-Forwarded-Proto': 'https' },
+    });
     expect(forwarded.headers.location).toBe('https://public.example/v1/buckets');
     const plain = await send(proxied, 'GET', '/buckets', 'public.example');
     expect(plain.headers.location).toBe('http://public.example/v1/buckets');
     // Never a Host that is no host name.
-    const hostile = await send(proxied, 'GET', '/buckets', '127.0.0.1', { headers: { 'X-Forwarded-Host': 'evil.example/path?' } });
+    const hostile = await send(proxied, 'GET', '/buckets', '127.0.0.1', {
+      headers: { 'X-Forwarded-Host': 'evil.example/path?' },
+    });
     expect(hostile.headers.location).toBe(`http://127.0.0.1:${proxied}/v1/buckets`);
     // Without trust_proxy the forwarded headers mean nothing.
-    const ignored = await send(port, 'GET', '/buckets', '127.0.0.1', { headers: { 'X-Forwarded-Host': 'public.example' } });
+    const ignored = await send(port, 'GET', '/buckets', '127.0.0.1', {
+      headers: { 'X-Forwarded-Host': 'public.example' },
+    });
     expect(ignored.headers.location).toBe(`http://127.0.0.1:${port}/v1/buckets`);
   });
 
   it('gives batch sub-requests the URLs of their batch, whatever Host they or the batch send', async () => {
-    const body = { requests: [{ path: '/buckets/b/collections?_limit=1' }, { path: '/buckets/b/collections?_limit=1', headers: { Host: 'evil.example', 'X-Forwarded-Host': 'evil.example' } }] };
+    const body = {
+      requests: [
+        { path: '/buckets/b/collections?_limit=1' },
+        {
+          path: '/buckets/b/collections?_limit=1',
+          headers: { Host: 'evil.example', 'X-Forwarded-Host': 'evil.example' },
+        },
+      ],
+    };
     for (const host of ['evil.example', `127.0.0.1:${port}`]) {
       const batch = await send(port, 'POST', '/v1/batch', host, { body });
       expect(batch.status).toBe(200);
@@ -114,7 +141,9 @@ describe('absolute URLs never echo an untrusted Host (issue 19.9)', { timeout: 6
   it('gives /buckets/default the URLs of the request', async () => {
     expect((await send(port, 'PUT', '/v1/buckets/default/collections/d', '127.0.0.1', { body: {} })).status).toBe(201);
     for (const id of ['r1', 'r2']) {
-      expect((await send(port, 'PUT', `/v1/buckets/default/collections/d/records/${id}`, '127.0.0.1', { body: {} })).status).toBe(201);
+      expect(
+        (await send(port, 'PUT', `/v1/buckets/default/collections/d/records/${id}`, '127.0.0.1', { body: {} })).status,
+      ).toBe(201);
     }
     const page = await send(port, 'GET', '/v1/buckets/default/collections/d/records?_limit=1', 'evil.example');
     expect(page.status).toBe(200);

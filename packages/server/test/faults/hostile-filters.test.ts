@@ -60,7 +60,10 @@ describeOnBackends('hostile filters', { timeout: 120_000 }, ({ name, serverWith 
     }
     console.log(`[hostile filters, ${name}] ${figures.join('; ')}`);
     // The same pattern ending in a letter the id has still matches it.
-    const matching = await app.inject({ url: `${MONITOR}?like_bucket=${BACKTRACKING.replace(/z$/, 'A')}`, headers: alice });
+    const matching = await app.inject({
+      url: `${MONITOR}?like_bucket=${BACKTRACKING.replace(/z$/, 'A')}`,
+      headers: alice,
+    });
     expect(matching.json().data.map((entry: { bucket: string }) => entry.bucket)).toEqual([LONG_ID]);
   });
 });
@@ -75,27 +78,96 @@ const chars = (maxLength: number) => fc.array(fc.constantFrom(...CHARS), { maxLe
 const likeValues = fc.oneof(
   fc.integer({ min: 1, max: 60 }).map((count) => `${'*a'.repeat(count)}*z`),
   fc.integer({ min: 1, max: 120 }).map((count) => '*'.repeat(count)),
-  fc.tuple(fc.constantFrom('', '*'), fc.integer({ min: 1, max: MAX_LIKE - 2 }), fc.constantFrom('', '*')).map(([before, count, after]) => `${before}${'a'.repeat(count)}b${after}`.slice(0, MAX_LIKE)),
-  fc.constantFrom('a'.repeat(MAX_LIKE), 'a'.repeat(MAX_LIKE + 1), `"${'*a'.repeat(MAX_LIKE / 2)}"`, '"10"', '10', '""', '"', '*', '**', '%', '_', '\\', '\\*'),
+  fc
+    .tuple(fc.constantFrom('', '*'), fc.integer({ min: 1, max: MAX_LIKE - 2 }), fc.constantFrom('', '*'))
+    .map(([before, count, after]) => `${before}${'a'.repeat(count)}b${after}`.slice(0, MAX_LIKE)),
+  fc.constantFrom(
+    'a'.repeat(MAX_LIKE),
+    'a'.repeat(MAX_LIKE + 1),
+    `"${'*a'.repeat(MAX_LIKE / 2)}"`,
+    '"10"',
+    '10',
+    '""',
+    '"',
+    '*',
+    '**',
+    '%',
+    '_',
+    '\\',
+    '\\*',
+  ),
   chars(12),
 );
 
 /** JSON values and plain strings, in the shapes the filter grammar reads (§7.2). */
 const jsonValues = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
-  fc.constantFrom('1e400', '-1e400', '9'.repeat(40), 'null', 'true', '[]', '{}', `${'['.repeat(200)}${']'.repeat(200)}`, '"\\u0000"', '"\\ud800"', 'NaN', 'Infinity'),
+  fc.constantFrom(
+    '1e400',
+    '-1e400',
+    '9'.repeat(40),
+    'null',
+    'true',
+    '[]',
+    '{}',
+    `${'['.repeat(200)}${']'.repeat(200)}`,
+    '"\\u0000"',
+    '"\\ud800"',
+    'NaN',
+    'Infinity',
+  ),
   chars(20),
   fc.array(fc.oneof(fc.integer().map(String), chars(6)), { maxLength: 300 }).map((items) => items.join(',')),
 );
 
-const OPERATORS = ['', 'eq_', 'not_', 'lt_', 'gt_', 'min_', 'max_', 'in_', 'exclude_', 'like_', 'has_', 'contains_', 'contains_any_'];
-const FIELDS = ['title', 'n', 'tags', 'p.q', 'tags.0', 'a.0.1.2.3.4.5.6', 'id', 'last_modified', 'bucket', 'collection', 'host', 'é', 'deleted', '0', `${'x.'.repeat(40)}y`];
+const OPERATORS = [
+  '',
+  'eq_',
+  'not_',
+  'lt_',
+  'gt_',
+  'min_',
+  'max_',
+  'in_',
+  'exclude_',
+  'like_',
+  'has_',
+  'contains_',
+  'contains_any_',
+];
+const FIELDS = [
+  'title',
+  'n',
+  'tags',
+  'p.q',
+  'tags.0',
+  'a.0.1.2.3.4.5.6',
+  'id',
+  'last_modified',
+  'bucket',
+  'collection',
+  'host',
+  'é',
+  'deleted',
+  '0',
+  `${'x.'.repeat(40)}y`,
+];
 
 const filterParams = fc
   .tuple(fc.constantFrom(...OPERATORS), fc.constantFrom(...FIELDS))
-  .chain(([operator, field]) => (operator === 'like_' ? likeValues : jsonValues).map((value) => [`${operator}${field}`, value] as [string, string]));
+  .chain(([operator, field]) =>
+    (operator === 'like_' ? likeValues : jsonValues).map((value) => [`${operator}${field}`, value] as [string, string]),
+  );
 const extraParams = fc.oneof(
-  fc.tuple(fc.constant('_sort'), fc.array(fc.tuple(fc.constantFrom('', '-'), fc.constantFrom(...FIELDS)).map(([sign, field]) => `${sign}${field}`), { minLength: 1, maxLength: 4 }).map((fields) => fields.join(','))),
+  fc.tuple(
+    fc.constant('_sort'),
+    fc
+      .array(
+        fc.tuple(fc.constantFrom('', '-'), fc.constantFrom(...FIELDS)).map(([sign, field]) => `${sign}${field}`),
+        { minLength: 1, maxLength: 4 },
+      )
+      .map((fields) => fields.join(',')),
+  ),
   fc.tuple(fc.constant('_limit'), fc.constantFrom('1', '2', '10', '0')),
   fc.tuple(fc.constant('_since'), fc.constantFrom('0', '"1"', '1')),
 );
@@ -143,8 +215,17 @@ describeOnBackends('generated hostile filters', { timeout: 300_000 }, ({ name, s
     for (const collection of ['c', 'x_y-z', 'Z'.repeat(40)]) await put(app, `/v1/buckets/hf/collections/${collection}`);
     await put(app, `/v1/buckets/${LONG_ID}/collections/${LONG_ID}`);
     for (let first = 0; first < 60; first += 20) {
-      const batch = Array.from({ length: 20 }, (_, offset) => ({ method: 'PUT', path: `/buckets/hf/collections/c/records/r${first + offset}`, body: { data: recordData(first + offset) } }));
-      const response = await app.inject({ method: 'POST', url: '/v1/batch', headers: alice, payload: { requests: batch } });
+      const batch = Array.from({ length: 20 }, (_, offset) => ({
+        method: 'PUT',
+        path: `/buckets/hf/collections/c/records/r${first + offset}`,
+        body: { data: recordData(first + offset) },
+      }));
+      const response = await app.inject({
+        method: 'POST',
+        url: '/v1/batch',
+        headers: alice,
+        payload: { requests: batch },
+      });
       expect(response.statusCode, response.body).toBe(200);
     }
     await get(`${records}?like_title=a`);
@@ -153,8 +234,13 @@ describeOnBackends('generated hostile filters', { timeout: 300_000 }, ({ name, s
 
   afterAll(async () => {
     await agent.close();
-    const counts = [...statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}: ${count}`).join(', ');
-    console.log(`[hostile filters, ${name}] seed ${SEED}: ${RUNS} queries; statuses {${counts}}; worst stall ${Math.round(worstStallMs)} ms (${worstUrl.slice(0, 160)}); slowest answer ${Math.round(slowestMs)} ms`);
+    const counts = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}: ${count}`)
+      .join(', ');
+    console.log(
+      `[hostile filters, ${name}] seed ${SEED}: ${RUNS} queries; statuses {${counts}}; worst stall ${Math.round(worstStallMs)} ms (${worstUrl.slice(0, 160)}); slowest answer ${Math.round(slowestMs)} ms`,
+    );
   });
 
   it(`answers ${RUNS} generated filter queries on records and on the monitor without a 5xx or a stall over ${STALL_BUDGET_MS} ms`, async () => {
@@ -184,15 +270,25 @@ describeOnBackends('generated hostile filters', { timeout: 300_000 }, ({ name, s
       expect((await get(`${path}?like_title=${encodeURIComponent(longest)}`)).status).toBe(200);
       const refused = await get(`${path}?like_title=${encodeURIComponent(`${longest}*`)}`);
       expect(refused.status).toBe(400);
-      expect(JSON.parse(refused.text)).toMatchObject({ code: 400, errno: 107, error: 'Invalid parameters', details: [{ location: 'querystring', name: 'like_title' }] });
+      expect(JSON.parse(refused.text)).toMatchObject({
+        code: 400,
+        errno: 107,
+        error: 'Invalid parameters',
+        details: [{ location: 'querystring', name: 'like_title' }],
+      });
     }
-    const stream = await request(`${base}${MONITOR}?like_bucket=${'a'.repeat(MAX_LIKE + 1)}`, { headers: { ...alice, accept: 'text/event-stream' }, dispatcher: agent });
+    const stream = await request(`${base}${MONITOR}?like_bucket=${'a'.repeat(MAX_LIKE + 1)}`, {
+      headers: { ...alice, accept: 'text/event-stream' },
+      dispatcher: agent,
+    });
     expect(stream.statusCode).toBe(400);
     await stream.body.text();
     const batch = await request(`${base}/v1/batch`, {
       method: 'POST',
       headers: { ...alice, 'content-type': 'application/json' },
-      body: JSON.stringify({ requests: [{ path: `/buckets/hf/collections/c/records?like_title=${'a'.repeat(MAX_LIKE + 1)}` }] }),
+      body: JSON.stringify({
+        requests: [{ path: `/buckets/hf/collections/c/records?like_title=${'a'.repeat(MAX_LIKE + 1)}` }],
+      }),
       dispatcher: agent,
     });
     const answer = (await batch.body.json()) as { responses: Array<{ status: number }> };

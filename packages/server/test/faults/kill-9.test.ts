@@ -28,7 +28,13 @@ interface Store {
 
 const schema = newSchemaName();
 const stores: Store[] = [
-  { name: 'embedded', env: (() => { const dir = mkdtempSync(join(tmpdir(), 'quire-kill-')); return () => ({ QUIRE_DATA_DIR: dir }); })() },
+  {
+    name: 'embedded',
+    env: (() => {
+      const dir = mkdtempSync(join(tmpdir(), 'quire-kill-'));
+      return () => ({ QUIRE_DATA_DIR: dir });
+    })(),
+  },
   {
     name: 'postgresql',
     env: () => ({
@@ -40,7 +46,12 @@ const stores: Store[] = [
   },
 ];
 
-async function call(dispatcher: Agent, url: string, method: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+async function call(
+  dispatcher: Agent,
+  url: string,
+  method: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown }> {
   const response = await request(url, {
     method: method as 'GET',
     dispatcher,
@@ -66,73 +77,91 @@ async function ids(dispatcher: Agent, base: string, collection: string): Promise
 }
 
 for (const store of stores) {
-  describe.skipIf(store.name === 'postgresql' && pgReason !== undefined)(`kill -9 [${store.name}]`, { timeout: 120_000 }, () => {
-    beforeAll(async () => store.before?.());
-    afterAll(async () => store.after?.());
-    const env = () => ({
-      ...store.env(),
-      PORT: '0',
-      QUIRE_USERID_HMAC_SECRET: 'kill-9',
-      // Bodies of 1,000 creations: within the limits, whatever their defaults.
-      QUIRE_BATCH_MAX_REQUESTS: String(BATCH_SIZE),
-    });
+  describe.skipIf(store.name === 'postgresql' && pgReason !== undefined)(
+    `kill -9 [${store.name}]`,
+    { timeout: 120_000 },
+    () => {
+      beforeAll(async () => store.before?.());
+      afterAll(async () => store.after?.());
+      const env = () => ({
+        ...store.env(),
+        PORT: '0',
+        QUIRE_USERID_HMAC_SECRET: 'kill-9',
+        // Bodies of 1,000 creations: within the limits, whatever their defaults.
+        QUIRE_BATCH_MAX_REQUESTS: String(BATCH_SIZE),
+      });
 
-    it('a batch killed half-way is all or nothing, and acknowledged single writes all survive', async () => {
-      const dispatcher = new Agent({ connections: 16, headersTimeout: 30_000, bodyTimeout: 30_000 });
-      let server = start(['start'], env());
-      let base = await server.listening;
-      expect((await call(dispatcher, `${base}buckets/k`, 'PUT')).status).toBeLessThan(300);
-      for (const c of ['batched', 'single']) expect((await call(dispatcher, `${base}buckets/k/collections/${c}`, 'PUT')).status).toBeLessThan(300);
+      it('a batch killed half-way is all or nothing, and acknowledged single writes all survive', async () => {
+        const dispatcher = new Agent({ connections: 16, headersTimeout: 30_000, bodyTimeout: 30_000 });
+        let server = start(['start'], env());
+        let base = await server.listening;
+        expect((await call(dispatcher, `${base}buckets/k`, 'PUT')).status).toBeLessThan(300);
+        for (const c of ['batched', 'single'])
+          expect((await call(dispatcher, `${base}buckets/k/collections/${c}`, 'PUT')).status).toBeLessThan(300);
 
-      const acknowledged = new Set<string>();
-      const figures = { batches: 0, batchesCommitted: 0, batchesLost: 0, writesSent: 0, writesAcknowledged: 0, killed: 0, lost: 0 };
-      for (let round = 0; round < ROUNDS; round++) {
-        let stop = false;
-        const writers = Array.from({ length: 8 }, async (_, w) => {
-          for (let n = 0; !stop; n++) {
-            const id = `w${round}-${w}-${n}`;
-            figures.writesSent++;
-            const answer = await call(dispatcher, `${base}buckets/k/collections/single/records/${id}`, 'PUT', { data: { n } }).catch(() => null);
-            if (answer && answer.status >= 200 && answer.status < 300) acknowledged.add(id);
-            if (!answer) return; // the connection died with the server
-          }
-        });
-        // Single writes first (on the embedded store, its one writer then goes to the batch),
-        // then a batch of creations with ids of this round, killed while it runs, or, in the
-        // last round, most likely after it committed.
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        const batch = call(dispatcher, `${base}batch`, 'POST', {
-          defaults: { method: 'PUT' },
-          requests: Array.from({ length: BATCH_SIZE }, (_, i) => ({ path: `/buckets/k/collections/batched/records/r${round}-${i}`, body: { data: { round, i } } })),
-        }).catch(() => null);
-        figures.batches++;
-        await new Promise((resolve) => setTimeout(resolve, KILL_AFTER_MS[round]));
-        server.child.kill('SIGKILL');
-        figures.killed++;
-        stop = true;
+        const acknowledged = new Set<string>();
+        const figures = {
+          batches: 0,
+          batchesCommitted: 0,
+          batchesLost: 0,
+          writesSent: 0,
+          writesAcknowledged: 0,
+          killed: 0,
+          lost: 0,
+        };
+        for (let round = 0; round < ROUNDS; round++) {
+          let stop = false;
+          const writers = Array.from({ length: 8 }, async (_, w) => {
+            for (let n = 0; !stop; n++) {
+              const id = `w${round}-${w}-${n}`;
+              figures.writesSent++;
+              const answer = await call(dispatcher, `${base}buckets/k/collections/single/records/${id}`, 'PUT', {
+                data: { n },
+              }).catch(() => null);
+              if (answer && answer.status >= 200 && answer.status < 300) acknowledged.add(id);
+              if (!answer) return; // the connection died with the server
+            }
+          });
+          // Single writes first (on the embedded store, its one writer then goes to the batch),
+          // then a batch of creations with ids of this round, killed while it runs, or, in the
+          // last round, most likely after it committed.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          const batch = call(dispatcher, `${base}batch`, 'POST', {
+            defaults: { method: 'PUT' },
+            requests: Array.from({ length: BATCH_SIZE }, (_, i) => ({
+              path: `/buckets/k/collections/batched/records/r${round}-${i}`,
+              body: { data: { round, i } },
+            })),
+          }).catch(() => null);
+          figures.batches++;
+          await new Promise((resolve) => setTimeout(resolve, KILL_AFTER_MS[round]));
+          server.child.kill('SIGKILL');
+          figures.killed++;
+          stop = true;
+          await server.exited;
+          const batchAnswer = await batch;
+          await Promise.all(writers);
+
+          server = start(['start'], env());
+          base = await server.listening;
+          const stored = await ids(dispatcher, base, 'batched');
+          const ofRound = [...stored].filter((id) => id.startsWith(`r${round}-`)).length;
+          // All or nothing; and if it answered 200 before the kill, all.
+          expect([0, BATCH_SIZE]).toContain(ofRound);
+          if (batchAnswer?.status === 200) expect(ofRound).toBe(BATCH_SIZE);
+          if (ofRound === BATCH_SIZE) figures.batchesCommitted++;
+          else figures.batchesLost++;
+          const single = await ids(dispatcher, base, 'single');
+          const missing = [...acknowledged].filter((id) => !single.has(id));
+          figures.lost += missing.length;
+          expect(missing).toEqual([]);
+        }
+        figures.writesAcknowledged = acknowledged.size;
+        console.log(`[faults] kill -9 on ${store.name}: ${JSON.stringify(figures)}`);
+        server.child.kill('SIGTERM');
         await server.exited;
-        const batchAnswer = await batch;
-        await Promise.all(writers);
-
-        server = start(['start'], env());
-        base = await server.listening;
-        const stored = await ids(dispatcher, base, 'batched');
-        const ofRound = [...stored].filter((id) => id.startsWith(`r${round}-`)).length;
-        // All or nothing; and if it answered 200 before the kill, all.
-        expect([0, BATCH_SIZE]).toContain(ofRound);
-        if (batchAnswer?.status === 200) expect(ofRound).toBe(BATCH_SIZE);
-        if (ofRound === BATCH_SIZE) figures.batchesCommitted++;
-        else figures.batchesLost++;
-        const single = await ids(dispatcher, base, 'single');
-        const missing = [...acknowledged].filter((id) => !single.has(id));
-        figures.lost += missing.length;
-        expect(missing).toEqual([]);
-      }
-      figures.writesAcknowledged = acknowledged.size;
-      console.log(`[faults] kill -9 on ${store.name}: ${JSON.stringify(figures)}`);
-      server.child.kill('SIGTERM');
-      await server.exited;
-      await dispatcher.close();
-    });
-  });
+        await dispatcher.close();
+      });
+    },
+  );
 }

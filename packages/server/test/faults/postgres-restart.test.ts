@@ -63,7 +63,11 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
       QUIRE_LOG_LEVEL: 'fatal', // a 503 logs its cause: thousands of lines during an outage
     });
     const url = new URL(await server.listening);
-    const http = new Pool(url.origin, { connections: CONCURRENCY, headersTimeout: ANSWER_BOUND_MS, bodyTimeout: ANSWER_BOUND_MS });
+    const http = new Pool(url.origin, {
+      connections: CONCURRENCY,
+      headersTimeout: ANSWER_BOUND_MS,
+      bodyTimeout: ANSWER_BOUND_MS,
+    });
     const alive = () => server.child.exitCode === null && server.child.signalCode === null;
 
     const request = async (method: 'GET' | 'PUT', path: string, body?: unknown): Promise<Answer> => {
@@ -130,7 +134,8 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
         const first = answers.find((answer) => answer.sentAt >= since && answer.status === 201);
         if (first) return first.answeredAt - since;
         if (!alive()) throw new Error(`the server died:\n${server.output().slice(-4_000)}`);
-        if (Date.now() > deadline) throw new Error(`no write acknowledged within ${RECOVERY_BOUND_MS} ms of PostgreSQL being back`);
+        if (Date.now() > deadline)
+          throw new Error(`no write acknowledged within ${RECOVERY_BOUND_MS} ms of PostgreSQL being back`);
         await sleep(50);
       }
     };
@@ -171,9 +176,10 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
     await admin.connect();
     let listening = 0;
     for (const deadline = Date.now() + RECOVERY_BOUND_MS; listening === 0 && Date.now() < deadline; await sleep(100)) {
-      const { rows } = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1', [
-        `LISTEN "${NOTIFY_CHANNEL}"`,
-      ]);
+      const { rows } = await admin.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1',
+        [`LISTEN "${NOTIFY_CHANNEL}"`],
+      );
       listening = rows[0]!.n;
     }
     await admin.end();
@@ -185,7 +191,8 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
       await Promise.all(
         ids.slice(i, i + CONCURRENCY).map(async ([id, n]) => {
           const answer = await request('GET', `${COLLECTION}/records/${id}`);
-          if (answer.status !== 200 || (answer.body.data as { n?: number } | undefined)?.n !== n) lost.push(`${id}: ${answer.status}`);
+          if (answer.status !== 200 || (answer.body.data as { n?: number } | undefined)?.n !== n)
+            lost.push(`${id}: ${answer.status}`);
         }),
       );
     }
@@ -195,19 +202,31 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
     for (const { status } of answers) byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
     const unavailable = answers.filter((answer) => answer.status === 503);
     const malformed = unavailable.filter(
-      (answer) => answer.errno !== 201 || answer.body.code !== 503 || typeof answer.body.error !== 'string' || typeof answer.body.message !== 'string' || !/^\d+$/.test(answer.retryAfter ?? ''),
+      (answer) =>
+        answer.errno !== 201 ||
+        answer.body.code !== 503 ||
+        typeof answer.body.error !== 'string' ||
+        typeof answer.body.message !== 'string' ||
+        !/^\d+$/.test(answer.retryAfter ?? ''),
     );
-    const unexpected = answers.filter((answer) => answer.status !== 200 && answer.status !== 201 && answer.status !== 503);
+    const unexpected = answers.filter(
+      (answer) => answer.status !== 200 && answer.status !== 201 && answer.status !== 503,
+    );
     // Sent once PostgreSQL was stopped and answered before it was started: nothing but 503.
     const duringOutage = answers.filter((answer) => answer.sentAt >= outageFrom && answer.answeredAt <= outageTo);
     // Once recovered, no more 503: a 503 must have been in flight at some time of a fault's
     // window [from, back + SETTLE_MS] (a request sent just before pg_ctl may meet the restart).
-    const settled = unavailable.filter((answer) => !faults.some(({ from, back }) => answer.answeredAt >= from && answer.sentAt <= back + SETTLE_MS));
+    const settled = unavailable.filter(
+      (answer) => !faults.some(({ from, back }) => answer.answeredAt >= from && answer.sentAt <= back + SETTLE_MS),
+    );
     const slowest = Math.max(...answers.map((answer) => answer.answeredAt - answer.sentAt));
 
     console.log(
       [
-        `${FILE}: ${sequence} requests sent, ${answers.length} answered (${[...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(', ')}), ${failures.length} unanswered`,
+        `${FILE}: ${sequence} requests sent, ${answers.length} answered (${[...byStatus]
+          .sort(([a], [b]) => a - b)
+          .map(([status, count]) => `${status}×${count}`)
+          .join(', ')}), ${failures.length} unanswered`,
         `  restarts survived: ${faults.length} (${faults.map(({ what, writesAgainMs }) => `${what}: writes again ${writesAgainMs} ms after it was back`).join('; ')})`,
         `  during the ${OUTAGE_MS} ms outage: ${duringOutage.length} answers, ${duringOutage.filter((a) => a.status === 503).length} of them 503 with Retry-After; slowest answer overall ${slowest} ms`,
         `  acknowledged writes: ${acknowledged.size}, lost: ${lost.length}; cache's LISTEN connection back: ${listening === 1}; server alive: ${alive()}`,
@@ -218,7 +237,10 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
     expect(failures.slice(0, 5)).toEqual([]);
     expect(unexpected.slice(0, 5).map(({ status, body }) => ({ status, body }))).toEqual([]);
     expect(malformed.slice(0, 5).map(({ status, body, retryAfter }) => ({ status, body, retryAfter }))).toEqual([]);
-    expect(settled.slice(0, 5).map(({ sentAt, body }) => ({ sentAt, body })), 'a 503 once the server had recovered').toEqual([]);
+    expect(
+      settled.slice(0, 5).map(({ sentAt, body }) => ({ sentAt, body })),
+      'a 503 once the server had recovered',
+    ).toEqual([]);
     expect(duringOutage.length).toBeGreaterThan(0);
     expect(duringOutage.filter((answer) => answer.status !== 503)).toEqual([]);
     expect(slowest).toBeLessThan(ANSWER_BOUND_MS);

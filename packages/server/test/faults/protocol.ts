@@ -12,7 +12,9 @@ export async function listen(app: FastifyInstance): Promise<number> {
 }
 
 /** The errno table of protocol-reference §1.2. */
-export const ERRNOS: ReadonlySet<number> = new Set([104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 121, 122, 201, 202, 999]);
+export const ERRNOS: ReadonlySet<number> = new Set([
+  104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 121, 122, 201, 202, 999,
+]);
 const ERROR_KEYS: ReadonlySet<string> = new Set(['code', 'errno', 'error', 'message', 'info', 'details']);
 
 /** Why `body` (text) is not a protocol error body of `status`, or null when it is one. */
@@ -23,12 +25,14 @@ export function protocolErrorProblem(status: number, body: string): string | nul
   } catch {
     return `not JSON: ${JSON.stringify(body.slice(0, 120))}`;
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return `not an object: ${body.slice(0, 120)}`;
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    return `not an object: ${body.slice(0, 120)}`;
   const error = parsed as Record<string, unknown>;
   const extra = Object.keys(error).filter((key) => !ERROR_KEYS.has(key));
   if (extra.length > 0) return `unexpected keys ${extra.join(', ')}: ${body.slice(0, 200)}`;
   if (error.code !== status) return `code ${String(error.code)} is not the status ${status}`;
-  if (typeof error.errno !== 'number' || !ERRNOS.has(error.errno)) return `errno ${String(error.errno)} is not in the table`;
+  if (typeof error.errno !== 'number' || !ERRNOS.has(error.errno))
+    return `errno ${String(error.errno)} is not in the table`;
   if (typeof error.error !== 'string' || error.error === '') return 'no error text';
   if (error.message !== undefined && typeof error.message !== 'string') return 'message is not a string';
   return null;
@@ -57,7 +61,12 @@ export function rawRequest(port: number, request: string | Buffer, timeoutMs = 1
       if (error) return reject(error);
       const response = parseResponse(Buffer.concat(chunks));
       if (response) resolve(response);
-      else reject(new Error(`no complete HTTP response: ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 200))}`));
+      else
+        reject(
+          new Error(
+            `no complete HTTP response: ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 200))}`,
+          ),
+        );
     };
     const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     socket.on('data', (chunk: Buffer) => {

@@ -32,7 +32,13 @@ interface List {
   data: Array<{ id: string }>;
 }
 
-async function send<Body = unknown>(base: string, method: string, path: string, body?: unknown, type = 'application/json'): Promise<Answer<Body>> {
+async function send<Body = unknown>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  type = 'application/json',
+): Promise<Answer<Body>> {
   const response = await request(path.startsWith('http') ? path : `${base}${path}`, {
     method: method as 'GET',
     headers: { ...AUTH, ...(body === undefined ? {} : { 'content-type': type }) },
@@ -55,7 +61,8 @@ function expectRefused(answer: Answer<{ errno: number; message: string }>, setti
   expect(answer.body.message).toContain(setting);
 }
 
-const keys = (count: number, prefix = 'k') => Object.fromEntries(Array.from({ length: count }, (_, index) => [`${prefix}${index}`, index]));
+const keys = (count: number, prefix = 'k') =>
+  Object.fromEntries(Array.from({ length: count }, (_, index) => [`${prefix}${index}`, index]));
 
 describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_000 }, ({ name, serverWith }) => {
   let base: string;
@@ -82,8 +89,15 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
   it('refuses a PATCH whose result would pass max_json_keys, whatever the PATCH type', async () => {
     expect((await send(base, 'PUT', `${RECORDS}/grows`, { data: keys(6_000, 'a') })).status).toBe(201);
     expectRefused(await send(base, 'PATCH', `${RECORDS}/grows`, { data: keys(6_000, 'b') }), 'max_json_keys');
-    expectRefused(await send(base, 'PATCH', `${RECORDS}/grows`, { data: keys(6_000, 'c') }, 'application/merge-patch+json'), 'max_json_keys');
-    const adds = Array.from({ length: 900 }, (_, index) => ({ op: 'add', path: `/data/d${index}`, value: keys(5, 'x') }));
+    expectRefused(
+      await send(base, 'PATCH', `${RECORDS}/grows`, { data: keys(6_000, 'c') }, 'application/merge-patch+json'),
+      'max_json_keys',
+    );
+    const adds = Array.from({ length: 900 }, (_, index) => ({
+      op: 'add',
+      path: `/data/d${index}`,
+      value: keys(5, 'x'),
+    }));
     expectRefused(await send(base, 'PATCH', `${RECORDS}/grows`, adds, 'application/json-patch+json'), 'max_json_keys');
     // Unchanged by the refused writes.
     expect(Object.keys((await send<{ data: object }>(base, 'GET', `${RECORDS}/grows`)).body.data)).toHaveLength(6_002);
@@ -91,8 +105,15 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
 
   it('refuses a JSON-Patch that copies its way past max_json_keys', async () => {
     expect((await send(base, 'PUT', `${RECORDS}/copies`, { data: { tree: keys(2_000) } })).status).toBe(201);
-    const copies = Array.from({ length: 500 }, (_, index) => ({ op: 'copy', from: '/data/tree', path: `/data/copy${index}` }));
-    expectRefused(await send(base, 'PATCH', `${RECORDS}/copies`, copies, 'application/json-patch+json'), 'max_json_keys');
+    const copies = Array.from({ length: 500 }, (_, index) => ({
+      op: 'copy',
+      from: '/data/tree',
+      path: `/data/copy${index}`,
+    }));
+    expectRefused(
+      await send(base, 'PATCH', `${RECORDS}/copies`, copies, 'application/json-patch+json'),
+      'max_json_keys',
+    );
   });
 
   it('refuses a PATCH whose result would nest deeper than max_json_depth', async () => {
@@ -100,19 +121,44 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     for (let level = 0; level < 60; level++) value = { v: value };
     expect((await send(base, 'PUT', `${RECORDS}/deep`, { data: { a: value } })).status).toBe(201);
     const path = `/data/a${'/v'.repeat(55)}`;
-    expectRefused(await send(base, 'PATCH', `${RECORDS}/deep`, [{ op: 'add', path: `${path}/w`, value }], 'application/json-patch+json'), 'max_json_depth');
+    expectRefused(
+      await send(
+        base,
+        'PATCH',
+        `${RECORDS}/deep`,
+        [{ op: 'add', path: `${path}/w`, value }],
+        'application/json-patch+json',
+      ),
+      'max_json_depth',
+    );
   });
 
   it('refuses a JSON-Patch of 50,000 operations, naming max_json_patch_operations', async () => {
     expect((await send(base, 'PUT', `${RECORDS}/ops`, { data: { a: 0 } })).status).toBe(201);
-    const operations = (count: number) => Array.from({ length: count }, (_, index) => ({ op: 'replace', path: '/data/a', value: index }));
-    expectRefused(await send(base, 'PATCH', `${RECORDS}/ops`, operations(50_000), 'application/json-patch+json'), 'max_json_keys');
-    expectRefused(await send(base, 'PATCH', `${RECORDS}/ops`, operations(1_001), 'application/json-patch+json'), 'max_json_patch_operations (1000)');
-    const accepted = await send<{ data: { a: number } }>(base, 'PATCH', `${RECORDS}/ops`, operations(1_000), 'application/json-patch+json');
+    const operations = (count: number) =>
+      Array.from({ length: count }, (_, index) => ({ op: 'replace', path: '/data/a', value: index }));
+    expectRefused(
+      await send(base, 'PATCH', `${RECORDS}/ops`, operations(50_000), 'application/json-patch+json'),
+      'max_json_keys',
+    );
+    expectRefused(
+      await send(base, 'PATCH', `${RECORDS}/ops`, operations(1_001), 'application/json-patch+json'),
+      'max_json_patch_operations (1000)',
+    );
+    const accepted = await send<{ data: { a: number } }>(
+      base,
+      'PATCH',
+      `${RECORDS}/ops`,
+      operations(1_000),
+      'application/json-patch+json',
+    );
     expect(accepted.status).toBe(200);
     expect(accepted.body.data.a).toBe(999);
     const fewer = await start({ max_json_patch_operations: 10 });
-    expectRefused(await send(fewer, 'PATCH', `${RECORDS}/ops`, operations(11), 'application/json-patch+json'), 'max_json_patch_operations (10)');
+    expectRefused(
+      await send(fewer, 'PATCH', `${RECORDS}/ops`, operations(11), 'application/json-patch+json'),
+      'max_json_patch_operations (10)',
+    );
   });
 
   it('refuses listings with more sort fields or filters than max_query_sort_fields / max_query_filters', async () => {
@@ -128,7 +174,9 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     // Every listing: history, permissions, and inside a batch.
     expectRefused(await send(base, 'GET', `/v1/buckets/b/history?${filters(101)}`), 'max_query_filters');
     expectRefused(await send(base, 'GET', `/v1/permissions?${sort(11)}`), 'max_query_sort_fields');
-    const batch = await send<{ responses: Array<{ status: number }> }>(base, 'POST', '/v1/batch', { requests: [{ path: `${RECORDS}?${sort(11)}` }] });
+    const batch = await send<{ responses: Array<{ status: number }> }>(base, 'POST', '/v1/batch', {
+      requests: [{ path: `${RECORDS}?${sort(11)}` }],
+    });
     expect(batch.body.responses[0]?.status).toBe(400);
     const wider = await start({ max_query_sort_fields: 20, max_query_filters: 5 });
     expect((await send(wider, 'GET', `${RECORDS}?${sort(20)}`)).status).toBe(200);
@@ -139,7 +187,9 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
     const paged = await start({ history_paginate_by: 10 });
     expect((await send(paged, 'PUT', '/v1/buckets/h', {})).status).toBe(201);
     for (let index = 0; index < 25; index++) {
-      expect((await send(paged, 'PUT', `/v1/buckets/h/collections/c${index % 3}`, { data: { index } })).status).toBeLessThan(300);
+      expect(
+        (await send(paged, 'PUT', `/v1/buckets/h/collections/c${index % 3}`, { data: { index } })).status,
+      ).toBeLessThan(300);
     }
     const seen: string[] = [];
     let next: string | undefined = `${paged}/v1/buckets/h/history`;
@@ -170,12 +220,20 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
       const answer = await run();
       monitor.disable();
       expect(answer.status, answer.text.slice(0, 200)).toBeLessThan(300);
-      figures.push(`${label}: ${Math.round(performance.now() - started)} ms, worst event-loop delay ${Math.round(monitor.max / 1e6)} ms`);
+      figures.push(
+        `${label}: ${Math.round(performance.now() - started)} ms, worst event-loop delay ${Math.round(monitor.max / 1e6)} ms`,
+      );
     };
     await measure('PUT 9,999 keys', () => send(base, 'PUT', `${RECORDS}/widest`, { data: keys(9_999) }));
     await measure('PATCH 9,999 keys', () => send(base, 'PATCH', `${RECORDS}/widest`, { data: keys(9_999) }));
-    const operations = Array.from({ length: 1_000 }, (_, index) => ({ op: 'replace', path: `/data/k${index}`, value: -index }));
-    await measure('JSON-Patch 1,000 operations', () => send(base, 'PATCH', `${RECORDS}/widest`, operations, 'application/json-patch+json'));
+    const operations = Array.from({ length: 1_000 }, (_, index) => ({
+      op: 'replace',
+      path: `/data/k${index}`,
+      value: -index,
+    }));
+    await measure('JSON-Patch 1,000 operations', () =>
+      send(base, 'PATCH', `${RECORDS}/widest`, operations, 'application/json-patch+json'),
+    );
     await measure('GET history (first page)', () => send(base, 'GET', '/v1/buckets/b/history'));
     const sort = Array.from({ length: 10 }, (_, index) => `f${index}.1.2.3`).join(',');
     const filters = Array.from({ length: 100 }, (_, index) => `f${index}.1.2=${index}`).join('&');

@@ -57,7 +57,12 @@ describe.skipIf(typeof db === 'string')('the test helpers when PostgreSQL restar
       // The server it started serves again: its pool reconnects.
       let status = 0;
       for (const deadline = Date.now() + 10_000; status !== 200 && Date.now() < deadline; await sleep(100)) {
-        status = (await fetch(`${conformanceUrl}/buckets/probe`, { method: 'PUT', headers: { Authorization: `Basic ${btoa('a:b')}` } })).status;
+        status = (
+          await fetch(`${conformanceUrl}/buckets/probe`, {
+            method: 'PUT',
+            headers: { Authorization: `Basic ${btoa('a:b')}` },
+          })
+        ).status;
         if (status === 201) status = 200;
       }
       expect(status).toBe(200);

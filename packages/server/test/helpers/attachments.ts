@@ -60,7 +60,9 @@ export function useFileStore(name: FileBackendName): FileStore {
     const found: string[] = [];
     let token: string | undefined;
     do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, ...(token ? { ContinuationToken: token } : {}) }));
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: s3.bucket, ...(token ? { ContinuationToken: token } : {}) }),
+      );
       for (const item of page.Contents ?? []) if (item.Key) found.push(item.Key);
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -78,7 +80,10 @@ export function useFileStore(name: FileBackendName): FileStore {
     },
     async notes() {
       if (!s3) return (await walk(join(dir, '.quire', 'notes'))).sort();
-      return (await keys()).filter((key) => key.startsWith('.quire/notes/')).map((key) => key.slice('.quire/notes/'.length)).sort();
+      return (await keys())
+        .filter((key) => key.startsWith('.quire/notes/'))
+        .map((key) => key.slice('.quire/notes/'.length))
+        .sort();
     },
     async read(location) {
       if (!client || !s3) return readFile(join(dir, ...location.split('/'))).catch(() => null);

@@ -37,13 +37,18 @@ function useBackend(name: BackendName): Backend {
     if (name === 'embedded') {
       // On a file, as `quire start` runs it: reads on their own connections beside the writer.
       const dir = await mkdtemp(join(tmpdir(), 'quire-embedded-'));
-      return { storage: await createSqliteStorage({ path: join(dir, 'quire.sqlite') }), dispose: () => rm(dir, { recursive: true, force: true }) };
+      return {
+        storage: await createSqliteStorage({ path: join(dir, 'quire.sqlite') }),
+        dispose: () => rm(dir, { recursive: true, force: true }),
+      };
     }
     const schema = newSchemaName();
-    const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 8 }).catch(async (error: unknown) => {
-      await dropSchema(schema).catch(() => {});
-      throw error;
-    });
+    const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 8 }).catch(
+      async (error: unknown) => {
+        await dropSchema(schema).catch(() => {});
+        throw error;
+      },
+    );
     return { storage, dispose: () => dropSchema(schema) };
   });
   return {
@@ -56,7 +61,13 @@ function useBackend(name: BackendName): Backend {
 }
 
 /** `describe(title)` once per backend, named `title [embedded]` and `title [postgresql]`. */
-export function describeOnBackends(title: string, options: { timeout?: number }, suite: (backend: Backend) => void): void {
+export function describeOnBackends(
+  title: string,
+  options: { timeout?: number },
+  suite: (backend: Backend) => void,
+): void {
   describe(`${title} [embedded]`, options, () => suite(useBackend('embedded')));
-  describe.skipIf(postgresSkipReason !== undefined)(`${title} [postgresql]`, options, () => suite(useBackend('postgresql')));
+  describe.skipIf(postgresSkipReason !== undefined)(`${title} [postgresql]`, options, () =>
+    suite(useBackend('postgresql')),
+  );
 }

@@ -13,7 +13,11 @@ import type { Storage } from '../../src/storage/types.js';
 
 /** Quiet settings with a fixed Basic Auth secret, plus `overrides`. */
 export function testSettings(overrides: Partial<Settings> = {}): Settings {
-  return loadSettings({ env: {}, configFile: null, overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides } });
+  return loadSettings({
+    env: {},
+    configFile: null,
+    overrides: { userid_hmac_secret: 's', log_level: 'silent', ...overrides },
+  });
 }
 
 /** `Authorization` header of a Basic Auth identity. */

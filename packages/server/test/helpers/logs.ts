@@ -5,7 +5,8 @@ export function logCapture(): { stream: Writable; lines: Array<Record<string, un
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });

@@ -39,13 +39,19 @@ export interface PgbouncerOptions {
   target?: string;
 }
 
-const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer', '/usr/local/sbin/pgbouncer'];
+const CANDIDATES = [
+  '/usr/sbin/pgbouncer',
+  '/usr/bin/pgbouncer',
+  '/usr/local/bin/pgbouncer',
+  '/usr/local/sbin/pgbouncer',
+];
 
 function findBinary(): string | undefined {
   const fromPath = (process.env.PATH ?? '').split(':').map((dir) => join(dir, 'pgbouncer'));
-  return [process.env.QUIRE_TEST_PGBOUNCER, ...fromPath, ...CANDIDATES].find((path): path is string => !!path && existsSync(path));
+  return [process.env.QUIRE_TEST_PGBOUNCER, ...fromPath, ...CANDIDATES].find(
+    (path): path is string => !!path && existsSync(path),
+  );
 }
-
 
 /** Why the pooler tests cannot run here, printed; under QUIRE_TEST_REQUIRE_PG, thrown instead. */
 function unavailable(file: string, reason: string): string {
@@ -56,7 +62,9 @@ function unavailable(file: string, reason: string): string {
 
 /** Whether PgBouncer can run here: undefined when it can, else the reason (printed; thrown in CI). */
 export function pgbouncerUnavailable(file: string): string | undefined {
-  return findBinary() ? undefined : unavailable(file, 'pgbouncer not found (apt-get install pgbouncer, or set QUIRE_TEST_PGBOUNCER to its path)');
+  return findBinary()
+    ? undefined
+    : unavailable(file, 'pgbouncer not found (apt-get install pgbouncer, or set QUIRE_TEST_PGBOUNCER to its path)');
 }
 
 /** Accepts connections on the port? */
@@ -72,7 +80,12 @@ function answers(port: number): Promise<boolean> {
 }
 
 /** Starts a PgBouncer in front of QUIRE_TEST_PG_URL's server (call `pgbouncerUnavailable` first). */
-export async function startPgbouncer({ poolMode = 'transaction', poolSize = 10, ignoreStartupParameters = [], target: targetUrl = PG_URL }: PgbouncerOptions = {}): Promise<Pgbouncer> {
+export async function startPgbouncer({
+  poolMode = 'transaction',
+  poolSize = 10,
+  ignoreStartupParameters = [],
+  target: targetUrl = PG_URL,
+}: PgbouncerOptions = {}): Promise<Pgbouncer> {
   const binary = findBinary();
   if (!binary) throw new Error('pgbouncer not found');
   const target = new URL(targetUrl);
@@ -81,7 +94,10 @@ export async function startPgbouncer({ poolMode = 'transaction', poolSize = 10, 
   const asUser: string[] = [];
   let owner: { uid: number; gid: number } | undefined;
   if (process.getuid?.() === 0) {
-    owner = { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()) };
+    owner = {
+      uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
+      gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
+    };
     asUser.push('-u', 'postgres');
   }
   const dir = mkdtempSync(join(tmpdir(), 'quire-pgbouncer-'));

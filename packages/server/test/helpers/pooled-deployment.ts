@@ -80,13 +80,22 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 }
 
 /** An HTTP proxy sending each request to the next of `targets` (`host:port`), bodies streamed both ways. */
-async function roundRobinProxy(targets: Array<{ host: string; port: number }>): Promise<{ port: number; close: () => Promise<void> }> {
+async function roundRobinProxy(
+  targets: Array<{ host: string; port: number }>,
+): Promise<{ port: number; close: () => Promise<void> }> {
   const agent = new http.Agent({ keepAlive: true });
   let next = 0;
   const server = http.createServer((request, response) => {
     const target = targets[next++ % targets.length]!;
     const forwarded = http.request(
-      { host: target.host, port: target.port, method: request.method, path: request.url, headers: request.headers, agent },
+      {
+        host: target.host,
+        port: target.port,
+        method: request.method,
+        path: request.url,
+        headers: request.headers,
+        agent,
+      },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(response);
@@ -111,7 +120,11 @@ async function roundRobinProxy(targets: Array<{ host: string; port: number }>): 
 }
 
 /** Starts the deployment (call `pgbouncerUnavailable` and `postgresUnavailable` first). */
-export async function startPooledDeployment({ processes = 4, env = {}, poolSize = 10 }: PooledDeploymentOptions = {}): Promise<PooledDeployment> {
+export async function startPooledDeployment({
+  processes = 4,
+  env = {},
+  poolSize = 10,
+}: PooledDeploymentOptions = {}): Promise<PooledDeployment> {
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
@@ -128,17 +141,32 @@ export async function startPooledDeployment({ processes = 4, env = {}, poolSize 
     await (await createPostgresStorage({ url: pooledUrl, autoMigrate: true, poolSize: 1 })).close();
     const started = await Promise.allSettled(
       Array.from({ length: processes }, () =>
-        startProcess({ QUIRE_STORAGE_URL: pooledUrl, QUIRE_STORAGE_AUTO_MIGRATE: 'false', QUIRE_USERID_HMAC_SECRET: 'pooled-secret', QUIRE_TRUST_PROXY: 'true', ...env }),
+        startProcess({
+          QUIRE_STORAGE_URL: pooledUrl,
+          QUIRE_STORAGE_AUTO_MIGRATE: 'false',
+          QUIRE_USERID_HMAC_SECRET: 'pooled-secret',
+          QUIRE_TRUST_PROXY: 'true',
+          ...env,
+        }),
       ),
     );
-    for (const result of started) if (result.status === 'fulfilled') cleanups.push(() => stopProcess(result.value.child));
+    for (const result of started)
+      if (result.status === 'fulfilled') cleanups.push(() => stopProcess(result.value.child));
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
     const urls = started.map((result) => (result as PromiseFulfilledResult<{ url: string }>).value.url);
     const ports = urls.map((url) => Number(new URL(url).port));
     const proxy = await roundRobinProxy(ports.map((port) => ({ host: '127.0.0.1', port })));
     cleanups.push(() => proxy.close());
-    return { url: `http://127.0.0.1:${proxy.port}/v1`, urls, ports, bouncer, pooledUrl, directUrl: direct.toString(), close };
+    return {
+      url: `http://127.0.0.1:${proxy.port}/v1`,
+      urls,
+      ports,
+      bouncer,
+      pooledUrl,
+      directUrl: direct.toString(),
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

@@ -33,10 +33,14 @@ function findBinDir(): string | undefined {
   const candidates = [process.env.QUIRE_TEST_PG_BIN, ...(process.env.PATH ?? '').split(':')];
   const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) {
-    const versions = readdirSync(debian).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(debian)
+      .filter((name) => /^\d+$/.test(name))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((version) => join(debian, version, 'bin')));
   }
-  return candidates.find((dir): dir is string => !!dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl')));
+  return candidates.find(
+    (dir): dir is string => !!dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl')),
+  );
 }
 
 /** A TCP port free right now on 127.0.0.1. */
@@ -85,7 +89,8 @@ export async function startPrivatePostgres(file: string): Promise<PrivatePostgre
     const [program, ...rest] = argv(tool, args);
     return run(program, rest, { timeout: 60_000 });
   };
-  const pgCtl = (...args: string[]) => command('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', ...args]);
+  const pgCtl = (...args: string[]) =>
+    command('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', ...args]);
 
   try {
     await command('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);

@@ -9,7 +9,12 @@ export const REDIS_URL = process.env.QUIRE_TEST_REDIS_URL ?? 'redis://127.0.0.1:
 
 /** Why the Redis tests of `what` cannot run (printed), or undefined when Redis answers. */
 export async function redisUnavailable(what: string): Promise<string | undefined> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
+  const client = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 3000,
+  });
   let cause: string | undefined;
   client.on('error', (error: Error) => {
     cause = error.message;
@@ -24,7 +29,8 @@ export async function redisUnavailable(what: string): Promise<string | undefined
     client.disconnect();
   }
   if (reason === undefined) return undefined;
-  if (process.env.QUIRE_TEST_REQUIRE_REDIS) throw new Error(`${what}: Redis required but unreachable at ${REDIS_URL}: ${reason}`);
+  if (process.env.QUIRE_TEST_REQUIRE_REDIS)
+    throw new Error(`${what}: Redis required but unreachable at ${REDIS_URL}: ${reason}`);
   console.warn(`${what}: skipped, Redis unreachable at ${REDIS_URL} (${reason}). Set QUIRE_TEST_REDIS_URL.`);
   return reason;
 }

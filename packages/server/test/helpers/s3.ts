@@ -21,7 +21,13 @@ export interface S3Server {
 
 export async function startS3Server(bucket = 'quire-files'): Promise<S3Server> {
   const directory = await mkdtemp(join(tmpdir(), 'quire-s3-'));
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket, configs: [] }] });
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   return {

@@ -18,7 +18,10 @@ export interface EventStreamReader {
 
 export async function openEventStream(url: string, headers: Record<string, string> = {}): Promise<EventStreamReader> {
   const controller = new AbortController();
-  const response = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { Accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
   if (response.status !== 200 || !response.body) throw new Error(`stream: ${response.status} ${await response.text()}`);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   const events: SseEvent[] = [];
@@ -93,7 +96,12 @@ export async function openEventStream(url: string, headers: Record<string, strin
       );
       return seen;
     },
-    waitForComment: (text, timeoutMs = 5_000) => waitFor(() => (comments.some((comment) => comment.includes(text)) ? true : undefined), timeoutMs, `no comment ${text}`).then(() => {}),
+    waitForComment: (text, timeoutMs = 5_000) =>
+      waitFor(
+        () => (comments.some((comment) => comment.includes(text)) ? true : undefined),
+        timeoutMs,
+        `no comment ${text}`,
+      ).then(() => {}),
     async close() {
       controller.abort();
       await reader.cancel().catch(() => {});

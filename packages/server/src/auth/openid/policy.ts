@@ -16,7 +16,13 @@ import { ConfigError } from '../../settings/config-error.js';
 import type { OpenIdSettings } from './settings.js';
 import type { HttpSettings } from '../../http/settings.js';
 import type { AuthPolicy, AuthRequest } from '../policy.js';
-import { callProvider, discover, ProviderUnavailableError, unavailableError, type DiscoveryDocument } from './provider-client.js';
+import {
+  callProvider,
+  discover,
+  ProviderUnavailableError,
+  unavailableError,
+  type DiscoveryDocument,
+} from './provider-client.js';
 import type { OpenIdProvider } from './providers.js';
 import { VerificationCache } from './verification-cache.js';
 
@@ -56,7 +62,9 @@ export class OpenIdPolicy implements AuthPolicy {
     try {
       this.discovery = await discover(this.provider.issuer, this.settings.openid_http_timeout_seconds);
     } catch (error) {
-      throw new ConfigError(`OpenID provider ${this.name}: cannot read its configuration (${(error as Error).message})`);
+      throw new ConfigError(
+        `OpenID provider ${this.name}: cannot read its configuration (${(error as Error).message})`,
+      );
     }
     if (this.discovery.jwks_uri) {
       this.keys = createRemoteJWKSet(new URL(this.discovery.jwks_uri), {
@@ -113,7 +121,8 @@ export class OpenIdPolicy implements AuthPolicy {
       ({ payload: claims } = await jwtVerify(token, this.keys as JWTVerifyGetKey, { issuer: this.endpoints.issuer }));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      if (typeof code !== 'string' || KEYS_UNAVAILABLE.has(code)) throw new ProviderUnavailableError('OpenID signing keys unavailable', { cause: error });
+      if (typeof code !== 'string' || KEYS_UNAVAILABLE.has(code))
+        throw new ProviderUnavailableError('OpenID signing keys unavailable', { cause: error });
       if (REFUSED.has(code)) return 'refused';
       return { verified: null, expiresInSeconds: null };
     }

@@ -38,7 +38,8 @@ export async function callProvider(url: string, init: RequestInit, timeoutSecond
     const reason = (error as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable';
     throw new ProviderUnavailableError(`OpenID provider ${new URL(url).origin} ${reason}`, { cause: error });
   }
-  if (response.status >= 500) throw new ProviderUnavailableError(`OpenID provider ${new URL(url).origin} answered ${response.status}`);
+  if (response.status >= 500)
+    throw new ProviderUnavailableError(`OpenID provider ${new URL(url).origin} answered ${response.status}`);
   return { status: response.status, text };
 }
 
@@ -63,7 +64,8 @@ export async function discover(issuer: string, timeoutSeconds: number): Promise<
   }
   const endpoint = (field: string): string => {
     const value = document[field];
-    if (typeof value !== 'string' || !/^https?:\/\//.test(value)) throw new ProviderUnavailableError(`${url} has no valid "${field}"`);
+    if (typeof value !== 'string' || !/^https?:\/\//.test(value))
+      throw new ProviderUnavailableError(`${url} has no valid "${field}"`);
     return value;
   };
   return {

@@ -72,12 +72,14 @@ function parseProvider(raw: unknown, index: number): OpenIdProvider {
 
   const text = (field: string, fallback?: string): string => {
     const value = Object.hasOwn(entry, field) ? entry[field] : fallback;
-    if (typeof value !== 'string' || (value === '' && field !== 'client_secret')) fail(`entry ${index}: "${field}" must be a non-empty string`);
+    if (typeof value !== 'string' || (value === '' && field !== 'client_secret'))
+      fail(`entry ${index}: "${field}" must be a non-empty string`);
     return value;
   };
   const integer = (field: string, fallback: number, min: number): number => {
     const value = Object.hasOwn(entry, field) ? entry[field] : fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) fail(`entry ${index}: "${field}" must be an integer ≥ ${min}`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+      fail(`entry ${index}: "${field}" must be an integer ≥ ${min}`);
     return value;
   };
 
@@ -91,11 +93,14 @@ function parseProvider(raw: unknown, index: number): OpenIdProvider {
   } catch {
     return fail(`provider "${name}": "issuer" must be an http(s) URL`);
   }
-  if (issuerUrl.protocol !== 'https:' && issuerUrl.protocol !== 'http:') fail(`provider "${name}": "issuer" must be an http(s) URL`);
+  if (issuerUrl.protocol !== 'https:' && issuerUrl.protocol !== 'http:')
+    fail(`provider "${name}": "issuer" must be an http(s) URL`);
   const headerType = text('header_type', 'Bearer');
-  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(headerType)) fail(`provider "${name}": "header_type" must be an HTTP auth scheme token`);
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(headerType))
+    fail(`provider "${name}": "header_type" must be an HTTP auth scheme token`);
   const audience = entry.audience ?? null;
-  if (audience !== null && (typeof audience !== 'string' || audience === '')) fail(`provider "${name}": "audience" must be a non-empty string`);
+  if (audience !== null && (typeof audience !== 'string' || audience === ''))
+    fail(`provider "${name}": "audience" must be a non-empty string`);
 
   return {
     name,

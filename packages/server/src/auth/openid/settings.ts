@@ -10,7 +10,8 @@ export const OPENID_SETTINGS = {
     default: [],
     secret: true,
     invalid: () => 'expected a JSON array',
-    description: 'OpenID Connect providers, a JSON array (see [OpenID Connect](#openid-connect)); each `name` must be listed in `multiauth_policies`. Never logged.',
+    description:
+      'OpenID Connect providers, a JSON array (see [OpenID Connect](#openid-connect)); each `name` must be listed in `multiauth_policies`. Never logged.',
   }),
   openid_cache_max_entries: Type.Integer({
     default: 10000,

@@ -36,7 +36,8 @@ export class VerificationCache {
     }
     const verified = await check;
     if (!verified) return null;
-    if (verified.ttlSeconds > 0 && !this.entries.has(key)) this.entries.set(key, verified.userId, { ttl: verified.ttlSeconds * 1000 });
+    if (verified.ttlSeconds > 0 && !this.entries.has(key))
+      this.entries.set(key, verified.userId, { ttl: verified.ttlSeconds * 1000 });
     return verified.userId;
   }
 

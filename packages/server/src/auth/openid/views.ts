@@ -29,7 +29,8 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
     return found;
   };
 
-  const tokenUrl = (request: FastifyRequest, name: string) => `${baseUrl(app.services.settings, request)}/v1/openid/${encodeURIComponent(name)}/token`;
+  const tokenUrl = (request: FastifyRequest, name: string) =>
+    `${baseUrl(app.services.settings, request)}/v1/openid/${encodeURIComponent(name)}/token`;
 
   const login = async (request: FastifyRequest, reply: FastifyReply) => {
     const query = request.query as Query;
@@ -38,7 +39,8 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
     const callback = requiredString(query, 'callback', details);
     const scope = requiredString(query, 'scope', details);
     const prompt = query.prompt;
-    if (callback !== null && !isHttpUrl(callback)) details.push({ location: 'querystring', name: 'callback', description: 'Must be a URL' });
+    if (callback !== null && !isHttpUrl(callback))
+      details.push({ location: 'querystring', name: 'callback', description: 'Must be a URL' });
     if (prompt !== undefined && prompt !== 'none') {
       details.push({ location: 'querystring', name: 'prompt', description: 'String does not match expected pattern' });
     }
@@ -49,7 +51,11 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
       throw invalidParameter('body', 'scope', `Provider ${policy.name} requires 'email' scope`);
     }
     if (!callbackAllowed(callback, settings.openid_callback_origins)) {
-      throw invalidParameter('querystring', 'callback', 'callback origin is not allowed (setting openid_callback_origins)');
+      throw invalidParameter(
+        'querystring',
+        'callback',
+        'callback origin is not allowed (setting openid_callback_origins)',
+      );
     }
 
     const params = new URLSearchParams({
@@ -76,7 +82,14 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
     // State can be used only once. Kinto adds errno 105 to the detail but answers 400/107.
     const callback = states.consume(state);
     if (callback === null) {
-      throw invalidParameters([{ location: 'body', name: 'state', description: 'Invalid state', errno: ERRNO.INVALID_AUTH_TOKEN } as ValidationDetail]);
+      throw invalidParameters([
+        {
+          location: 'body',
+          name: 'state',
+          description: 'Invalid state',
+          errno: ERRNO.INVALID_AUTH_TOKEN,
+        } as ValidationDetail,
+      ]);
     }
 
     let text: string;
@@ -97,7 +110,8 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
         settings.openid_http_timeout_seconds,
       ));
     } catch (error) {
-      if (error instanceof ProviderUnavailableError) throw Object.assign(unavailableError(settings.retry_after_seconds), { cause: error });
+      if (error instanceof ProviderUnavailableError)
+        throw Object.assign(unavailableError(settings.retry_after_seconds), { cause: error });
       throw error;
     }
     // The provider's answer (tokens, or its error) goes to the client as is, as Kinto does.
@@ -125,8 +139,14 @@ export function registerOpenIdViews(app: FastifyInstance, policies: OpenIdPolicy
 function stateCodecFor(policy: OpenIdPolicy, app: FastifyInstance): LoginStateCodec {
   const { settings } = app.services;
   const shared = settings.userid_hmac_secret ?? (policy.provider.clientSecret || null);
-  const key = shared === null ? randomBytes(32) : createHmac('sha256', shared).update(`openid-state:${policy.name}`).digest();
-  return new LoginStateCodec(key, policy.provider.stateTtlSeconds, policy.provider.stateLength, settings.openid_cache_max_entries);
+  const key =
+    shared === null ? randomBytes(32) : createHmac('sha256', shared).update(`openid-state:${policy.name}`).digest();
+  return new LoginStateCodec(
+    key,
+    policy.provider.stateTtlSeconds,
+    policy.provider.stateLength,
+    settings.openid_cache_max_entries,
+  );
 }
 
 function requiredString(query: Query, name: string, details: ValidationDetail[]): string | null {

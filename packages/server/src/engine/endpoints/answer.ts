@@ -14,7 +14,16 @@ export class JsonText {
 export type Answer = Record<string, unknown> | JsonText | null;
 
 /** Cache headers of a read: what the settings allow for this resource, or none. */
-export function setReadCacheHeaders(model: ResourceModel, reply: ResponseHead, identity: Identity, parentUri: string, parent: StoredObject | null): void {
-  const seconds = model.def.cacheable === false ? 0 : cacheLifetime(model.settings, identity, { resourceName: model.def.name, parentUri, parent });
+export function setReadCacheHeaders(
+  model: ResourceModel,
+  reply: ResponseHead,
+  identity: Identity,
+  parentUri: string,
+  parent: StoredObject | null,
+): void {
+  const seconds =
+    model.def.cacheable === false
+      ? 0
+      : cacheLifetime(model.settings, identity, { resourceName: model.def.name, parentUri, parent });
   setCacheHeaders(reply, seconds);
 }

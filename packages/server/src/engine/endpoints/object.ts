@@ -71,7 +71,13 @@ export async function putObject(model: ResourceModel, request: FastifyRequest, r
     const previousAcl = existing ? await aclOf(session, ref.uri) : {};
     const writeContext: WriteContext = { ...accessContext, ref, existing, sent: body.data ?? {}, method: 'PUT' };
     const data = userFields(body.data ?? existing ?? {});
-    const { stored, permissions } = await model.store(writeContext, data, givenAcl(body) ?? previousAcl, suppliedTimestamp(body.data), { stampAtCommit });
+    const { stored, permissions } = await model.store(
+      writeContext,
+      data,
+      givenAcl(body) ?? previousAcl,
+      suppliedTimestamp(body.data),
+      { stampAtCommit },
+    );
     return { stored, permissions, created: existing === null };
   });
   // Once committed: a change stamped at commit has its timestamp only now.
@@ -89,9 +95,14 @@ export async function patchObject(model: ResourceModel, request: FastifyRequest,
   const preconditions = parsePreconditions(request.headers);
   const behavior = responseBehavior(request);
   const type = patchType(request);
-  if (def.patchTypes && !def.patchTypes.includes(type)) throw unsupportedContentType(def.patchTypes.map((taken) => PATCH_MEDIA_TYPES[taken]));
+  if (def.patchTypes && !def.patchTypes.includes(type))
+    throw unsupportedContentType(def.patchTypes.map((taken) => PATCH_MEDIA_TYPES[taken]));
   const sentData = isPlainObject(request.body) ? request.body.data : undefined;
-  const limits = { maxOperations: settings.max_json_patch_operations, maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
+  const limits = {
+    maxOperations: settings.max_json_patch_operations,
+    maxDepth: settings.max_json_depth,
+    maxKeys: settings.max_json_keys,
+  };
   const answer = await request.work.write(def.name, model.answersCopies, async (session, stampAtCommit) => {
     const accessContext = { ...context, session, sentData };
     await model.requireObject(accessContext, ref, 'write');
@@ -103,7 +114,13 @@ export async function patchObject(model: ResourceModel, request: FastifyRequest,
     assertBodyMatchesId(patched.sentData, ref.id);
     const acl = patched.replacePermissions ?? mergePermissions(previousAcl, patched.permissions ?? {}, type);
     const writeContext: WriteContext = { ...accessContext, ref, existing, sent: patched.sentData, method: 'PATCH' };
-    const { stored, permissions } = await model.store(writeContext, userFields(patched.data), acl, suppliedTimestamp(patched.sentData), { stampAtCommit });
+    const { stored, permissions } = await model.store(
+      writeContext,
+      userFields(patched.data),
+      acl,
+      suppliedTimestamp(patched.sentData),
+      { stampAtCommit },
+    );
     return { stored, permissions, existing, sent: type === 'json-patch' ? {} : userFields(patched.sentData) };
   });
   setTimestampHeaders(reply, answer.stored.last_modified);
@@ -112,7 +129,11 @@ export async function patchObject(model: ResourceModel, request: FastifyRequest,
 }
 
 /** `DELETE`: answers the tombstone; `?last_modified=` may set its timestamp (§5.2). */
-export async function deleteObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export async function deleteObject(
+  model: ResourceModel,
+  request: FastifyRequest,
+  reply: ResponseHead,
+): Promise<Answer> {
   const context = model.context(request);
   const ref = objectRefFromParams(model.def, request.params as RouteParams);
   const preconditions = parsePreconditions(request.headers);

@@ -35,7 +35,12 @@ export function deleteObjects(model: ResourceModel, request: FastifyRequest, rep
 }
 
 /** The three listing endpoints share their steps up to the page. */
-async function onListing(model: ResourceModel, request: FastifyRequest, reply: ResponseHead, method: ListMethod): Promise<Answer> {
+async function onListing(
+  model: ResourceModel,
+  request: FastifyRequest,
+  reply: ResponseHead,
+  method: ListMethod,
+): Promise<Answer> {
   const { def, settings } = model;
   const context = model.context(request);
   const parent = parentRefFromParams(def, request.params as RouteParams);
@@ -50,7 +55,14 @@ async function onListing(model: ResourceModel, request: FastifyRequest, reply: R
     const parentObject = await ensureParents(session, parent);
     const timestamp = await session.objects.timestamp(scope);
     if (query.usedDeprecatedTo) {
-      reply.header('Alert', JSON.stringify({ code: 'soft-eol', message: '_to is now deprecated, you should use _before instead', url: settings.project_docs }));
+      reply.header(
+        'Alert',
+        JSON.stringify({
+          code: 'soft-eol',
+          message: '_to is now deprecated, you should use _before instead',
+          url: settings.project_docs,
+        }),
+      );
     }
     const outcome = checkListPreconditions(preconditions, timestamp, method);
     setTimestampHeaders(reply, timestamp);
@@ -68,15 +80,28 @@ async function onListing(model: ResourceModel, request: FastifyRequest, reply: R
     }
     const page = await model.list(session, scope, query, filters, method);
     if (page.next) setNextPage(request, reply, query, page);
-    if (method === 'DELETE') return deletePage(model, sessionContext, parent, page.items as StoredObject[], query, reply, timestamp);
-    model.emit(context, scope.parentId, 'read', timestamp, page.items.map((item) => ({ new: item })));
+    if (method === 'DELETE')
+      return deletePage(model, sessionContext, parent, page.items as StoredObject[], query, reply, timestamp);
+    model.emit(
+      context,
+      scope.parentId,
+      'read',
+      timestamp,
+      page.items.map((item) => ({ new: item })),
+    );
     const shown = page.items.map((item) => model.present(item));
     return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
   });
 }
 
 /** The count of what the filters select, in both header spellings. */
-async function countObjects(model: ResourceModel, session: StorageSession, scope: Scope, filters: Filter[], reply: ResponseHead): Promise<Answer> {
+async function countObjects(
+  model: ResourceModel,
+  session: StorageSession,
+  scope: Scope,
+  filters: Filter[],
+  reply: ResponseHead,
+): Promise<Answer> {
   const total = await model.count(session, scope, filters);
   reply.header('Total-Objects', String(total));
   reply.header('Total-Records', String(total));
@@ -85,20 +110,41 @@ async function countObjects(model: ResourceModel, session: StorageSession, scope
 
 function setNextPage(request: FastifyRequest, reply: ResponseHead, query: ListQuery, page: Pick<Page, 'next'>): void {
   if (!page.next) return;
-  const url = nextPageUrl(baseUrl(request.server.services.settings, request), splitUrl(request.raw.url).path, query.params, page.next.limit, page.next.token);
+  const url = nextPageUrl(
+    baseUrl(request.server.services.settings, request),
+    splitUrl(request.raw.url).path,
+    query.params,
+    page.next.limit,
+    page.next.token,
+  );
   reply.header('Next-Page', url);
 }
 
-async function deletePage(model: ResourceModel, context: SessionContext, parent: ObjectRef | null, items: StoredObject[], query: ListQuery, reply: ResponseHead, timestamp: number): Promise<Answer> {
+async function deletePage(
+  model: ResourceModel,
+  context: SessionContext,
+  parent: ObjectRef | null,
+  items: StoredObject[],
+  query: ListQuery,
+  reply: ResponseHead,
+  timestamp: number,
+): Promise<Answer> {
   if (items.length === 0) return { data: [] };
   const tombstones = await model.deleteListed(context, parent, items, query, timestamp);
-  setTimestampHeaders(reply, tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp));
+  setTimestampHeaders(
+    reply,
+    tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp),
+  );
   const data = tombstones as unknown as Array<Record<string, unknown>>;
   return { data: query.fields ? data.map((item) => projectFields(item, query.fields as string[])) : data };
 }
 
 /** `POST`: creates the object (an id given or generated); an existing id answers it unchanged (§2). */
-export async function createObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export async function createObject(
+  model: ResourceModel,
+  request: FastifyRequest,
+  reply: ResponseHead,
+): Promise<Answer> {
   const def = model.def;
   const context = model.context(request);
   const parent = parentRefFromParams(def, request.params as RouteParams);
@@ -124,7 +170,13 @@ export async function createObject(model: ResourceModel, request: FastifyRequest
     checkObjectPreconditions(preconditions, null, null, { method: 'POST' });
     const writeContext: WriteContext = { ...accessContext, ref, existing: null, sent: body.data ?? {}, method: 'POST' };
     const data = userFields(body.data ?? {});
-    const { stored, permissions } = await model.store(writeContext, data, givenAcl(body) ?? {}, suppliedTimestamp(body.data), { newId: givenId === undefined, stampAtCommit });
+    const { stored, permissions } = await model.store(
+      writeContext,
+      data,
+      givenAcl(body) ?? {},
+      suppliedTimestamp(body.data),
+      { newId: givenId === undefined, stampAtCommit },
+    );
     return { stored, created: true, permissions };
   });
   if (answer.created) {

@@ -52,7 +52,14 @@ function toArray(value: unknown): unknown[] {
  */
 export function matchesFilter(object: Listable, { field, operator, value }: Filter): boolean {
   const held = fieldValue(object, field);
-  if (held === undefined) return operator === 'not' || operator === 'exclude' || operator === 'gt' || operator === 'min' || (operator === 'has' && !value);
+  if (held === undefined)
+    return (
+      operator === 'not' ||
+      operator === 'exclude' ||
+      operator === 'gt' ||
+      operator === 'min' ||
+      (operator === 'has' && !value)
+    );
   switch (operator) {
     case 'eq':
       return jsonEquals(held, value);
@@ -102,7 +109,8 @@ function compareKeys(a: readonly unknown[], b: readonly unknown[], sorting: read
   return 0;
 }
 
-const sortKey = (object: Listable, sorting: readonly Sort[]): unknown[] => sorting.map(({ field }) => fieldValue(object, field));
+const sortKey = (object: Listable, sorting: readonly Sort[]): unknown[] =>
+  sorting.map(({ field }) => fieldValue(object, field));
 
 /** Objects in `sorting` order: ascending puts missing fields last, descending first. */
 export function compareObjects(a: Listable, b: Listable, sorting: readonly Sort[]): number {
@@ -127,9 +135,14 @@ export interface Selection {
 }
 
 /** The objects a listing selects, in order: filtered, sorted, after `after`, at most `limit`. */
-export function selectObjects<T extends Listable>(objects: readonly T[], { filters = [], sorting = [], after, limit }: Selection): T[] {
+export function selectObjects<T extends Listable>(
+  objects: readonly T[],
+  { filters = [], sorting = [], after, limit }: Selection,
+): T[] {
   // Each object's sort key read once, not at each comparison.
-  let keyed = objects.filter((object) => matchesFilters(object, filters)).map((object) => ({ object, key: sortKey(object, sorting) }));
+  let keyed = objects
+    .filter((object) => matchesFilters(object, filters))
+    .map((object) => ({ object, key: sortKey(object, sorting) }));
   if (after !== undefined) {
     const last = sorting.map(({ field }) => (Object.hasOwn(after, field) ? after[field] : undefined));
     keyed = keyed.filter(({ key }) => compareKeys(key, last, sorting) > 0);

@@ -101,10 +101,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 export function jsonContains(container: unknown, wanted: unknown): boolean {
   if (Array.isArray(container)) {
-    return Array.isArray(wanted) && wanted.every((element) => container.some((candidate) => containsOrEquals(candidate, element)));
+    return (
+      Array.isArray(wanted) &&
+      wanted.every((element) => container.some((candidate) => containsOrEquals(candidate, element)))
+    );
   }
   if (isObject(container)) {
-    return isObject(wanted) && Object.keys(wanted).every((key) => Object.hasOwn(container, key) && containsOrEquals(container[key], wanted[key]));
+    return (
+      isObject(wanted) &&
+      Object.keys(wanted).every((key) => Object.hasOwn(container, key) && containsOrEquals(container[key], wanted[key]))
+    );
   }
   return false;
 }

@@ -10,7 +10,9 @@ function* codePoints(): Generator<string> {
 }
 
 /** Any code point but a surrogate (fast-check's `unit: 'binary'` strings take 15 ms each to build). */
-const anyCodePoint = fc.integer({ min: 0, max: 0x10ffff - 0x800 }).map((code) => String.fromCodePoint(code < 0xd800 ? code : code + 0x800));
+const anyCodePoint = fc
+  .integer({ min: 0, max: 0x10ffff - 0x800 })
+  .map((code) => String.fromCodePoint(code < 0xd800 ? code : code + 0x800));
 
 /** Unicode's simple lowercase mapping of one code point, from `toLowerCase` (full mapping) where it is one code point. */
 function simpleLowercase(char: string): string {
@@ -58,7 +60,11 @@ describe('like', () => {
       fc.property(
         fc.oneof(
           // Where context could matter: Σ between or after letters, İ, titlecase and astral letters.
-          fc.array(fc.constantFrom('Σ', 'σ', 'ς', 'İ', 'I', 'A', 'a', ' ', '.', 'Ω', 'ǅ', 'ẞ', '😀', '𐐀'), { maxLength: 12 }).map((chars) => chars.join('')),
+          fc
+            .array(fc.constantFrom('Σ', 'σ', 'ς', 'İ', 'I', 'A', 'a', ' ', '.', 'Ω', 'ǅ', 'ẞ', '😀', '𐐀'), {
+              maxLength: 12,
+            })
+            .map((chars) => chars.join('')),
           fc.array(anyCodePoint, { maxLength: 12 }).map((chars) => chars.join('')),
         ),
         (text) => foldCase(text) === [...text].map(simpleLowercase).join(''),
@@ -73,7 +79,9 @@ describe('like', () => {
       fc.property(fc.array(char, { maxLength: 12 }), fc.array(char, { maxLength: 6 }), (text, pattern) => {
         const t = text.join('').replaceAll('*', 'x');
         const p = pattern.join('');
-        expect(globMatches(foldCase(t), foldCase(p)), `${JSON.stringify(t)} like ${JSON.stringify(p)}`).toBe(globByTable(foldCase(t), foldCase(p)));
+        expect(globMatches(foldCase(t), foldCase(p)), `${JSON.stringify(t)} like ${JSON.stringify(p)}`).toBe(
+          globByTable(foldCase(t), foldCase(p)),
+        );
       }),
       { seed: SEED, numRuns: 3000 },
     );

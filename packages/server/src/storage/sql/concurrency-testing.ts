@@ -37,7 +37,10 @@ export function describeConcurrency(name: string, open: (poolSize: number) => Pr
       ]);
       expect(first.id).toBe('x');
       expect(second.id).toBe('y');
-      expect((await store.read((session) => session.objects.list(a))).map((object) => object.id).sort()).toEqual(['x', 'y']);
+      expect((await store.read((session) => session.objects.list(a))).map((object) => object.id).sort()).toEqual([
+        'x',
+        'y',
+      ]);
     });
 
     it('writers in several processes get unique timestamps that follow commit order', async () => {
@@ -49,7 +52,9 @@ export function describeConcurrency(name: string, open: (poolSize: number) => Pr
             const done: Array<{ ts: number; start: number; end: number }> = [];
             for (let i = 0; i < 40; i++) {
               const start = performance.now();
-              const { last_modified } = await process.transaction((session) => session.objects.update(scope, `p${p}-${i % 5}`, { i }));
+              const { last_modified } = await process.transaction((session) =>
+                session.objects.update(scope, `p${p}-${i % 5}`, { i }),
+              );
               done.push({ ts: last_modified, start, end: performance.now() });
             }
             return done;
@@ -58,9 +63,13 @@ export function describeConcurrency(name: string, open: (poolSize: number) => Pr
       ).flat();
       expect(new Set(writes.map((write) => write.ts)).size).toBe(writes.length);
       // A write that completed before another started has the smaller timestamp.
-      const outOfOrder = writes.filter((later) => writes.some((earlier) => earlier.end < later.start && later.ts <= earlier.ts));
+      const outOfOrder = writes.filter((later) =>
+        writes.some((earlier) => earlier.end < later.start && later.ts <= earlier.ts),
+      );
       expect(outOfOrder).toEqual([]);
-      expect(await processes[0]!.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...writes.map((write) => write.ts)));
+      expect(await processes[0]!.read((session) => session.objects.timestamp(scope))).toBe(
+        Math.max(...writes.map((write) => write.ts)),
+      );
     });
 
     it('a _since poller never misses a change made by concurrent writers', async () => {
@@ -164,7 +173,10 @@ export function describeConcurrency(name: string, open: (poolSize: number) => Pr
         const window = polls.find((p) => p.since < w.ts && w.ts <= p.etag);
         const seen = window?.changes.find((change) => change.id === w.id);
         if (!seen || seen.last_modified < w.ts) {
-          const history = writes.filter((other) => other.id === w.id).map((other) => other.ts).sort();
+          const history = writes
+            .filter((other) => other.id === w.id)
+            .map((other) => other.ts)
+            .sort();
           violations.push(
             `${w.id}@${w.ts} was missed by the poller (window ${window?.since}..${window?.etag}, seen ${JSON.stringify(seen)}, writes of ${w.id}: ${history.join(',')})`,
           );

@@ -9,14 +9,25 @@
 export type ConnectionFault = 'unavailable' | 'no-database' | 'credentials';
 
 /** Socket-level failures: nothing answers, or the connection was cut. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 /**
  * SQLSTATEs of a database that is there but not serving: shutting down or starting up (57P01-03),
  * out of connection slots or resources (class 53), connection exceptions (class 08).
  */
 const UNAVAILABLE_STATE = /^(08|53|57P0[123])/;
 /** node-postgres's own errors for a connection that dropped or did not open in time (they carry no code). */
-const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|no connection to PostgreSQL)/;
+const UNAVAILABLE_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|no connection to PostgreSQL)/;
 
 /** The errors of a cause chain (and of AggregateErrors: one per address tried), outermost first. */
 function* chain(error: unknown, depth = 0): Generator<unknown> {
@@ -32,7 +43,8 @@ export function connectionFault(error: unknown): ConnectionFault | undefined {
     const code = (link as { code?: unknown }).code;
     if (code === '3D000') return 'no-database';
     if (code === '28P01' || code === '28000') return 'credentials';
-    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_STATE.test(code))) fault = 'unavailable';
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_STATE.test(code)))
+      fault = 'unavailable';
     if (link instanceof Error && UNAVAILABLE_MESSAGE.test(link.message)) fault = 'unavailable';
   }
   return fault;

@@ -46,7 +46,9 @@ export class EmbeddedMaintenance {
   /** Vacuums and analyses every table of the schema, then sets the next threshold. */
   async run(): Promise<void> {
     this.#writes = 0;
-    const tables = await this.#driver.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()`);
+    const tables = await this.#driver.query<{ name: string }>(
+      `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()`,
+    );
     if (tables.length === 0) return;
     // Names come from the catalog and are quoted, never user input.
     await this.#driver.exec(`VACUUM (ANALYZE) ${tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ')}`);

@@ -68,7 +68,10 @@ export async function migrate(driver: SqlDriver, { upTo = Infinity }: { upTo?: n
       const rows = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
       if (rows.length > 0) return false;
       await tx.exec(migration.sql);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
       return true;
     });
     if (done) applied.push(migration.name);
@@ -79,7 +82,9 @@ export async function migrate(driver: SqlDriver, { upTo = Infinity }: { upTo?: n
 /** Throws MigrationRequiredError unless the database is exactly at the code's schema version. */
 export async function checkMigrations(driver: SqlDriver): Promise<void> {
   const migrations = await loadMigrations();
-  const [row] = await driver.query<{ registry: string | null }>(`SELECT to_regclass('schema_migrations')::text AS registry`);
+  const [row] = await driver.query<{ registry: string | null }>(
+    `SELECT to_regclass('schema_migrations')::text AS registry`,
+  );
   if (!row?.registry) {
     throw new MigrationRequiredError('The database has no Quire schema: run `quire migrate`.');
   }

@@ -21,8 +21,14 @@ export class SqlNonces implements NonceStore {
 
   async consume(nonce: string): Promise<boolean> {
     this.#s.assertWritable();
-    await this.#s.query('DELETE FROM pagination_nonces WHERE expires_at < floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint', []);
-    const rows = await this.#s.query<{ nonce: string }>('DELETE FROM pagination_nonces WHERE nonce = $1 RETURNING nonce', [nonce]);
+    await this.#s.query(
+      'DELETE FROM pagination_nonces WHERE expires_at < floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint',
+      [],
+    );
+    const rows = await this.#s.query<{ nonce: string }>(
+      'DELETE FROM pagination_nonces WHERE nonce = $1 RETURNING nonce',
+      [nonce],
+    );
     return rows.length === 1;
   }
 }

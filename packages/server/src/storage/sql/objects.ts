@@ -13,7 +13,19 @@
 import { BackendError, ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
 import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
-import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListedJson, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import type {
+  CollectionTimestamp,
+  CollectionTimestampsQuery,
+  Filter,
+  ListedJson,
+  ListOptions,
+  ObjectStore,
+  ReadOptions,
+  Scope,
+  StoredObject,
+  Tombstone,
+  WriteOptions,
+} from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import { DYNAMIC } from './drivers/types.js';
 import { listedJson } from '../listed-json.js';
@@ -62,7 +74,9 @@ export class SqlObjects implements ObjectStore {
     // One order for both ways of reading: the records timestamp, then the records scope's URI.
     const after = (timestamp: string, uri: string) =>
       query.after
-        ? [`(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1, 'bigint')}, ${param(collectionScopeUri(query.after), 'text')})`]
+        ? [
+            `(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1, 'bigint')}, ${param(collectionScopeUri(query.after), 'text')})`,
+          ]
         : [];
     if (query.since !== undefined || query.atMost !== undefined) {
       // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
@@ -73,7 +87,9 @@ export class SqlObjects implements ObjectStore {
       if (query.within) {
         const { buckets, parents, ids } = splitWithin(query.within);
         const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
-        conditions.push(`('/buckets/' || split_part(t.parent_id, '/', 3) = ANY(${param(buckets, 'text[]')}) OR t.parent_id = ANY(${param(collections, 'text[]')}))`);
+        conditions.push(
+          `('/buckets/' || split_part(t.parent_id, '/', 3) = ANY(${param(buckets, 'text[]')}) OR t.parent_id = ANY(${param(collections, 'text[]')}))`,
+        );
       }
       // LATERAL (kept apart by its LIMIT 1: a collection is one row): the timestamps walked in
       // index order drive the lookups of their collections by primary key, whatever the
@@ -93,7 +109,11 @@ export class SqlObjects implements ObjectStore {
         params,
         DYNAMIC,
       );
-      return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: Number(row.last_modified) }));
+      return rows.map((row) => ({
+        bucket: bucketIdOf(row.bucket_uri),
+        collection: row.collection,
+        lastModified: Number(row.last_modified),
+      }));
     }
     const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified, c.parent_id || '/collections/' || c.id AS uri
        FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
@@ -102,7 +122,8 @@ export class SqlObjects implements ObjectStore {
     if (!query.within) branches.push(`${select} WHERE ${live}`);
     else {
       const { buckets, parents, ids } = splitWithin(query.within);
-      if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id = ANY(${param(buckets, 'text[]')})`);
+      if (buckets.length > 0)
+        branches.push(`${select} WHERE ${live} AND c.parent_id = ANY(${param(buckets, 'text[]')})`);
       if (parents.length > 0) {
         branches.push(
           `${select} JOIN unnest(${param(parents, 'text[]')}, ${param(ids, 'text[]')}) AS named(parent_id, id)
@@ -118,7 +139,11 @@ export class SqlObjects implements ObjectStore {
       params,
       DYNAMIC,
     );
-    return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: row.last_modified === null ? null : Number(row.last_modified) }));
+    return rows.map((row) => ({
+      bucket: bucketIdOf(row.bucket_uri),
+      collection: row.collection,
+      lastModified: row.last_modified === null ? null : Number(row.last_modified),
+    }));
   }
 
   async timestamp(scope: Scope): Promise<number> {
@@ -181,7 +206,8 @@ export class SqlObjects implements ObjectStore {
     const token = cache.token;
     const row = await this.#find(scope, id);
     const live = row && !row.deleted ? row : null;
-    if (useCache) cache.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: live.data });
+    if (useCache)
+      cache.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: live.data });
     return live && toLiveObject(live);
   }
 
@@ -192,8 +218,10 @@ export class SqlObjects implements ObjectStore {
       // free, bumps the scope timestamp (locking it) and stores the object (replacing a
       // tombstone); nothing comes back when the id is taken.
       const known = this.#s.known(scope, id);
-      if (known?.row && !known.row.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
-      if (known || options?.newId) return this.#queueWrite(scope, id, data, { fresh: !known, late: options?.stampAtCommit });
+      if (known?.row && !known.row.deleted)
+        throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
+      if (known || options?.newId)
+        return this.#queueWrite(scope, id, data, { fresh: !known, late: options?.stampAtCommit });
       const stored = await this.#writeFresh(scope, id, data, 'create');
       if (stored) return stored;
     }
@@ -202,7 +230,8 @@ export class SqlObjects implements ObjectStore {
     await this.#s.sendPendingWrites();
     await this.#s.lockScope(scope);
     const existing = await this.#find(scope, id);
-    if (existing && !existing.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
+    if (existing && !existing.deleted)
+      throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
     return this.#write(scope, id, data, options);
   }
 
@@ -212,7 +241,10 @@ export class SqlObjects implements ObjectStore {
     return this.#write(scope, id, data, options);
   }
 
-  async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
+  async insertMany(
+    scope: Scope,
+    objects: Array<{ id: string; data: Record<string, unknown> }>,
+  ): Promise<StoredObject[]> {
     const s = this.#s;
     s.assertWritable();
     assertNotHistory(scope);
@@ -287,7 +319,15 @@ export class SqlObjects implements ObjectStore {
     if (known) {
       // Read locked or written by this transaction: the tombstone is queued like any write.
       if (!known.row || known.row.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
-      return this.#queue(scope, id, { deleted: true }, true, false, options?.stampAtCommit, (lastModified): Tombstone => ({ id, last_modified: lastModified, deleted: true }));
+      return this.#queue(
+        scope,
+        id,
+        { deleted: true },
+        true,
+        false,
+        options?.stampAtCommit,
+        (lastModified): Tombstone => ({ id, last_modified: lastModified, deleted: true }),
+      );
     }
     await s.sendPendingWrites(); // what follows stamps the scope in the database
     s.pending.release(scope.parentId, scope.resourceName);
@@ -414,7 +454,10 @@ export class SqlObjects implements ObjectStore {
     const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const onData = filters.filter((filter) => query.readsData(filter.field));
     if (onData.length === 0 || sorting?.some((sort) => query.readsData(sort.field))) return null;
-    const scopeWhere = query.where(scope, { ...options, filters: filters.filter((filter) => !onData.includes(filter)) });
+    const scopeWhere = query.where(scope, {
+      ...options,
+      filters: filters.filter((filter) => !onData.includes(filter)),
+    });
     const orderBy = query.orderBy(sorting);
     const newest = `SELECT id, last_modified, data, deleted FROM objects WHERE ${scopeWhere} ORDER BY ${orderBy} LIMIT ${query.bind(WALK)}`;
     const matching = onData.map((filter) => query.filter(filter)).join(' AND ');
@@ -458,12 +501,19 @@ export class SqlObjects implements ObjectStore {
     await this.#s.sendPendingWrites();
     if (filters.length === 0) {
       // Kept by the writes' own statements (migration 009): one row, however large the scope.
-      const [counted] = await this.#s.query<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = $1 AND resource_name = $2', [scope.parentId, scope.resourceName]);
+      const [counted] = await this.#s.query<{ live: number }>(
+        'SELECT live FROM object_counts WHERE parent_id = $1 AND resource_name = $2',
+        [scope.parentId, scope.resourceName],
+      );
       return counted?.live ?? 0;
     }
     const query = new QueryBuilder({ indexed: this.#s.context.indexed() });
     const where = query.where(scope, { filters });
-    const [row] = await this.#s.query<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params, DYNAMIC);
+    const [row] = await this.#s.query<{ count: number }>(
+      `SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`,
+      query.params,
+      DYNAMIC,
+    );
     return row?.count ?? 0;
   }
 
@@ -562,13 +612,30 @@ export class SqlObjects implements ObjectStore {
   }
 
   /** Queues a write (a live object or a tombstone) and returns the object handed out for it. */
-  async #queue<T extends { last_modified: number }>(scope: Scope, id: string, data: Record<string, unknown>, deleted: boolean, fresh: boolean, late: boolean | undefined, shape: (lastModified: number) => T): Promise<T> {
+  async #queue<T extends { last_modified: number }>(
+    scope: Scope,
+    id: string,
+    data: Record<string, unknown>,
+    deleted: boolean,
+    fresh: boolean,
+    late: boolean | undefined,
+    shape: (lastModified: number) => T,
+  ): Promise<T> {
     assertNotHistory(scope);
     const lastModified = await this.#stampFor(scope, late);
     const row: ObjectRow = { id, last_modified: lastModified, data, deleted };
     const object = shape(lastModified);
     const stamped = Number.isNaN(lastModified) ? [row, object] : undefined;
-    this.#s.pending.add({ parentId: scope.parentId, resourceName: scope.resourceName, id, lastModified: stamped ? null : lastModified, stamped, data, deleted, fresh });
+    this.#s.pending.add({
+      parentId: scope.parentId,
+      resourceName: scope.resourceName,
+      id,
+      lastModified: stamped ? null : lastModified,
+      stamped,
+      data,
+      deleted,
+      fresh,
+    });
     this.#s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row);
     this.#s.writes++;
     this.#changed(scope, id);
@@ -576,9 +643,18 @@ export class SqlObjects implements ObjectStore {
   }
 
   /** Queues the write of a live object at the scope's next timestamp; returns it as stored. */
-  #queueWrite(scope: Scope, id: string, data: Record<string, unknown>, { fresh = false, late }: { fresh?: boolean; late?: boolean } = {}): Promise<StoredObject> {
+  #queueWrite(
+    scope: Scope,
+    id: string,
+    data: Record<string, unknown>,
+    { fresh = false, late }: { fresh?: boolean; late?: boolean } = {},
+  ): Promise<StoredObject> {
     const { id: _id, last_modified: _lastModified, ...attributes } = structuredClone(data);
-    return this.#queue(scope, id, attributes, false, fresh, late, (lastModified) => ({ ...structuredClone(attributes), id, last_modified: lastModified }));
+    return this.#queue(scope, id, attributes, false, fresh, late, (lastModified) => ({
+      ...structuredClone(attributes),
+      id,
+      last_modified: lastModified,
+    }));
   }
 
   /**
@@ -587,7 +663,12 @@ export class SqlObjects implements ObjectStore {
    * `create`, the id must be free (no live object): else nothing is bumped nor written, and
    * null comes back.
    */
-  async #writeFresh(scope: Scope, id: string, data: Record<string, unknown>, mode: 'create' | 'update'): Promise<StoredObject | null> {
+  async #writeFresh(
+    scope: Scope,
+    id: string,
+    data: Record<string, unknown>,
+    mode: 'create' | 'update',
+  ): Promise<StoredObject | null> {
     const s = this.#s;
     assertNotHistory(scope);
     await s.sendPendingWrites(); // this statement stamps the scope in the database
@@ -620,7 +701,8 @@ export class SqlObjects implements ObjectStore {
 
   /** Records a change of a cached object (buckets, collections). */
   #changed(scope: Scope, id: string): void {
-    if (isCachedResource(scope.resourceName)) this.#s.invalidate({ kind: 'object', key: objectKey(scope.parentId, scope.resourceName, id) });
+    if (isCachedResource(scope.resourceName))
+      this.#s.invalidate({ kind: 'object', key: objectKey(scope.parentId, scope.resourceName, id) });
   }
 
   /** Creates or replaces the live object `id` with the requested timestamp (§5.2). */

@@ -23,7 +23,11 @@ export class SqlOutbox implements OutboxStore {
     const transaction = this.#s.transaction;
     if (!transaction) throw new StorageError('enqueue needs a write transaction');
     for (const { key, payload } of items) {
-      transaction.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)', [topic, key, JSON.stringify(payload)]);
+      transaction.beforeCommit('INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)', [
+        topic,
+        key,
+        JSON.stringify(payload),
+      ]);
     }
   }
 
@@ -61,7 +65,17 @@ export class SqlOutbox implements OutboxStore {
          WHERE parent_id = $4 AND resource_name = $5 AND EXISTS (SELECT 1 FROM stored)
        )
        SELECT count(*)::int AS taken FROM taken`,
-      [topic, key, limit, scope.parentId, scope.resourceName, Math.max(now, current + 1), whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id],
+      [
+        topic,
+        key,
+        limit,
+        scope.parentId,
+        scope.resourceName,
+        Math.max(now, current + 1),
+        whileExists.scope.parentId,
+        whileExists.scope.resourceName,
+        whileExists.id,
+      ],
     );
     s.writes += row?.taken ?? 0;
     return row?.taken ?? 0;

@@ -79,7 +79,8 @@ export class PendingWrites {
 
   /** Whether rows of the scope wait for their timestamps (stamped at commit). */
   hasLate(parentId: string, resourceName: string): boolean {
-    for (const row of this.#rows.values()) if (row.lastModified === null && row.parentId === parentId && row.resourceName === resourceName) return true;
+    for (const row of this.#rows.values())
+      if (row.lastModified === null && row.parentId === parentId && row.resourceName === resourceName) return true;
     return false;
   }
 
@@ -173,7 +174,8 @@ export class PendingWrites {
         ],
         onRows: ([stamp]) => {
           const first = Number(stamp!.first);
-          for (const rowWrites of writes) for (const { object, position } of rowWrites) object.last_modified = first + position;
+          for (const rowWrites of writes)
+            for (const { object, position } of rowWrites) object.last_modified = first + position;
           this.hold(parentId, resourceName, first + count - 1);
         },
       };

@@ -9,7 +9,10 @@ import type { SqlSessionState } from './session-state.js';
 
 /** The fields of a permission entry that are columns (text, NULL when the entry lacks them). */
 const ENTRY_COLUMNS = Object.fromEntries(
-  ['uri', 'resource_name', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id'].map((name) => [name, nullableTextColumn(name)]),
+  ['uri', 'resource_name', 'id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id'].map((name) => [
+    name,
+    nullableTextColumn(name),
+  ]),
 );
 
 interface PermissionEntryRow extends Row {
@@ -17,7 +20,10 @@ interface PermissionEntryRow extends Row {
   [field: string]: unknown;
 }
 
-export async function listPermissionEntries(session: SqlSessionState, query: PermissionEntriesQuery): Promise<PermissionEntry[]> {
+export async function listPermissionEntries(
+  session: SqlSessionState,
+  query: PermissionEntriesQuery,
+): Promise<PermissionEntry[]> {
   const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
   const principals = builder.bind(query.principals);
   // Objects held through the settings (`<resource>_<permission>_principals`): every live object
@@ -36,7 +42,9 @@ export async function listPermissionEntries(session: SqlSessionState, query: Per
     : '';
   const implied = builder.bindJson(
     Object.entries(query.implied).flatMap(([resourceName, table]) =>
-      Object.entries(table).flatMap(([held, permissions]) => permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission }))),
+      Object.entries(table).flatMap(([held, permissions]) =>
+        permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission })),
+      ),
     ),
   );
   const extra = builder.bindJson(query.extraEntries);

@@ -104,7 +104,12 @@ export class SqlPermissions implements PermissionStore {
     return [...groups];
   }
 
-  async authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+  async authorizedIds(
+    parentUri: string,
+    childPath: string,
+    principals: string[],
+    permissions: string[],
+  ): Promise<string[]> {
     await this.#s.sendPendingAcls();
     const prefix = `${parentUri}/${childPath}/`;
     const rows = await this.#s.query<{ id: string }>(

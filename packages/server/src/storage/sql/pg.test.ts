@@ -7,7 +7,13 @@ import { describeConcurrency } from './concurrency-testing.js';
 import { describeDriver } from './drivers/testing.js';
 import { checkMigrations, loadMigrations, migrate } from './migrate.js';
 import { createPostgresStorage, type SqlStorage } from './sql-storage.js';
-import { dropSchema, newSchemaName, PG_URL as url, postgresUnavailable, runAsAdmin } from '../../../test/helpers/postgres.js';
+import {
+  dropSchema,
+  newSchemaName,
+  PG_URL as url,
+  postgresUnavailable,
+  runAsAdmin,
+} from '../../../test/helpers/postgres.js';
 
 const reason = await postgresUnavailable('pg.test.ts');
 
@@ -24,7 +30,13 @@ if (reason !== undefined) {
   /** A storage on the file's schema; each call is a separate pool, like a separate process. */
   async function open(poolSize = 4): Promise<SqlStorage> {
     // Indexes built plainly: CONCURRENTLY waits for every older transaction of the shared test database.
-    const storage = await createPostgresStorage({ url, schema, poolSize, autoMigrate: true, concurrentIndexBuilds: false });
+    const storage = await createPostgresStorage({
+      url,
+      schema,
+      poolSize,
+      autoMigrate: true,
+      concurrentIndexBuilds: false,
+    });
     opened.push(storage);
     return storage;
   }
@@ -75,7 +87,9 @@ if (reason !== undefined) {
     });
 
     it('reports an unreachable server as a BackendError', async () => {
-      await expect(createPostgresStorage({ url: 'postgresql://postgres@127.0.0.1:1/none' })).rejects.toBeInstanceOf(BackendError);
+      await expect(createPostgresStorage({ url: 'postgresql://postgres@127.0.0.1:1/none' })).rejects.toBeInstanceOf(
+        BackendError,
+      );
     });
   });
 
@@ -87,7 +101,8 @@ if (reason !== undefined) {
       const deadline = performance.now() + 5_000;
       for (;;) {
         const value = await read();
-        if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected)) return expect(value).toEqual(expected);
+        if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected))
+          return expect(value).toEqual(expected);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     }
@@ -103,7 +118,9 @@ if (reason !== undefined) {
     async function listenerPids(): Promise<number[]> {
       const admin = createPgDriver({ url, poolSize: 1 });
       try {
-        const rows = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN "quire_cache"'`);
+        const rows = await admin.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN "quire_cache"'`,
+        );
         return rows.map((row) => row.pid);
       } finally {
         await admin.close();
@@ -125,13 +142,17 @@ if (reason !== undefined) {
       await a.transaction((session) => session.permissions.set(uri, { write: ['bob'] }));
       await a.transaction((session) => session.permissions.setGroupMembers(`${uri}/groups/g`, ['carol']));
       await eventually(async () => (await b.read((session) => session.objects.get(bucket, id)))?.v, 2);
-      await eventually(async () => (await b.read((session) => session.permissions.get([uri]))).get(uri), { write: ['bob'] });
+      await eventually(async () => (await b.read((session) => session.permissions.get([uri]))).get(uri), {
+        write: ['bob'],
+      });
       await eventually(() => b.read((session) => session.permissions.groupsOf(['carol'])), [`${uri}/groups/g`]);
       // Nothing is announced for a transaction that rolled back.
-      await a.transaction(async (session) => {
-        await session.objects.update(bucket, id, { v: 3 });
-        throw new Error('rolled back');
-      }).catch(() => {});
+      await a
+        .transaction(async (session) => {
+          await session.objects.update(bucket, id, { v: 3 });
+          throw new Error('rolled back');
+        })
+        .catch(() => {});
       expect((await b.read((session) => session.objects.get(bucket, id)))?.v).toBe(2);
     });
 
@@ -156,13 +177,16 @@ if (reason !== undefined) {
       const store = await open(2);
       const scope = randomScope();
       await store.transaction((session) => session.objects.create(scope, 'x', { v: 1 }));
-      await runAsAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`);
+      await runAsAdmin(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`,
+      );
       // The first statement may meet the dead connection (a BackendError, never a crash).
-      await store.read((session) => session.objects.get(scope, 'x')).catch((error: unknown) => expect(error).toBeInstanceOf(BackendError));
+      await store
+        .read((session) => session.objects.get(scope, 'x'))
+        .catch((error: unknown) => expect(error).toBeInstanceOf(BackendError));
       expect(await store.read((session) => session.objects.get(scope, 'x'))).toMatchObject({ v: 1 });
     });
   });
 
   describeConcurrency('postgresql', open);
 }
-

@@ -6,7 +6,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type Pgbouncer, pgbouncerUnavailable, startPgbouncer } from '../../../test/helpers/pgbouncer.js';
+import {
+  createTestDatabase,
+  type Pgbouncer,
+  pgbouncerUnavailable,
+  startPgbouncer,
+} from '../../../test/helpers/pgbouncer.js';
 import { PG_URL, postgresUnavailable } from '../../../test/helpers/postgres.js';
 import { describeStorage, randomScope } from '../testing.js';
 import type { StoreChannelListener } from '../types.js';
@@ -23,7 +28,8 @@ async function eventually<T>(read: () => Promise<T> | T, expected: T, ms = 5_000
   const deadline = performance.now() + ms;
   for (;;) {
     const value = structuredClone(await read()); // as it was then: a failure shows that, not what came later
-    if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected)) return expect(value).toEqual(expected);
+    if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected))
+      return expect(value).toEqual(expected);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -111,7 +117,9 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       await eventually(() => heard.every((listener) => listener.heard.join() === '<disconnected>,<connected>'), true);
       // Concurrent senders, in transactions that commit in any order: each message arrives once.
       const sent = Array.from({ length: 40 }, (_, i) => `m${i}`);
-      await Promise.all(sent.map((payload) => (Number(payload.slice(1)) % 2 ? a : b).channels!.notify('pooled_test', payload)));
+      await Promise.all(
+        sent.map((payload) => (Number(payload.slice(1)) % 2 ? a : b).channels!.notify('pooled_test', payload)),
+      );
       const expected = ['<connected>', '<disconnected>', ...sent].sort();
       for (const listener of heard) await eventually(() => [...listener.heard].sort(), expected);
       // A notification sent in a transaction that rolls back is never read.
@@ -221,7 +229,8 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
 
     it('a process that listens writes no log while nobody polls, and logs once a poller registers', async () => {
       const driver = createPgDriver({ url, poolSize: 1, pooled: true, listenUrl: directUrl });
-      const logged = async () => (await driver.query<{ count: number }>('SELECT count(*)::int AS count FROM notifications'))[0]!.count;
+      const logged = async () =>
+        (await driver.query<{ count: number }>('SELECT count(*)::int AS count FROM notifications'))[0]!.count;
       try {
         // Whoever polled in the tests above is gone (closed): it unregistered.
         await Promise.all(opened.splice(0).map((each) => each.close()));

@@ -85,7 +85,10 @@ export class QueryBuilder {
    * (default: `id` and `last_modified` of the objects table). `indexed`: the fields with a
    * declared index, read through the index's own expressions.
    */
-  constructor({ columns = OBJECT_COLUMNS, indexed = new Set() }: { columns?: Readonly<Record<string, FieldRef>>; indexed?: ReadonlySet<string> } = {}) {
+  constructor({
+    columns = OBJECT_COLUMNS,
+    indexed = new Set(),
+  }: { columns?: Readonly<Record<string, FieldRef>>; indexed?: ReadonlySet<string> } = {}) {
     this.#columns = columns;
     this.#indexed = indexed;
   }
@@ -120,7 +123,11 @@ export class QueryBuilder {
       this.#paths.set(path, placeholder);
     }
     const jsonb = `(data #> ${placeholder})`;
-    return { jsonb, key: `(CASE WHEN ${jsonb} IS NULL THEN NULL ELSE jsonb_build_array(${jsonb}) END)`, nullable: true };
+    return {
+      jsonb,
+      key: `(CASE WHEN ${jsonb} IS NULL THEN NULL ELSE jsonb_build_array(${jsonb}) END)`,
+      nullable: true,
+    };
   }
 
   /** Whether a filter or sort on `path` reads each row's `data` (neither a column nor a declared index). */
@@ -202,7 +209,11 @@ export class QueryBuilder {
 
   /** Keyset continuation: rows strictly after `after` in `sorting` order (see keyset.ts). */
   after(sorting: Sort[], after: Record<string, unknown>): string {
-    return keysetCondition(sorting, (sort) => this.#same(sort, after), (sort) => this.#beyond(sort, after));
+    return keysetCondition(
+      sorting,
+      (sort) => this.#same(sort, after),
+      (sort) => this.#beyond(sort, after),
+    );
   }
 
   #same({ field }: Sort, after: Record<string, unknown>): string {
@@ -241,7 +252,8 @@ export class QueryBuilder {
   /** Column comparison when the value has the column's type (uses the indexes), else jsonb. */
   #compare(ref: FieldRef, op: Comparison, value: unknown): string {
     if (ref.column && fitsColumn(ref, value)) return `${ref.column.sql} ${op} ${this.bind(value)}::${ref.column.type}`;
-    if (!ref.column && (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)))) return this.#compareScalar(ref, op, value);
+    if (!ref.column && (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))))
+      return this.#compareScalar(ref, op, value);
     return `${ref.key} ${op} ${this.bindJson([value])}`;
   }
 
@@ -254,8 +266,13 @@ export class QueryBuilder {
    */
   #compareScalar(ref: FieldRef, op: Comparison, value: string | number): string {
     const rank = typeof value === 'number' ? 2 : 1;
-    const same = typeof value === 'number' ? `(${ref.jsonb})::numeric ${op} ${this.bind(value)}::numeric` : `(${ref.jsonb} #>> '{}') ${op} ${this.bind(value)}::text`;
-    const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(([type, typeRank]) => `WHEN '${type}' THEN ${String(compareNumbers(typeRank, op, rank))}`);
+    const same =
+      typeof value === 'number'
+        ? `(${ref.jsonb})::numeric ${op} ${this.bind(value)}::numeric`
+        : `(${ref.jsonb} #>> '{}') ${op} ${this.bind(value)}::text`;
+    const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(
+      ([type, typeRank]) => `WHEN '${type}' THEN ${String(compareNumbers(typeRank, op, rank))}`,
+    );
     return `(CASE jsonb_typeof(${ref.jsonb}) WHEN '${rank === 2 ? 'number' : 'string'}' THEN ${same} ${others.join(' ')} END)`;
   }
 
@@ -278,9 +295,15 @@ const JSONB_RANKS: ReadonlyArray<[string, number]> = [
   ['object', 5],
 ];
 
-
 /** The filters a declared field answers through its index: the comparisons. */
-const ORDERED_OPERATORS: Partial<Record<Filter['operator'], Comparison>> = { eq: '=', not: '<>', lt: '<', max: '<=', gt: '>', min: '>=' };
+const ORDERED_OPERATORS: Partial<Record<Filter['operator'], Comparison>> = {
+  eq: '=',
+  not: '<>',
+  lt: '<',
+  max: '<=',
+  gt: '>',
+  min: '>=',
+};
 
 function orMissing(ref: FieldRef, condition: string): string {
   return ref.nullable ? `(${ref.jsonb} IS NULL OR ${condition})` : condition;

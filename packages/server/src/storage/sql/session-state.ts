@@ -8,7 +8,14 @@
 import { AclMemo } from '../acl-memo.js';
 import { StorageError, UnicityError } from '../errors.js';
 import type { Scope } from '../types.js';
-import { sqlState, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlTransaction } from './drivers/types.js';
+import {
+  sqlState,
+  type DeferredStatement,
+  type QueryOptions,
+  type Row,
+  type SqlConnection,
+  type SqlTransaction,
+} from './drivers/types.js';
 import { PendingAcls } from './pending-acls.js';
 import { NOW_MS, PendingWrites } from './pending-writes.js';
 import { encodeInvalidations, objectKey, type Invalidation, type SharedCache } from './shared-cache.js';
@@ -79,7 +86,8 @@ export class SqlSessionState {
     statements.push(...this.pending.take());
     const acls = this.pendingAcls.take();
     if (acls) statements.push(acls);
-    if (this.#invalidations.length > 0 && this.context.notify) statements.push(this.context.notify(encodeInvalidations(this.#invalidations)));
+    if (this.#invalidations.length > 0 && this.context.notify)
+      statements.push(this.context.notify(encodeInvalidations(this.#invalidations)));
     return statements;
   }
 
@@ -91,8 +99,10 @@ export class SqlSessionState {
   /** Whether the shared cache may answer for `key`: not once this transaction changed it. */
   cacheable(kind: 'object' | 'acl', key: string): boolean {
     if (this.#bypassCache) return false;
-    return !this.#invalidations.some((invalidation) =>
-      invalidation.kind === kind && (kind === 'object' ? (invalidation as { key: string }).key : (invalidation as { uri: string }).uri) === key,
+    return !this.#invalidations.some(
+      (invalidation) =>
+        invalidation.kind === kind &&
+        (kind === 'object' ? (invalidation as { key: string }).key : (invalidation as { uri: string }).uri) === key,
     );
   }
 
@@ -136,7 +146,8 @@ export class SqlSessionState {
     try {
       return await this.#db.query<R>(text, params, options);
     } catch (error) {
-      if (sqlState(error) === '23505') throw new UnicityError('integrity constraint violated', undefined, { cause: error });
+      if (sqlState(error) === '23505')
+        throw new UnicityError('integrity constraint violated', undefined, { cause: error });
       throw error;
     }
   }

@@ -47,6 +47,11 @@ export class SqlSession implements StorageSession {
       acl[permission].push(principal);
     }
     s.acls.remember(uri, acl);
-    s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row!.id === null ? null : { id: row!.id, last_modified: row!.last_modified, data: row!.data, deleted: row!.deleted });
+    s.locked.set(
+      objectKey(scope.parentId, scope.resourceName, id),
+      row!.id === null
+        ? null
+        : { id: row!.id, last_modified: row!.last_modified, data: row!.data, deleted: row!.deleted },
+    );
   }
 }

@@ -18,7 +18,13 @@ import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
 import { SqlSession } from './session.js';
 import { SqlSessionState, type SessionContext, type SessionMode } from './session-state.js';
-import { decodeInvalidations, encodeInvalidations, type Invalidation, NOTIFY_CHANNEL, SharedCache } from './shared-cache.js';
+import {
+  decodeInvalidations,
+  encodeInvalidations,
+  type Invalidation,
+  NOTIFY_CHANNEL,
+  SharedCache,
+} from './shared-cache.js';
 
 const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, deadlock
 const MAX_TRANSACTION_ATTEMPTS = 4;
@@ -50,11 +56,22 @@ export class SqlStorage implements Storage {
   readonly #context: SessionContext;
   readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
-  constructor(driver: SqlDriver, { maintenance, cacheMaxEntries = 10_000, maxDeclaredIndexes = 16, concurrentIndexBuilds = true }: SqlStorageOptions = {}) {
+  constructor(
+    driver: SqlDriver,
+    {
+      maintenance,
+      cacheMaxEntries = 10_000,
+      maxDeclaredIndexes = 16,
+      concurrentIndexBuilds = true,
+    }: SqlStorageOptions = {},
+  ) {
     this.#driver = driver;
     this.backend = driver.name;
     this.#maintenance = maintenance;
-    this.#indexes = new IndexKeeper(sqlIndexStore(driver, { concurrent: concurrentIndexBuilds }), { max: maxDeclaredIndexes, warn: (message, error) => console.warn(`quire: ${message}:`, error) });
+    this.#indexes = new IndexKeeper(sqlIndexStore(driver, { concurrent: concurrentIndexBuilds }), {
+      max: maxDeclaredIndexes,
+      warn: (message, error) => console.warn(`quire: ${message}:`, error),
+    });
     // Several processes may share the database: the cache waits for the channel that tells
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.
     const shared = driver.listen !== undefined && driver.notify !== undefined;
@@ -108,7 +125,8 @@ export class SqlStorage implements Storage {
         return result;
       } catch (error) {
         // A queued write that met a taken key failed the COMMIT's round trip.
-        if (sqlState(error) === '23505' && !(error instanceof UnicityError)) throw new UnicityError('integrity constraint violated', undefined, { cause: error });
+        if (sqlState(error) === '23505' && !(error instanceof UnicityError))
+          throw new UnicityError('integrity constraint violated', undefined, { cause: error });
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE_STATES.has(sqlState(error) ?? '')) throw error;
         await sleep(backoffDelay(RETRY_BACKOFF, attempt - 1));
       } finally {
@@ -125,7 +143,11 @@ export class SqlStorage implements Storage {
    */
   async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     return withInitialisedScopes(
-      () => this.#driver.transaction((connection) => fn(new SqlSession(this.#state(connection, 'snapshot'))), { isolation: 'repeatable read', readOnly: true }),
+      () =>
+        this.#driver.transaction((connection) => fn(new SqlSession(this.#state(connection, 'snapshot'))), {
+          isolation: 'repeatable read',
+          readOnly: true,
+        }),
       (scope) => new SqlSession(this.#state(this.#driver, 'read')).objects.timestamp(scope),
     );
   }
@@ -190,10 +212,17 @@ export class SqlStorage implements Storage {
 
 /** Whether committed changes may have changed a collection (its `indexes` among them). */
 function touchesCollections(invalidations: readonly Invalidation[]): boolean {
-  return invalidations.some((invalidation) => invalidation.kind === 'tree' || invalidation.kind === 'all' || (invalidation.kind === 'object' && invalidation.key.includes('\u0000collection\u0000')));
+  return invalidations.some(
+    (invalidation) =>
+      invalidation.kind === 'tree' ||
+      invalidation.kind === 'all' ||
+      (invalidation.kind === 'object' && invalidation.key.includes('\u0000collection\u0000')),
+  );
 }
 
-export interface PostgresStorageOptions extends Omit<PgDriverOptions, 'pooled'>, Pick<SqlStorageOptions, 'cacheMaxEntries' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'> {
+export interface PostgresStorageOptions
+  extends Omit<PgDriverOptions, 'pooled'>,
+    Pick<SqlStorageOptions, 'cacheMaxEntries' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'> {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
   /**
@@ -204,7 +233,15 @@ export interface PostgresStorageOptions extends Omit<PgDriverOptions, 'pooled'>,
 }
 
 /** PostgreSQL storage. Without `autoMigrate`, fails with MigrationRequiredError when the schema is behind. */
-export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntries, maxDeclaredIndexes, keepIndexes = true, concurrentIndexBuilds, pooler = 'detect', ...options }: PostgresStorageOptions): Promise<SqlStorage> {
+export async function createPostgresStorage({
+  autoMigrate = false,
+  cacheMaxEntries,
+  maxDeclaredIndexes,
+  keepIndexes = true,
+  concurrentIndexBuilds,
+  pooler = 'detect',
+  ...options
+}: PostgresStorageOptions): Promise<SqlStorage> {
   const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
   const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
@@ -237,7 +274,11 @@ export async function createPostgresStorage({ autoMigrate = false, cacheMaxEntri
 }
 
 /** Embedded storage (PGlite), in memory or persisted in `dataDir`; always migrated at start. */
-export async function createPgliteStorage({ maxDeclaredIndexes, keepIndexes = true, ...options }: PgliteDriverOptions & Pick<SqlStorageOptions, 'maxDeclaredIndexes' | 'keepIndexes'> = {}): Promise<SqlStorage> {
+export async function createPgliteStorage({
+  maxDeclaredIndexes,
+  keepIndexes = true,
+  ...options
+}: PgliteDriverOptions & Pick<SqlStorageOptions, 'maxDeclaredIndexes' | 'keepIndexes'> = {}): Promise<SqlStorage> {
   const driver = createPgliteDriver(options);
   const maintenance = new EmbeddedMaintenance(driver);
   let applied: string[];
@@ -248,7 +289,10 @@ export async function createPgliteStorage({ maxDeclaredIndexes, keepIndexes = tr
     await driver.close();
     throw error;
   }
-  const storage = new SqlStorage(driver, { maintenance, ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }) });
+  const storage = new SqlStorage(driver, {
+    maintenance,
+    ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
+  });
   storage.migrationsApplied = applied;
   if (keepIndexes) storage.startIndexing();
   return storage;

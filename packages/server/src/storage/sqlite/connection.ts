@@ -31,7 +31,12 @@ export const STATEMENT_CACHE_MAX_TOTAL_SQL_LENGTH = 512 * 1024;
 const openConnections = new Set<Connection>();
 
 /** What the statement caches of every open connection hold (tests check they stay bounded). */
-export function statementCacheTotals(): { connections: number; statements: number; sqlLength: number; longest: number } {
+export function statementCacheTotals(): {
+  connections: number;
+  statements: number;
+  sqlLength: number;
+  longest: number;
+} {
   const totals = { connections: openConnections.size, statements: 0, sqlLength: 0, longest: 0 };
   for (const connection of openConnections) {
     for (const sql of connection.cachedStatements()) {

@@ -19,7 +19,10 @@ export function indexColumns(field: string): string {
 }
 
 /** `read` runs on a reader connection, `write` on the writer between transactions. */
-export function sqliteIndexStore(read: () => Connection, write: (fn: (connection: Connection) => void) => Promise<void>): IndexStore {
+export function sqliteIndexStore(
+  read: () => Connection,
+  write: (fn: (connection: Connection) => void) => Promise<void>,
+): IndexStore {
   return {
     async declarations() {
       // Collection by collection through their scopes' timestamps, by the primary key.
@@ -45,7 +48,9 @@ export function sqliteIndexStore(read: () => Connection, write: (fn: (connection
         // objects), the key nearly unique: without them SQLite took this index for every query of
         // a scope, the first page of a listing included, and sorted the whole scope.
         connection.run('DELETE FROM sqlite_stat1 WHERE idx = ?', [name]);
-        connection.run(`INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('objects', ?, '1000000 10000 10000 2 1')`, [name]);
+        connection.run(`INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('objects', ?, '1000000 10000 10000 2 1')`, [
+          name,
+        ]);
         connection.exec('ANALYZE sqlite_schema');
       });
     },

@@ -81,7 +81,11 @@ export function registerFilterFunctions(db: Database.Database): void {
   db.function('quire_jsonb_contains', { deterministic: true }, (array: string, wanted: string, any: number) => {
     const container = JSON.parse(array) as Json;
     const elements = JSON.parse(wanted) as Json[];
-    return (any ? elements.some((element) => jsonContains(container, [element])) : jsonContains(container, elements)) ? 1 : 0;
+    return (any ? elements.some((element) => jsonContains(container, [element])) : jsonContains(container, elements))
+      ? 1
+      : 0;
   });
-  db.function('quire_like', { deterministic: true }, (text: unknown, pattern: string) => (typeof text === 'string' && likeMatches(text, pattern) ? 1 : 0));
+  db.function('quire_like', { deterministic: true }, (text: unknown, pattern: string) =>
+    typeof text === 'string' && likeMatches(text, pattern) ? 1 : 0,
+  );
 }

@@ -140,7 +140,9 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
         SELECT parent_id, resource_name, count(*) FROM objects WHERE NOT deleted GROUP BY parent_id, resource_name
         UNION ALL
         SELECT parent_id, resource_name, count(*) FROM history WHERE NOT deleted GROUP BY parent_id, resource_name;
-      ${['objects', 'history'].map((table) => `
+      ${['objects', 'history']
+        .map(
+          (table) => `
       CREATE TRIGGER ${table}_count_inserted AFTER INSERT ON ${table} WHEN NOT NEW.deleted BEGIN
         INSERT INTO object_counts (parent_id, resource_name, live) VALUES (NEW.parent_id, NEW.resource_name, 1)
         ON CONFLICT (parent_id, resource_name) DO UPDATE SET live = live + 1;
@@ -151,7 +153,9 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
       CREATE TRIGGER ${table}_count_updated AFTER UPDATE OF deleted ON ${table} WHEN OLD.deleted <> NEW.deleted BEGIN
         INSERT INTO object_counts (parent_id, resource_name, live) VALUES (NEW.parent_id, NEW.resource_name, CASE WHEN NEW.deleted THEN -1 ELSE 1 END)
         ON CONFLICT (parent_id, resource_name) DO UPDATE SET live = live + excluded.live;
-      END;`).join('')}
+      END;`,
+        )
+        .join('')}
     `,
   },
 ];

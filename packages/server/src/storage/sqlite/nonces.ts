@@ -11,7 +11,10 @@ export class SqliteNonces implements NonceStore {
 
   async store(nonce: string, ttlSeconds: number): Promise<void> {
     this.#s.assertWritable();
-    this.#s.db.run('INSERT OR IGNORE INTO pagination_nonces (nonce, expires_at) VALUES (?, ?)', [nonce, Date.now() + ttlSeconds * 1000]);
+    this.#s.db.run('INSERT OR IGNORE INTO pagination_nonces (nonce, expires_at) VALUES (?, ?)', [
+      nonce,
+      Date.now() + ttlSeconds * 1000,
+    ]);
   }
 
   async consume(nonce: string): Promise<boolean> {

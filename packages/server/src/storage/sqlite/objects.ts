@@ -9,7 +9,19 @@ import { indexName } from '../declared-indexes.js';
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
 import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
-import type { CollectionTimestamp, CollectionTimestampsQuery, Filter, ListedJson, ListOptions, ObjectStore, ReadOptions, Scope, StoredObject, Tombstone, WriteOptions } from '../types.js';
+import type {
+  CollectionTimestamp,
+  CollectionTimestampsQuery,
+  Filter,
+  ListedJson,
+  ListOptions,
+  ObjectStore,
+  ReadOptions,
+  Scope,
+  StoredObject,
+  Tombstone,
+  WriteOptions,
+} from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
 import type { Row } from './connection.js';
 import { listedJson } from '../listed-json.js';
@@ -61,7 +73,11 @@ export class SqliteObjects implements ObjectStore {
     const direction = desc ? 'DESC' : 'ASC';
     // One order for both ways of reading: the records timestamp, then the records scope's URI.
     const after = (timestamp: string, uri: string) =>
-      query.after ? [`(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1)}, ${param(collectionScopeUri(query.after))})`] : [];
+      query.after
+        ? [
+            `(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1)}, ${param(collectionScopeUri(query.after))})`,
+          ]
+        : [];
     let sql: string;
     if (query.since !== undefined || query.atMost !== undefined) {
       // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
@@ -75,7 +91,9 @@ export class SqliteObjects implements ObjectStore {
       if (query.within) {
         const { buckets, parents, ids } = splitWithin(query.within);
         const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
-        conditions.push(`(substr(t.parent_id, 1, ${slash} - 1) IN ${list(buckets)} OR t.parent_id IN ${list(collections)})`);
+        conditions.push(
+          `(substr(t.parent_id, 1, ${slash} - 1) IN ${list(buckets)} OR t.parent_id IN ${list(collections)})`,
+        );
       }
       sql = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
          FROM timestamps t
@@ -106,8 +124,15 @@ export class SqliteObjects implements ObjectStore {
          ORDER BY coalesce(last_modified, -1) ${direction}, uri ${direction}`;
     }
     if (query.limit !== undefined) sql += ` LIMIT ${param(query.limit)}`;
-    const rows = this.#s.db.all<{ bucket_uri: string; collection: string; last_modified: number | null }>(sql, params as never);
-    return rows.map((row) => ({ bucket: bucketIdOf(row.bucket_uri), collection: row.collection, lastModified: row.last_modified }));
+    const rows = this.#s.db.all<{ bucket_uri: string; collection: string; last_modified: number | null }>(
+      sql,
+      params as never,
+    );
+    return rows.map((row) => ({
+      bucket: bucketIdOf(row.bucket_uri),
+      collection: row.collection,
+      lastModified: row.last_modified,
+    }));
   }
 
   async timestamp(scope: Scope): Promise<number> {
@@ -116,10 +141,10 @@ export class SqliteObjects implements ObjectStore {
     const key = objectKey(scope.parentId, scope.resourceName, '');
     const cached = s.cache?.timestamp(key);
     if (cached !== undefined) return cached;
-    const row = s.db.get<{ last_modified: number }>('SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?', [
-      scope.parentId,
-      scope.resourceName,
-    ]);
+    const row = s.db.get<{ last_modified: number }>(
+      'SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?',
+      [scope.parentId, scope.resourceName],
+    );
     if (row) {
       s.cache?.storeTimestamp(key, row.last_modified); // in the statement's synchronous step (read-cache.ts)
       return row.last_modified;
@@ -138,11 +163,20 @@ export class SqliteObjects implements ObjectStore {
     // A bucket or a collection (the parents of every record read), kept between read sessions.
     const key = objectKey(scope.parentId, scope.resourceName, id);
     const cached = shared.object(key);
-    if (cached !== undefined) return cached && { ...structuredClone(cached.data), id: cached.id, last_modified: cached.last_modified };
+    if (cached !== undefined)
+      return cached && { ...structuredClone(cached.data), id: cached.id, last_modified: cached.last_modified };
     const token = shared.token;
     const row = this.#find(scope, id);
     const live = row && !row.deleted ? row : null;
-    shared.storeObject(token, key, live && { id: live.id, last_modified: live.last_modified, data: JSON.parse(live.data) as Record<string, unknown> });
+    shared.storeObject(
+      token,
+      key,
+      live && {
+        id: live.id,
+        last_modified: live.last_modified,
+        data: JSON.parse(live.data) as Record<string, unknown>,
+      },
+    );
     return live && toLiveObject(live);
   }
 
@@ -153,7 +187,8 @@ export class SqliteObjects implements ObjectStore {
     // no look: the insert itself refuses a live object of that id (#upsert).
     if (!options?.newId) {
       const existing = this.#find(scope, id);
-      if (existing && !existing.deleted) throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
+      if (existing && !existing.deleted)
+        throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
     }
     return this.#write(scope, id, data, options);
   }
@@ -164,7 +199,10 @@ export class SqliteObjects implements ObjectStore {
     return this.#write(scope, id, data, options);
   }
 
-  async insertMany(scope: Scope, objects: Array<{ id: string; data: Record<string, unknown> }>): Promise<StoredObject[]> {
+  async insertMany(
+    scope: Scope,
+    objects: Array<{ id: string; data: Record<string, unknown> }>,
+  ): Promise<StoredObject[]> {
     this.#s.assertWritable();
     this.#s.wrote(scope);
     assertNotHistory(scope);
@@ -188,7 +226,14 @@ export class SqliteObjects implements ObjectStore {
       s.db.run(
         `INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted) VALUES (?, ?, ?, ?, jsonb(?), ?)
          ON CONFLICT (parent_id, resource_name, ${key}) DO UPDATE SET id = excluded.id, last_modified = excluded.last_modified, data = excluded.data, deleted = excluded.deleted`,
-        [scope.parentId, scope.resourceName, id, lastModified, deleted ? TOMBSTONE_DATA : JSON.stringify(attributes), deleted ? 1 : 0],
+        [
+          scope.parentId,
+          scope.resourceName,
+          id,
+          lastModified,
+          deleted ? TOMBSTONE_DATA : JSON.stringify(attributes),
+          deleted ? 1 : 0,
+        ],
       );
       if (scopeTimestamp === undefined) newest = Math.max(newest, lastModified);
     }
@@ -246,11 +291,15 @@ export class SqliteObjects implements ObjectStore {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
-    return this.#listRows(scope, options).map((row) => (row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row)));
+    return this.#listRows(scope, options).map((row) =>
+      row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row),
+    );
   }
 
   async listJson(scope: Scope, options: ListOptions = {}): Promise<ListedJson[]> {
-    return this.#listRows(scope, options).map((row) => listedJson(row.id, row.last_modified, row.deleted === 1, row.data));
+    return this.#listRows(scope, options).map((row) =>
+      listedJson(row.id, row.last_modified, row.deleted === 1, row.data),
+    );
   }
 
   /** The rows of a listing, their data as JSON text (`json(data)`). */
@@ -302,11 +351,19 @@ export class SqliteObjects implements ObjectStore {
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
     if (filters.length === 0) {
       // Kept by the writes' triggers (migration 2): one row, however large the scope.
-      return this.#s.db.get<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = ? AND resource_name = ?', [scope.parentId, scope.resourceName])?.live ?? 0;
+      return (
+        this.#s.db.get<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = ? AND resource_name = ?', [
+          scope.parentId,
+          scope.resourceName,
+        ])?.live ?? 0
+      );
     }
     const query = new QueryBuilder({ indexed: this.#s.indexed });
     const where = query.where(scope, { filters });
-    return this.#s.db.get<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params)?.count ?? 0;
+    return (
+      this.#s.db.get<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params)
+        ?.count ?? 0
+    );
   }
 
   async deleteTree(uri: string): Promise<void> {
@@ -314,16 +371,18 @@ export class SqliteObjects implements ObjectStore {
     this.#s.wrote(null);
     const [low, high] = belowRange(uri);
     for (const table of ['objects', 'history']) {
-      this.#s.db.run(`DELETE FROM ${table} WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)`, [uri, low, high]);
+      this.#s.db.run(`DELETE FROM ${table} WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)`, [
+        uri,
+        low,
+        high,
+      ]);
     }
     // The scope timestamps below the tree are bumped, not dropped (issue 29; sql/objects.ts
     // says why): a list re-created there starts above every timestamp the old one served.
-    this.#s.db.run('UPDATE timestamps SET last_modified = max(?, last_modified + 1) WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)', [
-      Date.now(),
-      uri,
-      low,
-      high,
-    ]);
+    this.#s.db.run(
+      'UPDATE timestamps SET last_modified = max(?, last_modified + 1) WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)',
+      [Date.now(), uri, low, high],
+    );
   }
 
   async purgeDeleted(scope: Scope, before?: number): Promise<number> {
@@ -347,7 +406,10 @@ export class SqliteObjects implements ObjectStore {
       query.params,
     );
     if (!oldestKept) return 0;
-    return this.#s.db.run(`DELETE FROM ${tableOf(scope)} WHERE ${where} AND last_modified < ${query.bind(oldestKept.last_modified)}`, query.params);
+    return this.#s.db.run(
+      `DELETE FROM ${tableOf(scope)} WHERE ${where} AND last_modified < ${query.bind(oldestKept.last_modified)}`,
+      query.params,
+    );
   }
 
   /** Creates or replaces the live object `id` with a fresh (or the requested) timestamp. */

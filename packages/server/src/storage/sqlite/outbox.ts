@@ -25,18 +25,16 @@ export class SqliteOutbox implements OutboxStore {
     const s = this.#s;
     s.assertWritable();
     const { current, now } = s.current(scope);
-    const items = s.db.all<{ seq: number; payload: string }>('SELECT seq, payload FROM outbox WHERE topic = ? AND key = ? ORDER BY seq LIMIT ?', [
-      topic,
-      key,
-      limit,
-    ]);
+    const items = s.db.all<{ seq: number; payload: string }>(
+      'SELECT seq, payload FROM outbox WHERE topic = ? AND key = ? ORDER BY seq LIMIT ?',
+      [topic, key, limit],
+    );
     if (items.length === 0) return 0;
     s.db.run('DELETE FROM outbox WHERE topic = ? AND key = ? AND seq <= ?', [topic, key, items.at(-1)!.seq]);
-    const exists = s.db.get('SELECT 1 AS found FROM objects WHERE parent_id = ? AND resource_name = ? AND id = ? AND NOT deleted', [
-      whileExists.scope.parentId,
-      whileExists.scope.resourceName,
-      whileExists.id,
-    ]);
+    const exists = s.db.get(
+      'SELECT 1 AS found FROM objects WHERE parent_id = ? AND resource_name = ? AND id = ? AND NOT deleted',
+      [whileExists.scope.parentId, whileExists.scope.resourceName, whileExists.id],
+    );
     if (!exists) return items.length;
     // Each element of the payloads, in order, at first, first + 1…: above every timestamp of the scope.
     const first = Math.max(now, current + 1);

@@ -17,7 +17,12 @@ import { jsonColumn, nullableTextColumn, QueryBuilder, textColumn } from './quer
 const ENTRY_COLUMNS = {
   uri: textColumn('uri'),
   resource_name: textColumn('resource_name'),
-  ...Object.fromEntries(['id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id'].map((name) => [name, nullableTextColumn(name)])),
+  ...Object.fromEntries(
+    ['id', 'bucket_id', 'collection_id', 'group_id', 'record_id', 'account_id'].map((name) => [
+      name,
+      nullableTextColumn(name),
+    ]),
+  ),
   permissions: jsonColumn('permissions'),
 };
 
@@ -36,7 +41,10 @@ interface EntryRow {
 }
 
 export function listPermissionEntries(db: Connection, query: PermissionEntriesQuery): PermissionEntry[] {
-  const builder = new QueryBuilder({ document: `json_object('permissions', json(permissions))`, columns: ENTRY_COLUMNS });
+  const builder = new QueryBuilder({
+    document: `json_object('permissions', json(permissions))`,
+    columns: ENTRY_COLUMNS,
+  });
   const principals = builder.bindJson(query.principals);
   // As on PostgreSQL: objects held through the settings are found scope by scope (the scopes
   // that hold objects of that kind, from `timestamps`), and without such grants the branch is
@@ -51,10 +59,14 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
     : '';
   const implied = builder.bindJson(
     Object.entries(query.implied).flatMap(([resourceName, table]) =>
-      Object.entries(table).flatMap(([held, permissions]) => permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission }))),
+      Object.entries(table).flatMap(([held, permissions]) =>
+        permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission })),
+      ),
     ),
   );
-  const extra = builder.bindJson(query.extraEntries.map(({ uri, resource_name, permissions }) => ({ uri, resource_name, permissions })));
+  const extra = builder.bindJson(
+    query.extraEntries.map(({ uri, resource_name, permissions }) => ({ uri, resource_name, permissions })),
+  );
   const conditions = (query.filters ?? []).map((filter) => builder.filter(filter));
   if (query.after) conditions.push(builder.after(query.sorting, query.after));
   const orderBy = builder.orderBy(query.sorting);

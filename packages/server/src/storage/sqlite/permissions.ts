@@ -66,7 +66,10 @@ export class SqlitePermissions implements PermissionStore {
     const s = this.#s;
     s.assertWritable();
     s.db.run('DELETE FROM group_members WHERE group_uri = ?', [groupUri]);
-    s.db.run('INSERT OR IGNORE INTO group_members (group_uri, principal) SELECT ?, value FROM json_each(?)', [groupUri, JSON.stringify(members)]);
+    s.db.run('INSERT OR IGNORE INTO group_members (group_uri, principal) SELECT ?, value FROM json_each(?)', [
+      groupUri,
+      JSON.stringify(members),
+    ]);
   }
 
   async groupsOf(principals: string[]): Promise<string[]> {
@@ -84,7 +87,12 @@ export class SqlitePermissions implements PermissionStore {
     return groups;
   }
 
-  async authorizedIds(parentUri: string, childPath: string, principals: string[], permissions: string[]): Promise<string[]> {
+  async authorizedIds(
+    parentUri: string,
+    childPath: string,
+    principals: string[],
+    permissions: string[],
+  ): Promise<string[]> {
     const [low, high] = belowRange(`${parentUri}/${childPath}`);
     const rows = this.#s.db.all<{ id: string }>(
       `SELECT DISTINCT substr(object_id, length(@low) + 1) AS id FROM access_control_entries

@@ -72,7 +72,10 @@ const RANK_BY_TYPE: ReadonlyArray<[string, number]> = [
 
 function keyOf(value: JsonSql): [string, string] {
   const rank = `(CASE ${value.type} ${RANK_BY_TYPE.map(([type, rank]) => `WHEN '${type}' THEN ${rank}`).join(' ')} END)`;
-  return [rank, `(CASE ${value.type} WHEN 'null' THEN 0 WHEN 'array' THEN quire_jsonb_key(${value.json}) WHEN 'object' THEN quire_jsonb_key(${value.json}) ELSE ${value.atom} END)`];
+  return [
+    rank,
+    `(CASE ${value.type} WHEN 'null' THEN 0 WHEN 'array' THEN quire_jsonb_key(${value.json}) WHEN 'object' THEN quire_jsonb_key(${value.json}) ELSE ${value.atom} END)`,
+  ];
 }
 
 /** The value at a bound JSON path of a document (a JSONB column or JSON text). */
@@ -100,7 +103,11 @@ export function textColumn(sql: string): FieldRef {
 
 /** A text column that may be NULL (the field is missing), e.g. `bucket_id` of a permission entry. */
 export function nullableTextColumn(sql: string): FieldRef {
-  const value: JsonSql = { type: `(CASE WHEN ${sql} IS NOT NULL THEN 'text' END)`, atom: sql, json: `json_quote(${sql})` };
+  const value: JsonSql = {
+    type: `(CASE WHEN ${sql} IS NOT NULL THEN 'text' END)`,
+    atom: sql,
+    json: `json_quote(${sql})`,
+  };
   return { value, key: keyOf(value) };
 }
 
@@ -220,7 +227,9 @@ export class QueryBuilder {
       const candidates = jsonPaths(field).map((candidate) => this.bind(candidate));
       // The one of the candidate paths that exists (the last, when none does).
       const last = candidates.pop()!;
-      const tries = candidates.map((candidate) => `WHEN json_type(${this.#document}, ${candidate}) IS NOT NULL THEN ${candidate}`);
+      const tries = candidates.map(
+        (candidate) => `WHEN json_type(${this.#document}, ${candidate}) IS NOT NULL THEN ${candidate}`,
+      );
       path = tries.length === 0 ? last : `(CASE ${tries.join(' ')} ELSE ${last} END)`;
       this.#paths.set(field, path);
     }
@@ -281,7 +290,9 @@ export class QueryBuilder {
         const isArray = `${ref.value.type} = 'array'`;
         if (wanted.every(isScalar)) {
           // One lookup among the field's elements per wanted value.
-          const each = wanted.map((one) => `EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#equalsScalar(element('held'), one)})`);
+          const each = wanted.map(
+            (one) => `EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#equalsScalar(element('held'), one)})`,
+          );
           return `(${[isArray, ...each].join(' AND ')})`;
         }
         return `(${isArray} AND quire_jsonb_contains(${ref.value.json}, ${this.bindJson(wanted)}, 0))`;
@@ -290,7 +301,8 @@ export class QueryBuilder {
         if (!ref.value || !ref.elements) return 'FALSE';
         const wanted = toArray(value);
         const isArray = `${ref.value.type} = 'array'`;
-        if (wanted.every(isScalar)) return `(${isArray} AND EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#inScalars(element('held'), wanted)}))`;
+        if (wanted.every(isScalar))
+          return `(${isArray} AND EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#inScalars(element('held'), wanted)}))`;
         return `(${isArray} AND quire_jsonb_contains(${ref.value.json}, ${this.bindJson(wanted)}, 1))`;
       }
       default:
@@ -306,11 +318,17 @@ export class QueryBuilder {
   #like(text: string, value: string): { sql: string; native: boolean } {
     const { pattern, from, to } = sqlLike(value);
     const variants = [...from];
-    if (variants.length > NATIVE_LIKE_MAX_VARIANTS || value.split('*').some((piece) => piece.length > NATIVE_LIKE_MAX_PIECE)) {
+    if (
+      variants.length > NATIVE_LIKE_MAX_VARIANTS ||
+      value.split('*').some((piece) => piece.length > NATIVE_LIKE_MAX_PIECE)
+    ) {
       return { sql: `quire_like(${text}, ${this.bind(value)})`, native: false };
     }
     const targets = [...to];
-    const folded = variants.reduce((sql, variant, index) => `replace(${sql}, ${this.bind(variant)}, ${this.bind(targets[index]!)})`, text);
+    const folded = variants.reduce(
+      (sql, variant, index) => `replace(${sql}, ${this.bind(variant)}, ${this.bind(targets[index]!)})`,
+      text,
+    );
     return { sql: `${folded} LIKE ${this.bind(pattern)} ESCAPE '\\'`, native: true };
   }
 
@@ -329,7 +347,11 @@ export class QueryBuilder {
 
   /** Keyset continuation: rows strictly after `after` in `sorting` order (see keyset.ts). */
   after(sorting: Sort[], after: Record<string, unknown>): string {
-    return keysetCondition(sorting, (sort) => this.#same(sort, after), (sort) => this.#beyond(sort, after));
+    return keysetCondition(
+      sorting,
+      (sort) => this.#same(sort, after),
+      (sort) => this.#beyond(sort, after),
+    );
   }
 
   #same({ field }: Sort, after: Record<string, unknown>): string {
@@ -377,7 +399,10 @@ export class QueryBuilder {
   #compareScalar(json: JsonSql, op: Comparison, value: Scalar, missing: boolean): string {
     const rank = rankOf(value);
     const same = value === null ? String(compareNumbers(0, op, 0)) : `${json.atom} ${op} ${this.#atomOf(value)}`;
-    const branches = RANK_BY_TYPE.map(([type, typeRank]) => `WHEN '${type}' THEN ${typeRank === rank ? same : String(compareNumbers(typeRank, op, rank))}`);
+    const branches = RANK_BY_TYPE.map(
+      ([type, typeRank]) =>
+        `WHEN '${type}' THEN ${typeRank === rank ? same : String(compareNumbers(typeRank, op, rank))}`,
+    );
     return `(CASE ${json.type} ${branches.join(' ')} ELSE ${String(missing)} END)`;
   }
 
@@ -395,9 +420,16 @@ export class QueryBuilder {
     const constants = [true, false, null].filter((constant) => values.includes(constant));
     // Terms ORed rather than a CASE by type: SQLite then builds each list once per statement.
     const terms: string[] = [];
-    if (strings.length > 0) terms.push(`(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(strings)})) AND ${json.type} = 'text')`);
-    if (numbers.length > 0) terms.push(`(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(numbers)})) AND ${json.type} IN (${typesOf(2)}))`);
-    if (constants.length > 0) terms.push(`${json.type} IN (${constants.map((constant) => `'${String(constant)}'`).join(', ')})`);
+    if (strings.length > 0)
+      terms.push(
+        `(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(strings)})) AND ${json.type} = 'text')`,
+      );
+    if (numbers.length > 0)
+      terms.push(
+        `(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(numbers)})) AND ${json.type} IN (${typesOf(2)}))`,
+      );
+    if (constants.length > 0)
+      terms.push(`${json.type} IN (${constants.map((constant) => `'${String(constant)}'`).join(', ')})`);
     return terms.length > 0 ? `coalesce(${terms.join(' OR ')}, FALSE)` : 'FALSE';
   }
 
@@ -434,7 +466,6 @@ function typesOf(rank: number): string {
     .map(([type]) => `'${type}'`)
     .join(', ');
 }
-
 
 /** Distinct JSON values (by their JSON text). */
 function unique(values: unknown[]): unknown[] {

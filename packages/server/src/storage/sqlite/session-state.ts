@@ -33,7 +33,15 @@ export class SqliteSessionState {
   constructor(
     connection: Connection,
     mode: SessionMode,
-    { storeTimestamp, indexed = new Set(), cache }: { storeTimestamp?: (scope: Scope) => Promise<number>; indexed?: ReadonlySet<string>; cache?: SqliteReadCache } = {},
+    {
+      storeTimestamp,
+      indexed = new Set(),
+      cache,
+    }: {
+      storeTimestamp?: (scope: Scope) => Promise<number>;
+      indexed?: ReadonlySet<string>;
+      cache?: SqliteReadCache;
+    } = {},
   ) {
     this.#connection = connection;
     this.mode = mode;
@@ -55,7 +63,8 @@ export class SqliteSessionState {
 
   /** Inserts the enqueued outbox items (the transaction is about to commit). */
   flushOutbox(): void {
-    for (const item of this.outbox.splice(0)) this.db.run('INSERT INTO outbox (topic, key, payload) VALUES (?, ?, ?)', item);
+    for (const item of this.outbox.splice(0))
+      this.db.run('INSERT INTO outbox (topic, key, payload) VALUES (?, ?, ?)', item);
   }
 
   end(): void {
@@ -66,14 +75,21 @@ export class SqliteSessionState {
   current(scope: Scope): { current: number; now: number } {
     const now = Date.now();
     const params = [scope.parentId, scope.resourceName];
-    const row = this.db.get<{ last_modified: number }>('SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?', params);
+    const row = this.db.get<{ last_modified: number }>(
+      'SELECT last_modified FROM timestamps WHERE parent_id = ? AND resource_name = ?',
+      params,
+    );
     if (row) return { current: row.last_modified, now };
     this.db.run('INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES (?, ?, ?)', [...params, now]);
     return { current: now, now };
   }
 
   setScopeTimestamp(scope: Scope, timestamp: number): void {
-    this.db.run('UPDATE timestamps SET last_modified = ? WHERE parent_id = ? AND resource_name = ?', [timestamp, scope.parentId, scope.resourceName]);
+    this.db.run('UPDATE timestamps SET last_modified = ? WHERE parent_id = ? AND resource_name = ?', [
+      timestamp,
+      scope.parentId,
+      scope.resourceName,
+    ]);
   }
 
   assertWritable(): void {

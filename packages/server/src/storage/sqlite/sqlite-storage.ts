@@ -88,13 +88,21 @@ export class SqliteStorage implements Storage {
 
   constructor(
     writer: Connection,
-    options: { lockTimeoutMs: number; busyTimeoutMs: number; snapshotConnections: number; path: string | undefined; maxDeclaredIndexes: number; cacheMaxEntries: number },
+    options: {
+      lockTimeoutMs: number;
+      busyTimeoutMs: number;
+      snapshotConnections: number;
+      path: string | undefined;
+      maxDeclaredIndexes: number;
+      cacheMaxEntries: number;
+    },
   ) {
     this.#lockTimeoutMs = options.lockTimeoutMs;
     this.#writerConnection = writer;
     this.#cache = new SqliteReadCache(options.cacheMaxEntries);
     this.#dataVersion = dataVersion(writer);
-    const busy = 'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
+    const busy =
+      'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
     const path = options.path;
     if (path === undefined) {
@@ -102,7 +110,8 @@ export class SqliteStorage implements Storage {
       this.#readerConnection = writer;
       this.#readerLock = this.#writer;
     } else {
-      const openReader = () => configure(new Connection(path, { readonly: true, busyTimeoutMs: options.busyTimeoutMs }));
+      const openReader = () =>
+        configure(new Connection(path, { readonly: true, busyTimeoutMs: options.busyTimeoutMs }));
       this.#snapshots = new Pool({ create: openReader, size: options.snapshotConnections, busyMessage: busy });
       this.#readerConnection = openReader();
       this.#readerLock = null;
@@ -111,7 +120,10 @@ export class SqliteStorage implements Storage {
       () => this.#readerConnection,
       (fn) => this.#write(async (connection) => fn(connection)),
     );
-    this.#indexes = new IndexKeeper(store, { max: options.maxDeclaredIndexes, warn: (message, error) => console.warn(`quire: ${message}:`, error) });
+    this.#indexes = new IndexKeeper(store, {
+      max: options.maxDeclaredIndexes,
+      warn: (message, error) => console.warn(`quire: ${message}:`, error),
+    });
   }
 
   /** Starts keeping the declared indexes (a first pass now, then after collection writes and every minute). */
@@ -124,7 +136,11 @@ export class SqliteStorage implements Storage {
     return this.#indexes.update().then(() => this.#indexes.indexed);
   }
 
-  #state(connection: Connection, mode: 'write' | 'read' | 'snapshot', storeTimestamp?: (scope: Scope) => Promise<number>): SqliteSessionState {
+  #state(
+    connection: Connection,
+    mode: 'write' | 'read' | 'snapshot',
+    storeTimestamp?: (scope: Scope) => Promise<number>,
+  ): SqliteSessionState {
     return new SqliteSessionState(connection, mode, {
       indexed: this.#indexes.indexed,
       ...(storeTimestamp ? { storeTimestamp } : {}),
@@ -284,15 +300,26 @@ function dataVersion(connection: Connection): number {
 
 /** Opens (creating it if needed) and migrates a SQLite store. */
 export async function createSqliteStorage(options: SqliteStorageOptions = {}): Promise<SqliteStorage> {
-  const { path, synchronous = 'FULL', lockTimeoutMs = 10_000, busyTimeoutMs = 5_000, snapshotConnections = 4, maxDeclaredIndexes = 16, keepIndexes = true, cacheMaxEntries = 10_000 } = options;
-  if (!Object.hasOwn(SYNCHRONOUS, synchronous)) throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
+  const {
+    path,
+    synchronous = 'FULL',
+    lockTimeoutMs = 10_000,
+    busyTimeoutMs = 5_000,
+    snapshotConnections = 4,
+    maxDeclaredIndexes = 16,
+    keepIndexes = true,
+    cacheMaxEntries = 10_000,
+  } = options;
+  if (!Object.hasOwn(SYNCHRONOUS, synchronous))
+    throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
   const writer = new Connection(path ?? ':memory:', { busyTimeoutMs });
   let applied: string[];
   try {
     if (path !== undefined) {
       // WAL: readers read while the writer writes, and a commit appends to one file.
       const mode = writer.get<{ journal_mode: string }>('PRAGMA journal_mode = WAL');
-      if (mode?.journal_mode !== 'wal') throw new BackendError(`sqlite: ${path} cannot be put in WAL mode (got ${mode?.journal_mode})`);
+      if (mode?.journal_mode !== 'wal')
+        throw new BackendError(`sqlite: ${path} cannot be put in WAL mode (got ${mode?.journal_mode})`);
     }
     writer.exec(`PRAGMA synchronous = ${SYNCHRONOUS[synchronous]}; PRAGMA foreign_keys = OFF`);
     configure(writer);
@@ -301,7 +328,14 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     writer.close();
     throw error;
   }
-  const storage = new SqliteStorage(writer, { lockTimeoutMs, busyTimeoutMs, snapshotConnections, path, maxDeclaredIndexes, cacheMaxEntries });
+  const storage = new SqliteStorage(writer, {
+    lockTimeoutMs,
+    busyTimeoutMs,
+    snapshotConnections,
+    path,
+    maxDeclaredIndexes,
+    cacheMaxEntries,
+  });
   storage.migrationsApplied = applied;
   if (keepIndexes) storage.startIndexing();
   return storage;
@@ -324,15 +358,23 @@ function migrate(connection: Connection): string[] {
   for (const migration of MIGRATIONS) {
     connection.exec('BEGIN IMMEDIATE');
     try {
-      connection.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT');
+      connection.exec(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
+      );
       const applied = connection.all<{ version: number }>('SELECT version FROM schema_migrations');
       const unknown = applied.filter(({ version }) => !known.has(version)).map(({ version }) => version);
       if (unknown.length > 0) {
-        throw new MigrationRequiredError(`The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): upgrade Quire.`);
+        throw new MigrationRequiredError(
+          `The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): upgrade Quire.`,
+        );
       }
       if (!applied.some(({ version }) => version === migration.version)) {
         connection.exec(migration.sql);
-        connection.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [migration.version, migration.name, new Date().toISOString()]);
+        connection.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+          migration.version,
+          migration.name,
+          new Date().toISOString(),
+        ]);
         names.push(migration.name);
       }
       connection.exec('COMMIT');

@@ -43,7 +43,9 @@ describe('sqlite persistence', () => {
     const scope = randomScope();
     const uri = `${scope.parentId}/records/a`;
     const first = await createSqliteStorage({ path });
-    const created = await first.transaction((session) => session.objects.create(scope, 'a', { title: 'persisted', nested: { list: [1, 'two'] } }));
+    const created = await first.transaction((session) =>
+      session.objects.create(scope, 'a', { title: 'persisted', nested: { list: [1, 'two'] } }),
+    );
     await first.transaction((session) => session.objects.create(scope, 'gone', {}));
     const tombstone = await first.transaction((session) => session.objects.delete(scope, 'gone'));
     await first.transaction((session) => session.permissions.set(uri, { write: ['alice'], read: ['bob', 'alice'] }));
@@ -54,11 +56,20 @@ describe('sqlite persistence', () => {
     const second = await createSqliteStorage({ path });
     try {
       expect(await second.read((session) => session.objects.get(scope, 'a'))).toEqual(created);
-      expect(await second.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }))).toEqual([created, tombstone]);
+      expect(
+        await second.read((session) =>
+          session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }),
+        ),
+      ).toEqual([created, tombstone]);
       expect(await second.read((session) => session.objects.timestamp(scope))).toBe(timestamp);
-      expect((await second.read((session) => session.permissions.get([uri]))).get(uri)).toEqual({ read: ['alice', 'bob'], write: ['alice'] });
+      expect((await second.read((session) => session.permissions.get([uri]))).get(uri)).toEqual({
+        read: ['alice', 'bob'],
+        write: ['alice'],
+      });
       expect(await second.read((session) => session.outbox.keys('topic'))).toEqual(['/buckets/b']);
-      expect((await second.transaction((session) => session.objects.update(scope, 'a', {}))).last_modified).toBeGreaterThan(timestamp);
+      expect(
+        (await second.transaction((session) => session.objects.update(scope, 'a', {}))).last_modified,
+      ).toBeGreaterThan(timestamp);
     } finally {
       await second.close();
     }
@@ -69,7 +80,9 @@ describe('sqlite persistence', () => {
     await (await createSqliteStorage({ path })).close();
     await (await createSqliteStorage({ path })).close();
     const db = new Database(path);
-    expect(db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map(({ version, name }) => ({ version, name })));
+    expect(db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(
+      MIGRATIONS.map(({ version, name }) => ({ version, name })),
+    );
     db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '999-future', '')`).run();
     db.close();
     await expect(createSqliteStorage({ path })).rejects.toBeInstanceOf(MigrationRequiredError);
@@ -81,7 +94,9 @@ describe('sqlite persistence', () => {
     await storage.close();
     const scope = randomScope();
     await expect(storage.read((session) => session.objects.get(scope, 'a'))).rejects.toBeInstanceOf(BackendError);
-    await expect(storage.transaction((session) => session.objects.create(scope, 'a', {}))).rejects.toBeInstanceOf(BackendError);
+    await expect(storage.transaction((session) => session.objects.create(scope, 'a', {}))).rejects.toBeInstanceOf(
+      BackendError,
+    );
     await expect(storage.snapshot((session) => session.objects.list(scope))).rejects.toBeInstanceOf(BackendError);
     expect(await storage.ping()).toBe(false);
   });
@@ -146,10 +161,16 @@ describe('sqlite read cache (read-cache.ts)', () => {
         await session.objects.create(bucket, id, { nested: { n: 1 } });
         await session.permissions.set(`/buckets/${id}`, { read: ['someone'] });
       });
-      const taken = await storage.read(async (session) => ({ object: await session.objects.get(bucket, id), acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)! }));
+      const taken = await storage.read(async (session) => ({
+        object: await session.objects.get(bucket, id),
+        acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)!,
+      }));
       (taken.object!.nested as { n: number }).n = 2;
       taken.acl.read!.push('intruder');
-      const again = await storage.read(async (session) => ({ object: await session.objects.get(bucket, id), acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)! }));
+      const again = await storage.read(async (session) => ({
+        object: await session.objects.get(bucket, id),
+        acl: (await session.permissions.get([`/buckets/${id}`])).get(`/buckets/${id}`)!,
+      }));
       expect(again.object).toMatchObject({ nested: { n: 1 } });
       expect(again.acl).toEqual({ read: ['someone'] });
       (again.object!.nested as { n: number }).n = 3;
@@ -168,7 +189,10 @@ describe('sqlite concurrency', () => {
       await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       let committed: number | undefined;
       const seen = await storage.snapshot(async (session) => {
-        const read = async () => ({ timestamp: await session.objects.timestamp(scope), ids: (await session.objects.list(scope)).map((o) => o.id) });
+        const read = async () => ({
+          timestamp: await session.objects.timestamp(scope),
+          ids: (await session.objects.list(scope)).map((o) => o.id),
+        });
         const before = await read();
         // On a file, the writer does not wait for the snapshot: this commits now.
         committed = (await storage.transaction((session) => session.objects.create(scope, 'b', {}))).last_modified;
@@ -205,7 +229,10 @@ describe('sqlite concurrency', () => {
 
   for (const mode of ['memory', 'file'] as const) {
     it(`a transaction opened inside a transaction fails after lockTimeoutMs instead of hanging (${mode})`, async () => {
-      const storage = await createSqliteStorage({ lockTimeoutMs: 100, ...(mode === 'file' ? { path: newFile() } : {}) });
+      const storage = await createSqliteStorage({
+        lockTimeoutMs: 100,
+        ...(mode === 'file' ? { path: newFile() } : {}),
+      });
       try {
         const scope = randomScope();
         const started = Date.now();
@@ -220,7 +247,9 @@ describe('sqlite concurrency', () => {
         expect(Date.now() - started).toBeLessThan(5_000);
         // Rolled back, and the writer is free again.
         expect(await storage.read((session) => session.objects.list(scope))).toEqual([]);
-        expect(await storage.transaction((session) => session.objects.create(scope, 'after', {}))).toMatchObject({ id: 'after' });
+        expect(await storage.transaction((session) => session.objects.create(scope, 'after', {}))).toMatchObject({
+          id: 'after',
+        });
       } finally {
         await storage.close();
       }
@@ -276,13 +305,34 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
   it('orders and compares arrays element by element, objects key by key whatever their key order', async () => {
     const scope = randomScope();
     const values: Record<string, unknown> = {
-      empty: [], nul: [null], str: ['a'], num: [1], big: [10], nine: [9], bool: [true], nested: [[]], obj: [{}], pair: [1, 2],
-      o0: {}, ob: { b: 1 }, oa: { a: 2 }, oaa: { aa: 1 }, oab: { a: 1, b: 1 }, oba: { b: 1, a: 0 },
+      empty: [],
+      nul: [null],
+      str: ['a'],
+      num: [1],
+      big: [10],
+      nine: [9],
+      bool: [true],
+      nested: [[]],
+      obj: [{}],
+      pair: [1, 2],
+      o0: {},
+      ob: { b: 1 },
+      oa: { a: 2 },
+      oaa: { aa: 1 },
+      oab: { a: 1, b: 1 },
+      oba: { b: 1, a: 0 },
     };
-    for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(scope, id, { v }));
-    expect(await ids(scope, { sorting: [{ field: 'v', direction: 1 }] })).toBe('empty nul str num nine big bool nested obj pair o0 oa oaa ob oba oab');
-    expect(await ids(scope, { filters: [{ field: 'v', operator: 'eq', value: { a: 0, b: 1 } }], sorting: byId })).toBe('oba');
-    expect(await ids(scope, { filters: [{ field: 'v', operator: 'lt', value: [9] }], sorting: byId })).toBe('empty nul num str');
+    for (const [id, v] of Object.entries(values))
+      await storage.transaction((session) => session.objects.create(scope, id, { v }));
+    expect(await ids(scope, { sorting: [{ field: 'v', direction: 1 }] })).toBe(
+      'empty nul str num nine big bool nested obj pair o0 oa oaa ob oba oab',
+    );
+    expect(await ids(scope, { filters: [{ field: 'v', operator: 'eq', value: { a: 0, b: 1 } }], sorting: byId })).toBe(
+      'oba',
+    );
+    expect(await ids(scope, { filters: [{ field: 'v', operator: 'lt', value: [9] }], sorting: byId })).toBe(
+      'empty nul num str',
+    );
   });
 
   it('reads a number segment of a path as an array index, and contains nested containers partially', async () => {
@@ -292,37 +342,57 @@ describe('sqlite semantics, as PostgreSQL jsonb', () => {
     expect(await ids(scope, { filters: [{ field: 'v.0', operator: 'eq', value: 1 }], sorting: byId })).toBe('list');
     expect(await ids(scope, { filters: [{ field: 'v.-1', operator: 'eq', value: 2 }], sorting: byId })).toBe('list');
     expect(await ids(scope, { filters: [{ field: 'o.0', operator: 'eq', value: 'key' }], sorting: byId })).toBe('list');
-    expect(await ids(scope, { filters: [{ field: 'v', operator: 'contains', value: [[2], { b: [3] }] }], sorting: byId })).toBe('deep');
-    expect(await ids(scope, { filters: [{ field: 'v', operator: 'contains_any', value: [[2], 'zz'] }], sorting: byId })).toBe('deep');
+    expect(
+      await ids(scope, { filters: [{ field: 'v', operator: 'contains', value: [[2], { b: [3] }] }], sorting: byId }),
+    ).toBe('deep');
+    expect(
+      await ids(scope, { filters: [{ field: 'v', operator: 'contains_any', value: [[2], 'zz'] }], sorting: byId }),
+    ).toBe('deep');
   });
 
   it('permissions.entries: records and accounts, URIs of any characters, implied permissions', async () => {
     const bucket = `b'"\\é*-${randomUUID()}`;
     const user = `u-${randomUUID()}`;
-    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r*1`, { write: [user] }));
+    await storage.transaction((session) =>
+      session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r*1`, { write: [user] }),
+    );
     await storage.transaction((session) => session.permissions.set(`/accounts/${user}`, { write: [user] }));
-    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r2/beyond`, { read: [user] }));
+    await storage.transaction((session) =>
+      session.permissions.set(`/buckets/${bucket}/collections/c%_/records/r2/beyond`, { read: [user] }),
+    );
     await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}/history/h`, { read: [user] }));
-    await storage.transaction((session) => session.permissions.set(`/buckets/${bucket}`, { read: [user, 'group'], write: ['group'] }));
-    const entries = await storage.read((session) => session.permissions.entries({
-      principals: [user, 'group'],
-      globalGrants: [],
-      implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
-      extraEntries: [],
-      filters: [{ field: 'uri', operator: 'like', value: `*${user}*` }],
-      sorting: [{ field: 'uri', direction: 1 }],
-    }));
-    const more = await storage.read((session) => session.permissions.entries({
-      principals: [user, 'group'],
-      globalGrants: [],
-      implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
-      extraEntries: [],
-      filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
-      sorting: [{ field: 'uri', direction: 1 }],
-    }));
+    await storage.transaction((session) =>
+      session.permissions.set(`/buckets/${bucket}`, { read: [user, 'group'], write: ['group'] }),
+    );
+    const entries = await storage.read((session) =>
+      session.permissions.entries({
+        principals: [user, 'group'],
+        globalGrants: [],
+        implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
+        extraEntries: [],
+        filters: [{ field: 'uri', operator: 'like', value: `*${user}*` }],
+        sorting: [{ field: 'uri', direction: 1 }],
+      }),
+    );
+    const more = await storage.read((session) =>
+      session.permissions.entries({
+        principals: [user, 'group'],
+        globalGrants: [],
+        implied: { record: { write: ['read'] }, bucket: { write: ['read', 'collection:create'] } },
+        extraEntries: [],
+        filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
+        sorting: [{ field: 'uri', direction: 1 }],
+      }),
+    );
     expect([...entries, ...more]).toEqual([
       { uri: `/accounts/${user}`, resource_name: 'account', id: user, account_id: user, permissions: ['write'] },
-      { uri: `/buckets/${bucket}`, resource_name: 'bucket', id: bucket, bucket_id: bucket, permissions: ['collection:create', 'read', 'write'] },
+      {
+        uri: `/buckets/${bucket}`,
+        resource_name: 'bucket',
+        id: bucket,
+        bucket_id: bucket,
+        permissions: ['collection:create', 'read', 'write'],
+      },
       {
         uri: `/buckets/${bucket}/collections/c%_/records/r*1`,
         resource_name: 'record',

@@ -18,16 +18,37 @@ export function describeCollectionTimestamps(suite: Suite): void {
     const a = `a${randomUUID()}`;
     const b = `b${randomUUID()}`;
     const stamps: Record<string, number> = {};
-    for (const [bucket, collection] of [[a, 'c1'], [a, 'c2'], [a, 'c3'], [b, 'c1']] as const) {
-      await storage.transaction((session) => session.objects.create({ resourceName: 'collection', parentId: `/buckets/${bucket}` }, collection, {}));
+    for (const [bucket, collection] of [
+      [a, 'c1'],
+      [a, 'c2'],
+      [a, 'c3'],
+      [b, 'c1'],
+    ] as const) {
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'collection', parentId: `/buckets/${bucket}` }, collection, {}),
+      );
     }
     // Timestamps of different scopes may be equal: a few milliseconds apart, they are not.
-    stamps.a1 = (await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c1` }, 'r', {}))).last_modified;
+    stamps.a1 = (
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c1` }, 'r', {}),
+      )
+    ).last_modified;
     await sleep(3);
-    stamps.b1 = (await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: `/buckets/${b}/collections/c1` }, 'r', {}))).last_modified;
+    stamps.b1 = (
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'record', parentId: `/buckets/${b}/collections/c1` }, 'r', {}),
+      )
+    ).last_modified;
     await sleep(3);
-    stamps.a3 = (await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c3` }, 'r', {}))).last_modified;
-    await storage.transaction((session) => session.objects.delete({ resourceName: 'collection', parentId: `/buckets/${a}` }, 'c3'));
+    stamps.a3 = (
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c3` }, 'r', {}),
+      )
+    ).last_modified;
+    await storage.transaction((session) =>
+      session.objects.delete({ resourceName: 'collection', parentId: `/buckets/${a}` }, 'c3'),
+    );
     return { a, b, stamps };
   }
 
@@ -36,38 +57,79 @@ export function describeCollectionTimestamps(suite: Suite): void {
   section('collection timestamps', () => {
     test('lists the live collections of buckets and single collections, with their records timestamps', async () => {
       const { a, b, stamps } = await seed();
-      const rows = await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [a], collections: [[b, 'c1'], [a, 'c1'], [b, 'nope']] } }));
+      const rows = await storage.read((session) =>
+        session.objects.collectionTimestamps({
+          within: {
+            buckets: [a],
+            collections: [
+              [b, 'c1'],
+              [a, 'c1'],
+              [b, 'nope'],
+            ],
+          },
+        }),
+      );
       // A collection without records has no timestamp yet: null, first in ascending order.
       expect(rows).toEqual([
         { bucket: a, collection: 'c2', lastModified: null },
         { bucket: a, collection: 'c1', lastModified: stamps.a1 },
         { bucket: b, collection: 'c1', lastModified: stamps.b1 },
       ]);
-      const desc = await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [a, b], collections: [] }, order: 'desc', limit: 2 }));
+      const desc = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within: { buckets: [a, b], collections: [] }, order: 'desc', limit: 2 }),
+      );
       expect(keys(desc)).toEqual(['b/c1', 'a/c1']);
       // Keyset pages, in both orders.
-      const next = await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [a, b], collections: [] }, order: 'desc', after: desc[1], limit: 2 }));
+      const next = await storage.read((session) =>
+        session.objects.collectionTimestamps({
+          within: { buckets: [a, b], collections: [] },
+          order: 'desc',
+          after: desc[1],
+          limit: 2,
+        }),
+      );
       expect(keys(next)).toEqual(['a/c2']);
-      const ascending = await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [a, b], collections: [] }, after: { bucket: a, collection: 'c2', lastModified: null } }));
+      const ascending = await storage.read((session) =>
+        session.objects.collectionTimestamps({
+          within: { buckets: [a, b], collections: [] },
+          after: { bucket: a, collection: 'c2', lastModified: null },
+        }),
+      );
       expect(keys(ascending)).toEqual(['a/c1', 'b/c1']);
-      expect(await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [], collections: [] } }))).toEqual([]);
+      expect(
+        await storage.read((session) =>
+          session.objects.collectionTimestamps({ within: { buckets: [], collections: [] } }),
+        ),
+      ).toEqual([]);
     });
 
     test('with since, reads by timestamp what changed after it, within the buckets or collections named', async () => {
       const { a, b, stamps } = await seed();
       const within = { buckets: [a, b], collections: [] };
-      const since = await storage.read((session) => session.objects.collectionTimestamps({ within, since: stamps.a1! }));
+      const since = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within, since: stamps.a1! }),
+      );
       expect(since).toEqual([{ bucket: b, collection: 'c1', lastModified: stamps.b1 }]);
-      const upTo = await storage.read((session) => session.objects.collectionTimestamps({ within, since: 0, atMost: stamps.a1! }));
+      const upTo = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within, since: 0, atMost: stamps.a1! }),
+      );
       expect(keys(upTo)).toEqual(['a/c1']);
-      const named = await storage.read((session) => session.objects.collectionTimestamps({ within: { buckets: [], collections: [[b, 'c1']] }, since: 0 }));
+      const named = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within: { buckets: [], collections: [[b, 'c1']] }, since: 0 }),
+      );
       expect(keys(named)).toEqual(['b/c1']);
       // Everyone's, newest first, a page at a time (what the monitor walks down from `_since`).
-      const newest = await storage.read((session) => session.objects.collectionTimestamps({ within: null, atMost: stamps.b1!, order: 'desc', limit: 1 }));
+      const newest = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within: null, atMost: stamps.b1!, order: 'desc', limit: 1 }),
+      );
       expect(newest).toEqual([{ bucket: b, collection: 'c1', lastModified: stamps.b1 }]);
       await sleep(3);
-      const written = await storage.transaction((session) => session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c2` }, 'r', {}));
-      const after = await storage.read((session) => session.objects.collectionTimestamps({ within, since: stamps.b1! }));
+      const written = await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'record', parentId: `/buckets/${a}/collections/c2` }, 'r', {}),
+      );
+      const after = await storage.read((session) =>
+        session.objects.collectionTimestamps({ within, since: stamps.b1! }),
+      );
       expect(after).toEqual([{ bucket: a, collection: 'c2', lastModified: written.last_modified }]);
     });
 
@@ -81,9 +143,13 @@ export function describeCollectionTimestamps(suite: Suite): void {
         await session.permissions.set(`${bucket}/groups/g`, { write: [principal] });
         await session.permissions.set(`${bucket}/collections/c/records/r`, { write: [principal] });
       });
-      const uris = await storage.read((session) => session.permissions.containersOf([principal, 'nobody'], ['read', 'write']));
+      const uris = await storage.read((session) =>
+        session.permissions.containersOf([principal, 'nobody'], ['read', 'write']),
+      );
       expect(uris.sort()).toEqual([bucket, `${bucket}/collections/c`]);
-      expect(await storage.read((session) => session.permissions.containersOf(['nobody'], ['read', 'write']))).toEqual([]);
+      expect(await storage.read((session) => session.permissions.containersOf(['nobody'], ['read', 'write']))).toEqual(
+        [],
+      );
     });
   });
 }

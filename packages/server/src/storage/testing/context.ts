@@ -32,9 +32,14 @@ export const ids = (objects: Listed[]): string[] => objects.map((object) => obje
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Creates objects `{ id: data }` in order (so increasing timestamps), a transaction each. */
-export async function seedObjects(storage: Storage, scope: Scope, objects: Record<string, Record<string, unknown>>): Promise<StoredObject[]> {
+export async function seedObjects(
+  storage: Storage,
+  scope: Scope,
+  objects: Record<string, Record<string, unknown>>,
+): Promise<StoredObject[]> {
   const created: StoredObject[] = [];
-  for (const [id, data] of Object.entries(objects)) created.push(await storage.transaction((session) => session.objects.create(scope, id, data)));
+  for (const [id, data] of Object.entries(objects))
+    created.push(await storage.transaction((session) => session.objects.create(scope, id, data)));
   return created;
 }
 
@@ -61,11 +66,17 @@ export function continuationOf(last: Listed, sorting: Sort[]): Record<string, un
 }
 
 /** Lists a scope page by page with keyset continuations. */
-export async function paginate(storage: Storage, scope: Scope, options: ListOptions & { sorting: Sort[]; limit: number }) {
+export async function paginate(
+  storage: Storage,
+  scope: Scope,
+  options: ListOptions & { sorting: Sort[]; limit: number },
+) {
   const pages: Listed[][] = [];
   let after: Record<string, unknown> | undefined;
   for (;;) {
-    const page = await storage.read((session) => session.objects.list(scope, { ...options, ...(after ? { after } : {}) }));
+    const page = await storage.read((session) =>
+      session.objects.list(scope, { ...options, ...(after ? { after } : {}) }),
+    );
     if (page.length === 0) return pages;
     pages.push(page);
     if (page.length < options.limit) return pages;

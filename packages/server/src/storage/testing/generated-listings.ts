@@ -27,7 +27,35 @@ const RUNS = Number(process.env.QUIRE_TEST_FILTER_RUNS ?? 40);
 
 // Characters that collide under case folding (K/k/Kelvin, İ/i/I, É/é, Σ/σ/ς, ß/ẞ), LIKE's own
 // wildcards and escape, `*`, and ones whose UTF-16 order differs from code point order.
-const CHARS = ['a', 'b', 'A', 'B', 'k', 'K', '\u212A', 'i', 'I', '\u0130', 'é', 'É', 'ß', 'ẞ', 'Σ', 'σ', 'ς', '😀', '\uE000', '\uFFFD', '%', '_', '\\', '*', ' ', '0', '1'];
+const CHARS = [
+  'a',
+  'b',
+  'A',
+  'B',
+  'k',
+  'K',
+  '\u212A',
+  'i',
+  'I',
+  '\u0130',
+  'é',
+  'É',
+  'ß',
+  'ẞ',
+  'Σ',
+  'σ',
+  'ς',
+  '😀',
+  '\uE000',
+  '\uFFFD',
+  '%',
+  '_',
+  '\\',
+  '*',
+  ' ',
+  '0',
+  '1',
+];
 const text = fc.array(fc.constantFrom(...CHARS), { maxLength: 5 }).map((chars) => chars.join(''));
 /** Past SQLite's native LIKE's piece length (sqlite/queries.ts): the linear matcher's path. */
 const longText = fc.tuple(text, fc.integer({ min: 8, max: 20 })).map(([piece, times]) => (piece || 'ab').repeat(times));
@@ -52,8 +80,19 @@ const data = fc.record(
     s: fc.oneof({ weight: 4, arbitrary: text }, { weight: 1, arbitrary: longText }, { weight: 1, arbitrary: scalar }),
     n: fc.oneof({ weight: 4, arbitrary: number }, { weight: 1, arbitrary: value }),
     v: value,
-    tags: fc.oneof({ weight: 4, arbitrary: fc.array(fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: value }), { maxLength: 4 }) }, { weight: 1, arbitrary: scalar }),
-    p: fc.oneof({ weight: 3, arbitrary: fc.record({ q: value, r: fc.array(scalar, { maxLength: 3 }) }, { requiredKeys: [] }) }, { weight: 1, arbitrary: value }),
+    tags: fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc.array(fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: value }), {
+          maxLength: 4,
+        }),
+      },
+      { weight: 1, arbitrary: scalar },
+    ),
+    p: fc.oneof(
+      { weight: 3, arbitrary: fc.record({ q: value, r: fc.array(scalar, { maxLength: 3 }) }, { requiredKeys: [] }) },
+      { weight: 1, arbitrary: value },
+    ),
   },
   { requiredKeys: [] },
 );
@@ -64,13 +103,47 @@ const id = fc.array(fc.constantFrom(...ID_CHARS), { minLength: 1, maxLength: 4 }
 /** Objects (ids unique), and which of them are then deleted (tombstones). */
 const dataSets = fc.uniqueArray(id, { minLength: 2, maxLength: 20 }).chain((objectIds) =>
   fc.record({
-    objects: fc.tuple(...objectIds.map((objectId) => data.map((fields) => ({ id: objectId, data: fields as Record<string, unknown> })))),
+    objects: fc.tuple(
+      ...objectIds.map((objectId) => data.map((fields) => ({ id: objectId, data: fields as Record<string, unknown> }))),
+    ),
     deleted: fc.subarray(objectIds),
   }),
 );
 
-const FIELDS = ['s', 'n', 'v', 'tags', 'p', 'p.q', 'p.r', 'p.r.0', 'tags.0', 'tags.1', 'v.a', 'v.0', 'v.q.0', 'id', 'last_modified', 'deleted', 'nothing', 'nothing.x'];
-const OPERATORS: FilterOperator[] = ['eq', 'not', 'lt', 'gt', 'min', 'max', 'in', 'exclude', 'like', 'has', 'contains', 'contains_any'];
+const FIELDS = [
+  's',
+  'n',
+  'v',
+  'tags',
+  'p',
+  'p.q',
+  'p.r',
+  'p.r.0',
+  'tags.0',
+  'tags.1',
+  'v.a',
+  'v.0',
+  'v.q.0',
+  'id',
+  'last_modified',
+  'deleted',
+  'nothing',
+  'nothing.x',
+];
+const OPERATORS: FilterOperator[] = [
+  'eq',
+  'not',
+  'lt',
+  'gt',
+  'min',
+  'max',
+  'in',
+  'exclude',
+  'like',
+  'has',
+  'contains',
+  'contains_any',
+];
 
 /** A filter; on `last_modified`, the value is an offset from the data set's first timestamp. */
 interface GeneratedFilter {
@@ -80,12 +153,31 @@ interface GeneratedFilter {
 }
 
 const likePattern = fc.oneof(
-  { weight: 4, arbitrary: fc.array(fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...CHARS) }, { weight: 1, arbitrary: fc.constant('*') }), { maxLength: 6 }).map((chars) => chars.join('')) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('', '*'), longText, fc.constantFrom('', '*')).map(([before, piece, after]) => `${before}${piece}${after}`) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .array(
+        fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...CHARS) }, { weight: 1, arbitrary: fc.constant('*') }),
+        { maxLength: 6 },
+      )
+      .map((chars) => chars.join('')),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('', '*'), longText, fc.constantFrom('', '*'))
+      .map(([before, piece, after]) => `${before}${piece}${after}`),
+  },
 );
 
 function valueFor(field: string, operator: FilterOperator): fc.Arbitrary<unknown> {
-  if (field === 'last_modified' && operator !== 'like' && operator !== 'has' && operator !== 'contains' && operator !== 'contains_any') {
+  if (
+    field === 'last_modified' &&
+    operator !== 'like' &&
+    operator !== 'has' &&
+    operator !== 'contains' &&
+    operator !== 'contains_any'
+  ) {
     const offset = fc.integer({ min: -1, max: 21 });
     return operator === 'in' || operator === 'exclude' ? fc.array(offset, { maxLength: 3 }) : offset;
   }
@@ -106,7 +198,9 @@ function valueFor(field: string, operator: FilterOperator): fc.Arbitrary<unknown
 
 const randomFilter: fc.Arbitrary<GeneratedFilter> = fc
   .tuple(fc.constantFrom(...FIELDS), fc.constantFrom(...OPERATORS))
-  .chain(([field, operator]) => valueFor(field, operator).map((filterValue) => ({ field, operator, value: filterValue })));
+  .chain(([field, operator]) =>
+    valueFor(field, operator).map((filterValue) => ({ field, operator, value: filterValue })),
+  );
 
 type Objects = Array<{ id: string; data: Record<string, unknown> }>;
 
@@ -138,7 +232,10 @@ function filterFromData(objects: Objects): fc.Arbitrary<GeneratedFilter> {
         filterValue = [filterValue, ...(b % 2 ? [null] : [])];
       } else if (operator === 'contains' || operator === 'contains_any') {
         const elements = Array.isArray(held) ? held : [filterValue];
-        filterValue = elements.length === 0 ? [] : [elements[a % elements.length], ...(b % 2 && operator === 'contains_any' ? ['zz'] : [])];
+        filterValue =
+          elements.length === 0
+            ? []
+            : [elements[a % elements.length], ...(b % 2 && operator === 'contains_any' ? ['zz'] : [])];
       } else if (operator === 'has') {
         filterValue = b % 2 === 0;
       }
@@ -147,7 +244,10 @@ function filterFromData(objects: Objects): fc.Arbitrary<GeneratedFilter> {
 }
 
 const SORT_FIELDS = ['s', 'n', 'v', 'tags', 'p.q', 'tags.0', 'id', 'nothing'];
-const sort: fc.Arbitrary<Sort> = fc.record({ field: fc.constantFrom(...SORT_FIELDS), direction: fc.constantFrom<1 | -1>(1, -1) });
+const sort: fc.Arbitrary<Sort> = fc.record({
+  field: fc.constantFrom(...SORT_FIELDS),
+  direction: fc.constantFrom<1 | -1>(1, -1),
+});
 
 function listingsFor(objects: Objects) {
   const filter = fc.oneof({ weight: 1, arbitrary: randomFilter }, { weight: 3, arbitrary: filterFromData(objects) });
@@ -155,7 +255,9 @@ function listingsFor(objects: Objects) {
     fc.record({
       filters: fc.array(filter, { maxLength: 3 }),
       // Callers end every sorting with last_modified, unique in a scope (types.ts).
-      sorting: fc.tuple(fc.array(sort, { maxLength: 2 }), fc.constantFrom<1 | -1>(1, -1)).map(([fields, direction]) => [...fields, { field: 'last_modified', direction }]),
+      sorting: fc
+        .tuple(fc.array(sort, { maxLength: 2 }), fc.constantFrom<1 | -1>(1, -1))
+        .map(([fields, direction]) => [...fields, { field: 'last_modified', direction }]),
       includeDeleted: fc.boolean(),
       limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
       /** Page after the object at this place of the full answer (modulo its length). */
@@ -197,21 +299,19 @@ export function describeGeneratedListings(suite: Suite): void {
 
     // The fields a collection declares an index on (declared-indexes.ts) are read through the
     // index's own expressions, in other SQL: the same answers.
-    test(
-      'the same with indexes declared on the fields',
-      async () => {
-        if (!storage.updateIndexes) return; // a backend without declared indexes
-        const bucket = `indexed-${randomScope().parentId.split('/')[2]}`;
-        await storage.transaction(async (session) => {
-          await session.objects.create({ resourceName: 'bucket', parentId: '' }, bucket, {});
-          await session.objects.create({ resourceName: 'collection', parentId: `/buckets/${bucket}` }, 'c', { indexes: INDEXED });
+    test('the same with indexes declared on the fields', async () => {
+      if (!storage.updateIndexes) return; // a backend without declared indexes
+      const bucket = `indexed-${randomScope().parentId.split('/')[2]}`;
+      await storage.transaction(async (session) => {
+        await session.objects.create({ resourceName: 'bucket', parentId: '' }, bucket, {});
+        await session.objects.create({ resourceName: 'collection', parentId: `/buckets/${bucket}` }, 'c', {
+          indexes: INDEXED,
         });
-        const indexed = await storage.updateIndexes();
-        expect([...indexed].filter((field) => INDEXED.includes(field)).sort()).toEqual([...INDEXED].sort());
-        await agree(storage, Math.ceil(RUNS / 2));
-      },
-      120_000,
-    );
+      });
+      const indexed = await storage.updateIndexes();
+      expect([...indexed].filter((field) => INDEXED.includes(field)).sort()).toEqual([...INDEXED].sort());
+      await agree(storage, Math.ceil(RUNS / 2));
+    }, 120_000);
   });
 }
 
@@ -235,16 +335,28 @@ async function agree(storage: Storage, runs: number): Promise<void> {
 
       for (const query of queries) {
         const filters = resolve(query.filters, first);
-        const options: ListOptions = { filters, sorting: query.sorting, includeDeleted: query.includeDeleted, ...(query.limit ? { limit: query.limit } : {}) };
+        const options: ListOptions = {
+          filters,
+          sorting: query.sorting,
+          includeDeleted: query.includeDeleted,
+          ...(query.limit ? { limit: query.limit } : {}),
+        };
         const candidates = query.includeDeleted ? stored : live;
         const expected = selectObjects(candidates, options);
         const [actual, asJson, count] = await storage.read(
-          async (session) => [await session.objects.list(scope, options), await session.objects.listJson(scope, options), await session.objects.count(scope, filters)] as const,
+          async (session) =>
+            [
+              await session.objects.list(scope, options),
+              await session.objects.listJson(scope, options),
+              await session.objects.count(scope, filters),
+            ] as const,
         );
         expect(ids(actual), describeCase(stored, options, expected, actual)).toEqual(ids(expected));
         // The same page as the wire's text: the same objects, field for field.
         expect(asJson.map((each) => JSON.parse(each.json) as unknown)).toEqual(actual);
-        expect(count, `count ${JSON.stringify(filters)}\nobjects ${JSON.stringify(stored)}`).toBe(live.filter((object) => matchesFilters(object, filters)).length);
+        expect(count, `count ${JSON.stringify(filters)}\nobjects ${JSON.stringify(stored)}`).toBe(
+          live.filter((object) => matchesFilters(object, filters)).length,
+        );
 
         // A keyset page from one of the objects of the full answer: the rest, in order.
         const full = selectObjects(candidates, { ...options, limit: undefined });

@@ -21,7 +21,11 @@ export function describeLifecycle(suite: Suite): void {
       await storage.transaction((session) => session.permissions.set(`${scope.parentId}/records/a`, { read: ['x'] }));
       await storage.flush();
       expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([]);
-      expect((await storage.read((session) => session.permissions.get([`${scope.parentId}/records/a`]))).get(`${scope.parentId}/records/a`)).toEqual({});
+      expect(
+        (await storage.read((session) => session.permissions.get([`${scope.parentId}/records/a`]))).get(
+          `${scope.parentId}/records/a`,
+        ),
+      ).toEqual({});
       expect(await storage.transaction((session) => session.objects.create(scope, 'a', {}))).toMatchObject({ id: 'a' });
     });
 

@@ -13,7 +13,8 @@ export function describeObjectListings(suite: Suite): void {
   let scope: Scope;
   suite.beforeEach((current) => ({ storage, scope } = current));
   /** Creates objects `{ id: data }` in order (so increasing timestamps). */
-  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) => seedObjects(storage, target, objects);
+  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) =>
+    seedObjects(storage, target, objects);
 
   section('filters', () => {
     // One object per case; `e` has no field at all.
@@ -26,9 +27,14 @@ export function describeObjectListings(suite: Suite): void {
     };
     async function match(...filters: Filter[]): Promise<string[]> {
       const sorting: Sort[] = [{ field: 'id', direction: 1 }];
-      const [listed, all] = await storage.read(async (session) => [await session.objects.list(scope, { filters, sorting }), await session.objects.list(scope)]);
+      const [listed, all] = await storage.read(async (session) => [
+        await session.objects.list(scope, { filters, sorting }),
+        await session.objects.list(scope),
+      ]);
       // The reference engine says the same on every hand-picked case (generated-listings.ts: on generated ones).
-      expect(ids(listed), `reference engine, ${JSON.stringify(filters)}`).toEqual(ids(selectObjects(all, { filters, sorting })));
+      expect(ids(listed), `reference engine, ${JSON.stringify(filters)}`).toEqual(
+        ids(selectObjects(all, { filters, sorting })),
+      );
       return ids(listed);
     }
     beforeEach(async () => {
@@ -61,12 +67,31 @@ export function describeObjectListings(suite: Suite): void {
 
     test('comparisons rank types null < string < number < boolean < array < object', async () => {
       const ranked = randomScope();
-      const values: Record<string, unknown> = { null: null, string: 'z', number: 3, false: false, true: true, array: [], object: {} };
-      for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(ranked, id, { v }));
+      const values: Record<string, unknown> = {
+        null: null,
+        string: 'z',
+        number: 3,
+        false: false,
+        true: true,
+        array: [],
+        object: {},
+      };
+      for (const [id, v] of Object.entries(values))
+        await storage.transaction((session) => session.objects.create(ranked, id, { v }));
       await storage.transaction((session) => session.objects.create(ranked, 'missing', {}));
       const inRank = async (filter: Filter) =>
-        ids(await storage.read((session) => session.objects.list(ranked, { filters: [filter], sorting: [{ field: 'v', direction: 1 }] })));
-      expect(await inRank({ field: 'v', operator: 'gt', value: 3 })).toEqual(['false', 'true', 'array', 'object', 'missing']);
+        ids(
+          await storage.read((session) =>
+            session.objects.list(ranked, { filters: [filter], sorting: [{ field: 'v', direction: 1 }] }),
+          ),
+        );
+      expect(await inRank({ field: 'v', operator: 'gt', value: 3 })).toEqual([
+        'false',
+        'true',
+        'array',
+        'object',
+        'missing',
+      ]);
       expect(await inRank({ field: 'v', operator: 'lt', value: 3 })).toEqual(['null', 'string']);
       expect(await inRank({ field: 'v', operator: 'min', value: 'a' })).toEqual([
         'string',
@@ -78,7 +103,13 @@ export function describeObjectListings(suite: Suite): void {
         'missing',
       ]);
       expect(await inRank({ field: 'v', operator: 'max', value: null })).toEqual(['null']);
-      expect(await inRank({ field: 'v', operator: 'lt', value: [] })).toEqual(['null', 'string', 'number', 'false', 'true']);
+      expect(await inRank({ field: 'v', operator: 'lt', value: [] })).toEqual([
+        'null',
+        'string',
+        'number',
+        'false',
+        'true',
+      ]);
     });
 
     test('in and exclude take a list of JSON values', async () => {
@@ -110,10 +141,25 @@ export function describeObjectListings(suite: Suite): void {
 
     test('like folds case beyond ASCII, whatever the database locale (Unicode simple lowercase)', async () => {
       const folded = randomScope();
-      const titles: Record<string, string> = { emile: 'Émile', kelvin: '\u212Aelvin', istanbul: 'İstanbul', odos: 'ΟΔΟΣ', strasse: 'STRAẞE', plain: 'kiosk' };
-      for (const [id, title] of Object.entries(titles)) await storage.transaction((session) => session.objects.create(folded, id, { title }));
+      const titles: Record<string, string> = {
+        emile: 'Émile',
+        kelvin: '\u212Aelvin',
+        istanbul: 'İstanbul',
+        odos: 'ΟΔΟΣ',
+        strasse: 'STRAẞE',
+        plain: 'kiosk',
+      };
+      for (const [id, title] of Object.entries(titles))
+        await storage.transaction((session) => session.objects.create(folded, id, { title }));
       const like = async (value: string) =>
-        ids(await storage.read((session) => session.objects.list(folded, { filters: [{ field: 'title', operator: 'like', value }], sorting: [{ field: 'id', direction: 1 }] })));
+        ids(
+          await storage.read((session) =>
+            session.objects.list(folded, {
+              filters: [{ field: 'title', operator: 'like', value }],
+              sorting: [{ field: 'id', direction: 1 }],
+            }),
+          ),
+        );
       expect(await like('émi')).toEqual(['emile']);
       expect(await like('ÉMILE')).toEqual(['emile']);
       expect(await like('k*')).toEqual(['kelvin', 'plain']);
@@ -160,12 +206,17 @@ export function describeObjectListings(suite: Suite): void {
     });
 
     test('filters on last_modified use the object timestamp', async () => {
-      const all = await storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] }));
+      const all = await storage.read((session) =>
+        session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] }),
+      );
       const stamp = (id: string) => all.find((object) => object.id === id)!.last_modified;
       expect(await match({ field: 'last_modified', operator: 'gt', value: stamp('c') })).toEqual(['d', 'e']);
       expect(await match({ field: 'last_modified', operator: 'lt', value: stamp('b') })).toEqual(['a']);
       expect(await match({ field: 'last_modified', operator: 'eq', value: stamp('b') })).toEqual(['b']);
-      expect(await match({ field: 'last_modified', operator: 'in', value: [stamp('a'), stamp('d')] })).toEqual(['a', 'd']);
+      expect(await match({ field: 'last_modified', operator: 'in', value: [stamp('a'), stamp('d')] })).toEqual([
+        'a',
+        'd',
+      ]);
       expect(await match({ field: 'last_modified', operator: 'min', value: stamp('e') })).toEqual(['e']);
     });
 
@@ -178,10 +229,13 @@ export function describeObjectListings(suite: Suite): void {
     test('filters apply to tombstones too when they are included', async () => {
       await storage.transaction((session) => session.objects.delete(scope, 'a'));
       const filters: Filter[] = [{ field: 'id', operator: 'in', value: ['a', 'b'] }];
-      expect(ids(await storage.read((session) => session.objects.list(scope, { filters, includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] })))).toEqual([
-        'a',
-        'b',
-      ]);
+      expect(
+        ids(
+          await storage.read((session) =>
+            session.objects.list(scope, { filters, includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }),
+          ),
+        ),
+      ).toEqual(['a', 'b']);
       expect(await storage.read((session) => session.objects.count(scope, filters))).toBe(1);
     });
   });
@@ -211,9 +265,21 @@ export function describeObjectListings(suite: Suite): void {
         false: false,
         emptyObject: {},
       };
-      for (const [id, v] of Object.entries(values)) await storage.transaction((session) => session.objects.create(scope, id, { v }));
+      for (const [id, v] of Object.entries(values))
+        await storage.transaction((session) => session.objects.create(scope, id, { v }));
       await storage.transaction((session) => session.objects.create(scope, 'missing', {}));
-      const ranked = ['null', 'string', 'number', 'false', 'true', 'emptyArray', 'array', 'emptyObject', 'object', 'missing'];
+      const ranked = [
+        'null',
+        'string',
+        'number',
+        'false',
+        'true',
+        'emptyArray',
+        'array',
+        'emptyObject',
+        'object',
+        'missing',
+      ];
       expect(await order(asc('v'), asc('last_modified'))).toEqual(ranked);
       expect(await order(desc('v'), asc('last_modified'))).toEqual(['missing', ...ranked.slice(0, -1).reverse()]);
     });
@@ -241,7 +307,13 @@ export function describeObjectListings(suite: Suite): void {
 
     test('limit keeps the first objects in order', async () => {
       await seed({ a: { n: 3 }, b: { n: 1 }, c: { n: 2 } });
-      expect(ids(await storage.read((session) => session.objects.list(scope, { sorting: [asc('n'), asc('last_modified')], limit: 2 })))).toEqual(['b', 'c']);
+      expect(
+        ids(
+          await storage.read((session) =>
+            session.objects.list(scope, { sorting: [asc('n'), asc('last_modified')], limit: 2 }),
+          ),
+        ),
+      ).toEqual(['b', 'c']);
     });
   });
 
@@ -250,7 +322,10 @@ export function describeObjectListings(suite: Suite): void {
       // The SQL stores walk the newest 2,000 objects of a scope for a page filtered on data, then
       // read the whole scope (sql/objects.ts #listFromNewest): both ways, the reference's answer.
       const big = randomScope();
-      const objects = Array.from({ length: 2_600 }, (_, i) => ({ id: `r${String(i).padStart(4, '0')}`, data: { k: i % 400 === 3 ? 'rare' : 'common', n: i, ...(i < 5 ? { old: true } : {}) } }));
+      const objects = Array.from({ length: 2_600 }, (_, i) => ({
+        id: `r${String(i).padStart(4, '0')}`,
+        data: { k: i % 400 === 3 ? 'rare' : 'common', n: i, ...(i < 5 ? { old: true } : {}) },
+      }));
       await storage.transaction((session) => session.objects.insertMany(big, objects));
       const all = await storage.read((session) => session.objects.list(big));
       const filtersCases: Filter[][] = [
@@ -260,7 +335,11 @@ export function describeObjectListings(suite: Suite): void {
         [{ field: 'n', operator: 'lt', value: 10 }],
         [{ field: 'k', operator: 'eq', value: 'common' }],
       ];
-      const sortings: Sort[][] = [[{ field: 'last_modified', direction: -1 }], [{ field: 'last_modified', direction: 1 }], [{ field: 'id', direction: 1 }]];
+      const sortings: Sort[][] = [
+        [{ field: 'last_modified', direction: -1 }],
+        [{ field: 'last_modified', direction: 1 }],
+        [{ field: 'id', direction: 1 }],
+      ];
       for (const filters of filtersCases) {
         for (const sorting of sortings) {
           const expected = ids(selectObjects(all, { filters, sorting }));
@@ -344,11 +423,16 @@ export function describeObjectListings(suite: Suite): void {
       let after: Record<string, unknown> | undefined;
       let inserted = 0;
       for (;;) {
-        const page = await storage.read((session) => session.objects.list(scope, { sorting, limit: 3, ...(after ? { after } : {}) }));
+        const page = await storage.read((session) =>
+          session.objects.list(scope, { sorting, limit: 3, ...(after ? { after } : {}) }),
+        );
         seen.push(...ids(page));
         if (page.length < 3) break;
         after = continuationOf(page.at(-1)!, sorting);
-        await Promise.all([storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {})), storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {}))]);
+        await Promise.all([
+          storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {})),
+          storage.transaction((session) => session.objects.create(scope, `new${inserted++}`, {})),
+        ]);
       }
       expect(seen).toEqual(initial);
     });
@@ -356,8 +440,10 @@ export function describeObjectListings(suite: Suite): void {
     test('pages over a _since poll include tombstones once', async () => {
       await seedVaried(12);
       const since = await storage.read((session) => session.objects.timestamp(scope));
-      for (const id of ['id001', 'id004', 'id007']) await storage.transaction((session) => session.objects.delete(scope, id));
-      for (const id of ['id002', 'id005']) await storage.transaction((session) => session.objects.update(scope, id, { changed: true }));
+      for (const id of ['id001', 'id004', 'id007'])
+        await storage.transaction((session) => session.objects.delete(scope, id));
+      for (const id of ['id002', 'id005'])
+        await storage.transaction((session) => session.objects.update(scope, id, { changed: true }));
       const sorting: Sort[] = [{ field: 'last_modified', direction: -1 }];
       const filters: Filter[] = [{ field: 'last_modified', operator: 'gt', value: since }];
       const pages = await paginate(storage, scope, { sorting, filters, includeDeleted: true, limit: 2 });
@@ -369,14 +455,25 @@ export function describeObjectListings(suite: Suite): void {
       await seed({
         empty: {},
         escaped: { title: 'quote " backslash \\ tab \t é 😀 \u2028', 'key with "quotes"': 1 },
-        nested: { deep: { a: [1, { b: null }], c: { '': true } }, n: -12.5, big: 1e300, small: 5e-324, int: 9007199254740991 },
+        nested: {
+          deep: { a: [1, { b: null }], c: { '': true } },
+          n: -12.5,
+          big: 1e300,
+          small: 5e-324,
+          int: 9007199254740991,
+        },
       });
       await storage.transaction((session) => session.objects.delete(scope, 'empty'));
       const options = { includeDeleted: true, sorting: [{ field: 'id', direction: 1 as const }] };
-      const [listed, texts] = await storage.read(async (session) => [await session.objects.list(scope, options), await session.objects.listJson(scope, options)] as const);
+      const [listed, texts] = await storage.read(
+        async (session) =>
+          [await session.objects.list(scope, options), await session.objects.listJson(scope, options)] as const,
+      );
       expect(ids(listed)).toEqual(['empty', 'escaped', 'nested']);
       expect(texts.map((each) => JSON.parse(each.json) as unknown)).toEqual(listed);
-      expect(texts.map(({ id, last_modified, deleted }) => ({ id, last_modified, deleted }))).toEqual(listed.map((object) => ({ id: object.id, last_modified: object.last_modified, deleted: 'deleted' in object })));
+      expect(texts.map(({ id, last_modified, deleted }) => ({ id, last_modified, deleted }))).toEqual(
+        listed.map((object) => ({ id: object.id, last_modified: object.last_modified, deleted: 'deleted' in object })),
+      );
       // Each is one JSON object with the two fields once (the stored data never holds them).
       for (const { json } of texts) expect(json.match(/"last_modified":/g)).toHaveLength(1);
     });

@@ -15,26 +15,35 @@ export function describeObjects(suite: Suite): void {
   let scope: Scope;
   suite.beforeEach((current) => ({ storage, scope } = current));
   /** Creates objects `{ id: data }` in order (so increasing timestamps). */
-  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) => seedObjects(storage, target, objects);
+  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) =>
+    seedObjects(storage, target, objects);
 
   section('crud', () => {
     test('create returns the object with its id and a timestamp, and get reads it back', async () => {
-      const created = await storage.transaction((session) => session.objects.create(scope, 'a', { title: 'hello', n: 1 }));
+      const created = await storage.transaction((session) =>
+        session.objects.create(scope, 'a', { title: 'hello', n: 1 }),
+      );
       expect(created).toEqual({ id: 'a', last_modified: expect.any(Number), title: 'hello', n: 1 });
       expect(await storage.read((session) => session.objects.get(scope, 'a'))).toEqual(created);
     });
 
     test('create and update ignore id and last_modified inside data', async () => {
-      const created = await storage.transaction((session) => session.objects.create(scope, 'a', { id: 'other', last_modified: 42, x: 1 }));
+      const created = await storage.transaction((session) =>
+        session.objects.create(scope, 'a', { id: 'other', last_modified: 42, x: 1 }),
+      );
       expect(created.id).toBe('a');
       expect(created.last_modified).not.toBe(42);
-      const updated = await storage.transaction((session) => session.objects.update(scope, 'a', { id: 'zzz', last_modified: 1, x: 2 }));
+      const updated = await storage.transaction((session) =>
+        session.objects.update(scope, 'a', { id: 'zzz', last_modified: 1, x: 2 }),
+      );
       expect(updated).toEqual({ id: 'a', last_modified: expect.any(Number), x: 2 });
     });
 
     test('create throws UnicityError with the existing object when it is live', async () => {
       const created = await storage.transaction((session) => session.objects.create(scope, 'a', { v: 1 }));
-      const error = await storage.transaction((session) => session.objects.create(scope, 'a', { v: 2 })).catch((e: unknown) => e);
+      const error = await storage
+        .transaction((session) => session.objects.create(scope, 'a', { v: 2 }))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UnicityError);
       expect((error as UnicityError).existing).toEqual(created);
       expect(await storage.read((session) => session.objects.get(scope, 'a'))).toEqual(created);
@@ -57,11 +66,13 @@ export function describeObjects(suite: Suite): void {
 
     test('insertMany stores objects with consecutive timestamps above the scope, in order', async () => {
       const before = await storage.transaction((session) => session.objects.create(scope, 'old', { v: 0 }));
-      const inserted = await storage.transaction((session) => session.objects.insertMany(scope, [
-        { id: 'x', data: { v: 1, id: 'ignored', last_modified: 1 } },
-        { id: 'y', data: { v: 2, nested: { a: [1, 'b'] } } },
-        { id: 'z', data: {} },
-      ]));
+      const inserted = await storage.transaction((session) =>
+        session.objects.insertMany(scope, [
+          { id: 'x', data: { v: 1, id: 'ignored', last_modified: 1 } },
+          { id: 'y', data: { v: 2, nested: { a: [1, 'b'] } } },
+          { id: 'z', data: {} },
+        ]),
+      );
       expect(inserted.map((object) => object.id)).toEqual(['x', 'y', 'z']);
       expect(inserted[0]).toEqual({ id: 'x', last_modified: expect.any(Number), v: 1 });
       const stamps = inserted.map((object) => object.last_modified);
@@ -76,25 +87,39 @@ export function describeObjects(suite: Suite): void {
 
     test('import stores objects and tombstones as given and raises the scope timestamp', async () => {
       const target = randomScope();
-      await storage.transaction((session) => session.objects.import(target, [
-        { id: 'a', last_modified: 1000, v: 1, nested: { x: [1, 'y'] } },
-        { id: 'b', last_modified: 1002, deleted: true },
-        { id: 'c', last_modified: 1001 },
-      ]));
-      expect(await storage.read((session) => session.objects.list(target, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }))).toEqual([
+      await storage.transaction((session) =>
+        session.objects.import(target, [
+          { id: 'a', last_modified: 1000, v: 1, nested: { x: [1, 'y'] } },
+          { id: 'b', last_modified: 1002, deleted: true },
+          { id: 'c', last_modified: 1001 },
+        ]),
+      );
+      expect(
+        await storage.read((session) =>
+          session.objects.list(target, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }),
+        ),
+      ).toEqual([
         { id: 'a', last_modified: 1000, v: 1, nested: { x: [1, 'y'] } },
         { id: 'c', last_modified: 1001 },
         { id: 'b', last_modified: 1002, deleted: true },
       ]);
       expect(await storage.read((session) => session.objects.timestamp(target))).toBe(1002);
       // A given scope timestamp wins; it never goes down; the same id is replaced.
-      await storage.transaction((session) => session.objects.import(target, [{ id: 'a', last_modified: 1003, v: 2 }], 5000));
+      await storage.transaction((session) =>
+        session.objects.import(target, [{ id: 'a', last_modified: 1003, v: 2 }], 5000),
+      );
       expect(await storage.read((session) => session.objects.timestamp(target))).toBe(5000);
       await storage.transaction((session) => session.objects.import(target, [], 4000));
       expect(await storage.read((session) => session.objects.timestamp(target))).toBe(5000);
-      expect(await storage.read((session) => session.objects.get(target, 'a'))).toEqual({ id: 'a', last_modified: 1003, v: 2 });
+      expect(await storage.read((session) => session.objects.get(target, 'a'))).toEqual({
+        id: 'a',
+        last_modified: 1003,
+        v: 2,
+      });
       // Later writes go above it.
-      expect((await storage.transaction((session) => session.objects.update(target, 'd', {}))).last_modified).toBeGreaterThan(5000);
+      expect(
+        (await storage.transaction((session) => session.objects.update(target, 'd', {}))).last_modified,
+      ).toBeGreaterThan(5000);
       // An empty scope gets the timestamp alone.
       const empty = randomScope();
       await storage.transaction((session) => session.objects.import(empty, [], 1234));
@@ -102,10 +127,16 @@ export function describeObjects(suite: Suite): void {
     });
 
     test('update creates missing and deleted objects', async () => {
-      expect(await storage.transaction((session) => session.objects.update(scope, 'new', { v: 1 }))).toMatchObject({ id: 'new', v: 1 });
+      expect(await storage.transaction((session) => session.objects.update(scope, 'new', { v: 1 }))).toMatchObject({
+        id: 'new',
+        v: 1,
+      });
       await storage.transaction((session) => session.objects.create(scope, 'gone', { v: 1 }));
       await storage.transaction((session) => session.objects.delete(scope, 'gone'));
-      expect(await storage.transaction((session) => session.objects.update(scope, 'gone', { v: 2 }))).toMatchObject({ id: 'gone', v: 2 });
+      expect(await storage.transaction((session) => session.objects.update(scope, 'gone', { v: 2 }))).toMatchObject({
+        id: 'gone',
+        v: 2,
+      });
       expect(await storage.read((session) => session.objects.get(scope, 'gone'))).toMatchObject({ v: 2 });
     });
 
@@ -113,8 +144,12 @@ export function describeObjects(suite: Suite): void {
       await storage.transaction((session) => session.objects.create(scope, 'a', { v: 1 }));
       const tombstone = await storage.transaction((session) => session.objects.delete(scope, 'a'));
       expect(tombstone).toEqual({ id: 'a', last_modified: expect.any(Number), deleted: true });
-      await expect(storage.transaction((session) => session.objects.delete(scope, 'a'))).rejects.toBeInstanceOf(ObjectNotFoundError);
-      await expect(storage.transaction((session) => session.objects.delete(scope, 'never'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+      await expect(storage.transaction((session) => session.objects.delete(scope, 'a'))).rejects.toBeInstanceOf(
+        ObjectNotFoundError,
+      );
+      await expect(storage.transaction((session) => session.objects.delete(scope, 'never'))).rejects.toBeInstanceOf(
+        ObjectNotFoundError,
+      );
     });
 
     test('scopes with the same id are independent', async () => {
@@ -142,7 +177,11 @@ export function describeObjects(suite: Suite): void {
         nested: { deep: { deeper: ['x'] }, empty: {} },
       };
       await storage.transaction((session) => session.objects.create(scope, 'json', data));
-      expect(await storage.read((session) => session.objects.get(scope, 'json'))).toEqual({ ...data, id: 'json', last_modified: expect.any(Number) });
+      expect(await storage.read((session) => session.objects.get(scope, 'json'))).toEqual({
+        ...data,
+        id: 'json',
+        last_modified: expect.any(Number),
+      });
     });
   });
 
@@ -175,7 +214,11 @@ export function describeObjects(suite: Suite): void {
       const stamps = created.map((object) => object.last_modified);
       expect(new Set(stamps).size).toBe(50);
       expect([...stamps].sort((a, b) => a - b)).toEqual(stamps);
-      const parallel = await Promise.all(Array.from({ length: 20 }, (_, i) => storage.transaction((session) => session.objects.create(scope, `p${i}`, {}))));
+      const parallel = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          storage.transaction((session) => session.objects.create(scope, `p${i}`, {})),
+        ),
+      );
       const all = [...stamps, ...parallel.map((object) => object.last_modified)];
       expect(new Set(all).size).toBe(70);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...all));
@@ -208,23 +251,34 @@ export function describeObjects(suite: Suite): void {
       const afterDeletes = await storage.read((session) => session.objects.timestamp(scope));
       await storage.transaction((session) => session.objects.purgeDeleted(scope));
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(afterDeletes);
-      expect((await storage.transaction((session) => session.objects.create(scope, 'c', {}))).last_modified).toBeGreaterThan(afterDeletes);
+      expect(
+        (await storage.transaction((session) => session.objects.create(scope, 'c', {}))).last_modified,
+      ).toBeGreaterThan(afterDeletes);
     });
 
     test('1.18: a requested timestamp above the scope timestamp is used and becomes it', async () => {
       const { last_modified: current } = await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       const future = current + 100_000;
-      expect((await storage.transaction((session) => session.objects.create(scope, 'b', {}, { lastModified: future }))).last_modified).toBe(future);
+      expect(
+        (await storage.transaction((session) => session.objects.create(scope, 'b', {}, { lastModified: future })))
+          .last_modified,
+      ).toBe(future);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(future);
-      expect((await storage.transaction((session) => session.objects.create(scope, 'c', {}))).last_modified).toBeGreaterThan(future);
-      const tombstone = await storage.transaction((session) => session.objects.delete(scope, 'a', { lastModified: future + 10 }));
+      expect(
+        (await storage.transaction((session) => session.objects.create(scope, 'c', {}))).last_modified,
+      ).toBeGreaterThan(future);
+      const tombstone = await storage.transaction((session) =>
+        session.objects.delete(scope, 'a', { lastModified: future + 10 }),
+      );
       expect(tombstone.last_modified).toBe(future + 10);
     });
 
     test('1.18: a requested timestamp equal to the scope timestamp is replaced by a fresh one', async () => {
       await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       const current = await storage.read((session) => session.objects.timestamp(scope));
-      const { last_modified } = await storage.transaction((session) => session.objects.update(scope, 'b', {}, { lastModified: current }));
+      const { last_modified } = await storage.transaction((session) =>
+        session.objects.update(scope, 'b', {}, { lastModified: current }),
+      );
       expect(last_modified).toBeGreaterThan(current);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(last_modified);
     });
@@ -235,21 +289,33 @@ export function describeObjects(suite: Suite): void {
       await storage.transaction((session) => session.objects.create(scope, 'b', {}));
       const current = await storage.read((session) => session.objects.timestamp(scope));
       const past = current - 1_000_000;
-      expect((await storage.transaction((session) => session.objects.create(scope, 'old', { v: 1 }, { lastModified: past }))).last_modified).toBe(past);
+      expect(
+        (await storage.transaction((session) => session.objects.create(scope, 'old', { v: 1 }, { lastModified: past })))
+          .last_modified,
+      ).toBe(past);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(current);
-      expect(await storage.read((session) => session.objects.get(scope, 'old'))).toMatchObject({ last_modified: past, v: 1 });
+      expect(await storage.read((session) => session.objects.get(scope, 'old'))).toMatchObject({
+        last_modified: past,
+        v: 1,
+      });
     });
 
     test('1.18: a requested past timestamp already used in the scope gets a fresh one', async () => {
       const a = await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       await storage.transaction((session) => session.objects.create(scope, 'b', {}));
       const current = await storage.read((session) => session.objects.timestamp(scope));
-      const clash = await storage.transaction((session) => session.objects.create(scope, 'c', {}, { lastModified: a.last_modified }));
+      const clash = await storage.transaction((session) =>
+        session.objects.create(scope, 'c', {}, { lastModified: a.last_modified }),
+      );
       expect(clash.last_modified).toBeGreaterThan(current);
       // An object keeps its own past timestamp when rewritten with it.
-      const again = await storage.transaction((session) => session.objects.update(scope, 'a', { v: 2 }, { lastModified: a.last_modified }));
+      const again = await storage.transaction((session) =>
+        session.objects.update(scope, 'a', { v: 2 }, { lastModified: a.last_modified }),
+      );
       expect(again.last_modified).toBe(a.last_modified);
-      const stamps = (await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).map((object) => object.last_modified);
+      const stamps = (await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).map(
+        (object) => object.last_modified,
+      );
       expect(new Set(stamps).size).toBe(stamps.length);
     });
   });
@@ -259,7 +325,9 @@ export function describeObjects(suite: Suite): void {
       await seed({ a: { title: 'x' }, b: { title: 'y' } });
       const tombstone = await storage.transaction((session) => session.objects.delete(scope, 'a'));
       expect(ids(await storage.read((session) => session.objects.list(scope)))).toEqual(['b']);
-      const all = await storage.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }));
+      const all = await storage.read((session) =>
+        session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }),
+      );
       expect(all).toEqual([expect.objectContaining({ id: 'b', title: 'y' }), tombstone]);
       expect(Object.keys(all[1]!).sort()).toEqual(['deleted', 'id', 'last_modified']);
     });
@@ -269,7 +337,9 @@ export function describeObjects(suite: Suite): void {
       const tombstone = await storage.transaction((session) => session.objects.delete(scope, 'a'));
       const recreated = await storage.transaction((session) => session.objects.create(scope, 'a', { v: 2 }));
       expect(recreated.last_modified).toBeGreaterThan(tombstone.last_modified);
-      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([recreated]);
+      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([
+        recreated,
+      ]);
     });
 
     test('a _since poll returns the changes, tombstones included', async () => {
@@ -277,12 +347,17 @@ export function describeObjects(suite: Suite): void {
       const since = await storage.read((session) => session.objects.timestamp(scope));
       await storage.transaction((session) => session.objects.update(scope, 'a', { v: 1 }));
       await storage.transaction((session) => session.objects.delete(scope, 'b'));
-      const changes = await storage.read((session) => session.objects.list(scope, {
-        filters: [{ field: 'last_modified', operator: 'gt', value: since }],
-        sorting: [{ field: 'last_modified', direction: 1 }],
-        includeDeleted: true,
-      }));
-      expect(changes).toEqual([expect.objectContaining({ id: 'a', v: 1 }), expect.objectContaining({ id: 'b', deleted: true })]);
+      const changes = await storage.read((session) =>
+        session.objects.list(scope, {
+          filters: [{ field: 'last_modified', operator: 'gt', value: since }],
+          sorting: [{ field: 'last_modified', direction: 1 }],
+          includeDeleted: true,
+        }),
+      );
+      expect(changes).toEqual([
+        expect.objectContaining({ id: 'a', v: 1 }),
+        expect.objectContaining({ id: 'b', deleted: true }),
+      ]);
     });
   });
 
@@ -292,13 +367,18 @@ export function describeObjects(suite: Suite): void {
       await seed({ a: { n: 1 }, b: { n: 2 }, c: { n: 3 }, d: {} });
       await storage.transaction((session) => session.objects.delete(scope, 'c'));
       expect(await storage.read((session) => session.objects.count(scope))).toBe(3);
-      expect(await storage.read((session) => session.objects.count(scope, [{ field: 'n', operator: 'gt', value: 1 }]))).toBe(2);
+      expect(
+        await storage.read((session) => session.objects.count(scope, [{ field: 'n', operator: 'gt', value: 1 }])),
+      ).toBe(2);
       expect(await storage.read((session) => session.objects.count(randomScope()))).toBe(0);
     });
 
     test('an unfiltered count follows every kind of write, in and out of transactions', async () => {
       // What the backend may keep as a counter must always equal what a filter walks to.
-      const walked = async (target: Scope) => storage.read((session) => session.objects.count(target, [{ field: 'last_modified', operator: 'gt', value: 0 }]));
+      const walked = async (target: Scope) =>
+        storage.read((session) =>
+          session.objects.count(target, [{ field: 'last_modified', operator: 'gt', value: 0 }]),
+        );
       const expectCount = async (expected: number, target = scope) => {
         expect(await storage.read((session) => session.objects.count(target))).toBe(expected);
         expect(await walked(target)).toBe(expected);
@@ -316,9 +396,16 @@ export function describeObjects(suite: Suite): void {
       await expectCount(3);
       await storage.transaction((session) => session.objects.create(scope, 'b', {})); // revives the tombstone
       await expectCount(4);
-      await storage.transaction((session) => session.objects.insertMany(scope, [{ id: 'e', data: {} }, { id: 'f', data: {} }]));
+      await storage.transaction((session) =>
+        session.objects.insertMany(scope, [
+          { id: 'e', data: {} },
+          { id: 'f', data: {} },
+        ]),
+      );
       await expectCount(6);
-      await storage.transaction((session) => session.objects.deleteAll(scope, { filters: [{ field: 'id', operator: 'in', value: ['e', 'f', 'x'] }] }));
+      await storage.transaction((session) =>
+        session.objects.deleteAll(scope, { filters: [{ field: 'id', operator: 'in', value: ['e', 'f', 'x'] }] }),
+      );
       await expectCount(4);
       await storage.transaction((session) => session.objects.purgeDeleted(scope)); // tombstones only
       await expectCount(4);
@@ -358,10 +445,12 @@ export function describeObjects(suite: Suite): void {
     test('deletes the matching objects, each tombstone with its own increasing timestamp', async () => {
       await seed({ a: { k: 1 }, b: { k: 2 }, c: { k: 1 }, d: { k: 1 } });
       const before = await storage.read((session) => session.objects.timestamp(scope));
-      const tombstones = await storage.transaction((session) => session.objects.deleteAll(scope, {
-        filters: [{ field: 'k', operator: 'eq', value: 1 }],
-        sorting: [{ field: 'id', direction: -1 }],
-      }));
+      const tombstones = await storage.transaction((session) =>
+        session.objects.deleteAll(scope, {
+          filters: [{ field: 'k', operator: 'eq', value: 1 }],
+          sorting: [{ field: 'id', direction: -1 }],
+        }),
+      );
       expect(ids(tombstones)).toEqual(['d', 'c', 'a']);
       expect(tombstones.every((tombstone) => tombstone.deleted)).toBe(true);
       const stamps = tombstones.map((tombstone) => tombstone.last_modified);
@@ -369,7 +458,9 @@ export function describeObjects(suite: Suite): void {
       for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1]!);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(stamps.at(-1));
       expect(ids(await storage.read((session) => session.objects.list(scope)))).toEqual(['b']);
-      const listed = await storage.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }));
+      const listed = await storage.read((session) =>
+        session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'id', direction: 1 }] }),
+      );
       expect(listed.filter((object) => 'deleted' in object)).toEqual([...tombstones].reverse());
     });
 
@@ -379,8 +470,16 @@ export function describeObjects(suite: Suite): void {
         { field: 'n', direction: 1 },
         { field: 'last_modified', direction: 1 },
       ];
-      expect(ids(await storage.transaction((session) => session.objects.deleteAll(scope, { sorting, limit: 2 })))).toEqual(['b', 'd']);
-      expect(ids(await storage.transaction((session) => session.objects.deleteAll(scope, { sorting, after: { n: 3, last_modified: Number.MAX_SAFE_INTEGER } })))).toEqual(['a']);
+      expect(
+        ids(await storage.transaction((session) => session.objects.deleteAll(scope, { sorting, limit: 2 }))),
+      ).toEqual(['b', 'd']);
+      expect(
+        ids(
+          await storage.transaction((session) =>
+            session.objects.deleteAll(scope, { sorting, after: { n: 3, last_modified: Number.MAX_SAFE_INTEGER } }),
+          ),
+        ),
+      ).toEqual(['a']);
       expect(ids(await storage.read((session) => session.objects.list(scope)))).toEqual(['c']);
     });
 
@@ -404,7 +503,9 @@ export function describeObjects(suite: Suite): void {
       await storage.transaction((session) => session.objects.create(sibling, 'r', {}));
       await storage.transaction((session) => session.permissions.set(bucket, { write: ['alice'] }));
       await storage.transaction((session) => session.permissions.set(`${bucket}/collections/c`, { read: ['bob'] }));
-      await storage.transaction((session) => session.permissions.set(`${bucket}/collections/c/records/r`, { write: ['carol'] }));
+      await storage.transaction((session) =>
+        session.permissions.set(`${bucket}/collections/c/records/r`, { write: ['carol'] }),
+      );
       await storage.transaction((session) => session.permissions.set(`${bucket}x/collections/c`, { read: ['dave'] }));
 
       await deleteBelow(storage, bucket);
@@ -412,12 +513,14 @@ export function describeObjects(suite: Suite): void {
       expect(await storage.read((session) => session.objects.list(collections, { includeDeleted: true }))).toEqual([]);
       expect(await storage.read((session) => session.objects.list(records, { includeDeleted: true }))).toEqual([]);
       expect(ids(await storage.read((session) => session.objects.list(sibling)))).toEqual(['r']);
-      const permissions = await storage.read((session) => session.permissions.get([
-        bucket,
-        `${bucket}/collections/c`,
-        `${bucket}/collections/c/records/r`,
-        `${bucket}x/collections/c`,
-      ]));
+      const permissions = await storage.read((session) =>
+        session.permissions.get([
+          bucket,
+          `${bucket}/collections/c`,
+          `${bucket}/collections/c/records/r`,
+          `${bucket}x/collections/c`,
+        ]),
+      );
       expect([...permissions.values()]).toEqual([{ write: ['alice'] }, {}, {}, { read: ['dave'] }]);
     });
 
@@ -427,15 +530,22 @@ export function describeObjects(suite: Suite): void {
       const lookalike: Scope = { resourceName: 'record', parentId: `${base}/collections/axb` };
       const percent: Scope = { resourceName: 'record', parentId: `${base}/collections/a%` };
       const percentLookalike: Scope = { resourceName: 'record', parentId: `${base}/collections/ab` };
-      for (const each of [target, lookalike, percent, percentLookalike]) await storage.transaction((session) => session.objects.create(each, 'r', {}));
-      await storage.transaction((session) => session.permissions.set(`${base}/collections/axb/records/r`, { read: ['x'] }));
+      for (const each of [target, lookalike, percent, percentLookalike])
+        await storage.transaction((session) => session.objects.create(each, 'r', {}));
+      await storage.transaction((session) =>
+        session.permissions.set(`${base}/collections/axb/records/r`, { read: ['x'] }),
+      );
       await deleteBelow(storage, `${base}/collections/a_b`);
       await deleteBelow(storage, `${base}/collections/a%`);
       expect(await storage.read((session) => session.objects.list(target))).toEqual([]);
       expect(await storage.read((session) => session.objects.list(percent))).toEqual([]);
       expect(ids(await storage.read((session) => session.objects.list(lookalike)))).toEqual(['r']);
       expect(ids(await storage.read((session) => session.objects.list(percentLookalike)))).toEqual(['r']);
-      expect((await storage.read((session) => session.permissions.get([`${base}/collections/axb/records/r`]))).get(`${base}/collections/axb/records/r`)).toEqual({
+      expect(
+        (await storage.read((session) => session.permissions.get([`${base}/collections/axb/records/r`]))).get(
+          `${base}/collections/axb/records/r`,
+        ),
+      ).toEqual({
         read: ['x'],
       });
     });
@@ -444,7 +554,9 @@ export function describeObjects(suite: Suite): void {
       const { last_modified } = await storage.transaction((session) => session.objects.create(scope, 'a', {}));
       await deleteBelow(storage, scope.parentId);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBeGreaterThan(last_modified);
-      expect((await storage.transaction((session) => session.objects.create(scope, 'a', {}))).last_modified).toBeGreaterThan(last_modified);
+      expect(
+        (await storage.transaction((session) => session.objects.create(scope, 'a', {}))).last_modified,
+      ).toBeGreaterThan(last_modified);
     });
 
     test('moves every scope timestamp below the tree past what it was, even one set in the future (issue 29)', async () => {
@@ -453,17 +565,27 @@ export function describeObjects(suite: Suite): void {
       const groups: Scope = { resourceName: 'group', parentId: bucket };
       const sibling: Scope = { resourceName: 'record', parentId: `${bucket}x/collections/c` };
       const future = Date.now() + 3_600_000; // a client-supplied last_modified (§5.2)
-      await storage.transaction((session) => session.objects.create(records, 'r', { last_modified: future }, { lastModified: future }));
+      await storage.transaction((session) =>
+        session.objects.create(records, 'r', { last_modified: future }, { lastModified: future }),
+      );
       await storage.transaction(async (session) => {
         await session.objects.create(groups, 'g', {});
         await session.objects.delete(groups, 'g'); // a tombstone is the newest timestamp served
       });
       await storage.transaction((session) => session.objects.create(sibling, 'r', {}));
-      const before = await storage.read(async (session) => [await session.objects.timestamp(records), await session.objects.timestamp(groups), await session.objects.timestamp(sibling)]);
+      const before = await storage.read(async (session) => [
+        await session.objects.timestamp(records),
+        await session.objects.timestamp(groups),
+        await session.objects.timestamp(sibling),
+      ]);
       expect(before[0]).toBe(future);
 
       await deleteBelow(storage, bucket);
-      const after = await storage.read(async (session) => [await session.objects.timestamp(records), await session.objects.timestamp(groups), await session.objects.timestamp(sibling)]);
+      const after = await storage.read(async (session) => [
+        await session.objects.timestamp(records),
+        await session.objects.timestamp(groups),
+        await session.objects.timestamp(sibling),
+      ]);
       expect(after[0]).toBeGreaterThan(before[0]!);
       expect(after[1]).toBeGreaterThan(before[1]!);
       expect(after[2]).toBe(before[2]); // outside the tree: untouched
@@ -494,7 +616,9 @@ export function describeObjects(suite: Suite): void {
       expect(bumped).toBeGreaterThan(old);
       expect(written).toBeGreaterThan(bumped);
       expect(await storage.read((session) => session.objects.timestamp(records))).toBe(final);
-      expect(ids(await storage.read((session) => session.objects.list(records, { includeDeleted: true })))).toEqual(['a']);
+      expect(ids(await storage.read((session) => session.objects.list(records, { includeDeleted: true })))).toEqual([
+        'a',
+      ]);
     });
   });
 
@@ -507,8 +631,16 @@ export function describeObjects(suite: Suite): void {
     const historyOf = (bucket: string): Scope => ({ parentId: bucket, resourceName: HISTORY_RESOURCE });
     /** Moves entries `{ n, action }` into the bucket's history, in order. */
     async function append(bucket: string, entries: Array<{ n: number; action: string }>): Promise<void> {
-      await storage.transaction((session) => session.outbox.enqueue(topic, entries.map((entry) => ({ key: bucket, payload: [entry] }))));
-      const target = { scope: historyOf(bucket), whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: bucket.split('/')[2]! } };
+      await storage.transaction((session) =>
+        session.outbox.enqueue(
+          topic,
+          entries.map((entry) => ({ key: bucket, payload: [entry] })),
+        ),
+      );
+      const target = {
+        scope: historyOf(bucket),
+        whileExists: { scope: { parentId: '', resourceName: 'bucket' }, id: bucket.split('/')[2]! },
+      };
       while ((await storage.transaction((session) => session.outbox.moveToScope(topic, bucket, 100, target))) > 0);
     }
     const numbers = (objects: Listed[]) => objects.map((object) => (object as StoredObject).n);
@@ -517,7 +649,10 @@ export function describeObjects(suite: Suite): void {
     test('entries are listed, filtered, paged, counted and read like objects', async () => {
       const bucket = await newBucket();
       const scope = historyOf(bucket);
-      await append(bucket, [1, 2, 3, 4, 5].map((n) => ({ n, action: n % 2 ? 'create' : 'update' })));
+      await append(
+        bucket,
+        [1, 2, 3, 4, 5].map((n) => ({ n, action: n % 2 ? 'create' : 'update' })),
+      );
 
       const all = await storage.read((session) => session.objects.list(scope, { sorting: oldestFirst }));
       expect(numbers(all)).toEqual([1, 2, 3, 4, 5]);
@@ -525,7 +660,11 @@ export function describeObjects(suite: Suite): void {
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(all[4]!.last_modified);
       expect(numbers(await storage.read((session) => session.objects.list(scope, { limit: 2 })))).toEqual([5, 4]);
       const updates: Filter[] = [{ field: 'action', operator: 'eq', value: 'update' }];
-      expect(numbers(await storage.read((session) => session.objects.list(scope, { filters: updates, sorting: oldestFirst })))).toEqual([2, 4]);
+      expect(
+        numbers(
+          await storage.read((session) => session.objects.list(scope, { filters: updates, sorting: oldestFirst })),
+        ),
+      ).toEqual([2, 4]);
       expect(await storage.read((session) => session.objects.count(scope, updates))).toBe(2);
       expect(await storage.read((session) => session.objects.get(scope, all[2]!.id))).toEqual(all[2]);
     });
@@ -533,15 +672,24 @@ export function describeObjects(suite: Suite): void {
     test('deleteAll leaves tombstones at new timestamps, purgeDeleted removes them', async () => {
       const bucket = await newBucket();
       const scope = historyOf(bucket);
-      await append(bucket, [1, 2, 3].map((n) => ({ n, action: n === 2 ? 'update' : 'create' })));
+      await append(
+        bucket,
+        [1, 2, 3].map((n) => ({ n, action: n === 2 ? 'update' : 'create' })),
+      );
       const before = await storage.read((session) => session.objects.timestamp(scope));
 
-      const tombstones = await storage.transaction((session) => session.objects.deleteAll(scope, { filters: [{ field: 'action', operator: 'eq', value: 'create' }] }));
+      const tombstones = await storage.transaction((session) =>
+        session.objects.deleteAll(scope, { filters: [{ field: 'action', operator: 'eq', value: 'create' }] }),
+      );
       expect(tombstones).toHaveLength(2);
       expect(tombstones[0]!.last_modified).toBeGreaterThan(before);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(tombstones[1]!.last_modified);
       expect(numbers(await storage.read((session) => session.objects.list(scope)))).toEqual([2]);
-      expect((await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).filter((entry) => entry.deleted)).toHaveLength(2);
+      expect(
+        (await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).filter(
+          (entry) => entry.deleted,
+        ),
+      ).toHaveLength(2);
       expect(await storage.transaction((session) => session.objects.purgeDeleted(scope))).toBe(2);
       expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toHaveLength(1);
     });
@@ -558,19 +706,31 @@ export function describeObjects(suite: Suite): void {
 
     test('create, update and insertMany refuse them: entries come from the outbox only', async () => {
       const scope = historyOf(await newBucket());
-      await expect(storage.transaction((session) => session.objects.create(scope, 'e', { n: 1 }))).rejects.toThrow(StorageError);
-      await expect(storage.transaction((session) => session.objects.update(scope, 'e', { n: 1 }))).rejects.toThrow(StorageError);
-      await expect(storage.transaction((session) => session.objects.insertMany(scope, [{ id: 'e', data: { n: 1 } }]))).rejects.toThrow(StorageError);
+      await expect(storage.transaction((session) => session.objects.create(scope, 'e', { n: 1 }))).rejects.toThrow(
+        StorageError,
+      );
+      await expect(storage.transaction((session) => session.objects.update(scope, 'e', { n: 1 }))).rejects.toThrow(
+        StorageError,
+      );
+      await expect(
+        storage.transaction((session) => session.objects.insertMany(scope, [{ id: 'e', data: { n: 1 } }])),
+      ).rejects.toThrow(StorageError);
       expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([]);
     });
 
     test('import restores entries with their ids and timestamps', async () => {
       const scope = historyOf(await newBucket());
-      await storage.transaction((session) => session.objects.import(scope, [
-        { id: 'e1', last_modified: 10, n: 1 },
-        { id: 'e2', last_modified: 11, n: 2 },
-      ]));
-      expect(await storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] }))).toEqual([
+      await storage.transaction((session) =>
+        session.objects.import(scope, [
+          { id: 'e1', last_modified: 10, n: 1 },
+          { id: 'e2', last_modified: 11, n: 2 },
+        ]),
+      );
+      expect(
+        await storage.read((session) =>
+          session.objects.list(scope, { sorting: [{ field: 'last_modified', direction: 1 }] }),
+        ),
+      ).toEqual([
         { id: 'e1', last_modified: 10, n: 1 },
         { id: 'e2', last_modified: 11, n: 2 },
       ]);
@@ -587,7 +747,9 @@ export function describeObjects(suite: Suite): void {
       await storage.transaction((session) => session.objects.delete(scope, 'a'));
       await storage.transaction((session) => session.objects.delete(scope, 'b'));
       expect(await storage.transaction((session) => session.objects.purgeDeleted(scope))).toBe(2);
-      expect(ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true })))).toEqual(['c']);
+      expect(ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true })))).toEqual([
+        'c',
+      ]);
       expect(await storage.read((session) => session.objects.list(other, { includeDeleted: true }))).toHaveLength(1);
     });
 
@@ -604,18 +766,38 @@ export function describeObjects(suite: Suite): void {
   section('trim', () => {
     test('hard-deletes the matching objects but the newest `keep`, and counts them', async () => {
       // Created in this order, so a1 is the oldest.
-      for (const [id, kind] of [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['a3', 'a'], ['b2', 'b'], ['a4', 'a']]) await storage.transaction((session) => session.objects.create(scope, id!, { kind }));
+      for (const [id, kind] of [
+        ['a1', 'a'],
+        ['b1', 'b'],
+        ['a2', 'a'],
+        ['a3', 'a'],
+        ['b2', 'b'],
+        ['a4', 'a'],
+      ])
+        await storage.transaction((session) => session.objects.create(scope, id!, { kind }));
       const other = randomScope();
       await storage.transaction((session) => session.objects.create(other, 'a0', { kind: 'a' }));
-      expect(await storage.transaction((session) => session.objects.trim(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }]))).toBe(2);
+      expect(
+        await storage.transaction((session) =>
+          session.objects.trim(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }]),
+        ),
+      ).toBe(2);
       // The two newest of kind a, every b; no tombstone left behind; other scopes untouched.
-      expect(ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).sort()).toEqual(['a3', 'a4', 'b1', 'b2']);
+      expect(
+        ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).sort(),
+      ).toEqual(['a3', 'a4', 'b1', 'b2']);
       expect(ids(await storage.read((session) => session.objects.list(other)))).toEqual(['a0']);
       // Nothing more to trim; fewer than `keep` matches is nothing to trim either.
-      expect(await storage.transaction((session) => session.objects.trim(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }]))).toBe(0);
+      expect(
+        await storage.transaction((session) =>
+          session.objects.trim(scope, 2, [{ field: 'kind', operator: 'eq', value: 'a' }]),
+        ),
+      ).toBe(0);
       expect(await storage.transaction((session) => session.objects.trim(scope, 5))).toBe(0);
       expect(await storage.transaction((session) => session.objects.trim(scope, 1))).toBe(3);
-      expect(ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true })))).toEqual(['a4']);
+      expect(ids(await storage.read((session) => session.objects.list(scope, { includeDeleted: true })))).toEqual([
+        'a4',
+      ]);
     });
 
     test('leaves tombstones alone and refuses to keep nothing', async () => {
@@ -623,7 +805,10 @@ export function describeObjects(suite: Suite): void {
       const tombstone = await storage.transaction((session) => session.objects.delete(scope, 'a'));
       expect(await storage.transaction((session) => session.objects.trim(scope, 1))).toBe(1);
       // Newest first: the tombstone of a is newer than c.
-      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([tombstone, expect.objectContaining({ id: 'c' })]);
+      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([
+        tombstone,
+        expect.objectContaining({ id: 'c' }),
+      ]);
       await expect(storage.transaction((session) => session.objects.trim(scope, 0))).rejects.toThrow(StorageError);
     });
   });
@@ -640,22 +825,64 @@ export function describeObjects(suite: Suite): void {
         { field: 'last_modified', direction: 1 },
       ];
       for (const operator of ['eq', 'not', 'gt', 'in', 'like', 'has', 'contains', 'contains_any'] as const) {
-        const value = operator === 'in' || operator.startsWith('contains') ? [1] : operator === 'like' ? `'` : operator === 'has' ? true : 1;
-        await storage.read((session) => session.objects.list(scope, { filters: [{ field: hostile, operator, value }], sorting, after: { [hostile]: 1 } }));
+        const value =
+          operator === 'in' || operator.startsWith('contains')
+            ? [1]
+            : operator === 'like'
+              ? `'`
+              : operator === 'has'
+                ? true
+                : 1;
+        await storage.read((session) =>
+          session.objects.list(scope, {
+            filters: [{ field: hostile, operator, value }],
+            sorting,
+            after: { [hostile]: 1 },
+          }),
+        );
       }
-      expect(ids(await storage.read((session) => session.objects.list(scope, { filters: [{ field: hostile, operator: 'eq', value: 1 }] })))).toEqual(['a']);
-      expect(ids(await storage.read((session) => session.objects.list(scope, { filters: [{ field: 'd\\e', operator: 'eq', value: 3 }] })))).toEqual(['a']);
+      expect(
+        ids(
+          await storage.read((session) =>
+            session.objects.list(scope, { filters: [{ field: hostile, operator: 'eq', value: 1 }] }),
+          ),
+        ),
+      ).toEqual(['a']);
+      expect(
+        ids(
+          await storage.read((session) =>
+            session.objects.list(scope, { filters: [{ field: 'd\\e', operator: 'eq', value: 3 }] }),
+          ),
+        ),
+      ).toEqual(['a']);
       expect(ids(await storage.read((session) => session.objects.list(scope, { sorting })))).toEqual(['a', 'b']);
-      expect(await storage.read((session) => session.objects.count(scope, [{ field: 'b"c', operator: 'min', value: 2 }]))).toBe(2);
+      expect(
+        await storage.read((session) => session.objects.count(scope, [{ field: 'b"c', operator: 'min', value: 2 }])),
+      ).toBe(2);
     });
 
     test('hostile ids, values and URIs are stored verbatim', async () => {
       const odd: Scope = { resourceName: `r'; --`, parentId: `/buckets/${randomUUID()}'"\\` };
       await storage.transaction((session) => session.objects.create(odd, hostile, { v: hostile }));
-      expect(await storage.read((session) => session.objects.get(odd, hostile))).toMatchObject({ id: hostile, v: hostile });
-      expect(ids(await storage.read((session) => session.objects.list(odd, { filters: [{ field: 'v', operator: 'like', value: `'); drop` }] })))).toEqual([hostile]);
-      await storage.transaction((session) => session.permissions.set(`${odd.parentId}/${hostile}`, { [hostile]: [hostile] }));
-      expect((await storage.read((session) => session.permissions.get([`${odd.parentId}/${hostile}`]))).get(`${odd.parentId}/${hostile}`)).toEqual({
+      expect(await storage.read((session) => session.objects.get(odd, hostile))).toMatchObject({
+        id: hostile,
+        v: hostile,
+      });
+      expect(
+        ids(
+          await storage.read((session) =>
+            session.objects.list(odd, { filters: [{ field: 'v', operator: 'like', value: `'); drop` }] }),
+          ),
+        ),
+      ).toEqual([hostile]);
+      await storage.transaction((session) =>
+        session.permissions.set(`${odd.parentId}/${hostile}`, { [hostile]: [hostile] }),
+      );
+      expect(
+        (await storage.read((session) => session.permissions.get([`${odd.parentId}/${hostile}`]))).get(
+          `${odd.parentId}/${hostile}`,
+        ),
+      ).toEqual({
         [hostile]: [hostile],
       });
     });

@@ -35,7 +35,9 @@ export function describeOutbox(suite: Suite): void {
           { key: `${bucket}x`, payload: [entry('/other', 0)] },
         ]);
       });
-      await storage.transaction((session) => session.outbox.enqueue(topic, [{ key: bucket, payload: [{ uri: '/g', n: 3, nested: { list: [1, 'two'] } }] }]));
+      await storage.transaction((session) =>
+        session.outbox.enqueue(topic, [{ key: bucket, payload: [{ uri: '/g', n: 3, nested: { list: [1, 'two'] } }] }]),
+      );
 
       expect(await storage.read((session) => session.outbox.keys(topic))).toEqual([bucket, `${bucket}x`].sort());
       expect(await storage.read((session) => session.outbox.keys(topic, bucket))).toEqual([bucket]);
@@ -43,7 +45,11 @@ export function describeOutbox(suite: Suite): void {
       expect(await storage.transaction((session) => session.outbox.moveToScope(topic, bucket, 10, target))).toBe(2);
       expect(await storage.read((session) => session.outbox.keys(topic))).toEqual([`${bucket}x`]);
 
-      const stored = (await storage.read((session) => session.objects.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] }))).filter((object) => object.id !== 'existing');
+      const stored = (
+        await storage.read((session) =>
+          session.objects.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] }),
+        )
+      ).filter((object) => object.id !== 'existing');
       expect(stored.map((object) => (object as StoredObject).n)).toEqual([1, 2, 3]);
       expect(stored[0]!.last_modified).toBeGreaterThan(before.last_modified);
       expect(new Set(stored.map((object) => object.last_modified)).size).toBe(3);
@@ -57,8 +63,18 @@ export function describeOutbox(suite: Suite): void {
       const topic = `t-${randomUUID()}`;
       const bucket = await newBucket();
       const target = targetOf(bucket);
-      await storage.transaction((session) => session.outbox.enqueue(topic, [1, 2, 3, 4, 5].map((n) => ({ key: bucket, payload: [entry(`/e${n}`, n)] }))));
-      const storedNumbers = async () => (await storage.read((session) => session.objects.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] }))).map((object) => (object as StoredObject).n);
+      await storage.transaction((session) =>
+        session.outbox.enqueue(
+          topic,
+          [1, 2, 3, 4, 5].map((n) => ({ key: bucket, payload: [entry(`/e${n}`, n)] })),
+        ),
+      );
+      const storedNumbers = async () =>
+        (
+          await storage.read((session) =>
+            session.objects.list(target.scope, { sorting: [{ field: 'last_modified', direction: 1 }] }),
+          )
+        ).map((object) => (object as StoredObject).n);
       await expect(
         storage.transaction(async (session) => {
           expect(await session.outbox.moveToScope(topic, bucket, 2, target)).toBe(2);
@@ -77,7 +93,9 @@ export function describeOutbox(suite: Suite): void {
       const topic = `t-${randomUUID()}`;
       const bucket = await newBucket();
       const target = targetOf(bucket);
-      await storage.transaction((session) => session.outbox.enqueue(topic, [{ key: bucket, payload: [entry('/e', 1)] }]));
+      await storage.transaction((session) =>
+        session.outbox.enqueue(topic, [{ key: bucket, payload: [entry('/e', 1)] }]),
+      );
       await storage.transaction((session) => session.objects.delete(target.whileExists.scope, target.whileExists.id));
       expect(await storage.transaction((session) => session.outbox.moveToScope(topic, bucket, 10, target))).toBe(1);
       expect(await storage.read((session) => session.objects.list(target.scope))).toEqual([]);
@@ -98,11 +116,13 @@ export function describeOutbox(suite: Suite): void {
     test('deleteTree drops the items keyed by the tree, flush drops every item', async () => {
       const topic = `t-${randomUUID()}`;
       const bucket = `/buckets/${randomUUID()}`;
-      await storage.transaction((session) => session.outbox.enqueue(topic, [
-        { key: bucket, payload: 'bucket' },
-        { key: `${bucket}/collections/c`, payload: 'child' },
-        { key: `${bucket}x`, payload: 'sibling' },
-      ]));
+      await storage.transaction((session) =>
+        session.outbox.enqueue(topic, [
+          { key: bucket, payload: 'bucket' },
+          { key: `${bucket}/collections/c`, payload: 'child' },
+          { key: `${bucket}x`, payload: 'sibling' },
+        ]),
+      );
       await deleteBelow(storage, bucket);
       expect(await storage.read((session) => session.outbox.keys(topic))).toEqual([`${bucket}x`]);
       await storage.flush();

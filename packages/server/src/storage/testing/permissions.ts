@@ -16,9 +16,13 @@ export function describePermissions(suite: Suite): void {
 
     test('set replaces the entries of an object, and get reads several objects', async () => {
       const uri = root();
-      await storage.transaction((session) => session.permissions.set(uri, { read: ['a', 'b'], write: ['c'], empty: [] }));
+      await storage.transaction((session) =>
+        session.permissions.set(uri, { read: ['a', 'b'], write: ['c'], empty: [] }),
+      );
       await storage.transaction((session) => session.permissions.set(`${uri}/groups/g`, { write: ['d'] }));
-      const permissions = await storage.read((session) => session.permissions.get([uri, `${uri}/groups/g`, `${uri}/nothing`]));
+      const permissions = await storage.read((session) =>
+        session.permissions.get([uri, `${uri}/groups/g`, `${uri}/nothing`]),
+      );
       expect(sortPrincipals(permissions.get(uri)!)).toEqual({ read: ['a', 'b'], write: ['c'] });
       expect(permissions.get(`${uri}/groups/g`)).toEqual({ write: ['d'] });
       expect(permissions.get(`${uri}/nothing`)).toEqual({});
@@ -34,7 +38,9 @@ export function describePermissions(suite: Suite): void {
         await storage.transaction((session) => session.permissions.set(target, { read: ['p'] }));
       }
       await storage.transaction((session) => session.permissions.deleteTree(`${uri}/collections/c`));
-      let permissions = await storage.read((session) => session.permissions.get([uri, `${uri}/collections/c`, `${uri}/collections/c/records/r`]));
+      let permissions = await storage.read((session) =>
+        session.permissions.get([uri, `${uri}/collections/c`, `${uri}/collections/c/records/r`]),
+      );
       expect([...permissions.values()]).toEqual([{ read: ['p'] }, {}, {}]);
       await storage.transaction((session) => session.permissions.deleteTree(uri));
       permissions = await storage.read((session) => session.permissions.get([uri, `${uri}x`]));
@@ -60,19 +66,41 @@ export function describePermissions(suite: Suite): void {
         await session.permissions.deleteTree(uri, { itself: false });
         return { afterDelete, afterTree: await session.permissions.get([uri, collection, `${uri}/groups/g`]) };
       });
-      expect(Object.fromEntries(seen.afterDelete)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [record]: {}, [`${uri}/groups/g`]: { write: ['a', 'z'] } });
+      expect(Object.fromEntries(seen.afterDelete)).toEqual({
+        [uri]: { write: ['owner'] },
+        [collection]: {},
+        [record]: {},
+        [`${uri}/groups/g`]: { write: ['a', 'z'] },
+      });
       // With `itself: false`, what is below the object goes, not its own ACL.
-      expect(Object.fromEntries(seen.afterTree)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [`${uri}/groups/g`]: {} });
-      const committed = await storage.read((session) => session.permissions.get([uri, collection, record, `${uri}/groups/g`]));
-      expect(Object.fromEntries(committed)).toEqual({ [uri]: { write: ['owner'] }, [collection]: {}, [record]: {}, [`${uri}/groups/g`]: {} });
+      expect(Object.fromEntries(seen.afterTree)).toEqual({
+        [uri]: { write: ['owner'] },
+        [collection]: {},
+        [`${uri}/groups/g`]: {},
+      });
+      const committed = await storage.read((session) =>
+        session.permissions.get([uri, collection, record, `${uri}/groups/g`]),
+      );
+      expect(Object.fromEntries(committed)).toEqual({
+        [uri]: { write: ['owner'] },
+        [collection]: {},
+        [record]: {},
+        [`${uri}/groups/g`]: {},
+      });
     });
 
     test('authorizedIds finds direct children granted to one of the principals', async () => {
       const uri = root();
-      await storage.transaction((session) => session.permissions.set(`${uri}/collections/a`, { read: ['alice'], write: ['bob'] }));
-      await storage.transaction((session) => session.permissions.set(`${uri}/collections/b`, { write: ['alice', 'carol'] }));
+      await storage.transaction((session) =>
+        session.permissions.set(`${uri}/collections/a`, { read: ['alice'], write: ['bob'] }),
+      );
+      await storage.transaction((session) =>
+        session.permissions.set(`${uri}/collections/b`, { write: ['alice', 'carol'] }),
+      );
       await storage.transaction((session) => session.permissions.set(`${uri}/collections/c`, { read: ['carol'] }));
-      await storage.transaction((session) => session.permissions.set(`${uri}/collections/a/records/r`, { read: ['alice'] }));
+      await storage.transaction((session) =>
+        session.permissions.set(`${uri}/collections/a/records/r`, { read: ['alice'] }),
+      );
       await storage.transaction((session) => session.permissions.set(`${uri}/groups/g`, { read: ['alice'] }));
       await storage.transaction((session) => session.permissions.set(`${uri}x/collections/z`, { read: ['alice'] }));
       const list = (principals: string[], permissions: string[]) =>
@@ -81,7 +109,11 @@ export function describePermissions(suite: Suite): void {
       expect((await list(['alice', 'carol'], ['read'])).sort()).toEqual(['a', 'c']);
       expect(await list(['bob'], ['read'])).toEqual([]);
       expect(await list([], ['read'])).toEqual([]);
-      expect(await storage.read((session) => session.permissions.authorizedIds(`${uri}/collections/a`, 'records', ['alice'], ['read']))).toEqual(['r']);
+      expect(
+        await storage.read((session) =>
+          session.permissions.authorizedIds(`${uri}/collections/a`, 'records', ['alice'], ['read']),
+        ),
+      ).toEqual(['r']);
     });
 
     test('entries: one entry per object, ids from the URI, permissions expanded', async () => {
@@ -90,8 +122,12 @@ export function describePermissions(suite: Suite): void {
       const user = `user-${randomUUID()}`;
       const group = `${uri}/groups/g`;
       await storage.transaction((session) => session.permissions.set(uri, { read: [user] }));
-      await storage.transaction((session) => session.permissions.set(`${uri}/collections/c`, { write: [group], read: [user] }));
-      await storage.transaction((session) => session.permissions.set(`${uri}/collections/c/records/r`, { read: ['someone-else'] }));
+      await storage.transaction((session) =>
+        session.permissions.set(`${uri}/collections/c`, { write: [group], read: [user] }),
+      );
+      await storage.transaction((session) =>
+        session.permissions.set(`${uri}/collections/c/records/r`, { read: ['someone-else'] }),
+      );
       await storage.transaction((session) => session.permissions.set(`${uri}/groups/g`, { write: [user] }));
       await storage.transaction((session) => session.permissions.set(`${uri}/history/h`, { read: [user] }));
       const query = {
@@ -101,27 +137,56 @@ export function describePermissions(suite: Suite): void {
         extraEntries: [{ uri: '/', resource_name: 'root', permissions: ['bucket:create'] }],
         sorting: [{ field: 'uri', direction: 1 as const }],
       };
-      const entries = (await storage.read((session) => session.permissions.entries(query))).filter((entry) => entry.uri === '/' || entry.bucket_id === bucket);
+      const entries = (await storage.read((session) => session.permissions.entries(query))).filter(
+        (entry) => entry.uri === '/' || entry.bucket_id === bucket,
+      );
       expect(entries).toEqual([
         { uri: '/', resource_name: 'root', permissions: ['bucket:create'] },
         { uri, resource_name: 'bucket', id: bucket, bucket_id: bucket, permissions: ['read'] },
-        { uri: `${uri}/collections/c`, resource_name: 'collection', id: 'c', bucket_id: bucket, collection_id: 'c', permissions: ['read', 'record:create', 'write'] },
-        { uri: `${uri}/groups/g`, resource_name: 'group', id: 'g', bucket_id: bucket, group_id: 'g', permissions: ['write'] },
+        {
+          uri: `${uri}/collections/c`,
+          resource_name: 'collection',
+          id: 'c',
+          bucket_id: bucket,
+          collection_id: 'c',
+          permissions: ['read', 'record:create', 'write'],
+        },
+        {
+          uri: `${uri}/groups/g`,
+          resource_name: 'group',
+          id: 'g',
+          bucket_id: bucket,
+          group_id: 'g',
+          permissions: ['write'],
+        },
       ]);
       // Filters, order and keyset continuation work on the entry fields.
-      const filtered = await storage.read((session) => session.permissions.entries({
-        ...query,
-        filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }, { field: 'permissions', operator: 'contains', value: ['write'] }],
-        sorting: [{ field: 'id', direction: -1 }, { field: 'uri', direction: 1 }],
-        limit: 1,
-      }));
+      const filtered = await storage.read((session) =>
+        session.permissions.entries({
+          ...query,
+          filters: [
+            { field: 'bucket_id', operator: 'eq', value: bucket },
+            { field: 'permissions', operator: 'contains', value: ['write'] },
+          ],
+          sorting: [
+            { field: 'id', direction: -1 },
+            { field: 'uri', direction: 1 },
+          ],
+          limit: 1,
+        }),
+      );
       expect(filtered.map((entry) => entry.uri)).toEqual([`${uri}/groups/g`]);
-      const next = await storage.read((session) => session.permissions.entries({
-        ...query,
-        filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
-        sorting: [{ field: 'id', direction: -1 }, { field: 'uri', direction: 1 }],
-        after: { id: 'g', uri: `${uri}/groups/g` },
-      }));
+      const next = await storage.read((session) =>
+        session.permissions.entries({
+          ...query,
+          filters: [{ field: 'bucket_id', operator: 'eq', value: bucket }],
+          sorting: [
+            { field: 'id', direction: -1 },
+            { field: 'uri', direction: 1 },
+          ],
+          after: { id: 'g', uri: `${uri}/groups/g` },
+        }),
+      );
       expect(next.map((entry) => entry.id)).toEqual(['c', bucket].sort().reverse());
     });
 
@@ -130,14 +195,16 @@ export function describePermissions(suite: Suite): void {
       await storage.transaction((session) => session.objects.create(sc, 'r1', {}));
       await storage.transaction((session) => session.objects.create(sc, 'r2', {}));
       await storage.transaction((session) => session.objects.delete(sc, 'r2'));
-      const entries = await storage.read((session) => session.permissions.entries({
-        principals: [],
-        globalGrants: [{ resourceName: 'record', plural: 'records', permission: 'read' }],
-        implied: {},
-        extraEntries: [],
-        filters: [{ field: 'uri', operator: 'like', value: `${sc.parentId}/*` }],
-        sorting: [{ field: 'uri', direction: 1 }],
-      }));
+      const entries = await storage.read((session) =>
+        session.permissions.entries({
+          principals: [],
+          globalGrants: [{ resourceName: 'record', plural: 'records', permission: 'read' }],
+          implied: {},
+          extraEntries: [],
+          filters: [{ field: 'uri', operator: 'like', value: `${sc.parentId}/*` }],
+          sorting: [{ field: 'uri', direction: 1 }],
+        }),
+      );
       expect(entries.map((entry) => [entry.id, entry.permissions])).toEqual([['r1', ['read']]]);
     });
 
@@ -145,12 +212,15 @@ export function describePermissions(suite: Suite): void {
       const uri = root();
       const alice = `alice-${randomUUID()}`;
       await storage.transaction((session) => session.permissions.setGroupMembers(`${uri}/groups/g1`, [alice, 'bob']));
-      await storage.transaction((session) => session.permissions.setGroupMembers(`${uri}/groups/g2`, ['system.Authenticated']));
+      await storage.transaction((session) =>
+        session.permissions.setGroupMembers(`${uri}/groups/g2`, ['system.Authenticated']),
+      );
       expect(await storage.read((session) => session.permissions.groupsOf([alice]))).toEqual([`${uri}/groups/g1`]);
-      expect((await storage.read((session) => session.permissions.groupsOf([alice, 'system.Authenticated']))).filter((g) => g.startsWith(uri))).toEqual([
-        `${uri}/groups/g1`,
-        `${uri}/groups/g2`,
-      ]);
+      expect(
+        (await storage.read((session) => session.permissions.groupsOf([alice, 'system.Authenticated']))).filter((g) =>
+          g.startsWith(uri),
+        ),
+      ).toEqual([`${uri}/groups/g1`, `${uri}/groups/g2`]);
       await storage.transaction((session) => session.permissions.setGroupMembers(`${uri}/groups/g1`, ['bob']));
       expect(await storage.read((session) => session.permissions.groupsOf([alice]))).toEqual([]);
       expect(await storage.read((session) => session.permissions.groupsOf([]))).toEqual([]);

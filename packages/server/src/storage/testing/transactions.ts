@@ -13,7 +13,8 @@ export function describeSessions(suite: Suite): void {
   let scope: Scope;
   suite.beforeEach((current) => ({ storage, scope } = current));
   /** Creates objects `{ id: data }` in order (so increasing timestamps). */
-  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) => seedObjects(storage, target, objects);
+  const seed = (objects: Record<string, Record<string, unknown>>, target = scope) =>
+    seedObjects(storage, target, objects);
 
   section('transactions', () => {
     test('commits every write of the function together', async () => {
@@ -25,7 +26,9 @@ export function describeSessions(suite: Suite): void {
         return 'done';
       });
       expect(result).toBe('done');
-      expect(ids(await storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'id', direction: 1 }] })))).toEqual(['a', 'b']);
+      expect(
+        ids(await storage.read((session) => session.objects.list(scope, { sorting: [{ field: 'id', direction: 1 }] }))),
+      ).toEqual(['a', 'b']);
     });
 
     test('a throwing function rolls everything back and its error comes out unchanged', async () => {
@@ -42,9 +45,15 @@ export function describeSessions(suite: Suite): void {
         })
         .catch((e: unknown) => e);
       expect(error).toBe(failure);
-      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([expect.objectContaining({ id: 'kept', v: 1 })]);
+      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true }))).toEqual([
+        expect.objectContaining({ id: 'kept', v: 1 }),
+      ]);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(before);
-      expect((await storage.read((session) => session.permissions.get([`${scope.parentId}/records/kept`]))).get(`${scope.parentId}/records/kept`)).toEqual({});
+      expect(
+        (await storage.read((session) => session.permissions.get([`${scope.parentId}/records/kept`]))).get(
+          `${scope.parentId}/records/kept`,
+        ),
+      ).toEqual({});
     });
 
     test('a refused create inside a transaction leaves it usable and the timestamp unchanged', async () => {
@@ -80,7 +89,10 @@ export function describeSessions(suite: Suite): void {
           a: await session.objects.get(scope, 'a', { forUpdate: true }),
           old: await session.objects.get(scope, 'old'),
           timestamp: await session.objects.timestamp(scope),
-          listed: await session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }),
+          listed: await session.objects.list(scope, {
+            includeDeleted: true,
+            sorting: [{ field: 'last_modified', direction: 1 }],
+          }),
           count: await session.objects.count(scope),
         };
       });
@@ -96,10 +108,18 @@ export function describeSessions(suite: Suite): void {
       expect(outcome.count).toBe(3);
       expect(ids(outcome.listed)).toEqual(['fresh', 'a', 'old', 'b']);
       // What the transaction left is what is stored, the scope timestamp included.
-      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }))).toEqual(outcome.listed);
+      expect(
+        await storage.read((session) =>
+          session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: 1 }] }),
+        ),
+      ).toEqual(outcome.listed);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(outcome.timestamp);
       expect(await storage.read((session) => session.objects.get(other, 'elsewhere'))).toMatchObject({ v: 4 });
-      expect(await storage.read((session) => session.objects.get(scope, 'b'))).toEqual({ id: 'b', last_modified: stamps.at(-1), nested: { list: [1, 2] } });
+      expect(await storage.read((session) => session.objects.get(scope, 'b'))).toEqual({
+        id: 'b',
+        last_modified: stamps.at(-1),
+        nested: { list: [1, 2] },
+      });
     });
 
     test('stampAtCommit: the objects handed out get their timestamps by the end, increasing, and the scope follows', async () => {
@@ -118,7 +138,11 @@ export function describeSessions(suite: Suite): void {
       expect(stamps.every((stamp) => Number.isSafeInteger(stamp) && stamp > before)).toBe(true);
       expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
       expect(await storage.read((session) => session.objects.get(scope, 'y'))).toEqual(handed[1]);
-      expect(await storage.read((session) => session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: -1 }] }))).toEqual([handed[2], handed[1]]);
+      expect(
+        await storage.read((session) =>
+          session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: -1 }] }),
+        ),
+      ).toEqual([handed[2], handed[1]]);
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...stamps));
     });
 
@@ -174,7 +198,10 @@ export function describeSessions(suite: Suite): void {
           [false, true].map((preload) =>
             storage.read(async (session) => {
               if (preload) await session.preload?.(scope, id, uri(id));
-              return { object: await session.objects.get(scope, id), acl: (await session.permissions.get([uri(id)])).get(uri(id)) };
+              return {
+                object: await session.objects.get(scope, id),
+                acl: (await session.permissions.get([uri(id)])).get(uri(id)),
+              };
             }),
           ),
         );
@@ -194,7 +221,10 @@ export function describeSessions(suite: Suite): void {
         });
         const before = await read();
         // A concurrent write: backends that serialise transactions run it after the snapshot.
-        pending ??= Promise.all([storage.transaction((session) => session.objects.create(scope, 'c', {})), storage.transaction((session) => session.objects.delete(scope, 'a'))]);
+        pending ??= Promise.all([
+          storage.transaction((session) => session.objects.create(scope, 'c', {})),
+          storage.transaction((session) => session.objects.delete(scope, 'a')),
+        ]);
         await Promise.race([pending, sleep(200)]);
         return [before, await read()];
       });
@@ -215,7 +245,9 @@ export function describeSessions(suite: Suite): void {
     });
 
     test('snapshots are read only', async () => {
-      await expect(storage.snapshot((session) => session.objects.create(scope, 'a', {}))).rejects.toBeInstanceOf(StorageError);
+      await expect(storage.snapshot((session) => session.objects.create(scope, 'a', {}))).rejects.toBeInstanceOf(
+        StorageError,
+      );
       expect(await storage.read((session) => session.objects.get(scope, 'a'))).toBeNull();
     });
   });

@@ -80,7 +80,10 @@ export class PollersWatch {
   #start(): void {
     if (this.#timer) return;
     const look = () =>
-      void this.#run<{ polled: boolean }>('SELECT EXISTS (SELECT 1 FROM notification_pollers WHERE seen > clock_timestamp() - $1 * interval \'1 millisecond\') AS polled', [POLLER_TTL_MS])
+      void this.#run<{ polled: boolean }>(
+        "SELECT EXISTS (SELECT 1 FROM notification_pollers WHERE seen > clock_timestamp() - $1 * interval '1 millisecond') AS polled",
+        [POLLER_TTL_MS],
+      )
         .then(([row]) => {
           this.#polled = row?.polled ?? true;
         })
@@ -98,7 +101,10 @@ export class PollersWatch {
 }
 
 /** Something that runs one statement (a driver's autocommit `query`). */
-export type RunStatement = <R extends Record<string, unknown>>(text: string, params: readonly unknown[]) => Promise<R[]>;
+export type RunStatement = <R extends Record<string, unknown>>(
+  text: string,
+  params: readonly unknown[],
+) => Promise<R[]>;
 
 /** Deletes the notifications older than the retention, and remembers the highest id deleted. */
 export async function pruneNotifications(run: RunStatement, retentionMs = NOTIFICATION_RETENTION_MS): Promise<void> {
@@ -109,7 +115,9 @@ export async function pruneNotifications(run: RunStatement, retentionMs = NOTIFI
      ON CONFLICT (singleton) DO UPDATE SET through = greatest(p.through, excluded.through)`,
     [retentionMs],
   );
-  await run('DELETE FROM notification_pollers WHERE seen < clock_timestamp() - $1 * interval \'1 millisecond\'', [retentionMs]);
+  await run("DELETE FROM notification_pollers WHERE seen < clock_timestamp() - $1 * interval '1 millisecond'", [
+    retentionMs,
+  ]);
 }
 
 export interface ListenConnectionOptions {
@@ -126,7 +134,13 @@ export interface ListenConnectionOptions {
 const CONNECTION_CLASSES = new Set(['08', '53', '57']);
 
 /** A LISTEN connection kept up (reopened with backoff) until the returned stop function is called. */
-export function listenConnection({ config, channel, listener, maxRetryDelayMs, refused }: ListenConnectionOptions): () => Promise<void> {
+export function listenConnection({
+  config,
+  channel,
+  listener,
+  maxRetryDelayMs,
+  refused,
+}: ListenConnectionOptions): () => Promise<void> {
   let stopped = false;
   let current: pg.Client | null = null;
   const stopping = new AbortController();
@@ -138,7 +152,8 @@ export function listenConnection({ config, channel, listener, maxRetryDelayMs, r
       try {
         await client.connect();
         if (stopped) throw new Error('stopped');
-        const [{ schema: own }] = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows as [{ schema: string }];
+        const [{ schema: own }] = (await client.query<{ schema: string }>('SELECT current_schema() AS schema'))
+          .rows as [{ schema: string }];
         client.on('notification', ({ channel: from, payload = '' }) => {
           const space = payload.indexOf(' ');
           if (from === channel && payload.slice(0, space) === own) listener.message(payload.slice(space + 1));
@@ -167,7 +182,8 @@ export function listenConnection({ config, channel, listener, maxRetryDelayMs, r
         await client.end().catch(() => {});
       }
       // 50 ms after a drop, doubled by each failed attempt.
-      if (!stopped) await sleep(backoffDelay({ firstMs: 50, maxMs: maxRetryDelayMs }, failures), { signal: stopping.signal });
+      if (!stopped)
+        await sleep(backoffDelay({ firstMs: 50, maxMs: maxRetryDelayMs }, failures), { signal: stopping.signal });
     }
   };
   const running = run();
@@ -290,7 +306,12 @@ export class NotificationPoller {
         failures++;
       }
       if (this.#stopped) break;
-      const delay = failures > 0 ? Math.max(this.#intervalMs, backoffDelay({ firstMs: 50, maxMs: this.#maxRetryDelayMs }, failures - 1)) : more ? 0 : this.#intervalMs;
+      const delay =
+        failures > 0
+          ? Math.max(this.#intervalMs, backoffDelay({ firstMs: 50, maxMs: this.#maxRetryDelayMs }, failures - 1))
+          : more
+            ? 0
+            : this.#intervalMs;
       await sleep(delay, { signal: this.#stopping.signal });
     }
   }
@@ -323,7 +344,10 @@ export class NotificationPoller {
       this.#up = true;
       for (const listener of this.#allListeners()) listener.connected('polled');
     }
-    if (now.at - seen.at > NOTIFICATION_RETENTION_MS / 2 || (first.pruned !== null && BigInt(first.pruned) >= seen.xmax)) {
+    if (
+      now.at - seen.at > NOTIFICATION_RETENTION_MS / 2 ||
+      (first.pruned !== null && BigInt(first.pruned) >= seen.xmax)
+    ) {
       // Rows this poller had not read may be gone: its listeners start over, from now.
       this.#seen = now;
       this.#round = null;
@@ -333,7 +357,9 @@ export class NotificationPoller {
       }
       return false;
     }
-    const found = rows.filter((row): row is PollRow & { xid: string; id: string; channel: string; payload: string } => row.xid !== null);
+    const found = rows.filter(
+      (row): row is PollRow & { xid: string; id: string; channel: string; payload: string } => row.xid !== null,
+    );
     for (const row of found) {
       for (const listener of this.#listeners.get(row.channel) ?? []) listener.message(row.payload);
     }

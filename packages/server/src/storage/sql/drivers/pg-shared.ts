@@ -62,7 +62,8 @@ export class SharedConnections {
    */
   #cork(shared: Shared): void {
     if (shared.corked) return;
-    const { stream } = (shared.client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection;
+    const { stream } = (shared.client as unknown as { connection: { stream: { cork(): void; uncork(): void } } })
+      .connection;
     shared.corked = true;
     stream.cork();
     setImmediate(() => {
@@ -91,7 +92,9 @@ export class SharedConnections {
     }
     if (best) return best;
     const reason = this.#lastError instanceof Error ? this.#lastError.message : String(this.#lastError);
-    throw new Error(`no connection to PostgreSQL (next attempt in ${this.#retryAt - Date.now()} ms): ${reason}`, { cause: this.#lastError });
+    throw new Error(`no connection to PostgreSQL (next attempt in ${this.#retryAt - Date.now()} ms): ${reason}`, {
+      cause: this.#lastError,
+    });
   }
 
   #open(): Shared {
@@ -111,7 +114,9 @@ export class SharedConnections {
         shared.broken = true;
         this.#failures++;
         this.#lastError = error;
-        this.#retryAt = Date.now() + backoffDelay({ firstMs: FIRST_RETRY_DELAY_MS, maxMs: this.#maxRetryDelayMs }, this.#failures - 1);
+        this.#retryAt =
+          Date.now() +
+          backoffDelay({ firstMs: FIRST_RETRY_DELAY_MS, maxMs: this.#maxRetryDelayMs }, this.#failures - 1);
         throw error;
       },
     );

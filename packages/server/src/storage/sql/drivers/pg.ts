@@ -1,8 +1,25 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { listenConnection, NOTIFICATION_RETENTION_MS, NotificationPoller, notifyStatement, PollersWatch, pruneNotifications } from './pg-notifications.js';
+import {
+  listenConnection,
+  NOTIFICATION_RETENTION_MS,
+  NotificationPoller,
+  notifyStatement,
+  PollersWatch,
+  pruneNotifications,
+} from './pg-notifications.js';
 import { SharedConnections } from './pg-shared.js';
-import { toBackendError, transactionMode, type ChannelListener, type DeferredStatement, type QueryOptions, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
+import {
+  toBackendError,
+  transactionMode,
+  type ChannelListener,
+  type DeferredStatement,
+  type QueryOptions,
+  type Row,
+  type SqlConnection,
+  type SqlDriver,
+  type SqlTransaction,
+} from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -45,7 +62,9 @@ const INT8_OID = 20;
 // to this pool, so other users of `pg` in the process keep the default (string) parser.
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 // Lower-case identifiers only: the name goes unquoted into the startup `options` string.
@@ -93,7 +112,11 @@ function startupOptions(url: string, schema: string | undefined): string {
  * it. Connection failures are thrown as they are (the caller retries those that may pass).
  */
 export async function detectPooler(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
+  const client = new pg.Client({
+    connectionString: url,
+    options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -103,7 +126,9 @@ export async function detectPooler(url: string): Promise<boolean> {
     throw toBackendError('postgresql', error);
   }
   try {
-    const { rows } = await client.query<{ marker: string | null }>('SELECT current_setting($1, true) AS marker', [DIRECT_MARKER]);
+    const { rows } = await client.query<{ marker: string | null }>('SELECT current_setting($1, true) AS marker', [
+      DIRECT_MARKER,
+    ]);
     return rows[0]?.marker !== 'on';
   } catch (error) {
     throw toBackendError('postgresql', error);
@@ -112,13 +137,29 @@ export async function detectPooler(url: string): Promise<boolean> {
   }
 }
 
-export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs = 2_000, pooled = false, listenUrl, pollIntervalMs = 250 }: PgDriverOptions): SqlDriver {
+export function createPgDriver({
+  url,
+  poolSize = 10,
+  schema,
+  reconnectMaxDelayMs = 2_000,
+  pooled = false,
+  listenUrl,
+  pollIntervalMs = 250,
+}: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
   }
-  if (schema !== undefined && pooled) throw new TypeError('a schema cannot be chosen through a transaction pooler: give Quire a database (or a role whose search_path names the schema)');
+  if (schema !== undefined && pooled)
+    throw new TypeError(
+      'a schema cannot be chosen through a transaction pooler: give Quire a database (or a role whose search_path names the schema)',
+    );
   const settingsOf = (target: string) => (pooled ? {} : { options: startupOptions(target, schema) });
-  const connection = { connectionString: url, types, ...settingsOf(url), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
+  const connection = {
+    connectionString: url,
+    types,
+    ...settingsOf(url),
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+  };
   // A fifth of the connections (at least one) is shared by the short autocommit statements
   // (pg-shared.ts); transactions and statements built per request take one of the others.
   const sharedCount = Math.max(1, Math.round(poolSize / 5));
@@ -144,7 +185,10 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
   let poller: NotificationPoller | null = null;
   /** Where LISTEN is impossible (a pooler and no `listenUrl`, or LISTEN refused): polled. */
   const poll = (channel: string, listener: ChannelListener) => {
-    poller ??= new NotificationPoller((text, params) => wrap(pool).query(text, params), { intervalMs: pollIntervalMs, maxRetryDelayMs: reconnectMaxDelayMs });
+    poller ??= new NotificationPoller((text, params) => wrap(pool).query(text, params), {
+      intervalMs: pollIntervalMs,
+      maxRetryDelayMs: reconnectMaxDelayMs,
+    });
     poller.listen(channel, listener);
   };
   let pruning: NodeJS.Timeout | null = null;
@@ -152,12 +196,20 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
   const startPruning = () => {
     if (pruning) return;
     const every = NOTIFICATION_RETENTION_MS / 4;
-    pruning = setInterval(() => void pruneNotifications((text, params) => wrap(pool).query(text, params)).catch(() => {}), every * (0.75 + Math.random() / 2));
+    pruning = setInterval(
+      () => void pruneNotifications((text, params) => wrap(pool).query(text, params)).catch(() => {}),
+      every * (0.75 + Math.random() / 2),
+    );
     pruning.unref();
   };
 
   /** Sends one statement (prepared under its name unless dynamic or pooled) without waiting. */
-  const send = <R extends Row>(client: pg.Pool | pg.PoolClient | SharedConnections, text: string, params: readonly unknown[] = [], options: QueryOptions = {}) => {
+  const send = <R extends Row>(
+    client: pg.Pool | pg.PoolClient | SharedConnections,
+    text: string,
+    params: readonly unknown[] = [],
+    options: QueryOptions = {},
+  ) => {
     const name = options.dynamic || pooled ? undefined : statementName(text);
     const config: pg.QueryConfig = { text, values: params as unknown[], ...(name ? { name } : {}) };
     return client instanceof SharedConnections ? client.query<R>(config) : client.query<R>(config);
@@ -245,7 +297,8 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
         const failed = answers.find((answer) => answer.status === 'rejected');
         if (failed) throw toBackendError('postgresql', failed.reason);
         const results = answers.slice(answers.length - 1 - deferred.length, -1);
-        for (const [i, statement] of deferred.entries()) statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows);
+        for (const [i, statement] of deferred.entries())
+          statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows);
         return result;
       } catch (error) {
         // A connection that cannot even roll back is destroyed rather than returned to the pool.
@@ -263,8 +316,21 @@ export function createPgDriver({ url, poolSize = 10, schema, reconnectMaxDelayMs
       startPruning();
       if (pooled && listenUrl === undefined) return poll(channel, listener);
       const target = listenUrl ?? url;
-      const config = { connectionString: target, types, ...settingsOf(target), connectionTimeoutMillis: CONNECTION_TIMEOUT_MS };
-      listeners.push(listenConnection({ config, channel, listener, maxRetryDelayMs: reconnectMaxDelayMs, refused: () => poll(channel, listener) }));
+      const config = {
+        connectionString: target,
+        types,
+        ...settingsOf(target),
+        connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      };
+      listeners.push(
+        listenConnection({
+          config,
+          channel,
+          listener,
+          maxRetryDelayMs: reconnectMaxDelayMs,
+          refused: () => poll(channel, listener),
+        }),
+      );
     },
     notify: (channel, payload) => notifyStatement(channel, payload, pollers.polled),
     stats() {

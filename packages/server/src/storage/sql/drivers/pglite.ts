@@ -1,5 +1,13 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { toBackendError, transactionMode, type DeferredStatement, type Row, type SqlConnection, type SqlDriver, type SqlTransaction } from './types.js';
+import {
+  toBackendError,
+  transactionMode,
+  type DeferredStatement,
+  type Row,
+  type SqlConnection,
+  type SqlDriver,
+  type SqlTransaction,
+} from './types.js';
 
 export interface PgliteDriverOptions {
   /** Directory holding the database; in memory when omitted. */

@@ -19,7 +19,8 @@ export function describeDriver(name: string, open: () => Promise<SqlDriver>): vo
       });
       return opened;
     };
-    const rows = async () => (await (await driver()).query<{ n: number }>(`SELECT n FROM ${table} ORDER BY n`)).map((row) => row.n);
+    const rows = async () =>
+      (await (await driver()).query<{ n: number }>(`SELECT n FROM ${table} ORDER BY n`)).map((row) => row.n);
 
     afterAll(async () => {
       if (!opened) return;
