@@ -1,16 +1,15 @@
-import type { FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventBus } from './events/bus.js';
 import type { EventSubscriber, ResourceEvent } from './events/types.js';
 import { createSqliteStorage, type SqliteStorage } from './storage/sqlite/sqlite-storage.js';
 import type { StorageSession } from './storage/types.js';
-import { UnitOfWork } from './unit-of-work.js';
+import { type EventSource, UnitOfWork } from './unit-of-work.js';
 
-const request = {
+const request: EventSource = {
   params: { bucket_id: 'b' },
-  raw: { url: '/v1/buckets/b' },
+  url: '/v1/buckets/b',
   identity: { userId: 'alice', principals: [] },
-} as unknown as FastifyRequest;
+};
 const scope = { resourceName: 'bucket', parentId: '' };
 
 /** Records what it is given, and when: in the transaction (with what the session sees) or after commit. */

@@ -12,7 +12,7 @@
  * promise, about 0.1 ms of server CPU per write (bench/history.ts); the handlers reach the unit
  * through their request (`request.work`).
  */
-import type { FastifyRequest } from 'fastify';
+import type { Identity } from './auth/policy.js';
 import { splitUrl } from './http/url.js';
 import type { EventBus } from './events/bus.js';
 import type { Action, EventPayload, ImpactedObject, ResourceEvent } from './events/types.js';
@@ -59,9 +59,20 @@ class EventCollector {
   }
 }
 
+/**
+ * What an event says of the request that caused it: its route parameters, URL and caller (a
+ * Fastify request, or the engine's: engine/request.ts).
+ */
+export interface EventSource {
+  readonly params: unknown;
+  /** The path and query string as sent. */
+  readonly url: string;
+  readonly identity: Identity | null;
+}
+
 /** Request path without the version prefix, decoded (`/buckets/b/collections/c/records`). */
-function eventUri(request: FastifyRequest): string {
-  const path = splitUrl(request.raw.url).path.replace(/^\/v1(?=\/|$)/, '');
+function eventUri(request: EventSource): string {
+  const path = splitUrl(request.url).path.replace(/^\/v1(?=\/|$)/, '');
   try {
     return decodeURIComponent(path);
   } catch {
@@ -177,7 +188,7 @@ export class UnitOfWork {
    * Records an event of `request` in the open session. Call it once the change is stored. Does
    * nothing when no subscriber wants it.
    */
-  emit(request: FastifyRequest, options: EmitOptions): void {
+  emit(request: EventSource, options: EmitOptions): void {
     if (!this.#bus.wants(options.action, options.resourceName)) return;
     const open = this.#requireOpen(`event ${options.resourceName}/${options.action}`);
     open.events ??= new EventCollector();

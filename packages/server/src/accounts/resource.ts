@@ -11,7 +11,7 @@
  * Deliberate difference: responses and events never show `password`. Kinto shows the stored
  * hash, which no client reads and which only helps offline guessing.
  */
-import type { FastifyRequest } from 'fastify';
+import type { EngineRequest } from '../engine/request.js';
 import type { Identity } from '../auth/policy.js';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { MailError } from '../mail/mailer.js';
@@ -68,7 +68,7 @@ export function createAccountResource(
   const readsAll = (identity: Identity) =>
     isAdmin(identity) || holdsAny(identity.principals, settings.account_read_principals);
   /** Requests whose caller acts with a temporary password: allowed to set a new password, nothing else. */
-  const passwordResets = new WeakSet<FastifyRequest>();
+  const passwordResets = new WeakSet<EngineRequest>();
 
   async function aclOf(session: StorageSession, id: string): Promise<Permissions> {
     return (await session.permissions.get([accountUri(id)])).get(accountUri(id)) ?? {};
@@ -147,7 +147,7 @@ export function createAccountResource(
    * After a password change or a deletion: this process forgets the remembered password; a
    * password reset also clears the failures that locked the account from the caller's address.
    */
-  async function afterPasswordChange(request: FastifyRequest, id: string): Promise<void> {
+  async function afterPasswordChange(request: EngineRequest, id: string): Promise<void> {
     policy.credentials.forget(id);
     if (passwordResets.has(request)) await policy.limiter.forgetFailures(id, request.ip);
   }

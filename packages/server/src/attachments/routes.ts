@@ -24,7 +24,7 @@ import { objectRef, type ObjectRef } from '../engine/definition.js';
 import { baseUrl } from '../http/base-url.js';
 import { denied } from '../engine/denied.js';
 import { ensureParents, FOR_UPDATE, scopeOf } from '../engine/objects.js';
-import { registerMethods } from '../engine/routes.js';
+import { engineRequestOf, registerMethods } from '../engine/routes.js';
 import { bucketResource } from '../resources/buckets.js';
 import { collectionResource } from '../resources/collections.js';
 import { recordResource } from '../resources/records.js';
@@ -110,7 +110,13 @@ export function registerAttachmentRoutes(
   /** The checks a record write makes before anything is received: may write it (or create it), valid id, parents exist. */
   async function checkWritable(request: FastifyRequest, ref: ObjectRef): Promise<void> {
     await request.work.run('read', async (session) => {
-      const context = { request, identity: request.identity, settings, work: request.work, session };
+      const context = {
+        request: engineRequestOf(request),
+        identity: request.identity,
+        settings,
+        work: request.work,
+        session,
+      };
       const existing = await session.objects.get(scopeOf(ref), ref.id);
       const allowed = existing
         ? await access.can(context, ref, 'write')
@@ -256,7 +262,13 @@ export function registerAttachmentRoutes(
   async function download(request: FastifyRequest, reply: FastifyReply) {
     const ref = await recordRefOf(request);
     const found = await request.work.run('read', async (session) => {
-      const context = { request, identity: request.identity, settings, work: request.work, session };
+      const context = {
+        request: engineRequestOf(request),
+        identity: request.identity,
+        settings,
+        work: request.work,
+        session,
+      };
       if (!(await access.can(context, ref, 'read'))) throw denied(services, request.identity);
       validateId(ref.id, recordResource.idPattern);
       await ensureParents(session, ref.ancestors.at(-1) ?? null);

@@ -4,12 +4,12 @@
  * and records need little more than their names; accounts and the history use the hooks
  * (Kinto's Resource subclasses override the same steps).
  */
-import type { FastifyRequest } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import type { Settings } from '../config.js';
 import type { Filter, StorageSession, StoredObject, Tombstone } from '../storage/types.js';
 import type { UnitOfWork } from '../unit-of-work.js';
 import type { ListQuery } from './querystring.js';
+import type { EngineRequest } from './request.js';
 
 /** The three PATCH flavours (§4.4): shallow JSON merge, JSON Merge Patch, JSON Patch. */
 export type PatchType = 'json' | 'merge-patch' | 'json-patch';
@@ -81,7 +81,7 @@ export interface ResourceDefinition {
 
 /** What the hooks know of the request they serve. */
 export interface RequestContext {
-  request: FastifyRequest;
+  request: EngineRequest;
   identity: Identity;
   settings: Settings;
   /** The request's unit of work (its session and events; a batch's for a sub-request). */

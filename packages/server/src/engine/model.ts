@@ -4,7 +4,6 @@
  * (endpoints/*.ts) put the protocol's steps in order on top of it; what departs from the common
  * behaviour is a hook of the definition.
  */
-import type { Identity } from '../auth/policy.js';
 import { invalidParameter, objectNotFound } from '../errors.js';
 import type { ImpactedObject } from '../events/types.js';
 import type { Services } from '../request-context.js';
@@ -33,6 +32,7 @@ import { writeOptions } from './object-responses.js';
 import { aclOf, ensureParents, FOR_UPDATE, scopeOf } from './objects.js';
 import { effectiveLimit, encodeToken } from './pagination.js';
 import type { ListQuery } from './querystring.js';
+import type { EngineRequest } from './request.js';
 
 type Action = 'create' | 'update' | 'delete' | 'read';
 
@@ -360,7 +360,7 @@ export class ResourceModel {
   }
 
   /** The caller's context for the hooks and the access policy. */
-  context(request: RequestContext['request']): RequestContext {
-    return { request, identity: request.identity as Identity, settings: this.settings, work: request.work };
+  context(request: EngineRequest): RequestContext {
+    return { request, identity: request.identity, settings: this.settings, work: request.work };
   }
 }

@@ -3,11 +3,11 @@
  * body-id check, the PATCH content types and `Response-Behavior`, and the permissions a PATCH
  * merges.
  */
-import type { FastifyRequest } from 'fastify';
 import { isDeepStrictEqual } from 'node:util';
 import { invalidParameter } from '../errors.js';
 import type { Permissions, StoredObject, WriteOptions } from '../storage/types.js';
 import type { PatchType } from './definition.js';
+import type { EngineHeaders } from './request.js';
 
 /** What an endpoint sets besides its body: a FastifyReply, or a batch entry being written. */
 export interface ResponseHead {
@@ -40,8 +40,8 @@ export const PATCH_MEDIA_TYPES: Record<PatchType, string> = {
 };
 
 /** The PATCH flavour named by `Content-Type` (content negotiation has refused the others). */
-export function patchType(request: FastifyRequest): PatchType {
-  const type = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
+export function patchType(headers: EngineHeaders): PatchType {
+  const type = (headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase();
   if (type === PATCH_MEDIA_TYPES['merge-patch']) return 'merge-patch';
   if (type === PATCH_MEDIA_TYPES['json-patch']) return 'json-patch';
   return 'json';
@@ -50,8 +50,8 @@ export function patchType(request: FastifyRequest): PatchType {
 export type ResponseBehavior = 'full' | 'light' | 'diff';
 
 /** The `Response-Behavior` header of a PATCH (§4.5); another value is a 400. */
-export function responseBehavior(request: FastifyRequest): ResponseBehavior {
-  const behavior = String(request.headers['response-behavior'] ?? 'full').toLowerCase();
+export function responseBehavior(headers: EngineHeaders): ResponseBehavior {
+  const behavior = String(headers['response-behavior'] ?? 'full').toLowerCase();
   if (behavior !== 'full' && behavior !== 'light' && behavior !== 'diff') {
     throw invalidParameter(
       'header',

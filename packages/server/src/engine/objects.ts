@@ -6,7 +6,9 @@ import { ERRNO, objectNotFound } from '../errors.js';
 import type { Permissions, ReadOptions, Scope, StoredObject, StorageSession } from '../storage/types.js';
 import { objectRef, type ObjectRef, type ResourceDefinition } from './definition.js';
 
-export type RouteParams = Record<string, string>;
+import type { RouteParams } from './request.js';
+
+export type { RouteParams };
 
 /**
  * How a write reads the object it changes: locked until commit, so that its preconditions and

@@ -67,11 +67,13 @@ export function encodeToken(
 export function nextPageUrl(
   baseUrl: string,
   path: string,
-  params: Array<[string, string]>,
+  params: ReadonlyArray<readonly [string, string]>,
   limit: number,
   token: string,
 ): string {
-  const query = new URLSearchParams(params.filter(([name]) => name !== '_limit' && name !== '_token'));
+  const query = new URLSearchParams(
+    params.filter(([name]) => name !== '_limit' && name !== '_token') as Array<[string, string]>,
+  );
   query.append('_limit', String(limit));
   query.append('_token', token);
   return `${baseUrl}${path}?${query.toString()}`;

@@ -20,7 +20,10 @@ function parseHeader(name: string, raw: string | string[] | undefined): Precondi
   return { kind: 'timestamp', value: Number(match[1]) };
 }
 
-export function parsePreconditions(headers: Record<string, string | string[] | undefined>): Preconditions {
+export function parsePreconditions(headers: {
+  readonly 'if-match'?: string | string[];
+  readonly 'if-none-match'?: string | string[];
+}): Preconditions {
   return {
     ifMatch: parseHeader('If-Match', headers['if-match']),
     ifNoneMatch: parseHeader('If-None-Match', headers['if-none-match']),

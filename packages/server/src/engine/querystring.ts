@@ -23,7 +23,7 @@ export interface ListQuery {
   /** `_to` was used: answer with a deprecation Alert. */
   usedDeprecatedTo: boolean;
   /** The parameters as received, in order, for building Next-Page URLs. */
-  params: Array<[string, string]>;
+  params: ReadonlyArray<readonly [string, string]>;
 }
 
 // Tried in this order, so `contains_any_x` is contains_any on x (§7.1).
@@ -133,9 +133,12 @@ export function parseSort(raw: string): Sort[] {
   return sorting;
 }
 
-/** Parses a listing query string (without `?`); every Kinto resource accepts any field name. */
-export function parseListQuery(rawQuery: string): ListQuery {
-  const params = [...new URLSearchParams(rawQuery)];
+/**
+ * Parses a listing's query parameters (or query string, without `?`); every Kinto resource
+ * accepts any field name.
+ */
+export function parseListQuery(query: string | ReadonlyArray<readonly [string, string]>): ListQuery {
+  const params = typeof query === 'string' ? [...new URLSearchParams(query)] : query;
   const filters: Filter[] = [];
   let sorting: Sort[] = [];
   let fields: string[] | null = null;

@@ -1,18 +1,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
 import type { ObjectMethod, PluralMethod, ResourceDefinition } from './definition.js';
-import { JsonText, type Answer } from './endpoints/answer.js';
+import { JsonText } from './endpoints/answer.js';
 import { deleteObject, getObject, patchObject, putObject } from './endpoints/object.js';
 import { createObject, deleteObjects, headObjects, listObjects } from './endpoints/plural.js';
+import { baseUrl } from '../http/base-url.js';
+import { splitUrl } from '../http/url.js';
 import { ResourceModel } from './model.js';
-import type { ResponseHead } from './object-responses.js';
+import type { RouteParams } from './objects.js';
+import { EngineRequest, engineHeaders } from './request.js';
+import { readQuery } from './request-input.js';
+import { type Endpoint, engineRoutesOf } from './route-table.js';
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const PLURAL_METHODS: readonly PluralMethod[] = ['GET', 'HEAD', 'POST', 'DELETE'];
 const OBJECT_METHODS: readonly ObjectMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'];
 
-/** An endpoint of the engine: the resource model, the request, where its status and headers go. */
-export type Endpoint = (model: ResourceModel, request: FastifyRequest, reply: ResponseHead) => Promise<Answer>;
+export type { Endpoint };
 
 /** The endpoint of each method, on a resource's list and on one of its objects. */
 export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
@@ -65,41 +69,55 @@ export function registerMethods(
   }
 }
 
+/** The engine's view of a request that came through the router (its route parameters, its caller). */
+export function engineRequestOf(request: FastifyRequest): EngineRequest {
+  const { settings } = request.server.services;
+  const { path, query } = splitUrl(request.raw.url);
+  return new EngineRequest({
+    method: request.method,
+    path,
+    params: request.params as RouteParams,
+    query: readQuery(query),
+    headers: engineHeaders(request.headers),
+    body: request.body,
+    identity: request.identity,
+    settings,
+    work: request.work,
+    id: request.id,
+    log: request.log,
+    ip: request.ip,
+    origin: () => baseUrl(settings, request),
+  });
+}
+
 /** A Fastify handler running `endpoint` on `model`: its answer is the body, null none. */
 function routeHandler(model: ResourceModel, endpoint: Endpoint) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = await endpoint(model, request, reply);
+    const body = await endpoint(model, engineRequestOf(request), reply);
     if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
     return body === null ? reply.send() : body;
   };
 }
 
-const MODELS = new WeakMap<FastifyInstance, ResourceModel[]>();
-
-/** The models of the resources registered on `app` (a batch answers their sub-requests directly: views/batch-direct.ts). */
-export function resourceModelsOf(app: FastifyInstance): readonly ResourceModel[] {
-  return MODELS.get(app) ?? [];
-}
-
-/** The routes of the endpoints `def` serves. */
+/** The routes of the endpoints `def` serves (also in the engine's route table: a batch answers them directly). */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): ResourceModel {
   const model = new ResourceModel(app.services, def);
-  const models = MODELS.get(app) ?? [];
-  models.push(model);
-  MODELS.set(app, models);
+  const table = engineRoutesOf(app);
   const paths = resourcePaths(def);
-  const endpoints = endpointsOf(def);
-  registerMethods(
-    app,
-    paths.plural,
-    Object.fromEntries(endpoints.plural.map((method) => [method, routeHandler(model, PLURAL_ENDPOINTS[method])])),
-  );
-  if (endpoints.object.length > 0) {
-    registerMethods(
-      app,
-      paths.object,
-      Object.fromEntries(endpoints.object.map((method) => [method, routeHandler(model, OBJECT_ENDPOINTS[method])])),
-    );
+  const served = endpointsOf(def);
+  const plural = Object.fromEntries(served.plural.map((method) => [method, PLURAL_ENDPOINTS[method]]));
+  table.add(paths.plural, model, plural);
+  registerMethods(app, paths.plural, handlersOf(model, plural));
+  if (served.object.length > 0) {
+    const object = Object.fromEntries(served.object.map((method) => [method, OBJECT_ENDPOINTS[method]]));
+    table.add(paths.object, model, object);
+    registerMethods(app, paths.object, handlersOf(model, object));
   }
   return model;
+}
+
+function handlersOf(model: ResourceModel, endpoints: Record<string, Endpoint>) {
+  return Object.fromEntries(
+    Object.entries(endpoints).map(([method, endpoint]) => [method, routeHandler(model, endpoint)]),
+  );
 }

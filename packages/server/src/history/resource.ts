@@ -114,8 +114,7 @@ export function createHistoryResource(settings: ModuleSettings, drainer: History
       // Read your writes: what committed before this request is moved into the history first.
       // Not inside a batch, whose open transaction the drain would have to wait for; a batch
       // reads the history as the drains after the previous requests left it.
-      if (!work.isOpen)
-        await drainer.drainPending(`/buckets/${(request.params as Record<string, string>).bucket_id ?? ''}`);
+      if (!work.isOpen) await drainer.drainPending(`/buckets/${request.params.bucket_id ?? ''}`);
       return filters;
     },
     present: withoutPrincipals,

@@ -12,11 +12,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isServerFault, toApiError } from '../http/error-handler.js';
 import { responseHeaders } from '../http/headers.js';
 import { measureJsonValue } from '../http/json-limits.js';
-import type { ObjectMethod, PluralMethod } from '../engine/definition.js';
+import { baseUrl } from '../http/base-url.js';
 import { JsonText } from '../engine/endpoints/answer.js';
-import type { ResourceModel } from '../engine/model.js';
 import type { ResponseHead } from '../engine/object-responses.js';
-import { endpointsOf, OBJECT_ENDPOINTS, PLURAL_ENDPOINTS, resourceModelsOf, type Endpoint } from '../engine/routes.js';
+import type { RouteParams } from '../engine/objects.js';
+import { EngineRequest, engineHeaders } from '../engine/request.js';
+import { readQuery } from '../engine/request-input.js';
+import { engineRoutesOf } from '../engine/route-table.js';
 import type { UnitOfWork } from '../unit-of-work.js';
 
 /** Headers a sub-request may set and still be answered here: none changes who the caller is, nor the content. */
@@ -43,55 +45,16 @@ export interface DirectResponse {
   bodyText: string;
 }
 
-interface Route {
-  model: ResourceModel;
-  endpoint: Endpoint;
-  params: Record<string, string>;
-}
-
-/** Where the router would send `method path`, when that is an endpoint of the engine this module may run. */
-function resourceRoute(app: FastifyInstance, method: string, path: string): Route | null {
-  const segments = path.split('/').slice(2); // '', 'v1', then the rest
-  for (const model of resourceModelsOf(app)) {
-    const { def } = model;
-    // The default policy answers from the identity and the ACLs alone; a resource with its own
-    // (accounts, the history) may look at more of the request.
-    if (def.access !== undefined) continue;
-    const names: string[] = [];
-    for (let current: typeof def | null = def; current; current = current.parent) names.unshift(current.name);
-    const plurals: string[] = [];
-    for (let current: typeof def | null = def; current; current = current.parent) plurals.unshift(current.plural);
-    const isObject = segments.length === plurals.length * 2;
-    if (!isObject && segments.length !== plurals.length * 2 - 1) continue;
-    const params: Record<string, string> = {};
-    let matches = true;
-    for (let level = 0; level < plurals.length && matches; level++) {
-      if (segments[level * 2] !== plurals[level]) matches = false;
-      const id = segments[level * 2 + 1];
-      if (id !== undefined) params[`${names[level]}_id`] = id;
-    }
-    if (!matches) continue;
-    const served = endpointsOf(def);
-    const endpoint = isObject
-      ? (served.object as readonly string[]).includes(method) && method !== 'HEAD'
-        ? OBJECT_ENDPOINTS[method as ObjectMethod]
-        : undefined
-      : method === 'POST' && (served.plural as readonly string[]).includes(method)
-        ? PLURAL_ENDPOINTS[method as PluralMethod]
-        : undefined;
-    if (!endpoint) return null;
-    // The router has the last word: a static route (the change monitor's, the default bucket's)
-    // wins over the resource's pattern, and its parameters then differ.
-    const found = app.findRoute({ method: method as never, url: path });
-    if (!found || !sameParams(found.params as Record<string, string>, params)) return null;
-    return { model, endpoint, params };
-  }
-  return null;
-}
-
-function sameParams(found: Record<string, string>, expected: Record<string, string>): boolean {
-  const keys = Object.keys(found);
-  return keys.length === Object.keys(expected).length && keys.every((key) => found[key] === expected[key]);
+/** The engine's endpoint the router would run for `method path`, when this module may run it. */
+function resourceRoute(app: FastifyInstance, method: string, path: string) {
+  const route = engineRoutesOf(app).find(app, method, path);
+  if (route?.kind !== 'endpoint') return null;
+  // The default policy answers from the identity and the ACLs alone; a resource with its own
+  // (accounts, the history) may look at more of the request.
+  if (route.model.def.access !== undefined) return null;
+  const isObject = route.params[`${route.model.def.name}_id`] !== undefined;
+  if (!isObject && method !== 'POST') return null;
+  return route;
 }
 
 function debugLogged(request: FastifyRequest): boolean {
@@ -115,56 +78,30 @@ class EntryHead implements ResponseHead {
   }
 }
 
-/**
- * The sub-request as a request of its own for the engine and its hooks: what they read of a
- * request (method, URL, headers, body, route parameters, caller, unit of work) and the batch's
- * server, logger and client address. One class, so that the functions it goes through see one
- * more shape rather than a new one per batch (objects derived from each batch's request made
- * them megamorphic and every request slower: 0.2 ms more per GET).
- */
-class SubRequestView {
-  readonly raw: { url: string; method: string; headers: Record<string, string> };
-  readonly server: FastifyRequest['server'];
-  readonly log: FastifyRequest['log'];
-  readonly ip: string;
-  readonly identity: FastifyRequest['identity'];
-
-  constructor(
-    batch: FastifyRequest,
-    readonly method: string,
-    readonly url: string,
-    readonly headers: Record<string, string>,
-    readonly body: Record<string, unknown> | undefined,
-    readonly params: Record<string, string>,
-    readonly work: UnitOfWork,
-    readonly id: string,
-  ) {
-    this.raw = { url, method, headers };
-    this.server = batch.server;
-    this.log = batch.log;
-    this.ip = batch.ip;
-    this.identity = batch.identity;
-  }
-}
-
+/** The sub-request as the engine sees a request: its own, with the batch's caller, server and client address. */
 function subRequest(
   batch: FastifyRequest,
   sub: DirectSubRequest,
   headers: Record<string, string>,
-  params: Record<string, string>,
+  params: RouteParams,
   work: UnitOfWork,
-): FastifyRequest {
-  const id = headers[REQUEST_ID_HEADER] || randomUUID();
-  return new SubRequestView(
-    batch,
-    sub.method,
-    sub.path,
-    headers,
-    sub.body,
+): EngineRequest {
+  const { settings } = batch.server.services;
+  return new EngineRequest({
+    method: sub.method,
+    path: sub.path,
     params,
+    query: readQuery(''),
+    headers: engineHeaders(headers),
+    body: sub.body,
+    identity: batch.identity,
+    settings,
     work,
-    id,
-  ) as unknown as FastifyRequest;
+    id: headers[REQUEST_ID_HEADER] || randomUUID(),
+    log: batch.log,
+    ip: batch.ip,
+    origin: () => baseUrl(settings, batch),
+  });
 }
 
 /**

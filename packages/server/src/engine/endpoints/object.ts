@@ -3,10 +3,8 @@
  * protocol's steps in order on the resource model: authorisation, then the object id, then the
  * parents' existence, then the object, then the preconditions (§6), then the write.
  */
-import type { FastifyRequest } from 'fastify';
 import { objectNotFound } from '../../errors.js';
 import { unsupportedContentType } from '../../http/content.js';
-import { splitUrl } from '../../http/url.js';
 import type { StoredObject } from '../../storage/types.js';
 import { applyPatch, isPlainObject, parseWriteBody, suppliedTimestamp, userFields } from '../body.js';
 import type { WriteContext } from '../definition.js';
@@ -21,17 +19,18 @@ import {
   setTimestampHeaders,
   type ResponseHead,
 } from '../object-responses.js';
-import { aclOf, ensureParents, objectRefFromParams, type RouteParams } from '../objects.js';
+import { aclOf, ensureParents, objectRefFromParams } from '../objects.js';
 import { checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
-import { parseListQuery, projectFields } from '../querystring.js';
+import { projectFields } from '../querystring.js';
+import type { EngineRequest } from '../request.js';
 import { setReadCacheHeaders, type Answer } from './answer.js';
 
 /** `GET` of an object: 304 when `If-None-Match` names its version. */
-export async function getObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export async function getObject(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   const context = model.context(request);
-  const ref = objectRefFromParams(model.def, request.params as RouteParams);
+  const ref = objectRefFromParams(model.def, request.params);
   const preconditions = parsePreconditions(request.headers);
-  const query = parseListQuery(splitUrl(request.raw.url).query);
+  const query = request.query.listing;
   return request.work.run('read', async (session) => {
     const { object, parent } = await model.get({ ...context, session }, ref);
     const outcome = checkObjectPreconditions(preconditions, object, model.present(object), { method: 'GET' });
@@ -49,9 +48,9 @@ export async function getObject(model: ResourceModel, request: FastifyRequest, r
 }
 
 /** `PUT`: creates or replaces the object, its ACL replaced by a non-empty `permissions`. */
-export async function putObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export async function putObject(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   const context = model.context(request);
-  const ref = objectRefFromParams(model.def, request.params as RouteParams);
+  const ref = objectRefFromParams(model.def, request.params);
   const preconditions = parsePreconditions(request.headers);
   const body = parseWriteBody(request.body, model.def);
   const answer = await request.work.write(model.def.name, model.answersCopies, async (session, stampAtCommit) => {
@@ -87,14 +86,14 @@ export async function putObject(model: ResourceModel, request: FastifyRequest, r
 }
 
 /** `PATCH` in its three flavours (§4.4), answered as `Response-Behavior` asks (§4.5). */
-export async function patchObject(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export async function patchObject(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   const def = model.def;
   const { settings } = model;
   const context = model.context(request);
-  const ref = objectRefFromParams(def, request.params as RouteParams);
+  const ref = objectRefFromParams(def, request.params);
   const preconditions = parsePreconditions(request.headers);
-  const behavior = responseBehavior(request);
-  const type = patchType(request);
+  const behavior = responseBehavior(request.headers);
+  const type = patchType(request.headers);
   if (def.patchTypes && !def.patchTypes.includes(type))
     throw unsupportedContentType(def.patchTypes.map((taken) => PATCH_MEDIA_TYPES[taken]));
   const sentData = isPlainObject(request.body) ? request.body.data : undefined;
@@ -129,15 +128,11 @@ export async function patchObject(model: ResourceModel, request: FastifyRequest,
 }
 
 /** `DELETE`: answers the tombstone; `?last_modified=` may set its timestamp (§5.2). */
-export async function deleteObject(
-  model: ResourceModel,
-  request: FastifyRequest,
-  reply: ResponseHead,
-): Promise<Answer> {
+export async function deleteObject(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   const context = model.context(request);
-  const ref = objectRefFromParams(model.def, request.params as RouteParams);
+  const ref = objectRefFromParams(model.def, request.params);
   const preconditions = parsePreconditions(request.headers);
-  const supplied = new URLSearchParams(splitUrl(request.raw.url).query).get('last_modified');
+  const supplied = request.query.get('last_modified');
   const suppliedValue = supplied !== null && /^\d+$/.test(supplied) ? Number(supplied) : undefined;
   const tombstone = await request.work.write(model.def.name, model.answersCopies, async (session, stampAtCommit) => {
     const accessContext = { ...context, session };

@@ -3,48 +3,46 @@
  * creation), DELETE (a page deleted). Each puts the protocol's steps in order on the resource
  * model: authorisation, then the parents' existence, then the preconditions (§6).
  */
-import type { FastifyRequest } from 'fastify';
-import { baseUrl } from '../../http/base-url.js';
-import { splitUrl } from '../../http/url.js';
 import type { Filter, Scope, StoredObject, StorageSession } from '../../storage/types.js';
 import { parseWriteBody, suppliedTimestamp, userFields, validateId } from '../body.js';
 import { objectRef, type ObjectRef, type SessionContext, type WriteContext } from '../definition.js';
 import { givenAcl, type Page, type ResourceModel } from '../model.js';
 import { setTimestampHeaders, type ResponseHead } from '../object-responses.js';
-import { ensureParents, parentRefFromParams, type RouteParams } from '../objects.js';
+import { ensureParents, parentRefFromParams } from '../objects.js';
 import { nextPageUrl } from '../pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
-import { parseListQuery, projectFields, type ListQuery } from '../querystring.js';
+import { projectFields, type ListQuery } from '../querystring.js';
+import type { EngineRequest } from '../request.js';
 import { JsonText, setReadCacheHeaders, type Answer } from './answer.js';
 
 type ListMethod = 'GET' | 'HEAD' | 'DELETE';
 
 /** `GET` of a list: a page of what the caller may read, filtered and sorted (§7). */
-export function listObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export function listObjects(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   return onListing(model, request, reply, 'GET');
 }
 
 /** `HEAD` of a list: the count of what a GET would list, in `Total-Objects`. */
-export function headObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export function headObjects(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   return onListing(model, request, reply, 'HEAD');
 }
 
 /** `DELETE` of a list: deletes a page of what the caller may write and answers the tombstones. */
-export function deleteObjects(model: ResourceModel, request: FastifyRequest, reply: ResponseHead): Promise<Answer> {
+export function deleteObjects(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   return onListing(model, request, reply, 'DELETE');
 }
 
 /** The three listing endpoints share their steps up to the page. */
 async function onListing(
   model: ResourceModel,
-  request: FastifyRequest,
+  request: EngineRequest,
   reply: ResponseHead,
   method: ListMethod,
 ): Promise<Answer> {
   const { def, settings } = model;
   const context = model.context(request);
-  const parent = parentRefFromParams(def, request.params as RouteParams);
-  const query = parseListQuery(splitUrl(request.raw.url).query);
+  const parent = parentRefFromParams(def, request.params);
+  const query = request.query.listing;
   const requested = def.prepareList ? await def.prepareList(context, query) : query.filters;
   const preconditions = parsePreconditions(request.headers);
   const scope: Scope = { resourceName: def.name, parentId: parent ? parent.uri : '' };
@@ -108,15 +106,9 @@ async function countObjects(
   return null;
 }
 
-function setNextPage(request: FastifyRequest, reply: ResponseHead, query: ListQuery, page: Pick<Page, 'next'>): void {
+function setNextPage(request: EngineRequest, reply: ResponseHead, query: ListQuery, page: Pick<Page, 'next'>): void {
   if (!page.next) return;
-  const url = nextPageUrl(
-    baseUrl(request.server.services.settings, request),
-    splitUrl(request.raw.url).path,
-    query.params,
-    page.next.limit,
-    page.next.token,
-  );
+  const url = nextPageUrl(request.origin, request.path, query.params, page.next.limit, page.next.token);
   reply.header('Next-Page', url);
 }
 
@@ -140,14 +132,10 @@ async function deletePage(
 }
 
 /** `POST`: creates the object (an id given or generated); an existing id answers it unchanged (§2). */
-export async function createObject(
-  model: ResourceModel,
-  request: FastifyRequest,
-  reply: ResponseHead,
-): Promise<Answer> {
+export async function createObject(model: ResourceModel, request: EngineRequest, reply: ResponseHead): Promise<Answer> {
   const def = model.def;
   const context = model.context(request);
-  const parent = parentRefFromParams(def, request.params as RouteParams);
+  const parent = parentRefFromParams(def, request.params);
   const body = parseWriteBody(request.body, def);
   const preconditions = parsePreconditions(request.headers);
   const givenId = body.data?.id as string | undefined;
