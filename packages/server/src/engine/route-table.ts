@@ -17,6 +17,8 @@ export type Endpoint = (model: ResourceModel, request: EngineRequest, reply: Res
 
 /** One URL pattern of the engine: its segments (`:name` for a parameter) and what each method runs. */
 interface EnginePattern {
+  /** `/v1/buckets/:bucket_id` (a metric's and a log line's route). */
+  url: string;
   segments: string[];
   model: ResourceModel;
   endpoints: Partial<Record<HTTPMethods, Endpoint>>;
@@ -25,10 +27,11 @@ interface EnginePattern {
 }
 
 /** What the router found for a sub-request, when it is one of the engine's routes. */
-export type EngineRoute =
+export type EngineRoute = { pattern: string } & (
   | { kind: 'endpoint'; model: ResourceModel; endpoint: Endpoint; params: RouteParams }
   /** The pattern is the engine's but not the method: 405 with these. */
-  | { kind: 'not-allowed'; allowed: HTTPMethods[] };
+  | { kind: 'not-allowed'; allowed: HTTPMethods[] }
+);
 
 export class EngineRouteTable {
   /** Patterns by their parameter names (sorted, joined): the few a route's parameters can be. */
@@ -39,7 +42,7 @@ export class EngineRouteTable {
     const names = segments.filter((segment) => segment.startsWith(':')).map((segment) => segment.slice(1));
     const key = paramsKey(names);
     const patterns = this.#byParams.get(key) ?? [];
-    patterns.push({ segments, model, endpoints, allowed: Object.keys(endpoints) as HTTPMethods[] });
+    patterns.push({ url, segments, model, endpoints, allowed: Object.keys(endpoints) as HTTPMethods[] });
     this.#byParams.set(key, patterns);
   }
 
@@ -57,8 +60,8 @@ export class EngineRouteTable {
     const pattern = candidates.find((candidate) => sameShape(candidate.segments, segments, params));
     if (!pattern) return null;
     const endpoint = pattern.endpoints[method as HTTPMethods];
-    if (!endpoint) return { kind: 'not-allowed', allowed: pattern.allowed };
-    return { kind: 'endpoint', model: pattern.model, endpoint, params };
+    if (!endpoint) return { kind: 'not-allowed', pattern: pattern.url, allowed: pattern.allowed };
+    return { kind: 'endpoint', pattern: pattern.url, model: pattern.model, endpoint, params };
   }
 }
 

@@ -23,13 +23,18 @@ const REQUEST_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP\/1\.[01]\r?\n/;
 /** What Node passes to `clientError` (Fastify types `rawPacket` loosely: it is a Buffer). */
 type ParserError = Error & { code?: string; rawPacket?: unknown };
 
+/** 431: the request line and headers past `max_header_bytes` (also a batch's sub-request: views/batch.ts). */
+export function headersTooLarge(settings: Pick<HttpSettings, 'max_header_bytes'>): ApiError {
+  return new ApiError(431, ERRNO.REQUEST_TOO_LARGE, {
+    message: `Request line (URL) and headers are larger than max_header_bytes (${settings.max_header_bytes} bytes).`,
+  });
+}
+
 export function parserError(error: ParserError, settings: HttpSettings): ApiError {
   const { code } = error;
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
-      return new ApiError(431, ERRNO.REQUEST_TOO_LARGE, {
-        message: `Request line (URL) and headers are larger than max_header_bytes (${settings.max_header_bytes} bytes).`,
-      });
+      return headersTooLarge(settings);
     case 'HPE_INVALID_METHOD': {
       // Any token is a method to HTTP, but not to Node's parser: answer as for a method the
       // route does not have. Bytes that are no request line at all are malformed.

@@ -84,19 +84,31 @@ export function registerContentNegotiation(app: FastifyInstance): void {
   });
 
   app.addHook('preHandler', async (request: FastifyRequest) => {
-    const accept = request.headers.accept;
-    if (accept && !acceptsJson(accept)) {
-      throw invalidParameters(
-        [{ location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }],
-        406,
-      );
-    }
-    if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return;
-    const allowed = request.method === 'PATCH' ? PATCH_TYPES : [JSON_TYPE];
-    const type = mediaType(request.headers['content-type']);
     const hasBody = request.body !== undefined || request.unsupportedContentType !== null;
-    if (hasBody && (type === null || !allowed.includes(type))) throw unsupportedContentType(allowed);
+    checkNegotiation(request.method, request.headers.accept, request.headers['content-type'], hasBody);
   });
+}
+
+/**
+ * 406 when the client accepts no JSON; 415 when a write's body is not of a type it takes (also
+ * for a batch's sub-request answered in-process: views/batch-direct.ts).
+ */
+export function checkNegotiation(
+  method: string,
+  accept: string | undefined,
+  contentType: string | undefined,
+  hasBody: boolean,
+): void {
+  if (accept && !acceptsJson(accept)) {
+    throw invalidParameters(
+      [{ location: 'header', name: 'Accept', description: "Accept header should be one of ['application/json']" }],
+      406,
+    );
+  }
+  if (method !== 'POST' && method !== 'PUT' && method !== 'PATCH') return;
+  const allowed = method === 'PATCH' ? PATCH_TYPES : [JSON_TYPE];
+  const type = mediaType(contentType);
+  if (hasBody && (type === null || !allowed.includes(type))) throw unsupportedContentType(allowed);
 }
 
 /** 415 naming the content types the endpoint takes. */

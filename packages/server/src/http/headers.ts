@@ -61,13 +61,7 @@ export function registerHeaders(app: FastifyInstance, settings: ModuleSettings):
       }
       return reply.code(200).send();
     }
-    const eos = endOfService(settings);
-    if (eos?.code === 'hard-eol') {
-      throw new ApiError(410, ERRNO.SERVICE_DEPRECATED, {
-        message: 'The service you are trying to connect no longer exists at this location.',
-      });
-    }
-    if (settings.readonly && !['GET', 'HEAD'].includes(request.method)) throw methodNotAllowed();
+    checkServiceState(settings, request.method);
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -75,6 +69,20 @@ export function registerHeaders(app: FastifyInstance, settings: ModuleSettings):
       reply.header(name, value);
     return payload;
   });
+}
+
+/**
+ * 410 once the service has ended (`eos`), 405 for a write on a read-only server (also for a
+ * batch's sub-request answered in-process: views/batch-direct.ts).
+ */
+export function checkServiceState(settings: ModuleSettings, method: string): void {
+  const eos = endOfService(settings);
+  if (eos?.code === 'hard-eol') {
+    throw new ApiError(410, ERRNO.SERVICE_DEPRECATED, {
+      message: 'The service you are trying to connect no longer exists at this location.',
+    });
+  }
+  if (settings.readonly && method !== 'GET' && method !== 'HEAD') throw methodNotAllowed();
 }
 
 /** The headers every answer carries, in order (also those of a batch entry answered in-process, views/batch-direct.ts). */

@@ -133,9 +133,22 @@ export class Metrics {
 
   /** Counts one answered request. */
   observe(request: FastifyRequest, reply: FastifyReply): void {
-    const method = request.method;
-    const route = request.routeOptions.url ?? 'unmatched';
-    const status = reply.statusCode;
+    const subRequests = (request.body as { requests?: unknown } | undefined)?.requests;
+    this.count({
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      seconds: reply.elapsedTime / 1000,
+      url: request.url,
+      authorization: request.headers.authorization,
+      batched: request.work.batch,
+      batchRequests: Array.isArray(subRequests) ? subRequests.length : undefined,
+    });
+  }
+
+  /** Counts one answered request (also a batch sub-request answered in-process: views/batch-direct.ts). */
+  count(answer: AnsweredRequest): void {
+    const { method, route, status } = answer;
     // prom-client hashes a label set on every call: each set's children are looked up once.
     const key = `${method} ${status} ${route}`;
     let children = this.#requestChildren.get(key);
@@ -147,21 +160,36 @@ export class Metrics {
       this.#requestChildren.set(key, children);
     }
     children.count.inc();
-    children.duration.observe(reply.elapsedTime / 1000);
-    if (method === 'GET' && (status === 200 || status === 304) && hasSince(request.url)) {
+    children.duration.observe(answer.seconds);
+    if (method === 'GET' && (status === 200 || status === 304) && hasSince(answer.url)) {
       this.sincePolls.inc({ answer: status === 304 ? 'not_modified' : 'changed' });
     }
-    if (route === '/v1/batch' && method === 'POST' && status === 200) {
-      const subRequests = (request.body as { requests?: unknown } | undefined)?.requests;
-      if (Array.isArray(subRequests)) this.batchSize.observe(subRequests.length);
+    if (route === '/v1/batch' && method === 'POST' && status === 200 && answer.batchRequests !== undefined) {
+      this.batchSize.observe(answer.batchRequests);
     }
     // Credentials were sent and refused (401), or refused unread because of too many failures (429).
-    const authorization = request.headers.authorization;
-    if ((status === 401 || status === 429) && typeof authorization === 'string' && !request.work.batch) {
+    const { authorization } = answer;
+    if ((status === 401 || status === 429) && typeof authorization === 'string' && !answer.batched) {
       const scheme = /^(basic|bearer)\s/i.exec(authorization)?.[1]?.toLowerCase() ?? 'other';
       this.loginFailures.inc({ scheme, reason: status === 401 ? 'rejected' : 'throttled' });
     }
   }
+}
+
+/** What the metrics count of an answered request. */
+export interface AnsweredRequest {
+  method: string;
+  /** The route pattern, never the path (bounded labels). */
+  route: string;
+  status: number;
+  seconds: number;
+  /** The path and query string as sent. */
+  url: string;
+  authorization: string | string[] | undefined;
+  /** A batch's sub-request (its login failures are the batch's). */
+  batched: boolean;
+  /** A batch's number of sub-requests. */
+  batchRequests?: number | undefined;
 }
 
 function hasSince(url: string): boolean {

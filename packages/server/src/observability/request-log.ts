@@ -7,7 +7,7 @@
  * (507: the client's doing) at warn.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServerFault } from '../http/error-handler.js';
 import type { ObservabilitySettings } from './settings.js';
 
@@ -41,20 +41,37 @@ export function registerRequestLog(app: FastifyInstance): void {
 
 function logRequest(request: FastifyRequest, reply: FastifyReply): void {
   const route = request.routeOptions.url ?? 'unmatched';
-  const status = reply.statusCode;
-  const quiet = status === 304 || QUIET_ROUTES.has(route) || request.work.batch;
+  logRequestLine(request.log, {
+    method: request.method,
+    route,
+    status: reply.statusCode,
+    ms: reply.elapsedTime,
+    userId: request.identity?.userId ?? null,
+    quiet: QUIET_ROUTES.has(route) || request.work.batch,
+  });
+}
+
+/** What one request's log line says. */
+export interface RequestLine {
+  method: string;
+  /** The route pattern (`/v1/buckets/:bucket_id`), never the path. */
+  route: string;
+  status: number;
+  ms: number;
+  userId: string | null;
+  /** Logged at debug level unless it failed: health checks, batch sub-requests. */
+  quiet: boolean;
+}
+
+/** The line of one answered request (also a batch sub-request answered in-process: views/batch-direct.ts). */
+export function logRequestLine(log: FastifyBaseLogger, line: RequestLine): void {
+  const { method, route, status, userId } = line;
+  const quiet = status === 304 || line.quiet;
   // A quota refusal (507) is the client's doing: a warning, not an error.
   const level = isServerFault(status) ? 'error' : status === 507 ? 'warn' : quiet ? 'debug' : 'info';
-  const userid = request.identity?.userId;
-  request.log[level](
-    {
-      method: request.method,
-      route,
-      status,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-      ...(userid ? { user: userHash(userid) } : {}),
-    },
-    `${request.method} ${route} ${status}`,
+  log[level](
+    { method, route, status, ms: Math.round(line.ms * 10) / 10, ...(userId ? { user: userHash(userId) } : {}) },
+    `${method} ${route} ${status}`,
   );
 }
 

@@ -1,161 +1,183 @@
 /**
- * A sub-request answered by the engine's endpoint directly (batch-direct.ts) gets the entry the
- * router would give. The router's is reached with a header the direct path leaves to it
- * (`Accept`, here the default), so both answer the same state side by side.
+ * A sub-request to an endpoint of the engine, answered in-process (batch-direct.ts), gets the
+ * answer the same request gets from the network: each one is sent both ways on the same state
+ * and the two answers compared (status, headers, body), for every endpoint the engine serves —
+ * plural GET/HEAD/DELETE with query strings, `_fields`, `_since`, accounts, history — with
+ * metrics and debug logging on, as production runs it.
  */
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../app.js';
 import { loadSettings } from '../config.js';
 import { createSqliteStorage } from '../storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../storage/types.js';
 
-const auth = { authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}`, origin: 'https://app.example' };
-const bob = { Authorization: `Basic ${Buffer.from('bob:pw').toString('base64')}` };
-const VIA_ROUTER = { Accept: 'application/json' };
+const basic = (user: string) => `Basic ${Buffer.from(`${user}:pw`).toString('base64')}`;
+const auth = { authorization: basic('alice'), origin: 'https://app.example' };
 const RECORDS = '/buckets/b/collections/c/records';
+/** What differs between any two answers: request id, date, connection. */
+const VOLATILE = new Set(['x-request-id', 'date', 'connection', 'keep-alive']);
 
-interface Entry {
-  status: number;
+interface Sent {
+  method: string;
   path: string;
-  headers: Record<string, string>;
-  body: unknown;
+  headers?: Record<string, string>;
+  body?: unknown;
 }
 
-describe('POST /batch: sub-requests answered by the endpoints directly', () => {
+describe('POST /batch: sub-requests answered by the engine in-process', () => {
   let storage: Storage;
   let app: Awaited<ReturnType<typeof buildServer>>;
+  const logLines: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
     storage = await createSqliteStorage();
     const settings = loadSettings({
       env: {},
       configFile: null,
-      overrides: { userid_hmac_secret: 's', log_level: 'silent', cors_origins: ['*'], backoff: 30 },
+      overrides: {
+        userid_hmac_secret: 's',
+        cors_origins: ['*'],
+        backoff: 30,
+        metrics_enabled: true,
+        history_enabled: true,
+        multiauth_policies: ['account', 'basicauth'],
+        account_create_principals: ['system.Everyone'],
+      },
     });
-    app = await buildServer({ settings, storage, logger: false });
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
+        done();
+      },
+    });
+    app = await buildServer({ settings, storage, logger: { level: 'debug', stream } });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b', headers: auth });
     await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c', headers: auth });
+    for (const n of [1, 2, 3])
+      await app.inject({ method: 'PUT', url: `/v1${RECORDS}/r${n}`, headers: auth, payload: { data: { n } } });
   });
   afterAll(async () => {
     await app.close();
     await storage.close();
   });
 
-  async function batch(requests: unknown[]): Promise<Entry[]> {
-    const response = await app.inject({
-      method: 'POST',
-      url: '/v1/batch',
-      headers: auth,
-      payload: { requests } as never,
+  async function batch(requests: Sent[], headers: Record<string, string> = auth) {
+    const response = await app.inject({ method: 'POST', url: '/v1/batch', headers, payload: { requests } as never });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json().responses as Array<{
+      status: number;
+      path: string;
+      headers: Record<string, string>;
+      body: unknown;
+    }>;
+  }
+
+  /** `sent` in a batch, then from the network, on the same state (a read): the same answer. */
+  async function expectSameAnswer(sent: Sent, headers: Record<string, string> = auth) {
+    const [entry] = await batch([sent], headers);
+    const direct = await app.inject({
+      method: sent.method as never,
+      url: `/v1${sent.path}`,
+      headers: { ...headers, ...sent.headers, ...(sent.body ? { 'content-type': 'application/json' } : {}) },
+      ...(sent.body ? { payload: sent.body as never } : {}),
     });
-    expect(response.statusCode).toBe(200);
-    return response.json().responses;
+    const lower = (record: Record<string, unknown>) =>
+      Object.fromEntries(
+        Object.entries(record)
+          // A page token's nonce is new each time.
+          .map(([name, value]) => [name.toLowerCase(), String(value).replace(/_token=[^&]*/, '_token=…')])
+          .filter(([name]) => !VOLATILE.has(name as string)),
+      );
+    expect(entry?.status, `${sent.method} ${sent.path}`).toBe(direct.statusCode);
+    expect(lower(entry?.headers ?? {}), `${sent.method} ${sent.path}`).toEqual(lower(direct.headers));
+    expect(entry?.body, `${sent.method} ${sent.path}`).toEqual(direct.body === '' ? '' : direct.json());
+    return entry!;
   }
 
-  /** The entry without what differs between any two answers (request id, date). */
-  function comparable(entry: Entry) {
-    const { 'X-Request-Id': _id, Date: _date, ...headers } = entry.headers;
-    return { ...entry, headers };
-  }
-
-  /** `request` answered directly, then through the router, on the same state: the same entry. */
-  async function expectSameEntry(request: {
-    method: string;
-    path: string;
-    headers?: Record<string, string>;
-    body?: unknown;
-  }) {
-    const [direct, routed] = await batch([request, { ...request, headers: { ...request.headers, ...VIA_ROUTER } }]);
-    expect(comparable(direct as Entry)).toEqual(comparable(routed as Entry));
-    return direct as Entry;
-  }
-
-  it('answers reads, 304s, 404s and refusals as the router does', async () => {
-    await batch([{ method: 'PUT', path: `${RECORDS}/r`, body: { data: { n: 1 } } }]);
-    const read = await expectSameEntry({ method: 'GET', path: `${RECORDS}/r` });
+  it('answers object reads, 304s, 404s, 405s, 406s and refusals as the network does', async () => {
+    const read = await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1` });
     expect(read.status).toBe(200);
-    expect(Object.keys(read.headers)).toEqual(
-      expect.arrayContaining([
-        'ETag',
-        'Last-Modified',
-        'Cache-Control',
-        'Content-Length',
-        'Backoff',
-        'Access-Control-Allow-Origin',
-      ]),
-    );
-    expect(
-      (
-        await expectSameEntry({
-          method: 'GET',
-          path: `${RECORDS}/r`,
-          headers: { 'If-None-Match': read.headers.ETag as string },
-        })
-      ).status,
-    ).toBe(304);
-    expect((await expectSameEntry({ method: 'GET', path: `${RECORDS}/missing` })).status).toBe(404);
-    expect(
-      (await expectSameEntry({ method: 'PUT', path: '/buckets/other/collections/c/records/r', body: { data: {} } }))
-        .status,
-    ).toBe(403);
-    expect(
-      (
-        await expectSameEntry({
-          method: 'PUT',
-          path: `${RECORDS}/r`,
-          headers: { 'If-Match': '"1"' },
-          body: { data: {} },
-        })
-      ).status,
-    ).toBe(412);
-    expect(
-      (
-        await expectSameEntry({
-          method: 'PATCH',
-          path: `${RECORDS}/r`,
-          headers: { 'Response-Behavior': 'nope' },
-          body: { data: {} },
-        })
-      ).status,
-    ).toBe(400);
-    expect((await expectSameEntry({ method: 'POST', path: `${RECORDS}/r`, body: { data: {} } })).status).toBe(405);
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1`, headers: { 'If-None-Match': read.headers.ETag! } });
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1?_fields=n` });
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/missing` });
+    await expectSameAnswer({ method: 'HEAD', path: `${RECORDS}/r1` });
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1`, headers: { Accept: 'text/html' } });
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1`, headers: { 'If-Match': 'nope' } });
+    await expectSameAnswer({ method: 'PUT', path: '/buckets/other/collections/c/records/r', body: { data: {} } });
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1`, headers: { Authorization: basic('bob') } });
   });
 
-  it('answers writes as the router does (each write twice: the second finds the first)', async () => {
+  it('answers listings with their query strings: filters, _sort, _fields, _since, _limit and Next-Page, HEAD', async () => {
+    for (const query of ['', '?_sort=n', '?_fields=n&_sort=-n', '?min_n=2', '?_since=0', '?_limit=1', '?in_id=r1,r3']) {
+      await expectSameAnswer({ method: 'GET', path: `${RECORDS}${query}` });
+      await expectSameAnswer({ method: 'HEAD', path: `${RECORDS}${query}` });
+    }
+    const page = await expectSameAnswer({ method: 'GET', path: `${RECORDS}?_limit=1` });
+    expect(page.headers['Next-Page']).toMatch(/_token=/);
+    await expectSameAnswer({ method: 'GET', path: `${RECORDS}?_limit=nope` });
+    await expectSameAnswer({ method: 'GET', path: '/buckets/b/collections' });
+    await expectSameAnswer({ method: 'GET', path: '/buckets' });
+  });
+
+  it('answers the history and accounts, whose access policies are their own', async () => {
+    await expectSameAnswer({ method: 'GET', path: '/buckets/b/history?resource_name=record&_limit=2' });
+    await expectSameAnswer({ method: 'HEAD', path: '/buckets/b/history' });
+    const [created] = await batch(
+      [{ method: 'PUT', path: '/accounts/carol', body: { data: { password: 'secret' } } }],
+      {},
+    );
+    expect(created?.status).toBe(201);
+    const carol = { authorization: `Basic ${Buffer.from('carol:secret').toString('base64')}` };
+    await expectSameAnswer({ method: 'GET', path: '/accounts/carol' }, carol);
+    await expectSameAnswer({ method: 'GET', path: '/accounts' }, carol);
+    await expectSameAnswer({ method: 'GET', path: '/accounts' }, {});
+  });
+
+  it('answers writes and plural DELETE as the network does (each write twice: the second finds the first)', async () => {
     const [created, existing] = await batch([
       { method: 'POST', path: RECORDS, body: { data: { id: 'p', n: 1 } } },
-      { method: 'POST', path: RECORDS, headers: VIA_ROUTER, body: { data: { id: 'p', n: 1 } } },
+      { method: 'POST', path: RECORDS, body: { data: { id: 'p', n: 1 } } },
     ]);
     expect([created?.status, existing?.status]).toEqual([201, 200]);
-    expect(Object.keys(created?.headers ?? {})).toEqual(Object.keys(existing?.headers ?? {}));
-    const [patched, patchedAgain] = await batch([
+    const [patched, merged] = await batch([
       { method: 'PATCH', path: `${RECORDS}/p`, headers: { 'Response-Behavior': 'light' }, body: { data: { n: 2 } } },
       {
         method: 'PATCH',
         path: `${RECORDS}/p`,
-        headers: { 'Response-Behavior': 'light', ...VIA_ROUTER },
-        body: { data: { n: 2 } },
+        headers: { 'Response-Behavior': 'diff' },
+        body: { data: { n: 5 } },
       },
     ]);
-    expect([patched?.body, patchedAgain?.body]).toEqual([
+    // `diff`: what the server changed of what was sent (nothing here).
+    expect([patched?.body, merged?.body]).toEqual([
       { data: { n: 2 }, permissions: expect.any(Object) },
       { data: {}, permissions: expect.any(Object) },
     ]);
-    const [deleted, deletedAgain] = await batch([
-      { method: 'DELETE', path: `${RECORDS}/p` },
-      { method: 'DELETE', path: `${RECORDS}/p`, headers: VIA_ROUTER },
+    const [deleted, listed] = await batch([
+      { method: 'DELETE', path: `${RECORDS}?n=5` },
+      { method: 'GET', path: `${RECORDS}?_since=0&_fields=deleted` },
     ]);
-    expect([deleted?.status, deletedAgain?.status]).toEqual([200, 404]);
+    expect(deleted?.status).toBe(200);
+    expect((deleted?.body as { data: Array<{ id: string }> }).data.map((item) => item.id)).toEqual(['p']);
+    expect((listed?.body as { data: Array<{ id: string; deleted?: boolean }> }).data[0]).toMatchObject({
+      id: 'p',
+      deleted: true,
+    });
+    await expectSameAnswer({ method: 'POST', path: `${RECORDS}/r1`, body: { data: {} } });
   });
 
-  it('leaves to the router what it cannot answer the same way: other credentials, query strings, other routes', async () => {
-    const entries = await batch([
-      { method: 'PUT', path: `${RECORDS}/theirs`, headers: bob, body: { data: {} } },
-      { method: 'GET', path: `${RECORDS}?_limit=1` },
-      { method: 'GET', path: '/buckets/b/collections/c/records/theirs/' },
-      { method: 'GET', path: '/' },
-    ]);
-    // The trailing slash: redirected by the router, followed once by the batch, to a record bob could not write.
-    expect(entries.map((entry) => entry.status)).toEqual([403, 200, 404, 200]);
+  it('logs and counts each sub-request answered in-process, under the batch request id', async () => {
+    logLines.length = 0;
+    await batch([{ method: 'GET', path: `${RECORDS}?_limit=1` }]);
+    const batchLine = logLines.find((line) => line.route === '/v1/batch');
+    const subLine = logLines.find((line) => line.route === '/v1/buckets/:bucket_id/collections/:collection_id/records');
+    expect(subLine).toMatchObject({ level: 20, method: 'GET', status: 200 });
+    // Written by the batch's request: in-process, not through the router.
+    expect(subLine?.reqId).toBe(batchLine?.reqId);
+    const metrics = await app.inject({ url: '/__metrics__' });
+    expect(metrics.body).toMatch(
+      /quire_http_requests_total\{method="GET",route="\/v1\/buckets\/:bucket_id\/collections\/:collection_id\/records",status="200"\} \d+/,
+    );
   });
 });

@@ -1,71 +1,37 @@
 /**
- * A batch's sub-requests answered straight by the resource engine, without a trip through
- * light-my-request and the router (about 0.3 ms of server CPU each): the common case of a
- * batch, object reads and writes and creations on a resource with the default access policy,
- * sent with the batch's own credentials. The entry is the one the router would give — same
- * endpoint function, same checks, errors and events, same headers — and anything this module
- * cannot answer the same way (another route, a query string, other headers, an unusual path, a
- * body past the limits, per-request logs or metrics) is left to the router (`null`).
+ * A batch's sub-requests to the resource engine's endpoints, answered by them in-process: the
+ * router finds the route (engine/route-table.ts), then the sub-request goes through what every
+ * request goes through on its way there, in the same order — the service state (410, readonly),
+ * the caller (the batch's, or its own credentials), content negotiation, the input limits of its
+ * path and query string (engine/request-input.ts) — and is answered by the same endpoint
+ * function, with the same errors, events and headers, logged and counted as a request of its
+ * own. What is not an endpoint of the engine (another route, a path the router redirects or does
+ * not know) is the router's (`null`: batch-routed.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { isServerFault, toApiError } from '../http/error-handler.js';
-import { responseHeaders } from '../http/headers.js';
-import { measureJsonValue } from '../http/json-limits.js';
-import { baseUrl } from '../http/base-url.js';
+import { authenticate } from '../auth/authenticate.js';
+import type { Identity } from '../auth/policy.js';
+import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
 import { JsonText } from '../engine/endpoints/answer.js';
 import type { ResponseHead } from '../engine/object-responses.js';
-import type { RouteParams } from '../engine/objects.js';
 import { EngineRequest, engineHeaders } from '../engine/request.js';
 import { readQuery } from '../engine/request-input.js';
-import { engineRoutesOf } from '../engine/route-table.js';
+import { type EngineRoute, engineRoutesOf } from '../engine/route-table.js';
+import { baseUrl } from '../http/base-url.js';
+import { checkNegotiation } from '../http/content.js';
+import { isServerFault, toApiError } from '../http/error-handler.js';
+import { checkServiceState, responseHeaders } from '../http/headers.js';
+import { splitUrl } from '../http/url.js';
+import { logRequestLine, REQUEST_ID_HEADER } from '../observability/request-log.js';
 import type { UnitOfWork } from '../unit-of-work.js';
+import { canonicalHeaders, entryPath, type SubRequest, type SubResponse } from './batch-entry.js';
 
-/** Headers a sub-request may set and still be answered here: none changes who the caller is, nor the content. */
-const DIRECT_HEADERS: ReadonlySet<string> = new Set(['if-match', 'if-none-match', 'response-behavior']);
-/** Paths the router reaches without decoding, redirecting or refusing them (NUL, trailing slashes). */
-const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
-const REQUEST_ID_HEADER = 'x-request-id';
-
-export interface DirectSubRequest {
-  method: string;
-  /** With its `/v1` prefix. */
-  path: string;
-  /** The sub-request's own headers, as sent. */
-  headers: Record<string, string>;
-  body: Record<string, unknown> | undefined;
-}
-
-export interface DirectResponse {
-  status: number;
-  /** Lower-case names, as an injected response has them. */
-  headers: Record<string, string>;
-  body: unknown;
-  /** The body as JSON text ('' for none), written when answered: later sub-requests may change what it shows. */
-  bodyText: string;
-}
-
-/** The engine's endpoint the router would run for `method path`, when this module may run it. */
-function resourceRoute(app: FastifyInstance, method: string, path: string) {
-  const route = engineRoutesOf(app).find(app, method, path);
-  if (route?.kind !== 'endpoint') return null;
-  // The default policy answers from the identity and the ACLs alone; a resource with its own
-  // (accounts, the history) may look at more of the request.
-  if (route.model.def.access !== undefined) return null;
-  const isObject = route.params[`${route.model.def.name}_id`] !== undefined;
-  if (!isObject && method !== 'POST') return null;
-  return route;
-}
-
-function debugLogged(request: FastifyRequest): boolean {
-  const log = request.log as { isLevelEnabled?: (level: string) => boolean };
-  return log.isLevelEnabled?.('debug') ?? false;
-}
-
-/** A status and headers collected as Fastify's reply keeps them: lower-case names, first position kept. */
+/** A status and headers collected as Fastify's reply keeps them: lower-case names. */
 class EntryHead implements ResponseHead {
   status = 200;
-  readonly headers = new Map<string, [string, string]>();
+  readonly headers = new Map<string, string>();
 
   code(status: number): this {
     this.status = status;
@@ -73,89 +39,134 @@ class EntryHead implements ResponseHead {
   }
 
   header(name: string, value: string): this {
-    this.headers.set(name.toLowerCase(), [name, value]);
+    this.headers.set(name.toLowerCase(), value);
     return this;
   }
 }
 
-/** The sub-request as the engine sees a request: its own, with the batch's caller, server and client address. */
-function subRequest(
-  batch: FastifyRequest,
-  sub: DirectSubRequest,
-  headers: Record<string, string>,
-  params: RouteParams,
-  work: UnitOfWork,
-): EngineRequest {
-  const { settings } = batch.server.services;
-  return new EngineRequest({
-    method: sub.method,
-    path: sub.path,
-    params,
-    query: readQuery(''),
-    headers: engineHeaders(headers),
-    body: sub.body,
-    identity: batch.identity,
-    settings,
-    work,
-    id: headers[REQUEST_ID_HEADER] || randomUUID(),
-    log: batch.log,
-    ip: batch.ip,
-    origin: () => baseUrl(settings, batch),
-  });
+/** One sub-request on its way to its endpoint. */
+interface SubCall {
+  app: FastifyInstance;
+  batch: FastifyRequest;
+  work: UnitOfWork;
+  sub: SubRequest;
+  /** Its headers as a request of its own carries them: the batch's, then its own. */
+  headers: Record<string, string>;
+  path: string;
+  query: string;
+  id: string;
+  identity: Identity;
 }
 
 /**
- * Answers `sub` in `work` through the engine's endpoint, or null when the router must (see
- * above). `headers` are those an injected sub-request would carry (the batch's and its own).
+ * Answers `sub` in `work` through the engine's endpoint, or null when it is the router's (see
+ * above). `headers` are the sub-request's as a request of its own carries them.
  */
 export async function answerDirectly(
   app: FastifyInstance,
   batch: FastifyRequest,
   work: UnitOfWork,
-  sub: DirectSubRequest,
+  sub: SubRequest,
   headers: Record<string, string>,
-): Promise<DirectResponse | null> {
-  const { settings, metrics } = app.services;
-  if (metrics || debugLogged(batch)) return null; // each sub-request is observed and logged by the router
-  if (!PLAIN_PATH.test(sub.path)) return null;
-  if (!Object.keys(sub.headers).every((name) => DIRECT_HEADERS.has(name.toLowerCase()))) return null;
-  if (sub.body !== undefined) {
-    // The limits the body parser applies, and the body limit (a merged body may exceed them).
-    const limits = { maxDepth: settings.max_json_depth, maxKeys: settings.max_json_keys };
-    if (measureJsonValue(sub.body, limits) || Buffer.byteLength(JSON.stringify(sub.body)) > settings.max_body_bytes)
-      return null;
-  }
-  const route = resourceRoute(app, sub.method, sub.path);
+): Promise<SubResponse | null> {
+  const started = performance.now();
+  const { path, query } = splitUrl(sub.path);
+  if (path.includes('#')) return null;
+  const route = engineRoutesOf(app).find(app, sub.method, path);
   if (!route) return null;
-
-  const request = subRequest(batch, sub, headers, route.params, work);
+  const id = headers[REQUEST_ID_HEADER] || randomUUID();
+  const call: SubCall = { app, batch, work, sub, headers, path, query, id, identity: batch.identity };
   const head = new EntryHead();
-  head.header('X-Request-Id', request.id);
+  head.header('X-Request-Id', id);
   let body: unknown;
   try {
-    body = await route.endpoint(route.model, request, head);
+    body = await runEndpoint(call, route, head);
   } catch (error) {
-    const apiError = toApiError(error, settings);
-    if (isServerFault(apiError.status)) batch.log.error({ err: error }, 'request failed');
-    const errorBody = apiError.toBody();
-    if (apiError.status === 500) errorBody.info = settings.error_info_link;
-    for (const [name, value] of Object.entries(apiError.headers)) head.header(name, value);
-    head.code(apiError.status);
-    body = errorBody;
+    body = errorBody(call, error, head);
   }
+  const entry = entryOf(call, head, body);
+  const seconds = (performance.now() - started) / 1000;
+  const { method } = sub;
+  const { status } = head;
+  logRequestLine(batch.log, {
+    method,
+    route: route.pattern,
+    status,
+    ms: seconds * 1000,
+    userId: call.identity.userId,
+    quiet: true,
+  });
+  app.services.metrics?.count({
+    method,
+    route: route.pattern,
+    status,
+    seconds,
+    url: sub.path,
+    authorization: undefined,
+    batched: true,
+  });
+  return entry;
+}
+
+/** The checks of every request, in their order, then the endpoint. */
+async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): Promise<unknown> {
+  const { app, batch, work, sub, headers } = call;
+  const { settings, policies } = app.services;
+  checkServiceState(settings, sub.method);
+  // NUL can be neither stored nor part of an id (as app.ts refuses it for every request).
+  if (/%00/.test(call.path))
+    throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
+  // Its own credentials, checked as any request's are, from the batch client's address.
+  if (Object.keys(sub.headers).some((name) => name.toLowerCase() === 'authorization'))
+    call.identity = await authenticate(policies, { headers, ip: batch.ip, read: work.read.bind(work) });
+  checkNegotiation(sub.method, headers.accept, headers['content-type'], sub.body !== undefined);
+  const query = readQuery(call.query);
+  if (route.kind === 'not-allowed') throw methodNotAllowed(route.allowed);
+  const request = new EngineRequest({
+    method: sub.method,
+    path: call.path,
+    params: route.params,
+    query,
+    headers: engineHeaders(headers),
+    body: sub.body,
+    identity: call.identity,
+    settings,
+    work,
+    id: call.id,
+    log: batch.log,
+    ip: batch.ip,
+    origin: () => baseUrl(settings, batch),
+  });
+  return route.endpoint(route.model, request, head);
+}
+
+/** The error's body and head, as the error handler answers it (http/error-handler.ts). */
+function errorBody(call: SubCall, error: unknown, head: EntryHead): unknown {
+  const { settings } = call.app.services;
+  const apiError = toApiError(error, settings);
+  if (isServerFault(apiError.status)) call.batch.log.error({ err: error }, 'request failed');
+  const body = apiError.toBody();
+  if (apiError.status === 500) body.info = settings.error_info_link;
+  for (const [name, value] of Object.entries(apiError.headers)) head.header(name, value);
+  head.code(apiError.status);
+  return body;
+}
+
+/** The entry: the answer's body as JSON text, with the headers the router's answer would carry. */
+function entryOf(call: SubCall, head: EntryHead, body: unknown): SubResponse {
+  const { settings } = call.app.services;
+  const { method } = call.sub;
   const text = body === null ? '' : body instanceof JsonText ? body.text : JSON.stringify(body);
-  if (body instanceof JsonText) body = JSON.parse(body.text) as unknown;
   if (body !== null) head.header('Content-Type', 'application/json; charset=utf-8');
-  for (const [name, value] of responseHeaders(settings, sub.method, headers.origin)) head.header(name, value);
-  if (body !== null || head.status !== 304) head.header('Content-Length', String(Buffer.byteLength(text)));
+  for (const [name, value] of responseHeaders(settings, method, call.headers.origin)) head.header(name, value);
+  if (body !== null) head.header('Content-Length', String(Buffer.byteLength(text)));
   head.header('Date', new Date().toUTCString());
   head.header('Connection', 'keep-alive');
-  const entryHeaders: Record<string, string> = {};
-  for (const [name, [, value]] of head.headers) entryHeaders[name] = value;
   return {
     status: head.status,
-    headers: entryHeaders,
-    body: body === null ? '' : body,
-    bodyText: body === null ? '""' : text,
+    path: entryPath(call.path),
+    headers: canonicalHeaders(Object.fromEntries(head.headers)),
+    // A HEAD's answer has no body, whatever it would have said (as an answer from the network).
+    bodyText: body === null || method === 'HEAD' ? '""' : text,
   };
 }
