@@ -18,7 +18,7 @@ import { MAIL_SETTINGS } from './mail/settings.js';
 import { checkObservabilitySettings, OBSERVABILITY_SETTINGS } from './observability/settings.js';
 import { PERMISSION_SETTINGS } from './permission/settings.js';
 import { QUOTA_SETTINGS } from './quotas/settings.js';
-import { checkResourceSettings, RESOURCE_SETTINGS } from './engine/settings.js';
+import { checkResourceSettings, INPUT_SETTINGS, RESOURCE_SETTINGS } from './engine/settings.js';
 import { SCHEMA_SETTINGS } from './schema/settings.js';
 import { SERVER_SETTINGS } from './server-settings.js';
 import { ConfigError } from './settings/config-error.js';
@@ -35,6 +35,7 @@ export const SETTINGS = composeSettings(
   SERVER_SETTINGS,
   STORAGE_SETTINGS,
   RESOURCE_SETTINGS,
+  INPUT_SETTINGS,
   VIEW_SETTINGS,
   HTTP_SETTINGS,
   AUTH_SETTINGS,

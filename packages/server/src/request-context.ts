@@ -12,6 +12,7 @@ import type { Authorizer } from './permission/authorizer.js';
 import type { ResourceExtension } from './engine/extensions.js';
 import type { Storage } from './storage/types.js';
 import type { UnitOfWork } from './unit-of-work.js';
+import type { RequestQuery } from './engine/request-input.js';
 
 export interface Services {
   settings: Settings;
@@ -49,5 +50,7 @@ declare module 'fastify' {
     unsupportedContentType: string | null;
     /** Its storage session and events: its own, or the batch's it runs in (`work.batch`). */
     work: UnitOfWork;
+    /** Its URL's query, read and bounded before the handler (http/query-limits.ts). */
+    input: RequestQuery;
   }
 }

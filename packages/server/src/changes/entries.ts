@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import type { PermissionSettings } from '../permission/settings.js';
 import type { ListQuery } from '../engine/querystring.js';
-import { matchesFilter as matchesReference, selectObjects } from '../storage/filters/evaluate.js';
+import { compileFilters, selectObjects } from '../storage/filters/evaluate.js';
 import type { Filter, Permissions, Sort } from '../storage/types.js';
 
 export interface ChangeEntry {
@@ -94,8 +94,9 @@ export function mayRead(
 // Filters, sorting and pages over entries in memory (built per request, never stored), by the
 // storage's reference filter engine: the same meaning as a records listing's SQL.
 
-export function matchesFilter(entry: ChangeEntry, filter: Filter): boolean {
-  return matchesReference(entry, filter);
+/** Whether an entry matches every filter, the filters made ready once (a stream tries each change on them). */
+export function entryMatcher(filters: readonly Filter[]): (entry: ChangeEntry) => boolean {
+  return filters.length === 0 ? () => true : compileFilters(filters);
 }
 
 const ENTRY_ORDER_TIE_BREAK: Sort = { field: 'id', direction: 1 };

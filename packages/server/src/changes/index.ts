@@ -20,7 +20,7 @@ import { effectiveLimit } from '../engine/pagination.js';
 import { setTimestampHeaders } from '../engine/object-responses.js';
 import { encodeToken, nextPageUrl } from '../engine/pagination.js';
 import { parsePreconditions, checkListPreconditions } from '../engine/preconditions.js';
-import { parseListQuery, projectFields, type ListQuery } from '../engine/querystring.js';
+import { compileProjection, type ListQuery } from '../engine/querystring.js';
 import { registerMethods } from '../engine/routes.js';
 import { parseResources, selectEntries, type ChangeEntry } from './entries.js';
 import { deletionCaptureExtensions, storeRecordsTimestamps } from './deletions.js';
@@ -121,7 +121,7 @@ export function registerChanges(app: FastifyInstance): void {
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
     if (request.wantsEventStream) return openStream(feed, services, reads, request, reply);
-    const query = parseListQuery(splitUrl(request.raw.url).query);
+    const query = request.input.listing;
     const preconditions = parsePreconditions(request.headers);
     const limit = effectiveLimit(services.settings, query.requestedLimit);
     const { selected, timestamp } = await select(
@@ -161,10 +161,9 @@ export function registerChanges(app: FastifyInstance): void {
         ),
       );
     }
+    const project = query.fields ? compileProjection(query.fields) : null;
     return {
-      data: query.fields
-        ? items.map((item) => projectFields(item as unknown as Record<string, unknown>, query.fields as string[]))
-        : items,
+      data: project ? items.map((item) => project(item as unknown as Record<string, unknown>)) : items,
     };
   }
 
@@ -180,7 +179,7 @@ export function registerChanges(app: FastifyInstance): void {
     registerMethods(scoped, `/v1${MONITOR_PATH}`, {
       GET: list,
       HEAD: async (request: FastifyRequest, reply: FastifyReply) => {
-        const query = parseListQuery(splitUrl(request.raw.url).query);
+        const query = request.input.listing;
         // A count: every entry the query selects.
         const { selected, timestamp } = await select(
           request,

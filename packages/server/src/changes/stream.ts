@@ -23,11 +23,9 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
-import { splitUrl } from '../http/url.js';
-import { parseListQuery } from '../engine/querystring.js';
 import type { Services } from '../request-context.js';
 import type { Filter, Permissions } from '../storage/types.js';
-import { collectionUri, matchesFilter, type ChangeEntry } from './entries.js';
+import { collectionUri, entryMatcher, type ChangeEntry } from './entries.js';
 import type { ChangeFeed, FeedStream } from './feed.js';
 import { rangeOf, type EntryPage, type EntryRange, type MonitorReads } from './reads.js';
 import { streamCapKey } from './stream-caps.js';
@@ -68,7 +66,7 @@ export class EventStream implements FeedStream {
   readonly userId: string | null;
   readonly #feed: ChangeFeed;
   readonly #out: PassThrough;
-  readonly #filters: Filter[];
+  readonly #matches: (entry: ChangeEntry) => boolean;
   readonly #read: SnapshotReader;
   readonly #maxPendingBytes: number;
   #principals: string[];
@@ -97,7 +95,7 @@ export class EventStream implements FeedStream {
   ) {
     this.#feed = feed;
     this.#out = out;
-    this.#filters = filters;
+    this.#matches = entryMatcher(filters);
     this.#read = read;
     this.#maxPendingBytes = services.settings.changes_stream_max_buffer_bytes;
     this.capKey = capKey;
@@ -129,7 +127,7 @@ export class EventStream implements FeedStream {
 
   offer(entry: ChangeEntry, bucketAcl: Permissions | undefined, collectionAcl: Permissions | undefined): void {
     if (this.#closed) return;
-    if (this.#filters.length > 0 && !this.#filters.every((filter) => matchesFilter(entry, filter))) return;
+    if (!this.#matches(entry)) return;
     if (!this.#feed.reads.visible(this.#principals, bucketAcl, collectionAcl)) return;
     this.#enqueue(entry);
   }
@@ -204,7 +202,7 @@ export class EventStream implements FeedStream {
   }
 
   #writeSnapshotEntry(entry: ChangeEntry): void {
-    if (this.#filters.length > 0 && !this.#filters.every((filter) => matchesFilter(entry, filter))) return;
+    if (!this.#matches(entry)) return;
     const uri = collectionUri(entry.bucket, entry.collection);
     const waiting = this.#pending.get(uri);
     if (waiting) {
@@ -285,7 +283,7 @@ export async function openStream(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   const { settings, storage } = services;
-  const query = parseListQuery(splitUrl(request.raw.url).query);
+  const query = request.input.listing;
   const since = lastEventId(request);
   const capKey = streamCapKey(request.identity, request.ip);
   const admitted = feed.admits(capKey);

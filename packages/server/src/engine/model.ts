@@ -10,7 +10,6 @@ import type { Services } from '../request-context.js';
 import type {
   Filter,
   ListedJson,
-  ListOptions,
   Permissions,
   Scope,
   StoredObject,
@@ -30,7 +29,8 @@ import {
 import { denied } from './denied.js';
 import { writeOptions } from './object-responses.js';
 import { aclOf, ensureParents, FOR_UPDATE, scopeOf } from './objects.js';
-import { effectiveLimit, encodeToken } from './pagination.js';
+import { ObjectSizes, readPage } from './page-reader.js';
+import { effectiveLimit, encodeToken, keysetOf } from './pagination.js';
 import type { ListQuery } from './querystring.js';
 import type { EngineRequest } from './request.js';
 
@@ -67,6 +67,8 @@ export class ResourceModel {
   readonly #services: Services;
   readonly #access: NonNullable<ResourceDefinition['access']>;
   readonly #pageCap: number | null;
+  /** What the objects of its lists weighed when last read: the size of a page's chunks. */
+  readonly #sizes = new ObjectSizes();
 
   constructor(services: Services, def: ResourceDefinition) {
     this.#services = services;
@@ -163,69 +165,42 @@ export class ResourceModel {
   }
 
   /**
-   * One page of a listing (§7.6, §7.7): the objects after the token, at most a page, and the
-   * next token when more follow. Plural DELETE tokens are single-use — replaying one would
+   * One page of a listing (§7.6, §7.7): the objects after the token, at most a page — of
+   * objects, and of bytes (`max_page_bytes`) — and the next token when more follow. Each object
+   * as the JSON text it is stored as (storage `listJson`), read in chunks (page-reader.ts): who
+   * needs the objects parses them. Plural DELETE tokens are single-use — replaying one would
    * delete another page — so the token's nonce is consumed here and the next one stored.
    */
-  async list(
+  async listPage(
     session: StorageSession,
     scope: Scope,
     query: ListQuery,
     filters: Filter[],
     method: 'GET' | 'DELETE',
-  ): Promise<Page> {
+  ): Promise<Page<ListedJson>> {
     if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
       throw invalidParameter('querystring', null, '_token was already used or has expired.');
     }
-    const page = await this.#page(
-      query,
-      method,
-      (options) => session.objects.list(scope, { ...options, filters }),
-      (item) => item as unknown as Record<string, unknown>,
-    );
-    if (method === 'DELETE' && page.next)
-      await session.nonces.store(page.nextNonce!, this.settings.pagination_token_validity_seconds);
-    return { items: page.items, next: page.next };
-  }
-
-  /**
-   * `list` for a GET, each object as the JSON text it is answered with (storage `listJson`):
-   * for a page the stored text goes to the wire; only the last object is parsed, for the token.
-   */
-  async listJson(
-    session: StorageSession,
-    scope: Scope,
-    query: ListQuery,
-    filters: Filter[],
-  ): Promise<Page<ListedJson>> {
-    const page = await this.#page(
-      query,
-      'GET',
-      (options) => session.objects.listJson(scope, { ...options, filters }),
-      (item) => JSON.parse(item.json) as Record<string, unknown>,
-    );
-    return { items: page.items, next: page.next };
-  }
-
-  /** A page read by `read` (a page and one more), and the token of the next when there is one more. */
-  async #page<Item>(
-    query: ListQuery,
-    method: 'GET' | 'DELETE',
-    read: (options: Omit<ListOptions, 'filters'>) => Promise<Item[]>,
-    asObject: (item: Item) => Record<string, unknown>,
-  ): Promise<Page<Item> & { nextNonce?: string }> {
+    const { sorting } = query;
     const limit = effectiveLimit(this.settings, query.requestedLimit, this.#pageCap);
-    const page = await read({
-      sorting: query.sorting,
-      ...(query.token ? { after: query.token.lastObject } : {}),
-      limit: limit + 1,
-      includeDeleted: method === 'GET' && query.includeDeleted,
-    });
-    if (page.length <= limit) return { items: page, next: null };
-    const items = page.slice(0, limit);
-    const offset = (query.token?.offset ?? 0) + items.length + 1;
-    const token = encodeToken(asObject(items[items.length - 1]!), query.sorting, offset);
-    return { items, next: { limit, token: token.encoded }, nextNonce: token.nonce };
+    const page = await readPage(
+      (options) => session.objects.listJson(scope, options),
+      {
+        limit,
+        maxBytes: this.settings.max_page_bytes,
+        options: { filters, sorting, includeDeleted: method === 'GET' && query.includeDeleted },
+        after: query.token?.lastObject,
+        keyOf: (item) => keysetOf(JSON.parse(item.json) as Record<string, unknown>, sorting),
+      },
+      this.#sizes,
+      `${scope.resourceName} ${scope.parentId}`,
+    );
+    if (!page.more) return { items: page.items, next: null };
+    const last = JSON.parse(page.items[page.items.length - 1]!.json) as Record<string, unknown>;
+    const offset = (query.token?.offset ?? 0) + page.items.length + 1;
+    const token = encodeToken(last, sorting, offset);
+    if (method === 'DELETE') await session.nonces.store(token.nonce, this.settings.pagination_token_validity_seconds);
+    return { items: page.items, next: { limit, token: token.encoded } };
   }
 
   /** How many objects the filters select. */

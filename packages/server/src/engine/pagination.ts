@@ -44,6 +44,17 @@ export function decodeToken(raw: string): PageToken {
   return { lastObject: safe, offset, nonce };
 }
 
+/** The sort fields' values of `item`, as `ListOptions.after` takes them: a field absent where it lacks it. */
+export function keysetOf(item: Record<string, unknown>, sorting: readonly Sort[]): Record<string, unknown> {
+  const keys: Record<string, unknown> = {};
+  for (const { field } of sorting) {
+    const value = fieldValue(item, field);
+    // Defined, not assigned: a field named `__proto__` is a key like any other.
+    if (value !== undefined) Object.defineProperty(keys, field, { value, enumerable: true, writable: true });
+  }
+  return keys;
+}
+
 /**
  * A token continuing after `lastItem`: its sort fields' values read as the sort reads them (an
  * array index too: `_sort=tags.0`), a field absent where it lacks it.
@@ -53,11 +64,7 @@ export function encodeToken(
   sorting: Sort[],
   offset: number,
 ): { encoded: string; nonce: string } {
-  const lastObject: Record<string, unknown> = {};
-  for (const { field } of sorting) {
-    const value = fieldValue(lastItem, field);
-    if (value !== undefined) lastObject[field] = value;
-  }
+  const lastObject = keysetOf(lastItem, sorting);
   const nonce = `pagination-token-${randomUUID()}`;
   const json = JSON.stringify({ last_object: lastObject, offset, nonce });
   return { encoded: Buffer.from(json, 'utf8').toString('base64'), nonce };

@@ -9,7 +9,6 @@ import { splitUrl } from '../http/url.js';
 import { ResourceModel } from './model.js';
 import type { RouteParams } from './objects.js';
 import { EngineRequest, engineHeaders } from './request.js';
-import { readQuery } from './request-input.js';
 import { type Endpoint, engineRoutesOf } from './route-table.js';
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -72,12 +71,11 @@ export function registerMethods(
 /** The engine's view of a request that came through the router (its route parameters, its caller). */
 export function engineRequestOf(request: FastifyRequest): EngineRequest {
   const { settings } = request.server.services;
-  const { path, query } = splitUrl(request.raw.url);
   return new EngineRequest({
     method: request.method,
-    path,
+    path: splitUrl(request.raw.url).path,
     params: request.params as RouteParams,
-    query: readQuery(query),
+    query: request.input,
     headers: engineHeaders(request.headers),
     body: request.body,
     identity: request.identity,

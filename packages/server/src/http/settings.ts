@@ -1,6 +1,6 @@
 /**
  * Settings of the HTTP layer: limits of a request (http/content.ts, json-limits.ts,
- * query-limits.ts, client-errors.ts), response headers (headers.ts, cache-headers.ts), redirects
+ * client-errors.ts; the URL's input limits are engine/settings.ts's), response headers (headers.ts, cache-headers.ts), redirects
  * (redirects.ts) and the absolute URLs the server writes (base-url.ts).
  */
 import { Type } from '@sinclair/typebox';
@@ -39,23 +39,6 @@ export const HTTP_SETTINGS = {
     default: 1000,
     minimum: 1,
     description: 'Most operations in one JSON-Patch (`application/json-patch+json`) body; more gets 400.',
-  }),
-  max_query_sort_fields: Type.Integer({
-    default: 10,
-    minimum: 1,
-    description:
-      'Most fields in one `_sort`; more gets 400 (each is a condition of the statement: 800 took 3.4 s on the embedded store, which runs statements synchronously).',
-  }),
-  max_query_filters: Type.Integer({
-    default: 100,
-    minimum: 1,
-    description: 'Most filters (`<op>_<field>=…` parameters) in one query string; more gets 400.',
-  }),
-  max_query_like_length: Type.Integer({
-    default: 256,
-    minimum: 1,
-    description:
-      'Longest `like_` pattern, in characters; longer gets 400 (on PostgreSQL a pattern costs each string it is tried on up to its length × the pattern’s). Shown in `GET /` settings.',
   }),
   retry_after_seconds: Type.Integer({ default: 3, minimum: 0, description: '`Retry-After` sent with 503 and 409.' }),
   backoff: Nullable(Type.Integer({ minimum: 0 }), {

@@ -159,8 +159,8 @@ describe('POST /batch: sub-requests answered by the engine in-process', () => {
       { method: 'GET', path: `${RECORDS}?_since=0&_fields=deleted` },
     ]);
     expect(deleted?.status).toBe(200);
-    expect((deleted?.body as { data: Array<{ id: string }> }).data.map((item) => item.id)).toEqual(['p']);
-    expect((listed?.body as { data: Array<{ id: string; deleted?: boolean }> }).data[0]).toMatchObject({
+    expect((deleted!.body as { data: Array<{ id: string }> }).data.map((item) => item.id)).toEqual(['p']);
+    expect((listed!.body as { data: Array<{ id: string; deleted?: boolean }> }).data[0]).toMatchObject({
       id: 'p',
       deleted: true,
     });

@@ -17,7 +17,7 @@ import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
 import { JsonText } from '../engine/endpoints/answer.js';
 import type { ResponseHead } from '../engine/object-responses.js';
 import { EngineRequest, engineHeaders } from '../engine/request.js';
-import { readQuery } from '../engine/request-input.js';
+import { readInput } from '../engine/request-input.js';
 import { type EngineRoute, engineRoutesOf } from '../engine/route-table.js';
 import { baseUrl } from '../http/base-url.js';
 import { checkNegotiation } from '../http/content.js';
@@ -120,7 +120,7 @@ async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): 
   if (Object.keys(sub.headers).some((name) => name.toLowerCase() === 'authorization'))
     call.identity = await authenticate(policies, { headers, ip: batch.ip, read: work.read.bind(work) });
   checkNegotiation(sub.method, headers.accept, headers['content-type'], sub.body !== undefined);
-  const query = readQuery(call.query);
+  const query = readInput(call.path, call.query, settings);
   if (route.kind === 'not-allowed') throw methodNotAllowed(route.allowed);
   const request = new EngineRequest({
     method: sub.method,

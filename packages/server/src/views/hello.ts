@@ -3,6 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { setCacheHeaders } from '../http/cache-headers.js';
 import { baseUrl } from '../http/base-url.js';
 import { registerMethods } from '../engine/routes.js';
+import { INPUT_SETTINGS } from '../engine/settings.js';
+import type { SettingName } from '../config.js';
 
 export const HTTP_API_VERSION = '1.22';
 
@@ -23,8 +25,9 @@ export function registerHello(app: FastifyInstance): void {
           batch_max_requests: settings.batch_max_requests,
           readonly: settings.readonly,
           explicit_permissions: settings.explicit_permissions,
-          max_query_like_length: settings.max_query_like_length,
           max_object_id_length: settings.max_object_id_length,
+          // What a request may send, so that a client can stay within it (engine/request-input.ts).
+          ...Object.fromEntries(Object.keys(INPUT_SETTINGS).map((name) => [name, settings[name as SettingName]])),
         },
         capabilities: Object.fromEntries(
           Object.entries(capabilities).map(([name, entry]) => [

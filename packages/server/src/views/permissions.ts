@@ -13,7 +13,7 @@ import { baseUrl } from '../http/base-url.js';
 import { denied } from '../engine/denied.js';
 import { effectiveLimit } from '../engine/pagination.js';
 import { encodeToken, nextPageUrl } from '../engine/pagination.js';
-import { parseListQuery, projectFields } from '../engine/querystring.js';
+import { compileProjection } from '../engine/querystring.js';
 import { registerMethods } from '../engine/routes.js';
 import type { PermissionEntry, Sort, StoredObject } from '../storage/types.js';
 
@@ -51,7 +51,7 @@ export function registerPermissions(app: FastifyInstance): void {
     if (!settings.permissions_read_principals.some((principal) => principals.includes(principal)))
       throw denied(services, request.identity);
 
-    const query = parseListQuery(splitUrl(request.raw.url).query);
+    const query = request.input.listing;
     // Entries have no timestamps: `_since`/`_before` and last_modified filters are ignored (§9.3).
     const filters = query.filters.filter((filter) => filter.field !== 'last_modified');
     for (const filter of filters) checkField(filter.field, filter.field);
@@ -108,7 +108,7 @@ export function registerPermissions(app: FastifyInstance): void {
       );
     }
     reply.header('ETag', ETAG);
-    return { data: query.fields ? items.map((item) => projectFields(item, query.fields as string[])) : items };
+    return { data: query.fields ? items.map(compileProjection(query.fields)) : items };
   }
 
   registerMethods(app, '/v1/permissions', { GET: list });

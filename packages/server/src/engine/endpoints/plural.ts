@@ -3,15 +3,22 @@
  * creation), DELETE (a page deleted). Each puts the protocol's steps in order on the resource
  * model: authorisation, then the parents' existence, then the preconditions (§6).
  */
-import type { Filter, Scope, StoredObject, StorageSession } from '../../storage/types.js';
+import type { Filter, ListedJson, Scope, StoredObject, StorageSession, Tombstone } from '../../storage/types.js';
 import { parseWriteBody, suppliedTimestamp, userFields, validateId } from '../body.js';
-import { objectRef, type ObjectRef, type SessionContext, type WriteContext } from '../definition.js';
+import {
+  objectRef,
+  type ObjectRef,
+  type RequestContext,
+  type SessionContext,
+  type WriteContext,
+} from '../definition.js';
 import { givenAcl, type Page, type ResourceModel } from '../model.js';
 import { setTimestampHeaders, type ResponseHead } from '../object-responses.js';
 import { ensureParents, parentRefFromParams } from '../objects.js';
 import { nextPageUrl } from '../pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
-import { projectFields, type ListQuery } from '../querystring.js';
+import { compileProjection, type ListQuery } from '../querystring.js';
+import { mapInSlices } from '../page-reader.js';
 import type { EngineRequest } from '../request.js';
 import { JsonText, setReadCacheHeaders, type Answer } from './answer.js';
 
@@ -71,25 +78,43 @@ async function onListing(
     }
     const filters: Filter[] = [...requested, ...visible];
     if (method === 'HEAD') return countObjects(model, session, scope, filters, reply);
-    if (method === 'GET' && model.answersStoredText(query)) {
-      const page = await model.listJson(session, scope, query, filters);
-      if (page.next) setNextPage(request, reply, query, page);
-      return new JsonText(`{"data":[${page.items.map((item) => item.json).join(',')}]}`);
-    }
-    const page = await model.list(session, scope, query, filters, method);
+    const page = await model.listPage(session, scope, query, filters, method === 'DELETE' ? 'DELETE' : 'GET');
     if (page.next) setNextPage(request, reply, query, page);
-    if (method === 'DELETE')
-      return deletePage(model, sessionContext, parent, page.items as StoredObject[], query, reply, timestamp);
-    model.emit(
-      context,
-      scope.parentId,
-      'read',
-      timestamp,
-      page.items.map((item) => ({ new: item })),
-    );
-    const shown = page.items.map((item) => model.present(item));
-    return { data: query.fields ? shown.map((item) => projectFields(item, query.fields as string[])) : shown };
+    if (method === 'DELETE') {
+      const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject);
+      return deletePage(model, sessionContext, parent, items, query, reply, timestamp);
+    }
+    return pageText(model, context, query, scope.parentId, timestamp, page.items);
   });
+}
+
+/**
+ * A GET's page as JSON: the stored text as it is when the objects are shown as stored; else
+ * each object parsed, presented, projected (`_fields`) and written, a slice at a time.
+ */
+async function pageText(
+  model: ResourceModel,
+  context: RequestContext,
+  query: ListQuery,
+  parentId: string,
+  timestamp: number,
+  items: ListedJson[],
+): Promise<JsonText> {
+  if (model.answersStoredText(query)) return new JsonText(`{"data":[${items.map((item) => item.json).join(',')}]}`);
+  const objects = await mapInSlices(items, (item) => JSON.parse(item.json) as StoredObject | Tombstone);
+  model.emit(
+    context,
+    parentId,
+    'read',
+    timestamp,
+    objects.map((object) => ({ new: object })),
+  );
+  const project = query.fields ? compileProjection(query.fields) : null;
+  const texts = await mapInSlices(objects, (object) => {
+    const shown = model.present(object);
+    return JSON.stringify(project ? project(shown) : shown);
+  });
+  return new JsonText(`{"data":[${texts.join(',')}]}`);
 }
 
 /** The count of what the filters select, in both header spellings. */
@@ -128,7 +153,7 @@ async function deletePage(
     tombstones.reduce((max, tombstone) => Math.max(max, tombstone.last_modified), timestamp),
   );
   const data = tombstones as unknown as Array<Record<string, unknown>>;
-  return { data: query.fields ? data.map((item) => projectFields(item, query.fields as string[])) : data };
+  return { data: query.fields ? data.map(compileProjection(query.fields)) : data };
 }
 
 /** `POST`: creates the object (an id given or generated); an existing id answers it unchanged (§2). */

@@ -1,0 +1,121 @@
+/**
+ * A page of a listing read from the store in chunks, so that neither memory nor the event loop
+ * pays for a whole page at once: each statement reads about `CHUNK_BYTES` of objects (sized by
+ * what the objects of that list weighed last time, a few objects when that is not known yet),
+ * continuing after the last object of the previous chunk (keyset, as the next page would), and
+ * the reader yields to the event loop between chunks. A page ends after `limit` objects or at
+ * the object that would take its JSON past `max_page_bytes` (one object at least): Next-Page
+ * continues from there, as after any page. Whether another page follows is known from one
+ * object more, as before.
+ */
+import { performance } from 'node:perf_hooks';
+import type { ListedJson, ListOptions } from '../storage/types.js';
+
+/** About this much JSON per statement: what one chunk holds in memory, and its share of the event loop. */
+const CHUNK_BYTES = 1024 * 1024;
+/** A chunk's objects where their size is not known yet. */
+const FIRST_CHUNK = 10;
+/** Lists whose object size is remembered (the least recently read forgotten first). */
+const REMEMBERED_LISTS = 1000;
+/** Work between two yields to the event loop. */
+const SLICE_MS = 5;
+
+/** What the objects of each list weighed when last read (JSON bytes per object), for the size of the next chunks. */
+export class ObjectSizes {
+  readonly #sizes = new Map<string, number>();
+
+  get(list: string): number | undefined {
+    return this.#sizes.get(list);
+  }
+
+  set(list: string, bytes: number): void {
+    this.#sizes.delete(list);
+    this.#sizes.set(list, bytes);
+    if (this.#sizes.size > REMEMBERED_LISTS) this.#sizes.delete(this.#sizes.keys().next().value as string);
+  }
+}
+
+export interface PageRequest {
+  /** Objects per page. */
+  limit: number;
+  /** `max_page_bytes`: the JSON of a page's objects stops before it would pass this (one object at least). */
+  maxBytes: number;
+  options: Omit<ListOptions, 'limit' | 'after'>;
+  /** Where the page starts (a token's last object), as `ListOptions.after`. */
+  after: Record<string, unknown> | undefined;
+  /** The sort fields' values of an object (the keyset of the next chunk). */
+  keyOf(item: ListedJson): Record<string, unknown>;
+}
+
+export interface ReadPage {
+  items: ListedJson[];
+  /** Objects follow the page. */
+  more: boolean;
+}
+
+/** A page read chunk by chunk through `read` (a store's `listJson` on one list); `list` names the list for `sizes`. */
+export async function readPage(
+  read: (options: ListOptions) => Promise<ListedJson[]>,
+  page: PageRequest,
+  sizes: ObjectSizes,
+  list: string,
+): Promise<ReadPage> {
+  const items: ListedJson[] = [];
+  let bytes = 0;
+  let after = page.after;
+  let perObject = sizes.get(list);
+  let lastYield = performance.now();
+  for (;;) {
+    // One more than the page holds: whether another page follows.
+    const wanted = page.limit + 1 - items.length;
+    const chunk = Math.min(
+      wanted,
+      perObject === undefined ? FIRST_CHUNK : Math.max(1, Math.floor(CHUNK_BYTES / perObject)),
+    );
+    const rows = await read({ ...page.options, limit: chunk, ...(after ? { after } : {}) });
+    let chunkBytes = 0;
+    for (const [index, row] of rows.entries()) {
+      const size = row.json.length + 1;
+      chunkBytes += size;
+      const full = items.length === page.limit || (items.length > 0 && bytes + size > page.maxBytes);
+      if (full) {
+        if (rows.length > 0) sizes.set(list, Math.ceil(chunkBytes / (index + 1)));
+        return { items, more: true };
+      }
+      items.push(row);
+      bytes += size;
+    }
+    if (rows.length > 0) {
+      perObject = Math.ceil(chunkBytes / rows.length);
+      sizes.set(list, perObject);
+    }
+    if (rows.length < chunk) return { items, more: false };
+    after = page.keyOf(rows[rows.length - 1]!);
+    if (performance.now() - lastYield > SLICE_MS) {
+      await yieldToEventLoop();
+      lastYield = performance.now();
+    }
+  }
+}
+
+/** Lets the event loop serve others (an in-process store answers without ever leaving the microtask queue). */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * `fn` over `items`, yielding to the event loop every few milliseconds: work per object
+ * (parsing, presenting, projecting, serialising a page) in slices rather than in one block.
+ */
+export async function mapInSlices<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
+  const results: R[] = [];
+  let lastYield = performance.now();
+  for (let index = 0; index < items.length; index++) {
+    results.push(fn(items[index]!));
+    if ((index & 15) === 15 && performance.now() - lastYield > SLICE_MS) {
+      await yieldToEventLoop();
+      lastYield = performance.now();
+    }
+  }
+  return results;
+}
