@@ -12,6 +12,7 @@ import type {
   ListedJson,
   Permissions,
   Scope,
+  Sort,
   StoredObject,
   StorageSession,
   Tombstone,
@@ -60,6 +61,16 @@ function withOwner(acl: Permissions, owner: string | null): Permissions {
 /** §4.6: a non-empty `permissions` replaces the whole ACL on PUT and POST; omitted or {} keeps it. */
 export function givenAcl(body: WriteBody): Permissions | null {
   return body.permissions && Object.keys(body.permissions).length > 0 ? body.permissions : null;
+}
+
+/**
+ * What a listed object's keyset is read from: the object, parsed from its text only when a sort
+ * field is one of its data's (the default `-last_modified` needs no parsing).
+ */
+function listedObject(item: ListedJson, sorting: readonly Sort[]): Record<string, unknown> {
+  if (sorting.every(({ field }) => field === 'last_modified' || field === 'id'))
+    return item as object as Record<string, unknown>;
+  return JSON.parse(item.json) as Record<string, unknown>;
 }
 
 export class ResourceModel {
@@ -190,13 +201,13 @@ export class ResourceModel {
         maxBytes: this.settings.max_page_bytes,
         options: { filters, sorting, includeDeleted: method === 'GET' && query.includeDeleted },
         after: query.token?.lastObject,
-        keyOf: (item) => keysetOf(JSON.parse(item.json) as Record<string, unknown>, sorting),
+        keyOf: (item) => keysetOf(listedObject(item, sorting), sorting),
       },
       this.#sizes,
       `${scope.resourceName} ${scope.parentId}`,
     );
     if (!page.more) return { items: page.items, next: null };
-    const last = JSON.parse(page.items[page.items.length - 1]!.json) as Record<string, unknown>;
+    const last = listedObject(page.items[page.items.length - 1]!, sorting);
     const offset = (query.token?.offset ?? 0) + page.items.length + 1;
     const token = encodeToken(last, sorting, offset);
     if (method === 'DELETE') await session.nonces.store(token.nonce, this.settings.pagination_token_validity_seconds);

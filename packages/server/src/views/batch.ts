@@ -13,12 +13,13 @@ import { registerMethods } from '../engine/routes.js';
 import { headersTooLarge } from '../http/client-errors.js';
 import { UnitOfWork } from '../unit-of-work.js';
 import { answerDirectly } from './batch-direct.js';
-import { entryJson, entryPath, type SubRequest, type SubResponse, subResponseError } from './batch-entry.js';
-import { BATCH_PATH, parseBatch, recursiveBatch } from './batch-parse.js';
+import { entryPath, type SubRequest, type SubResponse, subResponseError } from './batch-entry.js';
+import { BatchAnswer } from './batch-answer.js';
+import { BATCH_PATH, parseBatch, recursiveBatch, routedPath } from './batch-parse.js';
 import { answerByRouter, inheritedHeaders, withHostOf } from './batch-routed.js';
 
 export { inheritedHeaders };
-export { routedPath } from './batch-parse.js';
+export { routedPath };
 
 export function registerBatch(app: FastifyInstance): void {
   const { settings, storage, events } = app.services;
@@ -48,31 +49,44 @@ export function registerBatch(app: FastifyInstance): void {
       // on its own transaction (the embedded store) or take one more connection per level.
       if (request.work.batch) throw recursiveBatch();
       const requests = parseBatch(request.body, limits);
+      const readOnly = requests.every(onlyReads);
+      const answer = new BatchAnswer(reply, readOnly, settings.batch_max_response_bytes);
       const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
       try {
-        // One unit of work for the whole batch: one transaction, and one request for events
+        // One unit of work for the whole batch: one transaction (plain reads for a batch that
+        // only reads: nothing held while its answer streams), and one request for events
         // (§10.4), grouped across sub-requests, delivered to in-transaction listeners before the
         // batch commits, to the others after.
         const work = new UnitOfWork(storage, events, true);
-        const responses = await work.run('write', async () => {
-          const results: SubResponse[] = [];
+        await work.run(readOnly ? 'read' : 'write', async () => {
           for (const sub of requests) {
             await deadline.check();
             const result = await execute(request, sub, work);
             if (result.status >= 500 || result.status === 409) throw subResponseError(result);
-            results.push(result);
+            await answer.add(result);
           }
           await deadline.check(); // nothing is committed for a client gone or past the budget
-          return results;
         });
-        // Written by hand: the entries' bodies are JSON already.
-        reply.type('application/json; charset=utf-8');
-        return `{"responses":[${responses.map(entryJson).join(',')}]}`;
+        return answer.end() ?? reply;
+      } catch (error) {
+        if (!answer.streaming) throw error;
+        // Too late for another status: the connection is cut, the failure logged.
+        request.log.error({ err: error }, 'batch failed while its answer was streamed');
+        answer.abort(error);
+        return reply;
       } finally {
         deadline.clear();
       }
     },
   });
+}
+
+/**
+ * A sub-request that only reads, through the engine or another route: GET and HEAD, except of
+ * the personal bucket (`/buckets/default`), whose reads create it.
+ */
+function onlyReads(sub: SubRequest): boolean {
+  return (sub.method === 'GET' || sub.method === 'HEAD') && !/^\/v1\/buckets\/default(\/|$)/.test(routedPath(sub.path));
 }
 
 /** The size Node's HTTP parser counts against `max_header_bytes`: the request line and the headers. */
