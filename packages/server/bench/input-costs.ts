@@ -149,7 +149,8 @@ async function measure(app: FastifyInstance, item: Case): Promise<string> {
     if (elapsedMs < best.elapsed)
       best = { elapsed: elapsedMs, stall: worstMs, status: result.statusCode, bytes: result.rawPayload.length };
   }
-  return `| ${item.name} | ${best.status} | ${(best.bytes / 1e6).toFixed(1)} MB | ${best.elapsed.toFixed(0)} ms | ${best.stall.toFixed(0)} ms |`;
+  const answer = `${(best.bytes / 1e6).toFixed(1)} MB`;
+  return `| ${item.name} | ${best.status} | ${answer} | ${best.elapsed.toFixed(0)} ms | ${best.stall.toFixed(0)} ms |`;
 }
 
 async function run(name: string, storage: Storage): Promise<void> {

@@ -78,6 +78,7 @@ import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPgliteStorage, createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import { pgbouncerUnavailable, startPgbouncer } from '../test/helpers/pgbouncer.js';
+import { hostileNeighbour } from './hostile-neighbour.js';
 import {
   childConfig,
   isServerChild,
@@ -432,6 +433,7 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
         `  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
       );
     }
+    if (server !== 'ceiling' && options.keys.includes('get')) await neighbourRow(origin, options.duration);
   } finally {
     if (child) await stopServerChild(child);
     if (server === 'postgresql' || server === 'observed') await dropSchema(config);
@@ -441,6 +443,17 @@ async function runServer(server: ServerName, options: Options): Promise<Map<Work
   if (profileDir)
     console.log(`  CPU profile(s): ${(await readdir(profileDir)).map((file) => join(profileDir, file)).join(', ')}`);
   return results;
+}
+
+/** The hostile neighbour row (hostile-neighbour.ts): a bystander's GETs beside the worst allowed listings. */
+async function neighbourRow(origin: string, duration: number): Promise<void> {
+  const path = () => `${ITEMS_PATH}/${RECORD_IDS[Math.floor(Math.random() * RECORDS)]}`;
+  const result = await hostileNeighbour(origin, path, ITEMS_PATH, duration);
+  const share = percent(result.beside, result.alone);
+  console.log(
+    `  hostile neighbour: bystander ${formatNumber(result.alone)} req/s alone, ${formatNumber(result.beside)} ` +
+      `beside (${share}; target ≥ 50%), the neighbour ${formatNumber(result.hostile)} worst listings/s`,
+  );
 }
 
 /**

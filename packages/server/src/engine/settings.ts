@@ -31,7 +31,9 @@ export const RESOURCE_SETTINGS = {
     default: 8 * 1024 * 1024,
     minimum: 64 * 1024,
     description:
-      'Most bytes of JSON in one page of a listing: the page ends before the object that would pass it (one object at least), and `Next-Page` continues from there, as after any page. What one listing holds in memory at once. Shown in `GET /` settings.',
+      'Most bytes of JSON in one page of a listing: the page ends before the object that would pass it (one ' +
+      'object at least), and `Next-Page` continues from there, as after any page. What one listing holds in ' +
+      'memory at once. Shown in `GET /` settings.',
   }),
   pagination_token_validity_seconds: Type.Integer({
     default: 600,
@@ -45,7 +47,8 @@ export const INPUT_SETTINGS = {
     default: 4096,
     minimum: 256,
     description:
-      'Longest request path (without its query string), in bytes, also a batch sub-request’s; longer gets 400 (errno 107).',
+      'Longest request path (without its query string), in bytes, also a batch sub-request’s; longer gets 400 ' +
+      '(errno 107).',
   }),
   max_path_segments: Type.Integer({
     default: 16,
@@ -61,7 +64,8 @@ export const INPUT_SETTINGS = {
     default: 20,
     minimum: 1,
     description:
-      'Most filters (`<op>_<field>=…` parameters) in one query string; more gets 400 (each is a condition of the statement, or a pass of the monitor’s filter engine).',
+      'Most filters (`<op>_<field>=…` parameters) in one query string; more gets 400 (each is a condition of the ' +
+      'statement, or a pass of the monitor’s filter engine).',
   }),
   max_query_list_length: Type.Integer({
     default: 1000,
@@ -73,7 +77,8 @@ export const INPUT_SETTINGS = {
     default: 16,
     minimum: 1,
     description:
-      'Most values in one `contains_` or `contains_any_` list; more gets 400 (on PostgreSQL each value is a containment test of every record: 100 values took 1.7 s on 10 MB of records).',
+      'Most values in one `contains_` or `contains_any_` list; more gets 400 (on PostgreSQL each value is a ' +
+      'containment test of every record: 100 values took 1.7 s on 10 MB of records).',
   }),
   max_query_field_length: Type.Integer({
     default: 256,
@@ -84,7 +89,8 @@ export const INPUT_SETTINGS = {
     default: 16,
     minimum: 2,
     description:
-      'Most dotted segments in a field path (`a.b.c` is 3) of a filter, `_sort` or `_fields`; more gets 400 (a segment that is a number is also an array index: each is several JSON paths).',
+      'Most dotted segments in a field path (`a.b.c` is 3) of a filter, `_sort` or `_fields`; more gets 400 (a ' +
+      'segment that is a number is also an array index: each is several JSON paths).',
   }),
   max_query_fields: Type.Integer({
     default: 100,
@@ -95,13 +101,15 @@ export const INPUT_SETTINGS = {
     default: 10,
     minimum: 1,
     description:
-      'Most fields in one `_sort`; more gets 400 (each is a condition of the statement: 800 took 3.4 s on the embedded store, which runs statements synchronously).',
+      'Most fields in one `_sort`; more gets 400 (each is a condition of the statement: 800 took 3.4 s on the ' +
+      'embedded store, which runs statements synchronously).',
   }),
   max_query_like_length: Type.Integer({
     default: 256,
     minimum: 1,
     description:
-      'Longest `like_` pattern, in characters; longer gets 400 (on PostgreSQL a pattern costs each string it is tried on up to its length × the pattern’s).',
+      'Longest `like_` pattern, in characters; longer gets 400 (on PostgreSQL a pattern costs each string it is ' +
+      'tried on up to its length × the pattern’s).',
   }),
 } satisfies SettingSchemas;
 

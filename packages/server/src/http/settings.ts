@@ -1,6 +1,7 @@
 /**
  * Settings of the HTTP layer: limits of a request (http/content.ts, json-limits.ts,
- * client-errors.ts; the URL's input limits are engine/settings.ts's), response headers (headers.ts, cache-headers.ts), redirects
+ * client-errors.ts; the URL's input limits are engine/settings.ts's), response headers (headers.ts,
+ * cache-headers.ts), redirects
  * (redirects.ts) and the absolute URLs the server writes (base-url.ts).
  */
 import { Type } from '@sinclair/typebox';

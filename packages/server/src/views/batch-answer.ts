@@ -107,6 +107,8 @@ export class BatchAnswer {
 
 function answerTooLarge(maxBytes: number): ApiError {
   return new ApiError(413, ERRNO.REQUEST_TOO_LARGE, {
-    message: `The batch's answer would be larger than batch_max_response_bytes (${maxBytes} bytes), and was rolled back: send fewer requests per batch, or ask for smaller pages.`,
+    message:
+      `The batch's answer would be larger than batch_max_response_bytes (${maxBytes} bytes), and was rolled ` +
+      'back: send fewer requests per batch, or ask for smaller pages.',
   });
 }

@@ -108,7 +108,7 @@ describe('POST /batch: sub-requests answered by the engine in-process', () => {
     await expectSameAnswer({ method: 'GET', path: `${RECORDS}/r1`, headers: { Authorization: basic('bob') } });
   });
 
-  it('answers listings with their query strings: filters, _sort, _fields, _since, _limit and Next-Page, HEAD', async () => {
+  it('answers listings with their query strings: filters, _sort, _fields, _since, _limit, Next-Page', async () => {
     for (const query of ['', '?_sort=n', '?_fields=n&_sort=-n', '?min_n=2', '?_since=0', '?_limit=1', '?in_id=r1,r3']) {
       await expectSameAnswer({ method: 'GET', path: `${RECORDS}${query}` });
       await expectSameAnswer({ method: 'HEAD', path: `${RECORDS}${query}` });
@@ -134,7 +134,7 @@ describe('POST /batch: sub-requests answered by the engine in-process', () => {
     await expectSameAnswer({ method: 'GET', path: '/accounts' }, {});
   });
 
-  it('answers writes and plural DELETE as the network does (each write twice: the second finds the first)', async () => {
+  it('answers writes and plural DELETE as the network does (each write twice)', async () => {
     const [created, existing] = await batch([
       { method: 'POST', path: RECORDS, body: { data: { id: 'p', n: 1 } } },
       { method: 'POST', path: RECORDS, body: { data: { id: 'p', n: 1 } } },
@@ -177,7 +177,10 @@ describe('POST /batch: sub-requests answered by the engine in-process', () => {
     expect(subLine?.reqId).toBe(batchLine?.reqId);
     const metrics = await app.inject({ url: '/__metrics__' });
     expect(metrics.body).toMatch(
-      /quire_http_requests_total\{method="GET",route="\/v1\/buckets\/:bucket_id\/collections\/:collection_id\/records",status="200"\} \d+/,
+      new RegExp(
+        'quire_http_requests_total\\{method="GET",' +
+          'route="/v1/buckets/:bucket_id/collections/:collection_id/records",status="200"\\} \\d+',
+      ),
     );
   });
 });

@@ -32,7 +32,8 @@ export function entryJson(entry: SubResponse): string {
 
 /** An entry's JSON in three parts, its body apart: written one after the other, the body is not copied. */
 export function entryParts(entry: SubResponse): [string, string, string] {
-  const head = `{"status":${entry.status},"path":${JSON.stringify(entry.path)},"headers":${JSON.stringify(entry.headers)}`;
+  const path = JSON.stringify(entry.path);
+  const head = `{"status":${entry.status},"path":${path},"headers":${JSON.stringify(entry.headers)}`;
   return [`${head},"body":`, entry.bodyText, '}'];
 }
 

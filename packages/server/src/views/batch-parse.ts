@@ -45,7 +45,8 @@ export function parseBatch(body: unknown, limits: BatchLimits): SubRequest[] {
   const defaultsBytes = defaultsBody ? Buffer.byteLength(JSON.stringify(defaultsBody)) : 0;
   if (defaultsBytes * requests.length > limits.maxBodyBytes) {
     throw bodyTooLarge(
-      `defaults.body, merged into ${requests.length} requests, makes more than max_body_bytes (${limits.maxBodyBytes} bytes)`,
+      `defaults.body, merged into ${requests.length} requests, makes more than max_body_bytes ` +
+        `(${limits.maxBodyBytes} bytes)`,
     );
   }
   return requests.map((raw: unknown, index: number) => {

@@ -32,7 +32,10 @@ export function withHostOf(request: FastifyRequest, headers: Record<string, stri
   return headers;
 }
 
-/** The sub-request answered by the router; a redirect (a trailing slash) is followed once, keeping method, headers and body. */
+/**
+ * The sub-request answered by the router; a redirect (a trailing slash) is followed once,
+ * keeping method, headers and body.
+ */
 export async function answerByRouter(
   app: FastifyInstance,
   batch: FastifyRequest,

@@ -26,6 +26,7 @@ export function registerHello(app: FastifyInstance): void {
           readonly: settings.readonly,
           explicit_permissions: settings.explicit_permissions,
           max_object_id_length: settings.max_object_id_length,
+          max_page_bytes: settings.max_page_bytes,
           // What a request may send, so that a client can stay within it (engine/request-input.ts).
           ...Object.fromEntries(Object.keys(INPUT_SETTINGS).map((name) => [name, settings[name as SettingName]])),
         },

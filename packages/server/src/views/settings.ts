@@ -21,7 +21,8 @@ export const VIEW_SETTINGS = {
     default: 32 * 1024 * 1024,
     minimum: 1024 * 1024,
     description:
-      'Most bytes of the answer of a `POST /batch` that writes, held until it commits: past it the batch is rolled back and answers 413. A batch that only reads streams its answer instead, an entry at a time.',
+      'Most bytes of the answer of a `POST /batch` that writes, held until it commits: past it the batch is ' +
+      'rolled back and answers 413. A batch that only reads streams its answer instead, an entry at a time.',
   }),
   root_cache_expires_seconds: Type.Integer({
     default: 86400,

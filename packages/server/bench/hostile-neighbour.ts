@@ -1,0 +1,59 @@
+/**
+ * The "hostile neighbour" row of `pnpm bench` (throughput.ts): a bystander's throughput (GET of
+ * one record) while another client sends the worst requests the input limits allow, as a share
+ * of the bystander's throughput alone, measured one after the other on the same server (issue
+ * 36: target ≥ 50%). The hostile client: a page of the 1,000 records sorted on a data field,
+ * with the most `_fields` (each a path of the greatest depth), the longest `exclude_` list and
+ * the longest `like_` pattern the defaults allow.
+ */
+import autocannon from 'autocannon';
+import { INPUT_SETTINGS } from '../src/engine/settings.js';
+import { AUTH, load } from './support.js';
+
+const limit = (name: keyof typeof INPUT_SETTINGS) => INPUT_SETTINGS[name].default as number;
+
+/** The worst listing the defaults allow, on `listPath`. */
+export function worstAllowedListing(listPath: string): string {
+  const depth = limit('max_query_field_depth');
+  // Short segments: the whole query must still fit in a request line (`max_header_bytes`).
+  const path = (i: number) => [`a${i}`, ...Array.from({ length: depth - 1 }, (_, level) => `f${level}`)].join('.');
+  const fields = Array.from({ length: limit('max_query_fields') }, (_, i) => path(i)).join(',');
+  const excluded = Array.from({ length: limit('max_query_list_length') }, (_, i) => `x${i}`).join(',');
+  const like = `*${'t*'.repeat(Math.floor((limit('max_query_like_length') - 1) / 2))}`;
+  return `${listPath}?_sort=-title&_fields=${fields}&exclude_id=${excluded}&like_title=${like}`;
+}
+
+export interface NeighbourResult {
+  alone: number;
+  beside: number;
+  hostile: number;
+}
+
+/** The bystander's req/s alone, then beside the hostile client (each `duration` seconds). */
+export async function hostileNeighbour(
+  origin: string,
+  bystanderPath: () => string,
+  listPath: string,
+  duration: number,
+): Promise<NeighbourResult> {
+  const bystander: autocannon.Options = {
+    url: origin,
+    connections: 8,
+    duration,
+    requests: [{ setupRequest: (request) => ({ ...request, path: bystanderPath() }) }],
+  };
+  const alone = await load('bystander alone', bystander, 200);
+  const hostile = autocannon({
+    url: `${origin}${worstAllowedListing(listPath)}`,
+    connections: 4,
+    duration,
+    headers: { authorization: AUTH },
+  });
+  const beside = await load('bystander beside a hostile neighbour', bystander, 200);
+  const hostileResult = await hostile;
+  return {
+    alone: alone.requestsPerSecond,
+    beside: beside.requestsPerSecond,
+    hostile: (hostileResult.requests.total ?? 0) / duration,
+  };
+}
