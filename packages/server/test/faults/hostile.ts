@@ -7,7 +7,7 @@
  *   const trial = await tryHostile(target, { method: 'GET', path: '/buckets/b/…?in_id=…' });
  *   expect(trial.http.status).toBe(400);           // the answer from the network
  *   expect(trial.batch.status).toBe(400);          // the same request as a batch's sub-request
- *   expect(trial.worstStallMs).toBeLessThan(100);  // the longest event-loop stall while they ran
+ *   expect(trial.worstStallMs).toBeLessThan(100);  // the longest event-loop stall while they ran (confirmed)
  *   await target.close();
  *
  *   const load = await underLoad(target, request, { hostile: 12 });  // 12 at once, beside a bystander
@@ -121,14 +121,22 @@ function errorOf(body: unknown): Pick<Answer, 'errno' | 'message'> {
   };
 }
 
-/** The request over HTTP, then as a batch's sub-request: both answers, the worst stall, RSS around. */
-export async function tryHostile(target: HostileTarget, hostile: HostileRequest): Promise<Trial> {
+/**
+ * The request over HTTP, then as a batch's sub-request: both answers, the worst stall, RSS
+ * around. A stall past `confirmAboveMs` is confirmed by sending both again (the machine's other
+ * work can delay a timer once, a slow computation delays it every time): the smaller counts.
+ */
+export async function tryHostile(
+  target: HostileTarget,
+  hostile: HostileRequest,
+  { confirmAboveMs = 50 } = {},
+): Promise<Trial> {
   const rssBeforeMb = rssMb();
-  const { result, worstMs } = await measureStalls(async () => ({
-    http: await send(target, hostile, false),
-    batch: await send(target, hostile, true),
-  }));
-  return { ...result, worstStallMs: worstMs, rssBeforeMb, rssAfterMb: rssMb() };
+  const both = () =>
+    measureStalls(async () => ({ http: await send(target, hostile, false), batch: await send(target, hostile, true) }));
+  const { result, worstMs } = await both();
+  const worstStallMs = worstMs > confirmAboveMs ? Math.min(worstMs, (await both()).worstMs) : worstMs;
+  return { ...result, worstStallMs, rssBeforeMb, rssAfterMb: rssMb() };
 }
 
 export interface Load {
