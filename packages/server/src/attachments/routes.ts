@@ -32,7 +32,8 @@ import { inheritedHeaders } from '../views/batch.js';
 import type { LocalFileBackend } from './local-backend.js';
 import { readIndex } from './file-index.js';
 import type { AttachmentFiles } from './files.js';
-import { folderFor, newLocation, parseMimetypeOverrides, servedTypeOf } from './names.js';
+import { dispositionOf, parseMimetypeOverrides, servedTypeOf } from './media-types.js';
+import { folderFor, newLocation } from './names.js';
 import { backendError, discard, receiveUpload, tooLarge } from './upload.js';
 
 const RECORD_PATH = '/v1/buckets/:bucket_id/collections/:collection_id/records/:record_id';
@@ -272,7 +273,7 @@ export function registerAttachmentRoutes(
         : null;
     });
     if (!found) throw new ApiError(404, ERRNO.INVALID_RESOURCE_ID, { message: 'This record has no attachment.' });
-    const disposition = `inline; filename*=UTF-8''${encodeURIComponent(found.filename)}`;
+    const disposition = dispositionOf(servedTypeOf(found.location), found.filename);
     // The record's file changes with each upload: revalidate (ETag), never cache as immutable.
     reply.header('Cache-Control', 'private, no-cache');
     if (!localFiles) {
@@ -291,6 +292,18 @@ export function registerAttachmentRoutes(
     scope.addContentTypeParser('multipart/form-data', (_request, _payload, done) => done(null, undefined));
     registerMethods(scope, `${RECORD_PATH}/attachment`, handlers);
     registerMethods(scope, `${DEFAULT_RECORD_PATH}/attachment`, handlers);
+  });
+}
+
+/** The API's policy, and `sandbox`: a file opened in a tab is a document of no origin. */
+const FILE_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; sandbox";
+const fileResponses = new WeakSet<FastifyRequest>();
+
+/** Files get FILE_CSP, set after the API's security headers (http/headers.ts, registered earlier). */
+export function registerFileResponsePolicy(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (fileResponses.has(request)) reply.header('Content-Security-Policy', FILE_CSP);
+    return payload;
   });
 }
 
@@ -338,7 +351,12 @@ export async function sendLocalFile(
   }
   reply.code(sent.statusCode);
   for (const [name, value] of Object.entries(sent.headers)) reply.header(name, value);
-  reply.header('Content-Type', servedTypeOf(location));
+  const type = servedTypeOf(location);
+  reply.header('Content-Type', type);
+  // Opened in a tab, a file runs nothing: a sandboxed document with no script, and anything
+  // but an image, audio, video, PDF or plain text is downloaded rather than shown.
+  fileResponses.add(request);
+  reply.header('Content-Disposition', dispositionOf(type, location.split('/').at(-1) ?? 'file'));
   for (const [name, value] of Object.entries(extraHeaders)) reply.header(name, value);
   return reply.send(sent.stream);
 }

@@ -18,7 +18,9 @@ import busboy from 'busboy';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import type { FileBackend } from './backend.js';
 import type { Intent, Journal, JournalFile } from './journal.js';
-import { extensionAllowed, mediaTypeAllowed, mediaTypeOf } from './names.js';
+import { dispositionOf, mediaTypeAllowed, recordedTypeOf, SNIFF_BYTES } from './media-types.js';
+import { extensionAllowed, filenameProblem } from './names.js';
+import { peek } from './upload-streams.js';
 
 /** The file as the record's `attachment` describes it (the plugin's fields). */
 export interface AttachmentInfo {
@@ -215,8 +217,10 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
         body = body.pipe(gzip).pipe(gzipped);
         gzip.on('error', (error) => gzipped?.destroy(error));
       }
+      const storedType = options.gzipped ? 'application/x-gzip' : mimetype;
       await backend.write(location, body, {
-        contentType: options.gzipped ? 'application/x-gzip' : mimetype,
+        contentType: storedType,
+        disposition: dispositionOf(storedType, options.gzipped ? `${filename}.gz` : filename),
         signal: controller.signal,
       });
       const info: AttachmentInfo = gzipped
@@ -264,16 +268,28 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
       stream.resume();
       return fail(invalidParameter('body', null, 'File extension is not allowed.'));
     }
-    const mimetype = mediaTypeOf(filename, info.mimeType, options.mimetypeOverrides);
-    if (!mediaTypeAllowed(mimetype, options.allowedMimetypes)) {
+    const problem = filenameProblem(filename);
+    if (problem !== null) {
       stream.resume();
-      return fail(invalidParameter('body', null, `File type ${mimetype} is not allowed.`));
+      return fail(invalidParameter('body', null, problem));
     }
     // busboy stops the stream at the limit (the rest is dropped): the write is aborted.
     stream.on('limit', () => fail(tooLarge(options.maxSize ?? 0)));
-    writing = store(stream, filename, mimetype);
+    writing = accept(stream, filename, info.mimeType);
     writing.catch((error: unknown) => fail(error instanceof ApiError ? error : backendError(error)));
   });
+
+  /** The file part: its type decided from its name and first bytes (media-types.ts), then stored. */
+  async function accept(stream: Readable, filename: string, sent: string | undefined): Promise<AttachmentInfo> {
+    const { head, body } = await peek(stream, SNIFF_BYTES);
+    if (controller.signal.aborted) throw controller.signal.reason;
+    const mimetype = recordedTypeOf(filename, sent, head, options.mimetypeOverrides);
+    if (!mediaTypeAllowed(mimetype, options.allowedMimetypes)) {
+      body.resume();
+      throw invalidParameter('body', null, `File type ${mimetype} is not allowed.`);
+    }
+    return store(body, filename, mimetype);
+  }
 
   parser.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
     if (controller.signal.aborted) return;
