@@ -92,17 +92,10 @@ export function registerAttachmentRoutes(
     const params = request.params as Params;
     let bucketId = params.bucket_id;
     if (bucketId === undefined) {
-      const { userId } = request.identity;
-      if (userId === null || !services.personalBucketId) throw denied(services, request.identity);
-      // A GET of the collection there creates the bucket and the collection, as any request does.
-      const created = await dispatchInternal(app, request.work, {
-        method: 'GET',
-        url: `/v1/buckets/default/collections/${encodeURIComponent(params.collection_id)}`,
-        headers: inheritedHeaders(request),
-        remoteAddress: request.ip,
-      });
-      if (created.statusCode >= 400) throw relayedError(created);
-      bucketId = services.personalBucketId(userId);
+      // Created as any request there creates them; the caller's If-Match / If-None-Match are
+      // the record's, never applied to these implicit creations.
+      if (!services.ensurePersonalCollection) throw denied(services, request.identity);
+      bucketId = await services.ensurePersonalCollection(request, params.collection_id);
     }
     const bucket = objectRef(bucketResource, bucketId, null);
     return objectRef(recordResource, params.record_id, objectRef(collectionResource, params.collection_id, bucket));
