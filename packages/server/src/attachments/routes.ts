@@ -31,6 +31,7 @@ import { recordResource } from '../resources/records.js';
 import { inheritedHeaders } from '../views/batch.js';
 import type { LocalFileBackend } from './local-backend.js';
 import { readIndex } from './file-index.js';
+import { lingerAfterAnswer } from './linger.js';
 import type { AttachmentFiles } from './files.js';
 import { dispositionOf, parseMimetypeOverrides, servedTypeOf } from './media-types.js';
 import { folderFor, newLocation } from './names.js';
@@ -142,7 +143,10 @@ export function registerAttachmentRoutes(
     } catch (error) {
       // Refused before the whole body was read (permissions, a limit…): close the connection
       // rather than read the rest of what may be a large file only to drop it.
-      if (!request.raw.readableEnded) reply.header('Connection', 'close');
+      if (!request.raw.readableEnded) {
+        reply.header('Connection', 'close');
+        lingerAfterAnswer(request.raw, settings.attachment_upload_linger_seconds * 1000);
+      }
       throw error;
     }
   }
@@ -186,7 +190,11 @@ export function registerAttachmentRoutes(
         allowedMimetypes: options.allowedMimetypes,
         mimetypeOverrides,
         maxFieldBytes: settings.max_body_bytes,
-        idleTimeoutMs: settings.attachment_upload_idle_timeout_seconds * 1000,
+        limits: {
+          idleMs: settings.attachment_upload_idle_timeout_seconds * 1000,
+          deadlineMs: settings.attachment_upload_deadline_seconds * 1000,
+          minBytesPerSecond: settings.attachment_upload_min_bytes_per_second,
+        },
         renewEveryMs: (settings.attachment_sweep_grace_seconds * 1000) / 4,
       });
     } catch (error) {

@@ -39,3 +39,63 @@ export function peek(stream: Readable, bytes: number): Promise<{ head: Buffer; b
     stream.on('error', onError);
   });
 }
+
+export interface UploadLimits {
+  /** Nothing received for this long: abandoned. */
+  idleMs: number;
+  /** The whole body must arrive within this. */
+  deadlineMs: number;
+  /** Least average rate over each window of `idleMs` (0: none). */
+  minBytesPerSecond: number;
+}
+
+/**
+ * Watches an upload's progress: fires `onStalled` with the reason when nothing came for
+ * `idleMs`, when the whole took longer than `deadlineMs`, or when a window of `idleMs` brought
+ * less than `minBytesPerSecond` on average (a trickle is never idle). A window in which the
+ * request was held back by the server's own backpressure (a slow file store) is not counted.
+ */
+export class UploadWatch {
+  readonly #timer: NodeJS.Timeout;
+  readonly #started = Date.now();
+  #last = Date.now();
+  #windowStart = Date.now();
+  #windowBytes = 0;
+  #heldBack = false;
+
+  constructor(limits: UploadLimits, heldBack: () => boolean, onStalled: (reason: string) => void) {
+    const { idleMs, deadlineMs, minBytesPerSecond } = limits;
+    this.#timer = setInterval(
+      () => {
+        const now = Date.now();
+        this.#heldBack ||= heldBack();
+        if (now - this.#last >= idleMs) return onStalled(`Nothing was received for ${idleMs / 1000} s`);
+        if (now - this.#started >= deadlineMs) return onStalled(`The upload took longer than ${deadlineMs / 1000} s`);
+        if (now - this.#windowStart < idleMs) return;
+        const needed = (minBytesPerSecond * (now - this.#windowStart)) / 1000;
+        if (!this.#heldBack && this.#windowBytes < needed) {
+          return onStalled(`Less than ${minBytesPerSecond} bytes per second were received for ${idleMs / 1000} s`);
+        }
+        this.#windowStart = now;
+        this.#windowBytes = 0;
+        this.#heldBack = false;
+      },
+      Math.max(50, Math.min(1000, idleMs / 4)),
+    );
+  }
+
+  /** Something happened (bytes received, or stored). */
+  readonly touch = () => {
+    this.#last = Date.now();
+  };
+
+  /** `bytes` were received from the client. */
+  received(bytes: number): void {
+    this.#windowBytes += bytes;
+    this.touch();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

@@ -20,7 +20,7 @@ import type { FileBackend } from './backend.js';
 import type { Intent, Journal, JournalFile } from './journal.js';
 import { dispositionOf, mediaTypeAllowed, recordedTypeOf, SNIFF_BYTES } from './media-types.js';
 import { extensionAllowed, filenameProblem } from './names.js';
-import { peek } from './upload-streams.js';
+import { peek, type UploadLimits, UploadWatch } from './upload-streams.js';
 
 /** The file as the record's `attachment` describes it (the plugin's fields). */
 export interface AttachmentInfo {
@@ -57,7 +57,8 @@ export interface UploadOptions {
   mimetypeOverrides: Record<string, string>;
   /** Largest `data` or `permissions` field. */
   maxFieldBytes: number;
-  idleTimeoutMs: number;
+  /** Idle timeout, deadline and least rate of the body. */
+  limits: UploadLimits;
   /** How often the journal's note is renewed while the file streams. */
   renewEveryMs: number;
 }
@@ -95,29 +96,6 @@ class Meter extends Transform {
 
   digest(): string {
     return this.#hash.digest('hex');
-  }
-}
-
-/** Fires `onIdle` when nothing happened for `ms`. */
-class IdleTimer {
-  #timer: NodeJS.Timeout;
-  #last = Date.now();
-
-  constructor(ms: number, onIdle: () => void) {
-    this.#timer = setInterval(
-      () => {
-        if (Date.now() - this.#last >= ms) onIdle();
-      },
-      Math.max(50, Math.min(1000, ms / 4)),
-    );
-  }
-
-  readonly touch = () => {
-    this.#last = Date.now();
-  };
-
-  stop(): void {
-    clearInterval(this.#timer);
   }
 }
 
@@ -183,14 +161,12 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
     if (!controller.signal.aborted) controller.abort(error);
     rejectParsing(error);
   };
-  const idle = new IdleTimer(options.idleTimeoutMs, () =>
-    fail(
-      new ApiError(408, ERRNO.INVALID_POSTED_DATA, {
-        message: `Nothing was received for ${options.idleTimeoutMs / 1000} s: the upload was abandoned.`,
-      }),
-    ),
+  const idle = new UploadWatch(
+    options.limits,
+    () => raw.readableFlowing === false,
+    (reason) => fail(new ApiError(408, ERRNO.INVALID_POSTED_DATA, { message: `${reason}: the upload was abandoned.` })),
   );
-  const onData = () => idle.touch();
+  const onData = (chunk: Buffer) => idle.received(chunk.length);
   const onClose = () => {
     if (!raw.readableEnded)
       fail(

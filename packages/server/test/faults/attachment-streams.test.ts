@@ -365,6 +365,122 @@ for (const fileBackend of FILE_BACKENDS) {
       expect(answer.toLowerCase()).toContain('connection: close');
     });
 
+    it('a trickle (a byte every 100 ms: never idle) is cut by the least rate, 408, nothing left', async () => {
+      const app = await store.serverWith(
+        files.settings({ attachment_upload_idle_timeout_seconds: 1, attachment_upload_min_bytes_per_second: 1024 }),
+      );
+      const trickled = await listen(app);
+      const started = performance.now();
+      const answer = await new Promise<string>((resolve) => {
+        const socket = connect(trickled, '127.0.0.1');
+        const boundary = 'quire-trickle';
+        const head = `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="a.jpg"\r\n\r\n`;
+        let text = '';
+        const timer = setInterval(() => socket.write('x'), 100);
+        socket.on('data', (chunk) => (text += chunk.toString()));
+        socket.on('close', () => {
+          clearInterval(timer);
+          resolve(text);
+        });
+        socket.on('error', () => {});
+        socket.write(
+          `POST /v1/buckets/b/collections/c/records/trickle/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
+            `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 60_000}\r\n\r\n${head}`,
+        );
+      });
+      const seconds = (performance.now() - started) / 1000;
+      console.log(`[attachment trickle] ${fileBackend}: cut after ${seconds.toFixed(1)} s`);
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(answer).toContain('Less than 1024 bytes per second');
+      expect(seconds).toBeLessThan(5);
+      await nothingLeft('trickle');
+    });
+
+    it('a steady upload past the deadline is cut, 408, nothing left', async () => {
+      const app = await store.serverWith(
+        files.settings({
+          attachment_upload_idle_timeout_seconds: 1,
+          attachment_upload_deadline_seconds: 2,
+          attachment_upload_min_bytes_per_second: 0,
+        }),
+      );
+      const steady = await listen(app);
+      const boundary = 'quire-steady';
+      async function* body() {
+        yield Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="a.jpg"\r\n\r\n`,
+        );
+        for (let index = 0; index < 100; index++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          yield Buffer.alloc(1024, index);
+        }
+        yield Buffer.from(`\r\n--${boundary}--\r\n`);
+      }
+      const started = performance.now();
+      const response = await request(
+        `http://127.0.0.1:${steady}/v1/buckets/b/collections/c/records/steady/attachment`,
+        {
+          method: 'POST',
+          headers: { ...AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+          body: Readable.from(body()),
+        },
+      );
+      const text = await response.body.text();
+      expect(response.statusCode, text).toBe(408);
+      expect(text).toContain('took longer than 2 s');
+      expect((performance.now() - started) / 1000).toBeLessThan(6);
+      await nothingLeft('steady');
+    });
+
+    it('a refusal decided before the body is read reaches the client as that answer, never a reset', async () => {
+      /**
+       * As curl or Python's requests do: the whole body written (with backpressure), then the
+       * answer read. A socket closed with unread bytes resets: the writes fail (EPIPE,
+       * ECONNRESET) and such a client never reads the answer.
+       */
+      const sendAll = (headers: string, size: number) =>
+        new Promise<{ error: string | null; answer: string }>((resolve) => {
+          const socket = connect(port, '127.0.0.1');
+          let answer = '';
+          let error: string | null = null;
+          socket.on('data', (chunk) => (answer += chunk.toString()));
+          socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code ?? failure.message));
+          socket.on('close', () => resolve({ error, answer }));
+          socket.write(
+            `POST /v1/buckets/b/collections/c/records/refused/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`,
+          );
+          socket.write('--x\r\nContent-Disposition: form-data; name="attachment"; filename="big.jpg"\r\n\r\n');
+          const chunk = Buffer.alloc(64 * 1024, 1);
+          let sent = 0;
+          const pump = () => {
+            while (sent < size) {
+              sent += chunk.length;
+              if (!socket.write(chunk)) return void socket.once('drain', pump);
+            }
+            socket.end();
+          };
+          pump();
+        });
+      const size = 24 * MB;
+      const type = 'Content-Type: multipart/form-data; boundary=x\r\n';
+      const cases = [
+        {
+          headers: `Authorization: ${basicAuth('mallory').authorization}\r\n${type}Content-Length: ${size + 80}\r\n`,
+          status: 403,
+        },
+        { headers: `Authorization: ${AUTH.authorization}\r\n${type}Content-Length: ${size + 80}\r\n`, status: 413 },
+      ];
+      for (const { headers, status } of cases) {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const { error, answer } = await sendAll(headers, size);
+          expect(error, `${status}: the body was sent whole`).toBeNull();
+          expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+          expect(answer.toLowerCase()).toContain('connection: close');
+        }
+      }
+      await nothingLeft('refused');
+    });
+
     it('generated multipart bodies: no 5xx, no file left, no stall', async () => {
       const name = fc.constantFrom('attachment', 'data', 'permissions', 'other', '', 'attachment\u0000', 'ä');
       const filename = fc.oneof(
