@@ -218,3 +218,151 @@ describeOnBackends('10 concurrent uploads to one new record', { timeout: 120_000
     expect(await files.notes()).toEqual([]);
   });
 });
+
+/** An HTTP proxy in front of s3rver that records each request's method and URL (headers kept: signatures hold). */
+async function recordingProxy(target: string): Promise<{ url: string; seen: string[]; close(): Promise<void> }> {
+  const seen: string[] = [];
+  const { hostname, port } = new URL(target);
+  const server: Server = createServer((incoming, outgoing) => {
+    seen.push(`${incoming.method} ${incoming.url}`);
+    const forwarded = httpRequest(
+      { hostname, port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forwarded.on('error', () => outgoing.destroy());
+    incoming.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    seen,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('S3: a multipart upload that fails is aborted (recorded in front of s3rver)', { timeout: 120_000 }, () => {
+  const store = useEmbeddedStore();
+  let s3: S3Server;
+  let proxy: Awaited<ReturnType<typeof recordingProxy>>;
+  let base: string;
+  let port: number;
+  const settings = () => ({
+    ...s3.settings,
+    attachment_aws_endpoint_url: proxy.url,
+    attachment_enabled: true,
+    attachment_sweep_interval_seconds: 0,
+    attachment_extensions: 'any',
+    attachment_max_size: 6 * MB,
+    attachment_upload_idle_timeout_seconds: 1,
+  });
+
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    proxy = await recordingProxy(s3.endpoint);
+    const app = await store.serverWith(settings());
+    port = await listen(app);
+    base = `http://127.0.0.1:${port}`;
+    await setUp(base);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await s3?.close();
+  });
+
+  /** The uploads begun for `record`'s files and the ids aborted, from the recorded requests. */
+  function multipartOf(record: string) {
+    const begun = proxy.seen.filter((line) => line.startsWith('POST ') && line.includes('?uploads'));
+    const aborted = proxy.seen
+      .filter((line) => line.startsWith('DELETE ') && line.includes('uploadId='))
+      .map((line) => new URL(line.split(' ')[1] as string, 'http://x').searchParams.get('uploadId'));
+    const parts = proxy.seen.filter((line) => line.startsWith('PUT ') && line.includes('uploadId='));
+    const ids = new Set(
+      parts.map((line) => new URL(line.split(' ')[1] as string, 'http://x').searchParams.get('uploadId')),
+    );
+    return { begun: begun.length, ids: [...ids], aborted, record };
+  }
+
+  /** Sends a 5 MiB part's worth and more, then `then` (the body left open, or the socket destroyed). */
+  function bigUpload(record: string, bytes: number, then: 'wait' | 'close' | 'finish'): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      const head = '--x\r\nContent-Disposition: form-data; name="attachment"; filename="big.bin"\r\n\r\n';
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => resolve(answer));
+      socket.write(
+        `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
+          'Content-Type: multipart/form-data; boundary=x\r\nTransfer-Encoding: chunked\r\n\r\n',
+      );
+      const send = (data: Buffer | string) => {
+        socket.write(`${Buffer.byteLength(data).toString(16)}\r\n`);
+        socket.write(data);
+        return socket.write('\r\n');
+      };
+      send(head);
+      const chunk = Buffer.alloc(256 * 1024, 7);
+      let sent = 0;
+      const pump = () => {
+        while (sent < bytes) {
+          sent += chunk.length;
+          if (!send(chunk)) return void socket.once('drain', pump);
+        }
+        if (then === 'close') setTimeout(() => socket.destroy(), 300);
+        if (then === 'finish') socket.write('0\r\n\r\n');
+      };
+      pump();
+    });
+  }
+
+  async function expectAborted(record: string, before: number) {
+    for (let tries = 0; tries < 50 && multipartOf(record).aborted.length <= before; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    const { aborted, ids } = multipartOf(record);
+    expect(aborted.length).toBe(before + 1);
+    expect(ids).toContain(aborted.at(-1));
+  }
+
+  it('413 mid-stream, the client gone, the client silent: each sends AbortMultipartUpload for its upload', async () => {
+    const over = await bigUpload('over', 12 * MB, 'finish');
+    expect(over.split('\r\n')[0], over).toBe('HTTP/1.1 413 Payload Too Large');
+    await expectAborted('over', 0);
+    await bigUpload('gone', 5.5 * MB, 'close');
+    await expectAborted('gone', 1);
+    expect((await bigUpload('silent', 5.5 * MB, 'wait')).split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    await expectAborted('silent', 2);
+    expect(multipartOf('').begun).toBe(3);
+    // s3rver keeps the parts (it refuses the abort with 405), but no object is left.
+    const keys = proxy.seen.filter((line) => line.startsWith('POST ') && line.includes('?uploadId=')); // completions
+    expect(keys).toEqual([]);
+    for (const record of ['over', 'gone', 'silent']) {
+      const response = await request(`${base}/v1/buckets/b/collections/c/records/${record}`, { headers: AUTH });
+      await response.body.text();
+      expect(response.statusCode).toBe(404);
+    }
+  });
+
+  it('the sweeper asks for stale multipart uploads; a service that cannot list them fails nothing, said once', async () => {
+    const warnings: string[] = [];
+    const log = { warn: (message: string) => warnings.push(message), info: () => {} };
+    const backend = await createFileBackend(testSettings(settings()), () => log as never);
+    const journal = new Journal(backend, store.storage, {
+      graceMs: 10_000,
+      log: () => log as never,
+      uploadPrefixes: [''],
+    });
+    try {
+      const listed = () => proxy.seen.filter((line) => line.startsWith('GET ') && /[?&]uploads(=|&|$)/.test(line));
+      await journal.sweep();
+      await journal.sweep();
+      expect(listed()).toHaveLength(1);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('cannot list multipart uploads');
+    } finally {
+      await backend.close();
+    }
+  });
+});
