@@ -467,7 +467,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     await screenshot(alice.page, '07b-photo-synced');
   });
 
-  it('runs no script of a file: images only through <img>, others downloaded, a strict CSP, no stored password', async () => {
+  it('runs no script of a file: <img> for images, downloads for all, a strict CSP, no stored password', async () => {
     const heard: string[] = [];
     const watch = (page: Page) =>
       page.on('console', (line) => line.text().startsWith('QUIRE-XSS') && heard.push(line.text()));
