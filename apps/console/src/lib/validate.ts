@@ -9,7 +9,7 @@
  * write a collection chooses. The console interprets them instead, with `jsonschema` (no code
  * generated, no dependency), so its policy allows no eval (views/admin.ts on the server).
  */
-import { type Schema, ValidationError, Validator } from 'jsonschema';
+import { type Schema, type ValidationError, Validator } from 'jsonschema';
 import { isPlainObject, type JsonSchema, RECORD_SERVER_FIELDS, type SchemaError } from './schema.js';
 
 /** What no validator accepts: a `pattern` (or `patternProperties` key) that is not a regular expression. */
