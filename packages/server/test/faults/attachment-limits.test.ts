@@ -80,8 +80,9 @@ for (const fileBackend of FILE_BACKENDS) {
         });
         socket.on('error', () => {});
         socket.write(
-          `POST /v1/buckets/b/collections/c/records/trickle/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
-            `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 60_000}\r\n\r\n${head}`,
+          'POST /v1/buckets/b/collections/c/records/trickle/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+            `Authorization: ${AUTH.authorization}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\n` +
+            `Content-Length: ${head.length + 60_000}\r\n\r\n${head}`,
         );
       });
       const seconds = (performance.now() - started) / 1000;
@@ -295,7 +296,8 @@ describe('S3: a multipart upload that fails is aborted (recorded in front of s3r
       socket.on('close', () => resolve(answer));
       socket.on('error', () => resolve(answer));
       socket.write(
-        `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
+        `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+          `Authorization: ${AUTH.authorization}\r\n` +
           'Content-Type: multipart/form-data; boundary=x\r\nTransfer-Encoding: chunked\r\n\r\n',
       );
       const send = (data: Buffer | string) => {
@@ -345,7 +347,7 @@ describe('S3: a multipart upload that fails is aborted (recorded in front of s3r
     }
   });
 
-  it('the sweeper asks for stale multipart uploads; a service that cannot list them fails nothing, said once', async () => {
+  it('the sweeper asks for stale multipart uploads; a service unable to list them fails nothing', async () => {
     const warnings: string[] = [];
     const log = { warn: (message: string) => warnings.push(message), info: () => {} };
     const backend = await createFileBackend(testSettings(settings()), () => log as never);

@@ -20,8 +20,9 @@ export interface S3Server {
 }
 
 /** Lets any origin read the bucket's objects (a browser app fetching files from `base_url`). */
-const READABLE_FROM_ANYWHERE = `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>
-<AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader></CORSRule></CORSConfiguration>`;
+const READABLE_FROM_ANYWHERE =
+  '<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>' +
+  '<AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader></CORSRule></CORSConfiguration>';
 
 export async function startS3Server(bucket = 'quire-files', options: { cors?: boolean } = {}): Promise<S3Server> {
   const directory = await mkdtemp(join(tmpdir(), 'quire-s3-'));
