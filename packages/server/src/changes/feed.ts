@@ -44,7 +44,7 @@ import { accountUserId } from '../accounts/ids.js';
 import { collectionUri, type ChangeEntry } from './entries.js';
 import { type Deletion, deletionAcl, recordDeletions } from './deletions.js';
 import type { MonitorReads } from './reads.js';
-import { isAddressKey } from './stream-caps.js';
+import { type StreamHolder, type StreamRefusal, StreamSlots } from './stream-caps.js';
 
 export const CHANGES_CHANNEL = 'quire_changes';
 const MAX_PAYLOAD = 7_000;
@@ -57,8 +57,8 @@ const CLOCK_MARGIN_MS = 60_000;
 
 /** What the feed needs of an open stream (stream.ts). */
 export interface FeedStream {
-  /** What its caps count it under (stream-caps.ts). */
-  readonly capKey: string;
+  /** Whom its caps count it against (stream-caps.ts). */
+  readonly holder: StreamHolder;
   readonly userId: string | null;
   principals: readonly string[];
   /** Offers an entry; the stream decides (permissions, filters, what it already sent). */
@@ -99,7 +99,7 @@ export class ChangeFeed {
   readonly #log: () => FastifyBaseLogger | undefined;
   readonly #origin = randomUUID();
   readonly #streams = new Set<FeedStream>();
-  readonly #perKey = new Map<string, number>();
+  readonly #slots: StreamSlots<FeedStream>;
   /** The newest timestamp offered per collection URI (and whether it was a deletion). */
   readonly #latest = new Map<string, number>();
   #pending: Batch = emptyBatch();
@@ -122,6 +122,7 @@ export class ChangeFeed {
     this.#storage = storage;
     this.reads = reads;
     this.#log = log;
+    this.#slots = new StreamSlots(settings);
   }
 
   get log(): FastifyBaseLogger | undefined {
@@ -171,18 +172,20 @@ export class ChangeFeed {
     });
   }
 
-  /** Room for one more stream under this cap key? (`changes_stream_max_*`) */
-  admits(capKey: string): 'ok' | 'process' | 'user' | 'address' {
-    if (this.#streams.size >= this.#settings.changes_stream_max_per_process) return 'process';
-    const address = isAddressKey(capKey);
-    const cap = address ? this.#settings.changes_stream_max_per_address : this.#settings.changes_stream_max_per_user;
-    if ((this.#perKey.get(capKey) ?? 0) >= cap) return address ? 'address' : 'user';
-    return 'ok';
+  /**
+   * Makes room for one more stream of `holder` (`changes_stream_max_*`): closes the heaviest
+   * holder's oldest stream when that is this one's fair share (stream-caps.ts); null when it may open.
+   */
+  admit(holder: StreamHolder): StreamRefusal | null {
+    const admission = this.#slots.admit(holder);
+    if ('refused' in admission) return admission.refused;
+    admission.victim?.close();
+    return null;
   }
 
   add(stream: FeedStream): void {
     this.#streams.add(stream);
-    this.#perKey.set(stream.capKey, (this.#perKey.get(stream.capKey) ?? 0) + 1);
+    this.#slots.add(stream);
     if (!this.#heartbeat) {
       this.#heartbeat = setInterval(() => {
         for (const open of this.#streams) open.heartbeat();
@@ -193,9 +196,7 @@ export class ChangeFeed {
 
   remove(stream: FeedStream): void {
     if (!this.#streams.delete(stream)) return;
-    const count = (this.#perKey.get(stream.capKey) ?? 1) - 1;
-    if (count > 0) this.#perKey.set(stream.capKey, count);
-    else this.#perKey.delete(stream.capKey);
+    this.#slots.remove(stream);
     if (this.#streams.size === 0 && this.#heartbeat) {
       clearInterval(this.#heartbeat);
       this.#heartbeat = null;
