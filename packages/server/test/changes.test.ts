@@ -258,7 +258,7 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await expect(stream.next(300)).rejects.toThrow(/no event/);
   });
 
-  it('caps streams per verified user, per address (every caller), and per process, fairly (issues 29.5, 36.7)', async () => {
+  it('caps streams per verified user, per address (every caller), per process, fairly (29.5, 36.7)', async () => {
     const app = await serverWith({
       multiauth_policies: ['account', 'basicauth'],
       account_create_principals: ['system.Everyone'],

@@ -538,7 +538,7 @@ describe('OpenID Connect policy against a real provider', () => {
     expect(logs).not.toMatch(/code=/);
   });
 
-  it('lets one address have only openid_verifications_max_per_address token checks in progress (issue 36.7)', async () => {
+  it('lets an address have only openid_verifications_max_per_address token checks at once (36.7)', async () => {
     const limited = await startQuire(
       quireSettings(provider.issuer, { openid_verifications_max_per_address: 2 }),
       storage,

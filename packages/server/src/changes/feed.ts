@@ -43,6 +43,15 @@ import type { Permissions, Storage } from '../storage/types.js';
 import { accountUserId } from '../accounts/ids.js';
 import { collectionUri, type ChangeEntry } from './entries.js';
 import { type Deletion, deletionAcl, recordDeletions } from './deletions.js';
+import {
+  addGroupChange,
+  type Batch,
+  type Change,
+  emptyBatch,
+  isEmpty,
+  type Message,
+  newestPerCollection,
+} from './feed-batch.js';
 import type { MonitorReads } from './reads.js';
 import { type StreamHolder, type StreamRefusal, StreamSlots } from './stream-caps.js';
 
@@ -67,29 +76,6 @@ export interface FeedStream {
   catchUp(since: number): void;
   heartbeat(): void;
   close(): void;
-}
-
-type Change = [bucket: string, collection: string, timestamp: number];
-type DeletionChange = [bucket: string, collection: string, timestamp: number, readers: string[]];
-
-interface Message {
-  o?: string;
-  e?: Change[];
-  d?: DeletionChange[];
-  r?: number;
-  g?: string[] | 1;
-  a?: string[];
-  b?: string[];
-}
-
-/** What a flush carries, in this process and to the others. */
-interface Batch {
-  changes: Change[];
-  deletions: DeletionChange[];
-  /** Principals whose groups changed; 'all': every stream's. */
-  groups: Set<string> | 'all' | null;
-  accounts: string[];
-  buckets: string[];
 }
 
 export class ChangeFeed {
@@ -419,46 +405,4 @@ export class ChangeFeed {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     for (const stream of [...this.#streams]) stream.close();
   }
-}
-
-function emptyBatch(): Batch {
-  return { changes: [], deletions: [], groups: null, accounts: [], buckets: [] };
-}
-
-function isEmpty(batch: Batch): boolean {
-  return (
-    batch.changes.length === 0 &&
-    batch.deletions.length === 0 &&
-    batch.groups === null &&
-    batch.accounts.length === 0 &&
-    batch.buckets.length === 0
-  );
-}
-
-function newestPerCollection(changes: Change[]): Change[] {
-  const newest = new Map<string, Change>();
-  for (const change of changes) {
-    const key = collectionUri(change[0], change[1]);
-    const known = newest.get(key);
-    if (!known || known[2] < change[2]) newest.set(key, change);
-  }
-  return [...newest.values()];
-}
-
-/** The principals whose groups a group event changes: members added, removed, or all of a deleted group's. */
-function addGroupChange(batch: Batch, impactedObjects: ResourceEvent['impactedObjects']): void {
-  if (batch.groups === 'all') return;
-  const groups = batch.groups ?? new Set<string>();
-  batch.groups = groups;
-  const membersOf = (object: unknown) => {
-    const members = (object as { members?: unknown } | undefined)?.members;
-    return Array.isArray(members) ? members.filter((member): member is string => typeof member === 'string') : [];
-  };
-  for (const { new: current, old } of impactedObjects) {
-    const before = new Set(membersOf(old));
-    const after = new Set('deleted' in current && current.deleted ? [] : membersOf(current));
-    for (const member of before) if (!after.has(member)) groups.add(member);
-    for (const member of after) if (!before.has(member)) groups.add(member);
-  }
-  if (groups.has(EVERYONE) || groups.has(AUTHENTICATED)) batch.groups = 'all';
 }

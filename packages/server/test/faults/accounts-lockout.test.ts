@@ -193,7 +193,7 @@ describeOnBackends('account lock-out (issue 19.5)', { timeout: 60_000 }, ({ serv
     expect(again.json.responses[0]?.status).toBe(429);
   });
 
-  it('with `account` alone, unknown names and wrong passwords are both anonymous (as the original) and both counted', async () => {
+  it('with `account` alone, unknown names and wrong passwords are both anonymous and both counted', async () => {
     const { owner, attacker } = await start({ multiauth_policies: ['account'], account_login_max_failures_per_ip: 3 });
     await signUp(owner, 'jo', 'right');
     const answers: Array<{ status: number; user: unknown }> = [];

@@ -105,7 +105,7 @@ describeOnBackends('a right password is never answered 429 (issue 36.8)', { time
     expect(wrong).toEqual([401, 401, 401, 401, 429]);
   });
 
-  it('change streams opened in parallel by many accounts from one address are never refused for the login', async () => {
+  it('streams opened at once by many accounts from one address are never refused for the login', async () => {
     // Every open checks the password (no cache): 5 accounts × 20 streams at once, the caps' limits.
     const { port } = await start({ account_cache_ttl_seconds: 0 });
     const client = clientFrom(ADDRESS, port, 1);

@@ -44,7 +44,7 @@ describeOnBackends('sign-up (issue 36.7, 36.9)', { timeout: 60_000 }, ({ serverW
   const signUp = (client: Client, id: string, headers: Record<string, string> = {}) =>
     client.send('PUT', `/v1/accounts/${id}`, { headers, body: { data: { password: 'pw' } } });
 
-  it('limits sign-ups per address: 429 errno 117 with Retry-After, nothing created; elsewhere and administrators not', async () => {
+  it('limits sign-ups per address (429 errno 117, Retry-After, none made), not elsewhere nor for admins', async () => {
     const { from } = await start({
       multiauth_policies: ['account', 'basicauth'],
       account_write_principals: ['account:admin'],
@@ -142,7 +142,7 @@ describeOnBackends('sign-up (issue 36.7, 36.9)', { timeout: 60_000 }, ({ serverW
     }
   });
 
-  it('with `basicauth` after `account`: a name that is no account is a Basic Auth user, a wrong password is 401', async () => {
+  it('with `basicauth` after `account`: an unknown name is a Basic Auth user, a wrong password is 401', async () => {
     const { from } = await start({ multiauth_policies: ['account', 'basicauth'] });
     const client = from('127.0.0.2');
     expect((await signUp(client, 'owner')).status).toBe(201);

@@ -32,7 +32,8 @@ export const OPENID_SETTINGS = {
     default: 10,
     minimum: 1,
     description:
-      'Token checks a client address (IPv6: per /64) may have in progress with a provider at once (identical tokens share one); one more is answered 429 with `Retry-After`.',
+      'Token checks a client address (IPv6: per /64) may have in progress with a provider at once ' +
+      '(identical tokens share one); one more is answered 429 with `Retry-After`.',
   }),
   openid_max_token_length: Type.Integer({
     default: 8192,
