@@ -9,12 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import fc from 'fast-check';
+import pg from 'pg';
 import { beforeEach, expect, it } from 'vitest';
 import type { Storage } from '../src/storage/types.js';
 import { exportStore } from '../src/transfer/export.js';
 import { ImportError, importStore } from '../src/transfer/import.js';
 import { describeOnBackends } from './helpers/backends.js';
 import { useCli } from './helpers/cli.js';
+import { PG_URL } from './helpers/postgres.js';
 
 const HEADER = '{"format":"quire-export","version":1}';
 const line = (value: unknown) => JSON.stringify(value);
@@ -204,28 +206,46 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     );
   });
 
-  it('a store that fails while writing (a fault injected in the second batch): what was written goes again, the lines are named', async () => {
-    let transactions = 0;
-    const failing = new Proxy(backend.storage, {
-      get(target, name) {
-        if (name !== 'transaction') {
-          const value: unknown = Reflect.get(target, name, target);
-          return typeof value === 'function' ? value.bind(target) : value;
+  it.runIf(backend.name === 'postgresql')(
+    'a store that fails mid-import (its connection terminated): one transaction, so nothing was imported',
+    async () => {
+      let terminate!: () => void;
+      const terminated = new Promise<void>((resolve) => (terminate = resolve));
+      async function* lines() {
+        yield `${PREFIX.join('\n')}\n`;
+        for (let i = 0; i < 20_000; i++) yield `${record('b', 'c', `bulk${i}`, 2000 + i)}\n`;
+        await terminated; // the store is mid-import: its rows are staged, nothing committed
+        yield `${record('b', 'c', 'last', 1_000_000)}\n`;
+      }
+      const importing = importStore(backend.storage, Readable.from(lines()), { batchSize: 1000, replace: false }).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      try {
+        let killed = 0;
+        for (let attempt = 0; attempt < 200 && killed === 0; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          killed = (
+            await admin.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+               WHERE application_name = 'quire import (' || $1 || ')' AND state = 'idle in transaction'`,
+              [backend.schema],
+            )
+          ).rowCount!;
         }
-        return (fn: Parameters<Storage['transaction']>[0]) =>
-          ++transactions === 2 ? Promise.reject(new Error('disk full')) : target.transaction(fn);
-      },
-    });
-    const error = await importStore(failing, Readable.from([`${PREFIX.join('\n')}\n`]), {
-      batchSize: 2,
-      replace: false,
-    }).then(
-      () => null,
-      (caught: unknown) => caught,
-    );
-    expect((error as Error).message).toBe('lines 4-5: the store refused them (disk full); nothing was imported');
-    expect(await exportText(backend.storage)).toBe(`${HEADER}\n`);
-  });
+        expect(killed).toBe(1);
+      } finally {
+        terminate();
+        await admin.end();
+      }
+      const error = await importing;
+      expect(error).toBeInstanceOf(ImportError);
+      expect((error as Error).message).toMatch(/^the store failed \(postgresql: .*\); nothing was imported$/);
+      expect(await exportText(backend.storage)).toBe(`${HEADER}\n`);
+    },
+  );
 
   it('a line longer than the limit is refused as soon as it passes it: never held whole', async () => {
     let pulled = 0;
