@@ -151,7 +151,10 @@ export function aceRows(uri: string, acl: Permissions): Array<[string, string, s
   return rows;
 }
 
-/** The URI of the container a parent names: `/buckets/b` → bucket b under ''; `/buckets/b/collections/c` → collection c. */
+/**
+ * The container a parent URI names: `/buckets/b` → bucket b under ''; `/buckets/b/collections/c` →
+ * collection c under `/buckets/b`.
+ */
 export function containerOf(uri: string): { resource: string; parent: string; id: string } | null {
   const parts = uri.split('/');
   if (parts.length === 3 && parts[1] === 'buckets') return { resource: 'bucket', parent: '', id: parts[2]! };

@@ -36,7 +36,7 @@ export interface ImportOptions {
   replace: boolean;
   /** Bounds on one line (default: from the API's default limits on a request body). */
   limits?: LineLimits;
-  /** The attachments' folder pattern (`attachment_folder`): index entries naming another collection's folder are refused. */
+  /** The attachments' folder pattern (`attachment_folder`): no index entry may name another collection's file. */
   attachmentFolder?: string;
   /** The input's name, for the store's record of imports under way (default: `a stream`). */
   inputName?: string;

@@ -154,7 +154,8 @@ function checkPermissions(
     if (!kind.permissions.includes(name))
       refuse(
         number,
-        `${show(name)} is not a permission of a ${resource}${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`,
+        `${show(name)} is not a permission of a ${resource}` +
+          `${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`,
       );
     if (
       !Array.isArray(principals) ||
@@ -166,7 +167,7 @@ function checkPermissions(
 
 /** What `checkLine` checks beyond the line's shape. */
 export interface LineChecks extends Pick<LineLimits, 'maxIdLength'> {
-  /** The attachments' folder pattern (`attachment_folder`): an index entry names no file of another collection's folder. */
+  /** The attachments' folder pattern (`attachment_folder`): no index entry names a file in another collection's. */
   attachmentFolder?: string;
 }
 
@@ -182,7 +183,8 @@ function checkFileEntry(object: Record<string, unknown>, parent: string, number:
   if (folder && inAnotherFolder(folder, location as string, parent))
     refuse(
       number,
-      `the attachment location ${show(location)} is in the folder of another collection (attachment_folder "${folder}")`,
+      `the attachment location ${show(location)} is in the folder of another collection ` +
+        `(attachment_folder "${folder}")`,
     );
 }
 
@@ -228,7 +230,8 @@ export function checkLine(value: unknown, number: number, limits: LineChecks = D
   if ((object.id as string).length > limits.maxIdLength) {
     refuse(
       number,
-      `${resource as string} id longer than ${limits.maxIdLength} characters (max_object_id_length: the API refuses it, it could not be addressed by URL)`,
+      `${resource as string} id longer than ${limits.maxIdLength} characters ` +
+        '(max_object_id_length: the API refuses it, it could not be addressed by URL)',
     );
   }
   if (!isTimestamp(object.last_modified))

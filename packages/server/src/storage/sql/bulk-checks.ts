@@ -13,7 +13,8 @@ import type { SqlConnection } from './drivers/types.js';
 
 /** The containers' versions in the import: their URI, line and whether deleted. */
 const CONTAINERS = `containers AS MATERIALIZED (
-  SELECT (CASE WHEN resource = 'bucket' THEN '/buckets/' || id ELSE parent || '/collections/' || id END) COLLATE "C" AS uri,
+  SELECT (CASE WHEN resource = 'bucket' THEN '/buckets/' || id ELSE parent || '/collections/' || id END)
+      COLLATE "C" AS uri,
     line, deleted, resource, id
   FROM import_objects WHERE resource IN ('bucket', 'collection'))`;
 
@@ -122,7 +123,8 @@ async function timestamps(c: SqlConnection): Promise<Conflict | null> {
          lead(line) OVER (PARTITION BY resource, parent, id ORDER BY line) AS replaced_at
        FROM import_objects WHERE resource <> 'history'),
      s AS (
-       SELECT line, resource, last_modified, lag(line) OVER w AS earlier, lag(replaced_at) OVER w AS earlier_replaced_at,
+       SELECT line, resource, last_modified, lag(line) OVER w AS earlier,
+         lag(replaced_at) OVER w AS earlier_replaced_at,
          lag(id) OVER w AS earlier_id
        FROM k WINDOW w AS (PARTITION BY resource, parent, last_modified ORDER BY line))
      SELECT line, earlier, resource, last_modified, earlier_id AS id FROM s

@@ -36,7 +36,8 @@ const KEPT_TABLES = [
  * Session settings of the import's connection: staging in memory rather than in temporary files,
  * room for the index builds, and a client that died noticed within a second.
  */
-const SESSION_SETTINGS = `SELECT set_config('temp_buffers', '256MB', false), set_config('maintenance_work_mem', '256MB', false),
+const SESSION_SETTINGS = `SELECT set_config('temp_buffers', '256MB', false),
+  set_config('maintenance_work_mem', '256MB', false),
   set_config('client_connection_check_interval', '1000', false)`;
 
 interface Run extends Record<string, unknown> {
@@ -201,9 +202,11 @@ async function finish(
   await c.exec(
     `INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
      SELECT parent, resource, max(timestamp) FROM import_scopes WHERE timestamp > 0 GROUP BY parent, resource
-     ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(t.last_modified, EXCLUDED.last_modified);
+     ON CONFLICT (parent_id, resource_name)
+     DO UPDATE SET last_modified = GREATEST(t.last_modified, EXCLUDED.last_modified);
      INSERT INTO timestamps (parent_id, resource_name, last_modified)
-     SELECT c.parent_id || '/collections/' || c.id, 'record', (floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint
+     SELECT c.parent_id || '/collections/' || c.id, 'record',
+       (floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint
      FROM objects b JOIN objects c ON c.parent_id = '/buckets/' || b.id AND c.resource_name = 'collection'
      WHERE b.parent_id = '' AND b.resource_name = 'bucket' AND NOT b.deleted AND NOT c.deleted
      ON CONFLICT (parent_id, resource_name) DO NOTHING`,

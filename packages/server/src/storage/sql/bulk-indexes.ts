@@ -24,7 +24,8 @@ export async function dropIndexesOfEmptyTables(c: SqlConnection): Promise<string
        CASE WHEN con.oid IS NULL THEN format('DROP INDEX %I', i.relname)
             ELSE format('ALTER TABLE %I DROP CONSTRAINT %I', t.relname, con.conname) END AS drop,
        CASE WHEN con.oid IS NULL THEN pg_get_indexdef(i.oid)
-            ELSE format('ALTER TABLE %I ADD CONSTRAINT %I %s', t.relname, con.conname, pg_get_constraintdef(con.oid)) END
+            ELSE format('ALTER TABLE %I ADD CONSTRAINT %I %s', t.relname, con.conname, pg_get_constraintdef(con.oid))
+       END
          AS create
      FROM pg_index x
      JOIN pg_class i ON i.oid = x.indexrelid

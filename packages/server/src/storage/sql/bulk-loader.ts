@@ -69,7 +69,9 @@ class Batch {
     const { line, resource, parent, id, lastModified, deleted, uri } = object;
     const data = deleted ? TOMBSTONE_DATA : object.data;
     if (this.copy)
-      this.objects += `${line}\t${resource}\t${field(parent)}\t${field(id)}\t${lastModified}\t${deleted ? 't' : 'f'}\t${field(data)}\n`;
+      this.objects +=
+        `${line}\t${resource}\t${field(parent)}\t${field(id)}\t${lastModified}\t` +
+        `${deleted ? 't' : 'f'}\t${field(data)}\n`;
     else
       this.values.objects.push({
         line,
