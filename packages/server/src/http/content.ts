@@ -43,14 +43,14 @@ export function findUnstorableValue(value: unknown): string | null {
   return findUnstorable(value, true);
 }
 
+/** Why a string cannot be stored, or null. */
+function unstorableText(text: string): string | null {
+  if (text.includes('\u0000')) return 'the NUL character \\u0000 is not supported';
+  return text.isWellFormed() ? null : 'unpaired surrogate in a string';
+}
+
 function findUnstorable(value: unknown, numbers: boolean): string | null {
-  const check = (text: string) =>
-    text.includes('\u0000')
-      ? 'the NUL character \\u0000 is not supported'
-      : text.isWellFormed()
-        ? null
-        : 'unpaired surrogate in a string';
-  if (typeof value === 'string') return check(value);
+  if (typeof value === 'string') return unstorableText(value);
   if (typeof value === 'number')
     return numbers && !Number.isFinite(value) ? 'a number too large to store (beyond ±1.8e308)' : null;
   if (Array.isArray(value)) {
@@ -60,7 +60,7 @@ function findUnstorable(value: unknown, numbers: boolean): string | null {
     }
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      const bad = check(key) ?? findUnstorable(item, numbers);
+      const bad = unstorableText(key) ?? findUnstorable(item, numbers);
       if (bad) return bad;
     }
   }

@@ -115,7 +115,6 @@ export async function importStore(storage: Storage, input: Readable, options: Im
         const batcher = new RowBatcher(loader, Math.max(1, options.batchSize));
         await load(input, options, batcher, () => loader.check());
         objects = batcher.objects;
-        options.onPhase?.('moving into place');
       },
     );
     return { objects: objects - replaced, replaced };

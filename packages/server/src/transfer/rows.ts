@@ -5,17 +5,28 @@
  * `objects.import` did per call), so that the store need not look for it among the rows.
  */
 import { INDEX_RESOURCE } from '../attachments/file-index.js';
-import { normalisedAcl } from '../storage/acl-memo.js';
 import type { BulkLoader, BulkObject, BulkScope } from '../storage/bulk-import.js';
+import type { Permissions } from '../storage/types.js';
 import { type Line, objectUri } from './format.js';
 import { isTombstone } from './validate.js';
+
+/** The ACL as the store keeps it (acl-memo.ts `normalisedAcl`), without copying a one-principal list; null: empty. */
+function aclOf(permissions: Permissions): Permissions | null {
+  let acl: Permissions | null = null;
+  for (const permission of Object.keys(permissions).sort()) {
+    const principals = permissions[permission]!;
+    const kept = principals.length <= 1 ? principals : [...new Set(principals)].sort();
+    if (kept.length > 0) (acl ??= {})[permission] = kept;
+  }
+  return acl;
+}
 
 export function bulkObject(line: Exclude<Line, { scope: unknown }>, number: number): BulkObject {
   const { resource, parent, object, permissions } = line;
   const deleted = isTombstone(object);
   const uri = objectUri({ resourceName: resource, parentId: parent }, object.id);
   const { id, last_modified: lastModified, ...attributes } = object as Record<string, unknown>;
-  const acl = uri && permissions && !deleted ? normalisedAcl(permissions) : null;
+  const acl = uri && permissions && !deleted ? aclOf(permissions) : null;
   const members = (object as Record<string, unknown>).members;
   return {
     line: number,
@@ -26,7 +37,7 @@ export function bulkObject(line: Exclude<Line, { scope: unknown }>, number: numb
     deleted,
     data: deleted ? '' : JSON.stringify(attributes),
     uri,
-    acl: acl && Object.keys(acl).length > 0 ? acl : null,
+    acl,
     members:
       uri && resource === 'group' && !deleted && Array.isArray(members) ? [...new Set(members as string[])] : null,
     location: resource === INDEX_RESOURCE && !deleted ? ((object as Record<string, unknown>).location as string) : null,

@@ -99,6 +99,14 @@ const show = (value: unknown) => {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 };
 
+/** Whether a parsed value holds a number JSON wrote but a double cannot hold (1e400 → Infinity). */
+function hasInfinity(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (value === null || typeof value !== 'object') return false;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) if (hasInfinity(item)) return true;
+  return false;
+}
+
 /** The line's JSON value, measured first (a hostile line costs one pass over its text). */
 export function parseLine(text: string, number: number, limits: LineLimits): unknown {
   const excess = measureJsonText(text, { maxDepth: limits.maxDepth, maxKeys: limits.maxKeys });
@@ -115,8 +123,14 @@ export function parseLine(text: string, number: number, limits: LineLimits): unk
       pollution ? 'a key could pollute prototypes (__proto__ or constructor.prototype)' : 'not JSON',
     );
   }
-  // What the API refuses in a body (NUL, unpaired surrogates, 1e400): neither store could hold it as given.
-  const unstorable = findUnstorableValue(value);
+  // What the API refuses in a body (NUL, unpaired surrogates, 1e400): neither store could hold it as
+  // given. Only a \u escape makes NUL or a lone surrogate (decoded UTF-8 cannot): without one, the
+  // strings need no look.
+  const unstorable = text.includes('\\u')
+    ? findUnstorableValue(value)
+    : hasInfinity(value)
+      ? findUnstorableValue(value)
+      : null;
   if (unstorable) refuse(number, unstorable);
   return value;
 }

@@ -146,7 +146,7 @@ async function timestamps(c: SqlConnection): Promise<Conflict | null> {
 async function files(c: SqlConnection): Promise<Conflict | null> {
   const [row] = await c.query<{ line: number; earlier: number; location: string }>(
     `WITH k AS (
-       SELECT line, data->>'location' AS location, deleted,
+       SELECT line, location, deleted,
          lead(line) OVER (PARTITION BY parent, id ORDER BY line) AS replaced_at
        FROM import_objects WHERE resource = 'attachment'),
      s AS (

@@ -75,8 +75,8 @@ export async function sqlBulkImport(
       await c.query(SESSION_SETTINGS);
       await holdStore(c, runId, options);
       await c.exec(STAGING_TABLES);
-      const rebuild = await dropIndexesOfEmptyTables(c);
-      const loader = new SqlBulkLoader(c, options.replace, signal);
+      const { rebuild, allEmpty } = await dropIndexesOfEmptyTables(c);
+      const loader = new SqlBulkLoader(c, { replace: options.replace, direct: allEmpty && !options.replace, signal });
       await fill(loader);
       await loader.staged();
       const replaced = await moveIntoPlace(c, loader, options, rebuild);
@@ -133,15 +133,17 @@ async function moveIntoPlace(
   options: BulkImportOptions,
   rebuild: string[],
 ): Promise<number> {
+  options.onPhase?.('checking');
   const checks = { replace: options.replace, files: loader.files > 0 };
   const conflict = await firstStagedConflict(c, { ...checks, keys: false });
   // Refused: but an object given twice may come before it.
   if (conflict) throw new ImportConflict((await firstStagedConflict(c, { ...checks, keys: true }))!);
   throwIfAborted(options.signal);
-  options.onPhase?.('moving into place');
+  if (!loader.direct) options.onPhase?.('moving into place');
   await c.exec('SAVEPOINT move');
   try {
-    await move(c, rebuild, false, options);
+    if (loader.direct) await build(c, rebuild, options);
+    else await move(c, rebuild, false, options);
     await c.exec('RELEASE SAVEPOINT move');
     return 0;
   } catch (error) {
@@ -150,7 +152,8 @@ async function moveIntoPlace(
   }
   const found = await firstStagedConflict(c, { ...checks, keys: true });
   if (found) throw new ImportConflict(found);
-  if (!options.replace) throw new Error('a unique key failed, yet the import has no repeated object or timestamp');
+  if (!options.replace || loader.direct)
+    throw new Error('a unique key failed, yet the import has no repeated object or timestamp');
   await c.exec('CREATE TEMP TABLE import_superseded (line bigint PRIMARY KEY) ON COMMIT DROP');
   const [superseded] = await c.query<{ count: number }>(
     `WITH superseded AS (
@@ -188,6 +191,11 @@ async function move(c: SqlConnection, rebuild: string[], dedupe: boolean, option
     `INSERT INTO group_members (group_uri, principal)
      SELECT group_uri, principal FROM import_members m WHERE true ${kept('m')}`,
   );
+  await build(c, rebuild, options);
+}
+
+/** The indexes dropped for the load, built again. */
+async function build(c: SqlConnection, rebuild: string[], options: BulkImportOptions): Promise<void> {
   throwIfAborted(options.signal);
   options.onPhase?.('indexing');
   for (const statement of rebuild) await c.exec(statement);

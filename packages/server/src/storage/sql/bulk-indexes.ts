@@ -10,15 +10,19 @@ import type { SqlConnection } from './drivers/types.js';
 /** The tables an import fills. */
 export const LOADED_TABLES = ['objects', 'history', 'access_control_entries', 'group_members'];
 
-/** Drops the indexes of the loaded tables that are empty; returns the statements that build them again. */
-export async function dropIndexesOfEmptyTables(c: SqlConnection): Promise<string[]> {
+/**
+ * Drops the indexes of the loaded tables that are empty; returns the statements that build them
+ * again, and whether every loaded table was empty.
+ */
+export async function dropIndexesOfEmptyTables(c: SqlConnection): Promise<{ rebuild: string[]; allEmpty: boolean }> {
   const empty: string[] = [];
   for (const table of LOADED_TABLES) {
     // A fixed list of our own tables: no user input in the text.
     const [row] = await c.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${table}) AS found`);
     if (!row?.found) empty.push(table);
   }
-  if (empty.length === 0) return [];
+  const allEmpty = empty.length === LOADED_TABLES.length;
+  if (empty.length === 0) return { rebuild: [], allEmpty };
   const indexes = await c.query<{ drop: string; create: string }>(
     `SELECT
        CASE WHEN con.oid IS NULL THEN format('DROP INDEX %I', i.relname)
@@ -35,5 +39,5 @@ export async function dropIndexesOfEmptyTables(c: SqlConnection): Promise<string
     [empty],
   );
   for (const { drop } of indexes) await c.exec(drop);
-  return indexes.map((index) => index.create);
+  return { rebuild: indexes.map((index) => index.create), allEmpty };
 }

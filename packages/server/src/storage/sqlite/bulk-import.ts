@@ -68,6 +68,7 @@ export async function sqliteBulkImport(
       const dropped = dropIndexesOfEmpty(c, 'access_control_entries');
       const loader = new SqliteBulkLoader(c, offsets, options.replace, signal);
       await fill(loader);
+      options.onPhase?.('checking');
       await loader.check();
       throwIfAborted(signal);
       options.onPhase?.('indexing');

@@ -185,12 +185,9 @@ export class SqliteBulkLoader implements BulkLoader {
       while (end < pending.length && end - start < ROWS && tableOf(pending[end]!) === table) end++;
       const rows = pending.slice(start, end);
       try {
-        this.#inserts.run(
-          OBJECT_INSERT(table),
-          OBJECT_ROW,
-          rows.length,
-          rows.flatMap((row) => this.#params(row)),
-        );
+        const params: unknown[] = [];
+        for (const row of rows) this.#pushParams(params, row);
+        this.#inserts.run(OBJECT_INSERT(table), OBJECT_ROW, rows.length, params);
       } catch (error) {
         if (!isConstraint(error)) throw error;
         try {
@@ -220,8 +217,8 @@ export class SqliteBulkLoader implements BulkLoader {
     this.#inserts.runAll('INSERT OR IGNORE INTO group_members (group_uri, principal)', '(?, ?)', 2, members);
   }
 
-  #params(row: BulkObject): unknown[] {
-    return [
+  #pushParams(params: unknown[], row: BulkObject): void {
+    params.push(
       this.#offsets[tableOf(row)] + row.line,
       row.parent,
       row.resource,
@@ -229,7 +226,7 @@ export class SqliteBulkLoader implements BulkLoader {
       row.lastModified,
       row.deleted ? TOMBSTONE_DATA : row.data,
       row.deleted ? 1 : 0,
-    ];
+    );
   }
 
   /** One object, looked up first: what repeats is refused, or (replace) replaces the earlier line. */
@@ -278,7 +275,9 @@ export class SqliteBulkLoader implements BulkLoader {
           id: taken.id,
         });
     }
-    this.#inserts.run(OBJECT_INSERT(table), OBJECT_ROW, 1, this.#params(row));
+    const params: unknown[] = [];
+    this.#pushParams(params, row);
+    this.#inserts.run(OBJECT_INSERT(table), OBJECT_ROW, 1, params);
   }
 
   /** A container given again as deleted, with objects already under it: refused, naming one of them. */
