@@ -16,7 +16,9 @@ function aclOf(permissions: Permissions): Permissions | null {
   for (const permission of Object.keys(permissions).sort()) {
     const principals = permissions[permission]!;
     const kept = principals.length <= 1 ? principals : [...new Set(principals)].sort();
-    if (kept.length > 0) (acl ??= {})[permission] = kept;
+    if (kept.length === 0) continue;
+    acl ??= {};
+    acl[permission] = kept;
   }
   return acl;
 }
