@@ -119,7 +119,8 @@ async function writeFiles(shape: Shape, dir: string): Promise<void> {
 }
 
 const BARE_TABLES = `
-  CREATE TABLE bare_objects (parent_id text, resource_name text, id text, last_modified bigint, data jsonb, deleted boolean);
+  CREATE TABLE bare_objects (
+    parent_id text, resource_name text, id text, last_modified bigint, data jsonb, deleted boolean);
   CREATE TABLE bare_aces (object_id text, permission text, principal text);`;
 
 async function postgresFloor(url: string, schema: string, dir: string): Promise<number> {
