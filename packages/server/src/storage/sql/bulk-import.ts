@@ -38,7 +38,8 @@ const KEPT_TABLES = [
  */
 const SESSION_SETTINGS = `SELECT set_config('temp_buffers', '256MB', false),
   set_config('maintenance_work_mem', '256MB', false),
-  set_config('client_connection_check_interval', '1000', false)`;
+  CASE WHEN current_setting('server_version_num')::int >= 140000 -- the check is PostgreSQL 14's
+    THEN set_config('client_connection_check_interval', '1000', false) END`;
 
 interface Run extends Record<string, unknown> {
   started_at: number;
