@@ -258,7 +258,7 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     },
   );
 
-  it('refuses what the API refuses (NUL, lone surrogates, 1e400): an export of either store imports into both', async () => {
+  it('refuses what the API refuses (NUL, lone surrogates, 1e400): exports of either store import into both', async () => {
     const withData = (text: string) =>
       line({
         object: { id: 'r3', last_modified: 1004, x: 1 },
@@ -348,7 +348,7 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     );
   });
 
-  it('hostile lines (generated, seeded): a refusal naming the line, or a valid import; never half-written', async () => {
+  it('hostile lines (generated, seeded): a refusal naming the line or a valid import, never half-written', async () => {
     const json = fc.jsonValue({ maxDepth: 4 });
     // Lines around the protocol's shapes: wrong types, strange ids and parents, unicode, prototype keys.
     const id = fc.oneof(
