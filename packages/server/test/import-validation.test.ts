@@ -258,7 +258,7 @@ describeOnBackends('quire import validates like the API, all or nothing', { time
     },
   );
 
-  it('refuses what the API refuses (NUL, lone surrogates, 1e400): exports of either store import into both', async () => {
+  it('refuses what the API refuses (NUL, lone surrogates, 1e400): either export imports into both stores', async () => {
     const withData = (text: string) =>
       line({
         object: { id: 'r3', last_modified: 1004, x: 1 },
