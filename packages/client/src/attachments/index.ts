@@ -6,3 +6,4 @@
 export { attachments, type AttachmentsOptions, type DownloadPolicy } from './offline-attachments.js';
 export type { AttachOptions, GetLocalAttachmentOptions, LocalAttachment } from '../api/attachments-host.js';
 export type { AttachmentEvent } from '../api/events.js';
+export { isSafeBlobType, safeBlobType } from '../remote/safe-type.js';

@@ -21,6 +21,7 @@ import type {
 } from '../api/attachments-host.js';
 import { AttachmentError, PreconditionFailedError, QuireError, ServerError } from '../errors.js';
 import { asBlob, type FileInput, sha256Hex } from '../remote/files.js';
+import { safeBlobType } from '../remote/safe-type.js';
 import type { Settlement } from '../store/local-collection.js';
 import type { SyncOptions, SyncResult } from '../sync/engine.js';
 import type { AttachmentInfo } from '../wire.js';
@@ -197,7 +198,7 @@ class OfflineAttachments implements AttachmentsExtension {
     const queued = await db.queue.get(id);
     if (queued?.op === 'upload') {
       const stored = await db.blobs.get(queued.hash!);
-      if (stored) return new Blob([stored.bytes], { type: queued.mimetype! });
+      if (stored) return new Blob([stored.bytes], { type: safeBlobType(queued.mimetype) });
     }
     const synced = queued?.op === 'removal' ? null : attachmentOf(await this.#host.local.get(id));
     if (!synced) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_NONE', `Record ${id} has no attachment`);
@@ -211,7 +212,7 @@ class OfflineAttachments implements AttachmentsExtension {
     const stored = await db.blobs.get(info.hash);
     if (!stored) return null;
     await db.cache.update(info.hash, { usedAt: Date.now() });
-    return new Blob([stored.bytes], { type: info.mimetype });
+    return new Blob([stored.bytes], { type: safeBlobType(info.mimetype) });
   }
 
   async #download(id: string, info: AttachmentInfo, options: GetLocalAttachmentOptions): Promise<Blob> {

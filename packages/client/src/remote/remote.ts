@@ -15,6 +15,7 @@ import type {
   ServerInfo,
 } from '../wire.js';
 import { asBlob, type FileInput, multipartBody, readBody, sha256Hex, type TransferProgress } from './files.js';
+import { safeBlobType } from './safe-type.js';
 
 export type { KintoObject, ObjectResponse, Permissions, ServerInfo };
 
@@ -266,7 +267,7 @@ export class Remote {
       anonymous: new URL(url).origin !== new URL(this.#http.remote).origin,
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    const blob = await readBody(response, attachment.mimetype, attachment.size, options.onProgress);
+    const blob = await readBody(response, safeBlobType(attachment.mimetype), attachment.size, options.onProgress);
     if ((await sha256Hex(blob)) !== attachment.hash)
       throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
     return blob;
