@@ -211,6 +211,7 @@ export class QuireClient {
       channel,
       live: this.live,
       online: this.online,
+      recovered: (listener) => this.http.onRecovered(listener),
       leaderLock,
       dbName,
       lastSyncAt: (await readSyncState(db)).lastSyncAt,

@@ -20,9 +20,9 @@ import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
 import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
-import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
-import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
-import { type Leadership, lead } from '../tabs/leadership.js';
+import { AutoSync } from '../sync/auto-sync.js';
+import type { LiveChanges, LiveMode } from '../sync/live.js';
+import type { AutoSyncOptions, RecoverySource } from '../sync/scheduler.js';
 import type { SyncLock } from '../tabs/locks.js';
 import type { TransformChain } from '../transform/transformers.js';
 import type { CollectionChannel } from './collection-channel.js';
@@ -41,6 +41,8 @@ export interface CollectionParts {
   /** The client's live changes (one connection for all its collections). */
   live?: LiveChanges;
   online: OnlineSource;
+  /** The server answers again after an outage: auto-sync stops waiting out its back-off. */
+  recovered: RecoverySource;
   /** Elects the one tab that auto-syncs this replica. */
   leaderLock: SyncLock;
   /** Names the replica (the IndexedDB database), hence the leadership. */
@@ -69,12 +71,10 @@ export class Collection<T extends object = Record<string, unknown>> {
   #queued: Promise<SyncResult> | null = null;
   /** The options of every call the queued sync stands for. */
   readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
-  #scheduler: SyncScheduler | null = null;
-  #leadership: Leadership | null = null;
+  #autoSync: AutoSync | null = null;
   /** Live queries by what they read: one object per query, hence stable for UI bindings. */
   readonly #liveQueries = new Map<string, object>();
-  #stopLive: () => void = () => {};
-  #liveGeneration = 0;
+  #autoSyncGeneration = 0;
   readonly #status: SyncStatusStore;
 
   /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
@@ -100,7 +100,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     // What the app wrote, here or in another tab, is pushed soon by the tab that auto-syncs.
     this.on('change', (event) => {
       if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local'))
-        this.#scheduler?.notifyLocalWrite();
+        this.#autoSync?.notifyLocalWrite();
     });
   }
 
@@ -358,69 +358,49 @@ export class Collection<T extends object = Record<string, unknown>> {
    * Resolves to how remote changes are learnt: `stream`, `poll` (the monitor) or `none` (the interval).
    */
   startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
-    this.stopAutoSync();
-    const generation = ++this.#liveGeneration;
+    void this.stopAutoSync();
+    const generation = ++this.#autoSyncGeneration;
     return (async () => {
       const parts = await this.#parts;
-      if (generation !== this.#liveGeneration) return 'none';
-      const schedulerOptions = { ...options, online: options.online ?? parts.online };
+      if (generation !== this.#autoSyncGeneration) return 'none';
       this.#status.update({ autoSync: 'follower' });
-      this.#leadership = lead(
-        parts.leaderLock,
-        `quire-autosync:${parts.dbName}`,
-        (signal) => {
-          const scheduler = new SyncScheduler(
-            () => this.sync(),
-            schedulerOptions,
-            () => {},
-          );
-          this.#scheduler = scheduler;
-          scheduler.start();
-          signal.addEventListener('abort', () => {
-            scheduler.stop();
-            if (this.#scheduler === scheduler) this.#scheduler = null;
-          });
+      const autoSync = new AutoSync(
+        {
+          bucket: this.bucket,
+          collection: this.name,
+          engine: parts.engine,
+          leaderLock: parts.leaderLock,
+          leaderName: `quire-autosync:${parts.dbName}`,
+          online: parts.online,
+          recovered: parts.recovered,
+          ...(parts.live ? { live: parts.live } : {}),
+          sync: () => this.sync(),
+          settled: async () => {
+            await this.#inflight?.catch(() => {});
+          },
+          leading: (leading) =>
+            this.#status.update({
+              autoSync: leading ? 'leader' : generation === this.#autoSyncGeneration ? 'follower' : null,
+            }),
+          remote: (entry) => this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() }),
         },
-        (leading) =>
-          this.#status.update({
-            autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null,
-          }),
+        options,
       );
-      if (options.live === false || !parts.live) return 'none';
-      const { live, engine } = parts;
-      const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
-        this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
-        if (entry.deleted) engine.noteDeletion(entry.last_modified); // any tab may sync next
-        const scheduler = this.#scheduler;
-        if (!scheduler) return; // another tab auto-syncs this collection: it got the entry too
-        // The replica may hold that version already (the stream starts with every collection's
-        // timestamp): compare once the sync in progress, if any, has ended.
-        void (async () => {
-          await this.#inflight?.catch(() => {});
-          const pulled = await engine.pulledTimestamp();
-          if (pulled === null || entry.last_modified > pulled) scheduler.syncNow();
-        })().catch(() => scheduler.syncNow());
-      });
-      if (generation !== this.#liveGeneration) {
-        watch.stop();
-        return 'none';
-      }
-      this.#stopLive = watch.stop;
-      return watch.mode;
+      this.#autoSync = autoSync;
+      return autoSync.start();
     })().catch(() => 'none' as const);
   }
 
-  /** Stops auto-sync in this tab; another tab that auto-syncs this collection takes over. Resolves once the leadership is given up. */
+  /**
+   * Stops auto-sync in this tab; another tab that auto-syncs this collection takes over.
+   * Resolves once the leadership is given up.
+   */
   stopAutoSync(): Promise<void> {
-    this.#liveGeneration++;
-    this.#stopLive();
-    this.#stopLive = () => {};
-    this.#scheduler?.stop();
-    this.#scheduler = null;
-    const leadership = this.#leadership;
-    this.#leadership = null;
+    this.#autoSyncGeneration++;
+    const autoSync = this.#autoSync;
+    this.#autoSync = null;
     if (this.#status.snapshot.autoSync !== null) this.#status.update({ autoSync: null });
-    return leadership ? leadership.release() : Promise.resolve();
+    return autoSync ? autoSync.stop() : Promise.resolve();
   }
 
   /**

@@ -31,7 +31,12 @@ export type { LiveMode, LiveState, LiveStatus } from './live-status.js';
 export interface LiveOptions {
   /** Poll period of the monitor when there is no stream (default 3 s). */
   pollMs?: number;
-  /** First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 15 s); the `online` event reconnects at once. */
+  /**
+   * First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 3 s: an
+   * EventSource's own reconnection time), each a random point between half and all of it. The
+   * cap bounds how late a tab learns that the server is back after an outage of any length. The
+   * `online` event, and any request answered again, reconnect at once.
+   */
   backoffMs?: number;
   maxBackoffMs?: number;
 }
@@ -90,7 +95,7 @@ export class LiveChanges {
     this.#online = online;
     this.#tabId = tabId;
     this.#pollMs = options.pollMs ?? 3_000;
-    this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 15_000 };
+    this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 3_000 };
   }
 
   get status(): LiveStatus {
@@ -187,7 +192,16 @@ export class LiveChanges {
     const unsubscribe = this.#online.subscribe((online) =>
       online ? this.reconnectNow() : this.#send({ type: 'offline' }),
     );
-    signal.addEventListener('abort', unsubscribe, { once: true });
+    // So does the server answering another request (a sync) after it could not be reached.
+    const unsubscribeRecovered = this.#http.onRecovered(() => this.reconnectNow());
+    signal.addEventListener(
+      'abort',
+      () => {
+        unsubscribe();
+        unsubscribeRecovered();
+      },
+      { once: true },
+    );
     void this.#detectThenJoin(session).catch(() => {});
   }
 
