@@ -57,7 +57,12 @@ export class AutoSync {
       host.leaderLock,
       host.leaderName,
       (signal) => {
-        const scheduler = new SyncScheduler(() => host.sync(), this.#options, () => {}, host.recovered);
+        const scheduler = new SyncScheduler(
+          () => host.sync(),
+          this.#options,
+          () => {},
+          host.recovered,
+        );
         this.#scheduler = scheduler;
         scheduler.start();
         signal.addEventListener('abort', () => {
