@@ -41,6 +41,7 @@ export {
 /** The wire types (every shape the server sends and accepts), from one module. */
 export type * from './wire.js';
 export type { TransferProgress, FileInput } from './remote/files.js';
+export { FILTER_OPERATORS, type FilterOperator, parseFilterName } from './remote/filters.js';
 export { endpoints } from './transport/endpoints.js';
 export type { Auth } from './transport/auth.js';
 export type { FetchLike } from './transport/http.js';

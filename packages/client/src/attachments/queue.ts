@@ -223,7 +223,9 @@ export class AttachmentQueue implements AttachmentsExtension {
   async #failed(entry: QueuedFile, error: unknown, result: SyncResult, stats: Stats): Promise<Verdict | null> {
     const existing = error instanceof PreconditionFailedError ? error.existing : null;
     const replayed =
-      entry.op === 'upload' ? attachmentOf(existing)?.hash === entry.hash : existing !== null && !attachmentOf(existing);
+      entry.op === 'upload'
+        ? attachmentOf(existing)?.hash === entry.hash
+        : existing !== null && !attachmentOf(existing);
     const gone = entry.op === 'removal' && error instanceof ServerError && error.status === 404;
     if (replayed || gone) return null;
     if (error instanceof PreconditionFailedError) {
