@@ -11,15 +11,10 @@ export {
 export type { SyncStatus, SyncFailure } from './api/sync-status.js';
 export type { StorageFullEvent } from './api/events.js';
 export { LiveQuery, type LiveQueryState, type ObservableLike } from './api/live-query.js';
-export {
-  LiveChanges,
-  MONITOR_PATH,
-  type ChangeEntry,
-  type LiveMode,
-  type LiveOptions,
-  type LiveState,
-  type LiveStatus,
-} from './sync/live.js';
+export { LiveChanges } from './sync/live-changes.js';
+export type { ChangeEntry } from './sync/change-monitor.js';
+export { MONITOR_PATH } from './transport/endpoints.js';
+export type { LiveMode, LiveOptions, LiveState, LiveStatus } from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
 export type {
   SyncOptions,

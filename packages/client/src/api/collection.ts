@@ -20,8 +20,9 @@ import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
 import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
-import { AutoSync } from '../sync/auto-sync.js';
-import type { LiveChanges, LiveMode } from '../sync/live.js';
+import type { AutoSync } from '../sync/auto-sync.js';
+import type { LiveMode } from '../sync/live.js';
+import type { LiveChanges } from '../sync/live-changes.js';
 import type { AutoSyncOptions, RecoverySource } from '../sync/scheduler.js';
 import type { SyncLock } from '../tabs/locks.js';
 import type { TransformChain } from '../transform/transformers.js';
@@ -49,8 +50,8 @@ export interface CollectionParts {
   dbName: string;
   /** When the replica last completed a pull (null: never). */
   lastSyncAt: number | null;
-  /** The collection's remote transformers (dumps hold records as the server stores them). */
-  transform: TransformChain;
+  /** The collection's remote transformers, if any (dumps hold records as the server stores them). */
+  transform: TransformChain | null;
   /** Offline attachments, when the collection was opened with them. */
   files?: AttachmentsExtension;
   close: () => Promise<void>;
@@ -361,7 +362,8 @@ export class Collection<T extends object = Record<string, unknown>> {
     void this.stopAutoSync();
     const generation = ++this.#autoSyncGeneration;
     return (async () => {
-      const parts = await this.#parts;
+      // Auto-sync's code (scheduling, leadership, live changes) is loaded on first use.
+      const [parts, { AutoSync }] = await Promise.all([this.#parts, import('../sync/auto-sync.js')]);
       if (generation !== this.#autoSyncGeneration) return 'none';
       this.#status.update({ autoSync: 'follower' });
       const autoSync = new AutoSync(
@@ -411,11 +413,12 @@ export class Collection<T extends object = Record<string, unknown>> {
    * decoded by the collection's transformers (an encrypted collection's dump is ciphertext).
    */
   async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
-    const parts = await this.#parts;
+    // Dumps' code is loaded on first use.
+    const [parts, { loadDump }] = await Promise.all([this.#parts, import('../store/dump-load.js')]);
     const { records, since, etag } = readDump(dump);
-    const decoded = await parts.transform.decodeAll(records);
+    const decoded = parts.transform ? await parts.transform.decodeAll(records) : records;
     const { loaded, skipped } = await parts.engine
-      .exclusive(() => parts.local.loadDump(decoded.map(asLocal), { since, etag }))
+      .exclusive(() => loadDump(parts.local.db, decoded.map(asLocal), { since, etag }))
       .catch((error) => this.#failed(asStoreFailure(error, 'loading a dump')));
     // No list of ids (it can be long): anything may have changed (live queries read again).
     if (loaded > 0) parts.channel.broadcast({ source: 'sync', changes: [] });

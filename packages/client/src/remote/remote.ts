@@ -14,7 +14,7 @@ import type {
   Permissions,
   ServerInfo,
 } from '../wire.js';
-import { asBlob, type FileInput, multipartBody, readBody, sha256Hex, type TransferProgress } from './files.js';
+import type { FileInput, TransferProgress } from './files.js';
 
 export type { KintoObject, ObjectResponse, Permissions, ServerInfo };
 
@@ -221,26 +221,8 @@ export class Remote {
     options: AddAttachmentOptions = {},
   ): Promise<AttachmentInfo> {
     await this.attachments();
-    const blob = asBlob(file, options.mimetype);
-    const filename = options.filename ?? (file as { name?: string }).name ?? 'file';
-    const total = blob.size;
-    options.onProgress?.({ loaded: 0, total });
-    const info = await this.request<AttachmentInfo>({
-      method: 'POST',
-      path: endpoints.attachment(bid, cid, id),
-      headers: preconditions(options),
-      body: multipartBody(blob, filename, blob.type || 'application/octet-stream', {
-        data: options.data,
-        permissions: options.permissions,
-      }),
-      timeoutMs: options.timeoutMs ?? 30_000 + total / 50,
-      ...(options.onProgress
-        ? { onUploadProgress: (loaded: number) => options.onProgress!({ loaded: Math.min(loaded, total - 1), total }) }
-        : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    options.onProgress?.({ loaded: total, total });
-    return info;
+    const { upload } = await import('./attachment-transfers.js'); // loaded on first use
+    return upload(this.#http, endpoints.attachment(bid, cid, id), preconditions(options), file, options);
   }
 
   /** Deletes a record's file (its `attachment` becomes null). */
@@ -261,15 +243,8 @@ export class Remote {
     const url = capability.private
       ? this.#http.url(endpoints.attachment(bid, cid, id))
       : new URL(attachment.location, capability.base_url).href;
-    const response = await this.#http.stream(url, {
-      headers: { Accept: '*/*' },
-      anonymous: new URL(url).origin !== new URL(this.#http.remote).origin,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const blob = await readBody(response, attachment.mimetype, attachment.size, options.onProgress);
-    if ((await sha256Hex(blob)) !== attachment.hash)
-      throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
-    return blob;
+    const { download } = await import('./attachment-transfers.js'); // loaded on first use
+    return download(this.#http, url, attachment, id, options);
   }
 
   /** Sends sub-requests through `/batch`, split by the server's `batch_max_requests`. */

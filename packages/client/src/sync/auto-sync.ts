@@ -11,7 +11,8 @@ import type { OnlineSource } from '../online.js';
 import { type Leadership, lead } from '../tabs/leadership.js';
 import type { SyncLock } from '../tabs/locks.js';
 import type { SyncEngine } from './engine.js';
-import type { ChangeEntry, LiveChanges, LiveMode } from './live.js';
+import type { ChangeEntry, LiveMode } from './live.js';
+import type { LiveChanges } from './live-changes.js';
 import { type AutoSyncOptions, type RecoverySource, SyncScheduler } from './scheduler.js';
 
 /** What auto-sync needs of its collection. */
@@ -73,7 +74,9 @@ export class AutoSync {
       (leading) => host.leading(leading),
     );
     if (this.#options.live === false || !host.live) return 'none';
-    const watch = await host.live.watch(host.bucket, host.collection, (entry) => this.#announced(entry));
+    const connection = await host.live.connection();
+    if (this.#stopped) return 'none';
+    const watch = await connection.watch(host.bucket, host.collection, (entry) => this.#announced(entry));
     if (this.#stopped) {
       watch.stop();
       return 'none';

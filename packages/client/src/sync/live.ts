@@ -56,7 +56,25 @@ interface Session {
   channel: TabChannel<LiveMessage> | null;
 }
 
-export class LiveChanges {
+/** What the connection needs of its client. */
+export interface LiveSetup {
+  http: HttpTransport;
+  remote: Remote;
+  /** Names the connection shared by tabs: the server and the user. */
+  key: string;
+  locks: LockManagerLike | null;
+  online: OnlineSource;
+  tabId: string;
+  options?: LiveOptions | undefined;
+}
+
+/** Where the connection reports (`client.live`, live-changes.ts): its status, and every entry. */
+export interface LiveSink {
+  status(status: LiveStatus): void;
+  entry(entry: ChangeEntry): void;
+}
+
+export class LiveConnection {
   readonly #http: HttpTransport;
   readonly #remote: Remote;
   readonly #key: string;
@@ -67,7 +85,7 @@ export class LiveChanges {
   /** Reconnections and new attempts to learn what the server offers. */
   readonly #retry: RetryPolicy;
   readonly #watchers = new Map<string, Set<EntryListener>>();
-  readonly #entryListeners = new Set<EntryListener>();
+  readonly #sink: LiveSink;
   readonly #machine = new LiveStatusMachine();
   #session: Session | null = null;
   #detected: Promise<LiveMode> | null = null;
@@ -78,24 +96,17 @@ export class LiveChanges {
   #silenceMs = 35_000;
   #wake: (() => void) | null = null;
 
-  /** `key` names the connection shared by tabs: the server and the user. */
-  constructor(
-    http: HttpTransport,
-    remote: Remote,
-    key: string,
-    locks: LockManagerLike | null,
-    online: OnlineSource,
-    tabId: string,
-    options: LiveOptions = {},
-  ) {
-    this.#http = http;
-    this.#remote = remote;
-    this.#key = key;
-    this.#locks = locks;
-    this.#online = online;
-    this.#tabId = tabId;
-    this.#pollMs = options.pollMs ?? 3_000;
-    this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 3_000 };
+  constructor(setup: LiveSetup, sink: LiveSink) {
+    this.#http = setup.http;
+    this.#remote = setup.remote;
+    this.#key = setup.key;
+    this.#locks = setup.locks;
+    this.#online = setup.online;
+    this.#tabId = setup.tabId;
+    this.#pollMs = setup.options?.pollMs ?? 3_000;
+    this.#retry = { baseMs: setup.options?.backoffMs ?? 500, maxMs: setup.options?.maxBackoffMs ?? 3_000 };
+    this.#sink = sink;
+    this.#machine.subscribe((status) => sink.status({ ...status }));
   }
 
   get status(): LiveStatus {
@@ -116,16 +127,6 @@ export class LiveChanges {
     });
     this.#detected.catch(() => (this.#detected = null));
     return this.#detected;
-  }
-
-  /** Every entry received (all collections). */
-  onEntry(listener: EntryListener): () => void {
-    this.#entryListeners.add(listener);
-    return () => this.#entryListeners.delete(listener);
-  }
-
-  onStatus(listener: (status: LiveStatus) => void): () => void {
-    return this.#machine.subscribe((status) => listener({ ...status }));
   }
 
   /**
@@ -177,7 +178,7 @@ export class LiveChanges {
 
   #dispatch(entry: ChangeEntry): void {
     this.#send({ type: 'entry', lastModified: entry.last_modified, at: Date.now() });
-    for (const listener of this.#entryListeners) listener(entry);
+    this.#sink.entry(entry);
     for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
     if (entry.bucket === this.#personalBucket)
       for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
