@@ -19,7 +19,7 @@ import { SyncEngine } from './sync/engine.js';
 import type { LiveOptions } from './sync/live.js';
 import { LiveChanges } from './sync/live-changes.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
-import type { RemoteTransformer } from './transform/transformers.js';
+import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
 
@@ -179,12 +179,8 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
     const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
-    // Transformers' code is loaded only by collections that have some.
     const transform = options.transformers?.length
-      ? new (await import('./transform/transformers.js')).TransformChain(options.transformers, {
-          bucket,
-          collection: name,
-        })
+      ? new TransformChain(options.transformers, { bucket, collection: name })
       : null;
     const engine = new SyncEngine({
       http: this.http,

@@ -12,55 +12,33 @@ import type {
   GetLocalAttachmentOptions,
   LocalAttachment,
 } from './attachments-host.js';
-import type { OnlineSource } from '../online.js';
+import { loadWhenOnline } from '../online.js';
 import { type DumpInput, readDump } from '../dump/dump.js';
+import { loadDump } from '../store/dump-load.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import { asLocal } from '../store/record-fields.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
-import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import type { SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
 import type { AutoSync } from '../sync/auto-sync.js';
 import type { LiveMode } from '../sync/live.js';
-import type { LiveChanges } from '../sync/live-changes.js';
-import type { AutoSyncOptions, RecoverySource } from '../sync/scheduler.js';
-import type { SyncLock } from '../tabs/locks.js';
-import type { TransformChain } from '../transform/transformers.js';
-import type { CollectionChannel } from './collection-channel.js';
-import type { ChangeEvent, CollectionEvents } from './events.js';
+import type { AutoSyncOptions } from '../sync/scheduler.js';
+import { type ChangeEvent, type CollectionEvents, storageEstimate } from './events.js';
 import { LiveQuery, type ObservableLike } from './live-query.js';
+import { mergeSyncOptions } from './merge-sync-options.js';
+import type { CollectionParts } from './collection-parts.js';
 import { describeFailure, type SharedSyncStatus, type SyncStatus, SyncStatusStore } from './sync-status.js';
 
 export type { ListQuery };
+export type { CollectionParts };
 export type { ChangeEvent, CollectionEvents, RemoteChangeEvent } from './events.js';
-
-export interface CollectionParts {
-  local: LocalCollection;
-  engine: SyncEngine;
-  /** This tab's listeners and the other tabs: changes and the sync status. */
-  channel: CollectionChannel;
-  /** The client's live changes (one connection for all its collections). */
-  live?: LiveChanges;
-  online: OnlineSource;
-  /** The server answers again after an outage: auto-sync stops waiting out its back-off. */
-  recovered: RecoverySource;
-  /** Elects the one tab that auto-syncs this replica. */
-  leaderLock: SyncLock;
-  /** Names the replica (the IndexedDB database), hence the leadership. */
-  dbName: string;
-  /** When the replica last completed a pull (null: never). */
-  lastSyncAt: number | null;
-  /** The collection's remote transformers, if any (dumps hold records as the server stores them). */
-  transform: TransformChain | null;
-  /** Offline attachments, when the collection was opened with them. */
-  files?: AttachmentsExtension;
-  close: () => Promise<void>;
-}
 
 /** How the app settles a manual conflict. */
 export type ManualResolution = Settlement;
 
 type Listener<E> = (event: E) => void;
+const noop = () => {};
 
 export class Collection<T extends object = Record<string, unknown>> {
   readonly bucket: string;
@@ -196,16 +174,8 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
   #failed(error: unknown): never {
-    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
-      const storage = (
-        globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }
-      ).navigator?.storage;
-      void (storage?.estimate?.() ?? Promise.resolve({} as { usage?: number; quota?: number }))
-        .catch(() => ({}) as { usage?: number; quota?: number })
-        .then((estimate) =>
-          this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }),
-        );
-    }
+    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA')
+      void storageEstimate().then(({ usage, quota }) => this.emit('quota', { error, usage, quota }));
     throw error;
   }
 
@@ -362,35 +332,50 @@ export class Collection<T extends object = Record<string, unknown>> {
     void this.stopAutoSync();
     const generation = ++this.#autoSyncGeneration;
     return (async () => {
-      // Auto-sync's code (scheduling, leadership, live changes) is loaded on first use.
-      const [parts, { AutoSync }] = await Promise.all([this.#parts, import('../sync/auto-sync.js')]);
+      const parts = await this.#parts;
       if (generation !== this.#autoSyncGeneration) return 'none';
       this.#status.update({ autoSync: 'follower' });
-      const autoSync = new AutoSync(
-        {
-          bucket: this.bucket,
-          collection: this.name,
-          engine: parts.engine,
-          leaderLock: parts.leaderLock,
-          leaderName: `quire-autosync:${parts.dbName}`,
-          online: parts.online,
-          recovered: parts.recovered,
-          ...(parts.live ? { live: parts.live } : {}),
-          sync: () => this.sync(),
-          settled: async () => {
-            await this.#inflight?.catch(() => {});
-          },
-          leading: (leading) =>
-            this.#status.update({
-              autoSync: leading ? 'leader' : generation === this.#autoSyncGeneration ? 'follower' : null,
-            }),
-          remote: (entry) => this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() }),
-        },
-        options,
+      // Auto-sync's code (scheduling, leadership, live changes) is loaded on first use. Offline,
+      // nothing would be tried before the network is back: it starts then (the code may only come then).
+      const started = loadWhenOnline(() => import('../sync/auto-sync.js'), parts.online).then(({ AutoSync }) =>
+        generation === this.#autoSyncGeneration ? this.#autoSyncWith(AutoSync, parts, options, generation) : 'none',
       );
-      this.#autoSync = autoSync;
-      return autoSync.start();
+      if (!parts.online.isOnline()) {
+        started.catch(() => {});
+        return 'none';
+      }
+      return started;
     })().catch(() => 'none' as const);
+  }
+
+  #autoSyncWith(
+    AutoSyncClass: typeof AutoSync,
+    parts: CollectionParts,
+    options: AutoSyncOptions,
+    generation: number,
+  ): Promise<LiveMode> {
+    const autoSync = new AutoSyncClass(
+      {
+        bucket: this.bucket,
+        collection: this.name,
+        engine: parts.engine,
+        leaderLock: parts.leaderLock,
+        leaderName: `quire-autosync:${parts.dbName}`,
+        online: parts.online,
+        recovered: parts.recovered,
+        ...(parts.live ? { live: parts.live } : {}),
+        sync: () => this.sync(),
+        settled: () => Promise.resolve(this.#inflight).then(noop, noop),
+        leading: (leading) =>
+          this.#status.update({
+            autoSync: leading ? 'leader' : generation === this.#autoSyncGeneration ? 'follower' : null,
+          }),
+        remote: (entry) => this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() }),
+      },
+      options,
+    );
+    this.#autoSync = autoSync;
+    return autoSync.start();
   }
 
   /**
@@ -413,8 +398,7 @@ export class Collection<T extends object = Record<string, unknown>> {
    * decoded by the collection's transformers (an encrypted collection's dump is ciphertext).
    */
   async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
-    // Dumps' code is loaded on first use.
-    const [parts, { loadDump }] = await Promise.all([this.#parts, import('../store/dump-load.js')]);
+    const parts = await this.#parts;
     const { records, since, etag } = readDump(dump);
     const decoded = parts.transform ? await parts.transform.decodeAll(records) : records;
     const { loaded, skipped } = await parts.engine
@@ -438,37 +422,4 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.#onClose();
     await (await this.#parts).close();
   }
-}
-
-/**
- * One sync that does what each of several callers asked: it pushes unless all of them asked
- * for pullOnly, ignores Backoff if any did, uses the latest strategy given, reports progress
- * to each, and is aborted only once every caller's signal is (a caller without one wants it).
- */
-function mergeSyncOptions(
-  callers: Array<SyncOptions & { strategy?: ConflictStrategy }>,
-): SyncOptions & { strategy?: ConflictStrategy } {
-  const signals = callers.map((caller) => caller.signal);
-  let signal: AbortSignal | undefined;
-  if (signals.every((each): each is AbortSignal => each !== undefined)) {
-    const all = new AbortController();
-    const check = () => {
-      if (signals.every((each) => each.aborted)) all.abort(signals.at(-1)!.reason);
-    };
-    for (const each of signals) each.addEventListener('abort', check, { once: true });
-    check();
-    signal = all.signal;
-  }
-  const strategy = callers.findLast((caller) => caller.strategy !== undefined)?.strategy;
-  const progress = callers.flatMap((caller) => (caller.onProgress ? [caller.onProgress] : []));
-  const onProgress = (update: SyncProgress) => {
-    for (const report of progress) report(update);
-  };
-  return {
-    pullOnly: callers.every((caller) => caller.pullOnly === true),
-    ignoreBackoff: callers.some((caller) => caller.ignoreBackoff === true),
-    ...(strategy === undefined ? {} : { strategy }),
-    ...(signal ? { signal } : {}),
-    ...(progress.length > 0 ? { onProgress } : {}),
-  };
 }

@@ -11,17 +11,9 @@
  */
 import type { RemoteRecord } from '../store/types.js';
 import type { HttpTransport } from '../transport/http.js';
+import type { Dump, DumpInput, ExportOptions } from './types.js';
 
-export interface Dump {
-  bucket?: string;
-  collection?: string;
-  /** The collection's timestamp (ETag) when the dump was made. */
-  timestamp?: number | null;
-  data: RemoteRecord[];
-}
-
-/** A dump, or the bare array of records the original client's `importBulk` takes. */
-export type DumpInput = Dump | RemoteRecord[];
+export type { Dump, DumpInput, ExportOptions };
 
 /** The records of a dump (tombstones left out) and the sync state it stands for. */
 export function readDump(input: DumpInput): { records: RemoteRecord[]; since: number | null; etag: number | null } {
@@ -41,14 +33,6 @@ export function readDump(input: DumpInput): { records: RemoteRecord[]; since: nu
   }
   const timestamp = typeof dump.timestamp === 'number' ? dump.timestamp : null;
   return { records, since, etag: timestamp ?? since };
-}
-
-export interface ExportOptions {
-  /** Records per request (default 10,000; the server may cap it). */
-  pageSize?: number;
-  signal?: AbortSignal;
-  /** After each page: records so far. */
-  onProgress?: (received: number) => void;
 }
 
 /**

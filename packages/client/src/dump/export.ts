@@ -3,7 +3,7 @@ import { PreconditionFailedError } from '../errors.js';
 import type { RemoteRecord } from '../store/types.js';
 import { endpoints, quoteETag } from '../transport/endpoints.js';
 import { type HttpResponse, type HttpTransport, parseETag } from '../transport/http.js';
-import type { Dump, ExportOptions } from './dump.js';
+import type { Dump, ExportOptions } from './types.js';
 
 /**
  * Reads every record of a collection into a dump, consistently: pages follow Next-Page with

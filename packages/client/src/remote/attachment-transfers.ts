@@ -7,7 +7,7 @@ import { AttachmentError } from '../errors.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { AttachmentInfo } from '../wire.js';
 import { asBlob, type FileInput, multipartBody, readBody, sha256Hex } from './files.js';
-import type { AddAttachmentOptions, GetAttachmentOptions } from './remote.js';
+import type { AddAttachmentOptions, GetAttachmentOptions } from './options.js';
 
 /** POSTs `file` to `path` (a record's `/attachment`): the record's new `attachment`. */
 export async function upload(

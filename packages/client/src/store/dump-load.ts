@@ -1,6 +1,6 @@
 /**
- * Loading a shipped dump into the replica (`collection.loadDump`), a writer of `records` beside
- * local-collection.ts: code that only apps with dumps load (on first use).
+ * Loading a shipped dump into the replica (`collection.loadDump`): a writer of `records` beside
+ * local-collection.ts, kept apart: one job per module.
  */
 import type { CollectionDb } from './db.js';
 import {

@@ -7,18 +7,7 @@
  */
 import type { Collection } from 'dexie';
 import type { CollectionDb } from './db.js';
-import {
-  adjustServerCount,
-  readCheckpoint,
-  readDumpMarker,
-  readServerCount,
-  readSyncState,
-  resetSyncMeta,
-  writeCheckpoint,
-  writeDumpMarker,
-  writeServerCount,
-  writeSyncState,
-} from './meta.js';
+import { adjustServerCount, readServerCount, resetSyncMeta, writeCheckpoint, writeServerCount } from './meta.js';
 import { afterPublish, afterSettlement } from './outbox.js';
 import { asLocal, withServerVersion } from './record-fields.js';
 import { toStoreError } from './store-errors.js';
@@ -78,7 +67,7 @@ export interface EmptiedOutcome {
   conflicts: ConflictEntry[];
 }
 
-/** How a conflict is settled: the server's version, ours as the replica holds it now, or a merged record (null deletes). */
+/** How a conflict is settled: the server's version, ours as held now, or a merged record (null deletes). */
 export type Settlement = 'remote' | 'local' | { merged: Record<string, unknown> | null };
 
 function mapStoreError(error: unknown): never {

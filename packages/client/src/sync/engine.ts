@@ -200,7 +200,7 @@ export class SyncEngine {
       }
     };
 
-    /** Keeps of the replica only what `onServer` holds, and local changes; true when it dropped or re-based something. */
+    /** Keeps only what `onServer` holds, and local changes; true when it dropped or re-based something. */
     const forget = async (onServer: Set<string>) => {
       const emptied = await local.forgetEmptied((id) => onServer.has(id), strategy === 'manual');
       result.removed += emptied.dropped.length;
@@ -214,7 +214,7 @@ export class SyncEngine {
       await resetSyncMeta(local.db);
       result.serverDeleted = true;
     };
-    /** A 404 (deleted) or 403 (unreadable, or its bucket deleted) on the collection ends the sync: reported, nothing thrown. */
+    /** A 404 (deleted) or 403 (unreadable, or its bucket deleted) ends the sync: reported, nothing thrown. */
     const gone = async (error: unknown) => {
       if (!isGone(error)) throw error;
       if (error.status === 404) await deleted(new Set());

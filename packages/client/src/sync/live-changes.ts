@@ -4,6 +4,7 @@
  * leading or following other tabs) is code an app pays for only when it turns auto-sync on: it is
  * loaded on first use.
  */
+import { loadWhenOnline } from '../online.js';
 import type { ChangeEntry } from './change-monitor.js';
 import type { LiveConnection, LiveSetup } from './live.js';
 import type { LiveStatus } from './live-status.js';
@@ -27,6 +28,8 @@ export class LiveChanges {
   }
 
   get status(): LiveStatus {
+    // Before the connection is loaded (auto-sync started offline), the browser says it all.
+    if (this.#connection === null && !this.#setup.online.isOnline()) return { ...this.#status, state: 'offline' };
     return { ...this.#status };
   }
 
@@ -43,7 +46,7 @@ export class LiveChanges {
 
   /** @internal The connection (auto-sync watches through it), loaded on first use. */
   connection(): Promise<LiveConnection> {
-    this.#connection ??= import('./live.js').then(
+    this.#connection ??= loadWhenOnline(() => import('./live.js'), this.#setup.online).then(
       ({ LiveConnection }) =>
         new LiveConnection(this.#setup, {
           status: (status) => {

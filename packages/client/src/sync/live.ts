@@ -113,7 +113,7 @@ export class LiveConnection {
     return { ...this.#machine.status };
   }
 
-  /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is retried on the next call. */
+  /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is asked again. */
   mode(): Promise<LiveMode> {
     this.#detected ??= this.#remote.serverInfo().then((info) => {
       this.#personalBucket = info.user?.bucket ?? null;

@@ -27,7 +27,10 @@ export interface HttpOptions {
   fetch?: FetchLike;
   /** Per-request timeout (default 30 s). */
   timeoutMs?: number;
-  /** Retries of idempotent requests after a network error, and of any request after 503/409/429 with Retry-After (default 2). */
+  /**
+   * Retries of idempotent requests after a network error, and of any request after 503/409/429
+   * with Retry-After (default 2).
+   */
   retries?: number;
   /** Longest `Retry-After` we wait in-process; longer ones raise BackoffError (default 10 s). */
   maxRetryAfterMs?: number;
@@ -170,29 +173,7 @@ export class HttpTransport {
     };
     const authorization = await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
-    let body: string | Blob | ReadableStream<Uint8Array> | undefined;
-    let duplex: { duplex?: 'half' } = {};
-    const report = request.onUploadProgress;
-    if (request.body instanceof Blob && report && isNode()) {
-      // Node's fetch sends a stream as it reads it: progress chunk by chunk. (Browsers' fetch
-      // streams a request body over HTTP/2 only, so there a Blob goes whole.)
-      let loaded = 0;
-      headers['Content-Type'] = request.body.type;
-      body = request.body.stream().pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            controller.enqueue(chunk);
-            loaded += chunk.length;
-            report(loaded);
-          },
-        }),
-      );
-      duplex = { duplex: 'half' };
-    } else if (request.body instanceof Blob) body = request.body;
-    else if (request.body !== undefined) {
-      body = JSON.stringify(request.body);
-      headers['Content-Type'] = 'application/json';
-    }
+    const { body, duplex } = encodeBody(request, headers);
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort(); // aborted before the call: nothing goes out
@@ -304,6 +285,34 @@ export class HttpTransport {
     this.#pool = null;
     if (pool) await (await pool).close();
   }
+}
+
+/** The request's body as fetch takes it (setting its Content-Type in `headers`). */
+function encodeBody(
+  request: HttpRequest,
+  headers: Record<string, string>,
+): { body: string | Blob | ReadableStream<Uint8Array> | undefined; duplex: { duplex?: 'half' } } {
+  const report = request.onUploadProgress;
+  if (request.body instanceof Blob && report && isNode()) {
+    // Node's fetch sends a stream as it reads it: progress chunk by chunk. (Browsers' fetch
+    // streams a request body over HTTP/2 only, so there a Blob goes whole.)
+    let loaded = 0;
+    headers['Content-Type'] = request.body.type;
+    const body = request.body.stream().pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          controller.enqueue(chunk);
+          loaded += chunk.length;
+          report(loaded);
+        },
+      }),
+    );
+    return { body, duplex: { duplex: 'half' } };
+  }
+  if (request.body instanceof Blob) return { body: request.body, duplex: {} };
+  if (request.body === undefined) return { body: undefined, duplex: {} };
+  headers['Content-Type'] = 'application/json';
+  return { body: JSON.stringify(request.body), duplex: {} };
 }
 
 /** `"123"` → 123 (ETag of a Kinto list or object), null when absent or not a quoted integer. */
