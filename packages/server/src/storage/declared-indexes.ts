@@ -23,6 +23,7 @@
  * collection declares any more. Until an index is built, its field is filtered as any other.
  */
 import { createHash } from 'node:crypto';
+import type { FilterOperator } from './types.js';
 
 /**
  * The field paths an index can be declared on: dot-separated names of letters, digits, `_` and
@@ -31,6 +32,16 @@ import { createHash } from 'node:crypto';
  * matches an index expression only to the same expression, never to a bound parameter).
  */
 export const INDEXABLE_PATH = /^[A-Za-z_][A-Za-z0-9_-]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,63}){0,4}$/;
+
+/** The filters a declared field's index answers (the comparisons: the query builders' `ordered` key). */
+export const INDEXED_OPERATORS: ReadonlySet<FilterOperator> = new Set<FilterOperator>([
+  'eq',
+  'not',
+  'lt',
+  'max',
+  'gt',
+  'min',
+]);
 
 /** The object fields that have indexes of their own already. */
 const COLUMNS = new Set(['id', 'last_modified']);

@@ -20,6 +20,10 @@ import { describeGeneratedListings } from './testing/generated-listings.js';
 import { describeLifecycle } from './testing/lifecycle.js';
 import { describeNonces } from './testing/nonces.js';
 import { describeObjectListings } from './testing/objects-listing.js';
+import { describeHistoryScopes } from './testing/history-scopes.js';
+import { describeObjectDeletions } from './testing/object-deletions.js';
+import { describeObjectFilters } from './testing/object-filters.js';
+import { describeObjectTimestamps } from './testing/object-timestamps.js';
 import { describeObjects } from './testing/objects.js';
 import { describeOutbox } from './testing/outbox.js';
 import { describePermissions } from './testing/permissions.js';
@@ -72,6 +76,10 @@ export function describeStorage(
     });
 
     describeObjects(suite);
+    describeObjectTimestamps(suite);
+    describeObjectDeletions(suite);
+    describeHistoryScopes(suite);
+    describeObjectFilters(suite);
     describeObjectListings(suite);
     describeGeneratedListings(suite);
     describePermissions(suite);

@@ -15,6 +15,7 @@
 import { isIndexablePath } from '../declared-indexes.js';
 import { sqlLike } from '../filters/like.js';
 import { type Comparison, compareNumbers, keysetCondition, sortingOrDefault } from '../keyset.js';
+import { scopeWhere } from '../scope-where.js';
 import type { Filter, ListOptions, Scope, Sort } from '../types.js';
 
 /** How one field path is read from a row. */
@@ -135,13 +136,9 @@ export class QueryBuilder {
     return !Object.hasOwn(this.#columns, path) && !(this.#indexed.has(path) && isIndexablePath(path));
   }
 
-  /** `WHERE` conditions selecting the scope's objects matching the options. */
-  where(scope: Scope, { filters = [], sorting, after, includeDeleted = false }: ListOptions): string {
-    const conditions = [`parent_id = ${this.bind(scope.parentId)}`, `resource_name = ${this.bind(scope.resourceName)}`];
-    if (!includeDeleted) conditions.push('NOT deleted');
-    for (const filter of filters) conditions.push(this.filter(filter));
-    if (after !== undefined) conditions.push(this.after(sortingOrDefault(sorting), after));
-    return conditions.join(' AND ');
+  /** `WHERE` conditions selecting the scope's objects matching the options (../scope-where.ts). */
+  where(scope: Scope, options: ListOptions): string {
+    return scopeWhere(this, scope, options);
   }
 
   filter({ field, operator, value }: Filter): string {

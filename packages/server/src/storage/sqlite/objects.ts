@@ -5,10 +5,8 @@
  * max(Date.now(), current + 1). A `_since` poll reads the scope timestamp and the objects from
  * one snapshot: a write committing after it started gets a timestamp above the one it saw.
  */
-import { indexName } from '../declared-indexes.js';
 import { ObjectNotFoundError, StorageError, UnicityError } from '../errors.js';
 import { assertNotHistory, tableOf } from '../tables.js';
-import { bucketIdOf, collectionScopeUri, splitWithin } from '../collection-timestamps.js';
 import type {
   CollectionTimestamp,
   CollectionTimestampsQuery,
@@ -23,27 +21,15 @@ import type {
   WriteOptions,
 } from '../types.js';
 import { UninitialisedScope } from '../uninitialised-scopes.js';
-import type { Row } from './connection.js';
 import { listedJson } from '../listed-json.js';
 import { isCachedResource, objectKey } from '../sql/shared-cache.js';
+import { readCollectionTimestamps, readScopeTimestamps } from './collection-timestamps.js';
+import { countObjects, listRows, type ObjectRow } from './listing.js';
 import { belowRange, QueryBuilder } from './queries.js';
 import type { SqliteSessionState } from './session-state.js';
 
-/** Index entries a probe reads at most (`#selectiveIndex`). */
-const PROBE = 1_000;
-/** The filters a declared index answers (sql/queries.ts and ./queries.ts `ordered`). */
-const PROBED_OPERATORS = new Set<Filter['operator']>(['eq', 'not', 'lt', 'max', 'gt', 'min']);
-
 /** What a tombstone's `data` holds, so that a `deleted` filter matches tombstones as in Kinto. */
 const TOMBSTONE_DATA = '{"deleted":true}';
-
-interface ObjectRow extends Row {
-  id: string;
-  last_modified: number;
-  /** JSON text. */
-  data: string;
-  deleted: number;
-}
 
 export class SqliteObjects implements ObjectStore {
   readonly #s: SqliteSessionState;
@@ -52,87 +38,12 @@ export class SqliteObjects implements ObjectStore {
     this.#s = state;
   }
 
-  /** The stored timestamps of these scopes of one resource, in one statement (scopes never written are absent). */
   async timestamps(resourceName: string, parentIds: string[]): Promise<Map<string, number>> {
-    if (parentIds.length === 0 || this.#s.mode === 'write') return new Map();
-    const rows = this.#s.db.all<{ parent_id: string; last_modified: number }>(
-      'SELECT parent_id, last_modified FROM timestamps WHERE resource_name = ? AND parent_id IN (SELECT value FROM json_each(?))',
-      [resourceName, JSON.stringify(parentIds)],
-    );
-    return new Map(rows.map((row) => [row.parent_id, row.last_modified]));
+    return readScopeTimestamps(this.#s, resourceName, parentIds);
   }
 
   async collectionTimestamps(query: CollectionTimestampsQuery): Promise<CollectionTimestamp[]> {
-    const params: unknown[] = [];
-    const param = (value: unknown) => {
-      params.push(value);
-      return '?';
-    };
-    const list = (values: string[]) => `(SELECT value FROM json_each(${param(JSON.stringify(values))}))`;
-    const desc = query.order === 'desc';
-    const direction = desc ? 'DESC' : 'ASC';
-    // One order for both ways of reading: the records timestamp, then the records scope's URI.
-    const after = (timestamp: string, uri: string) =>
-      query.after
-        ? [
-            `(${timestamp}, ${uri}) ${desc ? '<' : '>'} (${param(query.after.lastModified ?? -1)}, ${param(collectionScopeUri(query.after))})`,
-          ]
-        : [];
-    let sql: string;
-    if (query.since !== undefined || query.atMost !== undefined) {
-      // Driven by the index timestamps (resource_name, last_modified, parent_id), in its order:
-      // what changed since costs what changed. The records scope `/buckets/<b>/collections/<c>`
-      // names its collection: `slash` is the position of the slash after <b>. CROSS JOIN keeps
-      // the timestamps outside (SQLite's way of fixing the join order), walked in index order.
-      const slash = "(9 + instr(substr(t.parent_id, 10), '/'))";
-      const conditions = ["t.resource_name = 'record'", ...after('t.last_modified', 't.parent_id')];
-      if (query.since !== undefined) conditions.push(`t.last_modified > ${param(query.since)}`);
-      if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${param(query.atMost)}`);
-      if (query.within) {
-        const { buckets, parents, ids } = splitWithin(query.within);
-        const collections = parents.map((parent, i) => `${parent}/collections/${ids[i]}`);
-        conditions.push(
-          `(substr(t.parent_id, 1, ${slash} - 1) IN ${list(buckets)} OR t.parent_id IN ${list(collections)})`,
-        );
-      }
-      sql = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
-         FROM timestamps t
-         CROSS JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${slash} - 1) AND c.resource_name = 'collection'
-           AND c.id = substr(t.parent_id, ${slash} + 13) AND NOT c.deleted
-         WHERE ${conditions.join(' AND ')}
-         ORDER BY t.last_modified ${direction}, t.parent_id ${direction}`;
-    } else {
-      const select = `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified, c.parent_id || '/collections/' || c.id AS uri
-         FROM objects c LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
-      const live = "c.resource_name = 'collection' AND NOT c.deleted";
-      const branches: string[] = [];
-      if (!query.within) branches.push(`${select} WHERE ${live}`);
-      else {
-        const { buckets, parents, ids } = splitWithin(query.within);
-        if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND c.parent_id IN ${list(buckets)}`);
-        if (parents.length > 0) {
-          const named = JSON.stringify(parents.map((parent, i) => [parent, ids[i]]));
-          branches.push(
-            `${select} JOIN (SELECT value ->> 0 AS parent_id, value ->> 1 AS id FROM json_each(${param(named)})) AS named
-               ON c.parent_id = named.parent_id AND c.id = named.id WHERE ${live}`,
-          );
-        }
-      }
-      if (branches.length === 0) return [];
-      const where = after('coalesce(last_modified, -1)', 'uri');
-      sql = `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) ${where.length ? `WHERE ${where[0]}` : ''}
-         ORDER BY coalesce(last_modified, -1) ${direction}, uri ${direction}`;
-    }
-    if (query.limit !== undefined) sql += ` LIMIT ${param(query.limit)}`;
-    const rows = this.#s.db.all<{ bucket_uri: string; collection: string; last_modified: number | null }>(
-      sql,
-      params as never,
-    );
-    return rows.map((row) => ({
-      bucket: bucketIdOf(row.bucket_uri),
-      collection: row.collection,
-      lastModified: row.last_modified,
-    }));
+    return readCollectionTimestamps(this.#s, query);
   }
 
   async timestamp(scope: Scope): Promise<number> {
@@ -291,79 +202,19 @@ export class SqliteObjects implements ObjectStore {
   }
 
   async list(scope: Scope, options: ListOptions = {}): Promise<Array<StoredObject | Tombstone>> {
-    return this.#listRows(scope, options).map((row) =>
+    return listRows(this.#s, scope, options).map((row) =>
       row.deleted ? { id: row.id, last_modified: row.last_modified, deleted: true } : toLiveObject(row),
     );
   }
 
   async listJson(scope: Scope, options: ListOptions = {}): Promise<ListedJson[]> {
-    return this.#listRows(scope, options).map((row) =>
+    return listRows(this.#s, scope, options).map((row) =>
       listedJson(row.id, row.last_modified, row.deleted === 1, row.data),
     );
   }
 
-  /** The rows of a listing, their data as JSON text (`json(data)`). */
-  #listRows(scope: Scope, options: ListOptions): ObjectRow[] {
-    const query = new QueryBuilder({ indexed: this.#s.indexed });
-    const where = query.where(scope, options);
-    const orderBy = query.orderBy(options.sorting);
-    const limit = options.limit === undefined ? '' : `LIMIT ${query.bind(options.limit)}`;
-    const index = tableOf(scope) === 'objects' ? this.#selectiveIndex(scope, options) : null;
-    return this.#s.db.all<ObjectRow>(
-      `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)} ${index ? `INDEXED BY ${index}` : ''} WHERE ${where} ORDER BY ${orderBy} ${limit}`,
-      query.params,
-    );
-  }
-
-  /**
-   * The declared index (../declared-indexes.ts) to read a listing through, when one of its
-   * filters compares a declared field and selects few objects of the scope. SQLite cannot tell
-   * from its statistics how many a range of an expression index holds: it walks the scope in the
-   * sort's order (by timestamp) instead, and for a filter that keeps 10 objects in a million,
-   * through all of it. So the index is asked (at most PROBE entries, the index alone) before
-   * the planner is told; a filter that keeps more is left to it (a page of them comes soon).
-   */
-  #selectiveIndex(scope: Scope, { filters = [], sorting }: ListOptions): string | null {
-    const indexed = this.#s.indexed;
-    if (indexed.size === 0 || indexed.has(sorting?.[0]?.field ?? '')) return null; // a sort on it uses it anyway
-    let best: { name: string; count: number } | null = null;
-    for (const filter of filters) {
-      if (!indexed.has(filter.field) || !PROBED_OPERATORS.has(filter.operator)) continue;
-      const probe = new QueryBuilder({ indexed });
-      const condition = probe.filter(filter);
-      const name = indexName(filter.field);
-      let count: number = PROBE;
-      try {
-        count =
-          this.#s.db.get<{ count: number }>(
-            `SELECT count(*) AS count FROM (SELECT 1 FROM objects INDEXED BY ${name}
-               WHERE parent_id = ${probe.bind(scope.parentId)} AND resource_name = ${probe.bind(scope.resourceName)} AND ${condition} LIMIT ${PROBE})`,
-            probe.params,
-          )?.count ?? PROBE;
-      } catch {
-        continue; // dropped since this session began: the listing goes without it
-      }
-      if (count < PROBE && (!best || count < best.count)) best = { name, count };
-    }
-    return best?.name ?? null;
-  }
-
   async count(scope: Scope, filters: Filter[] = []): Promise<number> {
-    if (filters.length === 0) {
-      // Kept by the writes' triggers (migration 2): one row, however large the scope.
-      return (
-        this.#s.db.get<{ live: number }>('SELECT live FROM object_counts WHERE parent_id = ? AND resource_name = ?', [
-          scope.parentId,
-          scope.resourceName,
-        ])?.live ?? 0
-      );
-    }
-    const query = new QueryBuilder({ indexed: this.#s.indexed });
-    const where = query.where(scope, { filters });
-    return (
-      this.#s.db.get<{ count: number }>(`SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`, query.params)
-        ?.count ?? 0
-    );
+    return countObjects(this.#s, scope, filters);
   }
 
   async deleteTree(uri: string): Promise<void> {
@@ -377,7 +228,7 @@ export class SqliteObjects implements ObjectStore {
         high,
       ]);
     }
-    // The scope timestamps below the tree are bumped, not dropped (issue 29; sql/objects.ts
+    // The scope timestamps below the tree are bumped, not dropped (issue 29; sql/scope-writes.ts
     // says why): a list re-created there starts above every timestamp the old one served.
     this.#s.db.run(
       'UPDATE timestamps SET last_modified = max(?, last_modified + 1) WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)',

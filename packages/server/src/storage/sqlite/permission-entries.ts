@@ -11,7 +11,8 @@
  */
 import type { PermissionEntriesQuery, PermissionEntry } from '../types.js';
 import type { Connection } from './connection.js';
-import { jsonColumn, nullableTextColumn, QueryBuilder, textColumn } from './queries.js';
+import { jsonColumn, nullableTextColumn, textColumn } from './json-fields.js';
+import { QueryBuilder } from './queries.js';
 
 /** The entry fields that are columns; any other field is a path into `{"permissions": …}`, as on PostgreSQL. */
 const ENTRY_COLUMNS = {

@@ -12,7 +12,7 @@
  * Left out, each a known difference, not a case to generate:
  * - NUL in strings: PostgreSQL's jsonb cannot store `\u0000` (the write fails);
  * - paths with more than three number segments: SQLite reads only the first three as array
- *   indexes too (sqlite/queries.ts `MAX_INDEX_SEGMENTS`), PostgreSQL all;
+ *   indexes too (sqlite/json-fields.ts `MAX_INDEX_SEGMENTS`), PostgreSQL all;
  * - PostgreSQL orders strings by the database's collation: expected here is code point order,
  *   what the "C" and "C.UTF-8" collations give (the test databases', PGlite's).
  */
