@@ -715,6 +715,54 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     });
   });
 
+  it('runs no script of a file (downloaded, never opened), allows no eval, stores no password', async () => {
+    const heard: string[] = [];
+    const listen = (target: Page) =>
+      target.on('console', (line) => line.text().startsWith('QUIRE-XSS') && heard.push(line.text()));
+    listen(page);
+    page.context().on('page', listen);
+    const svg = Buffer.from(
+      `<svg xmlns="http://www.w3.org/2000/svg" onload="console.log('QUIRE-XSS onload')">` +
+        `<script>console.log('QUIRE-XSS script')</script></svg>`,
+    );
+    await go(`#/buckets/${BUCKET}/collections/tasks/records/t1/file`, 'tasks');
+    const file = page.getByRole('complementary', { name: 'Record t1' }).getByRole('region', { name: 'Record file' });
+    await file
+      .getByLabel('File to upload')
+      .setInputFiles({ name: 'drawing.svg', mimeType: 'image/svg+xml', buffer: svg });
+    await file.getByRole('button', { name: 'Upload', exact: true }).click();
+    await visible(page.getByRole('status').filter({ hasText: 'File “drawing.svg” uploaded.' }).last());
+    const tabs = page.context().pages().length;
+    const [download] = await Promise.all([
+      page.waitForEvent('download', { timeout: WAIT }),
+      file.getByRole('button', { name: 'Download' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe('drawing.svg');
+    expect(readFileSync(await download.path())).toEqual(svg);
+    expect(page.context().pages()).toHaveLength(tabs);
+    // The file at base_url, opened in a tab of its own: sandboxed and downloaded by the server.
+    const { location } = (await api<Stored>('GET', `/buckets/${BUCKET}/collections/tasks/records/t1`, 'admin')).body
+      .data.attachment as { location: string };
+    const filesUrl = ((await api<Root>('GET', '/', null)).body.capabilities.attachments as { base_url: string })
+      .base_url;
+    const tab = await page.context().newPage();
+    await tab.goto(new URL(location, filesUrl).href).catch(() => {}); // a download aborts the navigation
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a script would have logged by now
+    await tab.close();
+    expect(heard).toEqual([]);
+
+    const policy = (await fetch(`${apiUrl}/admin/`)).headers.get('content-security-policy') ?? '';
+    expect(policy).toContain("script-src 'self';");
+    expect(policy).toContain("connect-src 'self';");
+    expect(policy).not.toMatch(/unsafe-eval|unsafe-inline/);
+    const stored = await page.evaluate(() => JSON.stringify([{ ...localStorage }, { ...sessionStorage }]));
+    expect(stored).not.toContain(PASSWORD);
+    expect(stored).not.toContain(Buffer.from(`admin:${PASSWORD}`).toString('base64'));
+    expect((await api('DELETE', `/buckets/${BUCKET}/collections/tasks/records/t1/attachment`, 'admin')).status).toBe(
+      204,
+    );
+  });
+
   it('manages accounts as an account administrator', async () => {
     await go('#/accounts', 'Accounts');
     const table = page.getByRole('table', { name: 'Accounts' });

@@ -47,6 +47,36 @@ function urlOf(app: FastifyInstance, host: string, suffix: string): string {
   return `http://${host}:${port}${suffix}`;
 }
 
+/**
+ * The app's security headers. Its scripts and styles are its own files (the Vite build inlines
+ * none); no inline script, no eval. It talks to itself (`/config.json`, the service worker's
+ * precache) and to the API only. Images and media may be `blob:` URLs of files on tasks, shown
+ * through `<img>`: an image there runs no script. No plugin, no frame, no `<base>`.
+ */
+export function appPolicy(apiUrl: string): Record<string, string> {
+  const api = new URL(apiUrl).origin;
+  return {
+    'Content-Security-Policy': [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "img-src 'self' blob: data:",
+      "media-src 'self' blob:",
+      "font-src 'self'",
+      `connect-src 'self' ${api}`,
+      "worker-src 'self'",
+      "manifest-src 'self'",
+      "object-src 'none'",
+      "frame-src 'none'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+      "form-action 'self'",
+    ].join('; '),
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+  };
+}
+
 export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo> {
   const settings =
     options.settings ?? resolveSecrets(loadSettings({ configFile: process.env.QUIRE_CONFIG ?? DEMO_SETTINGS_FILE }));
@@ -64,6 +94,11 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
 
   const appHost = options.appHost ?? settings.host;
   const web = Fastify({ logger: false });
+  const policy = appPolicy(apiUrl);
+  web.addHook('onSend', async (_request, reply, payload) => {
+    for (const [name, value] of Object.entries(policy)) reply.header(name, value);
+    return payload;
+  });
   web.get('/config.json', async () => ({ remote: apiUrl }));
   await web.register(fastifyStatic, { root: appDir, index: 'index.html' });
   // A client-side route reloaded in the browser still gets the app.

@@ -3,7 +3,7 @@
  * the next sync, downloaded by the other people of the list when they look at the task.
  */
 import type { Collection } from '@quire/client';
-import type { LocalAttachment } from '@quire/client/attachments';
+import { isSafeBlobType, type LocalAttachment } from '@quire/client/attachments';
 import { useEffect, useState } from 'preact/hooks';
 import { UserError } from './errors.js';
 import type { Item } from './model.js';
@@ -24,6 +24,12 @@ export interface ShownFile {
   info: LocalAttachment;
   /** An object URL of the bytes, null while they are downloaded (or when that failed). */
   url: string | null;
+  /**
+   * Shown as an image (`<img>` only): the Blob is a raster image. The client types every Blob
+   * of another kind `application/octet-stream` (an SVG or HTML file opened from a `blob:` URL
+   * would run its scripts on this app's origin), and every file is offered as a download.
+   */
+  image: boolean;
   /** Bytes received so far, while downloading. */
   progress: number | null;
 }
@@ -56,11 +62,16 @@ export function useTaskFile(items: Collection<Item>, id: string): ShownFile | nu
       const info = await items.attachment(id);
       if (cancelled) return;
       if (!info) return setShown(null);
-      setShown((current) => ({ info, url: current?.info.hash === info.hash ? current.url : null, progress: null }));
+      setShown((current) => ({
+        info,
+        url: current?.info.hash === info.hash ? current.url : null,
+        image: current?.info.hash === info.hash ? current.image : false,
+        progress: null,
+      }));
       const blob = await items.getAttachment(id).catch(() => null);
       if (cancelled || !blob) return;
       url = URL.createObjectURL(blob);
-      setShown({ info, url, progress: null });
+      setShown({ info, url, image: isSafeBlobType(blob.type) && blob.type.startsWith('image/'), progress: null });
     })().catch(() => {});
     return () => {
       cancelled = true;

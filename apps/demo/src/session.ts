@@ -1,13 +1,14 @@
 /**
  * Who uses this tab: an account of the server's accounts plugin, or nobody (local-only lists).
  *
- * - Accounts signed in on this device are remembered in localStorage, so that a reload — or a
- *   new tab while offline — can go on without the server ("Continue as …").
+ * - Accounts signed in on this device are remembered in localStorage — their name and bucket,
+ *   nothing secret — so that a reload, or a new tab while offline, opens their lists at once.
  * - Which of them this tab uses is kept in sessionStorage: two windows can be two users.
- *
- * The accounts plugin authenticates every request with Basic auth, so the password itself is
- * what the client needs; a demo keeps it in localStorage. A production app would rather use
- * OpenID Connect tokens (the server supports them) and keep no password.
+ * - The password is kept in this module's memory only, for this tab's life: never in Web
+ *   Storage, where any script of the page reads it in clear (and where it outlived the tab).
+ *   The accounts plugin authenticates every request with Basic auth and issues no token, so
+ *   after a reload the lists work offline at once and syncing waits for the password to be
+ *   typed again (the workspace asks for it). A production app would use OpenID Connect tokens.
  */
 import { createClient, QuireError, ServerError } from '@quire/client';
 import { UserError } from './errors.js';
@@ -15,9 +16,19 @@ import { UserError } from './errors.js';
 export interface AccountSession {
   kind: 'account';
   username: string;
-  password: string;
   /** The user's personal bucket id (what `default` stands for), from `GET /v1/`. */
   bucket: string;
+}
+
+/** This tab's passwords, by username: in memory, never stored. */
+const passwords = new Map<string, string>();
+
+/** The `Authorization` header of an account signed in (or unlocked) in this tab; null otherwise. */
+export function authorizationOf(username: string): string | null {
+  const password = passwords.get(username);
+  if (password === undefined) return null;
+  const bytes = new TextEncoder().encode(`${username}:${password}`);
+  return `Basic ${btoa(String.fromCharCode(...bytes))}`;
 }
 
 export type Session = AccountSession | { kind: 'local' };
@@ -40,12 +51,19 @@ export function checkUsername(username: string): string {
 }
 
 function readRemembered(): AccountSession[] {
+  let value: unknown;
   try {
-    const value = JSON.parse(localStorage.getItem(REMEMBERED_KEY) ?? '[]') as unknown;
-    return Array.isArray(value) ? (value as AccountSession[]).filter((entry) => entry?.kind === 'account') : [];
+    value = JSON.parse(localStorage.getItem(REMEMBERED_KEY) ?? '[]');
   } catch {
     return [];
   }
+  if (!Array.isArray(value)) return [];
+  const accounts = (value as Array<Partial<AccountSession> | null>)
+    .filter((entry) => entry?.kind === 'account' && typeof entry.username === 'string')
+    .map((entry) => ({ kind: 'account' as const, username: entry!.username!, bucket: String(entry!.bucket) }));
+  // Earlier versions kept the password here: rewritten without it.
+  if (value.some((entry) => entry && typeof entry === 'object' && 'password' in entry)) writeRemembered(accounts);
+  return accounts;
 }
 
 function writeRemembered(accounts: AccountSession[]): void {
@@ -76,8 +94,10 @@ export function startSession(session: Session): void {
 /** Leaves the session in this tab; an account is also forgotten on this device. */
 export function endSession(session: Session): void {
   sessionStorage.removeItem(ACTIVE_KEY);
-  if (session.kind === 'account')
+  if (session.kind === 'account') {
+    passwords.delete(session.username);
     writeRemembered(readRemembered().filter((account) => account.username !== session.username));
+  }
 }
 
 function loginFailure(error: unknown): never {
@@ -103,7 +123,8 @@ export async function logIn(remote: string, username: string, password: string):
     if (info.user?.id !== `account:${name}`) throw new UserError('Wrong username or password.');
     if (!info.user.bucket)
       throw new UserError('This server has no personal buckets (default_bucket is disabled); the demo needs them.');
-    return { kind: 'account', username: name, password, bucket: info.user.bucket };
+    passwords.set(name, password);
+    return { kind: 'account', username: name, bucket: info.user.bucket };
   } finally {
     await client.close();
   }

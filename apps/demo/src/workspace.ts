@@ -11,7 +11,7 @@ import type { AppConfig } from './config.js';
 import { describeError } from './errors.js';
 import { newId } from './ids.js';
 import { type Item, type ListEntry, type ListRecord, REGISTRY_COLLECTION } from './model.js';
-import type { Session } from './session.js';
+import { authorizationOf, logIn, type Session } from './session.js';
 import { checkShares } from './shared-lists.js';
 import { SyncStatus } from './sync-status.js';
 
@@ -51,15 +51,21 @@ export class Workspace {
   readonly #noticeListeners = new Set<(notice: Notice) => void>();
   #stopRegistry: () => void = () => {};
   #checking: Promise<void> | null = null;
+  readonly #remote: string;
+  /** Whether lists sync: an account whose password this tab knows (session.ts). */
+  #syncing = false;
+  readonly #lockListeners = new Set<() => void>();
 
   constructor(config: AppConfig, session: Session) {
     this.session = session;
+    this.#remote = config.remote;
     const account = session.kind === 'account' ? session : null;
     // One set of IndexedDB databases per user and server (the bucket id differs between servers).
     const dbPrefix = account ? `quire-demo:${account.username}:${account.bucket}` : 'quire-demo:local';
     this.client = createClient({
       remote: config.remote,
-      ...(account ? { auth: { type: 'basic' as const, username: account.username, password: account.password } } : {}),
+      // Read at each request from session.ts's memory: no password in this object either.
+      ...(account ? { auth: { type: 'header' as const, value: () => authorizationOf(account.username) ?? '' } } : {}),
       dbPrefix,
       newId,
     });
@@ -105,22 +111,46 @@ export class Workspace {
       subscription.unsubscribe();
       stopChecks();
     };
-    if (!this.isLocal) {
-      void this.registry.startAutoSync(REGISTRY_AUTO_SYNC);
-      this.status.followLive(this.client.live);
-    }
+    const account = this.session.kind === 'account' ? this.session : null;
+    if (account && authorizationOf(account.username) !== null) this.#startSyncing();
+  }
+
+  /** True for an account whose password must be typed again (after a reload) before lists sync. */
+  get locked(): boolean {
+    return !this.isLocal && !this.#syncing;
+  }
+
+  onLockChange(listener: () => void): () => void {
+    this.#lockListeners.add(listener);
+    return () => this.#lockListeners.delete(listener);
+  }
+
+  /** Checks the password with the server (session.ts keeps it in memory), then starts syncing. */
+  async unlock(password: string): Promise<void> {
+    if (this.session.kind !== 'account') return;
+    await logIn(this.#remote, this.session.username, password);
+    this.#startSyncing();
+  }
+
+  #startSyncing(): void {
+    if (this.#syncing) return;
+    this.#syncing = true;
+    void this.registry.startAutoSync(REGISTRY_AUTO_SYNC);
+    this.status.followLive(this.client.live);
+    for (const list of this.#lists.values()) void list.items.startAutoSync(AUTO_SYNC);
+    for (const listener of this.#lockListeners) listener();
   }
 
   /** Syncs everything now (the "Sync now" button). Failures show through the status bar. */
   async syncNow(): Promise<void> {
-    if (this.isLocal) return;
+    if (!this.#syncing) return;
     await Promise.allSettled([this.registry.sync(), ...[...this.#lists.values()].map((list) => list.items.sync())]);
     await this.checkShares();
   }
 
   /** Looks for lists shared with the user and for revoked shares (one at a time). */
   checkShares(): Promise<void> {
-    if (this.isLocal || !navigator.onLine) return Promise.resolve();
+    if (!this.#syncing || !navigator.onLine) return Promise.resolve();
     // A failed check (a local write refused…) is simply made again after the next registry sync.
     this.#checking ??= checkShares(this)
       .catch((error: unknown) => console.warn('Checking shared lists failed:', error))
@@ -153,6 +183,7 @@ export class Workspace {
     this.#lists.clear();
     this.status.close();
     this.#noticeListeners.clear();
+    this.#lockListeners.clear();
     await this.client.close();
   }
 
@@ -168,7 +199,7 @@ export class Workspace {
       const tracked: TrackedList = { entry, items, stop: () => {} };
       this.status.track(items, () => `“${tracked.entry.title}”`);
       const stopListening = items.on('sync', (result) => this.#afterListSync(tracked, result));
-      if (!this.isLocal) void items.startAutoSync(AUTO_SYNC);
+      if (this.#syncing) void items.startAutoSync(AUTO_SYNC);
       tracked.stop = () => {
         stopListening();
         items.stopAutoSync();

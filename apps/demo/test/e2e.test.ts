@@ -381,8 +381,14 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
     // Nothing reached Alice while Bob was offline.
     expect(await taskTitles(alice.page)).toEqual(['Milk', 'Coffee', 'Eggs']);
 
+    // The password is not stored in the browser: after the reload, syncing waits for it.
+    const unlock = page.getByRole('form', { name: 'Sign in to sync' });
+    await visible(unlock);
     await context.setOffline(false);
     await poll(() => badge(page)).toBe('Online');
+    await unlock.getByLabel('Password to sync').fill(PASSWORD);
+    await unlock.getByRole('button', { name: 'Sync' }).click();
+    await hidden(unlock);
     await allSynced(page);
     await poll(serverTitles).toEqual(['Milk', 'Coffee', 'Eggs (a dozen)', 'Butter']);
     await poll(() => taskTitles(alice.page)).toEqual(['Milk', 'Coffee', 'Eggs (a dozen)', 'Butter']);
@@ -459,6 +465,77 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
       64,
     );
     await screenshot(alice.page, '07b-photo-synced');
+  });
+
+  it('runs no script of a file: <img> for images, downloads for all, a strict CSP, no stored password', async () => {
+    const heard: string[] = [];
+    const watch = (page: Page) =>
+      page.on('console', (line) => line.text().startsWith('QUIRE-XSS') && heard.push(line.text()));
+    for (const person of [alice, bob]) {
+      watch(person.page);
+      person.context.on('page', watch);
+    }
+    const ping = (name: string) => `console.log('QUIRE-XSS ${name}')`;
+    const svg = (name: string) =>
+      `<svg xmlns="http://www.w3.org/2000/svg" onload="${ping(`${name} onload`)}"><script>${ping(name)}</script></svg>`;
+    const xhtml = `<html xmlns="http://www.w3.org/1999/xhtml"><body><script>${ping('xhtml')}</script></body></html>`;
+    // Through the app: files Bob picks, typed as his browser says.
+    await bob.page
+      .getByLabel('Attach a file to “Milk”')
+      .setInputFiles({ name: 'drawing.svg', mimeType: 'image/svg+xml', buffer: Buffer.from(svg('drawing')) });
+    await bob.page
+      .getByLabel('Attach a file to “Coffee beans”')
+      .setInputFiles({ name: 'notes.xml', mimeType: 'application/xhtml+xml', buffer: Buffer.from(xhtml) });
+    // Through the API, as the report's Mallory: an SVG named receipt.png, typed image/svg+xml.
+    const tasks = (await api<Listed<Task & { id: string }>>(demo.apiUrl, 'GET', `${listPath}/records`, ALICE)).body;
+    const eggs = tasks.data.find((task) => task.title === 'Eggs (a dozen)')!;
+    const form = new FormData();
+    form.append('attachment', new Blob([svg('receipt')], { type: 'image/svg+xml' }), 'receipt.png');
+    const upload = await fetch(`${demo.apiUrl}${listPath}/records/${eggs.id}/attachment`, {
+      method: 'POST',
+      body: form,
+      headers: { Authorization: `Basic ${Buffer.from(`${BOB}:${PASSWORD}`).toString('base64')}` },
+    });
+    expect(upload.status).toBe(200);
+    expect(((await upload.json()) as { mimetype: string }).mimetype).toBe('image/png');
+    await allSynced(bob.page);
+
+    // Alice's window: the SVG and the XHTML are download links, never images nor tabs.
+    const { page } = alice;
+    for (const [task, filename] of [
+      ['Milk', 'drawing.svg'],
+      ['Coffee beans', 'notes.xml'],
+    ] as const) {
+      const link = taskRow(page, task).getByRole('link', { name: filename });
+      await visible(link);
+      expect(await link.getAttribute('download')).toBe(filename);
+      expect(await link.getAttribute('target')).toBeNull();
+      expect(await taskRow(page, task).getByRole('img').count()).toBe(0);
+      const download = page.waitForEvent('download', { timeout: WAIT });
+      await link.click();
+      expect((await download).suggestedFilename()).toBe(filename);
+    }
+    // The impostor PNG is an image (that runs nothing) whose click downloads it.
+    const receipt = page.getByRole('img', { name: 'receipt.png (on “Eggs (a dozen)”)' });
+    await visible(receipt);
+    const download = page.waitForEvent('download', { timeout: WAIT });
+    await receipt.click();
+    expect((await download).suggestedFilename()).toBe('receipt.png');
+    expect(page.context().pages()).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a script would have logged by now
+    expect(heard).toEqual([]);
+
+    // The app's own policy: no inline script, no eval, the API the only other origin it reaches.
+    const policy = (await fetch(demo.appUrl)).headers.get('content-security-policy') ?? '';
+    expect(policy).toContain("script-src 'self';");
+    expect(policy).not.toMatch(/unsafe-inline|unsafe-eval/);
+    expect(policy).toContain(`connect-src 'self' ${new URL(demo.apiUrl).origin};`);
+    // No password where a script of the page could read it.
+    for (const person of [alice, bob]) {
+      const stored = await person.page.evaluate(() => JSON.stringify([{ ...localStorage }, { ...sessionStorage }]));
+      expect(stored).not.toContain(PASSWORD);
+      expect(stored).toContain('quire-demo');
+    }
   });
 
   it('makes a view-only share read-only in the UI', async () => {

@@ -157,6 +157,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
     if (/%00/.test(path))
       throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
+    // Redirected or not found (§0): answered whoever calls, as the original does — credentials
+    // that do not log in must not turn a redirect into a 401.
+    if (request.is404) return;
     // One autocommit query per authenticated request; inside a batch, through its transaction
     // (on PGlite the store itself waits for that transaction to end).
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };

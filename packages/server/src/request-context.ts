@@ -28,6 +28,11 @@ export interface Services {
   events: EventBus;
   /** The id of a user's personal bucket (`/buckets/default`), when that feature is enabled. */
   personalBucketId?: (userId: string) => string;
+  /**
+   * Creates the caller's personal bucket and its collection `collectionId` if missing, in the
+   * request's unit of work, as any request under `/buckets/default/…` does; returns the bucket id.
+   */
+  ensurePersonalCollection?: (request: FastifyRequest, collectionId: string) => Promise<string>;
   /** Hooks features add to the protocol's resources (attachments on records…), applied when the routes are registered. */
   resourceExtensions: ResourceExtension[];
   /** Checks of `__heartbeat__` beside the storage's, by name (a feature's backend). */

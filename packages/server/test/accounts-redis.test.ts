@@ -39,6 +39,7 @@ if (reason !== undefined) {
           account_login_max_failures: 2,
           // Counters outlive the run in Redis: keep the shared loopback address out of the way.
           account_login_max_failures_per_ip: 100_000,
+          account_create_max_per_address: 100_000,
           account_login_limiter_redis_url: REDIS_URL,
         },
       });

@@ -457,3 +457,54 @@ describe('login failure limits', () => {
     expect(elsewhere.json().user.id).toBe('account:kim');
   });
 });
+
+describe('sign-ups (issue 36 items 7, 9)', () => {
+  let app: App | null = null;
+
+  afterEach(async () => {
+    await app?.close();
+    app = null;
+  });
+
+  const signUp = (server: App, id: string, remoteAddress: string, headers: Record<string, string> = {}) =>
+    server.inject({
+      method: 'PUT',
+      url: `/v1/accounts/${id}`,
+      headers,
+      remoteAddress,
+      payload: { data: { password: 'pw' } },
+    });
+
+  it('counts sign-ups per client address, an IPv6 one by its /64 network', async () => {
+    app = await buildServer({ storage, logger: false, settings: settingsWith({ account_create_max_per_address: 2 }) });
+    const statuses: number[] = [];
+    for (const [index, address] of ['2001:db8:5:1::1', '2001:db8:5:1::2', '2001:db8:5:1:ffff::9'].entries())
+      statuses.push((await signUp(app, `v6-${index}`, address)).statusCode);
+    expect(statuses).toEqual([201, 201, 429]);
+    expect((await signUp(app, 'v6-other-net', '2001:db8:5:2::1')).statusCode).toBe(201);
+    expect((await signUp(app, 'v4-one', '192.0.2.1')).statusCode).toBe(201);
+    expect((await signUp(app, 'v4-mapped', '::ffff:192.0.2.1')).statusCode).toBe(201);
+    expect((await signUp(app, 'v4-three', '192.0.2.1')).statusCode).toBe(429);
+  });
+
+  it('gives back the login attempts the new credentials made before the account existed', async () => {
+    app = await buildServer({
+      storage,
+      logger: false,
+      settings: settingsWith({ account_login_max_failures: 3, account_login_max_failures_per_ip: 3 }),
+    });
+    const own = basic('early-bird', 'pw');
+    // Two requests with the credentials of an account not made yet: anonymous, and counted.
+    for (let attempt = 0; attempt < 2; attempt++) expect(await userOf(app, own)).toBeUndefined();
+    expect((await signUp(app, 'early-bird', '127.0.0.1', own)).statusCode).toBe(201);
+    expect(await userOf(app, own)).toBe('account:early-bird');
+    // The address has its whole allowance again: three wrong passwords before a 429.
+    await signUp(app, 'target', '127.0.0.1');
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 4; attempt++)
+      statuses.push(
+        (await app.inject({ method: 'GET', url: '/v1/', headers: basic('target', `x${attempt}`) })).statusCode,
+      );
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});

@@ -574,6 +574,7 @@ for (const fileBackend of FILE_BACKENDS) {
       const orphan = `${collection.slice(12).replace('/collections/', '/')}/orphan.jpg`;
       await backend.write(orphan, Readable.from([Buffer.from('lost')]), {
         contentType: 'image/jpeg',
+        disposition: 'inline',
         signal: new AbortController().signal,
       });
       const journal = new Journal(backend, app.services.storage, { graceMs: 10_000, log: () => undefined });

@@ -3,11 +3,11 @@
  * feed as server-sent events, on both stores.
  */
 import { createHash } from 'node:crypto';
-import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, expect, it } from 'vitest';
 import { describeOnBackends } from './helpers/backends.js';
 import { basicAuth } from './helpers/embedded-server.js';
+import { holdStream } from './helpers/held-streams.js';
 import { openEventStream } from './helpers/sse.js';
 
 const alice = basicAuth('alice');
@@ -258,7 +258,7 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
     await expect(stream.next(300)).rejects.toThrow(/no event/);
   });
 
-  it('caps streams per verified user, per address for anonymous and Basic Auth callers, and per process (issue 29, defect 5)', async () => {
+  it('caps streams per verified user, per address (every caller), per process, fairly (29.5, 36.7)', async () => {
     const app = await serverWith({
       multiauth_policies: ['account', 'basicauth'],
       account_create_principals: ['system.Everyone'],
@@ -267,78 +267,51 @@ describeOnBackends('change monitor', { timeout: 30_000 }, ({ serverWith }) => {
       changes_stream_max_per_process: 4,
     });
     open.push(app);
-    const base = await app.listen({ port: 0, host: '127.0.0.1' });
-    // node:http without keep-alive (fetch may leave a spare connection open, which the server then waits for at close).
-    const hold = (headers: Record<string, string>) =>
-      new Promise<{ close(): Promise<void> }>((resolve, reject) => {
-        const req = http.get(
-          `${base}${MONITOR}`,
-          { agent: false, headers: { ...headers, Accept: 'text/event-stream' } },
-          (res) => {
-            if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-            res.resume();
-            resolve({ close: async () => void req.destroy() });
-          },
-        );
-        req.on('error', () => {});
+    const origin = await app.listen({ port: 0, host: '127.0.0.1' });
+    const hold = async (from: string, headers: Record<string, string>) => {
+      const stream = await holdStream(origin, from, headers);
+      open.push({ close: async () => stream.close() });
+      return stream;
+    };
+    const signUp = async () => {
+      const id = name('acc');
+      const created = await app.inject({
+        method: 'PUT',
+        url: `/v1/accounts/${id}`,
+        payload: { data: { password: 's' } },
       });
-    const refusal = (headers: Record<string, string>) =>
-      new Promise<{ status: number; body: unknown; retryAfter: string | undefined }>((resolve, reject) => {
-        const req = http.get(
-          `${base}${MONITOR}`,
-          { agent: false, headers: { ...headers, Accept: 'text/event-stream' } },
-          (res) => {
-            if (res.statusCode === 200) return reject(new Error('a stream was opened'));
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => (text += chunk));
-            res.on('end', () =>
-              resolve({
-                status: res.statusCode!,
-                body: JSON.parse(text),
-                retryAfter: res.headers['retry-after'] as string | undefined,
-              }),
-            );
-          },
-        );
-        req.on('error', reject);
-      });
-    // Basic Auth: every made-up name is a new identity, so they count by address.
-    open.push(await hold(basicAuth(name('made-up'))));
-    open.push(await hold(basicAuth(name('made-up'))));
-    expect(await refusal(basicAuth(name('made-up')))).toMatchObject({
+      expect(created.statusCode).toBe(201);
+      return basicAuth(id, 's');
+    };
+    // Basic Auth: every made-up name is a new identity, so they count as one holder per address.
+    const first = await hold('127.0.0.2', basicAuth(name('made-up')));
+    const second = await hold('127.0.0.2', basicAuth(name('made-up')));
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(await hold('127.0.0.2', basicAuth(name('made-up')))).toMatchObject({
       status: 429,
-      body: { errno: 117 },
+      body: { errno: 117, message: 'Too many change streams are open from this address.' },
       retryAfter: expect.any(String),
     });
-    // Anonymous callers share that address's allowance too.
-    expect((await refusal({})).status).toBe(429);
-    // A verified account counts by itself, wherever it comes from.
-    const account = name('acc');
-    expect(
-      (await app.inject({ method: 'PUT', url: `/v1/accounts/${account}`, payload: { data: { password: 'secret' } } }))
-        .statusCode,
-    ).toBe(201);
-    const accountAuth = basicAuth(account, 'secret');
-    const mine = await hold(accountAuth);
-    open.push(mine);
-    expect(await refusal(accountAuth)).toMatchObject({ status: 429, body: { errno: 117 } });
-    const other = name('acc');
-    await app.inject({ method: 'PUT', url: `/v1/accounts/${other}`, payload: { data: { password: 'secret' } } });
-    open.push(await hold(basicAuth(other, 'secret')));
-    // The process is full.
-    const third = name('acc');
-    await app.inject({ method: 'PUT', url: `/v1/accounts/${third}`, payload: { data: { password: 'secret' } } });
-    expect(await refusal(basicAuth(third, 'secret'))).toMatchObject({ status: 503, retryAfter: expect.any(String) });
+    // Anonymous callers are that same holder.
+    expect((await hold('127.0.0.2', {})).status).toBe(429);
+    // A verified account at that full address takes the place of the heavier holder's oldest stream.
+    const account = await signUp();
+    expect((await hold('127.0.0.2', account)).status).toBe(200);
+    await first.ended;
+    expect(second.isEnded).toBe(false);
+    // Its own cap: one.
+    expect(await hold('127.0.0.3', account)).toMatchObject({ status: 429, body: { errno: 117 } });
+    // Two more accounts elsewhere fill the process.
+    const mine = await hold('127.0.0.3', await signUp());
+    expect(mine.status).toBe(200);
+    expect((await hold('127.0.0.4', await signUp())).status).toBe(200);
+    // Full: an address holding nothing takes the place of the oldest stream of the heaviest address.
+    expect((await hold('127.0.0.5', await signUp())).status).toBe(200);
+    await second.ended;
+    // Now every address holds one: nobody holds more than a newcomer's share, the process is full.
+    expect(await hold('127.0.0.6', {})).toMatchObject({ status: 503, retryAfter: expect.any(String) });
     // A closed stream frees its place.
-    await mine.close();
-    await expect
-      .poll(() =>
-        hold(basicAuth(third, 'secret')).then(
-          (stream) => open.push(stream),
-          () => false,
-        ),
-      )
-      .toBeTruthy();
+    mine.close();
+    await expect.poll(async () => (await hold('127.0.0.6', {})).status).toBe(200);
   });
 });

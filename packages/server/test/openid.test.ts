@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../src/app.js';
 import { ConfigError, loadSettings, type Settings } from '../src/config.js';
 import { createSqliteStorage, type SqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
+import { clientFrom } from './helpers/from-address.js';
 
 const CLIENT_SECRET = 'quire-client-secret-do-not-log';
 const CALLBACK = 'http://app.test/#/auth/tokens=';
@@ -31,6 +32,11 @@ type OidcProviderClass = new (issuer: string, configuration: Record<string, unkn
 /** A real OpenID provider on a loopback port, counting the calls it gets per path. */
 class TestProvider {
   readonly calls = new Map<string, number>();
+  /** Calls in progress per path, and the most seen at once. */
+  readonly inFlight = new Map<string, number>();
+  readonly mostInFlight = new Map<string, number>();
+  /** Milliseconds each userinfo call waits before it is answered (a slow provider). */
+  userinfoDelayMs = 0;
   private server!: Server;
   issuer = '';
 
@@ -41,7 +47,12 @@ class TestProvider {
     this.server = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       this.calls.set(path, (this.calls.get(path) ?? 0) + 1);
-      handler(req, res);
+      const now = (this.inFlight.get(path) ?? 0) + 1;
+      this.inFlight.set(path, now);
+      this.mostInFlight.set(path, Math.max(now, this.mostInFlight.get(path) ?? 0));
+      res.once('close', () => this.inFlight.set(path, (this.inFlight.get(path) ?? 1) - 1));
+      if (path === '/me' && this.userinfoDelayMs > 0) setTimeout(() => handler(req, res), this.userinfoDelayMs);
+      else handler(req, res);
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.issuer = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
@@ -525,6 +536,42 @@ describe('OpenID Connect policy against a real provider', () => {
     expect(logs).not.toContain(aliceTokens.access_token);
     expect(logs).not.toContain(aliceTokens.id_token);
     expect(logs).not.toMatch(/code=/);
+  });
+
+  it('lets an address have only openid_verifications_max_per_address token checks at once (36.7)', async () => {
+    const limited = await startQuire(
+      quireSettings(provider.issuer, { openid_verifications_max_per_address: 2 }),
+      storage,
+    );
+    const port = Number(new URL(limited.url).port);
+    const flooder = clientFrom('127.0.0.2', port, 30);
+    const bystander = clientFrom('127.0.0.3', port);
+    const fresh = (await loginDance(quire.url, provider.issuer, 'frank')).tokens.access_token ?? '';
+    provider.userinfoDelayMs = 150;
+    provider.mostInFlight.delete('/me');
+    try {
+      const [flood, mine] = await Promise.all([
+        Promise.all(
+          Array.from({ length: 30 }, (_, index) =>
+            flooder.send('GET', '/v1/', { headers: bearer(`made-up-${index}`) }),
+          ),
+        ),
+        bystander.send<{ user?: { id: string } }>('GET', '/v1/', { headers: bearer(fresh) }),
+      ]);
+      const refused = flood.filter((answer) => answer.status === 429);
+      expect(flood.every((answer) => answer.status === 200 || answer.status === 429)).toBe(true);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused[0]?.json).toMatchObject({ code: 429, errno: 117 });
+      expect(refused[0]?.headers['retry-after']).toBe('1');
+      // The provider saw at most the flooder's two checks per policy (`idp`, `mail`) and the bystander's at once.
+      expect(provider.mostInFlight.get('/me')).toBeLessThanOrEqual(5);
+      expect(mine.json.user?.id).toBe('idp:frank');
+    } finally {
+      provider.userinfoDelayMs = 0;
+      flooder.close();
+      bystander.close();
+      await limited.app.close();
+    }
   });
 
   it('answers 503 (never 500) while the provider is down; cached tokens keep working', async () => {

@@ -168,7 +168,7 @@ export function SignIn({
                 checked={remember}
                 onChange={(event) => setRemember(event.currentTarget.checked)}
               />
-              Keep me signed in on this browser
+              Keep me signed in (OpenID only: an account stays signed in in this tab until it reloads)
             </label>
             <FormError error={error} />
             <button type="submit" class="button block" disabled={busy || !username || !password}>

@@ -1,6 +1,11 @@
 /**
- * Who is signed in where: the server URL and the `Authorization` header to send, kept in
- * sessionStorage (this tab only) or, with "Keep me signed in", in localStorage.
+ * Who is signed in where: the server URL and the `Authorization` header to send.
+ *
+ * A password — Basic auth, for an account or `basicauth` — is kept in this module's memory only,
+ * for the tab's life: never in Web Storage, where any script of the page reads it in clear (a
+ * Basic header is the password in base64). After a reload the sign-in screen asks for it again.
+ * An OpenID access token is short-lived and the provider's login leaves the page, so it is
+ * kept: in sessionStorage (this tab only) or, with "Keep me signed in", in localStorage.
  */
 import type { OpenIdProvider } from '@quire/client/admin';
 
@@ -26,12 +31,25 @@ export function basicAuthorization(username: string, password: string): string {
   return `Basic ${btoa(binary)}`;
 }
 
+/** This tab's session when it holds a password (never stored). */
+let inMemory: Session | null = null;
+
+/** Whether a session may be stored: no password in it (OpenID tokens, anonymous). */
+const storable = (session: Session) => session.kind === 'openid' || session.kind === 'anonymous';
+
 export function loadSession(): Session | null {
+  if (inMemory) return inMemory;
   const text = sessionStorage.getItem(KEY) ?? localStorage.getItem(KEY);
   if (!text) return null;
   try {
     const session = JSON.parse(text) as Session;
-    return typeof session.server === 'string' ? session : null;
+    if (typeof session.server !== 'string') return null;
+    // Earlier versions stored Basic credentials too: forgotten, the password is asked again.
+    if (!storable(session)) {
+      clearSession();
+      return null;
+    }
+    return session;
   } catch {
     return null;
   }
@@ -39,11 +57,13 @@ export function loadSession(): Session | null {
 
 export function saveSession(session: Session, remember: boolean): void {
   clearSession();
-  (remember ? localStorage : sessionStorage).setItem(KEY, JSON.stringify(session));
+  if (storable(session)) (remember ? localStorage : sessionStorage).setItem(KEY, JSON.stringify(session));
+  else inMemory = session;
   localStorage.setItem(LAST_SERVER, session.server);
 }
 
 export function clearSession(): void {
+  inMemory = null;
   sessionStorage.removeItem(KEY);
   localStorage.removeItem(KEY);
 }

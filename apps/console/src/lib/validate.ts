@@ -1,28 +1,43 @@
 /**
  * Records checked in the browser against their collection's JSON schema (and the bucket's
- * `record:schema`), with the rules the server applies (packages/server/src/schema/validator.ts):
- * Ajv, Draft 7, `strict: false` (unknown keywords and formats ignored), own properties only,
- * ajv-formats; `last_modified` and `schema` are neither checked nor required, and `id` is
- * checked only when the schema declares it. So what the console accepts, the server accepts.
+ * `record:schema`), with the server's rules (packages/server/src/schema/validator.ts): unknown
+ * keywords and formats ignored, `last_modified` and `schema` neither checked nor required, and
+ * `id` checked only when the schema declares it. So what the console accepts, the server accepts.
+ *
+ * The server compiles schemas with Ajv, which generates code (`new Function`): in the console
+ * that would need `'unsafe-eval'` in its Content-Security-Policy, for schemas anyone allowed to
+ * write a collection chooses. The console interprets them instead, with `jsonschema` (no code
+ * generated, no dependency), so its policy allows no eval (views/admin.ts on the server).
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import { type Schema, type ValidationError, Validator } from 'jsonschema';
 import { isPlainObject, type JsonSchema, RECORD_SERVER_FIELDS, type SchemaError } from './schema.js';
 
-const compiled = new Map<string, ValidateFunction>();
-
-function compile(schema: JsonSchema): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let validate = compiled.get(key);
-  if (!validate) {
-    // A fresh instance per schema, as on the server: a schema's $id never shadows another's.
-    const ajv = new Ajv({ strict: false, allErrors: true, ownProperties: true, logger: false, validateSchema: false });
-    addFormats(ajv);
-    validate = ajv.compile(schema);
-    if (compiled.size > 50) compiled.clear();
-    compiled.set(key, validate);
+/** What no validator accepts: a `pattern` (or `patternProperties` key) that is not a regular expression. */
+function badPattern(schema: unknown): string | null {
+  if (Array.isArray(schema)) {
+    for (const item of schema) {
+      const found = badPattern(item);
+      if (found !== null) return found;
+    }
+    return null;
   }
-  return validate;
+  if (!isPlainObject(schema)) return null;
+  const patterns = [
+    ...(typeof schema.pattern === 'string' ? [schema.pattern] : []),
+    ...(isPlainObject(schema.patternProperties) ? Object.keys(schema.patternProperties) : []),
+  ];
+  for (const pattern of patterns) {
+    try {
+      new RegExp(pattern, 'u');
+    } catch (error) {
+      return `invalid pattern ${JSON.stringify(pattern)}: ${(error as Error).message}`;
+    }
+  }
+  for (const value of Object.values(schema)) {
+    const found = badPattern(value);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 const TYPE_NAMES: Record<string, string> = {
@@ -35,11 +50,10 @@ const TYPE_NAMES: Record<string, string> = {
   null: 'null',
 };
 
-/** Ajv's messages, in plainer words for the common keywords. */
-function humanMessage(error: ErrorObject): string | null {
-  const params = error.params as Record<string, unknown>;
-  const limit = params.limit as number;
-  switch (error.keyword) {
+/** The validator's messages, in plainer words for the common keywords. */
+function humanMessage(error: ValidationError): string | null {
+  const limit = error.argument as number;
+  switch (error.name) {
     case 'minLength':
       return limit === 1 ? 'must not be empty' : `must be at least ${limit} characters long`;
     case 'maxLength':
@@ -57,19 +71,19 @@ function humanMessage(error: ErrorObject): string | null {
     case 'maxItems':
       return `must have at most ${limit} item${limit === 1 ? '' : 's'}`;
     case 'type': {
-      const types = String(params.type).split(',');
+      const types = ([] as unknown[]).concat(error.argument).map(String);
       return `must be ${types.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}`;
     }
     case 'format':
-      return params.format === 'date'
+      return error.argument === 'date'
         ? 'must be a date (YYYY-MM-DD)'
-        : params.format === 'date-time'
+        : error.argument === 'date-time'
           ? 'must be a date and time'
-          : `must be a valid ${String(params.format)}`;
+          : `must be a valid ${String(error.argument)}`;
     case 'pattern':
-      return `must match the pattern ${String(params.pattern)}`;
+      return `must match the pattern ${String(error.argument)}`;
     case 'const':
-      return `must be ${JSON.stringify(params.allowedValue)}`;
+      return `must be ${JSON.stringify(error.argument)}`;
     case 'uniqueItems':
       return 'must not repeat items';
     default:
@@ -77,24 +91,20 @@ function humanMessage(error: ErrorObject): string | null {
   }
 }
 
-function describe(error: ErrorObject): SchemaError {
-  let path = error.instancePath;
-  let message = error.message ?? 'is not valid';
-  if (error.keyword === 'required') {
-    const missing = (error.params as { missingProperty?: string }).missingProperty ?? '';
-    path = `${path}/${missing}`;
-    message = 'is required';
-  } else if (error.keyword === 'additionalProperties') {
-    const extra = (error.params as { additionalProperty?: string }).additionalProperty ?? '';
-    path = `${path}/${extra}`;
-    message = 'is not allowed by the schema';
-  } else if (error.keyword === 'enum') {
-    const allowed = (error.params as { allowedValues?: unknown[] }).allowedValues ?? [];
-    message = `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
-  } else {
-    message = humanMessage(error) ?? message;
+/** `['a', 0, 'b']` → `/a/0/b` (JSON Pointer, as the server's details). */
+const pointer = (path: Array<string | number>) =>
+  path.map((part) => `/${String(part).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+
+function describe(error: ValidationError): SchemaError {
+  const path = pointer(error.path);
+  if (error.name === 'required') return { path: `${path}/${String(error.argument)}`, message: 'is required' };
+  if (error.name === 'additionalProperties')
+    return { path: `${path}/${String(error.argument)}`, message: 'is not allowed by the schema' };
+  if (error.name === 'enum') {
+    const allowed = Array.isArray(error.argument) ? error.argument : [];
+    return { path, message: `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}` };
   }
-  return { path, message };
+  return { path, message: humanMessage(error) ?? error.message ?? 'is not valid' };
 }
 
 /**
@@ -115,16 +125,20 @@ export function validateRecord(data: Record<string, unknown>, schema: JsonSchema
     if (required.length) effective.required = required;
     else delete effective.required;
   }
-  let validate: ValidateFunction;
+  const problem = badPattern(effective);
+  if (problem !== null) return [{ path: '', message: `The collection's schema cannot be used: ${problem}` }];
+  let found: ValidationError[];
   try {
-    validate = compile(effective);
+    // A validator per call: a schema's $id never shadows another's.
+    found = new Validator().validate(document, effective as Schema, { nestedErrors: false }).errors;
   } catch (error) {
     return [{ path: '', message: `The collection's schema cannot be used: ${(error as Error).message}` }];
   }
-  if (validate(document)) return [];
   const seen = new Set<string>();
   const errors: SchemaError[] = [];
-  for (const error of validate.errors ?? []) {
+  // Missing and unexpected fields first, as the server's validator reports them.
+  const rank = (error: ValidationError) => ({ required: 0, additionalProperties: 1 })[error.name] ?? 2;
+  for (const error of [...found].sort((a, b) => rank(a) - rank(b))) {
     // oneOf/anyOf branches produce many errors: keep the first per path.
     const described = describe(error);
     if (seen.has(described.path)) continue;

@@ -11,6 +11,7 @@ import { ListsPanel } from './ListsPanel.js';
 import { LoginScreen } from './LoginScreen.js';
 import { Notices } from './Notices.js';
 import { StatusBar } from './StatusBar.js';
+import { UnlockBar } from './UnlockBar.js';
 
 export function App({ config }: { config: AppConfig }) {
   const [session, setSession] = useState<Session | null>(currentSession);
@@ -76,6 +77,7 @@ function Home({ config, session, onLogOut }: { config: AppConfig; session: Sessi
           </button>
         </div>
       </header>
+      <UnlockBar workspace={workspace} />
       <StatusBar source={workspace.status} onSyncNow={() => workspace.syncNow()} />
       <Notices
         notices={notices}

@@ -131,8 +131,9 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
       </div>
       {file && (
         <div class="item-file">
-          {file.url && file.info.mimetype.startsWith('image/') ? (
-            <a href={file.url} target="_blank" rel="noreferrer">
+          {file.url && file.image ? (
+            // Clicked, the image is downloaded: never opened in a tab of this app's origin.
+            <a href={file.url} download={file.info.filename}>
               <img src={file.url} alt={`${file.info.filename} (on “${item.title}”)`} />
             </a>
           ) : file.url ? (

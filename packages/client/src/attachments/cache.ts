@@ -7,6 +7,7 @@
  */
 import type { AttachmentsHost, GetLocalAttachmentOptions } from '../api/attachments-host.js';
 import { AttachmentError, QuireError } from '../errors.js';
+import { safeBlobType } from '../remote/safe-type.js';
 import type { FilesStore } from '../store/files.js';
 import type { SyncResult } from '../sync/engine.js';
 import type { AttachmentInfo } from '../wire.js';
@@ -33,14 +34,14 @@ export class AttachmentCache {
     const queued = await files.queued(id);
     if (queued?.op === 'upload') {
       const bytes = await files.bytes(queued.hash!);
-      if (bytes) return new Blob([bytes], { type: queued.mimetype! });
+      if (bytes) return new Blob([bytes], { type: safeBlobType(queued.mimetype) });
     }
     const synced = queued?.op === 'removal' ? null : attachmentOf(await this.#host.local.get(id));
     if (!synced) throw new AttachmentError('QUIRE_ERR_ATTACHMENT_NONE', `Record ${id} has no attachment`);
     const bytes = await files.bytes(synced.hash);
     if (bytes) {
       await files.used(synced.hash);
-      return new Blob([bytes], { type: synced.mimetype });
+      return new Blob([bytes], { type: safeBlobType(synced.mimetype) });
     }
     return this.#download(id, synced, options);
   }

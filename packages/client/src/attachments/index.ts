@@ -13,6 +13,7 @@ import { AttachmentQueue } from './queue.js';
 export type { DownloadPolicy };
 export type { AttachOptions, GetLocalAttachmentOptions, LocalAttachment } from '../api/attachments-host.js';
 export type { AttachmentEvent } from '../api/events.js';
+export { isSafeBlobType, safeBlobType } from '../remote/safe-type.js';
 
 export interface AttachmentsOptions {
   /** When files are downloaded (default `lazy`). */

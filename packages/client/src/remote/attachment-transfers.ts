@@ -8,6 +8,7 @@ import type { HttpTransport } from '../transport/http.js';
 import type { AttachmentInfo } from '../wire.js';
 import { asBlob, type FileInput, multipartBody, readBody, sha256Hex } from './files.js';
 import type { AddAttachmentOptions, GetAttachmentOptions } from './options.js';
+import { safeBlobType } from './safe-type.js';
 
 /** POSTs `file` to `path` (a record's `/attachment`): the record's new `attachment`. */
 export async function upload(
@@ -51,7 +52,7 @@ export async function download(
     anonymous: new URL(url).origin !== new URL(http.remote).origin,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  const blob = await readBody(response, attachment.mimetype, attachment.size, options.onProgress);
+  const blob = await readBody(response, safeBlobType(attachment.mimetype), attachment.size, options.onProgress);
   if ((await sha256Hex(blob)) !== attachment.hash)
     throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
   return blob;

@@ -7,116 +7,156 @@
  *   out anybody with a few wrong passwords).
  * - per client address, whatever the account: `account_login_max_failures_per_ip`, so that one
  *   address cannot try a few passwords on many accounts.
- * An IPv6 client is counted by its /64 network: one host commonly holds a whole /64.
+ * An IPv6 client is counted by its /64 network (client-address.ts).
  *
  * Over a limit, logins with Basic credentials for that account from that address (or from that
  * address at all) get 429 errno 117 with `Retry-After` until the window ends — also with the
  * right password, else a guesser would learn which guess was right.
  *
- * Counters live in memory (per process) or, with `account_login_limiter_redis_url`, in Redis,
- * shared by every process. A login answered from the verified-password cache costs one counter
- * read per key; a password check counts as a failure first and is given back when right. A
- * success resets its pair's counter, and only gives back the address its own point (an
- * attacker's own account must not refill the address's allowance). If Redis fails, logins are
- * not limited (logged): the limiter must not take authentication down with it.
+ * A password check counts as a failure before it is made, atomically (also in Redis), so that
+ * guesses sent in parallel cannot all pass; a right password gives it back (its pair starts
+ * afresh, the address gets back its own point only: an attacker's own account must not refill
+ * the address's allowance). A check that would go over a limit only because of checks not decided
+ * yet (checks-in-flight.ts, across processes too) waits for them and counts again: only real
+ * failures refuse a login, so many right passwords at once from one address are never 429.
+ *
+ * A login answered from the verified-password cache costs one counter read per key. If Redis
+ * fails, logins are not limited (logged): the limiter must not take authentication down with it.
  */
-import { isIPv6 } from 'node:net';
-import { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { AccountSettings } from './settings.js';
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { addressKey } from '../auth/client-address.js';
 import { ApiError, ERRNO } from '../errors.js';
+import { ChecksInFlight } from './checks-in-flight.js';
+import type { RateStore } from './rate-store.js';
+import type { AccountSettings } from './settings.js';
 
-export interface LoginLimiterLogger {
-  warn(object: Record<string, unknown>, message: string): void;
-}
+/** Times a login waits for checks to be decided before its count is taken as it is (a bound). */
+const MAX_WAITS = 400;
 
-/**
- * The key an address is counted under: an IPv4 address itself (IPv4-mapped IPv6 included), the
- * /64 network of an IPv6 address. Other strings as they are.
- */
-export function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped?.[1]) return mapped[1];
-  const plain = address.split('%')[0] ?? address; // zone index of a link-local address
-  if (!isIPv6(plain)) return address;
-  const [head = '', tail] = plain.split('::');
-  const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const before = groups(head);
-  const after = tail === undefined ? [] : groups(tail);
-  // Only the first four groups matter; an embedded IPv4 tail (two groups) sits after them.
-  const missing = 8 - before.length - after.length - (after.at(-1)?.includes('.') ? 1 : 0);
-  const full = [...before, ...Array<string>(Math.max(missing, 0)).fill('0'), ...after];
-  return `${full
-    .slice(0, 4)
-    .map((group) => parseInt(group, 16).toString(16))
-    .join(':')}::/64`;
+/** A password check counted by `countAttempt`, to be settled once decided. */
+export interface LoginAttempt {
+  /** The password was right: its pair starts afresh, the address gets its point back. */
+  succeeded(): Promise<void>;
+  /** The password was wrong: the failure stays counted. */
+  failed(): Promise<void>;
 }
 
 export class LoginLimiter {
+  readonly #store: RateStore;
   readonly #byPair: RateLimiterAbstract;
   readonly #byAddress: RateLimiterAbstract;
-  readonly #redis: Redis | null;
-  #logger: LoginLimiterLogger | null = null;
+  readonly #checks: ChecksInFlight;
 
-  constructor(settings: AccountSettings) {
+  constructor(settings: AccountSettings, store: RateStore) {
     const duration = settings.account_login_window_seconds;
-    const url = settings.account_login_limiter_redis_url;
-    this.#redis = url
-      ? new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false })
-      : null;
-    // Connection errors are also reported by the failing calls below.
-    this.#redis?.on('error', () => {});
-    const make = (keyPrefix: string, points: number) =>
-      this.#redis
-        ? new RateLimiterRedis({ storeClient: this.#redis, keyPrefix, points, duration })
-        : new RateLimiterMemory({ keyPrefix, points, duration });
-    this.#byPair = make('quire-login-account-ip', settings.account_login_max_failures);
-    this.#byAddress = make('quire-login-ip', settings.account_login_max_failures_per_ip);
-  }
-
-  setLogger(logger: LoginLimiterLogger): void {
-    this.#logger = logger;
-  }
-
-  /** Throws 429 when this address used up its failures, on this account or on all. Reads only. */
-  async assertAllowed(accountId: string, address: string): Promise<void> {
-    const key = addressKey(address);
-    tooMany(await Promise.all([this.#state(this.#byPair, pairKey(accountId, key)), this.#state(this.#byAddress, key)]));
+    this.#store = store;
+    this.#byPair = store.counter('quire-login-account-ip', settings.account_login_max_failures, duration);
+    this.#byAddress = store.counter('quire-login-ip', settings.account_login_max_failures_per_ip, duration);
+    // Checks in flight in every process: never near its (huge) limit, a minute's window.
+    const shared = store.shared ? store.counter('quire-login-checking', Number.MAX_SAFE_INTEGER, 60) : null;
+    this.#checks = new ChecksInFlight(shared, (error) => store.unavailable(error));
   }
 
   /**
-   * Counts a password check about to be made as a failure, and throws 429 if that goes over a
-   * limit. Counted before the check, atomically (also in Redis), so that guesses sent in
-   * parallel cannot all pass `assertAllowed` first; a right password gives it back.
+   * Throws 429 when this address used up its failures, on this account or on all. Reads only;
+   * when undecided checks fill a limit, waits until they are decided (a cached password must not
+   * get through while they could still refuse it).
    */
-  async countAttempt(accountId: string, address: string): Promise<void> {
-    const key = addressKey(address);
-    tooMany(
-      await Promise.all([this.#consume(this.#byPair, pairKey(accountId, key)), this.#consume(this.#byAddress, key)]),
+  async assertAllowed(accountId: string, address: string): Promise<void> {
+    const keys = this.#keys(accountId, address);
+    await this.#untilRoom(keys, () =>
+      Promise.all([this.#state(this.#byPair, keys[0]), this.#state(this.#byAddress, keys[1])]),
     );
   }
 
-  /** The password counted by `countAttempt` was right: its pair starts afresh, the address gets its point back. */
-  async attemptSucceeded(accountId: string, address: string): Promise<void> {
-    const key = addressKey(address);
-    try {
-      await Promise.all([this.#byPair.delete(pairKey(accountId, key)), this.#byAddress.reward(key, 1)]);
-    } catch (error) {
-      this.#storeFailed(error);
-    }
+  /**
+   * Counts a password check about to be made as a failure; throws 429 if failures already fill
+   * a limit. When undecided checks fill it (here or in another process), waits until one is
+   * decided and counts again.
+   */
+  async countAttempt(accountId: string, address: string): Promise<LoginAttempt> {
+    const keys = this.#keys(accountId, address);
+    const limiters = [this.#byPair, this.#byAddress] as const;
+    await this.#untilRoom(
+      keys,
+      async () => {
+        await this.#checks.announce(keys);
+        return Promise.all(limiters.map((limiter, index) => this.#consume(limiter, keys[index] as string)));
+      },
+      // Not made: neither count keeps its point.
+      async () => {
+        await Promise.all(limiters.map((limiter, index) => this.#giveBack(limiter, keys[index] as string)));
+        await this.#checks.withdraw(keys);
+      },
+    );
+    this.#checks.begin(keys);
+    return {
+      succeeded: async () => {
+        try {
+          await Promise.all([this.#byPair.delete(keys[0]), this.#byAddress.reward(keys[1], 1)]);
+        } catch (error) {
+          this.#store.unavailable(error);
+        } finally {
+          await this.#checks.finish(keys);
+        }
+      },
+      failed: () => this.#checks.finish(keys),
+    };
   }
 
   /** A password reset from this address: the failures of its pair are forgotten. */
   async forgetFailures(accountId: string, address: string): Promise<void> {
     try {
-      await this.#byPair.delete(pairKey(accountId, addressKey(address)));
+      await this.#byPair.delete(this.#keys(accountId, address)[0]);
     } catch (error) {
-      this.#storeFailed(error);
+      this.#store.unavailable(error);
     }
   }
 
-  async close(): Promise<void> {
-    await this.#redis?.quit().catch(() => this.#redis?.disconnect());
+  /**
+   * An account was just created from this address: its name was no account before, so the
+   * attempts of its pair (credentials sent before the sign-up) were no guesses. They are given
+   * back, to the address too.
+   */
+  async signedUp(accountId: string, address: string): Promise<void> {
+    const [pair, key] = this.#keys(accountId, address);
+    try {
+      const state = await this.#byPair.get(pair);
+      await this.#byPair.delete(pair);
+      if (state && state.consumedPoints > 0) await this.#byAddress.reward(key, state.consumedPoints);
+    } catch (error) {
+      this.#store.unavailable(error);
+    }
+  }
+
+  #keys(accountId: string, address: string): [pair: string, address: string] {
+    const key = addressKey(address);
+    // Account ids cannot hold a space: the pair's key is unambiguous.
+    return [`${accountId} ${key}`, key];
+  }
+
+  /**
+   * Measures the keys' counts until no limit is over (`undo` after each measure that found one):
+   * 429 when failures fill one, a wait for an undecided check when such checks fill it.
+   */
+  async #untilRoom(
+    keys: [string, string],
+    measure: () => Promise<Array<number | null>>,
+    undo?: () => Promise<void>,
+  ): Promise<void> {
+    for (let round = 0; ; round++) {
+      const seen = keys.map((key) => this.#checks.see(key));
+      const waits = await measure();
+      if (waits.every((wait) => wait === null)) return;
+      await undo?.();
+      const pending = await Promise.all(
+        waits.map((wait, index) =>
+          wait === null ? undefined : this.#checks.decided(keys[index] as string, seen[index] ?? null),
+        ),
+      );
+      if (round >= MAX_WAITS || pending.includes(null)) tooMany(waits);
+      await Promise.race(pending.flatMap((decided) => (decided ? [decided.until] : [])));
+    }
   }
 
   /** Milliseconds until the key may log in again, or null when it may now. */
@@ -125,7 +165,7 @@ export class LoginLimiter {
       const state = await limiter.get(key);
       return state && state.consumedPoints >= limiter.points && state.msBeforeNext > 0 ? state.msBeforeNext : null;
     } catch (error) {
-      this.#storeFailed(error);
+      this.#store.unavailable(error);
       return null;
     }
   }
@@ -136,27 +176,26 @@ export class LoginLimiter {
       const state = await limiter.penalty(key, 1);
       return state.consumedPoints > limiter.points ? Math.max(state.msBeforeNext, 1000) : null;
     } catch (error) {
-      if (!(error instanceof RateLimiterRes)) this.#storeFailed(error);
+      if (!(error instanceof RateLimiterRes)) this.#store.unavailable(error);
       return null;
     }
   }
 
-  #storeFailed(error: unknown): void {
-    this.#logger?.warn({ error: (error as Error)?.message }, 'login limiter store unavailable: logins not limited');
+  async #giveBack(limiter: RateLimiterAbstract, key: string): Promise<void> {
+    try {
+      await limiter.reward(key, 1);
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) this.#store.unavailable(error);
+    }
   }
 }
 
 /** 429 errno 117 with the longest of the waits, if any. */
-function tooMany(waits: Array<number | null>): void {
-  const longest = Math.max(0, ...waits.filter((wait): wait is number => wait !== null));
+function tooMany(waits: Array<number | null | undefined>): void {
+  const longest = Math.max(0, ...waits.filter((wait): wait is number => typeof wait === 'number'));
   if (longest === 0) return;
   throw new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
     message: 'Too many failed login attempts, retry later.',
     headers: { 'Retry-After': String(Math.max(1, Math.ceil(longest / 1000))) },
   });
-}
-
-/** Account ids cannot hold a space: the pair's key is unambiguous. */
-function pairKey(accountId: string, addressKey: string): string {
-  return `${accountId} ${addressKey}`;
 }

@@ -4,13 +4,16 @@
  * `account:<id>`. An account awaiting validation cannot log in (a missing `validated` counts as
  * validated).
  *
- * Credentials that name an existing account and do not log in answer 401. Deliberate difference
- * (README): Kinto declines them, and `basicauth` then makes a mistyped password another, empty
- * user — whose writes land elsewhere — while an attacker's guesses never see a failure.
- * A name that is no account is declined when `basicauth` comes later (it is that policy's user:
- * the answer shows then whether an account has the name). Otherwise it is refused the same way,
- * after checking the password against a dummy hash, so that neither the answer nor its time
- * tells whether the name is an account.
+ * Credentials that do not log in, as the original treats them — the caller is anonymous — where
+ * that reveals nothing: with no `basicauth` after `account`, a name that is no account and a
+ * wrong password get the same answer after the same work (a check against a dummy hash for the
+ * former), so that neither the answer nor its time tells which accounts exist; a client may
+ * then sign up while already sending the new account's credentials, as published clients do.
+ * With `basicauth` after `account`, a name that is no account is that policy's user (as in the
+ * original), but a wrong password for an account answers 401: deliberate difference (README),
+ * the original lets `basicauth` make a mistyped password another, empty user — whose writes
+ * land elsewhere — while a guesser never sees a failure.
+ * Either way failures count against the login limits (429 over them).
  */
 import { parseBasicAuthorization } from '../auth/basicauth.js';
 import type { AuthPolicy } from '../auth/policy.js';
@@ -21,7 +24,10 @@ import { ApiError, ERRNO } from '../errors.js';
 import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { LoginLimiter } from './login-limiter.js';
-import { dummyHash, verifyPassword } from './password.js';
+import { dummyHash } from './password.js';
+import { PasswordChecks } from './password-checks.js';
+import { RateStore } from './rate-store.js';
+import { SignUpLimiter } from './sign-up-limiter.js';
 
 /** The settings this module reads, feature by feature. */
 type ModuleSettings = AuthSettings & AccountSettings;
@@ -33,6 +39,9 @@ export interface AccountPolicy extends AuthPolicy {
   /** Shared with the account endpoints, which forget an account's entries when it changes. */
   readonly credentials: VerifiedCredentialsCache;
   readonly limiter: LoginLimiter;
+  readonly signUps: SignUpLimiter;
+  /** Where the limiters count (closed with the server). */
+  readonly rates: RateStore;
 }
 
 const CHALLENGE = 'Basic realm="Realm"';
@@ -66,20 +75,24 @@ export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
     settings.account_cache_ttl_seconds,
     settings.account_cache_max_entries,
   );
-  const limiter = new LoginLimiter(settings);
+  const rates = new RateStore(settings.account_login_limiter_redis_url);
+  const limiter = new LoginLimiter(settings, rates);
   const policies = settings.multiauth_policies;
   const basicAuthAfter =
     policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
   let dummy: Promise<string> | null = null;
   const dummyHashOnce = () => (dummy ??= dummyHash());
+  const checks = new PasswordChecks(limiter, dummyHashOnce);
 
   return {
     name: ACCOUNT_POLICY,
     challenge: CHALLENGE,
     credentials,
     limiter,
+    signUps: new SignUpLimiter(settings, rates),
+    rates,
     async init() {
-      // Made before the first unknown name is refused, so that refusal costs one verification too.
+      // Made before the first unknown name is declined, so that it costs one verification too.
       if (!basicAuthAfter) await dummyHashOnce();
     },
     async authenticate({ headers, ip, read }) {
@@ -97,18 +110,15 @@ export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
       // Inside a batch, through its transaction (PGlite would wait for it to end otherwise).
       const account = await read((session) => session.objects.get(ACCOUNT_SCOPE, id));
       if (!account && basicAuthAfter) return null;
-      if (!temporary) await limiter.countAttempt(id, address);
-      // One verification whether the name is an account or not (or holds no argon2 hash, e.g.
-      // one imported from Kinto): the time tells nothing.
+      // Or none (an account imported from Kinto holds a bcrypt hash): checked against the dummy.
       const stored =
         typeof account?.password === 'string' && account.password.startsWith('$argon2') ? account.password : null;
-      const matches = (await verifyPassword(stored ?? (await dummyHashOnce()), password)) && stored !== null;
-      if (matches && !temporary) await limiter.attemptSucceeded(id, address);
+      const matches = await checks.matches({ id, password, address, stored, counted: !temporary });
       if (matches && !(settings.account_validation && account?.validated === false)) {
         credentials.remember(id, password);
         return accountUserId(id);
       }
-      if (temporary) return null;
+      if (temporary || !basicAuthAfter) return null;
       // Not a fall-through to `basicauth` (see above): the caller learns that the login failed.
       throw new ApiError(401, ERRNO.MISSING_AUTH_TOKEN, {
         message: 'Please authenticate yourself to use this endpoint.',

@@ -152,6 +152,11 @@ export function createAccountResource(
     if (passwordResets.has(request)) await policy.limiter.forgetFailures(id, request.ip);
   }
 
+  /** Rate-limited per address before the password is hashed; administrators are not. */
+  async function countSignUp({ identity, request }: WriteContext): Promise<void> {
+    if (!isAdmin(identity)) await policy.signUps.count(request.ip);
+  }
+
   return {
     name: ACCOUNT_SCOPE.resourceName,
     plural: 'accounts',
@@ -184,7 +189,7 @@ export function createAccountResource(
         throw invalidParameter('querystring', '_fields', 'Fields password do not exist');
       return query.filters;
     },
-    processData(data, context) {
+    async processData(data, context) {
       const { identity, ref, existing, request } = context;
       if (!existing) {
         // Kinto's creation checks (`process_object`): e-mail ids in validation mode, own id only.
@@ -196,11 +201,14 @@ export function createAccountResource(
           );
         }
         checkOwnId(identity, ref.id);
+        await countSignUp(context);
       } else if (!passwordResets.has(request)) checkOwnId(identity, ref.id);
       return accountData(data, context);
     },
     async afterWrite({ request, work, session, existing, sent }, stored) {
       work.afterCommit(() => afterPasswordChange(request, stored.id));
+      // Credentials of the new account sent before it existed were no guesses (login-limiter.ts).
+      if (!existing) work.afterCommit(() => policy.limiter.signedUp(stored.id, request.ip));
       if (existing || !settings.account_validation || !mails) return;
       const key = await createActivationKey(session.nonces, settings, stored.id);
       // Inside the transaction: when the mail cannot be sent, the account is not created and the

@@ -18,11 +18,11 @@ export function registerAccounts(app: FastifyInstance): void {
     url: 'https://kinto.readthedocs.io/en/latest/api/1.x/accounts.html',
     validation_enabled: settings.account_validation,
   };
-  policy.limiter.setLogger(app.log);
+  policy.rates.setLogger(app.log);
   const mails = settings.account_validation ? createAccountMails(settings, createMailer(settings)) : null;
   app.addHook('onClose', async () => {
     mails?.close();
-    await policy.limiter.close();
+    await policy.rates.close();
   });
 
   registerResource(app, createAccountResource(services, policy, mails));

@@ -51,7 +51,20 @@ export const ACCOUNT_SETTINGS = {
     default: null,
     secret: true,
     description:
-      'A `redis://` URL to share the login failure counters between processes (unset: each process counts in memory).',
+      'A `redis://` URL to share the login failure counters and the sign-ups per address between processes ' +
+      '(unset: each process counts in memory).',
+  }),
+  account_create_max_per_address: Type.Integer({
+    default: 50,
+    minimum: 1,
+    description:
+      'Accounts created per client address (IPv6: per /64) within `account_create_window_seconds`, by ' +
+      'anyone but `account_write_principals`; one more is answered 429 with `Retry-After`.',
+  }),
+  account_create_window_seconds: Type.Integer({
+    default: 3600,
+    minimum: 1,
+    description: 'Window of `account_create_max_per_address` (also the longest `Retry-After`).',
   }),
   account_validation: Type.Boolean({
     default: false,

@@ -13,6 +13,8 @@ import type { Readable } from 'node:stream';
 
 export interface WriteOptions {
   contentType: string;
+  /** `Content-Disposition` served with the file, where the backend stores headers (S3). */
+  disposition: string;
   /** Stops the write (the client went away, a limit was passed): nothing is kept. */
   signal: AbortSignal;
 }
@@ -57,6 +59,11 @@ export interface FileBackend {
   ping(): Promise<boolean>;
   /** Removes what interrupted writes left, untouched for `olderThanMs` (where a write leaves anything). */
   sweepTemporary?(olderThanMs: number, now?: number): Promise<number>;
+  /**
+   * Aborts incomplete multipart uploads begun more than `olderThanMs` ago under `prefixes`, but
+   * not at `busy` locations; null when the service cannot list them (S3's).
+   */
+  abortStaleUploads?(olderThanMs: number, prefixes: string[], busy: Set<string>, now?: number): Promise<number | null>;
   close(): Promise<void>;
 }
 

@@ -15,7 +15,7 @@
  * changes content).
  */
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO } from '../errors.js';
 import { baseUrl } from '../http/base-url.js';
 import { registerMethods } from '../engine/routes.js';
@@ -24,17 +24,20 @@ import { AttachmentFiles } from './files.js';
 import { Journal, startSweeper } from './journal.js';
 import { LocalFileBackend } from './local-backend.js';
 import { attachmentMetrics } from './metrics.js';
-import { isFileLocation } from './names.js';
+import { folderPrefixes, isFileLocation } from './names.js';
 import { attachmentExtensions } from './record-hooks.js';
-import { registerAttachmentRoutes, sendLocalFile } from './routes.js';
+import { registerAttachmentRoutes, registerFileResponsePolicy, sendLocalFile } from './routes.js';
 import { S3FileBackend, s3PublicUrl } from './s3-backend.js';
 import { AttachmentOptions, type AttachmentSettings } from './settings.js';
 
 export const SERVED_PREFIX = '/v1/attachments';
 
 /** The backend the settings choose: S3 when a bucket is named, else the local directory. */
-export async function createFileBackend(settings: AttachmentSettings & { data_dir: string }): Promise<FileBackend> {
-  if (settings.attachment_aws_bucket_name !== null) return S3FileBackend.create(settings);
+export async function createFileBackend(
+  settings: AttachmentSettings & { data_dir: string },
+  log: () => FastifyBaseLogger | undefined = () => undefined,
+): Promise<FileBackend> {
+  if (settings.attachment_aws_bucket_name !== null) return S3FileBackend.create(settings, log);
   return new LocalFileBackend(settings.attachment_base_path ?? join(settings.data_dir, 'attachments')).open();
 }
 
@@ -43,8 +46,18 @@ export async function registerAttachments(app: FastifyInstance): Promise<void> {
   const { settings, storage } = services;
   if (!settings.attachment_enabled) return;
   const log = () => app.log;
-  const backend = await createFileBackend(settings);
-  const journal = new Journal(backend, storage, { graceMs: settings.attachment_sweep_grace_seconds * 1000, log });
+  const backend = await createFileBackend(settings, log);
+  const folders = [
+    settings.attachment_folder,
+    ...Object.values(settings.attachment_resources).flatMap((entry) =>
+      entry.folder === undefined ? [] : [entry.folder],
+    ),
+  ];
+  const journal = new Journal(backend, storage, {
+    graceMs: settings.attachment_sweep_grace_seconds * 1000,
+    log,
+    uploadPrefixes: folderPrefixes(folders),
+  });
   const files = new AttachmentFiles(
     backend,
     journal,
@@ -74,6 +87,7 @@ export async function registerAttachments(app: FastifyInstance): Promise<void> {
   services.heartbeats.attachments = async () => (settings.readonly ? true : backend.ping());
   services.resourceExtensions.push(...attachmentExtensions(files, settings.storage_max_fetch_size));
   registerAttachmentRoutes(app, files, localFiles, publicBaseUrl);
+  registerFileResponsePolicy(app);
   if (localFiles && !settings.attachment_private) registerFileServing(app, localFiles);
 
   let stopSweeper: (() => Promise<void>) | null = null;

@@ -48,6 +48,8 @@ function isJournalFile(value: unknown): value is JournalFile {
 export interface JournalOptions {
   graceMs: number;
   log: () => FastifyBaseLogger | undefined;
+  /** Where this server's files are (the folders' fixed beginnings): incomplete uploads are swept there. */
+  uploadPrefixes?: string[];
 }
 
 /** One note: renew it while the work goes on, remove it when the work is done. */
@@ -126,12 +128,17 @@ export class Journal {
    */
   async sweep(now = Date.now()): Promise<number> {
     let deleted = (await this.backend.sweepTemporary?.(this.#options.graceMs, now)) ?? 0;
+    /** Locations of work under way (fresh notes): their incomplete uploads are not stale. */
+    const busy = new Set<string>();
     for await (const { key, modified } of this.backend.listNotes(PREFIX)) {
-      if (now - modified < this.#options.graceMs) continue;
+      if (now - modified < this.#options.graceMs && !this.backend.abortStaleUploads) continue;
       const note = (await this.backend.getNote(key)) as Note | null;
       if (note === null) continue; // settled meanwhile by another process
-      if (now - (Number(note.written) || 0) < this.#options.graceMs) continue; // renewed meanwhile
       const files = Array.isArray(note.files) ? note.files.filter(isJournalFile) : [];
+      if (now - modified < this.#options.graceMs || now - (Number(note.written) || 0) < this.#options.graceMs) {
+        for (const file of files) busy.add(file.location);
+        continue;
+      }
       const removed = await this.settle(files);
       await this.backend.deleteNote(key);
       deleted += removed;
@@ -139,7 +146,27 @@ export class Journal {
         .log()
         ?.info({ note: key, files: files.length, deleted: removed }, 'attachments: settled an interrupted change');
     }
+    await this.#abortStaleUploads(busy, now);
     return deleted;
+  }
+
+  #unlisted = false;
+
+  async #abortStaleUploads(busy: Set<string>, now: number): Promise<void> {
+    if (!this.backend.abortStaleUploads || this.#unlisted) return;
+    const prefixes = this.#options.uploadPrefixes ?? [''];
+    const aborted = await this.backend.abortStaleUploads(this.#options.graceMs, prefixes, busy, now);
+    if (aborted === null) {
+      this.#unlisted = true;
+      this.#options
+        .log()
+        ?.warn(
+          'attachments: this S3 service cannot list multipart uploads (ListMultipartUploads): the sweeper ' +
+            'cannot abort those a stopped process left; set a lifecycle rule on the bucket for them',
+        );
+    } else if (aborted > 0) {
+      this.#options.log()?.info({ aborted }, 'attachments: aborted stale incomplete multipart uploads');
+    }
   }
 }
 

@@ -13,7 +13,8 @@ import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type ByteRange, type FileBackend, probe, type StoredFileInfo, type WriteOptions } from './backend.js';
-import { isFileLocation, servedTypeOf } from './names.js';
+import { servedTypeOf } from './media-types.js';
+import { isFileLocation } from './names.js';
 
 const RESERVED = '.quire';
 const NOTE_KEY = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;

@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { extname } from 'node:path';
-import mime from 'mime-types';
 
 export const FOLDER_PLACEHOLDERS = ['bucket_id', 'collection_id'] as const;
 
@@ -55,6 +54,25 @@ export function extensionAllowed(filename: string, allowed: Set<string> | 'any')
   return allowed === 'any' || allowed.has(extensionOf(filename));
 }
 
+/** Longest file name taken, in characters (a file system's usual limit). */
+export const MAX_FILENAME_LENGTH = 255;
+/** What an extension may be: it becomes part of the stored location (`<uuid>.<ext>`). */
+const EXTENSION = /^[a-z0-9_-]{1,24}$/;
+
+/**
+ * What is wrong with a file name sent by a client, worded as the rule it breaks; null when it is
+ * fine. A name the backends could not store is the caller's mistake (400), never theirs.
+ */
+export function filenameProblem(filename: string): string | null {
+  if (filename.length > MAX_FILENAME_LENGTH) return `File name is longer than ${MAX_FILENAME_LENGTH} characters.`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(filename)) return 'File name contains control characters.';
+  const extension = extensionOf(filename);
+  if (extension !== '' && !EXTENSION.test(extension))
+    return "File extension must be 1 to 24 ASCII letters, digits, '_' or '-'.";
+  return null;
+}
+
 /** The folder of a record's files, from the pattern (ids are protocol ids: no `/`, no dots first). */
 export function folderFor(pattern: string, ids: { bucket_id: string; collection_id: string }): string {
   return pattern
@@ -62,6 +80,22 @@ export function folderFor(pattern: string, ids: { bucket_id: string; collection_
     .split('/')
     .filter(Boolean)
     .join('/');
+}
+
+/**
+ * Where every folder of these patterns begins (the text before the first placeholder, up to a
+ * `/`): the prefixes under which this server's files are. `['']` when one may be anywhere.
+ */
+export function folderPrefixes(patterns: string[]): string[] {
+  const prefixes = new Set<string>();
+  for (const pattern of patterns) {
+    const fixed = pattern.split('{')[0] ?? '';
+    const folder = pattern.includes('{') ? fixed.slice(0, fixed.lastIndexOf('/') + 1) : fixed;
+    const clean = folder.split('/').filter(Boolean).join('/');
+    if (clean === '') return [''];
+    prefixes.add(`${clean}/`);
+  }
+  return [...prefixes].filter((prefix) => ![...prefixes].some((other) => other !== prefix && prefix.startsWith(other)));
 }
 
 /**
@@ -99,46 +133,4 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 export function isFileLocation(location: string): boolean {
   if (location.length === 0 || location.length > 1024) return false;
   return location.split('/').every((segment) => SEGMENT.test(segment));
-}
-
-/** Media types the original sets for extensions its platform does not know. */
-const BUILT_IN_TYPES: Record<string, string> = { '.pem': 'application/x-pem-file', '.geojson': 'application/geojson' };
-
-/** `.txt:text/vnd.graphviz;.pem:application/x-pem-file` → extension → type. */
-export function parseMimetypeOverrides(spec: string): Record<string, string> {
-  const result: Record<string, string> = { ...BUILT_IN_TYPES };
-  for (const entry of spec.split(';')) {
-    const [extension, type] = entry.split(':').map((part) => part.trim());
-    if (extension && type)
-      result[extension.startsWith('.') ? extension.toLowerCase() : `.${extension.toLowerCase()}`] = type;
-  }
-  return result;
-}
-
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;
-
-/**
- * The media type recorded for a file: the configured one for its extension, else what the client
- * sent (when it is a plain `type/subtype`), else the extension's, else `application/octet-stream`.
- */
-export function mediaTypeOf(filename: string, sent: string | undefined, overrides: Record<string, string>): string {
-  const extension = extname(filename).toLowerCase();
-  if (extension && Object.hasOwn(overrides, extension)) return overrides[extension] as string;
-  const given = sent?.split(';')[0]?.trim().toLowerCase();
-  if (given && MEDIA_TYPE.test(given) && given !== 'application/octet-stream') return given;
-  return mime.lookup(filename) || given || 'application/octet-stream';
-}
-
-/** `image/png` against `image/*`, `image/png`; an empty list allows everything. */
-export function mediaTypeAllowed(type: string, allowed: readonly string[]): boolean {
-  if (allowed.length === 0) return true;
-  return allowed.some((pattern) => {
-    const wanted = pattern.trim().toLowerCase();
-    return wanted === type || wanted === '*/*' || (wanted.endsWith('/*') && type.startsWith(wanted.slice(0, -1)));
-  });
-}
-
-/** The type a stored file is served with: by its name (the stored name keeps the extension). */
-export function servedTypeOf(location: string): string {
-  return mime.lookup(location) || 'application/octet-stream';
 }

@@ -31,8 +31,10 @@ import { recordResource } from '../resources/records.js';
 import { inheritedHeaders } from '../views/batch.js';
 import type { LocalFileBackend } from './local-backend.js';
 import { readIndex } from './file-index.js';
+import { lingerAfterAnswer } from './linger.js';
 import type { AttachmentFiles } from './files.js';
-import { folderFor, newLocation, parseMimetypeOverrides, servedTypeOf } from './names.js';
+import { dispositionOf, parseMimetypeOverrides, servedTypeOf } from './media-types.js';
+import { folderFor, newLocation } from './names.js';
 import { backendError, discard, receiveUpload, tooLarge } from './upload.js';
 
 const RECORD_PATH = '/v1/buckets/:bucket_id/collections/:collection_id/records/:record_id';
@@ -91,17 +93,10 @@ export function registerAttachmentRoutes(
     const params = request.params as Params;
     let bucketId = params.bucket_id;
     if (bucketId === undefined) {
-      const { userId } = request.identity;
-      if (userId === null || !services.personalBucketId) throw denied(services, request.identity);
-      // A GET of the collection there creates the bucket and the collection, as any request does.
-      const created = await dispatchInternal(app, request.work, {
-        method: 'GET',
-        url: `/v1/buckets/default/collections/${encodeURIComponent(params.collection_id)}`,
-        headers: inheritedHeaders(request),
-        remoteAddress: request.ip,
-      });
-      if (created.statusCode >= 400) throw relayedError(created);
-      bucketId = services.personalBucketId(userId);
+      // Created as any request there creates them; the caller's If-Match / If-None-Match are
+      // the record's, never applied to these implicit creations.
+      if (!services.ensurePersonalCollection) throw denied(services, request.identity);
+      bucketId = await services.ensurePersonalCollection(request, params.collection_id);
     }
     const bucket = objectRef(bucketResource, bucketId, null);
     return objectRef(recordResource, params.record_id, objectRef(collectionResource, params.collection_id, bucket));
@@ -148,7 +143,10 @@ export function registerAttachmentRoutes(
     } catch (error) {
       // Refused before the whole body was read (permissions, a limit…): close the connection
       // rather than read the rest of what may be a large file only to drop it.
-      if (!request.raw.readableEnded) reply.header('Connection', 'close');
+      if (!request.raw.readableEnded) {
+        reply.header('Connection', 'close');
+        lingerAfterAnswer(request.raw, settings.attachment_upload_linger_seconds * 1000);
+      }
       throw error;
     }
   }
@@ -192,7 +190,11 @@ export function registerAttachmentRoutes(
         allowedMimetypes: options.allowedMimetypes,
         mimetypeOverrides,
         maxFieldBytes: settings.max_body_bytes,
-        idleTimeoutMs: settings.attachment_upload_idle_timeout_seconds * 1000,
+        limits: {
+          idleMs: settings.attachment_upload_idle_timeout_seconds * 1000,
+          deadlineMs: settings.attachment_upload_deadline_seconds * 1000,
+          minBytesPerSecond: settings.attachment_upload_min_bytes_per_second,
+        },
         renewEveryMs: (settings.attachment_sweep_grace_seconds * 1000) / 4,
       });
     } catch (error) {
@@ -272,7 +274,7 @@ export function registerAttachmentRoutes(
         : null;
     });
     if (!found) throw new ApiError(404, ERRNO.INVALID_RESOURCE_ID, { message: 'This record has no attachment.' });
-    const disposition = `inline; filename*=UTF-8''${encodeURIComponent(found.filename)}`;
+    const disposition = dispositionOf(servedTypeOf(found.location), found.filename);
     // The record's file changes with each upload: revalidate (ETag), never cache as immutable.
     reply.header('Cache-Control', 'private, no-cache');
     if (!localFiles) {
@@ -291,6 +293,18 @@ export function registerAttachmentRoutes(
     scope.addContentTypeParser('multipart/form-data', (_request, _payload, done) => done(null, undefined));
     registerMethods(scope, `${RECORD_PATH}/attachment`, handlers);
     registerMethods(scope, `${DEFAULT_RECORD_PATH}/attachment`, handlers);
+  });
+}
+
+/** The API's policy, and `sandbox`: a file opened in a tab is a document of no origin. */
+const FILE_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; sandbox";
+const fileResponses = new WeakSet<FastifyRequest>();
+
+/** Files get FILE_CSP, set after the API's security headers (http/headers.ts, registered earlier). */
+export function registerFileResponsePolicy(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (fileResponses.has(request)) reply.header('Content-Security-Policy', FILE_CSP);
+    return payload;
   });
 }
 
@@ -338,7 +352,12 @@ export async function sendLocalFile(
   }
   reply.code(sent.statusCode);
   for (const [name, value] of Object.entries(sent.headers)) reply.header(name, value);
-  reply.header('Content-Type', servedTypeOf(location));
+  const type = servedTypeOf(location);
+  reply.header('Content-Type', type);
+  // Opened in a tab, a file runs nothing: a sandboxed document with no script, and anything
+  // but an image, audio, video, PDF or plain text is downloaded rather than shown.
+  fileResponses.add(request);
+  reply.header('Content-Disposition', dispositionOf(type, location.split('/').at(-1) ?? 'file'));
   for (const [name, value] of Object.entries(extraHeaders)) reply.header(name, value);
   return reply.send(sent.stream);
 }

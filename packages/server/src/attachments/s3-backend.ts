@@ -1,19 +1,23 @@
 /**
  * Files in S3-compatible object storage (AWS S3, MinIO, Ceph, R2…), through the AWS SDK v3.
- * Uploads stream as a multipart upload (`@aws-sdk/lib-storage`): parts of 5 MiB (S3's smallest),
- * one in flight, so an upload of any size holds about two parts in memory; the object exists
- * only once the upload completes, and a failed or aborted one is aborted on the service (no
- * object, no parts kept). The SDK is loaded only when this backend is chosen.
+ * Uploads stream as a multipart upload (s3-multipart.ts): parts of 5 MiB (S3's smallest), one
+ * in flight, so an upload of any size holds about two parts in memory; the object exists only
+ * once the upload completes, and a failed or aborted one is aborted on the service (no object,
+ * no parts kept; what a dead process left, the sweeper aborts: `abortStaleUploads`). The SDK is
+ * loaded only when this backend is chosen.
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { FastifyBaseLogger } from 'fastify';
 import type { AttachmentSettings } from './settings.js';
 import { type ByteRange, type FileBackend, probe, type StoredFileInfo, type WriteOptions } from './backend.js';
+import { dispositionOf, servedTypeOf } from './media-types.js';
 import { isFileLocation } from './names.js';
+import { S3Uploader } from './s3-multipart.js';
+
+type Log = () => FastifyBaseLogger | undefined;
 
 const NOTES = '.quire/notes/';
-/** S3's smallest part (all parts but the last). */
-export const PART_SIZE = 5 * 1024 * 1024;
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 
@@ -37,6 +41,11 @@ export function s3PublicUrl(settings: AttachmentSettings): string {
   return `https://${bucket}.s3.${settings.attachment_aws_region}.amazonaws.com/`;
 }
 
+function isNotImplemented(error: unknown): boolean {
+  const { name, $metadata } = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return name === 'NotImplemented' || $metadata?.httpStatusCode === 501;
+}
+
 function isNotFound(error: unknown): boolean {
   const { name, $metadata } = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return name === 'NoSuchKey' || name === 'NotFound' || $metadata?.httpStatusCode === 404;
@@ -48,15 +57,22 @@ export class S3FileBackend implements FileBackend {
   readonly #client: S3Client;
   readonly #bucket: string;
   readonly #acl: string | null;
+  readonly #uploader: S3Uploader;
 
-  private constructor(sdk: Sdk, client: S3Client, bucket: string, acl: string | null) {
+  private constructor(sdk: Sdk, client: S3Client, bucket: string, acl: string | null, log: Log) {
     this.#sdk = sdk;
     this.#client = client;
     this.#bucket = bucket;
     this.#acl = acl;
+    this.#uploader = new S3Uploader(sdk, client, (error, key, uploadId) =>
+      log()?.warn(
+        { err: error, key, uploadId },
+        'attachments: AbortMultipartUpload failed (the sweeper tries again once it is stale)',
+      ),
+    );
   }
 
-  static async create(settings: AttachmentSettings): Promise<S3FileBackend> {
+  static async create(settings: AttachmentSettings, log: Log = () => undefined): Promise<S3FileBackend> {
     const sdk = await import('@aws-sdk/client-s3');
     const endpoint = s3Endpoint(settings);
     const client = new sdk.S3Client({
@@ -82,7 +98,7 @@ export class S3FileBackend implements FileBackend {
         : {}),
     });
     const acl = settings.attachment_private ? null : settings.attachment_aws_acl;
-    return new S3FileBackend(sdk, client, settings.attachment_aws_bucket_name as string, acl || null);
+    return new S3FileBackend(sdk, client, settings.attachment_aws_bucket_name as string, acl || null, log);
   }
 
   #key(location: string): string {
@@ -91,41 +107,58 @@ export class S3FileBackend implements FileBackend {
   }
 
   async write(location: string, body: Readable, options: WriteOptions): Promise<void> {
-    const { Upload } = await import('@aws-sdk/lib-storage');
-    const upload = new Upload({
-      client: this.#client,
-      params: {
-        Bucket: this.#bucket,
-        Key: this.#key(location),
-        Body: body,
-        ContentType: options.contentType,
-        ...(this.#acl ? { ACL: this.#acl as never } : {}),
-      },
-      partSize: PART_SIZE,
-      queueSize: 1,
-      // Aborted below, keeping the error that stopped it (lib-storage would report the abort's
-      // own failure instead, e.g. on a service without AbortMultipartUpload).
-      leavePartsOnError: true,
-    });
-    const abort = () => {
-      body.destroy(options.signal.reason instanceof Error ? options.signal.reason : new Error('upload aborted'));
-      void upload.abort().catch(() => {});
+    const params = {
+      Bucket: this.#bucket,
+      Key: this.#key(location),
+      ContentType: options.contentType,
+      ContentDisposition: options.disposition,
+      ...(this.#acl ? { ACL: this.#acl } : {}),
     };
-    if (options.signal.aborted) abort();
-    options.signal.addEventListener('abort', abort, { once: true });
-    try {
-      await upload.done();
-    } catch (error) {
-      await upload.abort().catch(() => {});
-      throw error;
-    } finally {
-      options.signal.removeEventListener('abort', abort);
-    }
+    await this.#uploader.upload(params, body, options.signal);
     // An abort that raced the completion: what completed is not wanted.
     if (options.signal.aborted) {
       await this.delete(location);
       throw options.signal.reason instanceof Error ? options.signal.reason : new Error('upload aborted');
     }
+  }
+
+  /**
+   * Aborts the multipart uploads initiated more than `olderThanMs` ago under `prefixes` (where
+   * this server's folders are), except at `busy` locations (uploads under way: their journal
+   * notes are fresh). Uploads a process left when it died, or whose abort failed. Null when the
+   * service cannot list them (ListMultipartUploads not implemented, as on s3rver).
+   */
+  async abortStaleUploads(olderThanMs: number, prefixes: string[], busy: Set<string>, now = Date.now()) {
+    let aborted = 0;
+    for (const prefix of prefixes) {
+      let keyMarker: string | undefined;
+      let uploadIdMarker: string | undefined;
+      do {
+        let page: import('@aws-sdk/client-s3').ListMultipartUploadsCommandOutput;
+        try {
+          page = await this.#client.send(
+            new this.#sdk.ListMultipartUploadsCommand({
+              Bucket: this.#bucket,
+              ...(prefix ? { Prefix: prefix } : {}),
+              ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+              ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+            }),
+          );
+        } catch (error) {
+          if (isNotImplemented(error)) return null;
+          throw error;
+        }
+        for (const upload of page.Uploads ?? []) {
+          const { Key: key, UploadId: id, Initiated: initiated } = upload;
+          if (!key || !id || !isFileLocation(key) || busy.has(key)) continue;
+          if (initiated && now - initiated.getTime() < olderThanMs) continue;
+          if (await this.#uploader.abort(this.#bucket, key, id)) aborted += 1;
+        }
+        keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+        uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+      } while (keyMarker);
+    }
+    return aborted;
   }
 
   async delete(location: string): Promise<void> {
@@ -170,7 +203,7 @@ export class S3FileBackend implements FileBackend {
     const command = new this.#sdk.GetObjectCommand({
       Bucket: this.#bucket,
       Key: this.#key(location),
-      ResponseContentDisposition: `inline; filename*=UTF-8''${encodeURIComponent(filename)}`,
+      ResponseContentDisposition: dispositionOf(servedTypeOf(location), filename),
     });
     return getSignedUrl(this.#client, command, { expiresIn: expiresInSeconds });
   }

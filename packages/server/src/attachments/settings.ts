@@ -125,6 +125,30 @@ export const ATTACHMENT_SETTINGS = {
     minimum: 1,
     description: 'An upload that sends nothing for this long is abandoned (408); what it sent is removed.',
   }),
+  attachment_upload_deadline_seconds: Type.Number({
+    default: 3600,
+    minimum: 1,
+    maximum: 7 * 24 * 3600,
+    description:
+      'An upload whose body has not all arrived this long after it began is cut (408), however steadily ' +
+      'it trickles; what it sent is removed.',
+  }),
+  attachment_upload_min_bytes_per_second: Type.Integer({
+    default: 1024,
+    minimum: 0,
+    description:
+      'Least average rate of an upload, over each span of `attachment_upload_idle_timeout_seconds` ' +
+      '(0: none): a slower one is cut (408). Spans in which the file store held the upload back do not count.',
+  }),
+  attachment_upload_linger_seconds: Type.Number({
+    default: 5,
+    minimum: 0,
+    maximum: 60,
+    description:
+      'After answering an upload refused before its body was read (403, 413, 408…), the connection reads ' +
+      'and drops what the client still sends for at most this long before closing, so that the client gets ' +
+      'the answer rather than a reset connection (0: close at once).',
+  }),
   attachment_sweep_interval_seconds: Type.Integer({
     default: 300,
     minimum: 0,

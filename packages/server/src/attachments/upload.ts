@@ -18,7 +18,9 @@ import busboy from 'busboy';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import type { FileBackend } from './backend.js';
 import type { Intent, Journal, JournalFile } from './journal.js';
-import { extensionAllowed, mediaTypeAllowed, mediaTypeOf } from './names.js';
+import { dispositionOf, mediaTypeAllowed, recordedTypeOf, SNIFF_BYTES } from './media-types.js';
+import { extensionAllowed, filenameProblem } from './names.js';
+import { peek, type UploadLimits, UploadWatch } from './upload-streams.js';
 
 /** The file as the record's `attachment` describes it (the plugin's fields). */
 export interface AttachmentInfo {
@@ -55,7 +57,8 @@ export interface UploadOptions {
   mimetypeOverrides: Record<string, string>;
   /** Largest `data` or `permissions` field. */
   maxFieldBytes: number;
-  idleTimeoutMs: number;
+  /** Idle timeout, deadline and least rate of the body. */
+  limits: UploadLimits;
   /** How often the journal's note is renewed while the file streams. */
   renewEveryMs: number;
 }
@@ -93,29 +96,6 @@ class Meter extends Transform {
 
   digest(): string {
     return this.#hash.digest('hex');
-  }
-}
-
-/** Fires `onIdle` when nothing happened for `ms`. */
-class IdleTimer {
-  #timer: NodeJS.Timeout;
-  #last = Date.now();
-
-  constructor(ms: number, onIdle: () => void) {
-    this.#timer = setInterval(
-      () => {
-        if (Date.now() - this.#last >= ms) onIdle();
-      },
-      Math.max(50, Math.min(1000, ms / 4)),
-    );
-  }
-
-  readonly touch = () => {
-    this.#last = Date.now();
-  };
-
-  stop(): void {
-    clearInterval(this.#timer);
   }
 }
 
@@ -157,67 +137,180 @@ function parseJsonField(name: string, value: string): unknown {
  * Reads the request's multipart body: stores its file, returns it with the other fields. Throws
  * an ApiError (nothing kept) for anything the original refuses, and more.
  */
-export async function receiveUpload(raw: IncomingMessage, options: UploadOptions): Promise<ReceivedUpload> {
-  const { backend, journal } = options;
-  const parser = parserFor(raw, options);
-  const controller = new AbortController();
-  const fields: { data?: unknown; permissions?: unknown } = {};
-  let unknownField: string | null = null;
-  let intent: Intent | null = null;
-  /** Resolves with the stored file; null until the file part starts. */
-  let writing: Promise<AttachmentInfo> | null = null;
-  let stored: AttachmentInfo | null = null;
+export function receiveUpload(raw: IncomingMessage, options: UploadOptions): Promise<ReceivedUpload> {
+  return new UploadReceiver(raw, options).receive();
+}
 
-  let rejectParsing: (error: ApiError) => void = () => {};
-  const parsed = new Promise<void>((resolve, reject) => {
-    rejectParsing = reject;
-    parser.on('close', () => resolve());
-    parser.on('error', (error: Error) =>
-      reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: `Invalid multipart form: ${error.message}` })),
+/** One upload's reading: the parser's events, the file part's storing, the fields, the outcome. */
+class UploadReceiver {
+  readonly #raw: IncomingMessage;
+  readonly #options: UploadOptions;
+  readonly #parser: busboy.Busboy;
+  readonly #controller = new AbortController();
+  readonly #fields: { data?: unknown; permissions?: unknown } = {};
+  #unknownField: string | null = null;
+  #intent: Intent | null = null;
+  /** Resolves with the stored file; null until the file part starts. */
+  #writing: Promise<AttachmentInfo> | null = null;
+  #stored: AttachmentInfo | null = null;
+  readonly #parsed: Promise<void>;
+  #rejectParsing: (error: ApiError) => void = () => {};
+  readonly #watch: UploadWatch;
+
+  constructor(raw: IncomingMessage, options: UploadOptions) {
+    this.#raw = raw;
+    this.#options = options;
+    const parser = parserFor(raw, options);
+    this.#parser = parser;
+    this.#parsed = new Promise<void>((resolve, reject) => {
+      this.#rejectParsing = reject;
+      parser.on('close', () => resolve());
+      parser.on('error', (error: Error) =>
+        reject(new ApiError(400, ERRNO.INVALID_PARAMETERS, { message: `Invalid multipart form: ${error.message}` })),
+      );
+    });
+    this.#parsed.catch(() => {}); // observed in receive(); failures may come first
+    this.#watch = new UploadWatch(
+      options.limits,
+      () => raw.readableFlowing === false,
+      (reason) =>
+        this.#fail(new ApiError(408, ERRNO.INVALID_POSTED_DATA, { message: `${reason}: the upload was abandoned.` })),
     );
-  });
-  parsed.catch(() => {}); // observed below; failures may come first
-  const fail = (error: ApiError) => {
-    if (!controller.signal.aborted) controller.abort(error);
-    rejectParsing(error);
+  }
+
+  readonly #fail = (error: ApiError) => {
+    if (!this.#controller.signal.aborted) this.#controller.abort(error);
+    this.#rejectParsing(error);
   };
-  const idle = new IdleTimer(options.idleTimeoutMs, () =>
-    fail(
-      new ApiError(408, ERRNO.INVALID_POSTED_DATA, {
-        message: `Nothing was received for ${options.idleTimeoutMs / 1000} s: the upload was abandoned.`,
-      }),
-    ),
-  );
-  const onData = () => idle.touch();
-  const onClose = () => {
-    if (!raw.readableEnded)
-      fail(
+
+  readonly #onData = (chunk: Buffer) => this.#watch.received(chunk.length);
+
+  readonly #onClose = () => {
+    if (!this.#raw.readableEnded)
+      this.#fail(
         new ApiError(499, ERRNO.UNDEFINED, { message: 'The client closed the connection: the upload was abandoned.' }),
       );
   };
-  raw.on('data', onData);
-  raw.on('close', onClose);
 
-  async function store(stream: Readable, filename: string, mimetype: string): Promise<AttachmentInfo> {
+  async receive(): Promise<ReceivedUpload> {
+    const raw = this.#raw;
+    const parser = this.#parser;
+    raw.on('data', this.#onData);
+    raw.on('close', this.#onClose);
+    parser.on('file', this.#onFile);
+    parser.on('field', this.#onField);
+    for (const event of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
+      parser.on(event, () =>
+        this.#fail(postedDataError(`body: too many parts (only '${FILE_FIELD}', 'data' and 'permissions' are taken)`)),
+      );
+    }
+    raw.pipe(parser);
+    try {
+      await this.#parsed;
+      return this.#outcome(this.#writing ? await this.#writing : null);
+    } catch (error) {
+      const failure = error instanceof ApiError ? error : backendError(error);
+      if (!this.#controller.signal.aborted) this.#controller.abort(failure);
+      raw.unpipe(parser);
+      parser.destroy();
+      await this.#writing?.catch(() => {});
+      await discard(this.#options.backend, this.#stored, this.#intent);
+      throw failure;
+    } finally {
+      this.#watch.stop();
+      raw.off('data', this.#onData);
+      raw.off('close', this.#onClose);
+    }
+  }
+
+  /** The upload once the body is read: its file and fields, or the original's refusal. */
+  #outcome(attachment: AttachmentInfo | null): ReceivedUpload {
+    const fields = this.#fields;
+    if (!attachment) throw postedDataError('Attachment missing.');
+    if (this.#unknownField !== null)
+      throw postedDataError(`body: '${this.#unknownField}' not in ('data', 'permissions')`);
+    if (
+      fields.data !== undefined &&
+      (typeof fields.data !== 'object' || fields.data === null || Array.isArray(fields.data))
+    ) {
+      throw postedDataError('body: data should be a JSON object');
+    }
+    return {
+      attachment,
+      ...(fields.data !== undefined ? { data: fields.data as Record<string, unknown> } : {}),
+      ...(fields.permissions !== undefined ? { permissions: fields.permissions } : {}),
+      intent: this.#intent as Intent,
+    };
+  }
+
+  readonly #onFile = (name: string, stream: Readable, info: busboy.FileInfo) => {
+    const options = this.#options;
+    const refuse = (error: ApiError) => {
+      stream.resume();
+      this.#fail(error);
+    };
+    // Destroying the parser fails its open file streams ("Unexpected end of file"): never unheard.
+    // The one being stored reports its failure through the write's pipeline.
+    stream.on('error', () => {});
+    if (this.#controller.signal.aborted) return void stream.resume();
+    if ((RECORD_FIELDS as readonly string[]).includes(name))
+      return refuse(postedDataError(`body: '${name}' field should be passed as form data, not files`));
+    if (name !== FILE_FIELD) {
+      // The original answers "Attachment missing." when the only file is misnamed: decided at the end.
+      this.#unknownField ??= name;
+      stream.on('limit', () => this.#fail(tooLarge(options.maxSize ?? 0)));
+      return void stream.resume();
+    }
+    if (this.#writing) return refuse(postedDataError(`body: only one file may be sent in '${FILE_FIELD}'`));
+    const filename = info.filename ?? '';
+    if (filename === '') return refuse(invalidParameter('body', null, 'Filename is required.'));
+    if (!extensionAllowed(filename, options.extensions))
+      return refuse(invalidParameter('body', null, 'File extension is not allowed.'));
+    const problem = filenameProblem(filename);
+    if (problem !== null) return refuse(invalidParameter('body', null, problem));
+    // busboy stops the stream at the limit (the rest is dropped): the write is aborted.
+    stream.on('limit', () => this.#fail(tooLarge(options.maxSize ?? 0)));
+    this.#writing = this.#accept(stream, filename, info.mimeType);
+    this.#writing.catch((error: unknown) => this.#fail(error instanceof ApiError ? error : backendError(error)));
+  };
+
+  /** The file part: its type decided from its name and first bytes (media-types.ts), then stored. */
+  async #accept(stream: Readable, filename: string, sent: string | undefined): Promise<AttachmentInfo> {
+    const { head, body } = await peek(stream, SNIFF_BYTES);
+    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
+    const mimetype = recordedTypeOf(filename, sent, head, this.#options.mimetypeOverrides);
+    if (!mediaTypeAllowed(mimetype, this.#options.allowedMimetypes)) {
+      body.resume();
+      throw invalidParameter('body', null, `File type ${mimetype} is not allowed.`);
+    }
+    return this.#store(body, filename, mimetype);
+  }
+
+  /** Streams the file through its meters (and gzip) into the backend, its journal note renewed meanwhile. */
+  async #store(stream: Readable, filename: string, mimetype: string): Promise<AttachmentInfo> {
+    const options = this.#options;
     const location = options.locationFor(filename);
     const files: JournalFile[] = [{ location, collection: options.collectionUri, record: options.recordId }];
-    intent = await journal.announce(files);
-    const renewal = setInterval(() => void intent?.renew(files).catch(() => {}), options.renewEveryMs);
+    const intent = await options.journal.announce(files);
+    this.#intent = intent;
+    const renewal = setInterval(() => void intent.renew(files).catch(() => {}), options.renewEveryMs);
     try {
-      const sent = new Meter(idle.touch);
+      const sent = new Meter(this.#watch.touch);
       let body: Readable = stream.pipe(sent);
       stream.on('error', (error) => sent.destroy(error));
       let gzipped: Meter | null = null;
       if (options.gzipped) {
-        gzipped = new Meter(idle.touch);
+        gzipped = new Meter(this.#watch.touch);
         const gzip = createGzip();
         body.on('error', (error) => gzip.destroy(error));
         body = body.pipe(gzip).pipe(gzipped);
         gzip.on('error', (error) => gzipped?.destroy(error));
       }
-      await backend.write(location, body, {
-        contentType: options.gzipped ? 'application/x-gzip' : mimetype,
-        signal: controller.signal,
+      const storedType = options.gzipped ? 'application/x-gzip' : mimetype;
+      await options.backend.write(location, body, {
+        contentType: storedType,
+        disposition: dispositionOf(storedType, options.gzipped ? `${filename}.gz` : filename),
+        signal: this.#controller.signal,
       });
       const info: AttachmentInfo = gzipped
         ? {
@@ -229,109 +322,33 @@ export async function receiveUpload(raw: IncomingMessage, options: UploadOptions
             original: { filename, hash: sent.digest(), mimetype, size: sent.bytes },
           }
         : { filename, hash: sent.digest(), location, mimetype, size: sent.bytes };
-      stored = info;
+      this.#stored = info;
       return info;
     } finally {
       clearInterval(renewal);
     }
   }
 
-  parser.on('file', (name: string, stream: Readable, info: busboy.FileInfo) => {
-    // Destroying the parser fails its open file streams ("Unexpected end of file"): never unheard.
-    // The one being stored reports its failure through the write's pipeline.
-    stream.on('error', () => {});
-    if (controller.signal.aborted) return void stream.resume();
-    if ((RECORD_FIELDS as readonly string[]).includes(name)) {
-      stream.resume();
-      return fail(postedDataError(`body: '${name}' field should be passed as form data, not files`));
-    }
-    if (name !== FILE_FIELD) {
-      // The original answers "Attachment missing." when the only file is misnamed: decided at the end.
-      unknownField ??= name;
-      stream.on('limit', () => fail(tooLarge(options.maxSize ?? 0)));
-      return void stream.resume();
-    }
-    if (writing) {
-      stream.resume();
-      return fail(postedDataError(`body: only one file may be sent in '${FILE_FIELD}'`));
-    }
-    const filename = info.filename ?? '';
-    if (filename === '') {
-      stream.resume();
-      return fail(invalidParameter('body', null, 'Filename is required.'));
-    }
-    if (!extensionAllowed(filename, options.extensions)) {
-      stream.resume();
-      return fail(invalidParameter('body', null, 'File extension is not allowed.'));
-    }
-    const mimetype = mediaTypeOf(filename, info.mimeType, options.mimetypeOverrides);
-    if (!mediaTypeAllowed(mimetype, options.allowedMimetypes)) {
-      stream.resume();
-      return fail(invalidParameter('body', null, `File type ${mimetype} is not allowed.`));
-    }
-    // busboy stops the stream at the limit (the rest is dropped): the write is aborted.
-    stream.on('limit', () => fail(tooLarge(options.maxSize ?? 0)));
-    writing = store(stream, filename, mimetype);
-    writing.catch((error: unknown) => fail(error instanceof ApiError ? error : backendError(error)));
-  });
-
-  parser.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
-    if (controller.signal.aborted) return;
-    if (name === FILE_FIELD) return fail(invalidParameter('body', null, 'Filename is required.'));
+  readonly #onField = (name: string, value: string, info: busboy.FieldInfo) => {
+    if (this.#controller.signal.aborted) return;
+    if (name === FILE_FIELD) return this.#fail(invalidParameter('body', null, 'Filename is required.'));
     if (!(RECORD_FIELDS as readonly string[]).includes(name)) {
-      unknownField ??= name;
+      this.#unknownField ??= name;
       return;
     }
     if (info.valueTruncated)
-      return fail(
+      return this.#fail(
         new ApiError(413, ERRNO.REQUEST_TOO_LARGE, {
-          message: `body: '${name}' is larger than ${options.maxFieldBytes} bytes.`,
+          message: `body: '${name}' is larger than ${this.#options.maxFieldBytes} bytes.`,
         }),
       );
-    if (Object.hasOwn(fields, name)) return fail(postedDataError(`body: '${name}' is sent twice`));
+    if (Object.hasOwn(this.#fields, name)) return this.#fail(postedDataError(`body: '${name}' is sent twice`));
     try {
-      fields[name as (typeof RECORD_FIELDS)[number]] = parseJsonField(name, value);
+      this.#fields[name as (typeof RECORD_FIELDS)[number]] = parseJsonField(name, value);
     } catch (error) {
-      fail(error as ApiError);
+      this.#fail(error as ApiError);
     }
-  });
-  for (const event of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
-    parser.on(event, () =>
-      fail(postedDataError(`body: too many parts (only '${FILE_FIELD}', 'data' and 'permissions' are taken)`)),
-    );
-  }
-
-  raw.pipe(parser);
-  try {
-    await parsed;
-    const attachment = writing ? await (writing as Promise<AttachmentInfo>) : null;
-    if (!attachment) throw postedDataError('Attachment missing.');
-    if (unknownField !== null) throw postedDataError(`body: '${unknownField}' not in ('data', 'permissions')`);
-    if (
-      fields.data !== undefined &&
-      (typeof fields.data !== 'object' || fields.data === null || Array.isArray(fields.data))
-    ) {
-      throw postedDataError('body: data should be a JSON object');
-    }
-    return {
-      attachment,
-      ...(fields.data !== undefined ? { data: fields.data as Record<string, unknown> } : {}),
-      ...(fields.permissions !== undefined ? { permissions: fields.permissions } : {}),
-      intent: intent as unknown as Intent,
-    };
-  } catch (error) {
-    const failure = error instanceof ApiError ? error : backendError(error);
-    if (!controller.signal.aborted) controller.abort(failure);
-    raw.unpipe(parser);
-    parser.destroy();
-    await (writing as Promise<AttachmentInfo> | null)?.catch(() => {});
-    await discard(backend, stored, intent);
-    throw failure;
-  } finally {
-    idle.stop();
-    raw.off('data', onData);
-    raw.off('close', onClose);
-  }
+  };
 }
 
 /** Removes what an upload stored, then its note (a failure leaves the note: the sweeper finishes). */

@@ -22,8 +22,9 @@ export interface AuthPolicy {
 export interface AuthRequest {
   headers: Record<string, string | string[] | undefined>;
   /**
-   * The client's address (for login limits); for a batch sub-request, that of the batch's client
-   * (injected, it comes from the loopback address, whose allowance it must not exhaust).
+   * The client's address (for the limits per address: logins, token checks); for a batch
+   * sub-request, that of the batch's client (injected, it comes from the loopback address, whose
+   * allowance it must not exhaust).
    */
   ip: string;
   /** Reads the store: through the batch's transaction for a batch's sub-request (its unit of work). */

@@ -17,7 +17,7 @@ import { MonitorReads } from './reads.js';
 
 /** A stream that records what it is offered and may read (its principals against the bucket's ACL), and catches up from the store. */
 class RecordingStream implements FeedStream {
-  readonly capKey = 'user:u';
+  readonly holder = { address: '127.0.0.1', user: 'u' };
   readonly userId = 'u';
   principals: readonly string[] = ['u'];
   readonly entries: ChangeEntry[] = [];

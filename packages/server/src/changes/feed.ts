@@ -43,8 +43,17 @@ import type { Permissions, Storage } from '../storage/types.js';
 import { accountUserId } from '../accounts/ids.js';
 import { collectionUri, type ChangeEntry } from './entries.js';
 import { type Deletion, deletionAcl, recordDeletions } from './deletions.js';
+import {
+  addGroupChange,
+  type Batch,
+  type Change,
+  emptyBatch,
+  isEmpty,
+  type Message,
+  newestPerCollection,
+} from './feed-batch.js';
 import type { MonitorReads } from './reads.js';
-import { isAddressKey } from './stream-caps.js';
+import { type StreamHolder, type StreamRefusal, StreamSlots } from './stream-caps.js';
 
 export const CHANGES_CHANNEL = 'quire_changes';
 const MAX_PAYLOAD = 7_000;
@@ -57,8 +66,8 @@ const CLOCK_MARGIN_MS = 60_000;
 
 /** What the feed needs of an open stream (stream.ts). */
 export interface FeedStream {
-  /** What its caps count it under (stream-caps.ts). */
-  readonly capKey: string;
+  /** Whom its caps count it against (stream-caps.ts). */
+  readonly holder: StreamHolder;
   readonly userId: string | null;
   principals: readonly string[];
   /** Offers an entry; the stream decides (permissions, filters, what it already sent). */
@@ -69,29 +78,6 @@ export interface FeedStream {
   close(): void;
 }
 
-type Change = [bucket: string, collection: string, timestamp: number];
-type DeletionChange = [bucket: string, collection: string, timestamp: number, readers: string[]];
-
-interface Message {
-  o?: string;
-  e?: Change[];
-  d?: DeletionChange[];
-  r?: number;
-  g?: string[] | 1;
-  a?: string[];
-  b?: string[];
-}
-
-/** What a flush carries, in this process and to the others. */
-interface Batch {
-  changes: Change[];
-  deletions: DeletionChange[];
-  /** Principals whose groups changed; 'all': every stream's. */
-  groups: Set<string> | 'all' | null;
-  accounts: string[];
-  buckets: string[];
-}
-
 export class ChangeFeed {
   readonly #settings: ChangesSettings;
   readonly #storage: Storage;
@@ -99,7 +85,7 @@ export class ChangeFeed {
   readonly #log: () => FastifyBaseLogger | undefined;
   readonly #origin = randomUUID();
   readonly #streams = new Set<FeedStream>();
-  readonly #perKey = new Map<string, number>();
+  readonly #slots: StreamSlots<FeedStream>;
   /** The newest timestamp offered per collection URI (and whether it was a deletion). */
   readonly #latest = new Map<string, number>();
   #pending: Batch = emptyBatch();
@@ -122,6 +108,7 @@ export class ChangeFeed {
     this.#storage = storage;
     this.reads = reads;
     this.#log = log;
+    this.#slots = new StreamSlots(settings);
   }
 
   get log(): FastifyBaseLogger | undefined {
@@ -171,18 +158,20 @@ export class ChangeFeed {
     });
   }
 
-  /** Room for one more stream under this cap key? (`changes_stream_max_*`) */
-  admits(capKey: string): 'ok' | 'process' | 'user' | 'address' {
-    if (this.#streams.size >= this.#settings.changes_stream_max_per_process) return 'process';
-    const address = isAddressKey(capKey);
-    const cap = address ? this.#settings.changes_stream_max_per_address : this.#settings.changes_stream_max_per_user;
-    if ((this.#perKey.get(capKey) ?? 0) >= cap) return address ? 'address' : 'user';
-    return 'ok';
+  /**
+   * Makes room for one more stream of `holder` (`changes_stream_max_*`): closes the heaviest
+   * holder's oldest stream when that is this one's fair share (stream-caps.ts); null when it may open.
+   */
+  admit(holder: StreamHolder): StreamRefusal | null {
+    const admission = this.#slots.admit(holder);
+    if ('refused' in admission) return admission.refused;
+    admission.victim?.close();
+    return null;
   }
 
   add(stream: FeedStream): void {
     this.#streams.add(stream);
-    this.#perKey.set(stream.capKey, (this.#perKey.get(stream.capKey) ?? 0) + 1);
+    this.#slots.add(stream);
     if (!this.#heartbeat) {
       this.#heartbeat = setInterval(() => {
         for (const open of this.#streams) open.heartbeat();
@@ -193,9 +182,7 @@ export class ChangeFeed {
 
   remove(stream: FeedStream): void {
     if (!this.#streams.delete(stream)) return;
-    const count = (this.#perKey.get(stream.capKey) ?? 1) - 1;
-    if (count > 0) this.#perKey.set(stream.capKey, count);
-    else this.#perKey.delete(stream.capKey);
+    this.#slots.remove(stream);
     if (this.#streams.size === 0 && this.#heartbeat) {
       clearInterval(this.#heartbeat);
       this.#heartbeat = null;
@@ -418,46 +405,4 @@ export class ChangeFeed {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     for (const stream of [...this.#streams]) stream.close();
   }
-}
-
-function emptyBatch(): Batch {
-  return { changes: [], deletions: [], groups: null, accounts: [], buckets: [] };
-}
-
-function isEmpty(batch: Batch): boolean {
-  return (
-    batch.changes.length === 0 &&
-    batch.deletions.length === 0 &&
-    batch.groups === null &&
-    batch.accounts.length === 0 &&
-    batch.buckets.length === 0
-  );
-}
-
-function newestPerCollection(changes: Change[]): Change[] {
-  const newest = new Map<string, Change>();
-  for (const change of changes) {
-    const key = collectionUri(change[0], change[1]);
-    const known = newest.get(key);
-    if (!known || known[2] < change[2]) newest.set(key, change);
-  }
-  return [...newest.values()];
-}
-
-/** The principals whose groups a group event changes: members added, removed, or all of a deleted group's. */
-function addGroupChange(batch: Batch, impactedObjects: ResourceEvent['impactedObjects']): void {
-  if (batch.groups === 'all') return;
-  const groups = batch.groups ?? new Set<string>();
-  batch.groups = groups;
-  const membersOf = (object: unknown) => {
-    const members = (object as { members?: unknown } | undefined)?.members;
-    return Array.isArray(members) ? members.filter((member): member is string => typeof member === 'string') : [];
-  };
-  for (const { new: current, old } of impactedObjects) {
-    const before = new Set(membersOf(old));
-    const after = new Set('deleted' in current && current.deleted ? [] : membersOf(current));
-    for (const member of before) if (!after.has(member)) groups.add(member);
-    for (const member of after) if (!before.has(member)) groups.add(member);
-  }
-  if (groups.has(EVERYONE) || groups.has(AUTHENTICATED)) batch.groups = 'all';
 }

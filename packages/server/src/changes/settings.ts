@@ -16,18 +16,25 @@ export const CHANGES_SETTINGS = {
   changes_stream_max_per_process: Type.Integer({
     default: 10000,
     minimum: 1,
-    description: 'Open change streams per server process; one more is answered 503 with `Retry-After`.',
+    description:
+      'Open change streams per server process. When full, a caller whose address holds at least two fewer ' +
+      'than the address holding the most takes the place of that one’s oldest stream; otherwise 503 with ' +
+      '`Retry-After`.',
   }),
   changes_stream_max_per_user: Type.Integer({
     default: 20,
     minimum: 1,
-    description: 'Open change streams per verified user (an account, an OpenID identity); one more is answered 429.',
+    description:
+      'Open change streams per verified user (an account, an OpenID identity), per process; one more is answered 429.',
   }),
   changes_stream_max_per_address: Type.Integer({
     default: 100,
     minimum: 1,
     description:
-      'Open change streams per client address (an IPv6 one: per /64) for callers whose identity nobody verified: anonymous ones, and Basic Auth users, whose every made-up name is a new identity. One more is answered 429.',
+      'Open change streams per client address (an IPv6 one: per /64), per process, every caller counted: ' +
+      'accounts, OpenID users, and anonymous and Basic Auth callers (these last two as one identity). When ' +
+      'full, an identity holding at least two fewer there than another takes the place of that one’s oldest ' +
+      'stream; otherwise 429. Raise it when many users share one address (NAT).',
   }),
   changes_stream_heartbeat_seconds: Type.Number({
     default: 15,

@@ -14,6 +14,7 @@ function setup(overrides: Record<string, unknown> = {}) {
 }
 
 const identity = { userId: 'u', principals: ['u', 'system.Everyone'] };
+const HOLDER = { address: '127.0.0.1', user: 'u' };
 const acl = { read: ['u'] };
 
 describe('change stream', () => {
@@ -22,7 +23,7 @@ describe('change stream', () => {
     const out = new PassThrough({ highWaterMark: 64 }); // read only when the test says
     const asked: EntryRange[] = [];
     const store: ChangeEntry[] = [];
-    const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], async (range) => {
+    const stream = new EventStream(feed, { settings }, identity, HOLDER, out, [], async (range) => {
       asked.push(range);
       return {
         entries: store.filter((entry) => range.since === undefined || entry.last_modified > range.since),
@@ -58,7 +59,7 @@ describe('change stream', () => {
     const chunks: string[] = [];
     out.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
     const first = reads.entry('b', 'c', 5);
-    const stream = new EventStream(feed, { settings }, identity, 'user:u', out, [], async () => ({
+    const stream = new EventStream(feed, { settings }, identity, HOLDER, out, [], async () => ({
       entries: [first],
       next: null,
     }));
@@ -82,7 +83,7 @@ describe('change stream', () => {
       feed,
       { settings },
       identity,
-      'user:u',
+      HOLDER,
       out,
       [],
       () => new Promise((resolve) => (release = resolve)),

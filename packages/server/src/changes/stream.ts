@@ -30,7 +30,7 @@ import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, matchesFilter, type ChangeEntry } from './entries.js';
 import type { ChangeFeed, FeedStream } from './feed.js';
 import { rangeOf, type EntryPage, type EntryRange, type MonitorReads } from './reads.js';
-import { streamCapKey } from './stream-caps.js';
+import { type StreamHolder, type StreamRefusal, streamHolder } from './stream-caps.js';
 
 /**
  * Entries read from the store at a time for a new stream's first events: small enough that a
@@ -64,7 +64,7 @@ interface Snapshot {
 }
 
 export class EventStream implements FeedStream {
-  readonly capKey: string;
+  readonly holder: StreamHolder;
   readonly userId: string | null;
   readonly #feed: ChangeFeed;
   readonly #out: PassThrough;
@@ -90,7 +90,7 @@ export class EventStream implements FeedStream {
     feed: ChangeFeed,
     services: Pick<Services, 'settings'>,
     identity: { userId: string | null; principals: string[] },
-    capKey: string,
+    holder: StreamHolder,
     out: PassThrough,
     filters: Filter[],
     read: SnapshotReader,
@@ -100,7 +100,7 @@ export class EventStream implements FeedStream {
     this.#filters = filters;
     this.#read = read;
     this.#maxPendingBytes = services.settings.changes_stream_max_buffer_bytes;
-    this.capKey = capKey;
+    this.holder = holder;
     this.userId = identity.userId;
     this.#principals = identity.principals;
     out.on('drain', () => {
@@ -287,13 +287,13 @@ export async function openStream(
   const { settings, storage } = services;
   const query = parseListQuery(splitUrl(request.raw.url).query);
   const since = lastEventId(request);
-  const capKey = streamCapKey(request.identity, request.ip);
-  const admitted = feed.admits(capKey);
-  if (admitted !== 'ok') throw streamRefused(admitted, settings.retry_after_seconds);
+  const holder = streamHolder(request.identity, request.ip);
+  const refused = feed.admit(holder);
+  if (refused) throw streamRefused(refused, settings.retry_after_seconds);
 
   const out = new PassThrough();
   const identity = request.identity;
-  const stream: EventStream = new EventStream(feed, services, identity, capKey, out, query.filters, (range) =>
+  const stream: EventStream = new EventStream(feed, services, identity, holder, out, query.filters, (range) =>
     storage.read((session) => reads.page(session, stream.principals, range)),
   );
   // Registered before the first read: a change committed meanwhile is offered too (once).
@@ -317,7 +317,7 @@ export async function openStream(
   return reply;
 }
 
-function streamRefused(kind: 'process' | 'user' | 'address', retryAfter: number): ApiError {
+function streamRefused(kind: StreamRefusal, retryAfter: number): ApiError {
   const headers = { 'Retry-After': String(retryAfter) };
   if (kind === 'process')
     return new ApiError(503, ERRNO.BACKEND, { message: 'Too many change streams are open on this server.', headers });

@@ -95,7 +95,10 @@ describe('registerAdmin serving a build', () => {
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(response.body).toContain('Quire Console');
     expect(response.headers['cache-control']).toBe('no-cache');
-    expect(response.headers['content-security-policy']).toContain('connect-src *');
+    const policy = String(response.headers['content-security-policy']);
+    expect(policy).toContain("connect-src 'self'");
+    expect(policy).toContain("script-src 'self';");
+    expect(policy).not.toMatch(/unsafe-eval|unsafe-inline|connect-src \*/);
     const again = await app.inject({ url: '/v1/admin/', headers: { 'if-none-match': String(response.headers.etag) } });
     expect(again.statusCode).toBe(304);
   });

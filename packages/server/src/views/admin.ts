@@ -23,16 +23,19 @@ import { baseUrl } from '../http/base-url.js';
 const PREFIX = '/v1/admin';
 
 /**
- * The console needs more than the API's `default-src 'none'`: its own scripts and styles, and
- * `connect-src *` since it may manage another deployment. `'unsafe-eval'` is for ajv, which
- * compiles the collections' JSON schemas into functions to validate records in the browser.
+ * The console needs more than the API's `default-src 'none'`: its own scripts and styles. No
+ * inline script and no eval (it interprets the collections' JSON schemas rather than compiling
+ * them into functions, apps/console/src/lib/validate.ts), and it talks to this server only: a
+ * script injected into it could reach no other origin. Another deployment is managed with the
+ * console that deployment serves.
  */
 const CONSOLE_CSP = [
   "default-src 'self'",
-  "script-src 'self' 'unsafe-eval'",
+  "script-src 'self'",
   "style-src 'self'",
   "img-src 'self' data:",
-  'connect-src *',
+  "connect-src 'self'",
+  "frame-src 'none'",
   "object-src 'none'",
   "frame-ancestors 'none'",
   "base-uri 'none'",

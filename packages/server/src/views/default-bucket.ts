@@ -92,6 +92,25 @@ export function registerDefaultBucket(app: FastifyInstance): void {
     });
   }
 
+  /** The implicit creations of a request naming collection `collectionId` under `/buckets/default`. */
+  async function ensurePersonalCollection(request: FastifyRequest, collectionId: string): Promise<string> {
+    const { identity } = request;
+    if (identity.userId === null) throw denied(services, identity);
+    if (settings.readonly) throw methodNotAllowed();
+    if (!ID_PATTERN.test(collectionId)) throw invalidParameter('path', 'id', 'Invalid collection id');
+    const bucketId = personalBucketId(secret, identity.userId);
+    const bucketUri = `/buckets/${bucketId}`;
+    await request.work.run('write', async (session) => {
+      await createIfMissing(request, session, 'bucket', '', bucketId, bucketUri);
+      const uri = `${bucketUri}/collections/${collectionId}`;
+      await createIfMissing(request, session, 'collection', bucketUri, collectionId, uri);
+    });
+    return bucketId;
+  }
+  // Called by features with routes of their own under /buckets/default (attachments): no
+  // request is dispatched, so none of the caller's headers (preconditions…) applies to it.
+  services.ensurePersonalCollection = ensurePersonalCollection;
+
   async function forward(request: FastifyRequest, reply: FastifyReply) {
     const { identity } = request;
     if (identity.userId === null) throw denied(services, identity);

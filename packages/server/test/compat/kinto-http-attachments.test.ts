@@ -91,5 +91,38 @@ for (const fileBackend of FILE_BACKENDS) {
         await server.stop();
       }
     });
+
+    it('on the personal bucket (default) with safe: true: If-None-Match, If-Match, conditional removal', async () => {
+      const server = await startEmbeddedTarget({ ...files.settings(), default_bucket_enabled: true });
+      try {
+        const alice = new KintoClient(server.url, { headers: { Authorization: basic('alice') }, fetchFunc: nodeFetch });
+        // The collection does not exist yet: the request creates it, as any request under default.
+        const notes = alice.bucket('default').collection('notes');
+        const created = await notes.addAttachment(
+          dataUrl('one', 'image/png', 'one.png'),
+          { id: 'rec' },
+          { safe: true },
+        );
+        expect(created.data.attachment).toMatchObject({ filename: 'one.png', size: 3 });
+        // If-None-Match: * on a record that now exists: refused, the file kept.
+        await expect(
+          notes.addAttachment(dataUrl('dup', 'image/png', 'dup.png'), { id: 'rec' }, { safe: true }),
+        ).rejects.toMatchObject({ response: { status: 412 } });
+        const stamped = { id: 'rec', last_modified: created.data.last_modified } as unknown as { id: string };
+        const replaced = await notes.addAttachment(dataUrl('two', 'image/png', 'two.png'), stamped, { safe: true });
+        expect(replaced.data.attachment).toMatchObject({ filename: 'two.png', size: 3 });
+        await expect(
+          notes.addAttachment(dataUrl('stale', 'image/png', 'x.png'), stamped, { safe: true }),
+        ).rejects.toMatchObject({ response: { status: 412 } });
+        await expect(
+          notes.removeAttachment('rec', { safe: true, last_modified: created.data.last_modified }),
+        ).rejects.toMatchObject({ response: { status: 412 } });
+        await notes.removeAttachment('rec', { safe: true, last_modified: replaced.data.last_modified });
+        expect((await notes.getRecord('rec')).data.attachment).toBeNull();
+        expect(await files.list()).toEqual([]);
+      } finally {
+        await server.stop();
+      }
+    });
   });
 }

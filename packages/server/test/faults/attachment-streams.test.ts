@@ -188,7 +188,8 @@ describe('a process killed mid-upload (kill -9): the next one sweeps what it lef
         headers: { ...AUTH, 'content-type': form.contentType },
         body: form.body,
       }).catch(() => null);
-      for (let tries = 0; tries < 100 && (await list('.quire/tmp')).length === 0; tries++)
+      // Up to 30 s: a loaded machine may take a while to start streaming.
+      for (let tries = 0; tries < 600 && (await list('.quire/tmp')).length === 0; tries++)
         await new Promise((resolve) => setTimeout(resolve, 50));
       first.child.kill('SIGKILL');
       await first.exited;

@@ -19,14 +19,19 @@ export interface S3Server {
   close(): Promise<void>;
 }
 
-export async function startS3Server(bucket = 'quire-files'): Promise<S3Server> {
+/** Lets any origin read the bucket's objects (a browser app fetching files from `base_url`). */
+const READABLE_FROM_ANYWHERE =
+  '<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>' +
+  '<AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader></CORSRule></CORSConfiguration>';
+
+export async function startS3Server(bucket = 'quire-files', options: { cors?: boolean } = {}): Promise<S3Server> {
   const directory = await mkdtemp(join(tmpdir(), 'quire-s3-'));
   const server = new S3rver({
     port: 0,
     address: '127.0.0.1',
     silent: true,
     directory,
-    configureBuckets: [{ name: bucket, configs: [] }],
+    configureBuckets: [{ name: bucket, configs: options.cors ? [READABLE_FROM_ANYWHERE] : [] }],
   });
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;

@@ -10,11 +10,15 @@
  * - Successes are cached (HMAC of the token → user id) for `verification_ttl_seconds`, never
  *   beyond a JWT's `exp`. Refused tokens make the caller anonymous; an unreachable provider
  *   makes the request fail with 503 (Kinto lets that surface as a 500).
+ * - A client address has at most `openid_verifications_max_per_address` checks in progress
+ *   (429 beyond): made-up tokens cost nothing to send, and each one is a call to the provider.
  */
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { ConfigError } from '../../settings/config-error.js';
 import type { OpenIdSettings } from './settings.js';
 import type { HttpSettings } from '../../http/settings.js';
+import { ApiError, ERRNO } from '../../errors.js';
+import { AddressSlots } from '../address-slots.js';
 import type { AuthPolicy, AuthRequest } from '../policy.js';
 import {
   callProvider,
@@ -42,6 +46,7 @@ export class OpenIdPolicy implements AuthPolicy {
   private discovery: DiscoveryDocument | null = null;
   private keys: JWTVerifyGetKey | null = null;
   private readonly cache: VerificationCache;
+  private readonly checks: AddressSlots;
 
   constructor(
     readonly provider: OpenIdProvider,
@@ -50,6 +55,7 @@ export class OpenIdPolicy implements AuthPolicy {
     this.name = provider.name;
     this.challenge = `${provider.headerType} realm="Realm"`;
     this.cache = new VerificationCache(settings.openid_cache_max_entries);
+    this.checks = new AddressSlots(settings.openid_verifications_max_per_address);
   }
 
   /** The provider's discovery document, fetched once at boot (as Kinto does). */
@@ -74,19 +80,32 @@ export class OpenIdPolicy implements AuthPolicy {
     }
   }
 
-  async authenticate({ headers }: AuthRequest): Promise<string | null> {
+  async authenticate({ headers, ip }: AuthRequest): Promise<string | null> {
     const token = this.tokenOf(headers.authorization);
     if (token === null) return null;
     const issuer = jwtIssuer(token);
     if (issuer !== undefined && issuer !== this.endpoints.issuer) return null;
     try {
-      const userId = await this.cache.resolve(token, () => this.verify(token, issuer !== undefined));
+      const userId = await this.cache.resolve(token, () =>
+        this.checks.run(
+          ip,
+          () => this.verify(token, issuer !== undefined),
+          () => this.tooManyChecks(),
+        ),
+      );
       return userId === null ? null : `${this.name}:${userId}`;
     } catch (error) {
       if (!isUnavailable(error)) throw error;
       // The cause names the provider's address only, never the token.
       throw Object.assign(unavailableError(this.settings.retry_after_seconds), { cause: error });
     }
+  }
+
+  private tooManyChecks(): ApiError {
+    return new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
+      message: 'Too many token checks in progress from this address, retry later.',
+      headers: { 'Retry-After': '1' },
+    });
   }
 
   /** Number of verified tokens held (for tests and metrics). */

@@ -28,6 +28,13 @@ export const OPENID_SETTINGS = {
     minimum: 0,
     description: 'How long a provider’s signing keys (JWKS) are reused before being fetched again.',
   }),
+  openid_verifications_max_per_address: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description:
+      'Token checks a client address (IPv6: per /64) may have in progress with a provider at once ' +
+      '(identical tokens share one); one more is answered 429 with `Retry-After`.',
+  }),
   openid_max_token_length: Type.Integer({
     default: 8192,
     minimum: 16,
