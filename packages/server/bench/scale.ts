@@ -20,7 +20,8 @@
  *   --json PATH                      also write the figures as JSON
  *
  * Each stage is loaded through the import path (`quire import`'s importStore, replacing what the
- * previous stage loaded), its declared index built (`updateIndexes`), then it is served by a
+ * previous stage loaded, one transaction, ending by analysing what it loaded), its declared index
+ * built (`updateIndexes`), then it is served by a
  * `quire`-like server in a CHILD process (the bench's requests, one at a time, do not share its
  * event loop). PostgreSQL: a database of the bench's own, dropped at the end. A stage holds:
  * - bucket `scale` of user alice, with collection `items` of N records `{n, m, title, done,
@@ -87,10 +88,11 @@ const userId = (name: string) =>
 // ---------------------------------------------------------------------------------------------
 // Child: the server.
 
-async function openStorage(config: ChildConfig): Promise<Storage> {
+/** The store; `keepIndexes: false` for the loading (as `quire import` opens it: no index builds racing it). */
+async function openStorage(config: ChildConfig, { keepIndexes = true } = {}): Promise<Storage> {
   return config.backend === 'postgresql'
-    ? createPostgresStorage({ url: config.url, autoMigrate: true, poolSize: 10 })
-    : createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE) });
+    ? createPostgresStorage({ url: config.url, autoMigrate: true, poolSize: 10, keepIndexes })
+    : createSqliteStorage({ path: join(config.dataDir, EMBEDDED_FILE), keepIndexes });
 }
 
 async function serve(config: ChildConfig): Promise<void> {
@@ -380,15 +382,13 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
   const results: StageResult[] = [];
   try {
     for (const stage of stages) {
-      const storage = await openStorage(config);
+      const storage = await openStorage(config, { keepIndexes: false });
       let timings: { loadMs: number; indexMs: number };
       try {
         timings = await load(storage, stage);
       } finally {
         await storage.close();
       }
-      // What autovacuum does soon after a bulk load: the planner's statistics of the new rows.
-      if (backend === 'postgresql') await runSql(config.url, 'ANALYZE');
       const { loadMs, indexMs } = timings;
       console.log(
         `${backend}: ${formatNumber(stage.records)} records, ${formatNumber(stage.collections)} collections loaded through the import path in ${formatNumber(loadMs / 1000, 1)} s, the declared index built in ${formatNumber(indexMs / 1000, 1)} s`,

@@ -8,7 +8,8 @@
  * pnpm hands the options to the script as they are; `pnpm bench -- --duration 3` works too (pnpm
  * passes the `--` on, and a leading `--` is skipped here).
  *
- * `pnpm bench --scale [options]` runs bench/scale.ts instead (how costs grow with the data).
+ * `pnpm bench --scale [options]` runs bench/scale.ts instead (how costs grow with the data);
+ * `pnpm bench --import [options]` runs bench/import.ts (quire import beside the bulk floor).
  *
  * Options:
  *   --only ceiling,postgresql,embedded   servers to run (default: these three, in this order; also
@@ -642,6 +643,9 @@ function targetCell(
 if (process.argv.includes('--scale')) {
   // `pnpm bench --scale`: the growth table of bench/scale.ts, which runs itself on import.
   await import('./scale.js');
+} else if (process.argv.includes('--import')) {
+  // `pnpm bench --import`: quire import beside the database's bulk floor (bench/import.ts).
+  await import('./import.js');
 } else if (isServerChild()) {
   await serve(childConfig<ChildConfig>());
 } else {

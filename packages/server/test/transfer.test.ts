@@ -203,7 +203,7 @@ describeOnBackends('export / import', { timeout: 180_000 }, (backend) => {
   });
 });
 
-describeOnBackends('quire export / quire import (CLI)', { timeout: 120_000 }, (backend) => {
+describeOnBackends('quire export / quire import (CLI)', { timeout: 300_000 }, (backend) => {
   const run = useCli();
   it.runIf(backend.name === 'embedded')(
     'exports a data directory to a file and imports it into another; refuses a store holding data without --replace',

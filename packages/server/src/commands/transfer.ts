@@ -2,7 +2,7 @@
  * `quire export [--output file]` and `quire import [--input file] [--replace]`: the CLI side of
  * src/transfer (options, files or stdio, a progress line on stderr when it is a terminal).
  */
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { loadSettings } from '../config.js';
@@ -11,39 +11,19 @@ import { HistoryDrainer } from '../history/drainer.js';
 import { resolveSecrets } from '../secrets.js';
 import { connectStorage } from '../storage/factory.js';
 import { exportStore } from '../transfer/export.js';
-import { ImportError, importStore } from '../transfer/import.js';
-import { importLimits } from '../transfer/validate.js';
+import { runImport } from './import.js';
+import { progress } from './progress.js';
 
 export const TRANSFER_USAGE = `  quire export [--output file.ndjson] [--page-size 1000]
       write every bucket and account (objects, tombstones, permissions, timestamps, history)
       as NDJSON to the file or to standard output
-  quire import [--input file.ndjson] [--batch-size 1000] [--replace]
+  quire import [--input file.ndjson] [--batch-size 5000] [--replace]
       load an export into the configured store (migrating it first), keeping ids and
-      last_modified; all or nothing: every line is checked as the API would (ids, parents,
-      resource types, sizes) before anything is written, and the first refusal names its line;
-      a store that holds data, or an object given twice, is refused unless --replace (which
-      empties the store first, and lets the later line for an object win)`;
-
-/** A progress line on stderr, rewritten in place, at most every 250 ms; only on a terminal. */
-function progress(verb: string): { update(count: number): void; done(count: number): void } {
-  const started = Date.now();
-  let shown = 0;
-  const line = (count: number) => {
-    const seconds = (Date.now() - started) / 1000;
-    return `${verb} ${count} objects (${Math.round(count / Math.max(seconds, 0.001))}/s)`;
-  };
-  if (!process.stderr.isTTY) return { update() {}, done() {} };
-  return {
-    update(count) {
-      if (Date.now() - shown < 250) return;
-      shown = Date.now();
-      process.stderr.write(`\r${line(count)}`);
-    },
-    done(count) {
-      process.stderr.write(`\r${line(count)}\n`);
-    },
-  };
-}
+      last_modified, in one transaction: all or nothing, also when interrupted or killed;
+      every line is checked as the API would (ids, parents, resource types, sizes), and the
+      first refusal names its line; a store that holds data, or an object given twice, is
+      refused unless --replace (which empties the store first, and lets the later line for an
+      object win); --batch-size lines go to the store at a time`;
 
 function positiveInteger(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
@@ -74,7 +54,7 @@ function transferOptions(command: 'export' | 'import', args: string[]) {
     return {
       values,
       pageSize: positiveInteger('page-size', values['page-size'], 1000),
-      batchSize: positiveInteger('batch-size', values['batch-size'], 1000),
+      batchSize: positiveInteger('batch-size', values['batch-size'], 5000),
     };
   } catch (error) {
     console.error(`quire ${command}: ${(error as Error).message}\n\n${TRANSFER_USAGE}`);
@@ -124,24 +104,9 @@ export async function runTransferCommand(
   }
 
   const storage = await connectStorage(settings, { migrate: true, keepIndexes: false });
-  const input = values.input ? createReadStream(values.input) : process.stdin;
-  const bar = progress('imported');
   try {
-    const summary = await importStore(storage, input, {
-      batchSize,
-      replace: values.replace === true,
-      limits: importLimits(settings),
-      onProgress: (n) => bar.update(n),
-    });
-    bar.done(summary.objects);
-    if (summary.replaced > 0)
-      console.error(`quire import: ${summary.replaced} lines replaced an earlier line for the same object (--replace)`);
-  } catch (error) {
-    if (!(error instanceof ImportError)) throw error;
-    console.error(`quire import: ${error.message}`);
-    return EXIT.FAILURE;
+    return await runImport(storage, settings, { input: values.input, replace: values.replace === true, batchSize });
   } finally {
     await storage.close();
   }
-  return 0;
 }

@@ -32,21 +32,35 @@ function acceptsJson(accept: string): boolean {
  * values in engine/querystring.ts).
  */
 export function findUnstorableString(value: unknown): string | null {
-  const check = (text: string) =>
-    text.includes('\u0000')
-      ? 'the NUL character \\u0000 is not supported'
-      : text.isWellFormed()
-        ? null
-        : 'unpaired surrogate in a string';
-  if (typeof value === 'string') return check(value);
+  return findUnstorable(value, false);
+}
+
+/**
+ * `findUnstorableString`, and numbers JSON can write but a double cannot hold: `1e400` parses as
+ * Infinity, which would be stored as null (bodies here, `quire import`'s lines).
+ */
+export function findUnstorableValue(value: unknown): string | null {
+  return findUnstorable(value, true);
+}
+
+/** Why a string cannot be stored, or null. */
+function unstorableText(text: string): string | null {
+  if (text.includes('\u0000')) return 'the NUL character \\u0000 is not supported';
+  return text.isWellFormed() ? null : 'unpaired surrogate in a string';
+}
+
+function findUnstorable(value: unknown, numbers: boolean): string | null {
+  if (typeof value === 'string') return unstorableText(value);
+  if (typeof value === 'number')
+    return numbers && !Number.isFinite(value) ? 'a number too large to store (beyond ±1.8e308)' : null;
   if (Array.isArray(value)) {
     for (const item of value) {
-      const bad = findUnstorableString(item);
+      const bad = findUnstorable(item, numbers);
       if (bad) return bad;
     }
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      const bad = check(key) ?? findUnstorableString(item);
+      const bad = unstorableText(key) ?? findUnstorable(item, numbers);
       if (bad) return bad;
     }
   }
@@ -67,7 +81,7 @@ export function registerContentNegotiation(app: FastifyInstance): void {
     if (excess) return done(invalidParameter('body', '', `Invalid JSON: ${describeExcess(excess, limits)}`), undefined);
     try {
       const parsed: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-      const bad = findUnstorableString(parsed);
+      const bad = findUnstorableValue(parsed);
       if (bad) return done(invalidParameter('body', '', `Invalid JSON: ${bad}`), undefined);
       done(null, parsed);
     } catch (error) {

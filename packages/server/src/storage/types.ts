@@ -8,6 +8,7 @@
  *
  * Field names on the wire stay snake_case (`last_modified`), as Kinto sends them.
  */
+import type { BulkImportOptions, BulkImportResult, BulkLoader } from './bulk-import.js';
 import type { ObjectStore, Scope } from './object-store.js';
 import type { PermissionStore } from './permission-store.js';
 
@@ -137,6 +138,12 @@ export interface Storage {
 
   /** The connection pool's state, for metrics (absent where there is no pool). */
   stats?(): PoolStats | null;
+
+  /**
+   * `quire import` at bulk speed, all or nothing (bulk-import.ts): `fill` adds the import's objects
+   * to a loader, in one transaction that commits when `fill` resolves and the store's checks pass.
+   */
+  bulkImport?(options: BulkImportOptions, fill: (loader: BulkLoader) => Promise<void>): Promise<BulkImportResult>;
 
   /**
    * Where collections may declare indexes (declared-indexes.ts): brings the store's indexes in

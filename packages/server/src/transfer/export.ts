@@ -1,6 +1,7 @@
 /**
  * `quire export`: every bucket (with its collections, records and their attachments' index,
- * groups, history entries and quota counters), every account, tombstones included, with their access-control entries and the scope
+ * groups, history entries and quota counters), every account, tombstones included, with their
+ * access-control entries and the scope
  * timestamps, as NDJSON (format.ts). Read from one snapshot, a page at a time: memory stays
  * bounded whatever the store's size, and the output waits for a slow reader (backpressure).
  */

@@ -3,35 +3,31 @@
  * ids and `last_modified`, their ACLs, group memberships and the scope timestamps — so clients
  * keep syncing with `_since` against the new store as against the old one.
  *
- * All or nothing, in two passes. The first reads the input once, line by line (a line longer
- * than the limit is refused before it is held whole), and checks every line as the API would
- * (validate.ts) and against the lines before it (staging.ts: parents given and live, no object
- * twice unless `replace`, unique timestamps per scope), keeping them in a temporary file: the
- * first refusal names its line, and nothing has been written. Only then is the store touched:
- * a store that already holds buckets or accounts is refused, unless `replace` (then it is
- * emptied first and holds exactly what the import holds), and the staged lines are written a
- * batch per transaction (memory bounded by the batch size). Should the store fail meanwhile,
- * what was written is removed again (the store was empty, or being replaced) and the error
- * names the lines of the failed batch.
+ * All or nothing: the whole import is ONE transaction of the store's bulk path
+ * (storage/bulk-import.ts: COPY on PostgreSQL, multi-row inserts on SQLite). The input is read
+ * once, line by line (a line longer than the limit is refused before it is held whole); each line
+ * is checked as the API would check the request that made it (validate.ts), and against the lines
+ * before it by the store (parents given and live, no object twice unless `replace`, unique
+ * timestamps per scope, no file named twice). The first refusal names its line and rolls
+ * everything back; so does an interruption (`signal`) or a store failure. A killed process leaves
+ * its transaction uncommitted: the store stays as it was, and the next import says so.
  */
+import { hostname } from 'node:os';
 import type { Readable } from 'node:stream';
-import type { Permissions, Scope, Storage, StoredObject, Tombstone } from '../storage/types.js';
-import { FORMAT, objectUri, VERSION, type Line } from './format.js';
-import { Staging, type StagedLine } from './staging.js';
-import {
-  checkHeader,
-  checkLine,
-  DEFAULT_LIMITS,
-  ImportError,
-  isTombstone,
-  type LineLimits,
-  parseLine,
-} from './validate.js';
+import { BackendError } from '../storage/errors.js';
+import { ImportConflict, ImportInterrupted, type ImportRun, throwIfAborted } from '../storage/bulk-import.js';
+import type { Storage } from '../storage/types.js';
+import { FORMAT, VERSION } from './format.js';
+import { numberedLines } from './lines.js';
+import { describeConflict } from './refusals.js';
+import { RowBatcher } from './rows.js';
+import { checkHeader, checkLine, DEFAULT_LIMITS, ImportError, type LineLimits, parseLine } from './validate.js';
 
 export { ImportError } from './validate.js';
+export { ImportInterrupted } from '../storage/bulk-import.js';
 
 export interface ImportOptions {
-  /** Lines (objects and scope timestamps) per transaction. */
+  /** Lines handed to the store at a time (memory is bounded by it). */
   batchSize: number;
   /**
    * Empty a store that holds data first, rather than refusing; and let a later line for the
@@ -40,9 +36,18 @@ export interface ImportOptions {
   replace: boolean;
   /** Bounds on one line (default: from the API's default limits on a request body). */
   limits?: LineLimits;
-  /** Where the temporary file of the first pass goes (default: the system's). */
-  tempDir?: string;
-  onProgress?: (objects: number) => void;
+  /** The attachments' folder pattern (`attachment_folder`): no index entry may name another collection's file. */
+  attachmentFolder?: string;
+  /** The input's name, for the store's record of imports under way (default: `a stream`). */
+  inputName?: string;
+  /** Interrupts the import (rolled back; `abort(reason)` with a string says why, e.g. `interrupted by SIGINT`). */
+  signal?: AbortSignal;
+  /** Called after each batch: objects read so far, and bytes of the input. */
+  onProgress?: (objects: number, bytes: number) => void;
+  /** Told of earlier imports that never finished (they changed nothing). */
+  onUnfinished?: (runs: ImportRun[]) => void;
+  /** Told when the reading ends and each step of the store's end begins. */
+  onPhase?: (phase: string) => void;
 }
 
 /** What an import did. */
@@ -53,152 +58,71 @@ export interface ImportSummary {
   replaced: number;
 }
 
-/**
- * Lines of a stream with their numbers (every line counts, blank ones too, so that a number
- * names the line an editor shows), pulled as the consumer asks (backpressure). A line is never
- * held past `maxBytes`: a longer one is refused as soon as it passes the limit.
- */
-async function* numberedLines(input: Readable, maxBytes: number): AsyncGenerator<{ number: number; text: string }> {
-  let pieces: Buffer[] = [];
-  let held = 0;
-  let number = 1;
-  const tooLong = () => new ImportError(`line ${number}: longer than ${maxBytes} bytes`);
-  for await (const chunk of input as AsyncIterable<Buffer | string>) {
-    let data = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    for (let end = data.indexOf(0x0a); end !== -1; end = data.indexOf(0x0a)) {
-      if (held + end > maxBytes) throw tooLong();
-      pieces.push(data.subarray(0, end));
-      const text = Buffer.concat(pieces).toString('utf8');
-      pieces = [];
-      held = 0;
-      data = data.subarray(end + 1);
-      yield { number, text };
-      number++;
-    }
-    if (held + data.length > maxBytes) throw tooLong();
-    if (data.length) {
-      pieces.push(Buffer.from(data)); // a copy: the stream may reuse its chunk
-      held += data.length;
-    }
-  }
-  if (held > 0) yield { number, text: Buffer.concat(pieces).toString('utf8') };
-}
-
-/** Whether the store holds any bucket or account, live or deleted. */
-async function holdsData(storage: Storage): Promise<boolean> {
-  for (const resourceName of ['bucket', 'account']) {
-    if (
-      (
-        await storage.read((session) =>
-          session.objects.list({ resourceName, parentId: '' }, { includeDeleted: true, limit: 1 }),
-        )
-      ).length
-    )
-      return true;
-  }
-  return false;
-}
-
-/** First pass: every line checked and staged, or the first refusal. Nothing is written. */
-async function stage(input: Readable, options: ImportOptions, staging: Staging): Promise<number> {
+/** Reads, checks and hands every line to the loader; refusals name their line. */
+async function load(
+  input: Readable,
+  options: ImportOptions,
+  batcher: RowBatcher,
+  check: () => Promise<void>,
+): Promise<void> {
   const limits = options.limits ?? DEFAULT_LIMITS;
+  const checks = { ...limits, ...(options.attachmentFolder ? { attachmentFolder: options.attachmentFolder } : {}) };
   let header = false;
-  let replaced = 0;
-  for await (const { number, text } of numberedLines(input, limits.maxLineBytes)) {
+  for await (const { number, text, bytes } of numberedLines(input, limits.maxLineBytes)) {
     if (!text.trim()) continue;
-    const value = parseLine(text, number, limits);
-    if (!header) {
-      checkHeader(value, FORMAT, VERSION);
-      header = true;
-      continue;
-    }
-    const before = staging.count;
-    staging.add(checkLine(value, number, limits), text, number, options.replace);
-    if (staging.count === before) replaced++;
-  }
-  if (!header) throw new ImportError(`not a ${FORMAT} stream: it is empty`);
-  return replaced;
-}
-
-/** Writes one batch of staged lines in one transaction; returns the number of objects. */
-async function write(storage: Storage, batch: StagedLine[]): Promise<number> {
-  const lines: Line[] = batch.map((staged) => staged.line);
-  await storage.transaction(async (session) => {
-    // Consecutive lines of one scope go in one statement.
-    for (let start = 0; start < lines.length; ) {
-      const line = lines[start]!;
-      if ('scope' in line) {
-        await session.objects.import(
-          { resourceName: line.scope.resource, parentId: line.scope.parent },
-          [],
-          line.scope.timestamp,
-        );
-        start++;
+    let full: boolean;
+    try {
+      const value = parseLine(text, number, limits);
+      if (!header) {
+        checkHeader(value, FORMAT, VERSION);
+        header = true;
         continue;
       }
-      const scope: Scope = { resourceName: line.resource, parentId: line.parent };
-      let end = start;
-      const run: Array<StoredObject | Tombstone> = [];
-      const acls: Array<[string, Permissions]> = [];
-      const groups: Array<[string, string[]]> = [];
-      for (; end < lines.length; end++) {
-        const item = lines[end]!;
-        if ('scope' in item || item.resource !== line.resource || item.parent !== line.parent) break;
-        run.push(item.object);
-        const uri = objectUri(scope, item.object.id);
-        if (uri && item.permissions) acls.push([uri, item.permissions]);
-        const members = (item.object as Record<string, unknown>).members;
-        if (uri && scope.resourceName === 'group' && Array.isArray(members) && !isTombstone(item.object))
-          groups.push([uri, members as string[]]);
+      full = batcher.push(checkLine(value, number, checks), number);
+    } catch (error) {
+      // A line before this one may be refused by the store: that refusal comes first.
+      if (error instanceof ImportError) {
+        await batcher.flush();
+        await check();
       }
-      await session.objects.import(scope, run);
-      for (const [uri, permissions] of acls) await session.permissions.set(uri, permissions);
-      for (const [uri, members] of groups) await session.permissions.setGroupMembers(uri, members);
-      start = end;
+      throw error;
     }
-  });
-  return lines.filter((line) => !('scope' in line)).length;
+    if (full) {
+      throwIfAborted(options.signal);
+      await batcher.flush();
+      options.onProgress?.(batcher.objects, bytes);
+    }
+  }
+  if (!header) throw new ImportError(`not a ${FORMAT} stream: it is empty`);
+  await batcher.flush(true);
+  options.onProgress?.(batcher.objects, Number.NaN);
 }
 
 /** Loads the stream into `storage`, all or nothing (see above). */
 export async function importStore(storage: Storage, input: Readable, options: ImportOptions): Promise<ImportSummary> {
-  const staging = await Staging.open(options.tempDir);
+  if (!storage.bulkImport) throw new ImportError(`the ${storage.backend} store cannot import`);
+  let objects = 0;
   try {
-    const replaced = await stage(input, options, staging);
-    if (await holdsData(storage)) {
-      if (!options.replace)
-        throw new ImportError(
-          'the target store already holds data: import into an empty store, or pass --replace to delete everything in it first',
-        );
-      await storage.flush();
-    }
-    let objects = 0;
-    for (const batch of staging.batches(options.batchSize)) {
-      try {
-        objects += await write(storage, batch);
-      } catch (error) {
-        // Not half-written: the store was empty (or emptied), so it is emptied again.
-        const range = `${batch[0]!.number}${batch.length > 1 ? `-${batch.at(-1)!.number}` : ''}`;
-        const undone = await storage.flush().then(
-          () => 'nothing was imported',
-          (flushError: unknown) =>
-            `and emptying the store again failed too (${(flushError as Error).message}): it may hold part of the import`,
-        );
-        throw new ImportError(`lines ${range}: the store refused them (${(error as Error).message}); ${undone}`, {
-          cause: error,
-        });
-      }
-      options.onProgress?.(objects);
-    }
-    // A collection created through the API has a records timestamp from the start (the change
-    // monitor's `_since` reads walk those); an export has no line for an empty scope.
-    for (const uris of staging.emptyCollections(options.batchSize)) {
-      await storage.transaction(async (session) => {
-        for (const uri of uris) await session.objects.timestamp({ resourceName: 'record', parentId: uri });
-      });
-    }
-    return { objects, replaced };
-  } finally {
-    await staging.close();
+    const { replaced } = await storage.bulkImport(
+      {
+        replace: options.replace,
+        run: { startedAt: Date.now(), pid: process.pid, host: hostname(), input: options.inputName ?? 'a stream' },
+        ...(options.onUnfinished ? { onUnfinished: options.onUnfinished } : {}),
+        ...(options.onPhase ? { onPhase: options.onPhase } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+      async (loader) => {
+        const batcher = new RowBatcher(loader, Math.max(1, options.batchSize));
+        await load(input, options, batcher, () => loader.check());
+        objects = batcher.objects;
+      },
+    );
+    return { objects: objects - replaced, replaced };
+  } catch (error) {
+    if (error instanceof ImportConflict) throw new ImportError(describeConflict(error.conflict), { cause: error });
+    if (error instanceof ImportError || error instanceof ImportInterrupted) throw error;
+    if (error instanceof BackendError)
+      throw new ImportError(`the store failed (${error.message}); nothing was imported`, { cause: error });
+    throw error;
   }
 }

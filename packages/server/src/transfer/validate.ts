@@ -9,6 +9,8 @@
 import secureJson from 'secure-json-parse';
 import { ACCOUNT_ID_PATTERN } from '../accounts/ids.js';
 import { INDEX_RESOURCE } from '../attachments/file-index.js';
+import { isFileLocation } from '../attachments/names.js';
+import { findUnstorableValue } from '../http/content.js';
 import { measureJsonText } from '../http/json-limits.js';
 import { HTTP_SETTINGS } from '../http/settings.js';
 import { QUOTA_RESOURCE } from '../quotas/listener.js';
@@ -97,14 +99,23 @@ const show = (value: unknown) => {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 };
 
+/** Whether a parsed value holds a number JSON wrote but a double cannot hold (1e400 → Infinity). */
+function hasInfinity(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (value === null || typeof value !== 'object') return false;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) if (hasInfinity(item)) return true;
+  return false;
+}
+
 /** The line's JSON value, measured first (a hostile line costs one pass over its text). */
 export function parseLine(text: string, number: number, limits: LineLimits): unknown {
   const excess = measureJsonText(text, { maxDepth: limits.maxDepth, maxKeys: limits.maxKeys });
   if (excess === 'depth') refuse(number, `nested deeper than ${limits.maxDepth} levels`);
   if (excess === 'keys') refuse(number, `more than ${limits.maxKeys} keys and items`);
+  let value: unknown;
   try {
     // As the API parses a body: keys that could pollute prototypes are refused.
-    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
   } catch (error) {
     const pollution = /forbidden (prototype|constructor) property/.test((error as Error).message);
     return refuse(
@@ -112,6 +123,16 @@ export function parseLine(text: string, number: number, limits: LineLimits): unk
       pollution ? 'a key could pollute prototypes (__proto__ or constructor.prototype)' : 'not JSON',
     );
   }
+  // What the API refuses in a body (NUL, unpaired surrogates, 1e400): neither store could hold it as
+  // given. Only a \u escape makes NUL or a lone surrogate (decoded UTF-8 cannot): without one, the
+  // strings need no look.
+  const unstorable = text.includes('\\u')
+    ? findUnstorableValue(value)
+    : hasInfinity(value)
+      ? findUnstorableValue(value)
+      : null;
+  if (unstorable) refuse(number, unstorable);
+  return value;
 }
 
 export function checkHeader(value: unknown, format: string, version: number): HeaderLine {
@@ -147,7 +168,8 @@ function checkPermissions(
     if (!kind.permissions.includes(name))
       refuse(
         number,
-        `${show(name)} is not a permission of a ${resource}${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`,
+        `${show(name)} is not a permission of a ${resource}` +
+          `${kind.permissions.length ? ` (${kind.permissions.join(', ')})` : ''}`,
       );
     if (
       !Array.isArray(principals) ||
@@ -157,12 +179,52 @@ function checkPermissions(
   }
 }
 
-/** An object or scope line, checked on its own (its parents and duplicates: staging.ts). */
-export function checkLine(
-  value: unknown,
-  number: number,
-  limits: Pick<LineLimits, 'maxIdLength'> = DEFAULT_LIMITS,
-): Line {
+/** What `checkLine` checks beyond the line's shape. */
+export interface LineChecks extends Pick<LineLimits, 'maxIdLength'> {
+  /** The attachments' folder pattern (`attachment_folder`): no index entry names a file in another collection's. */
+  attachmentFolder?: string;
+}
+
+/**
+ * An attachment index entry (what deletions trust: attachments/file-index.ts) names a file this
+ * server could have written (relative, no `..`, no dot-segment), outside the folder the pattern
+ * gives any other collection. (Two entries naming one file: the stores check that.)
+ */
+function checkFileEntry(object: Record<string, unknown>, parent: string, number: number, folder?: string): void {
+  const { location } = object;
+  if (typeof location !== 'string' || !isFileLocation(location))
+    refuse(number, `the attachment location ${show(location)} is not a file location (relative, without "..")`);
+  if (folder && inAnotherFolder(folder, location as string, parent))
+    refuse(
+      number,
+      `the attachment location ${show(location)} is in the folder of another collection ` +
+        `(attachment_folder "${folder}")`,
+    );
+}
+
+/** Whether `location` lies in the folder `pattern` gives a collection other than `collectionUri`. */
+function inAnotherFolder(pattern: string, location: string, collectionUri: string): boolean {
+  const [, , bucket, , collection] = collectionUri.split('/');
+  const own: Record<string, string | undefined> = { bucket_id: bucket, collection_id: collection };
+  const names: string[] = [];
+  const source = pattern
+    .split('/')
+    .filter(Boolean)
+    .join('/')
+    .split(/\{(bucket_id|collection_id)\}/)
+    .map((part, i) => {
+      if (i % 2 === 0) return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      names.push(part);
+      return '([^/]+)';
+    })
+    .join('');
+  if (names.length === 0) return false; // one folder for every collection: nothing to tell them apart
+  const match = new RegExp(`^${source}/`).exec(location);
+  return match !== null && names.some((name, i) => match[i + 1] !== own[name]);
+}
+
+/** An object or scope line, checked on its own (its parents and what repeats: the stores, storage/bulk-import.ts). */
+export function checkLine(value: unknown, number: number, limits: LineChecks = DEFAULT_LIMITS): Line {
   if (!isPlainObject(value)) return refuse(number, 'neither an object nor a scope line');
   if ('scope' in value) {
     const scope = value.scope;
@@ -182,7 +244,8 @@ export function checkLine(
   if ((object.id as string).length > limits.maxIdLength) {
     refuse(
       number,
-      `${resource as string} id longer than ${limits.maxIdLength} characters (max_object_id_length: the API refuses it, it could not be addressed by URL)`,
+      `${resource as string} id longer than ${limits.maxIdLength} characters ` +
+        '(max_object_id_length: the API refuses it, it could not be addressed by URL)',
     );
   }
   if (!isTimestamp(object.last_modified))
@@ -193,6 +256,7 @@ export function checkLine(
     if (permissions !== undefined) refuse(number, 'a tombstone has no permissions');
   } else {
     checkPermissions(permissions, kind, resource as string, number);
+    if (resource === INDEX_RESOURCE) checkFileEntry(object, parent as string, number, limits.attachmentFolder);
     if (
       resource === 'group' &&
       object.members !== undefined &&

@@ -23,6 +23,8 @@ export type BackendName = 'embedded' | 'postgresql';
 
 export interface Backend extends EmbeddedStore {
   readonly name: BackendName;
+  /** PostgreSQL: the store's schema (e.g. to find its connections in pg_stat_activity). */
+  readonly schema: string | undefined;
 }
 
 /**
@@ -33,6 +35,7 @@ export interface Backend extends EmbeddedStore {
 export const postgresSkipReason = await postgresUnavailable('server feature tests (PostgreSQL copies)');
 
 function useBackend(name: BackendName): Backend {
+  let schema: string | undefined;
   const store = useStore(async () => {
     if (name === 'embedded') {
       // On a file, as `quire start` runs it: reads on their own connections beside the writer.
@@ -42,19 +45,23 @@ function useBackend(name: BackendName): Backend {
         dispose: () => rm(dir, { recursive: true, force: true }),
       };
     }
-    const schema = newSchemaName();
-    const storage = await createPostgresStorage({ url: PG_URL, schema, autoMigrate: true, poolSize: 8 }).catch(
+    const fresh = newSchemaName();
+    schema = fresh;
+    const storage = await createPostgresStorage({ url: PG_URL, schema: fresh, autoMigrate: true, poolSize: 8 }).catch(
       async (error: unknown) => {
-        await dropSchema(schema).catch(() => {});
+        await dropSchema(fresh).catch(() => {});
         throw error;
       },
     );
-    return { storage, dispose: () => dropSchema(schema) };
+    return { storage, dispose: () => dropSchema(fresh) };
   });
   return {
     name,
     get storage() {
       return store.storage;
+    },
+    get schema() {
+      return schema;
     },
     serverWith: store.serverWith,
   };

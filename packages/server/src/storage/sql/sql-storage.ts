@@ -5,11 +5,13 @@
  * one module per facet (objects.ts, permissions.ts, outbox.ts, nonces.ts) over the state they
  * share (session-state.ts).
  */
+import type { BulkImportOptions, BulkImportResult, BulkLoader } from '../bulk-import.js';
 import { IndexKeeper } from '../declared-indexes.js';
 import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
 import type { PoolStats, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
+import { sqlBulkImport } from './bulk-import.js';
 import { sqlIndexStore } from './declared-indexes.js';
 import { createPgDriver, detectPooler, type PgDriverOptions } from './drivers/pg.js';
 import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.js';
@@ -191,6 +193,17 @@ export class SqlStorage implements Storage {
       if (notify) tx.beforeCommit(notify.text, notify.params);
     });
     this.#cache.invalidate([{ kind: 'all' }]);
+  }
+
+  /** `quire import`'s bulk path (bulk-import.ts): the whole import in one transaction of its own. */
+  async bulkImport(options: BulkImportOptions, fill: (loader: BulkLoader) => Promise<void>): Promise<BulkImportResult> {
+    const notify = this.#context.notify;
+    const everything = () => notify!(encodeInvalidations([{ kind: 'all' }]));
+    try {
+      return await sqlBulkImport(this.#driver, notify && everything, options, fill);
+    } finally {
+      this.#cache.invalidate([{ kind: 'all' }]);
+    }
   }
 
   /** Starts keeping the declared indexes (a first pass now, then after collection writes and every minute). */

@@ -158,4 +158,19 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
         .join('')}
     `,
   },
+  {
+    version: 4,
+    name: '004-import-runs',
+    sql: `
+      -- Imports that never finished (PostgreSQL migration 010 says why; storage/bulk-import.ts).
+      CREATE TABLE import_runs (
+        id         INTEGER PRIMARY KEY,
+        started_at INTEGER NOT NULL,
+        pid        INTEGER NOT NULL,
+        host       TEXT NOT NULL,
+        input      TEXT NOT NULL,
+        outcome    TEXT
+      ) STRICT;
+    `,
+  },
 ];

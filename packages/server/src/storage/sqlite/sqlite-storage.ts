@@ -20,11 +20,13 @@
  * per facet (objects.ts, permissions.ts, outbox.ts, nonces.ts) over the state they share
  * (session-state.ts).
  */
+import type { BulkImportOptions, BulkImportResult, BulkLoader } from '../bulk-import.js';
 import { IndexKeeper } from '../declared-indexes.js';
 import { BackendError, MigrationRequiredError, StorageError } from '../errors.js';
 import type { Scope, Storage, StorageSession } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { Connection, Pool } from './connection.js';
+import { sqliteBulkImport } from './bulk-import.js';
 import { sqliteIndexStore } from './declared-indexes.js';
 import { registerFilterFunctions } from './jsonb.js';
 import { MIGRATIONS } from './migrations.js';
@@ -220,6 +222,11 @@ export class SqliteStorage implements Storage {
     } finally {
       this.#writer.release(connection);
     }
+  }
+
+  /** `quire import`'s bulk path (bulk-import.ts): the whole import in one transaction on the writer. */
+  bulkImport(options: BulkImportOptions, fill: (loader: BulkLoader) => Promise<void>): Promise<BulkImportResult> {
+    return sqliteBulkImport((fn) => this.#write(fn), options, fill);
   }
 
   /**

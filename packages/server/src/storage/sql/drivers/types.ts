@@ -50,6 +50,12 @@ export interface SqlTransaction extends SqlConnection {
   atCommit(build: () => DeferredStatement[]): void;
 }
 
+/** A connection of its own for one long bulk transaction (`quire import`: sql/bulk-import.ts). */
+export interface BulkConnection extends SqlConnection {
+  /** Runs `statement` (`COPY … FROM STDIN`) fed with `text` (COPY's text format); resolves once PostgreSQL took it. */
+  copyFrom(statement: string, text: string): Promise<void>;
+}
+
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
 export interface TransactionOptions {
@@ -78,6 +84,12 @@ export interface SqlDriver extends SqlConnection {
    * throws. Errors thrown by `fn` itself are rethrown unchanged.
    */
   transaction<T>(fn: (connection: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Runs `fn` in one transaction on a connection opened for it outside the pool and closed after
+   * (COPY needs one without pipelining), its startup settings plus `application_name`; rolls back
+   * when `fn` throws. Absent where COPY … FROM STDIN is not offered (PGlite): `transaction` then.
+   */
+  bulkTransaction?<T>(fn: (connection: BulkConnection) => Promise<T>, applicationName: string): Promise<T>;
   /**
    * Where several processes share the database: listens to `channel` (LISTEN on a connection of
    * its own, reconnecting with backoff whenever it drops, or polling where LISTEN is impossible),
