@@ -24,7 +24,7 @@ export default defineConfig([
   },
   {
     // The `quire-dump` command (Node).
-    entry: { 'dump-cli': 'src/dump/cli.ts' },
+    entry: { 'dump-cli': 'cli/quire-dump.ts' },
     format: ['esm'],
     platform: 'node',
     target: 'node20',

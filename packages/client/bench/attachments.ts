@@ -100,7 +100,8 @@ async function main(): Promise<void> {
   };
 
   console.log(
-    `Offline attachments — ${PHOTOS} photos of ${(SIZE / 1000).toFixed(0)} kB (random bytes), server: embedded (PGlite) + local files, same process; node ${process.version}\n`,
+    `Offline attachments — ${PHOTOS} photos of ${(SIZE / 1000).toFixed(0)} kB (random bytes), ` +
+      `server: embedded (PGlite) + local files, same process; node ${process.version}\n`,
   );
   const a = device('lazy');
   // The capability is learnt once online (as an app does at start), then the network goes.
@@ -135,7 +136,8 @@ async function main(): Promise<void> {
   const cold = await b.tasks.sync();
   if (cold.attachments?.downloaded !== PHOTOS) throw new Error(`cold sync downloaded ${cold.attachments?.downloaded}`);
   row(
-    `other device, eager: cold sync (${cold.pulled} records, ${cold.attachments.downloaded} photos downloaded, hash-checked)`,
+    `other device, eager: cold sync (${cold.pulled} records, ` +
+      `${cold.attachments.downloaded} photos downloaded, hash-checked)`,
     performance.now() - start,
     b.counter.take(),
   );

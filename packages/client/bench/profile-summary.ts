@@ -30,7 +30,8 @@ profile.samples.forEach((id, i) => {
   if (!node) return;
   total += delta;
   const script = node.callFrame.url.split('/').pop() || `(${node.callFrame.functionName || 'native'})`;
-  const name = `${node.callFrame.functionName || '(anonymous)'} ${script}:${node.callFrame.lineNumber + 1}:${node.callFrame.columnNumber + 1}`;
+  const { functionName, lineNumber, columnNumber } = node.callFrame;
+  const name = `${functionName || '(anonymous)'} ${script}:${lineNumber + 1}:${columnNumber + 1}`;
   selfByFunction.set(name, (selfByFunction.get(name) ?? 0) + delta);
   selfByScript.set(script, (selfByScript.get(script) ?? 0) + delta);
 });

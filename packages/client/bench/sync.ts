@@ -110,7 +110,8 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
   const bucket = `bench-${randomBytes(3).toString('hex')}`;
   console.log(
-    `Quire client vs kinto.js — server: ${pgUrl ? 'PostgreSQL' : 'embedded (PGlite)'}, same process; clients: fresh child process each, fake-indexeddb`,
+    `Quire client vs kinto.js — server: ${pgUrl ? 'PostgreSQL' : 'embedded (PGlite)'}, same process; ` +
+      'clients: fresh child process each, fake-indexeddb',
   );
   console.log(`node ${process.version}; cold sizes ${sizes.join(', ')}; push ${pushCount}; ${polls} polls`);
   try {

@@ -17,6 +17,7 @@ export {
   type GetAttachmentOptions,
 } from './remote/remote.js';
 export type { TransferProgress, FileInput } from './remote/files.js';
+export { FILTER_OPERATORS, type FilterOperator, parseFilterName } from './remote/filters.js';
 export { endpoints } from './transport/endpoints.js';
 export { parseETag, type HttpOptions, type FetchLike } from './transport/http.js';
 export type { Auth } from './transport/auth.js';

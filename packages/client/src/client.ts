@@ -16,7 +16,8 @@ import { LocalCollection } from './store/local-collection.js';
 import { readSyncState } from './store/meta.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
-import { LiveChanges, type LiveOptions } from './sync/live.js';
+import type { LiveOptions } from './sync/live.js';
+import { LiveChanges } from './sync/live-changes.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
 import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
@@ -115,15 +116,15 @@ export class QuireClient {
     });
     this.remote = new Remote(this.http);
     const manager = options.lockManager === undefined ? webLockManager() : options.lockManager;
-    this.live = new LiveChanges(
-      this.http,
-      this.remote,
-      liveKey(this.http.remote, options.auth),
-      manager,
-      this.online,
-      this.#tabId,
-      options.live,
-    );
+    this.live = new LiveChanges({
+      http: this.http,
+      remote: this.remote,
+      key: liveKey(this.http.remote, options.auth),
+      locks: manager,
+      online: this.online,
+      tabId: this.#tabId,
+      options: options.live,
+    });
   }
 
   bucket(name: string): Bucket {
@@ -178,7 +179,9 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
     const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
-    const transform = new TransformChain(options.transformers ?? [], { bucket, collection: name });
+    const transform = options.transformers?.length
+      ? new TransformChain(options.transformers, { bucket, collection: name })
+      : null;
     const engine = new SyncEngine({
       http: this.http,
       local,
@@ -191,7 +194,7 @@ export class QuireClient {
       batchSize: async () => (await this.remote.serverInfo()).settings.batch_max_requests ?? null,
       checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
-      transform,
+      ...(transform ? { transform } : {}),
     });
     const files = options.attachments?.({
       bucket,
@@ -211,6 +214,7 @@ export class QuireClient {
       channel,
       live: this.live,
       online: this.online,
+      recovered: (listener) => this.http.onRecovered(listener),
       leaderLock,
       dbName,
       lastSyncAt: (await readSyncState(db)).lastSyncAt,

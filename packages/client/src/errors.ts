@@ -31,7 +31,7 @@ export class QuireError extends Error {
   static readonly errorName: string = 'QuireError';
 
   static override [Symbol.hasInstance](value: unknown): boolean {
-    // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of `instanceof`, a subclass with its own brand
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class right of `instanceof` (its own brand)
     const symbol = (this as unknown as { brand: symbol }).brand;
     return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[symbol] === true;
   }

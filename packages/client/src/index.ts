@@ -11,15 +11,10 @@ export {
 export type { SyncStatus, SyncFailure } from './api/sync-status.js';
 export type { StorageFullEvent } from './api/events.js';
 export { LiveQuery, type LiveQueryState, type ObservableLike } from './api/live-query.js';
-export {
-  LiveChanges,
-  MONITOR_PATH,
-  type ChangeEntry,
-  type LiveMode,
-  type LiveOptions,
-  type LiveState,
-  type LiveStatus,
-} from './sync/live.js';
+export { LiveChanges } from './sync/live-changes.js';
+export type { ChangeEntry } from './sync/change-monitor.js';
+export { MONITOR_PATH } from './transport/endpoints.js';
+export type { LiveMode, LiveOptions, LiveState, LiveStatus } from './sync/live.js';
 export type { ConflictStrategy, MergeFunction, Conflict } from './sync/conflicts.js';
 export type {
   SyncOptions,
@@ -41,6 +36,7 @@ export {
 /** The wire types (every shape the server sends and accepts), from one module. */
 export type * from './wire.js';
 export type { TransferProgress, FileInput } from './remote/files.js';
+export { FILTER_OPERATORS, type FilterOperator, parseFilterName } from './remote/filters.js';
 export { endpoints } from './transport/endpoints.js';
 export type { Auth } from './transport/auth.js';
 export type { FetchLike } from './transport/http.js';

@@ -65,3 +65,20 @@ export function untilOnline(source: OnlineSource, signal?: AbortSignal): Promise
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * Code loaded on first use (a dynamic `import()`), for an offline-first app: a load that fails
+ * while offline (the chunk not cached) is tried again once the network is back, and a failure
+ * while online twice more after a short wait; then it rejects.
+ */
+export async function loadWhenOnline<T>(load: () => Promise<T>, source: OnlineSource): Promise<T> {
+  for (let failures = 0; ; ) {
+    try {
+      return await load();
+    } catch (error) {
+      if (!source.isOnline()) await untilOnline(source);
+      else if (++failures > 2) throw error;
+      else await new Promise((resolve) => setTimeout(resolve, 500 * failures));
+    }
+  }
+}

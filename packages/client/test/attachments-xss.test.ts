@@ -15,7 +15,7 @@
  * the same SVG served as `image/svg+xml` without a policy, and a Blob typed `image/svg+xml`.
  * Skips with a printed reason when Chromium is missing, unless QUIRE_TEST_REQUIRE_BROWSER=1 (CI).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,10 +111,15 @@ describe.skipIf(!available)('stored files run no script in Chromium', { timeout:
       silent: true,
       dts: false,
     });
-    const bundle = readFileSync(join(outDir, 'quire-client.js'));
+    // The bundle and the chunks it loads (on first use, or shared with them).
+    const scripts = new Map(
+      readdirSync(outDir)
+        .filter((name) => name.endsWith('.js'))
+        .map((name) => [`/${name}`, readFileSync(join(outDir, name))]),
+    );
     app = createServer((request, response) => {
-      if (request.url === '/quire-client.js')
-        response.writeHead(200, { 'Content-Type': 'text/javascript' }).end(bundle);
+      const script = scripts.get(request.url ?? '');
+      if (script) response.writeHead(200, { 'Content-Type': 'text/javascript' }).end(script);
       else response.writeHead(200, { 'Content-Type': 'text/html' }).end(PAGE);
     });
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));

@@ -5,25 +5,12 @@
  * QUIRE_TEST_REQUIRE_BROWSER=1 (CI), where that is a failure.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { browserBundle } from '../build/browser-bundle.js';
+import { type BrowserHarness, chromiumAvailable, launchBrowser } from './support/browser.js';
 import { createCollection, raw, seed, uniqueName } from './support/server.js';
 
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  const message = `browser test: Chromium not found at ${CHROMIUM}`;
-  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
-  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
-}
-
+const available = chromiumAvailable('browser test');
 const url = inject('quireUrl');
-const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>quire e2e</title>
 <script type="module">
@@ -50,64 +37,23 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>quire e2e</title>
 </script>`;
 
 describe.skipIf(!available)('in a real browser', () => {
-  let staticServer: Server;
+  let harness: BrowserHarness;
   let origin: string;
-  let outDir: string;
-  let browser: import('playwright-core').Browser;
 
   beforeAll(async () => {
-    outDir = mkdtempSync(join(tmpdir(), 'quire-client-e2e-'));
-    const { build } = await import('tsup');
-    await build({
-      ...browserBundle,
-      entry: { 'quire-client': join(packageRoot, 'src/index.ts') },
-      outDir,
-      config: false,
-      silent: true,
-      dts: false,
-    });
-    const files: Record<string, { type: string; body: string | Buffer }> = {
-      '/': { type: 'text/html', body: PAGE },
-      '/quire-client.js': { type: 'text/javascript', body: readFileSync(join(outDir, 'quire-client.js')) },
-    };
-    staticServer = createServer((request, response) => {
-      const file = files[request.url ?? '/'];
-      if (!file) return void response.writeHead(404).end();
-      response.writeHead(200, { 'Content-Type': file.type }).end(file.body);
-    });
-    await new Promise<void>((resolve) => staticServer.listen(0, '127.0.0.1', resolve));
-    const address = staticServer.address() as { port: number };
-    origin = `http://127.0.0.1:${address.port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    harness = await launchBrowser(PAGE);
+    origin = harness.origin;
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => staticServer?.close(resolve));
-    if (outDir) rmSync(outDir, { recursive: true, force: true });
+    await harness?.close();
   });
 
   it('syncs a collection into real IndexedDB, pushes a local write and keeps the replica across reloads', async () => {
     const bucket = uniqueName('browser');
     await createCollection(url, bucket, 'items', 'browser');
     await seed(url, bucket, 'items', 250, (i) => ({ id: `r${i}`, n: i }), 'browser');
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(error.message));
-    await page.goto(origin);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    const { context, page, errors } = await harness.openPage();
 
     type Outcome = {
       before: number;
@@ -150,20 +96,7 @@ describe.skipIf(!available)('in a real browser', () => {
     await context.close();
   });
 
-  /** A page of a fresh context (an empty IndexedDB) with the SDK as `window.Quire`. */
-  async function openPage(): Promise<{
-    context: import('playwright-core').BrowserContext;
-    page: import('playwright-core').Page;
-    errors: string[];
-  }> {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(error.message));
-    await page.goto(origin);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
-    return { context, page, errors };
-  }
+  const openPage = () => harness.openPage();
 
   it('storage full (a real quota): StoreError QUIRE_ERR_STORE_QUOTA and the quota event, nothing lost, and the sync resumes with room', async () => {
     const bucket = uniqueName('quota');

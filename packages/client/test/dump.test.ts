@@ -140,7 +140,7 @@ describe('dumps', () => {
           '--conditions=@quire/source',
           '--import',
           'tsx',
-          'src/dump/cli.ts',
+          'cli/quire-dump.ts',
           '--remote',
           url,
           '--bucket',
@@ -160,7 +160,7 @@ describe('dumps', () => {
       expect(dump.data).toHaveLength(12);
       const missing = await promisify(execFile)(
         process.execPath,
-        ['--conditions=@quire/source', '--import', 'tsx', 'src/dump/cli.ts', '--remote', url],
+        ['--conditions=@quire/source', '--import', 'tsx', 'cli/quire-dump.ts', '--remote', url],
         { cwd: packageRoot },
       ).catch((error: { code: number; stderr: string }) => error);
       expect(missing).toMatchObject({ code: 2, stderr: expect.stringContaining('usage: quire-dump') });

@@ -43,7 +43,7 @@ export function useCollection<T extends object = Record<string, unknown>>(
   options?: Parameters<QuireClient['collection']>[2],
 ): Collection<T> {
   const client = useQuireClient();
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the client keeps the options of the first call for a collection
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the client keeps a collection's first options
   return useMemo(() => client.collection<T>(bucket, name, options), [client, bucket, name]);
 }
 

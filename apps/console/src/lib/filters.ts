@@ -2,20 +2,10 @@
  * The protocol's list parameters (§7): filters `<op>_<field>=<value>`, `_sort`, `_fields`, kept
  * in the console's URL exactly as the server reads them, so a filtered view is a link.
  */
+import { type FilterOperator, parseFilterName } from '@quire/client/admin';
 
-export type Operator =
-  | 'eq'
-  | 'not'
-  | 'lt'
-  | 'max'
-  | 'gt'
-  | 'min'
-  | 'in'
-  | 'exclude'
-  | 'like'
-  | 'has'
-  | 'contains'
-  | 'contains_any';
+/** The protocol's filter operators, from the one list (`@quire/client/admin`). */
+export type Operator = FilterOperator;
 
 export interface OperatorInfo {
   op: Operator;
@@ -38,22 +28,6 @@ export const OPERATORS: OperatorInfo[] = [
   { op: 'contains_any', label: 'array contains any', hint: 'The array holds at least one of these (a JSON list)' },
 ];
 
-/** The order the server tries prefixes in (§7.1): `contains_any_x` is contains_any on x. */
-const PREFIX_ORDER: Operator[] = [
-  'lt',
-  'min',
-  'max',
-  'not',
-  'eq',
-  'gt',
-  'in',
-  'exclude',
-  'like',
-  'has',
-  'contains_any',
-  'contains',
-];
-
 export interface Filter {
   field: string;
   op: Operator;
@@ -71,13 +45,8 @@ export interface ListQuery {
 const FIELD = /^[\w.]+$/;
 
 export function parseFilterParam(name: string, value: string): Filter | null {
-  for (const op of PREFIX_ORDER) {
-    if (name.startsWith(`${op}_`)) {
-      const field = name.slice(op.length + 1);
-      if (FIELD.test(field)) return { field, op, value };
-    }
-  }
-  return FIELD.test(name) ? { field: name, op: 'eq', value } : null;
+  const parsed = parseFilterName(name);
+  return parsed ? { field: parsed.field, op: parsed.operator, value } : null;
 }
 
 export function parseListQuery(params: URLSearchParams): ListQuery {

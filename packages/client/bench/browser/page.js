@@ -4,7 +4,7 @@
  * IndexedDB with Quire's client (`./quire-client.js`, the minified browser bundle) or the
  * original `kinto` client (`./kinto.min.js`, global `Kinto`), and returns its timings.
  */
-import { createClient } from './quire-client.js';
+import { createClient, deriveKey, encryptionTransformer } from './quire-client.js';
 
 const AUTH = { type: 'basic', username: 'bench', password: 'bench' };
 const KINTO_HEADERS = { Authorization: `Basic ${btoa('bench:bench')}` };
@@ -27,16 +27,69 @@ function quireCollection(bucket, name, options = {}) {
   };
 }
 
-function kintoCollection(bucket, name) {
+function kintoCollection(bucket, name, remoteTransformers = []) {
   const Kinto = globalThis.Kinto.default;
   const kinto = new Kinto({ remote, bucket, headers: KINTO_HEADERS, timeout: 600_000 });
   kinto.api.http.fetchFunc = countingFetch;
-  return kinto.collection(name);
+  return kinto.collection(name, { remoteTransformers });
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const p95 = (values) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.95))];
+
+/** The highest JS heap use while `fn` runs (performance.memory, precise with Chromium's flag). */
+async function peakHeap(fn) {
+  let peak = performance.memory?.usedJSHeapSize ?? 0;
+  const sample = () => {
+    peak = Math.max(peak, performance.memory?.usedJSHeapSize ?? 0);
+  };
+  const timer = setInterval(sample, 10);
+  try {
+    const value = await fn();
+    sample();
+    return { value, peak };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * End-to-end encryption for the original client, as an app would write it as a remote
+ * transformer: the same format as Quire's encryptionTransformer (AES-GCM of the fields as JSON,
+ * the id as additional data), with a key derived once.
+ */
+function kintoEncryption(key) {
+  const encoder = new TextEncoder();
+  const bytes = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  return {
+    async encode(record) {
+      const { id, last_modified, ...fields } = record;
+      const iv = crypto.getRandomValues(new Uint8Array(12));
+      const plain = encoder.encode(JSON.stringify(fields));
+      const sealed = await crypto.subtle.encrypt(
+        { name: 'AES-GCM', iv, additionalData: encoder.encode(id) },
+        key,
+        plain,
+      );
+      const ciphertext = btoa(String.fromCharCode(...new Uint8Array(sealed)));
+      return { id, last_modified, quire_e2e: 1, iv: btoa(String.fromCharCode(...iv)), ciphertext };
+    },
+    async decode(record) {
+      if (record.deleted) return record;
+      const algorithm = { name: 'AES-GCM', iv: bytes(record.iv), additionalData: encoder.encode(record.id) };
+      const plain = await crypto.subtle.decrypt(algorithm, key, bytes(record.ciphertext));
+      return { ...JSON.parse(new TextDecoder().decode(plain)), id: record.id, last_modified: record.last_modified };
+    },
+  };
+}
+
+/** The key of an encrypted collection, derived as Quire derives it (PBKDF2, 600,000 rounds); its time. */
+async function collectionKey(bucket, name, passphrase) {
+  const start = performance.now();
+  const key = await deriveKey(passphrase, `quire-e2e:${bucket}/${name}`);
+  return { key, deriveMs: performance.now() - start };
+}
 
 async function timed(fn) {
   const before = requests;
@@ -58,10 +111,15 @@ async function kintoSync(collection) {
 }
 
 const jobs = {
-  /** Cold sync of a collection into an empty replica; then an indexed query and no-change polls. */
-  async 'quire:cold'({ bucket, collection: name, polls, lookup }) {
-    const { collection, client } = quireCollection(bucket, name);
-    const cold = await timed(() => quireSync(collection));
+  /**
+   * Cold sync of a collection into an empty replica, its peak JS heap; then an indexed query and
+   * no-change polls. With `passphrase`: an encrypted collection (the key derived first, timed apart).
+   */
+  async 'quire:cold'({ bucket, collection: name, polls, lookup, passphrase }) {
+    const secret = passphrase ? await collectionKey(bucket, name, passphrase) : null;
+    const transformers = secret ? [encryptionTransformer({ key: secret.key })] : [];
+    const { collection, client } = quireCollection(bucket, name, { collection: { transformers } });
+    const { value: cold, peak } = await peakHeap(() => timed(() => quireSync(collection)));
     const query = await timed(() => collection.list({ index: 'n', equals: lookup }));
     if (query.value.length !== 1) throw new Error(`quire query found ${query.value.length}`);
     const latencies = [];
@@ -81,11 +139,14 @@ const jobs = {
       pollP50: median(latencies),
       pollP95: p95(latencies),
       pollRequests: (requests - before) / polls,
+      peakHeap: peak,
+      deriveMs: secret?.deriveMs ?? 0,
     };
   },
-  async 'kinto:cold'({ bucket, collection: name, polls, lookup }) {
-    const collection = kintoCollection(bucket, name);
-    const cold = await timed(() => kintoSync(collection));
+  async 'kinto:cold'({ bucket, collection: name, polls, lookup, passphrase }) {
+    const secret = passphrase ? await collectionKey(bucket, name, passphrase) : null;
+    const collection = kintoCollection(bucket, name, secret ? [kintoEncryption(secret.key)] : []);
+    const { value: cold, peak } = await peakHeap(() => timed(() => kintoSync(collection)));
     const query = await timed(() => collection.list({ filters: { n: lookup } }));
     if (query.value.data.length !== 1) throw new Error(`kinto query found ${query.value.data.length}`);
     const latencies = [];
@@ -100,6 +161,8 @@ const jobs = {
       pollP50: median(latencies),
       pollP95: p95(latencies),
       pollRequests: (requests - before) / polls,
+      peakHeap: peak,
+      deriveMs: secret?.deriveMs ?? 0,
     };
   },
 

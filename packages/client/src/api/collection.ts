@@ -12,52 +12,33 @@ import type {
   GetLocalAttachmentOptions,
   LocalAttachment,
 } from './attachments-host.js';
-import type { OnlineSource } from '../online.js';
+import { loadWhenOnline } from '../online.js';
 import { type DumpInput, readDump } from '../dump/dump.js';
+import { loadDump } from '../store/dump-load.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import { asLocal } from '../store/record-fields.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import type { ConflictEntry, LocalRecord } from '../store/types.js';
 import type { ConflictStrategy } from '../sync/conflicts.js';
-import type { SyncEngine, SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
-import type { ChangeEntry, LiveChanges, LiveMode } from '../sync/live.js';
-import { type AutoSyncOptions, SyncScheduler } from '../sync/scheduler.js';
-import { type Leadership, lead } from '../tabs/leadership.js';
-import type { SyncLock } from '../tabs/locks.js';
-import type { TransformChain } from '../transform/transformers.js';
-import type { CollectionChannel } from './collection-channel.js';
-import type { ChangeEvent, CollectionEvents } from './events.js';
+import type { SyncOptions, SyncProgress, SyncResult } from '../sync/engine.js';
+import type { AutoSync } from '../sync/auto-sync.js';
+import type { LiveMode } from '../sync/live.js';
+import type { AutoSyncOptions } from '../sync/scheduler.js';
+import { type ChangeEvent, type CollectionEvents, storageEstimate } from './events.js';
 import { LiveQuery, type ObservableLike } from './live-query.js';
+import { mergeSyncOptions } from './merge-sync-options.js';
+import type { CollectionParts } from './collection-parts.js';
 import { describeFailure, type SharedSyncStatus, type SyncStatus, SyncStatusStore } from './sync-status.js';
 
 export type { ListQuery };
+export type { CollectionParts };
 export type { ChangeEvent, CollectionEvents, RemoteChangeEvent } from './events.js';
-
-export interface CollectionParts {
-  local: LocalCollection;
-  engine: SyncEngine;
-  /** This tab's listeners and the other tabs: changes and the sync status. */
-  channel: CollectionChannel;
-  /** The client's live changes (one connection for all its collections). */
-  live?: LiveChanges;
-  online: OnlineSource;
-  /** Elects the one tab that auto-syncs this replica. */
-  leaderLock: SyncLock;
-  /** Names the replica (the IndexedDB database), hence the leadership. */
-  dbName: string;
-  /** When the replica last completed a pull (null: never). */
-  lastSyncAt: number | null;
-  /** The collection's remote transformers (dumps hold records as the server stores them). */
-  transform: TransformChain;
-  /** Offline attachments, when the collection was opened with them. */
-  files?: AttachmentsExtension;
-  close: () => Promise<void>;
-}
 
 /** How the app settles a manual conflict. */
 export type ManualResolution = Settlement;
 
 type Listener<E> = (event: E) => void;
+const noop = () => {};
 
 export class Collection<T extends object = Record<string, unknown>> {
   readonly bucket: string;
@@ -69,12 +50,10 @@ export class Collection<T extends object = Record<string, unknown>> {
   #queued: Promise<SyncResult> | null = null;
   /** The options of every call the queued sync stands for. */
   readonly #queuedOptions: Array<SyncOptions & { strategy?: ConflictStrategy }> = [];
-  #scheduler: SyncScheduler | null = null;
-  #leadership: Leadership | null = null;
+  #autoSync: AutoSync | null = null;
   /** Live queries by what they read: one object per query, hence stable for UI bindings. */
   readonly #liveQueries = new Map<string, object>();
-  #stopLive: () => void = () => {};
-  #liveGeneration = 0;
+  #autoSyncGeneration = 0;
   readonly #status: SyncStatusStore;
 
   /** `onClose`: lets the client hand out a fresh object for this collection once this one is closed. */
@@ -100,7 +79,7 @@ export class Collection<T extends object = Record<string, unknown>> {
     // What the app wrote, here or in another tab, is pushed soon by the tab that auto-syncs.
     this.on('change', (event) => {
       if (event.source === 'local' || (event.source === 'tab' && event.tab === 'local'))
-        this.#scheduler?.notifyLocalWrite();
+        this.#autoSync?.notifyLocalWrite();
     });
   }
 
@@ -195,16 +174,8 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /** Rethrows; a full storage is also announced (`quota` event) with what the browser says of its use. */
   #failed(error: unknown): never {
-    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA') {
-      const storage = (
-        globalThis as { navigator?: { storage?: { estimate?: () => Promise<{ usage?: number; quota?: number }> } } }
-      ).navigator?.storage;
-      void (storage?.estimate?.() ?? Promise.resolve({} as { usage?: number; quota?: number }))
-        .catch(() => ({}) as { usage?: number; quota?: number })
-        .then((estimate) =>
-          this.emit('quota', { error, usage: estimate.usage ?? null, quota: estimate.quota ?? null }),
-        );
-    }
+    if (error instanceof StoreError && error.code === 'QUIRE_ERR_STORE_QUOTA')
+      void storageEstimate().then(({ usage, quota }) => this.emit('quota', { error, usage, quota }));
     throw error;
   }
 
@@ -358,69 +329,65 @@ export class Collection<T extends object = Record<string, unknown>> {
    * Resolves to how remote changes are learnt: `stream`, `poll` (the monitor) or `none` (the interval).
    */
   startAutoSync(options: AutoSyncOptions = {}): Promise<LiveMode> {
-    this.stopAutoSync();
-    const generation = ++this.#liveGeneration;
+    void this.stopAutoSync();
+    const generation = ++this.#autoSyncGeneration;
     return (async () => {
       const parts = await this.#parts;
-      if (generation !== this.#liveGeneration) return 'none';
-      const schedulerOptions = { ...options, online: options.online ?? parts.online };
+      if (generation !== this.#autoSyncGeneration) return 'none';
       this.#status.update({ autoSync: 'follower' });
-      this.#leadership = lead(
-        parts.leaderLock,
-        `quire-autosync:${parts.dbName}`,
-        (signal) => {
-          const scheduler = new SyncScheduler(
-            () => this.sync(),
-            schedulerOptions,
-            () => {},
-          );
-          this.#scheduler = scheduler;
-          scheduler.start();
-          signal.addEventListener('abort', () => {
-            scheduler.stop();
-            if (this.#scheduler === scheduler) this.#scheduler = null;
-          });
-        },
-        (leading) =>
-          this.#status.update({
-            autoSync: leading ? 'leader' : generation === this.#liveGeneration ? 'follower' : null,
-          }),
+      // Auto-sync's code (scheduling, leadership, live changes) is loaded on first use. Offline,
+      // nothing would be tried before the network is back: it starts then (the code may only come then).
+      const started = loadWhenOnline(() => import('../sync/auto-sync.js'), parts.online).then(({ AutoSync }) =>
+        generation === this.#autoSyncGeneration ? this.#autoSyncWith(AutoSync, parts, options, generation) : 'none',
       );
-      if (options.live === false || !parts.live) return 'none';
-      const { live, engine } = parts;
-      const watch = await live.watch(this.bucket, this.name, (entry: ChangeEntry) => {
-        this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() });
-        if (entry.deleted) engine.noteDeletion(entry.last_modified); // any tab may sync next
-        const scheduler = this.#scheduler;
-        if (!scheduler) return; // another tab auto-syncs this collection: it got the entry too
-        // The replica may hold that version already (the stream starts with every collection's
-        // timestamp): compare once the sync in progress, if any, has ended.
-        void (async () => {
-          await this.#inflight?.catch(() => {});
-          const pulled = await engine.pulledTimestamp();
-          if (pulled === null || entry.last_modified > pulled) scheduler.syncNow();
-        })().catch(() => scheduler.syncNow());
-      });
-      if (generation !== this.#liveGeneration) {
-        watch.stop();
+      if (!parts.online.isOnline()) {
+        started.catch(() => {});
         return 'none';
       }
-      this.#stopLive = watch.stop;
-      return watch.mode;
+      return started;
     })().catch(() => 'none' as const);
   }
 
-  /** Stops auto-sync in this tab; another tab that auto-syncs this collection takes over. Resolves once the leadership is given up. */
+  #autoSyncWith(
+    AutoSyncClass: typeof AutoSync,
+    parts: CollectionParts,
+    options: AutoSyncOptions,
+    generation: number,
+  ): Promise<LiveMode> {
+    const autoSync = new AutoSyncClass(
+      {
+        bucket: this.bucket,
+        collection: this.name,
+        engine: parts.engine,
+        leaderLock: parts.leaderLock,
+        leaderName: `quire-autosync:${parts.dbName}`,
+        online: parts.online,
+        recovered: parts.recovered,
+        ...(parts.live ? { live: parts.live } : {}),
+        sync: () => this.sync(),
+        settled: () => Promise.resolve(this.#inflight).then(noop, noop),
+        leading: (leading) =>
+          this.#status.update({
+            autoSync: leading ? 'leader' : generation === this.#autoSyncGeneration ? 'follower' : null,
+          }),
+        remote: (entry) => this.emit('remote', { lastModified: entry.last_modified, receivedAt: Date.now() }),
+      },
+      options,
+    );
+    this.#autoSync = autoSync;
+    return autoSync.start();
+  }
+
+  /**
+   * Stops auto-sync in this tab; another tab that auto-syncs this collection takes over.
+   * Resolves once the leadership is given up.
+   */
   stopAutoSync(): Promise<void> {
-    this.#liveGeneration++;
-    this.#stopLive();
-    this.#stopLive = () => {};
-    this.#scheduler?.stop();
-    this.#scheduler = null;
-    const leadership = this.#leadership;
-    this.#leadership = null;
+    this.#autoSyncGeneration++;
+    const autoSync = this.#autoSync;
+    this.#autoSync = null;
     if (this.#status.snapshot.autoSync !== null) this.#status.update({ autoSync: null });
-    return leadership ? leadership.release() : Promise.resolve();
+    return autoSync ? autoSync.stop() : Promise.resolve();
   }
 
   /**
@@ -433,9 +400,9 @@ export class Collection<T extends object = Record<string, unknown>> {
   async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
     const parts = await this.#parts;
     const { records, since, etag } = readDump(dump);
-    const decoded = await parts.transform.decodeAll(records);
+    const decoded = parts.transform ? await parts.transform.decodeAll(records) : records;
     const { loaded, skipped } = await parts.engine
-      .exclusive(() => parts.local.loadDump(decoded.map(asLocal), { since, etag }))
+      .exclusive(() => loadDump(parts.local.db, decoded.map(asLocal), { since, etag }))
       .catch((error) => this.#failed(asStoreFailure(error, 'loading a dump')));
     // No list of ids (it can be long): anything may have changed (live queries read again).
     if (loaded > 0) parts.channel.broadcast({ source: 'sync', changes: [] });
@@ -455,37 +422,4 @@ export class Collection<T extends object = Record<string, unknown>> {
     this.#onClose();
     await (await this.#parts).close();
   }
-}
-
-/**
- * One sync that does what each of several callers asked: it pushes unless all of them asked
- * for pullOnly, ignores Backoff if any did, uses the latest strategy given, reports progress
- * to each, and is aborted only once every caller's signal is (a caller without one wants it).
- */
-function mergeSyncOptions(
-  callers: Array<SyncOptions & { strategy?: ConflictStrategy }>,
-): SyncOptions & { strategy?: ConflictStrategy } {
-  const signals = callers.map((caller) => caller.signal);
-  let signal: AbortSignal | undefined;
-  if (signals.every((each): each is AbortSignal => each !== undefined)) {
-    const all = new AbortController();
-    const check = () => {
-      if (signals.every((each) => each.aborted)) all.abort(signals.at(-1)!.reason);
-    };
-    for (const each of signals) each.addEventListener('abort', check, { once: true });
-    check();
-    signal = all.signal;
-  }
-  const strategy = callers.findLast((caller) => caller.strategy !== undefined)?.strategy;
-  const progress = callers.flatMap((caller) => (caller.onProgress ? [caller.onProgress] : []));
-  const onProgress = (update: SyncProgress) => {
-    for (const report of progress) report(update);
-  };
-  return {
-    pullOnly: callers.every((caller) => caller.pullOnly === true),
-    ignoreBackoff: callers.some((caller) => caller.ignoreBackoff === true),
-    ...(strategy === undefined ? {} : { strategy }),
-    ...(signal ? { signal } : {}),
-    ...(progress.length > 0 ? { onProgress } : {}),
-  };
 }

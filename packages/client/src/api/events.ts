@@ -1,4 +1,4 @@
-/** What a collection tells the app (`collection.on(event, listener)`). */
+/** What a collection tells the app (`collection.on(event, listener)`), and what it asks the browser for them. */
 import type { StoreError } from '../errors.js';
 import type { ChangeNotice, SyncProgress, SyncResult } from '../sync/engine.js';
 
@@ -29,7 +29,10 @@ export interface StorageFullEvent {
 /** Offline attachments (`@quire/client/attachments`): transfers and what became of queued files. */
 export type AttachmentEvent =
   | { type: 'progress'; id: string; direction: 'upload' | 'download'; loaded: number; total: number }
-  /** `uploaded`/`removed`: the server has it; `dropped`: the server's version of the record won a conflict, the queued change is gone; `downloaded`: now cached. */
+  /**
+   * `uploaded`/`removed`: the server has it; `dropped`: the server's version of the record won a
+   * conflict, the queued change is gone; `downloaded`: now cached.
+   */
   | { type: 'uploaded' | 'removed' | 'dropped' | 'downloaded'; id: string };
 
 export interface CollectionEvents {
@@ -38,11 +41,20 @@ export interface CollectionEvents {
   /** Syncs run in this tab (every tab sees them all through `status`). */
   progress: SyncProgress;
   sync: SyncResult;
-  /** A sync found the server's collection deleted (`SyncResult.serverDeleted`): the replica kept only its local changes. */
+  /** A sync found the server's collection deleted (`SyncResult.serverDeleted`): only local changes were kept. */
   serverDeleted: SyncResult;
   error: unknown;
   /** Storage is full (in this tab): show it, free space, and sync or write again. */
   quota: StorageFullEvent;
   /** Offline attachments: progress of transfers, queued files uploaded, removed or dropped. */
   attachment: AttachmentEvent;
+}
+
+/** What the browser says of the origin's storage (`navigator.storage.estimate()`), nulls where it says nothing. */
+export async function storageEstimate(): Promise<{ usage: number | null; quota: number | null }> {
+  type Estimate = { usage?: number; quota?: number };
+  const storage = (globalThis as { navigator?: { storage?: { estimate?: () => Promise<Estimate> } } }).navigator
+    ?.storage;
+  const estimate: Estimate = (await storage?.estimate?.().catch(() => ({}))) ?? {};
+  return { usage: estimate.usage ?? null, quota: estimate.quota ?? null };
 }

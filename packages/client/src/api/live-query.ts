@@ -58,7 +58,7 @@ export class LiveQuery<R> {
   #again = false;
   #scheduled = false;
 
-  /** `read` computes the result; `watch(onChange)` calls onChange when it may have changed and returns a stop function. */
+  /** `read` computes the result; `watch(onChange)` calls onChange when it may have changed, returns a stop. */
   constructor(read: () => Promise<R>, watch: (onChange: () => void) => () => void) {
     this.#read = read;
     this.#watch = watch;
@@ -106,7 +106,7 @@ export class LiveQuery<R> {
     };
   };
 
-  /** The first result (or the current one when loaded): for Suspense, or a one-off read. Rejects when that read fails. */
+  /** The first result (or the current one when loaded): for Suspense, or a one-off read. Rejects if it fails. */
   async load(): Promise<R> {
     if (!this.#state.loaded) await (this.#running ?? this.#run());
     if (this.#state.error !== undefined && this.#state.value === undefined) throw this.#state.error;

@@ -10,20 +10,10 @@
  * them (an encrypted collection's dump holds ciphertext; loading decodes them).
  */
 import type { RemoteRecord } from '../store/types.js';
-import { endpoints, quoteETag } from '../transport/endpoints.js';
-import { type HttpResponse, type HttpTransport, parseETag } from '../transport/http.js';
-import { PreconditionFailedError } from '../errors.js';
+import type { HttpTransport } from '../transport/http.js';
+import type { Dump, DumpInput, ExportOptions } from './types.js';
 
-export interface Dump {
-  bucket?: string;
-  collection?: string;
-  /** The collection's timestamp (ETag) when the dump was made. */
-  timestamp?: number | null;
-  data: RemoteRecord[];
-}
-
-/** A dump, or the bare array of records the original client's `importBulk` takes. */
-export type DumpInput = Dump | RemoteRecord[];
+export type { Dump, DumpInput, ExportOptions };
 
 /** The records of a dump (tombstones left out) and the sync state it stands for. */
 export function readDump(input: DumpInput): { records: RemoteRecord[]; since: number | null; etag: number | null } {
@@ -45,17 +35,10 @@ export function readDump(input: DumpInput): { records: RemoteRecord[]; since: nu
   return { records, since, etag: timestamp ?? since };
 }
 
-export interface ExportOptions {
-  /** Records per request (default 10,000; the server may cap it). */
-  pageSize?: number;
-  signal?: AbortSignal;
-  /** After each page: records so far. */
-  onProgress?: (received: number) => void;
-}
-
 /**
- * Reads every record of a collection into a dump, consistently: pages follow Next-Page with
- * `If-Match` on the first page's ETag, and a change meanwhile (412) starts the reading over.
+ * Reads every record of a collection into a dump, consistently (export.ts, loaded on first use):
+ * pages follow Next-Page with `If-Match` on the first page's ETag, and a change meanwhile starts
+ * the reading over.
  */
 export async function exportDump(
   http: HttpTransport,
@@ -63,31 +46,5 @@ export async function exportDump(
   collection: string,
   options: ExportOptions = {},
 ): Promise<Dump> {
-  const path = endpoints.records(bucket, collection);
-  const signal = options.signal ? { signal: options.signal } : {};
-  for (let attempt = 0; ; attempt++) {
-    const data: RemoteRecord[] = [];
-    let response: HttpResponse<{ data: RemoteRecord[] }> = await http.request({
-      path,
-      query: { _sort: '-last_modified', _limit: options.pageSize ?? 10_000 },
-      ...signal,
-    });
-    const timestamp = parseETag(response.headers.get('etag'));
-    try {
-      for (;;) {
-        data.push(...response.body.data);
-        options.onProgress?.(data.length);
-        const next = response.headers.get('next-page');
-        if (!next) return { bucket, collection, timestamp, data };
-        response = await http.request({
-          path: next,
-          headers: timestamp === null ? {} : { 'If-Match': quoteETag(timestamp) },
-          ...signal,
-        });
-      }
-    } catch (error) {
-      if (!(error instanceof PreconditionFailedError) || attempt >= 10) throw error;
-      // The collection changed while it was read: read it again.
-    }
-  }
+  return (await import('./export.js')).exportDump(http, bucket, collection, options);
 }

@@ -26,7 +26,8 @@ export function multipartBody(file: Blob, filename: string, mimetype: string, fi
       parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${JSON.stringify(value)}\r\n`);
   }
   parts.push(
-    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${quoted(filename)}"\r\nContent-Type: ${mimetype}\r\n\r\n`,
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${quoted(filename)}"\r\n` +
+      `Content-Type: ${mimetype}\r\n\r\n`,
     file,
     `\r\n--${boundary}--\r\n`,
   );

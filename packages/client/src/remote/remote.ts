@@ -14,47 +14,12 @@ import type {
   Permissions,
   ServerInfo,
 } from '../wire.js';
-import { asBlob, type FileInput, multipartBody, readBody, sha256Hex, type TransferProgress } from './files.js';
-import { safeBlobType } from './safe-type.js';
+import type { FileInput } from './files.js';
+import type { AddAttachmentOptions, GetAttachmentOptions, ListOptions, WriteOptions } from './options.js';
+
+export type { AddAttachmentOptions, GetAttachmentOptions, ListOptions, WriteOptions };
 
 export type { KintoObject, ObjectResponse, Permissions, ServerInfo };
-
-export interface WriteOptions {
-  permissions?: Permissions;
-  /** Fail with 412 unless the object is at this version. */
-  ifMatch?: number;
-  /** Fail with 412 if the object exists. */
-  ifNoneMatch?: boolean;
-}
-
-export interface ListOptions {
-  /** Raw query parameters: filters (`min_n`, `in_id`…), `_sort`, `_since`, `_fields`, `_limit`. */
-  query?: Record<string, string | number>;
-  /** Stop after this many pages (default: all). */
-  pages?: number;
-}
-
-export interface AddAttachmentOptions extends WriteOptions {
-  /** Default: the File's name. */
-  filename?: string;
-  /** Default: the Blob's type, else `application/octet-stream`. */
-  mimetype?: string;
-  /** Fields set on the record with the file (as a PATCH would). */
-  data?: Record<string, unknown>;
-  /** Called when the upload starts, as the body is sent (Node; browsers' fetch reports nothing in between), and once the server has stored the file. */
-  onProgress?: (progress: TransferProgress) => void;
-  /** Default: 30 s plus 20 s per MB. */
-  timeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-export interface GetAttachmentOptions {
-  /** The record's `attachment` when the caller holds it (saves reading the record). */
-  attachment?: AttachmentInfo;
-  /** Called for every chunk received. */
-  onProgress?: (progress: TransferProgress) => void;
-  signal?: AbortSignal;
-}
 
 function preconditions(options: WriteOptions): Record<string, string> {
   if (options.ifMatch !== undefined) return { 'If-Match': quoteETag(options.ifMatch) };
@@ -213,7 +178,7 @@ export class Remote {
     return capability;
   }
 
-  /** Uploads a file onto a record (creating the record if needed; `ifMatch` guards it): the record's new `attachment`. */
+  /** Uploads a file onto a record (creating it if needed; `ifMatch` guards it): the record's new `attachment`. */
   async addAttachment(
     bid: string,
     cid: string,
@@ -222,26 +187,8 @@ export class Remote {
     options: AddAttachmentOptions = {},
   ): Promise<AttachmentInfo> {
     await this.attachments();
-    const blob = asBlob(file, options.mimetype);
-    const filename = options.filename ?? (file as { name?: string }).name ?? 'file';
-    const total = blob.size;
-    options.onProgress?.({ loaded: 0, total });
-    const info = await this.request<AttachmentInfo>({
-      method: 'POST',
-      path: endpoints.attachment(bid, cid, id),
-      headers: preconditions(options),
-      body: multipartBody(blob, filename, blob.type || 'application/octet-stream', {
-        data: options.data,
-        permissions: options.permissions,
-      }),
-      timeoutMs: options.timeoutMs ?? 30_000 + total / 50,
-      ...(options.onProgress
-        ? { onUploadProgress: (loaded: number) => options.onProgress!({ loaded: Math.min(loaded, total - 1), total }) }
-        : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    options.onProgress?.({ loaded: total, total });
-    return info;
+    const { upload } = await import('./attachment-transfers.js'); // loaded on first use
+    return upload(this.#http, endpoints.attachment(bid, cid, id), preconditions(options), file, options);
   }
 
   /** Deletes a record's file (its `attachment` becomes null). */
@@ -262,15 +209,8 @@ export class Remote {
     const url = capability.private
       ? this.#http.url(endpoints.attachment(bid, cid, id))
       : new URL(attachment.location, capability.base_url).href;
-    const response = await this.#http.stream(url, {
-      headers: { Accept: '*/*' },
-      anonymous: new URL(url).origin !== new URL(this.#http.remote).origin,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const blob = await readBody(response, safeBlobType(attachment.mimetype), attachment.size, options.onProgress);
-    if ((await sha256Hex(blob)) !== attachment.hash)
-      throw new AttachmentError('QUIRE_ERR_ATTACHMENT_HASH', `The file of record ${id} does not match its hash`);
-    return blob;
+    const { download } = await import('./attachment-transfers.js'); // loaded on first use
+    return download(this.#http, url, attachment, id, options);
   }
 
   /** Sends sub-requests through `/batch`, split by the server's `batch_max_requests`. */

@@ -14,7 +14,7 @@ interface ErrorLike {
   error?: unknown;
 }
 
-/** The error itself or any error it wraps (Dexie's `inner`, `cause`, a transaction's `error`), at most a few levels deep. */
+/** The error or any error it wraps (Dexie's `inner`, `cause`, a transaction's `error`), a few levels deep. */
 function* chain(error: unknown): Generator<ErrorLike> {
   let current = error as ErrorLike | null | undefined;
   for (let depth = 0; current && typeof current === 'object' && depth < 5; depth++) {

@@ -4,10 +4,11 @@
  * one connection's worth of work — read the server-sent event stream until it ends, or poll the
  * list once. Reconnecting, leadership and dispatch are live.ts's.
  */
+import { MONITOR_PATH } from '../transport/endpoints.js';
 import type { HttpTransport } from '../transport/http.js';
 import { SseParser } from './sse.js';
 
-export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';
+export { MONITOR_PATH };
 
 export interface ChangeEntry {
   id: string;

@@ -31,7 +31,12 @@ export type { LiveMode, LiveState, LiveStatus } from './live-status.js';
 export interface LiveOptions {
   /** Poll period of the monitor when there is no stream (default 3 s). */
   pollMs?: number;
-  /** First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 15 s); the `online` event reconnects at once. */
+  /**
+   * First reconnection delay, doubled up to `maxBackoffMs` (defaults 500 ms, 3 s: an
+   * EventSource's own reconnection time), each a random point between half and all of it. The
+   * cap bounds how late a tab learns that the server is back after an outage of any length. The
+   * `online` event, and any request answered again, reconnect at once.
+   */
   backoffMs?: number;
   maxBackoffMs?: number;
 }
@@ -51,7 +56,25 @@ interface Session {
   channel: TabChannel<LiveMessage> | null;
 }
 
-export class LiveChanges {
+/** What the connection needs of its client. */
+export interface LiveSetup {
+  http: HttpTransport;
+  remote: Remote;
+  /** Names the connection shared by tabs: the server and the user. */
+  key: string;
+  locks: LockManagerLike | null;
+  online: OnlineSource;
+  tabId: string;
+  options?: LiveOptions | undefined;
+}
+
+/** Where the connection reports (`client.live`, live-changes.ts): its status, and every entry. */
+export interface LiveSink {
+  status(status: LiveStatus): void;
+  entry(entry: ChangeEntry): void;
+}
+
+export class LiveConnection {
   readonly #http: HttpTransport;
   readonly #remote: Remote;
   readonly #key: string;
@@ -62,7 +85,7 @@ export class LiveChanges {
   /** Reconnections and new attempts to learn what the server offers. */
   readonly #retry: RetryPolicy;
   readonly #watchers = new Map<string, Set<EntryListener>>();
-  readonly #entryListeners = new Set<EntryListener>();
+  readonly #sink: LiveSink;
   readonly #machine = new LiveStatusMachine();
   #session: Session | null = null;
   #detected: Promise<LiveMode> | null = null;
@@ -73,31 +96,24 @@ export class LiveChanges {
   #silenceMs = 35_000;
   #wake: (() => void) | null = null;
 
-  /** `key` names the connection shared by tabs: the server and the user. */
-  constructor(
-    http: HttpTransport,
-    remote: Remote,
-    key: string,
-    locks: LockManagerLike | null,
-    online: OnlineSource,
-    tabId: string,
-    options: LiveOptions = {},
-  ) {
-    this.#http = http;
-    this.#remote = remote;
-    this.#key = key;
-    this.#locks = locks;
-    this.#online = online;
-    this.#tabId = tabId;
-    this.#pollMs = options.pollMs ?? 3_000;
-    this.#retry = { baseMs: options.backoffMs ?? 500, maxMs: options.maxBackoffMs ?? 15_000 };
+  constructor(setup: LiveSetup, sink: LiveSink) {
+    this.#http = setup.http;
+    this.#remote = setup.remote;
+    this.#key = setup.key;
+    this.#locks = setup.locks;
+    this.#online = setup.online;
+    this.#tabId = setup.tabId;
+    this.#pollMs = setup.options?.pollMs ?? 3_000;
+    this.#retry = { baseMs: setup.options?.backoffMs ?? 500, maxMs: setup.options?.maxBackoffMs ?? 3_000 };
+    this.#sink = sink;
+    this.#machine.subscribe((status) => sink.status({ ...status }));
   }
 
   get status(): LiveStatus {
     return { ...this.#machine.status };
   }
 
-  /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is retried on the next call. */
+  /** What the server offers: `stream`, `poll` (monitor only) or `none`. Cached; a failure is asked again. */
   mode(): Promise<LiveMode> {
     this.#detected ??= this.#remote.serverInfo().then((info) => {
       this.#personalBucket = info.user?.bucket ?? null;
@@ -111,16 +127,6 @@ export class LiveChanges {
     });
     this.#detected.catch(() => (this.#detected = null));
     return this.#detected;
-  }
-
-  /** Every entry received (all collections). */
-  onEntry(listener: EntryListener): () => void {
-    this.#entryListeners.add(listener);
-    return () => this.#entryListeners.delete(listener);
-  }
-
-  onStatus(listener: (status: LiveStatus) => void): () => void {
-    return this.#machine.subscribe((status) => listener({ ...status }));
   }
 
   /**
@@ -172,7 +178,7 @@ export class LiveChanges {
 
   #dispatch(entry: ChangeEntry): void {
     this.#send({ type: 'entry', lastModified: entry.last_modified, at: Date.now() });
-    for (const listener of this.#entryListeners) listener(entry);
+    this.#sink.entry(entry);
     for (const listener of this.#watchers.get(`${entry.bucket}/${entry.collection}`) ?? []) listener(entry);
     if (entry.bucket === this.#personalBucket)
       for (const listener of this.#watchers.get(`default/${entry.collection}`) ?? []) listener(entry);
@@ -187,7 +193,16 @@ export class LiveChanges {
     const unsubscribe = this.#online.subscribe((online) =>
       online ? this.reconnectNow() : this.#send({ type: 'offline' }),
     );
-    signal.addEventListener('abort', unsubscribe, { once: true });
+    // So does the server answering another request (a sync) after it could not be reached.
+    const unsubscribeRecovered = this.#http.onRecovered(() => this.reconnectNow());
+    signal.addEventListener(
+      'abort',
+      () => {
+        unsubscribe();
+        unsubscribeRecovered();
+      },
+      { once: true },
+    );
     void this.#detectThenJoin(session).catch(() => {});
   }
 

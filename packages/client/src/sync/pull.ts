@@ -78,31 +78,50 @@ function bounds(page: readonly RemoteRecord[]): { min: number; max: number } | n
   return { min, max };
 }
 
-export async function pull(options: PullOptions): Promise<PullResult> {
-  const { http, local, signal } = options;
-  const { db } = local;
-  const path = endpoints.records(options.bucket, options.collection);
+/**
+ * A page received: where the next one is, and its records being decoded (started as soon as it
+ * arrived). The response itself is not kept: once decoded, what the server sent can be collected.
+ */
+interface Fetched {
+  next: string | null;
+  page: Promise<RemoteRecord[]>;
+}
+
+function received(options: PullOptions, response: HttpResponse<ListBody>): Fetched {
+  const records = response.body.data;
+  const page = options.decode ? options.decode(records) : Promise.resolve(records);
+  page.catch(() => {}); // awaited when its turn comes; a failure then fails the pull
+  return { next: response.headers.get('next-page'), page };
+}
+
+/** Where a pull starts: a checkpoint left by an interrupted one, or the state of the last completed one. */
+async function startingPoint(options: PullOptions) {
+  const { db } = options.local;
   const state = await readSyncState(db);
   const saved = await readCheckpoint(db);
-  let checkpoint: PullCheckpoint;
-  let poll = false;
-  if (saved) {
-    // Resume an interrupted pull below what we already hold, then catch up from the top.
-    checkpoint = saved.lowest === null ? saved : { ...saved, before: saved.lowest, lowest: null, catchUp: true };
-    poll = false;
-  } else {
-    checkpoint = { floor: state.since, before: null, lowest: null, newest: state.since, catchUp: false };
-    poll = state.etag !== null;
-  }
-  // A poll after a completed pull (not a resumed one): the only kind that can tell an emptied server.
-  const polled = poll;
-  let received = 0;
-  let total: number | null = null;
-  let counted = false;
+  // Resume an interrupted pull below what we already hold, then catch up from the top.
+  let checkpoint: PullCheckpoint = saved
+    ? saved.lowest === null
+      ? saved
+      : { ...saved, before: saved.lowest, lowest: null, catchUp: true }
+    : { floor: state.since, before: null, lowest: null, newest: state.since, catchUp: false };
   // A first pull into an empty replica stores pages without per-record lookups (see importPage);
   // the flag survives in the checkpoint, since the records present then all came from this pull.
-  const cold = saved ? saved.cold === true : state.since === null && (await local.count()) === 0;
+  const cold = saved ? saved.cold === true : state.since === null && (await options.local.count()) === 0;
   checkpoint = { ...checkpoint, cold };
+  // A poll after a completed pull (not a resumed one): the only kind that can tell an emptied server.
+  return { state, checkpoint, cold, polled: !saved && state.etag !== null };
+}
+
+export async function pull(options: PullOptions): Promise<PullResult> {
+  const { local, signal } = options;
+  const { db } = local;
+  const path = endpoints.records(options.bucket, options.collection);
+  const start = await startingPoint(options);
+  const { state, cold, polled } = start;
+  let { checkpoint } = start;
+  let poll = polled;
+  const progress = { received: 0, total: null as number | null, counted: false };
 
   for (;;) {
     signal?.throwIfAborted();
@@ -114,80 +133,102 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     };
     const headers: Record<string, string> =
       poll && state.etag !== null ? { 'If-None-Match': quoteETag(state.etag) } : {};
-    let response: HttpResponse<ListBody> = await http.request<ListBody>({
-      path,
-      query,
-      headers,
-      ...(signal ? { signal } : {}),
-    });
-    if (response.status === 304) {
+    const opened = await openSweep(options, { path, query, headers });
+    if (!opened) {
       await writeSyncState(db, { ...state, lastSyncAt: Date.now() });
-      return { notModified: true, received, emptied: false };
+      return { notModified: true, received: progress.received, emptied: false };
     }
     poll = false;
-    const etag = parseETag(response.headers.get('etag'));
-    let restarted = false;
-    for (;;) {
-      const next = response.headers.get('next-page');
-      // Fetch the next page while this one is written: at most two pages in memory.
-      const prefetch = next
-        ? http
-            .request<ListBody>({
-              path: next,
-              headers: etag === null ? {} : { 'If-Match': quoteETag(etag) },
-              ...(signal ? { signal } : {}),
-            })
-            .then(
-              (value) => ({ value }),
-              (error: unknown) => ({ error }),
-            )
-        : null;
-      const page = options.decode ? await options.decode(response.body.data) : response.body.data;
-      const range = bounds(page);
-      if (range) {
-        checkpoint = {
-          ...checkpoint,
-          lowest: checkpoint.lowest === null ? range.min : Math.min(checkpoint.lowest, range.min),
-          newest: checkpoint.newest === null ? range.max : Math.max(checkpoint.newest, range.max),
-        };
-      }
-      if (next && !counted) {
-        counted = true;
-        total = await countRemote(options, query);
-      }
-      received += page.length;
-      const outcome = await importPage(local, page, checkpoint, cold);
-      await options.onPage(outcome, { done: received, total: total === null ? received : Math.max(total, received) });
-      if (!prefetch) break;
-      const settled = await prefetch;
-      signal?.throwIfAborted();
-      if ('error' in settled) {
-        if (!(settled.error instanceof PreconditionFailedError)) throw settled.error;
-        // The collection changed between pages: sweep the rest of the range again, then catch up.
-        checkpoint = { ...checkpoint, before: checkpoint.lowest ?? checkpoint.before, lowest: null, catchUp: true };
-        await writeCheckpoint(db, checkpoint);
-        restarted = true;
-        break;
-      }
-      response = settled.value;
-    }
-    if (restarted) continue;
+    const { etag } = opened;
+    const sweep = await sweepPages(options, opened.first, { checkpoint, cold, etag, query, progress });
+    checkpoint = sweep.checkpoint;
+    if (sweep.restarted) continue;
     if (checkpoint.catchUp) {
-      checkpoint = {
-        floor: checkpoint.newest,
-        before: null,
-        lowest: null,
-        newest: checkpoint.newest,
-        catchUp: false,
-        cold,
-      };
+      const newest = checkpoint.newest;
+      checkpoint = { floor: newest, before: null, lowest: null, newest, catchUp: false, cold };
       await writeCheckpoint(db, checkpoint);
       continue;
     }
-    const emptied = polled && received === 0 && etag !== null && state.etag !== null && etag > state.etag;
+    const emptied = polled && progress.received === 0 && etag !== null && state.etag !== null && etag > state.etag;
     if (emptied) await options.onEmptied?.();
     await completePull(db, { since: checkpoint.newest, etag, lastSyncAt: Date.now() });
-    return { notModified: false, received, emptied };
+    return { notModified: false, received: progress.received, emptied };
+  }
+}
+
+/** The first page of a sweep and the collection's ETag; null when the server answered 304. */
+async function openSweep(
+  options: PullOptions,
+  request: { path: string; query: Record<string, string | number | undefined>; headers: Record<string, string> },
+): Promise<{ first: Fetched; etag: number | null } | null> {
+  const signal = options.signal ? { signal: options.signal } : {};
+  const response = await options.http.request<ListBody>({ ...request, ...signal });
+  if (response.status === 304) return null;
+  return { first: received(options, response), etag: parseETag(response.headers.get('etag')) };
+}
+
+/**
+ * Writes the pages of one sweep, from its first response, following Next-Page with `If-Match`:
+ * the next page is fetched, and decoded, while the current one is written (at most two pages in
+ * memory). `restarted`: the collection changed between pages; the checkpoint says where to resume.
+ */
+async function sweepPages(
+  options: PullOptions,
+  first: Fetched,
+  sweep: {
+    checkpoint: PullCheckpoint;
+    cold: boolean;
+    etag: number | null;
+    query: Record<string, string | number | undefined>;
+    progress: { received: number; total: number | null; counted: boolean };
+  },
+): Promise<{ checkpoint: PullCheckpoint; restarted: boolean }> {
+  const { http, local, signal } = options;
+  const { etag, progress } = sweep;
+  let { checkpoint } = sweep;
+  let current = first;
+  for (;;) {
+    const { next } = current;
+    const prefetch = next
+      ? http
+          .request<ListBody>({
+            path: next,
+            headers: etag === null ? {} : { 'If-Match': quoteETag(etag) },
+            ...(signal ? { signal } : {}),
+          })
+          .then(
+            (value) => ({ fetched: received(options, value) }),
+            (error: unknown) => ({ error }),
+          )
+      : null;
+    const page = await current.page;
+    const range = bounds(page);
+    if (range) {
+      checkpoint = {
+        ...checkpoint,
+        lowest: checkpoint.lowest === null ? range.min : Math.min(checkpoint.lowest, range.min),
+        newest: checkpoint.newest === null ? range.max : Math.max(checkpoint.newest, range.max),
+      };
+    }
+    if (next && !progress.counted) {
+      progress.counted = true;
+      progress.total = await countRemote(options, sweep.query);
+    }
+    progress.received += page.length;
+    const outcome = await importPage(local, page, checkpoint, sweep.cold);
+    const total = progress.total === null ? progress.received : Math.max(progress.total, progress.received);
+    await options.onPage(outcome, { done: progress.received, total });
+    if (!prefetch) return { checkpoint, restarted: false };
+    const settled = await prefetch;
+    signal?.throwIfAborted();
+    if ('error' in settled) {
+      if (!(settled.error instanceof PreconditionFailedError)) throw settled.error;
+      // The collection changed between pages: sweep the rest of the range again, then catch up.
+      checkpoint = { ...checkpoint, before: checkpoint.lowest ?? checkpoint.before, lowest: null, catchUp: true };
+      await writeCheckpoint(local.db, checkpoint);
+      return { checkpoint, restarted: true };
+    }
+    current = settled.fetched;
   }
 }
 

@@ -29,6 +29,14 @@ export interface RemoteTransformer {
     record: Record<string, unknown> & { id: string },
     context: TransformContext,
   ): Promise<Record<string, unknown>> | Record<string, unknown>;
+  /**
+   * Optional: `decode` for a whole page at once (what a pull receives), e.g. to set up once what
+   * every record needs. The results in the records' order.
+   */
+  decodeAll?(
+    records: ReadonlyArray<Record<string, unknown> & { id: string }>,
+    context: TransformContext,
+  ): Promise<Record<string, unknown>[]>;
 }
 
 /** A collection's transformers, applied in order by `encode` and in reverse order by `decode`. */
@@ -48,7 +56,7 @@ export class TransformChain {
   async encode<R extends Record<string, unknown> & { id: string }>(record: R): Promise<R> {
     let current: Record<string, unknown> = record;
     for (const transformer of this.#transformers)
-      current = await transformer.encode({ ...current, id: record.id }, this.#context);
+      current = await transformer.encode(withId(current, record.id), this.#context);
     return keepServerFields(current, record) as R;
   }
 
@@ -56,17 +64,39 @@ export class TransformChain {
     if (record.deleted === true || this.empty) return record;
     let current: Record<string, unknown> = record;
     for (let i = this.#transformers.length - 1; i >= 0; i--)
-      current = await this.#transformers[i]!.decode({ ...current, id: record.id }, this.#context);
+      current = await this.#transformers[i]!.decode(withId(current, record.id), this.#context);
     return keepServerFields(current, record) as RemoteRecord;
   }
 
-  decodeAll(records: readonly RemoteRecord[]): Promise<RemoteRecord[]> {
-    return Promise.all(records.map((record) => this.decode(record)));
+  /** A page: each transformer decodes it whole (`decodeAll`) where it can; tombstones pass untouched. */
+  async decodeAll(records: readonly RemoteRecord[]): Promise<RemoteRecord[]> {
+    if (this.empty) return records as RemoteRecord[];
+    const live = records.filter((record) => record.deleted !== true);
+    let current: Record<string, unknown>[] = live;
+    for (let i = this.#transformers.length - 1; i >= 0; i--) {
+      const transformer = this.#transformers[i]!;
+      const inputs = current.map((record, index) => withId(record, live[index]!.id));
+      current = transformer.decodeAll
+        ? await transformer.decodeAll(inputs, this.#context)
+        : await Promise.all(inputs.map((record) => transformer.decode(record, this.#context)));
+    }
+    const decoded = new Map(live.map((record, index) => [record, keepServerFields(current[index]!, record)]));
+    return records.map((record) => (decoded.get(record) as RemoteRecord | undefined) ?? record);
   }
 }
 
-/** `id`, and `last_modified` where the original had one, stay what they were. */
+/** The record with this id: itself when it has it (no copy). */
+function withId(record: Record<string, unknown>, id: string): Record<string, unknown> & { id: string } {
+  return (record.id === id ? record : { ...record, id }) as Record<string, unknown> & { id: string };
+}
+
+/**
+ * `id`, and `last_modified` where the original had one, stay what they were; `deleted` goes. The
+ * result itself when it already says so (a transformer that returns a fresh record: no copy).
+ */
 function keepServerFields(result: Record<string, unknown>, original: Record<string, unknown>): Record<string, unknown> {
+  if (result.id === original.id && result.last_modified === original.last_modified && !('deleted' in result))
+    return result;
   const { last_modified: _lm, deleted: _deleted, ...fields } = result;
   return {
     ...fields,

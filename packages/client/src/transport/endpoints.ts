@@ -17,3 +17,6 @@ export const endpoints = {
 };
 
 export const quoteETag = (timestamp: number): string => `"${timestamp}"`;
+
+/** The change monitor's records (capability `changes`): one entry per collection, with its timestamp. */
+export const MONITOR_PATH = '/buckets/monitor/collections/changes/records';

@@ -27,7 +27,10 @@ export interface HttpOptions {
   fetch?: FetchLike;
   /** Per-request timeout (default 30 s). */
   timeoutMs?: number;
-  /** Retries of idempotent requests after a network error, and of any request after 503/409/429 with Retry-After (default 2). */
+  /**
+   * Retries of idempotent requests after a network error, and of any request after 503/409/429
+   * with Retry-After (default 2).
+   */
   retries?: number;
   /** Longest `Retry-After` we wait in-process; longer ones raise BackoffError (default 10 s). */
   maxRetryAfterMs?: number;
@@ -59,6 +62,8 @@ export interface HttpResponse<T = unknown> {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+/** Answers that say the server (not the request) is down: a gateway in front of it answers for it. */
+const UNAVAILABLE = new Set([502, 503, 504]);
 /** After a network error or a timeout. */
 const NETWORK_RETRY: RetryPolicy = { baseMs: 100, maxMs: 2_000 };
 
@@ -86,6 +91,9 @@ export class HttpTransport {
   readonly backoff = new BackoffState();
   readonly #options: HttpOptions;
   #pool: Promise<Pool> | null = null;
+  /** The last exchange found the server unreachable (network error, timeout, 502/503/504). */
+  #unreachable = false;
+  readonly #recoveryListeners = new Set<() => void>();
 
   constructor(options: HttpOptions) {
     this.remote = options.remote.replace(/\/+$/, '');
@@ -101,6 +109,27 @@ export class HttpTransport {
           close: async () => {},
         });
     return this.#pool.then((pool) => pool.fetch);
+  }
+
+  /**
+   * Calls `listener` each time the server answers again after it could not be reached: the
+   * first response (any status but 502/503/504) after a network error, a timeout or a gateway's
+   * 502/503/504. Auto-sync and live changes stop waiting out their failure back-off then.
+   */
+  onRecovered(listener: () => void): () => void {
+    this.#recoveryListeners.add(listener);
+    return () => this.#recoveryListeners.delete(listener);
+  }
+
+  /** Notes what an exchange says of the server's reachability (see onRecovered). */
+  #reached(status: number | null): void {
+    if (status === null || UNAVAILABLE.has(status)) {
+      this.#unreachable = true;
+      return;
+    }
+    if (!this.#unreachable) return;
+    this.#unreachable = false;
+    for (const listener of [...this.#recoveryListeners]) listener();
   }
 
   url(path: string, query?: HttpRequest['query']): string {
@@ -144,29 +173,7 @@ export class HttpTransport {
     };
     const authorization = await authorizationHeader(this.#options.auth);
     if (authorization) headers.Authorization = authorization;
-    let body: string | Blob | ReadableStream<Uint8Array> | undefined;
-    let duplex: { duplex?: 'half' } = {};
-    const report = request.onUploadProgress;
-    if (request.body instanceof Blob && report && isNode()) {
-      // Node's fetch sends a stream as it reads it: progress chunk by chunk. (Browsers' fetch
-      // streams a request body over HTTP/2 only, so there a Blob goes whole.)
-      let loaded = 0;
-      headers['Content-Type'] = request.body.type;
-      body = request.body.stream().pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            controller.enqueue(chunk);
-            loaded += chunk.length;
-            report(loaded);
-          },
-        }),
-      );
-      duplex = { duplex: 'half' };
-    } else if (request.body instanceof Blob) body = request.body;
-    else if (request.body !== undefined) {
-      body = JSON.stringify(request.body);
-      headers['Content-Type'] = 'application/json';
-    }
+    const { body, duplex } = encodeBody(request, headers);
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal?.reason);
     if (request.signal?.aborted) onAbort(); // aborted before the call: nothing goes out
@@ -191,11 +198,16 @@ export class HttpTransport {
         // Read the whole body inside the timeout: a connection cut mid-body is a network error.
         text = method === 'HEAD' || response.status === 304 ? '' : await response.text();
       } catch (error) {
-        if (timedOut) throw new TimeoutError(`No response within ${timeoutMs} ms: ${method} ${request.path}`);
+        if (timedOut) {
+          this.#reached(null);
+          throw new TimeoutError(`No response within ${timeoutMs} ms: ${method} ${request.path}`);
+        }
         if (error instanceof QuireError) throw error;
         if (request.signal?.aborted) throw new SyncAbortedError(`${method} ${request.path} aborted`);
+        this.#reached(null);
         throw new NetworkError(`${method} ${request.path} failed: ${(error as Error).message}`, { cause: error });
       }
+      this.#reached(response.status);
       this.backoff.observe(response.headers);
       let parsed: unknown = null;
       if (text !== '') {
@@ -246,12 +258,14 @@ export class HttpTransport {
       response = await fetch(this.url(path), { method: 'GET', headers, signal: controller.signal });
     } catch (error) {
       options.signal?.removeEventListener('abort', onAbort);
+      if (options.signal?.aborted && !(error instanceof QuireError)) throw new SyncAbortedError(`GET ${path} aborted`);
+      this.#reached(null); // refused, reset, or no headers within the timeout
       if (error instanceof QuireError) throw error;
-      if (options.signal?.aborted) throw new SyncAbortedError(`GET ${path} aborted`);
       throw new NetworkError(`GET ${path} failed: ${(error as Error).message}`, { cause: error });
     } finally {
       clearTimeout(timer);
     }
+    this.#reached(response.status);
     this.backoff.observe(response.headers);
     if (response.status >= 400) {
       const text = await response.text().catch(() => '');
@@ -271,6 +285,34 @@ export class HttpTransport {
     this.#pool = null;
     if (pool) await (await pool).close();
   }
+}
+
+/** The request's body as fetch takes it (setting its Content-Type in `headers`). */
+function encodeBody(
+  request: HttpRequest,
+  headers: Record<string, string>,
+): { body: string | Blob | ReadableStream<Uint8Array> | undefined; duplex: { duplex?: 'half' } } {
+  const report = request.onUploadProgress;
+  if (request.body instanceof Blob && report && isNode()) {
+    // Node's fetch sends a stream as it reads it: progress chunk by chunk. (Browsers' fetch
+    // streams a request body over HTTP/2 only, so there a Blob goes whole.)
+    let loaded = 0;
+    headers['Content-Type'] = request.body.type;
+    const body = request.body.stream().pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          controller.enqueue(chunk);
+          loaded += chunk.length;
+          report(loaded);
+        },
+      }),
+    );
+    return { body, duplex: { duplex: 'half' } };
+  }
+  if (request.body instanceof Blob) return { body: request.body, duplex: {} };
+  if (request.body === undefined) return { body: undefined, duplex: {} };
+  headers['Content-Type'] = 'application/json';
+  return { body: JSON.stringify(request.body), duplex: {} };
 }
 
 /** `"123"` → 123 (ETag of a Kinto list or object), null when absent or not a quoted integer. */

@@ -9,6 +9,10 @@ export interface TestServer {
   url: string;
   /** Cuts every open change stream (as a restart or a proxy would). */
   dropStreams(): Promise<void>;
+  /** An outage: the server stops listening and drops every connection (connections are refused). */
+  stop(): Promise<void>;
+  /** The end of the outage: listening again on the same address, with the same data. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,6 +35,14 @@ export async function startServer(
   if (!address || typeof address === 'string') throw new Error('server did not bind a TCP port');
   return {
     url: `http://127.0.0.1:${address.port}/v1`,
+    async stop() {
+      const closed = new Promise((resolve) => app.server.close(resolve));
+      app.server.closeAllConnections();
+      await closed;
+    },
+    async restart() {
+      await new Promise<void>((resolve) => app.server.listen(address.port, '127.0.0.1', resolve));
+    },
     async dropStreams() {
       (app as unknown as { changesFeed?: { dropStreams(): void } }).changesFeed?.dropStreams();
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -1,19 +1,23 @@
 #!/usr/bin/env node
 /**
- * quire-dump: writes a collection's records as a dump (see dump.ts) for `collection.loadDump()`.
+ * quire-dump: writes a collection's records as a dump (src/dump/dump.ts) for `collection.loadDump()`.
+ * A program on the SDK's public surface, outside the library's layers.
  *
- *   quire-dump --remote https://quire.example/v1 --bucket app --collection articles --user ada [--out articles.json]
+ *   quire-dump --remote https://quire.example/v1 --bucket app --collection articles --user ada \
+ *     [--out articles.json]
  *
  * The password comes from QUIRE_PASSWORD (or a bearer token from QUIRE_TOKEN): secrets stay out of
  * the command line and the shell history. Without --out, the dump goes to standard output.
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createClient } from '../client.js';
-import type { Auth } from '../transport/auth.js';
+import { type Auth, createClient } from '../src/index.js';
 
-const USAGE =
-  'usage: quire-dump --remote <url with /v1> --bucket <id> --collection <id> [--user <name>] [--out <file>] [--page-size <n>]\n(password: QUIRE_PASSWORD; bearer token: QUIRE_TOKEN)';
+const USAGE = [
+  'usage: quire-dump --remote <url with /v1> --bucket <id> --collection <id>',
+  '         [--user <name>] [--out <file>] [--page-size <n>]',
+  '(password: QUIRE_PASSWORD; bearer token: QUIRE_TOKEN)',
+].join('\n');
 
 async function main(): Promise<number> {
   let values: Record<string, string | boolean | undefined>;
