@@ -117,6 +117,7 @@ async function send(
 }
 
 const ok = (reply: Reply) => reply.status >= 200 && reply.status < 300;
+const lastModified = (reply: Reply) => Number((reply.body.data as Json).last_modified);
 const etag = (object: Json) => `"${object.last_modified as number}"`;
 const tally = (statuses: number[]) =>
   [...new Set(statuses)]
@@ -376,6 +377,26 @@ function raceSuite(
           })),
         );
         return oneWinner('creations', path, replies, 201, (reply) => reply.body.data as Json, 'winner');
+      });
+    });
+
+    it(`PUT of a new id without precondition: one 201, the rest 200, none 5xx (${N} at once)`, async () => {
+      // Issue 36 item 6: a creation and a change of one new id took the object row and the scope
+      // row in opposite orders on PostgreSQL, and deadlocked (503 after seconds).
+      await rounds('creations without precondition', async (r) => {
+        const path = `${COLLECTION}/records/blind-${r}`;
+        const replies = await race(
+          Array.from({ length: N }, (_, i) => ({ method: 'PUT', path, body: { data: { writer: i } } })),
+        );
+        const statuses = replies.map((reply) => reply.status);
+        const problems: string[] = [];
+        if (statuses.filter((status) => status === 201).length !== 1 || statuses.some((s) => s !== 201 && s !== 200))
+          problems.push(`expected one 201 and ${N - 1} × 200, got ${tally(statuses)}`);
+        const stored = await read(path);
+        const last = replies.filter(ok).sort((a, b) => lastModified(b) - lastModified(a))[0];
+        if (last && !isDeepStrictEqual(stored.body.data, last.body.data))
+          problems.push(`stored ${JSON.stringify(stored.body.data)} is not the last write's`);
+        return { wins: replies.filter(ok).length, total: replies.length, problems };
       });
     });
 

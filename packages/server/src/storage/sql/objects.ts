@@ -9,6 +9,7 @@
  * therefore serialise, even across server processes, and a `_since` poll that reads the scope
  * timestamp before the objects can never return an ETag that a later-committing write
  * undercuts (Kinto issues #602 and #3393). The clock is the database's, not the process's.
+ * Locks are taken object first (its row, or its key while it has none), scope second.
  *
  * Here: one object's reads and writes. Scope timestamps are in scope-timestamps.ts, those read
  * many at once in collection-timestamps.ts, listings in listing.ts, writes of many objects in
@@ -38,6 +39,9 @@ import * as scopeWrites from './scope-writes.js';
 import { readScopeTimestamp, stampFor, stampWrite } from './scope-timestamps.js';
 import type { ObjectRow, SqlSessionState } from './session-state.js';
 import { isCachedResource, objectKey } from './shared-cache.js';
+
+/** The advisory lock of an object's key ($1 parent, $2 resource, $3 id): see #lockObject. */
+const OBJECT_KEY_LOCK = "hashtextextended('quire.object:' || $1 || chr(1) || $2 || chr(1) || $3, 0)";
 
 /** A row of `listJson`: its data as jsonb's text. */
 interface ObjectTextRow {
@@ -110,14 +114,7 @@ export class SqlObjects implements ObjectStore {
     const known = s.known(scope, id);
     if (known) return known.row && !known.row.deleted ? toLiveObject(structuredClone(known.row)) : null;
     if (options?.forUpdate === true && s.mode === 'write') {
-      let row = await this.#find(scope, id, true);
-      if (!row && s.pending.timestamp(scope.parentId, scope.resourceName) === undefined) {
-        // Nothing to lock: hold the scope instead, then look again (a creation that committed
-        // while we waited for the scope is visible to this new statement).
-        const { current, now } = await s.lockScope(scope);
-        s.pending.hold(scope.parentId, scope.resourceName, current, Math.max(now, current + 1));
-        row = await this.#find(scope, id, true);
-      }
+      const row = await this.#lockObject(scope, id);
       s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row ?? null);
       return row && !row.deleted ? toLiveObject(structuredClone(row)) : null;
     }
@@ -155,8 +152,7 @@ export class SqlObjects implements ObjectStore {
     // Taken, or so it seemed: lock, then look (what concurrent writers committed is then
     // visible and stays so), and refuse with the live object or write after all.
     await this.#s.sendPendingWrites();
-    await this.#s.lockScope(scope);
-    const existing = await this.#find(scope, id);
+    const existing = await this.#lockObject(scope, id);
     if (existing && !existing.deleted)
       throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(existing));
     return this.#write(scope, id, data, options);
@@ -209,8 +205,7 @@ export class SqlObjects implements ObjectStore {
       changedObject(s, scope, id);
       return { id, last_modified: row.last_modified, deleted: true };
     }
-    await s.lockScope(scope);
-    const existing = await this.#find(scope, id);
+    const existing = await this.#lockObject(scope, id);
     if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
     const timestamp = await stampWrite(s, scope, id, options?.lastModified);
     await s.query(
@@ -288,9 +283,10 @@ export class SqlObjects implements ObjectStore {
     const { id: _id, last_modified: _lastModified, ...attributes } = data;
     const create = mode === 'create';
     const [row] = await s.query<ObjectRow>(
-      `WITH stamp AS (
+      `WITH key_lock AS (SELECT ${create ? `pg_advisory_xact_lock(${OBJECT_KEY_LOCK})` : 'NULL'})
+       , stamp AS (
          INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
-         SELECT $1, $2, ${NOW_MS}
+         SELECT $1, $2, ${NOW_MS} FROM key_lock
          ${create ? 'WHERE NOT EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)' : ''}
          ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
          RETURNING t.last_modified
@@ -331,6 +327,23 @@ export class SqlObjects implements ObjectStore {
     s.writes++;
     changedObject(this.#s, scope, id);
     return toLiveObject(row!);
+  }
+
+  /**
+   * Locks object `id` until commit: its row, or, while it has none, its key (an advisory lock
+   * every creation by id takes too), then looks again: a creation that committed while we
+   * waited is visible to that new statement. Writers thus take an object before its scope,
+   * never the other way round: no deadlock between a creation and a change of one id.
+   */
+  async #lockObject(scope: Scope, id: string): Promise<ObjectRow | undefined> {
+    const row = await this.#find(scope, id, true);
+    if (row) return row;
+    await this.#s.query(`SELECT pg_advisory_xact_lock(${OBJECT_KEY_LOCK}) AS locked`, [
+      scope.parentId,
+      scope.resourceName,
+      id,
+    ]);
+    return this.#find(scope, id, true);
   }
 
   async #find(scope: Scope, id: string, forUpdate = false): Promise<ObjectRow | undefined> {
