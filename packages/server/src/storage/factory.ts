@@ -66,6 +66,7 @@ export async function createStorageFromSettings(
     maxDeclaredIndexes: settings.storage_max_declared_indexes,
     keepIndexes: options.keepIndexes ?? true,
     cacheMaxEntries: settings.storage_cache_max_entries,
+    groupCommitMax: settings.storage_group_commit_max,
   });
 }
 

@@ -49,6 +49,14 @@ export const STORAGE_SETTINGS = {
     description:
       'Users’ groups, ACLs of buckets, collections and groups, and buckets and collections (and, on the embedded store, scope timestamps) kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY (PostgreSQL) or the database file’s data version (embedded).',
   }),
+  storage_group_commit_max: Type.Integer({
+    default: 32,
+    minimum: 1,
+    maximum: 1000,
+    description:
+      'Embedded store: transactions that wait for the writer are committed together, up to this many per ' +
+      'COMMIT (one disk sync for all; each still fails alone). 1: every transaction commits alone.',
+  }),
   storage_auto_migrate: Type.Boolean({
     default: false,
     description:
