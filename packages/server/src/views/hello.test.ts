@@ -19,7 +19,7 @@ async function capabilities(
 }
 
 describe('GET / capabilities', () => {
-  it('by default: Basic Auth, the monitor, the personal bucket, the permissions endpoint, partial replicas', async () => {
+  it('by default: Basic Auth, the monitor, the personal bucket, permissions endpoint, partial replicas', async () => {
     expect(Object.keys(await capabilities({})).sort()).toEqual([
       'basicauth',
       'changes',
