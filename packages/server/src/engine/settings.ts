@@ -21,7 +21,10 @@ export const RESOURCE_SETTINGS = {
     // A record's primary key (its collection's URI, then its id) must fit a PostgreSQL B-tree entry (2,704 bytes).
     maximum: 800,
     description:
-      'Longest id of a bucket, collection, group, record or account (`GET /` shows it in `settings`); a longer one is refused with 400, so that every object stays addressable by URL: three such ids and a page token fit in `max_header_bytes` with room for the headers (checked at start), and a PostgreSQL index key. From 36 (a UUID) to 800.',
+      'Longest id of a bucket, collection, group, record or account (`GET /` shows it in `settings`); a ' +
+      'longer one is refused with 400, so that every object stays addressable by URL: three such ids and a ' +
+      'page token fit in `max_header_bytes` with room for the headers (checked at start), and a PostgreSQL ' +
+      'index key. From 36 (a UUID) to 800.',
   }),
   paginate_by: Nullable(Type.Integer({ minimum: 1 }), {
     default: null,
@@ -126,7 +129,9 @@ export function checkResourceSettings(
   const deepest = 3 * settings.max_object_id_length + DEEPEST_URL_OVERHEAD;
   if (deepest > settings.max_header_bytes / 2) {
     throw new ConfigError(
-      `Invalid setting max_object_id_length: ${settings.max_object_id_length} makes a record's URL up to ${deepest} bytes, more than half of max_header_bytes (${settings.max_header_bytes}); raise max_header_bytes or lower max_object_id_length`,
+      `Invalid setting max_object_id_length: ${settings.max_object_id_length} makes a record's URL up to ` +
+        `${deepest} bytes, more than half of max_header_bytes (${settings.max_header_bytes}); raise ` +
+        'max_header_bytes or lower max_object_id_length',
     );
   }
 }
