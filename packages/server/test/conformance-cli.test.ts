@@ -342,7 +342,8 @@ describe('quire-conformance options (embedded store)', () => {
       const report = readJsonReport(dir);
       const failed = report.tests.filter((t) => t.outcome === 'failed');
       expect(failed.map((t) => t.id)).toEqual([
-        'errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
+        'errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit ' +
+          '(QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
       ]);
       expect(failed[0]?.exchanges?.at(-1)?.request.method).toBe('POST');
       expect(failed[0]?.exchanges?.at(-1)?.response.status).toBe(201);

@@ -182,16 +182,20 @@ describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
     expect(events[0]!.impactedObjects.map((item) => item.new.id)).toEqual(['g1', 'g2']);
   });
 
-  it('§10.4 a failing in-transaction listener fails the request (500) and rolls it back; nothing reaches after-commit', async () => {
-    recorder.failOn = 'boom';
-    const res = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/boom', headers: alice });
-    expect(res.statusCode).toBe(500);
-    expect(res.json()).toMatchObject({ code: 500, errno: 999 });
-    expect(recorder.committed).toEqual([]);
-    recorder.failOn = null;
-    const got = await app.inject({ method: 'GET', url: '/v1/buckets/b/collections/c/records/boom', headers: alice });
-    expect(got.statusCode).toBe(404);
-  });
+  it(
+    '§10.4 a failing in-transaction listener fails the request (500) and rolls it back; nothing reaches ' +
+      'after-commit',
+    async () => {
+      recorder.failOn = 'boom';
+      const res = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/boom', headers: alice });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ code: 500, errno: 999 });
+      expect(recorder.committed).toEqual([]);
+      recorder.failOn = null;
+      const got = await app.inject({ method: 'GET', url: '/v1/buckets/b/collections/c/records/boom', headers: alice });
+      expect(got.statusCode).toBe(404);
+    },
+  );
 
   it('§10.4 in a batch, a failing listener rolls back every sub-request', async () => {
     recorder.failOn = 'boom2';

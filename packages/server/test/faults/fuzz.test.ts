@@ -596,7 +596,11 @@ function report(name: string, figures: Figures): string {
     .sort(([a], [b]) => a - b)
     .map(([status, count]) => `${status}: ${count}`)
     .join(', ');
-  return `[fuzz ${name}] seed ${SEED}: ${figures.sent} requests over HTTP + ${figures.raw} raw; statuses {${statuses}}; 5xx: ${figures.serverErrors}; hangs: ${figures.hangs}; error bodies not in the protocol format: ${figures.badBodies}; raw connections closed unanswered: ${figures.closedUnanswered}`;
+  return (
+    `[fuzz ${name}] seed ${SEED}: ${figures.sent} requests over HTTP + ${figures.raw} raw; statuses ` +
+    `{${statuses}}; 5xx: ${figures.serverErrors}; hangs: ${figures.hangs}; error bodies not in the protocol ` +
+    `format: ${figures.badBodies}; raw connections closed unanswered: ${figures.closedUnanswered}`
+  );
 }
 
 function prototypeSnapshot(): string {

@@ -52,7 +52,8 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
     if (typeof db !== 'string') await db.destroy();
   });
 
-  it('the server lives, answers 503 + Retry-After while it is away, recovers by itself and loses no acknowledged write', async () => {
+  it('the server lives, answers 503 + Retry-After while it is away, recovers by itself and loses no acknowledged ' +
+    'write', async () => {
     if (typeof db === 'string') return;
     const server = run(['start'], {
       QUIRE_HOST: '127.0.0.1',
@@ -227,9 +228,13 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
           .sort(([a], [b]) => a - b)
           .map(([status, count]) => `${status}×${count}`)
           .join(', ')}), ${failures.length} unanswered`,
-        `  restarts survived: ${faults.length} (${faults.map(({ what, writesAgainMs }) => `${what}: writes again ${writesAgainMs} ms after it was back`).join('; ')})`,
-        `  during the ${OUTAGE_MS} ms outage: ${duringOutage.length} answers, ${duringOutage.filter((a) => a.status === 503).length} of them 503 with Retry-After; slowest answer overall ${slowest} ms`,
-        `  acknowledged writes: ${acknowledged.size}, lost: ${lost.length}; cache's LISTEN connection back: ${listening === 1}; server alive: ${alive()}`,
+        `  restarts survived: ${faults.length} ` +
+          `(${faults.map(({ what, writesAgainMs }) => `${what}: writes again ${writesAgainMs} ms after it was back`).join('; ')})`,
+        `  during the ${OUTAGE_MS} ms outage: ${duringOutage.length} answers, ` +
+          `${duringOutage.filter((a) => a.status === 503).length} of them 503 with Retry-After; slowest answer ` +
+          `overall ${slowest} ms`,
+        `  acknowledged writes: ${acknowledged.size}, lost: ${lost.length}; cache's LISTEN connection back: ` +
+          `${listening === 1}; server alive: ${alive()}`,
       ].join('\n'),
     );
 
