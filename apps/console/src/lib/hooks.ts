@@ -118,3 +118,35 @@ export function useValidator(needed: boolean): Validator | null {
   }, [needed, module]);
   return module;
 }
+
+/** A write in progress, and the error that ended the last one. */
+export interface Saving {
+  busy: boolean;
+  error: Error | string | null;
+  setError: (error: Error | string | null) => void;
+  /**
+   * Runs `task` with `busy` on and the last error cleared; what it throws is shown as `error` and
+   * answered (null when it succeeded).
+   */
+  run: (task: () => Promise<void>) => Promise<Error | null>;
+}
+
+export function useSaving(): Saving {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | string | null>(null);
+  const run = async (task: () => Promise<void>): Promise<Error | null> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await task();
+      return null;
+    } catch (caught) {
+      const failure = asError(caught);
+      setError(failure);
+      return failure;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, run };
+}
