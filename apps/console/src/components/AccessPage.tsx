@@ -32,10 +32,11 @@ export function AccessPage() {
     if (permission) query.set('contains_permissions', JSON.stringify(permission));
     return String(query);
   }, [kind, debouncedBucket, debouncedSearch, permission]);
-  const [state, list] = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, {
+  const paged = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, {
     firstPageSize: 200,
     minPageSize: 500,
   });
+  const [state] = paged;
   const user = hello.user;
 
   return (
@@ -66,10 +67,8 @@ export function AccessPage() {
       </div>
       <PagedTable
         label="My access"
-        state={state}
-        list={list}
+        paged={paged}
         template={TEMPLATE}
-        resetKey={params}
         columns={['Kind', 'Object', 'You can']}
         empty={state.loading ? <Spinner /> : <EmptyState title="No permission found" />}
         renderRow={(entry, index) => <AccessRow entry={entry} index={index} />}

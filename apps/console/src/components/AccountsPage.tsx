@@ -46,7 +46,8 @@ export function AccountsPage() {
   const [version, setVersion] = useState(0);
   const params = new URLSearchParams({ _sort: 'id' });
   if (term) params.set('like_id', JSON.stringify(term));
-  const [state, list] = usePagedList<KintoObject>(api, '/accounts', String(params), { count: true }, version);
+  const paged = usePagedList<KintoObject>(api, '/accounts', String(params), { count: true }, version);
+  const [state, list] = paged;
   const [creating, setCreating] = useState(false);
   const [resetting, setResetting] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
@@ -81,11 +82,9 @@ export function AccountsPage() {
       </div>
       <PagedTable
         label="Accounts"
-        state={state}
-        list={list}
+        paged={paged}
         template={template}
         rowHeight={48}
-        resetKey={String(params)}
         errorTitle={(error) =>
           statusOf(error) === 401 || statusOf(error) === 403 ? 'You cannot list accounts' : undefined
         }

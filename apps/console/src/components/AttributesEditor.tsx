@@ -94,7 +94,6 @@ export function AttributesEditor({
         saving={saving}
         dirty={dirty}
         invalid={Boolean(parsed.error)}
-        readonly={readonly}
         onSave={() => void save()}
         onUndo={() => setText(pretty(object))}
       >

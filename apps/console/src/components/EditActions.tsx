@@ -4,13 +4,13 @@
  */
 import type { ComponentChildren } from 'preact';
 import type { Saving } from '../lib/hooks.js';
+import { useCapabilities } from './context.js';
 import { ErrorNotice } from './ui.js';
 
 export function EditActions({
   dirty,
   saving: { busy, error },
   invalid = false,
-  readonly = false,
   sticky = false,
   saveLabel = 'Save',
   onSave,
@@ -23,8 +23,6 @@ export function EditActions({
   saving: Pick<Saving, 'busy' | 'error'>;
   /** What was edited cannot be sent as it is. */
   invalid?: boolean;
-  /** Only the children show (the server is read-only). */
-  readonly?: boolean;
   sticky?: boolean;
   saveLabel?: string;
   onSave: () => void;
@@ -33,6 +31,8 @@ export function EditActions({
   errorTitle?: string;
   children?: ComponentChildren;
 }) {
+  // On a read-only server, only the children show.
+  const { readonly } = useCapabilities();
   return (
     <>
       {error ? <ErrorNotice error={error} {...(errorTitle ? { title: errorTitle } : {})} /> : null}

@@ -180,7 +180,6 @@ function MembersEditor({
       ) : null}
       <EditActions
         saving={saving}
-        readonly={readonly}
         dirty={dirty}
         saveLabel="Save members"
         onSave={() => void save()}

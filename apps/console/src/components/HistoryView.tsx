@@ -69,10 +69,11 @@ export function HistoryView({
     return String(query);
   }, [fixed, debouncedUser, resource, action, debouncedObject, since, before]);
 
-  const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
+  const paged = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
     count: true,
     firstPageSize: 100,
   });
+  const [state] = paged;
   useEffect(() => setSelected(null), [params]);
   const filtersActive = Boolean(user || resource || action || object || since || before);
   const template = compact
@@ -119,10 +120,8 @@ export function HistoryView({
         </div>
         <PagedTable
           label="History"
-          state={state}
-          list={list}
+          paged={paged}
           template={template}
-          resetKey={params}
           errorTitle={(error) => (statusOf(error) === 404 || statusOf(error) === 400 ? 'No history here' : undefined)}
           columns={compact ? ['When', 'Who', 'Did'] : ['When', 'Who', 'Did', 'What']}
           empty={

@@ -40,7 +40,8 @@ export function ObjectList({
   const term = useDebounced(search.trim(), 250);
   const params = new URLSearchParams({ _sort: 'id' });
   if (term) params.set('like_id', JSON.stringify(term));
-  const [state, list] = usePagedList<KintoObject>(api, path, String(params), { count: true }, version);
+  const paged = usePagedList<KintoObject>(api, path, String(params), { count: true }, version);
+  const [state] = paged;
   const template = `minmax(180px, 2fr) ${columns.map((column) => column.width).join(' ')} 190px`;
 
   return (
@@ -62,10 +63,8 @@ export function ObjectList({
       </div>
       <PagedTable
         label={`${noun}s`}
-        state={state}
-        list={list}
+        paged={paged}
         template={template}
-        resetKey={term}
         columns={['Id', ...columns.map((column) => column.label), 'Last modified']}
         empty={
           state.loading ? <Spinner /> : <div class="muted">{term ? `No ${noun} matches “${term}”.` : emptyText}</div>

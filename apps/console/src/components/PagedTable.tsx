@@ -12,8 +12,8 @@ import { VirtualList } from './VirtualList.js';
 
 export interface PagedTableProps<T extends { id?: string }> {
   label: string;
-  state: PagedState<T>;
-  list: PagedList<T> | null;
+  /** What `usePagedList` answers. */
+  paged: [PagedState<T>, PagedList<T> | null];
   /** The rows' CSS grid columns, shared by the header and every row. */
   template: string;
   /** The header's cells: each column's title, or (`header`) the cells themselves. */
@@ -22,8 +22,8 @@ export interface PagedTableProps<T extends { id?: string }> {
   /** Shown instead of the rows when there is none. */
   empty: ComponentChildren;
   renderRow: (item: T, index: number) => ComponentChildren;
-  /** Changes of this value scroll back to the top (a new query). */
-  resetKey: string;
+  /** Changes of this value scroll back to the top (by default, the list's query). */
+  resetKey?: string;
   rowHeight?: number;
   class?: string;
   minWidth?: number;
@@ -33,7 +33,8 @@ export interface PagedTableProps<T extends { id?: string }> {
 }
 
 export function PagedTable<T extends { id?: string }>(props: PagedTableProps<T>) {
-  const { state, list, template } = props;
+  const { template } = props;
+  const [state, list] = props.paged;
   const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
   const fixedTitle = state.error ? props.errorTitle?.(state.error) : undefined;
   return (
@@ -52,7 +53,7 @@ export function PagedTable<T extends { id?: string }>(props: PagedTableProps<T>)
           count={rowCount(state)}
           rowHeight={props.rowHeight ?? 44}
           onRange={onRange}
-          resetKey={props.resetKey}
+          resetKey={props.resetKey ?? String(list?.params ?? '')}
           {...(props.minWidth === undefined ? {} : { minWidth: props.minWidth })}
           {...(props.ariaRowCount === undefined ? {} : { ariaRowCount: props.ariaRowCount })}
           header={

@@ -134,7 +134,6 @@ export function PermissionsEditor({
 
       <EditActions
         saving={saving}
-        readonly={readonly}
         dirty={changed}
         saveLabel="Save permissions"
         onSave={() => void save()}

@@ -306,7 +306,6 @@ function RecordEditor({
       <EditActions
         saving={saving}
         errorTitle="Not saved"
-        readonly={readonly}
         sticky
         dirty={dirty}
         invalid={(mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)}

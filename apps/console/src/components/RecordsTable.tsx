@@ -203,8 +203,7 @@ export function RecordsTable({
       <PagedTable
         label={`Records of ${cid}`}
         class="table records-table"
-        state={state}
-        list={list}
+        paged={[state, list]}
         template={template}
         ariaRowCount={(state.total ?? state.items.length) + 1}
         rowHeight={ROW_HEIGHT}
