@@ -10,7 +10,7 @@ import { rowCount } from '../lib/paged-list.js';
 import { ErrorNotice } from './ui.js';
 import { VirtualList } from './VirtualList.js';
 
-export interface PagedTableProps<T extends { id?: string }> {
+interface PagedTableProps<T extends { id?: string }> {
   label: string;
   /** What `usePagedList` answers. */
   paged: [PagedState<T>, PagedList<T> | null];

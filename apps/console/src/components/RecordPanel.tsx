@@ -31,7 +31,7 @@ function fieldsOf(record: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.includes(key)));
 }
 
-export interface RecordPanelProps {
+interface RecordPanelProps {
   bid: string;
   cid: string;
   /** null: a new record. */

@@ -24,7 +24,7 @@ import { onSubmit, Spinner } from './ui.js';
 const ROW_HEIGHT = 40;
 
 /** Columns: `_fields`, else the collection's `displayFields`, else the schema's, else what the records hold. */
-export function columnsFor(
+function columnsFor(
   fields: string[],
   collection: KintoObject | null,
   schema: JsonSchema | null,

@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { PagedList, type PagedListOptions, type PagedState } from './paged-list.js';
 import { type AdminRemote, asError, isAbort } from './remote.js';
 
-export interface AsyncState<T> {
+interface AsyncState<T> {
   data: T | undefined;
   error: Error | null;
   loading: boolean;
@@ -100,7 +100,7 @@ export type Validator = typeof import('./validate.js');
 let validatorModule: Promise<Validator> | null = null;
 
 /** Ajv, loaded the first time a page needs it (most pages never do). */
-export function loadValidator(): Promise<Validator> {
+function loadValidator(): Promise<Validator> {
   validatorModule ??= import('./validate.js');
   return validatorModule;
 }
