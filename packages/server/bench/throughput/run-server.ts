@@ -90,9 +90,11 @@ export async function runServer(server: ServerName, options: Options): Promise<M
       const cpu =
         result.serverCpuMs === undefined
           ? ''
-          : `, CPU per request ${formatNumber(result.serverCpuMs, 3)} ms server + ${formatNumber(result.postgresCpuMs!, 3)} ms PostgreSQL`;
+          : `, CPU per request ${formatNumber(result.serverCpuMs, 3)} ms server + ` +
+            `${formatNumber(result.postgresCpuMs!, 3)} ms PostgreSQL`;
       console.log(
-        `  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
+        `  ${WORKLOAD_NAMES[workload.key].padEnd(12)} ${formatNumber(result.requestsPerSecond).padStart(7)} req/s, ` +
+          `p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
       );
     }
     if (server !== 'ceiling' && options.keys.includes('get')) await neighbourRow(origin, options.duration);

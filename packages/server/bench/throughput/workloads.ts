@@ -82,7 +82,7 @@ export function workloads(etag: string): Workload[] {
 }
 
 /** Fails unless a /batch answer holds `count` sub-responses, all with `status`. */
-export function expectSubStatuses(name: string, body: string, count: number, status: number): void {
+function expectSubStatuses(name: string, body: string, count: number, status: number): void {
   const { responses } = JSON.parse(body) as { responses: Array<{ status: number }> };
   const statuses = responses.map((response) => response.status);
   if (statuses.length !== count || statuses.some((s) => s !== status)) {
