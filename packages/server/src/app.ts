@@ -35,6 +35,7 @@ import { extendResource } from './engine/extensions.js';
 import { registerResource } from './engine/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
+import { PARTIAL_REPLICAS_CAPABILITY } from './engine/unmatched.js';
 import type { Storage } from './storage/types.js';
 import { UnitOfWork } from './unit-of-work.js';
 import { registerAdmin } from './views/admin.js';
@@ -74,6 +75,14 @@ function createPolicies(settings: Settings): AuthPolicy[] {
   });
 }
 
+/** The capabilities a setting turns on (the features that register themselves add theirs). */
+function settingCapabilities(settings: Settings): Record<string, { description: string; url: string }> {
+  return {
+    ...(settings.experimental_collection_schema_validation ? { schema: { ...SCHEMA_CAPABILITY } } : {}),
+    ...(settings.partial_replicas_enabled ? { partial_replicas: { ...PARTIAL_REPLICAS_CAPABILITY } } : {}),
+  };
+}
+
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const settings = options.settings ?? loadSettings();
   let app: FastifyInstance | undefined;
@@ -94,7 +103,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   };
   for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
-  if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
+  Object.assign(services.capabilities, settingCapabilities(settings));
 
   app = Fastify({
     logger:

@@ -201,7 +201,10 @@ describe.skipIf(postgresSkipReason !== undefined)('database budget [postgresql]'
           headers: { ...alice, 'content-type': 'application/json' },
           dispatcher: agent,
           ...(index % 2 ? { body: JSON.stringify({ requests: [{ method: 'GET', path: HOSTILE }] }) } : {}),
-        }).then(async (response) => (await response.body.text(), response.statusCode)),
+        }).then(async (response) => {
+          await response.body.text();
+          return response.statusCode;
+        }),
       ),
     );
     done = true;

@@ -27,7 +27,9 @@ describe('FairShare', () => {
     expect(granted.slice(4)).toEqual(['a', 'd']);
     for (const release of [first[1]!, c, await dWaiting, ...(await Promise.all(aWaiting.slice(0, 1)))] as Release[])
       release();
-    await Promise.all(aWaiting).then((releases) => releases.forEach((release) => release()));
+    await Promise.all(aWaiting).then((releases) => {
+      for (const release of releases) release();
+    });
     expect(share.stats).toEqual({ held: 0, waiting: 0 });
   });
 
