@@ -168,7 +168,8 @@ describe.skipIf(postgresSkipReason !== undefined)(
       });
       const analysed = await measure();
       console.log(
-        `[fresh statistics] ${BUCKETS * PER_BUCKET} collections, best/median of a few (ms), never analysed: ${JSON.stringify(fresh)}; after ANALYZE: ${JSON.stringify(analysed)}`,
+        `[fresh statistics] ${BUCKETS * PER_BUCKET} collections, best/median of a few (ms),`,
+        `never analysed: ${JSON.stringify(fresh)}; after ANALYZE: ${JSON.stringify(analysed)}`,
       );
       // As fast as with fresh statistics (the load of a shared machine moves both alike; PAGE_MS
       // where that is more), and never far from PAGE_MS (before: 0.9 to 3.1 s).
