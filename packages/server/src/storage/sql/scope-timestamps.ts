@@ -24,6 +24,11 @@ export async function readScopeTimestamp(s: SqlSessionState, scope: Scope): Prom
     if (!row) throw new UninitialisedScope(scope);
     return row.last_modified;
   }
+  // A poll's question: from memory when this process knows it recently enough (scope-cache.ts).
+  const cache = s.mode === 'read' ? s.context.scopes : undefined;
+  const cached = cache?.get(scope.parentId, scope.resourceName);
+  if (cached !== undefined) return cached;
+  const token = cache?.token ?? -1;
   // One statement: the stored timestamp, or `now` stored for a scope never seen. The insert
   // of a concurrent first reader makes ours do nothing while our SELECT does not see it yet
   // (same snapshot): then a second look finds it.
@@ -37,7 +42,10 @@ export async function readScopeTimestamp(s: SqlSessionState, scope: Scope): Prom
        UNION ALL SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2`,
       params,
     );
-    if (row) return row.last_modified;
+    if (row) {
+      cache?.store(token, scope.parentId, scope.resourceName, row.last_modified);
+      return row.last_modified;
+    }
     if (attempt === 3) throw new BackendError(`the timestamp of ${scope.parentId}/${scope.resourceName} vanished`);
   }
 }

@@ -107,6 +107,22 @@ function startupOptions(url: string, schema: string | undefined): string {
 }
 
 /**
+ * The URL without its `options`, for a connection given them by `startupOptions` (which keeps
+ * them): node-postgres takes the URL's over the configuration's, which lost ours (the pooler's
+ * marker: a URL with `options` was taken for a pooler, so LISTEN and the read cache were off).
+ */
+function withoutUrlOptions(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.searchParams.has('options')) return url;
+    parsed.searchParams.delete('options');
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+/**
  * Whether `url` leads to a pooler rather than to PostgreSQL itself: one connection with our
  * startup options, which a stock PgBouncer refuses ("unsupported startup parameter") and one
  * told to ignore them (`ignore_startup_parameters = options`) drops, so that their marker is
@@ -115,7 +131,7 @@ function startupOptions(url: string, schema: string | undefined): string {
  */
 export async function detectPooler(url: string): Promise<boolean> {
   const client = new pg.Client({
-    connectionString: url,
+    connectionString: withoutUrlOptions(url),
     options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
   });
@@ -157,7 +173,7 @@ export function createPgDriver({
     );
   const settingsOf = (target: string) => (pooled ? {} : { options: startupOptions(target, schema) });
   const connection = {
-    connectionString: url,
+    connectionString: pooled ? url : withoutUrlOptions(url),
     types,
     ...settingsOf(url),
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
@@ -322,7 +338,7 @@ export function createPgDriver({
       if (pooled && listenUrl === undefined) return poll(channel, listener);
       const target = listenUrl ?? url;
       const config = {
-        connectionString: target,
+        connectionString: pooled ? target : withoutUrlOptions(target),
         types,
         ...settingsOf(target),
         connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
