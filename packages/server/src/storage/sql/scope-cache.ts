@@ -38,7 +38,10 @@ interface ChangeRow extends Row {
   scopes: string | null;
 }
 
-/** This statement's snapshot, the highest id pruned, and the rows the last snapshot did not see ($1 in progress, $2 xmax). */
+/**
+ * This statement's snapshot, the highest id pruned, and the rows the last snapshot did not see
+ * ($1 in progress, $2 xmax).
+ */
 const READ_CHANGES = `
   WITH now AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot)
   SELECT now.snapshot, (SELECT through::text FROM scope_changes_pruned) AS pruned, c.scopes

@@ -28,6 +28,8 @@ export interface SessionContext {
   cache: SharedCache;
   /** Scope timestamps for polls (scope-cache.ts; none: a process alone with its store). */
   scopes?: ScopeCache;
+  /** The database is a hot standby: reads must not write (sql-storage.ts). */
+  replica?: boolean;
   /** The statement announcing invalidations to the other processes (none: one process only). */
   notify?: (payload: string) => DeferredStatement;
   /** The fields with a declared index now (declared-indexes.ts), for the query builders. */

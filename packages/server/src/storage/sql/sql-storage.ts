@@ -39,6 +39,8 @@ export interface SqlStorageOptions {
   maintenance?: EmbeddedMaintenance;
   /** Entries of each kind in the shared read cache (shared-cache.ts). */
   cacheMaxEntries?: number;
+  /** The database is a hot standby (read only): reads store nothing, e.g. a scope's first timestamp. */
+  replica?: boolean;
   /** The bound on a poll answered from memory (scope-cache.ts; 0: none is). */
   pollCacheMaxStalenessMs?: number;
   /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
@@ -69,6 +71,7 @@ export class SqlStorage implements Storage {
       maintenance,
       cacheMaxEntries = 10_000,
       pollCacheMaxStalenessMs = 200,
+      replica = false,
       maxDeclaredIndexes = 16,
       concurrentIndexBuilds = true,
     }: SqlStorageOptions = {},
@@ -88,6 +91,7 @@ export class SqlStorage implements Storage {
     this.#context = {
       cache: this.#cache,
       scopes: this.#scopes,
+      replica,
       indexed: () => this.#indexes.indexed,
       ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
     };
@@ -287,8 +291,12 @@ export async function createPostgresStorage({
   const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
   const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
+  let replica = false;
   try {
-    if (autoMigrate) {
+    // A hot standby (a reader's store): nothing to migrate, no index to build, no write on reads.
+    const [recovery] = await driver.query<{ replica: boolean }>('SELECT pg_is_in_recovery() AS replica');
+    replica = recovery?.replica === true;
+    if (autoMigrate && !replica) {
       if (options.schema !== undefined) {
         const schema = options.schema;
         await driver.transaction(async (tx) => {
@@ -307,12 +315,13 @@ export async function createPostgresStorage({
   }
   const storage = new SqlStorage(driver, {
     cacheMaxEntries,
+    replica,
     ...(pollCacheMaxStalenessMs === undefined ? {} : { pollCacheMaxStalenessMs }),
     ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
     ...(concurrentIndexBuilds === undefined ? {} : { concurrentIndexBuilds }),
   });
   storage.migrationsApplied = applied;
-  if (keepIndexes) storage.startIndexing();
+  if (keepIndexes && !replica) storage.startIndexing();
   return storage;
 }
 
