@@ -69,6 +69,9 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     const reader = await start(['start'], { ...env, QUIRE_STORAGE_URL: standby!.url(), QUIRE_READONLY: 'true' })
       .listening;
     expect((await call(reader, 'PUT', 'buckets/other')).status).toBe(405);
+    const reads = ['', '__heartbeat__', 'buckets/shared', 'buckets/monitor/collections/changes/records', 'permissions'];
+    const statuses = await Promise.all(reads.map(async (path) => (await call(reader, 'GET', path)).status));
+    expect(statuses).toEqual(reads.map(() => 200));
 
     // Replication lag, then the reader's scope cache (storage_poll_cache_max_staleness_ms, 200 ms):
     // the listing's ETag may stay behind the record that long, never ahead.
