@@ -21,7 +21,7 @@ import { listIndex, readIndex, removeIndex, writeIndex } from './file-index.js';
 import type { AttachmentFiles } from './files.js';
 import type { JournalFile } from './journal.js';
 
-export const ATTACHMENT_FIELD = 'attachment';
+const ATTACHMENT_FIELD = 'attachment';
 
 function metadataChanged(): ApiError {
   return new ApiError(400, ERRNO.INVALID_PARAMETERS, {

@@ -21,8 +21,8 @@ import type { QuotaLimits } from './settings.js';
 import { attachmentSize, objectSize } from './size.js';
 
 export const QUOTA_RESOURCE = 'quota';
-export const BUCKET_INFO_ID = 'bucket_info';
-export const QUOTA_RESOURCES: ReadonlySet<string> = new Set(['bucket', 'group', 'collection', 'record']);
+const BUCKET_INFO_ID = 'bucket_info';
+const QUOTA_RESOURCES: ReadonlySet<string> = new Set(['bucket', 'group', 'collection', 'record']);
 
 interface BucketInfo {
   collection_count: number;
@@ -35,7 +35,7 @@ interface CollectionInfo {
   storage_size: number;
 }
 
-export function collectionInfoId(cid: string): string {
+function collectionInfoId(cid: string): string {
   return `collection_${cid}`;
 }
 

@@ -65,7 +65,7 @@ interface CachedFile {
 }
 
 /** `admin-dist/` of the @quire/server package, from src/views/ or from the bundle in dist/. */
-export function adminBuildDir(): string {
+function adminBuildDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
     try {
