@@ -269,7 +269,7 @@ for (const fileBackend of FILE_BACKENDS) {
       expect(await files.notes()).toEqual([]);
     });
 
-    it('refuses a file over max_size with 413, from its Content-Length or as it streams, and keeps nothing', async () => {
+    it('refuses a file over max_size with 413 (by Content-Length or as it streams) and keeps nothing', async () => {
       const app = await server({ attachment_max_size: 1000 });
       const { endpoint } = await place(app);
       const before = await files.list();
@@ -532,38 +532,34 @@ for (const fileBackend of FILE_BACKENDS) {
       expect((await app.inject({ url: `${record}404/attachment`, headers: alice })).statusCode).toBe(404);
     });
 
-    it(
-      'quire export / import carry the file index: imported records keep their files, deleting them removes the ' +
-        'files',
-      async () => {
-        const app = await server();
-        const { record, endpoint } = await place(app);
-        const attachment = (await upload(app, endpoint, photo('moved'))).json<Attachment>();
-        const { exportStore } = await import('../src/transfer/export.js');
-        const { importStore } = await import('../src/transfer/import.js');
-        const { createSqliteStorage } = await import('../src/storage/sqlite/sqlite-storage.js');
-        const { buildServer } = await import('../src/app.js');
-        const { testSettings } = await import('./helpers/embedded-server.js');
-        const { PassThrough, Readable } = await import('node:stream');
-        const out = new PassThrough();
-        const chunks: Buffer[] = [];
-        out.on('data', (chunk: Buffer) => chunks.push(chunk));
-        await exportStore(app.services.storage, out, { pageSize: 100 });
-        out.end();
-        const target = await createSqliteStorage();
-        // The same file store: with a directory, what `cp -a`/rsync of base_path gives; with S3, the same bucket.
-        const copy = await buildServer({ settings: testSettings(files.settings()), storage: target, logger: false });
-        try {
-          await importStore(target, Readable.from([Buffer.concat(chunks)]), { batchSize: 100, replace: false });
-          expect([200, 307]).toContain((await copy.inject({ url: endpoint, headers: alice })).statusCode);
-          await copy.inject({ method: 'DELETE', url: record, headers: alice });
-          expect(await files.read(attachment.location)).toBeNull();
-        } finally {
-          await copy.close();
-          await target.close();
-        }
-      },
-    );
+    it('export/import carry the file index: imported records keep their files, deleting removes them', async () => {
+      const app = await server();
+      const { record, endpoint } = await place(app);
+      const attachment = (await upload(app, endpoint, photo('moved'))).json<Attachment>();
+      const { exportStore } = await import('../src/transfer/export.js');
+      const { importStore } = await import('../src/transfer/import.js');
+      const { createSqliteStorage } = await import('../src/storage/sqlite/sqlite-storage.js');
+      const { buildServer } = await import('../src/app.js');
+      const { testSettings } = await import('./helpers/embedded-server.js');
+      const { PassThrough, Readable } = await import('node:stream');
+      const out = new PassThrough();
+      const chunks: Buffer[] = [];
+      out.on('data', (chunk: Buffer) => chunks.push(chunk));
+      await exportStore(app.services.storage, out, { pageSize: 100 });
+      out.end();
+      const target = await createSqliteStorage();
+      // The same file store: with a directory, what `cp -a`/rsync of base_path gives; with S3, the same bucket.
+      const copy = await buildServer({ settings: testSettings(files.settings()), storage: target, logger: false });
+      try {
+        await importStore(target, Readable.from([Buffer.concat(chunks)]), { batchSize: 100, replace: false });
+        expect([200, 307]).toContain((await copy.inject({ url: endpoint, headers: alice })).statusCode);
+        await copy.inject({ method: 'DELETE', url: record, headers: alice });
+        expect(await files.read(attachment.location)).toBeNull();
+      } finally {
+        await copy.close();
+        await target.close();
+      }
+    });
 
     it('the journal: an interrupted upload is swept, a committed file is kept', async () => {
       const app = await server({ attachment_sweep_grace_seconds: 10 });

@@ -53,74 +53,70 @@ describe.skipIf(reason !== undefined)(
       await deployment?.close();
     }, 60_000);
 
-    it(
-      'live sync: a change through one process reaches streams held by the others, groups included, and ' +
-        'resuming misses nothing',
-      async () => {
-        const [a, b, c] = deployment.urls as [string, string, string];
-        expect((await call(a, 'PUT', '/buckets/live')).status).toBe(201);
-        expect((await call(a, 'PUT', '/buckets/live/collections/tasks')).status).toBe(201);
-        const { body: bobInfo } = await call(b, 'GET', '/', 'bob');
-        const bobId = (bobInfo.user as { id: string }).id;
+    it('live sync: a change via one process reaches streams on others, groups too; resuming misses none', async () => {
+      const [a, b, c] = deployment.urls as [string, string, string];
+      expect((await call(a, 'PUT', '/buckets/live')).status).toBe(201);
+      expect((await call(a, 'PUT', '/buckets/live/collections/tasks')).status).toBe(201);
+      const { body: bobInfo } = await call(b, 'GET', '/', 'bob');
+      const bobId = (bobInfo.user as { id: string }).id;
 
-        // A long writer elsewhere on the server (another database even) stays open throughout: it
-        // must not hold back what the others commit (it once did, for as long as it stayed open).
-        const longWriter = testClient({ connectionString: PG_URL });
-        await longWriter.connect();
-        await longWriter.query('BEGIN');
-        await longWriter.query('SELECT pg_current_xact_id()');
+      // A long writer elsewhere on the server (another database even) stays open throughout: it
+      // must not hold back what the others commit (it once did, for as long as it stayed open).
+      const longWriter = testClient({ connectionString: PG_URL });
+      await longWriter.connect();
+      await longWriter.query('BEGIN');
+      await longWriter.query('SELECT pg_current_xact_id()');
 
-        const alices = await openEventStream(`${b}${MONITOR}`, auth('alice'));
-        const bobs = await openEventStream(`${c}${MONITOR}`, auth('bob'));
-        try {
-          await alices.next(); // the collection as it is
-          const latencies: number[] = [];
-          let last = 0;
-          for (let i = 0; i < 8; i++) {
-            const before = Date.now();
-            const written = await call(a, 'PUT', `/buckets/live/collections/tasks/records/r${i}`, 'alice', {
-              data: { i },
-            });
-            const stamp = (written.body.data as { last_modified: number }).last_modified;
-            const events = await alices.until((event) => Number(event.id) >= stamp, 5_000);
-            latencies.push(Date.now() - before);
-            last = Number(events.at(-1)!.id);
-            expect(JSON.parse(events.at(-1)!.data)).toMatchObject({
-              bucket: 'live',
-              collection: 'tasks',
-              last_modified: stamp,
-            });
-          }
-          latencies.sort((x, y) => x - y);
-          expect(latencies[4]!).toBeLessThan(1_000); // a poll interval (250 ms) and the PUT, on a loaded machine
-
-          // Bob may read nothing yet; a group created through process A grants him the bucket.
-          await call(a, 'PUT', '/buckets/live/groups/readers', 'alice', { data: { members: [bobId] } });
-          await call(a, 'PATCH', '/buckets/live', 'alice', { permissions: { read: ['/buckets/live/groups/readers'] } });
-          const granted = await call(a, 'PUT', '/buckets/live/collections/tasks/records/shared', 'alice', { data: {} });
-          const stamp = (granted.body.data as { last_modified: number }).last_modified;
-          // Generous: four processes, pgbouncer and the rest of the suite share two cores in CI.
-          const seen = await bobs.until((event) => Number(event.id) >= stamp, 15_000);
-          expect(JSON.parse(seen.at(-1)!.data)).toMatchObject({ bucket: 'live', collection: 'tasks' });
-
-          // Disconnected meanwhile: a write through A while nobody listens, then a resume on C.
-          await alices.close();
-          const missed = await call(a, 'PUT', '/buckets/live/collections/tasks/records/missed', 'alice', { data: {} });
-          const resumed = await openEventStream(`${c}${MONITOR}`, { ...auth('alice'), 'Last-Event-ID': String(last) });
-          try {
-            const event = await resumed.until((each) => JSON.parse(each.data).collection === 'tasks', 15_000);
-            expect(Number(event.at(-1)!.id)).toBe((missed.body.data as { last_modified: number }).last_modified);
-          } finally {
-            await resumed.close();
-          }
-        } finally {
-          await alices.close();
-          await bobs.close();
-          await longWriter.query('ROLLBACK').catch(() => {});
-          await longWriter.end();
+      const alices = await openEventStream(`${b}${MONITOR}`, auth('alice'));
+      const bobs = await openEventStream(`${c}${MONITOR}`, auth('bob'));
+      try {
+        await alices.next(); // the collection as it is
+        const latencies: number[] = [];
+        let last = 0;
+        for (let i = 0; i < 8; i++) {
+          const before = Date.now();
+          const written = await call(a, 'PUT', `/buckets/live/collections/tasks/records/r${i}`, 'alice', {
+            data: { i },
+          });
+          const stamp = (written.body.data as { last_modified: number }).last_modified;
+          const events = await alices.until((event) => Number(event.id) >= stamp, 5_000);
+          latencies.push(Date.now() - before);
+          last = Number(events.at(-1)!.id);
+          expect(JSON.parse(events.at(-1)!.data)).toMatchObject({
+            bucket: 'live',
+            collection: 'tasks',
+            last_modified: stamp,
+          });
         }
-      },
-    );
+        latencies.sort((x, y) => x - y);
+        expect(latencies[4]!).toBeLessThan(1_000); // a poll interval (250 ms) and the PUT, on a loaded machine
+
+        // Bob may read nothing yet; a group created through process A grants him the bucket.
+        await call(a, 'PUT', '/buckets/live/groups/readers', 'alice', { data: { members: [bobId] } });
+        await call(a, 'PATCH', '/buckets/live', 'alice', { permissions: { read: ['/buckets/live/groups/readers'] } });
+        const granted = await call(a, 'PUT', '/buckets/live/collections/tasks/records/shared', 'alice', { data: {} });
+        const stamp = (granted.body.data as { last_modified: number }).last_modified;
+        // Generous: four processes, pgbouncer and the rest of the suite share two cores in CI.
+        const seen = await bobs.until((event) => Number(event.id) >= stamp, 15_000);
+        expect(JSON.parse(seen.at(-1)!.data)).toMatchObject({ bucket: 'live', collection: 'tasks' });
+
+        // Disconnected meanwhile: a write through A while nobody listens, then a resume on C.
+        await alices.close();
+        const missed = await call(a, 'PUT', '/buckets/live/collections/tasks/records/missed', 'alice', { data: {} });
+        const resumed = await openEventStream(`${c}${MONITOR}`, { ...auth('alice'), 'Last-Event-ID': String(last) });
+        try {
+          const event = await resumed.until((each) => JSON.parse(each.data).collection === 'tasks', 15_000);
+          expect(Number(event.at(-1)!.id)).toBe((missed.body.data as { last_modified: number }).last_modified);
+        } finally {
+          await resumed.close();
+        }
+      } finally {
+        await alices.close();
+        await bobs.close();
+        await longWriter.query('ROLLBACK').catch(() => {});
+        await longWriter.end();
+      }
+    });
 
     it('_since polling misses no change while writers on every process race on the same records', async () => {
       const { url, urls } = deployment;

@@ -42,65 +42,57 @@ async function expectMovedPast(app: FastifyInstance, url: string, old: number): 
 }
 
 describeOnBackends('a deleted and re-created bucket or collection', { timeout: 30_000 }, ({ serverWith }) => {
-  it(
-    'a re-created collection: its records list answers 200 to the old ETag, and _since=<old> shows its ' +
-      'timestamp moved past it',
-    async () => {
-      const app = await serverWith();
-      await put(app, '/v1/buckets/b1');
-      await put(app, '/v1/buckets/b1/collections/c');
-      await put(app, '/v1/buckets/b1/collections/c/records/r1', { data: { n: 1 } });
-      await put(app, '/v1/buckets/b1/collections/c/records/r2', { data: { n: 2 } });
-      await del(app, '/v1/buckets/b1/collections/c/records/r2'); // a tombstone: the newest timestamp served
-      const old = await etagOf(app, '/v1/buckets/b1/collections/c/records');
-      const notModified = await app.inject({
-        url: '/v1/buckets/b1/collections/c/records',
-        headers: { ...alice, 'if-none-match': `"${old}"` },
-      });
-      expect(notModified.statusCode).toBe(304);
+  it('a re-created collection: its list answers 200 to the old ETag; _since=<old> shows it moved past', async () => {
+    const app = await serverWith();
+    await put(app, '/v1/buckets/b1');
+    await put(app, '/v1/buckets/b1/collections/c');
+    await put(app, '/v1/buckets/b1/collections/c/records/r1', { data: { n: 1 } });
+    await put(app, '/v1/buckets/b1/collections/c/records/r2', { data: { n: 2 } });
+    await del(app, '/v1/buckets/b1/collections/c/records/r2'); // a tombstone: the newest timestamp served
+    const old = await etagOf(app, '/v1/buckets/b1/collections/c/records');
+    const notModified = await app.inject({
+      url: '/v1/buckets/b1/collections/c/records',
+      headers: { ...alice, 'if-none-match': `"${old}"` },
+    });
+    expect(notModified.statusCode).toBe(304);
 
-      await del(app, '/v1/buckets/b1/collections/c');
-      await put(app, '/v1/buckets/b1/collections/c');
-      await expectMovedPast(app, '/v1/buckets/b1/collections/c/records', old);
+    await del(app, '/v1/buckets/b1/collections/c');
+    await put(app, '/v1/buckets/b1/collections/c');
+    await expectMovedPast(app, '/v1/buckets/b1/collections/c/records', old);
 
-      // A record written afterwards is above the old list, and so is the list's next timestamp.
-      const written = await put(app, '/v1/buckets/b1/collections/c/records/r3', { data: { n: 3 } });
-      expect(written.last_modified).toBeGreaterThan(old);
-      const since = await app.inject({ url: `/v1/buckets/b1/collections/c/records?_since=${old}`, headers: alice });
-      expect(since.json().data.map((r: { id: string }) => r.id)).toEqual(['r3']);
-      await app.close();
-    },
-  );
+    // A record written afterwards is above the old list, and so is the list's next timestamp.
+    const written = await put(app, '/v1/buckets/b1/collections/c/records/r3', { data: { n: 3 } });
+    expect(written.last_modified).toBeGreaterThan(old);
+    const since = await app.inject({ url: `/v1/buckets/b1/collections/c/records?_since=${old}`, headers: alice });
+    expect(since.json().data.map((r: { id: string }) => r.id)).toEqual(['r3']);
+    await app.close();
+  });
 
-  it(
-    'a collection deleted, re-created and written in one batch: the records list still moves past every old ' +
-      'timestamp',
-    async () => {
-      const app = await serverWith();
-      await put(app, '/v1/buckets/b2');
-      await put(app, '/v1/buckets/b2/collections/c');
-      await put(app, '/v1/buckets/b2/collections/c/records/r1', { data: { n: 1 } });
-      const old = await etagOf(app, '/v1/buckets/b2/collections/c/records');
-      const batch = await app.inject({
-        method: 'POST',
-        url: '/v1/batch',
-        headers: alice,
-        payload: {
-          requests: [
-            { method: 'GET', path: '/buckets/b2/collections/c/records' },
-            { method: 'DELETE', path: '/buckets/b2/collections/c' },
-            { method: 'PUT', path: '/buckets/b2/collections/c' },
-            { method: 'GET', path: '/buckets/b2/collections/c/records' },
-          ],
-        },
-      });
-      const responses = batch.json().responses as Array<{ status: number; headers: Record<string, string> }>;
-      expect(responses.map((r) => r.status)).toEqual([200, 200, 201, 200]);
-      expect(Number(JSON.parse(responses[3]!.headers.ETag!))).toBeGreaterThan(old);
-      await expectMovedPast(app, '/v1/buckets/b2/collections/c/records', old);
-      await app.close();
-    },
-  );
+  it('a collection deleted, re-created, written in one batch: its list moves past every old timestamp', async () => {
+    const app = await serverWith();
+    await put(app, '/v1/buckets/b2');
+    await put(app, '/v1/buckets/b2/collections/c');
+    await put(app, '/v1/buckets/b2/collections/c/records/r1', { data: { n: 1 } });
+    const old = await etagOf(app, '/v1/buckets/b2/collections/c/records');
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/v1/batch',
+      headers: alice,
+      payload: {
+        requests: [
+          { method: 'GET', path: '/buckets/b2/collections/c/records' },
+          { method: 'DELETE', path: '/buckets/b2/collections/c' },
+          { method: 'PUT', path: '/buckets/b2/collections/c' },
+          { method: 'GET', path: '/buckets/b2/collections/c/records' },
+        ],
+      },
+    });
+    const responses = batch.json().responses as Array<{ status: number; headers: Record<string, string> }>;
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 201, 200]);
+    expect(Number(JSON.parse(responses[3]!.headers.ETag!))).toBeGreaterThan(old);
+    await expectMovedPast(app, '/v1/buckets/b2/collections/c/records', old);
+    await app.close();
+  });
 
   it('a re-created bucket: its collections, groups and records lists move past the old ones', async () => {
     const app = await serverWith();
