@@ -26,7 +26,8 @@ function s3Endpoint(settings: AttachmentSettings): string | null {
   if (settings.attachment_aws_endpoint_url) return settings.attachment_aws_endpoint_url.replace(/\/+$/, '');
   if (!settings.attachment_aws_host) return null;
   const scheme = settings.attachment_aws_is_secure ? 'https' : 'http';
-  return `${scheme}://${settings.attachment_aws_host}${settings.attachment_aws_port ? `:${settings.attachment_aws_port}` : ''}`;
+  const port = settings.attachment_aws_port ? `:${settings.attachment_aws_port}` : '';
+  return `${scheme}://${settings.attachment_aws_host}${port}`;
 }
 
 /** Where the bucket's objects are publicly reachable (the default `base_url` with S3). */
