@@ -76,8 +76,9 @@ async function loadFresh(db: CollectionDb, dump: DumpBatches): Promise<{ loaded:
   };
   for await (const batch of dump.batches) {
     waiting = waiting.length === 0 ? batch : waiting.concat(batch);
+    // The first transaction small, whatever the piece the network handed over: the first screen waits on it.
     while (waiting.length >= (loaded === 0 ? FIRST_CHUNK : DUMP_CHUNK)) {
-      const size = loaded === 0 ? Math.min(waiting.length, DUMP_CHUNK) : DUMP_CHUNK;
+      const size = loaded === 0 ? FIRST_CHUNK : DUMP_CHUNK;
       await store(waiting.slice(0, size), false);
       waiting = waiting.slice(size);
     }
