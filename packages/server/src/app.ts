@@ -19,6 +19,7 @@ import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerQueryLimits } from './http/query-limits.js';
+import { sessionBudget } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
@@ -142,8 +143,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app.decorateRequest('work', null as never);
   // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
   // work it was given; any other request gets its own.
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.work = dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events);
+  app.addHook('onRequest', (request, reply, done) => {
+    request.work =
+      dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events, false, sessionBudget(request, reply));
     done();
   });
 

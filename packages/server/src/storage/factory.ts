@@ -37,6 +37,8 @@ export async function createStorageFromSettings(
     return createPostgresStorage({
       url: settings.storage_url,
       poolSize: settings.storage_pool_size,
+      statementTimeoutMs: settings.storage_statement_timeout_ms,
+      ownerShare: settings.storage_pool_max_share,
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
       reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
@@ -66,6 +68,7 @@ export async function createStorageFromSettings(
     maxDeclaredIndexes: settings.storage_max_declared_indexes,
     keepIndexes: options.keepIndexes ?? true,
     cacheMaxEntries: settings.storage_cache_max_entries,
+    groupCommitMax: settings.storage_group_commit_max,
   });
 }
 

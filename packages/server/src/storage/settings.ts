@@ -43,11 +43,32 @@ export const STORAGE_SETTINGS = {
     maximum: 1000,
     description: 'PostgreSQL connection pool size per process.',
   }),
+  storage_statement_timeout_ms: Type.Integer({
+    default: 10000,
+    minimum: 0,
+    description:
+      'PostgreSQL: longest a request’s statement may run; PostgreSQL then cancels it and the request answers 503 (errno 201) naming this setting. A statement is also cancelled as soon as its client goes away or its batch runs past `batch_timeout_seconds`. Upkeep (migrations, index builds, imports) is not bounded. 0: no limit.',
+  }),
+  storage_pool_max_share: Type.Number({
+    default: 0.25,
+    exclusiveMinimum: 0,
+    maximum: 1,
+    description:
+      'PostgreSQL: the share of the pooled connections (`storage_pool_size` less the shared fifth) that one identity — one address for anonymous callers — holds at once (at least 1); its other requests wait their turn, and waiting callers are served in turn, one connection each.',
+  }),
   storage_cache_max_entries: Type.Integer({
     default: 10000,
     minimum: 0,
     description:
       'Users’ groups, ACLs of buckets, collections and groups, and buckets and collections (and, on the embedded store, scope timestamps) kept in memory per process, of each kind (0: none). Other processes’ changes reach it through NOTIFY (PostgreSQL) or the database file’s data version (embedded).',
+  }),
+  storage_group_commit_max: Type.Integer({
+    default: 32,
+    minimum: 1,
+    maximum: 1000,
+    description:
+      'Embedded store: transactions that wait for the writer are committed together, up to this many per ' +
+      'COMMIT (one disk sync for all; each still fails alone). 1: every transaction commits alone.',
   }),
   storage_auto_migrate: Type.Boolean({
     default: false,
