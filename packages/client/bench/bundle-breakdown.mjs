@@ -41,16 +41,12 @@ async function gz(code) {
   walk('stdin.js');
   return [...seen].reduce((t, n) => t + gzipSync(files.get(n).contents, { level: 9 }).length, 0) / 1024;
 }
+const replica = `export { openCollectionDb } from './store/db.js'; export { LocalCollection } from './store/local-collection.js';`;
+const transport = `export { Remote } from './remote/remote.js'; export { HttpTransport } from './transport/http.js';`;
 const rows = [
   ['Dexie alone', `export { Dexie } from 'dexie';`],
-  [
-    '+ the replica (store/: db, local-collection, write-queue, meta, outbox, record-fields, errors)',
-    `export { openCollectionDb } from './store/db.js'; export { LocalCollection } from './store/local-collection.js';`,
-  ],
-  [
-    '+ transport + remote API',
-    `export { openCollectionDb } from './store/db.js'; export { LocalCollection } from './store/local-collection.js'; export { Remote } from './remote/remote.js'; export { HttpTransport } from './transport/http.js';`,
-  ],
+  ['+ the replica (store/: db, local-collection, write-queue, meta, outbox, record-fields, errors)', replica],
+  ['+ transport + remote API', `${replica} ${transport}`],
   ['createClient (all at start)', `export { createClient } from './index.js';`],
 ];
 for (const [name, code] of rows) console.log((await gz(code)).toFixed(1).padStart(6), 'KB', name);
