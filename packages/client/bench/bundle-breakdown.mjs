@@ -41,7 +41,8 @@ async function gz(code) {
   walk('stdin.js');
   return [...seen].reduce((t, n) => t + gzipSync(files.get(n).contents, { level: 9 }).length, 0) / 1024;
 }
-const replica = `export { openCollectionDb } from './store/db.js'; export { LocalCollection } from './store/local-collection.js';`;
+const replica =
+  "export { openCollectionDb } from './store/db.js'; export { LocalCollection } from './store/local-collection.js';";
 const transport = `export { Remote } from './remote/remote.js'; export { HttpTransport } from './transport/http.js';`;
 const rows = [
   ['Dexie alone', `export { Dexie } from 'dexie';`],
