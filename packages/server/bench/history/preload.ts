@@ -28,8 +28,13 @@ export async function vacuum(client: pg.Client, schemas: string[]): Promise<void
 export async function preloadHistory(client: pg.Client, schema: string, count: number): Promise<void> {
   const bucket = '/buckets/bench';
   const principal = `basicauth:${'f'.repeat(64)}`;
-  const first = Date.now() - count - 1;
   await client.query(`SET search_path = ${client.escapeIdentifier(schema)}`);
+  // Below the entries the server's set-up already wrote: a history's timestamps are unique.
+  const { rows: oldest } = await client.query<{ min: string | null }>(
+    'SELECT min(last_modified)::text AS min FROM history WHERE parent_id = $1',
+    [bucket],
+  );
+  const first = Math.min(Date.now(), Number(oldest[0]?.min ?? Date.now())) - count - 1;
   await client.query(
     `INSERT INTO history (parent_id, resource_name, id, last_modified, data, deleted)
      SELECT $1, 'history', gen_random_uuid()::text, $2::bigint + record.n, jsonb_build_object(
