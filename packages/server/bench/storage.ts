@@ -2,11 +2,13 @@
  * Micro benchmark of the storage backends, in process (no HTTP): what one request costs the
  * store. The embedded store's target is at least half PostgreSQL's speed on every workload.
  *
- *   node --conditions=@quire/source --import tsx bench/storage.ts [sqlite-file,sqlite-normal,sqlite-memory,pglite,postgresql]
+ *   node --conditions=@quire/source --import tsx bench/storage.ts \
+ *     [sqlite-file,sqlite-normal,sqlite-memory,pglite,postgresql]
  *
  * Each backend gets a scope of 10,000 objects, then: a get by id, a page of 100 (newest first),
  * a filter on a data field over the 10,000, a page of 100 sorted by a data field, one create in
- * its own transaction, 25 creates in one transaction. PostgreSQL is QUIRE_TEST_PG_URL (default: the test server), in a throw-away schema.
+ * its own transaction, 25 creates in one transaction. PostgreSQL is QUIRE_TEST_PG_URL (default:
+ * the test server), in a throw-away schema.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
