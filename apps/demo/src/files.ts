@@ -9,7 +9,7 @@ import { UserError } from './errors.js';
 import type { Item } from './model.js';
 
 /** Kept small: files live in every member's browser. */
-export const MAX_FILE_BYTES = 10 * 1024 * 1024;
+const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 export async function attachFile(items: Collection<Item>, id: string, file: File): Promise<void> {
   if (file.size > MAX_FILE_BYTES) throw new UserError('A file on a task is at most 10 MB.');
@@ -20,7 +20,7 @@ export async function removeFile(items: Collection<Item>, id: string): Promise<v
   await items.detach(id);
 }
 
-export interface ShownFile {
+interface ShownFile {
   info: LocalAttachment;
   /** An object URL of the bytes, null while they are downloaded (or when that failed). */
   url: string | null;

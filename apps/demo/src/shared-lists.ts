@@ -10,7 +10,7 @@ import type { ListEntry, ListRecord, Role } from './model.js';
 import { positionAtEnd } from './order.js';
 
 /** What keeping the shared lists needs of the workspace. */
-export interface SharedListsWorkspace {
+interface SharedListsWorkspace {
   readonly client: Pick<QuireClient, 'remote'>;
   readonly registry: Collection<ListEntry>;
   /** The user's personal bucket id; null without an account (nothing is shared then). */

@@ -17,6 +17,7 @@ import { readSyncState } from './store/meta.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
 import type { LiveOptions } from './sync/live.js';
+import type { SubsetFilters } from './sync/subset.js';
 import { LiveChanges } from './sync/live-changes.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
 import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
@@ -72,6 +73,11 @@ export interface CollectionOptions {
    * of the core bundle). Enables `collection.attach`, `detach` and `getAttachment`.
    */
   attachments?: AttachmentsSetup;
+  /**
+   * A partial replica: keep only the records matching these filters (the protocol's list filters,
+   * `{ done: false, min_priority: 3 }`); `sync({ filters })` changes them. See "Partial replicas".
+   */
+  filters?: SubsetFilters;
 }
 
 export class Bucket {
@@ -195,6 +201,8 @@ export class QuireClient {
       checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
       ...(transform ? { transform } : {}),
+      ...(options.filters ? { filters: options.filters } : {}),
+      partialReplicas: async () => (await this.remote.serverInfo()).capabilities.partial_replicas !== undefined,
     });
     const files = options.attachments?.({
       bucket,

@@ -26,6 +26,7 @@ export type {
 } from './sync/engine.js';
 export { createManualOnlineSource, browserOnlineSource, type OnlineSource } from './online.js';
 export type { AutoSyncOptions } from './sync/scheduler.js';
+export type { FilterValue, SubsetFilters } from './sync/subset.js';
 export {
   Remote,
   type WriteOptions,

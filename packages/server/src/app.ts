@@ -19,6 +19,7 @@ import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerQueryLimits } from './http/query-limits.js';
+import { sessionBudget } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
@@ -34,6 +35,7 @@ import { extendResource } from './engine/extensions.js';
 import { registerResource } from './engine/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
+import { PARTIAL_REPLICAS_CAPABILITY } from './engine/unmatched.js';
 import type { Storage } from './storage/types.js';
 import { UnitOfWork } from './unit-of-work.js';
 import { registerAdmin } from './views/admin.js';
@@ -73,6 +75,14 @@ function createPolicies(settings: Settings): AuthPolicy[] {
   });
 }
 
+/** The capabilities a setting turns on (the features that register themselves add theirs). */
+function settingCapabilities(settings: Settings): Record<string, { description: string; url: string }> {
+  return {
+    ...(settings.experimental_collection_schema_validation ? { schema: { ...SCHEMA_CAPABILITY } } : {}),
+    ...(settings.partial_replicas_enabled ? { partial_replicas: { ...PARTIAL_REPLICAS_CAPABILITY } } : {}),
+  };
+}
+
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const settings = options.settings ?? loadSettings();
   let app: FastifyInstance | undefined;
@@ -93,7 +103,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   };
   for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
-  if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
+  Object.assign(services.capabilities, settingCapabilities(settings));
 
   app = Fastify({
     logger:
@@ -133,8 +143,9 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app.decorateRequest('work', null as never);
   // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
   // work it was given; any other request gets its own.
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.work = dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events);
+  app.addHook('onRequest', (request, reply, done) => {
+    request.work =
+      dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events, false, sessionBudget(request, reply));
     done();
   });
 

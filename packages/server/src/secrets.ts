@@ -19,7 +19,8 @@ export function resolveSecrets<T extends ModuleSettings>(settings: T): T {
   if (settings.storage_url && !settings.multiauth_policies.includes('basicauth')) return settings;
   if (settings.storage_url) {
     throw new ConfigError(
-      'Setting userid_hmac_secret (QUIRE_USERID_HMAC_SECRET) is required on PostgreSQL: every server process must share it.',
+      'Setting userid_hmac_secret (QUIRE_USERID_HMAC_SECRET) is required on PostgreSQL: every server process ' +
+        'must share it.',
     );
   }
   const dir = resolve(settings.data_dir);

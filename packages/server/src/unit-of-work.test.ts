@@ -105,23 +105,27 @@ describe('UnitOfWork', () => {
     expect(await storage.read((session) => session.objects.get(scope, 'two'))).toBeNull();
   });
 
-  it('lets work inside an open unit join its session: one transaction, its events delivered once at the end (a batch)', async () => {
-    const bus = new EventBus();
-    const { seen, subscriber } = recorder();
-    bus.subscribe(subscriber);
-    const batch = new UnitOfWork(storage, bus, true);
-    await batch.run('write', async (outer) => {
-      await create(batch, 'three');
-      await create(batch, 'four');
-      // Both in the outer transaction: visible to it before commit.
-      expect(await outer.objects.get(scope, 'four')).not.toBeNull();
-      expect(seen).toEqual([]);
-    });
-    expect(seen).toEqual([
-      { phase: 'in-transaction', ids: ['three', 'four'] },
-      { phase: 'after-commit', ids: ['three', 'four'] },
-    ]);
-  });
+  it(
+    'lets work inside an open unit join its session: one transaction, its events delivered once at the end (a ' +
+      'batch)',
+    async () => {
+      const bus = new EventBus();
+      const { seen, subscriber } = recorder();
+      bus.subscribe(subscriber);
+      const batch = new UnitOfWork(storage, bus, true);
+      await batch.run('write', async (outer) => {
+        await create(batch, 'three');
+        await create(batch, 'four');
+        // Both in the outer transaction: visible to it before commit.
+        expect(await outer.objects.get(scope, 'four')).not.toBeNull();
+        expect(seen).toEqual([]);
+      });
+      expect(seen).toEqual([
+        { phase: 'in-transaction', ids: ['three', 'four'] },
+        { phase: 'after-commit', ids: ['three', 'four'] },
+      ]);
+    },
+  );
 
   it('refuses events and after-commit work outside a session, and logs a failure after commit without failing', async () => {
     const logged: unknown[] = [];

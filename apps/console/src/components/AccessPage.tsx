@@ -4,14 +4,17 @@
  * scrolls, so 20,000 entries open in the time of one page.
  */
 import type { PermissionEntry } from '@quire/client/admin';
-import { useCallback, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { formatCount } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
 import { href, hrefOfUri } from '../lib/router.js';
-import { rowCount } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
-import { EmptyState, ErrorNotice, PageHeader, Principal, Spinner } from './ui.js';
-import { VirtualList } from './VirtualList.js';
+import { FilterInput, FilterSelect, KIND_OPTIONS, OBJECT_PLACEHOLDER } from './FilterFields.js';
+import { PagedTable, TableRow } from './PagedTable.js';
+import { EmptyState, PageHeader, Principal, Spinner } from './ui.js';
+
+const TEMPLATE = '110px minmax(260px, 2fr) minmax(220px, 1.5fr)';
+const PERMISSION_OPTIONS = ['read', 'write', 'collection:create', 'group:create', 'record:create', 'bucket:create'];
 
 export function AccessPage() {
   const { api, hello } = useConsole();
@@ -29,14 +32,12 @@ export function AccessPage() {
     if (permission) query.set('contains_permissions', JSON.stringify(permission));
     return String(query);
   }, [kind, debouncedBucket, debouncedSearch, permission]);
-  const [state, list] = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, {
+  const paged = usePagedList<PermissionEntry & { id: string }>(api, '/permissions', params, {
     firstPageSize: 200,
     minPageSize: 500,
   });
-  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const count = rowCount(state);
+  const [state] = paged;
   const user = hello.user;
-  const template = '110px minmax(260px, 2fr) minmax(220px, 1.5fr)';
 
   return (
     <div class="page fill">
@@ -54,101 +55,53 @@ export function AccessPage() {
         </ul>
       ) : null}
       <form class="filters" aria-label="Access filters" onSubmit={(event) => event.preventDefault()}>
-        <label class="field inline">
-          <span class="field-label">Kind</span>
-          <select value={kind} onChange={(event) => setKind(event.currentTarget.value)}>
-            <option value="">any</option>
-            <option value="root">server</option>
-            <option value="bucket">bucket</option>
-            <option value="collection">collection</option>
-            <option value="group">group</option>
-            <option value="record">record</option>
-          </select>
-        </label>
-        <label class="field inline">
-          <span class="field-label">Permission</span>
-          <select value={permission} onChange={(event) => setPermission(event.currentTarget.value)}>
-            <option value="">any</option>
-            {['read', 'write', 'collection:create', 'group:create', 'record:create', 'bucket:create'].map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field inline">
-          <span class="field-label">Bucket</span>
-          <input
-            value={bucket}
-            onInput={(event) => setBucket(event.currentTarget.value)}
-            placeholder="any"
-            spellcheck={false}
-          />
-        </label>
-        <label class="field inline grow">
-          <span class="field-label">Object</span>
-          <input
-            value={search}
-            onInput={(event) => setSearch(event.currentTarget.value)}
-            placeholder="part of its path, * as wildcard"
-            spellcheck={false}
-          />
-        </label>
+        <FilterSelect label="Kind" value={kind} options={[['root', 'server'], ...KIND_OPTIONS]} onChange={setKind} />
+        <FilterSelect label="Permission" value={permission} options={PERMISSION_OPTIONS} onChange={setPermission} />
+        <FilterInput label="Bucket" value={bucket} onInput={setBucket} />
+        <FilterInput label="Object" value={search} onInput={setSearch} placeholder={OBJECT_PLACEHOLDER} grow />
       </form>
       <div class="muted small list-status" aria-live="polite">
         {state.complete
           ? `${formatCount(state.items.length)} object${state.items.length === 1 ? '' : 's'}`
           : `${formatCount(state.items.length)} objects so far (scroll for more)`}
       </div>
-      {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
-      {state.error && state.items.length === 0 ? null : (
-        <VirtualList
-          label="My access"
-          class="table"
-          count={count}
-          rowHeight={44}
-          onRange={onRange}
-          resetKey={params}
-          header={
-            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-              <span role="columnheader">Kind</span>
-              <span role="columnheader">Object</span>
-              <span role="columnheader">You can</span>
-            </div>
-          }
-          empty={state.loading ? <Spinner /> : <EmptyState title="No permission found" />}
-          renderRow={(index) => {
-            const entry = state.items[index];
-            if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-            const link = entry.uri.startsWith('/accounts/') ? href.accounts() : hrefOfUri(entry.uri);
-            return (
-              <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
-                <span role="cell">
-                  <span class="badge">{entry.resource_name === 'root' ? 'server' : entry.resource_name}</span>
-                </span>
-                <span role="cell" class="ellipsis" title={entry.uri}>
-                  {entry.uri === '/' ? (
-                    <span class="muted">the server itself</span>
-                  ) : link ? (
-                    <a href={link}>{entry.uri}</a>
-                  ) : (
-                    entry.uri
-                  )}
-                </span>
-                <span role="cell" class="perm-chips">
-                  {entry.permissions
-                    .filter((name) => name !== 'read:attributes')
-                    .map((name) => (
-                      <span key={name} class={name === 'write' ? 'badge strong' : 'badge'}>
-                        {name}
-                      </span>
-                    ))}
-                </span>
-              </div>
-            );
-          }}
-        />
-      )}
+      <PagedTable
+        label="My access"
+        paged={paged}
+        template={TEMPLATE}
+        columns={['Kind', 'Object', 'You can']}
+        empty={state.loading ? <Spinner /> : <EmptyState title="No permission found" />}
+        renderRow={(entry, index) => <AccessRow entry={entry} index={index} />}
+      />
     </div>
+  );
+}
+
+function AccessRow({ entry, index }: { entry: PermissionEntry; index: number }) {
+  const link = entry.uri.startsWith('/accounts/') ? href.accounts() : hrefOfUri(entry.uri);
+  return (
+    <TableRow index={index} template={TEMPLATE}>
+      <span role="cell">
+        <span class="badge">{entry.resource_name === 'root' ? 'server' : entry.resource_name}</span>
+      </span>
+      <span role="cell" class="ellipsis" title={entry.uri}>
+        {entry.uri === '/' ? (
+          <span class="muted">the server itself</span>
+        ) : link ? (
+          <a href={link}>{entry.uri}</a>
+        ) : (
+          entry.uri
+        )}
+      </span>
+      <span role="cell" class="perm-chips">
+        {entry.permissions
+          .filter((name) => name !== 'read:attributes')
+          .map((name) => (
+            <span key={name} class={name === 'write' ? 'badge strong' : 'badge'}>
+              {name}
+            </span>
+          ))}
+      </span>
+    </TableRow>
   );
 }

@@ -3,25 +3,15 @@
  * accounts, set a new password, send a reset mail when the server validates e-mails, delete.
  * Anyone else sees and manages their own account only.
  */
-import { useCallback, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import { explain, statusOf } from '../lib/remote.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
 import { useDebounced, usePagedList } from '../lib/hooks.js';
-import { countLabel, rowCount } from '../lib/paged-list.js';
+import { countLabel } from '../lib/paged-list.js';
 import { useCapabilities, useConsole } from './context.js';
-import {
-  ConfirmDialog,
-  Dialog,
-  EmptyState,
-  ErrorNotice,
-  Field,
-  FormError,
-  onSubmit,
-  PageHeader,
-  Spinner,
-} from './ui.js';
-import { VirtualList } from './VirtualList.js';
+import { ConfirmDialog, Dialog, EmptyState, Field, FormError, onSubmit, PageHeader, Spinner } from './ui.js';
+import { PagedTable, TableRow } from './PagedTable.js';
 
 function generatePassword(): string {
   const alphabet = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -56,12 +46,11 @@ export function AccountsPage() {
   const [version, setVersion] = useState(0);
   const params = new URLSearchParams({ _sort: 'id' });
   if (term) params.set('like_id', JSON.stringify(term));
-  const [state, list] = usePagedList<KintoObject>(api, '/accounts', String(params), { count: true }, version);
-  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
+  const paged = usePagedList<KintoObject>(api, '/accounts', String(params), { count: true }, version);
+  const [state, list] = paged;
   const [creating, setCreating] = useState(false);
   const [resetting, setResetting] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
-  const count = rowCount(state);
   const me = hello.user?.id;
   const template = `minmax(220px, 2fr) ${validation ? '120px ' : ''}190px 260px`;
 
@@ -91,76 +80,37 @@ export function AccountsPage() {
         />
         <span class="muted small">{countLabel(state, 'account')}</span>
       </div>
-      {state.error ? (
-        statusOf(state.error) === 401 || statusOf(state.error) === 403 ? (
-          <ErrorNotice error={state.error} title="You cannot list accounts" />
-        ) : (
-          <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
-        )
-      ) : null}
-      {state.error && state.items.length === 0 ? null : (
-        <VirtualList
-          label="Accounts"
-          class="table"
-          count={count}
-          rowHeight={48}
-          onRange={onRange}
-          resetKey={String(params)}
-          header={
-            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-              <span role="columnheader">Account</span>
-              {validation ? <span role="columnheader">Validated</span> : null}
-              <span role="columnheader">Last change</span>
-              <span role="columnheader">
-                <span class="visually-hidden">Actions</span>
-              </span>
-            </div>
-          }
-          empty={
-            state.loading ? (
-              <Spinner />
-            ) : (
-              <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />
-            )
-          }
-          renderRow={(index) => {
-            const account = state.items[index];
-            if (!account) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-            return (
-              <div class="trow" role="row" aria-rowindex={index + 2} style={{ gridTemplateColumns: template }}>
-                <span role="cell" class="cell-id">
-                  {account.id}
-                  {me === `account:${account.id}` ? <span class="badge subtle">you</span> : null}
-                </span>
-                {validation ? (
-                  <span role="cell">
-                    {account.validated === false ? (
-                      <span class="badge warn">pending</span>
-                    ) : (
-                      <span class="badge ok">yes</span>
-                    )}
-                  </span>
-                ) : null}
-                <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
-                  {relativeTime(account.last_modified)}
-                </span>
-                <span role="cell" class="row-actions">
-                  {!readonly ? (
-                    <>
-                      <button type="button" class="button secondary small" onClick={() => setResetting(account.id)}>
-                        Reset password
-                      </button>
-                      <button type="button" class="button danger-outline small" onClick={() => setDeleting(account.id)}>
-                        Delete
-                      </button>
-                    </>
-                  ) : null}
-                </span>
-              </div>
-            );
-          }}
-        />
-      )}
+      <PagedTable
+        label="Accounts"
+        paged={paged}
+        template={template}
+        rowHeight={48}
+        errorTitle={(error) =>
+          statusOf(error) === 401 || statusOf(error) === 403 ? 'You cannot list accounts' : undefined
+        }
+        columns={[
+          'Account',
+          ...(validation ? ['Validated'] : []),
+          'Last change',
+          <span key="actions" class="visually-hidden">
+            Actions
+          </span>,
+        ]}
+        empty={
+          state.loading ? <Spinner /> : <EmptyState title={term ? `No account matches “${term}”` : 'No account yet'} />
+        }
+        renderRow={(account, index) => (
+          <AccountRow
+            account={account}
+            index={index}
+            template={template}
+            validation={validation}
+            me={me === `account:${account.id}`}
+            onReset={readonly ? null : () => setResetting(account.id)}
+            onDelete={readonly ? null : () => setDeleting(account.id)}
+          />
+        )}
+      />
       {creating ? (
         <CreateAccountDialog onClose={() => setCreating(false)} onCreated={() => setVersion((value) => value + 1)} />
       ) : null}
@@ -171,6 +121,55 @@ export function AccountsPage() {
         <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} />
       ) : null}
     </div>
+  );
+}
+
+function AccountRow({
+  account,
+  index,
+  template,
+  validation,
+  me,
+  onReset,
+  onDelete,
+}: {
+  account: KintoObject;
+  index: number;
+  template: string;
+  validation: boolean;
+  /** The signed-in account. */
+  me: boolean;
+  /** Null: no actions (a read-only server). */
+  onReset: (() => void) | null;
+  onDelete: (() => void) | null;
+}) {
+  return (
+    <TableRow index={index} template={template}>
+      <span role="cell" class="cell-id">
+        {account.id}
+        {me ? <span class="badge subtle">you</span> : null}
+      </span>
+      {validation ? (
+        <span role="cell">
+          {account.validated === false ? <span class="badge warn">pending</span> : <span class="badge ok">yes</span>}
+        </span>
+      ) : null}
+      <span role="cell" class="muted" title={formatTimestamp(account.last_modified)}>
+        {relativeTime(account.last_modified)}
+      </span>
+      <span role="cell" class="row-actions">
+        {onReset && onDelete ? (
+          <>
+            <button type="button" class="button secondary small" onClick={onReset}>
+              Reset password
+            </button>
+            <button type="button" class="button danger-outline small" onClick={onDelete}>
+              Delete
+            </button>
+          </>
+        ) : null}
+      </span>
+    </TableRow>
   );
 }
 

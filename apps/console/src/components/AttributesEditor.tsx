@@ -6,11 +6,13 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp } from '../lib/format.js';
+import { useSaving } from '../lib/hooks.js';
 import { deleteObject, editableFields, putObject } from '../lib/objects.js';
-import { ConflictDialog } from './ConflictDialog.js';
+import { type SaveConflict, SaveConflictDialog } from './ConflictDialog.js';
+import { DeleteButton, EditActions } from './EditActions.js';
 import { useCapabilities, useConsole } from './context.js';
 import { JsonEditor, parseJson } from './JsonEditor.js';
-import { ConfirmDialog, ErrorNotice } from './ui.js';
+import { ConfirmDialog } from './ui.js';
 
 const pretty = (object: KintoObject) => {
   const { id: _id, ...rest } = editableFields(object);
@@ -38,9 +40,8 @@ export function AttributesEditor({
   const { readonly } = useCapabilities();
   const [text, setText] = useState(() => pretty(object));
   const [base, setBase] = useState(object.last_modified);
-  const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
-  const [error, setError] = useState<Error | string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [conflict, setConflict] = useState<SaveConflict | null>(null);
+  const saving = useSaving();
   const [confirmDelete, setConfirmDelete] = useState(false);
 
   useEffect(() => {
@@ -50,38 +51,32 @@ export function AttributesEditor({
 
   const parsed = parseJson(text);
   const dirty = text !== pretty(object);
+  const capitalised = `${noun[0]!.toUpperCase()}${noun.slice(1)}`;
 
   async function save(lastModified: number | null | undefined = base) {
     const value = parsed.value;
     if (parsed.error || !value || typeof value !== 'object' || Array.isArray(value)) {
-      setError('The attributes must be a JSON object.');
+      saving.setError('The attributes must be a JSON object.');
       return;
     }
-    setBusy(true);
-    setError(null);
     const data = { ...(value as Record<string, unknown>), id: object.id };
-    const result = await putObject(api, path, data, lastModified);
-    setBusy(false);
-    if (result.status === 'saved') {
+    await saving.run(async () => {
+      const result = await putObject(api, path, data, lastModified);
+      if (result.status === 'error') throw result.error;
+      if (result.status === 'conflict') return setConflict({ theirs: result.theirs, mine: data });
       setConflict(null);
-      notify(`${noun[0]!.toUpperCase()}${noun.slice(1)} saved.`);
+      notify(`${capitalised} saved.`);
       onSaved(result.object);
-    } else if (result.status === 'conflict') setConflict({ theirs: result.theirs, mine: data });
-    else setError(result.error);
+    });
   }
 
   async function remove() {
-    setBusy(true);
-    try {
+    const failed = await saving.run(async () => {
       await deleteObject(api, path, object.last_modified);
-      notify(`${noun[0]!.toUpperCase()}${noun.slice(1)} “${object.id}” deleted.`);
+      notify(`${capitalised} “${object.id}” deleted.`);
       onDeleted();
-    } catch (caught) {
-      setError(caught as Error);
-      setConfirmDelete(false);
-    } finally {
-      setBusy(false);
-    }
+    });
+    if (failed) setConfirmDelete(false);
   }
 
   return (
@@ -95,62 +90,32 @@ export function AttributesEditor({
         readOnly={readonly}
         rows={24}
       />
-      {error ? <ErrorNotice error={error} /> : null}
-      <div class="form-actions">
-        {!readonly ? (
-          <>
-            <button
-              type="button"
-              class="button"
-              disabled={!dirty || busy || Boolean(parsed.error)}
-              onClick={() => void save()}
-            >
-              {busy ? 'Saving…' : 'Save'}
-            </button>
-            <button
-              type="button"
-              class="button secondary"
-              disabled={!dirty || busy}
-              onClick={() => setText(pretty(object))}
-            >
-              Undo changes
-            </button>
-          </>
-        ) : null}
+      <EditActions
+        saving={saving}
+        dirty={dirty}
+        invalid={Boolean(parsed.error)}
+        onSave={() => void save()}
+        onUndo={() => setText(pretty(object))}
+      >
         <span class="muted small">
           Version {object.last_modified} · {formatTimestamp(object.last_modified)}
         </span>
-        <span class="toolbar-spacer" />
-        {!readonly ? (
-          <button type="button" class="button danger-outline" onClick={() => setConfirmDelete(true)}>
-            Delete {noun}
-          </button>
-        ) : null}
-      </div>
-      {conflict ? (
-        <ConflictDialog
-          noun={noun}
-          mine={conflict.mine}
-          theirs={conflict.theirs}
-          onClose={() => setConflict(null)}
-          onTakeTheirs={() => {
-            setConflict(null);
-            if (conflict.theirs) onSaved(conflict.theirs);
-            else onDeleted();
-          }}
-          onEditOnTop={() => {
-            if (conflict.theirs) setBase(conflict.theirs.last_modified);
-            setConflict(null);
-          }}
-          onOverwrite={() => void save(conflict.theirs ? conflict.theirs.last_modified : null)}
-        />
-      ) : null}
+        {!readonly ? <DeleteButton label={`Delete ${noun}`} onClick={() => setConfirmDelete(true)} /> : null}
+      </EditActions>
+      <SaveConflictDialog
+        noun={noun}
+        conflict={conflict}
+        onClose={() => setConflict(null)}
+        onTheirs={(theirs) => (theirs ? onSaved(theirs) : onDeleted())}
+        onRebase={setBase}
+        onOverwrite={(lastModified) => void save(lastModified)}
+      />
       {confirmDelete ? (
         <ConfirmDialog
           title={`Delete ${noun} “${object.id}”?`}
           confirmLabel={`Delete ${noun}`}
           danger
-          busy={busy}
+          busy={saving.busy}
           onConfirm={() => void remove()}
           onClose={() => setConfirmDelete(false)}
         >

@@ -73,3 +73,50 @@ export function ConflictDialog({
     </Dialog>
   );
 }
+
+/** A save refused with 412: what was sent (`mine`) and the server's version now (`theirs`). */
+export interface SaveConflict {
+  theirs: KintoObject | null;
+  mine: Record<string, unknown>;
+}
+
+/**
+ * The conflict dialog wired the way every editor answers it: keep theirs (`onTheirs`, with null
+ * when it was deleted), go on editing on top of their version (`onRebase` with its timestamp),
+ * or overwrite it (`onOverwrite` with the If-Match to send, null to recreate).
+ */
+export function SaveConflictDialog({
+  noun,
+  conflict,
+  onClose,
+  onTheirs,
+  onRebase,
+  onOverwrite,
+}: {
+  noun: string;
+  conflict: SaveConflict | null;
+  onClose: () => void;
+  onTheirs: (theirs: KintoObject | null) => void;
+  onRebase: (lastModified: number) => void;
+  onOverwrite: (lastModified: number | null) => void;
+}) {
+  if (!conflict) return null;
+  const { theirs } = conflict;
+  return (
+    <ConflictDialog
+      noun={noun}
+      mine={conflict.mine}
+      theirs={theirs}
+      onClose={onClose}
+      onTakeTheirs={() => {
+        onClose();
+        onTheirs(theirs);
+      }}
+      onEditOnTop={() => {
+        if (theirs) onRebase(theirs.last_modified);
+        onClose();
+      }}
+      onOverwrite={() => onOverwrite(theirs ? theirs.last_modified : null)}
+    />
+  );
+}

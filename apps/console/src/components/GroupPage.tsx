@@ -2,12 +2,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp, plural, relativeTime } from '../lib/format.js';
-import { useAsync } from '../lib/hooks.js';
+import { useAsync, useSaving } from '../lib/hooks.js';
 import { putObject, paths, uris } from '../lib/objects.js';
-import { describePrincipal } from '../lib/permissions.js';
 import { type GroupTab, href, navigate } from '../lib/router.js';
 import { AttributesEditor } from './AttributesEditor.js';
-import { ConflictDialog } from './ConflictDialog.js';
+import { type SaveConflict, SaveConflictDialog } from './ConflictDialog.js';
+import { EditActions } from './EditActions.js';
+import { PrincipalInput } from './FilterFields.js';
 import { useCapabilities, useConsole } from './context.js';
 import { HistoryView } from './HistoryView.js';
 import { PermissionsEditor } from './PermissionsEditor.js';
@@ -96,9 +97,8 @@ function MembersEditor({
   const [base, setBase] = useState(group.last_modified);
   const [candidate, setCandidate] = useState('');
   const [filter, setFilter] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | null>(null);
-  const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
+  const saving = useSaving();
+  const [conflict, setConflict] = useState<SaveConflict | null>(null);
 
   useEffect(() => {
     setMembers(Array.isArray(group.members) ? (group.members as string[]) : []);
@@ -117,17 +117,15 @@ function MembersEditor({
   }
 
   async function save(lastModified: number | null | undefined = base) {
-    setBusy(true);
-    setError(null);
     const data = { ...group, members };
-    const result = await putObject(api, paths.group(bid, gid), data, lastModified);
-    setBusy(false);
-    if (result.status === 'saved') {
+    await saving.run(async () => {
+      const result = await putObject(api, paths.group(bid, gid), data, lastModified);
+      if (result.status === 'error') throw result.error;
+      if (result.status === 'conflict') return setConflict({ theirs: result.theirs, mine: data });
       setConflict(null);
       notify('Members saved.');
       onSaved(result.object);
-    } else if (result.status === 'conflict') setConflict({ theirs: result.theirs, mine: data });
-    else setError(result.error);
+    });
   }
 
   return (
@@ -166,56 +164,35 @@ function MembersEditor({
       </ul>
       {!readonly ? (
         <form class="grant-form" onSubmit={onSubmit(add)}>
-          <label class="field inline grow">
-            <span class="field-label">Add a member</span>
-            <input
-              list="member-suggestions"
-              placeholder="account:alice"
-              value={candidate}
-              onInput={(event) => setCandidate(event.currentTarget.value)}
-              spellcheck={false}
-            />
-          </label>
-          <datalist id="member-suggestions">
-            {['system.Authenticated', ...(me ? [me] : [])].map((item) => (
-              <option key={item} value={item}>
-                {describePrincipal(item).title}
-              </option>
-            ))}
-          </datalist>
+          <PrincipalInput
+            label="Add a member"
+            listId="member-suggestions"
+            placeholder="account:alice"
+            value={candidate}
+            onInput={setCandidate}
+            suggestions={['system.Authenticated', ...(me ? [me] : [])]}
+            grow
+          />
           <button type="submit" class="button secondary" disabled={!candidate.trim()}>
             Add
           </button>
         </form>
       ) : null}
-      {error ? <ErrorNotice error={error} /> : null}
-      {!readonly ? (
-        <div class="form-actions">
-          <button type="button" class="button" disabled={!dirty || busy} onClick={() => void save()}>
-            {busy ? 'Saving…' : 'Save members'}
-          </button>
-          <button type="button" class="button secondary" disabled={!dirty || busy} onClick={() => setMembers(saved)}>
-            Undo changes
-          </button>
-        </div>
-      ) : null}
-      {conflict ? (
-        <ConflictDialog
-          noun="group"
-          mine={conflict.mine}
-          theirs={conflict.theirs}
-          onClose={() => setConflict(null)}
-          onTakeTheirs={() => {
-            setConflict(null);
-            if (conflict.theirs) onSaved(conflict.theirs);
-          }}
-          onEditOnTop={() => {
-            if (conflict.theirs) setBase(conflict.theirs.last_modified);
-            setConflict(null);
-          }}
-          onOverwrite={() => void save(conflict.theirs ? conflict.theirs.last_modified : null)}
-        />
-      ) : null}
+      <EditActions
+        saving={saving}
+        dirty={dirty}
+        saveLabel="Save members"
+        onSave={() => void save()}
+        onUndo={() => setMembers(saved)}
+      />
+      <SaveConflictDialog
+        noun="group"
+        conflict={conflict}
+        onClose={() => setConflict(null)}
+        onTheirs={(theirs) => theirs && onSaved(theirs)}
+        onRebase={setBase}
+        onOverwrite={(lastModified) => void save(lastModified)}
+      />
     </section>
   );
 }

@@ -4,7 +4,7 @@
  * or with any other version of it.
  */
 import { statusOf } from '../lib/remote.js';
-import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { HistoryEntry } from '@quire/client/admin';
 import { changedFields } from '../lib/diff.js';
 import { formatTimestamp, fromDateTimeLocal, relativeTime } from '../lib/format.js';
@@ -12,11 +12,12 @@ import { useAsync, useDebounced, usePagedList } from '../lib/hooks.js';
 import { paths } from '../lib/objects.js';
 import { describePrincipal } from '../lib/permissions.js';
 import { hrefOfUri } from '../lib/router.js';
-import { countLabel, rowCount } from '../lib/paged-list.js';
+import { countLabel } from '../lib/paged-list.js';
 import { useConsole } from './context.js';
 import { DiffView } from './DiffView.js';
+import { FilterInput, FilterSelect, KIND_OPTIONS, OBJECT_PLACEHOLDER, PrincipalInput } from './FilterFields.js';
+import { PagedTable, TableRow } from './PagedTable.js';
 import { EmptyState, ErrorNotice, Spinner } from './ui.js';
-import { VirtualList } from './VirtualList.js';
 
 /** A version's data without its timestamp, which always differs. */
 function withoutStamp(data: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
@@ -26,6 +27,7 @@ function withoutStamp(data: Record<string, unknown> | undefined): Record<string,
 }
 
 const ACTION_LABEL = { create: 'created', update: 'updated', delete: 'deleted' } as const;
+const ACTION_OPTIONS = Object.entries(ACTION_LABEL);
 
 function objectLabel(entry: HistoryEntry): string {
   const id = entry.uri.split('/').pop() ?? entry.uri;
@@ -67,16 +69,11 @@ export function HistoryView({
     return String(query);
   }, [fixed, debouncedUser, resource, action, debouncedObject, since, before]);
 
-  const [state, list] = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
+  const paged = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
     count: true,
     firstPageSize: 100,
   });
-  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const users = useMemo(
-    () => [...new Set(state.items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean),
-    [state.items],
-  );
-  const count = rowCount(state);
+  const [state] = paged;
   useEffect(() => setSelected(null), [params]);
   const filtersActive = Boolean(user || resource || action || object || since || before);
   const template = compact
@@ -84,85 +81,36 @@ export function HistoryView({
     : selected
       ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)'
       : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
+  const clear = () => {
+    for (const set of [setUser, setResource, setAction, setObject, setSince, setBefore]) set('');
+  };
 
   return (
     <div class={compact ? 'history compact' : selected ? 'history with-detail' : 'history'}>
       <div class="history-main">
         <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="History filters">
-          <label class="field inline">
-            <span class="field-label">User</span>
-            <input
-              list="history-users"
-              placeholder="any"
-              value={user}
-              onInput={(event) => setUser(event.currentTarget.value)}
-              spellcheck={false}
-            />
-          </label>
-          <datalist id="history-users">
-            {users.map((item) => (
-              <option key={item} value={item}>
-                {describePrincipal(item).title}
-              </option>
-            ))}
-          </datalist>
+          <PrincipalInput
+            label="User"
+            value={user}
+            onInput={setUser}
+            listId="history-users"
+            suggestions={usersOf(state.items)}
+          />
           {!fixed.uri ? (
             <>
-              <label class="field inline">
-                <span class="field-label">Kind</span>
-                <select value={resource} onChange={(event) => setResource(event.currentTarget.value)}>
-                  <option value="">any</option>
-                  <option value="bucket">bucket</option>
-                  <option value="collection">collection</option>
-                  <option value="group">group</option>
-                  <option value="record">record</option>
-                </select>
-              </label>
-              <label class="field inline grow">
-                <span class="field-label">Object</span>
-                <input
-                  placeholder="part of its path, * as wildcard"
-                  value={object}
-                  onInput={(event) => setObject(event.currentTarget.value)}
-                  spellcheck={false}
-                />
-              </label>
+              <FilterSelect label="Kind" value={resource} options={KIND_OPTIONS} onChange={setResource} />
+              <FilterInput label="Object" value={object} onInput={setObject} placeholder={OBJECT_PLACEHOLDER} grow />
             </>
           ) : null}
-          <label class="field inline">
-            <span class="field-label">Action</span>
-            <select value={action} onChange={(event) => setAction(event.currentTarget.value)}>
-              <option value="">any</option>
-              <option value="create">created</option>
-              <option value="update">updated</option>
-              <option value="delete">deleted</option>
-            </select>
-          </label>
+          <FilterSelect label="Action" value={action} options={ACTION_OPTIONS} onChange={setAction} />
           {!compact ? (
             <>
-              <label class="field inline">
-                <span class="field-label">After</span>
-                <input type="datetime-local" value={since} onInput={(event) => setSince(event.currentTarget.value)} />
-              </label>
-              <label class="field inline">
-                <span class="field-label">Before</span>
-                <input type="datetime-local" value={before} onInput={(event) => setBefore(event.currentTarget.value)} />
-              </label>
+              <DateFilter label="After" value={since} onInput={setSince} />
+              <DateFilter label="Before" value={before} onInput={setBefore} />
             </>
           ) : null}
           {filtersActive ? (
-            <button
-              type="button"
-              class="button ghost small"
-              onClick={() => {
-                setUser('');
-                setResource('');
-                setAction('');
-                setObject('');
-                setSince('');
-                setBefore('');
-              }}
-            >
+            <button type="button" class="button ghost small" onClick={clear}>
               Clear filters
             </button>
           ) : null}
@@ -170,78 +118,91 @@ export function HistoryView({
         <div class="muted small list-status" aria-live="polite">
           {countLabel(state, 'change')}
         </div>
-        {state.error ? (
-          statusOf(state.error) === 404 || statusOf(state.error) === 400 ? (
-            <ErrorNotice error={state.error} title="No history here" />
-          ) : (
-            <ErrorNotice error={state.error} onRetry={() => list?.retry()} />
-          )
-        ) : null}
-        {state.error && state.items.length === 0 ? null : (
-          <VirtualList
-            label="History"
-            class="table"
-            count={count}
-            rowHeight={44}
-            onRange={onRange}
-            resetKey={params}
-            header={
-              <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-                <span role="columnheader">When</span>
-                <span role="columnheader">Who</span>
-                <span role="columnheader">Did</span>
-                {!compact ? <span role="columnheader">What</span> : null}
-              </div>
-            }
-            empty={
-              state.loading ? (
-                <Spinner />
-              ) : (
-                <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />
-              )
-            }
-            renderRow={(index) => {
-              const entry = state.items[index];
-              if (!entry) return <div class="trow skeleton" role="row" style={{ gridTemplateColumns: template }} />;
-              const who = describePrincipal(entry.user_id ?? '');
-              return (
-                // biome-ignore lint/a11y/useKeyWithClickEvents: a pointer shortcut for the button of the first cell, which keyboard users reach
-                <div
-                  class={selected?.id === entry.id ? 'trow clickable selected' : 'trow clickable'}
-                  role="row"
-                  aria-rowindex={index + 2}
-                  aria-selected={selected?.id === entry.id}
-                  style={{ gridTemplateColumns: template }}
-                  onClick={() => setSelected(entry)}
-                >
-                  <span role="cell" title={formatTimestamp(entry.last_modified)}>
-                    <button
-                      type="button"
-                      class="link-button"
-                      aria-label={`Show the change of ${objectLabel(entry)} at ${formatTimestamp(entry.last_modified)}`}
-                    >
-                      {formatTimestamp(entry.last_modified)}
-                    </button>
-                  </span>
-                  <span role="cell" title={entry.user_id}>
-                    {who.title}
-                  </span>
-                  <span role="cell">
-                    <span class={`badge action-${entry.action}`}>{ACTION_LABEL[entry.action] ?? entry.action}</span>
-                  </span>
-                  {!compact ? (
-                    <span role="cell" class="ellipsis" title={entry.uri}>
-                      {objectLabel(entry)}
-                    </span>
-                  ) : null}
-                </div>
-              );
-            }}
-          />
-        )}
+        <PagedTable
+          label="History"
+          paged={paged}
+          template={template}
+          errorTitle={(error) => (statusOf(error) === 404 || statusOf(error) === 400 ? 'No history here' : undefined)}
+          columns={compact ? ['When', 'Who', 'Did'] : ['When', 'Who', 'Did', 'What']}
+          empty={
+            state.loading ? (
+              <Spinner />
+            ) : (
+              <EmptyState title={filtersActive ? 'No change matches these filters' : 'No change recorded yet'} />
+            )
+          }
+          renderRow={(entry, index) => (
+            <HistoryRow
+              entry={entry}
+              index={index}
+              template={template}
+              compact={compact}
+              selected={selected?.id === entry.id}
+              onSelect={setSelected}
+            />
+          )}
+        />
       </div>
       {selected ? <HistoryDetail bid={bid} entry={selected} onClose={() => setSelected(null)} /> : null}
     </div>
+  );
+}
+
+/** The authors of the first changes listed, to suggest them in the user filter. */
+function usersOf(items: HistoryEntry[]): string[] {
+  return [...new Set(items.slice(0, 500).map((entry) => entry.user_id))].filter(Boolean);
+}
+
+function DateFilter({ label, value, onInput }: { label: string; value: string; onInput: (value: string) => void }) {
+  return (
+    <label class="field inline">
+      <span class="field-label">{label}</span>
+      <input type="datetime-local" value={value} onInput={(event) => onInput(event.currentTarget.value)} />
+    </label>
+  );
+}
+
+function HistoryRow({
+  entry,
+  index,
+  template,
+  compact,
+  selected,
+  onSelect,
+}: {
+  entry: HistoryEntry;
+  index: number;
+  template: string;
+  compact: boolean | undefined;
+  selected: boolean;
+  onSelect: (entry: HistoryEntry) => void;
+}) {
+  const when = formatTimestamp(entry.last_modified);
+  return (
+    <TableRow
+      index={index}
+      template={template}
+      class={selected ? 'trow clickable selected' : 'trow clickable'}
+      aria-selected={selected}
+      onClick={() => onSelect(entry)}
+    >
+      <span role="cell" title={when}>
+        <button type="button" class="link-button" aria-label={`Show the change of ${objectLabel(entry)} at ${when}`}>
+          {when}
+        </button>
+      </span>
+      <span role="cell" title={entry.user_id}>
+        {describePrincipal(entry.user_id ?? '').title}
+      </span>
+      <span role="cell">
+        <span class={`badge action-${entry.action}`}>{ACTION_LABEL[entry.action] ?? entry.action}</span>
+      </span>
+      {!compact ? (
+        <span role="cell" class="ellipsis" title={entry.uri}>
+          {objectLabel(entry)}
+        </span>
+      ) : null}
+    </TableRow>
   );
 }
 

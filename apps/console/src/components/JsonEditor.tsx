@@ -4,7 +4,7 @@
  */
 import { useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 
-export interface JsonParse {
+interface JsonParse {
   value?: unknown;
   error?: string;
   line?: number;
@@ -69,21 +69,7 @@ export function JsonEditor({
 
   return (
     <div class={parsed.error ? 'json-editor invalid' : 'json-editor'}>
-      <div class="json-toolbar">
-        <span class={parsed.error ? 'json-status bad' : 'json-status ok'} role={parsed.error ? 'alert' : undefined}>
-          {parsed.error ? `Invalid JSON${parsed.line ? ` on line ${parsed.line}` : ''}: ${parsed.error}` : 'Valid JSON'}
-        </span>
-        {!readOnly ? (
-          <button
-            type="button"
-            class="button ghost small"
-            disabled={Boolean(parsed.error)}
-            onClick={() => onChange(JSON.stringify(parsed.value, null, 2))}
-          >
-            Format
-          </button>
-        ) : null}
-      </div>
+      <JsonToolbar parsed={parsed} onFormat={readOnly ? null : onChange} />
       <div class="json-body" style={{ height: `${rows * 20 + 22}px` }}>
         <div class="json-gutter" ref={gutter} aria-hidden="true">
           {Array.from({ length: lineCount }, (_, index) => (
@@ -109,6 +95,27 @@ export function JsonEditor({
           wrap="off"
         />
       </div>
+    </div>
+  );
+}
+
+/** Whether the text parses (or where it does not), and a button to reformat it when it may be edited. */
+function JsonToolbar({ parsed, onFormat }: { parsed: JsonParse; onFormat: ((text: string) => void) | null }) {
+  return (
+    <div class="json-toolbar">
+      <span class={parsed.error ? 'json-status bad' : 'json-status ok'} role={parsed.error ? 'alert' : undefined}>
+        {parsed.error ? `Invalid JSON${parsed.line ? ` on line ${parsed.line}` : ''}: ${parsed.error}` : 'Valid JSON'}
+      </span>
+      {onFormat ? (
+        <button
+          type="button"
+          class="button ghost small"
+          disabled={Boolean(parsed.error)}
+          onClick={() => onFormat(JSON.stringify(parsed.value, null, 2))}
+        >
+          Format
+        </button>
+      ) : null}
     </div>
   );
 }

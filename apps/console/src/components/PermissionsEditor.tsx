@@ -9,7 +9,7 @@
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { JsonPatchOperation, KintoObject, Permissions } from '@quire/client/admin';
-import { asError } from '../lib/remote.js';
+import { useSaving } from '../lib/hooks.js';
 import {
   describePrincipal,
   type Grant,
@@ -24,7 +24,9 @@ import {
 } from '../lib/permissions.js';
 import { hrefOfUri } from '../lib/router.js';
 import { useCapabilities, useConsole } from './context.js';
-import { ErrorNotice, Notice, onSubmit, Principal, Spinner } from './ui.js';
+import { EditActions } from './EditActions.js';
+import { PrincipalInput } from './FilterFields.js';
+import { Notice, onSubmit, Principal, Spinner } from './ui.js';
 
 function grantText(grant: Grant, objectUri: string): string {
   return grant.uri === objectUri ? `implied by ${grant.permission}` : `${grant.permission} on ${grant.kind}`;
@@ -52,17 +54,216 @@ export function PermissionsEditor({
   const names = PERMISSION_NAMES[kind];
   const original = useMemo(() => normalisePermissions(kind, permissions), [kind, permissions]);
   const [edited, setEdited] = useState<Permissions>(original);
-  const [ancestors, setAncestors] = useState<Level[] | null>(null);
-  const [groups, setGroups] = useState<string[]>([]);
-  const [newPrincipal, setNewPrincipal] = useState('');
-  const [newPermission, setNewPermission] = useState(names[0]!);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | null>(null);
+  const saving = useSaving();
   const visible = Object.keys(permissions).length > 0;
 
   useEffect(() => setEdited(original), [original]);
 
-  // The permissions of the levels above, and the bucket's groups (to suggest them).
+  const { ancestors, groups } = useSurroundings(uri);
+
+  const levels: Level[] = [...(ancestors ?? []), { kind, uri, permissions: edited }];
+  const rows = principalsOf(levels, edited);
+  const changed = names.some(
+    (name) => JSON.stringify([...(edited[name] ?? [])].sort()) !== JSON.stringify(original[name]),
+  );
+  const hiddenAncestors = (ancestors ?? []).filter((level) => level.permissions === null);
+
+  function toggle(principal: string, name: string, on: boolean) {
+    setEdited((current) => {
+      const list = new Set(current[name] ?? []);
+      if (on) list.add(principal);
+      else list.delete(principal);
+      return { ...current, [name]: [...list].sort() };
+    });
+  }
+
+  function removeRow(principal: string) {
+    setEdited((current) =>
+      Object.fromEntries(
+        Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)]),
+      ),
+    );
+  }
+
+  async function save() {
+    const operations = patchOperations(names, original, edited);
+    if (!operations.length) return;
+    await saving.run(async () => {
+      const response = await api.jsonPatch(path, operations);
+      notify('Permissions saved.');
+      onSaved(response.data, response.permissions ?? {});
+    });
+  }
+
+  const suggestions = ['system.Everyone', 'system.Authenticated', ...(me ? [me] : []), ...groups];
+
+  return (
+    <section class="permissions" aria-label="Permissions">
+      {!visible ? (
+        <Notice kind="warning">
+          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission,
+          and you are not one of them here (or it has none). You can still grant permissions: existing entries you
+          cannot see are kept.
+        </Notice>
+      ) : null}
+      {ancestors === null ? (
+        <Spinner label="Reading the permissions above…" />
+      ) : (
+        <PermissionsTable
+          uri={uri}
+          names={names}
+          levels={levels}
+          rows={rows}
+          edited={edited}
+          visible={visible}
+          disabled={readonly || saving.busy}
+          onToggle={toggle}
+          onRemove={readonly ? null : removeRow}
+        />
+      )}
+      {ancestors !== null && rows.length ? <Legend /> : null}
+      {hiddenAncestors.length ? <HiddenAncestors levels={hiddenAncestors} /> : null}
+
+      {!readonly ? (
+        <GrantForm
+          names={names}
+          suggestions={suggestions}
+          onGrant={(principal, name) => toggle(principal, name, true)}
+        />
+      ) : null}
+
+      <EditActions
+        saving={saving}
+        dirty={changed}
+        saveLabel="Save permissions"
+        onSave={() => void save()}
+        onUndo={() => setEdited(original)}
+      >
+        {!readonly && hello.settings.explicit_permissions !== false ? (
+          <span class="muted small">Saving also adds you to write (the server does so for every change).</span>
+        ) : null}
+      </EditActions>
+    </section>
+  );
+}
+
+/** A principal per row, a permission per column: ticks for the object's own entries, the rest explained. */
+function PermissionsTable({
+  uri,
+  names,
+  levels,
+  rows,
+  edited,
+  visible,
+  disabled,
+  onToggle,
+  onRemove,
+}: {
+  uri: string;
+  names: readonly string[];
+  levels: Level[];
+  rows: string[];
+  edited: Permissions;
+  /** The server showed the object's permissions. */
+  visible: boolean;
+  disabled: boolean;
+  onToggle: (principal: string, name: string, on: boolean) => void;
+  /** Null: rows cannot be removed (a read-only server). */
+  onRemove: ((principal: string) => void) | null;
+}) {
+  const { hello } = useConsole();
+  const me = hello.user?.id;
+  return (
+    <div class="table-wrap">
+      <table class="perm-table">
+        <thead>
+          <tr>
+            <th scope="col">Principal</th>
+            {names.map((name) => (
+              <th key={name} scope="col" title={PERMISSION_HELP[name]}>
+                {name}
+              </th>
+            ))}
+            <th scope="col">
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.length === 0 ? (
+            <tr>
+              <td colSpan={names.length + 2} class="muted">
+                No principal has a permission here{visible ? '' : ' that you can see'}.
+              </td>
+            </tr>
+          ) : null}
+          {rows.map((principal) => {
+            const own = names.some((name) => edited[name]?.includes(principal));
+            const link = principal.startsWith('/buckets/') ? hrefOfUri(principal) : null;
+            return (
+              <tr key={principal}>
+                <th scope="row">
+                  {link ? (
+                    <a href={link}>
+                      <Principal principal={principal} me={me} />
+                    </a>
+                  ) : (
+                    <Principal principal={principal} me={me} />
+                  )}
+                </th>
+                {names.map((name) => {
+                  const checked = edited[name]?.includes(principal) ?? false;
+                  const grants = inheritedGrants(levels, principal, name);
+                  const label = `${describePrincipal(principal).title}: ${name}`;
+                  return (
+                    <td
+                      key={name}
+                      class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}
+                    >
+                      <label class="perm-check">
+                        <input
+                          type="checkbox"
+                          aria-label={label}
+                          checked={checked}
+                          disabled={disabled}
+                          onChange={(event) => onToggle(principal, name, event.currentTarget.checked)}
+                        />
+                        {grants.length ? (
+                          <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
+                            {grantText(grants[0]!, uri)}
+                            {grants.length > 1 ? ` +${grants.length - 1}` : ''}
+                          </span>
+                        ) : null}
+                      </label>
+                    </td>
+                  );
+                })}
+                <td class="row-actions">
+                  {own && onRemove ? (
+                    <button
+                      type="button"
+                      class="button ghost small"
+                      aria-label={`Remove ${principal}`}
+                      onClick={() => onRemove(principal)}
+                    >
+                      Remove
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The permissions of the levels above `uri` (null until read), and its bucket's groups (to suggest them). */
+function useSurroundings(uri: string): { ancestors: Level[] | null; groups: string[] } {
+  const { api } = useConsole();
+  const [ancestors, setAncestors] = useState<Level[] | null>(null);
+  const [groups, setGroups] = useState<string[]>([]);
   useEffect(() => {
     const controller = new AbortController();
     const above = levelsOfUri(uri).slice(0, -1);
@@ -90,227 +291,86 @@ export function PermissionsEditor({
     }
     return () => controller.abort();
   }, [api, uri]);
+  return { ancestors, groups };
+}
 
-  const levels: Level[] = [...(ancestors ?? []), { kind, uri, permissions: edited }];
-  const rows = principalsOf(levels, edited);
-  const changed = names.some(
-    (name) => JSON.stringify([...(edited[name] ?? [])].sort()) !== JSON.stringify(original[name]),
+/** What is only added or removed, so that entries this user cannot see, and others' changes, are kept (§4.4). */
+function patchOperations(names: readonly string[], original: Permissions, edited: Permissions): JsonPatchOperation[] {
+  const operations: JsonPatchOperation[] = [];
+  for (const name of names) {
+    const before = new Set(original[name]);
+    const after = new Set(edited[name]);
+    for (const principal of after)
+      if (!before.has(principal)) operations.push({ op: 'add', path: `/permissions/${name}/${principal}` });
+    for (const principal of before)
+      if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
+  }
+  return operations;
+}
+
+function Legend() {
+  return (
+    <div class="perm-legend muted small">
+      <span class="legend-own">ticked: the object's own permission (what you edit here)</span>
+      <span class="legend-inherited">green: held anyway, from a parent or through another permission</span>
+    </div>
   );
-  const hiddenAncestors = (ancestors ?? []).filter((level) => level.permissions === null);
+}
 
-  function toggle(principal: string, name: string, on: boolean) {
-    setEdited((current) => {
-      const list = new Set(current[name] ?? []);
-      if (on) list.add(principal);
-      else list.delete(principal);
-      return { ...current, [name]: [...list].sort() };
-    });
-  }
+/** The levels above whose permissions this user may not read. */
+function HiddenAncestors({ levels }: { levels: Level[] }) {
+  return (
+    <p class="muted small">
+      Not shown: what {levels.map((level) => `${level.kind} ${level.uri.split('/').pop()}`).join(' and ')} grant
+      {levels.length === 1 ? 's' : ''} (only their writers see it). Permissions granted to everyone by the server's
+      settings are not shown either.
+    </p>
+  );
+}
 
-  function removeRow(principal: string) {
-    setEdited((current) =>
-      Object.fromEntries(
-        Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)]),
-      ),
-    );
-  }
-
+/** A new entry: a principal (typed, or one of `suggestions`) and one of the object's permissions. */
+function GrantForm({
+  names,
+  suggestions,
+  onGrant,
+}: {
+  names: readonly string[];
+  suggestions: string[];
+  onGrant: (principal: string, name: string) => void;
+}) {
+  const [newPrincipal, setNewPrincipal] = useState('');
+  const [newPermission, setNewPermission] = useState(names[0]!);
   function grant() {
     const principal = newPrincipal.trim();
     if (!principal) return;
-    toggle(principal, newPermission, true);
+    onGrant(principal, newPermission);
     setNewPrincipal('');
   }
-
-  async function save() {
-    const operations: JsonPatchOperation[] = [];
-    for (const name of names) {
-      const before = new Set(original[name]);
-      const after = new Set(edited[name]);
-      for (const principal of after)
-        if (!before.has(principal)) operations.push({ op: 'add', path: `/permissions/${name}/${principal}` });
-      for (const principal of before)
-        if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
-    }
-    if (!operations.length) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const response = await api.jsonPatch(path, operations);
-      notify('Permissions saved.');
-      onSaved(response.data, response.permissions ?? {});
-    } catch (caught) {
-      setError(asError(caught));
-    } finally {
-      setBusy(false);
-    }
-  }
-
-  const suggestions = ['system.Everyone', 'system.Authenticated', ...(me ? [me] : []), ...groups];
-
   return (
-    <section class="permissions" aria-label="Permissions">
-      {!visible ? (
-        <Notice kind="warning">
-          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission,
-          and you are not one of them here (or it has none). You can still grant permissions: existing entries you
-          cannot see are kept.
-        </Notice>
-      ) : null}
-      {ancestors === null ? (
-        <Spinner label="Reading the permissions above…" />
-      ) : (
-        <div class="table-wrap">
-          <table class="perm-table">
-            <thead>
-              <tr>
-                <th scope="col">Principal</th>
-                {names.map((name) => (
-                  <th key={name} scope="col" title={PERMISSION_HELP[name]}>
-                    {name}
-                  </th>
-                ))}
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.length === 0 ? (
-                <tr>
-                  <td colSpan={names.length + 2} class="muted">
-                    No principal has a permission here{visible ? '' : ' that you can see'}.
-                  </td>
-                </tr>
-              ) : null}
-              {rows.map((principal) => {
-                const own = names.some((name) => edited[name]?.includes(principal));
-                const link = principal.startsWith('/buckets/') ? hrefOfUri(principal) : null;
-                return (
-                  <tr key={principal}>
-                    <th scope="row">
-                      {link ? (
-                        <a href={link}>
-                          <Principal principal={principal} me={me} />
-                        </a>
-                      ) : (
-                        <Principal principal={principal} me={me} />
-                      )}
-                    </th>
-                    {names.map((name) => {
-                      const checked = edited[name]?.includes(principal) ?? false;
-                      const grants = inheritedGrants(levels, principal, name);
-                      const label = `${describePrincipal(principal).title}: ${name}`;
-                      return (
-                        <td
-                          key={name}
-                          class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}
-                        >
-                          <label class="perm-check">
-                            <input
-                              type="checkbox"
-                              aria-label={label}
-                              checked={checked}
-                              disabled={readonly || busy}
-                              onChange={(event) => toggle(principal, name, event.currentTarget.checked)}
-                            />
-                            {grants.length ? (
-                              <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
-                                {grantText(grants[0]!, uri)}
-                                {grants.length > 1 ? ` +${grants.length - 1}` : ''}
-                              </span>
-                            ) : null}
-                          </label>
-                        </td>
-                      );
-                    })}
-                    <td class="row-actions">
-                      {own && !readonly ? (
-                        <button
-                          type="button"
-                          class="button ghost small"
-                          aria-label={`Remove ${principal}`}
-                          onClick={() => removeRow(principal)}
-                        >
-                          Remove
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {ancestors !== null && rows.length ? (
-        <div class="perm-legend muted small">
-          <span class="legend-own">ticked: the object's own permission (what you edit here)</span>
-          <span class="legend-inherited">green: held anyway, from a parent or through another permission</span>
-        </div>
-      ) : null}
-      {hiddenAncestors.length ? (
-        <p class="muted small">
-          Not shown: what {hiddenAncestors.map((level) => `${level.kind} ${level.uri.split('/').pop()}`).join(' and ')}{' '}
-          grant{hiddenAncestors.length === 1 ? 's' : ''} (only their writers see it). Permissions granted to everyone by
-          the server's settings are not shown either.
-        </p>
-      ) : null}
-
-      {!readonly ? (
-        <form class="grant-form" onSubmit={onSubmit(grant)}>
-          <label class="field inline grow">
-            <span class="field-label">Principal</span>
-            <input
-              list="principal-suggestions"
-              placeholder="account:alice, system.Authenticated, /buckets/b/groups/editors…"
-              value={newPrincipal}
-              onInput={(event) => setNewPrincipal(event.currentTarget.value)}
-              spellcheck={false}
-            />
-          </label>
-          <datalist id="principal-suggestions">
-            {suggestions.map((item) => (
-              <option key={item} value={item}>
-                {describePrincipal(item).title} ({describePrincipal(item).detail})
-              </option>
-            ))}
-          </datalist>
-          <label class="field inline">
-            <span class="field-label">Permission</span>
-            <select value={newPermission} onChange={(event) => setNewPermission(event.currentTarget.value)}>
-              {names.map((name) => (
-                <option key={name} value={name}>
-                  {name}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" class="button secondary" disabled={!newPrincipal.trim()}>
-            Grant
-          </button>
-        </form>
-      ) : null}
-
-      {error ? <ErrorNotice error={error} /> : null}
-      {!readonly ? (
-        <div class="form-actions">
-          <button type="button" class="button" disabled={!changed || busy} onClick={() => void save()}>
-            {busy ? 'Saving…' : 'Save permissions'}
-          </button>
-          <button
-            type="button"
-            class="button secondary"
-            disabled={!changed || busy}
-            onClick={() => setEdited(original)}
-          >
-            Undo changes
-          </button>
-          {hello.settings.explicit_permissions !== false ? (
-            <span class="muted small">Saving also adds you to write (the server does so for every change).</span>
-          ) : null}
-        </div>
-      ) : null}
-    </section>
+    <form class="grant-form" onSubmit={onSubmit(grant)}>
+      <PrincipalInput
+        label="Principal"
+        listId="principal-suggestions"
+        placeholder="account:alice, system.Authenticated, /buckets/b/groups/editors…"
+        value={newPrincipal}
+        onInput={setNewPrincipal}
+        suggestions={suggestions}
+        detailed
+        grow
+      />
+      <label class="field inline">
+        <span class="field-label">Permission</span>
+        <select value={newPermission} onChange={(event) => setNewPermission(event.currentTarget.value)}>
+          {names.map((name) => (
+            <option key={name} value={name}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit" class="button secondary" disabled={!newPrincipal.trim()}>
+        Grant
+      </button>
+    </form>
   );
 }

@@ -8,12 +8,13 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { KintoObject, Permissions } from '@quire/client/admin';
 import { statusOf } from '../lib/remote.js';
 import { formatTimestamp, relativeTime } from '../lib/format.js';
-import { useAsync, useEscape, useValidator } from '../lib/hooks.js';
+import { useAsync, useEscape, useSaving, useValidator } from '../lib/hooks.js';
 import { deleteObject, paths, putObject, uris } from '../lib/objects.js';
 import type { PagedList } from '../lib/paged-list.js';
 import { href, navigate, type RecordTab } from '../lib/router.js';
 import { isActiveSchema, type JsonSchema, readablePath, type SchemaError } from '../lib/schema.js';
-import { ConflictDialog } from './ConflictDialog.js';
+import { type SaveConflict, SaveConflictDialog } from './ConflictDialog.js';
+import { DeleteButton, EditActions } from './EditActions.js';
 import { useCapabilities, useConsole } from './context.js';
 import { HistoryView } from './HistoryView.js';
 import { JsonEditor, parseJson } from './JsonEditor.js';
@@ -24,11 +25,13 @@ import { Code, ConfirmDialog, ErrorNotice, Field, Spinner } from './ui.js';
 
 const SERVER_FIELDS = ['id', 'last_modified', 'schema'];
 
+type EditorMode = 'form' | 'json';
+
 function fieldsOf(record: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(record).filter(([key]) => !SERVER_FIELDS.includes(key)));
 }
 
-export interface RecordPanelProps {
+interface RecordPanelProps {
   bid: string;
   cid: string;
   /** null: a new record. */
@@ -161,15 +164,15 @@ function RecordEditor({
   const { api, notify } = useConsole();
   const { readonly } = useCapabilities();
   const hasSchema = isActiveSchema(schema);
-  const [mode, setMode] = useState<'form' | 'json'>(hasSchema ? 'form' : 'json');
+  const [mode, setMode] = useState<EditorMode>(hasSchema ? 'form' : 'json');
   const [draft, setDraft] = useState<Record<string, unknown>>(() => fieldsOf(record ?? {}));
   const [text, setText] = useState(() => JSON.stringify(fieldsOf(record ?? {}), null, 2));
   const [newId, setNewId] = useState('');
   const [base, setBase] = useState<number | null>(record?.last_modified ?? null);
   const [showErrors, setShowErrors] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | string | null>(null);
-  const [conflict, setConflict] = useState<{ theirs: KintoObject | null; mine: Record<string, unknown> } | null>(null);
+  const saving = useSaving();
+  const { busy, setError } = saving;
+  const [conflict, setConflict] = useState<SaveConflict | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const top = useRef<HTMLDivElement>(null);
 
@@ -199,7 +202,14 @@ function RecordEditor({
   const original = JSON.stringify(fieldsOf(record ?? {}));
   const dirty = !record || (current ? JSON.stringify(fieldsOf(current)) !== original : true);
 
-  function switchMode(next: 'form' | 'json') {
+  function undo() {
+    setDraft(fieldsOf(record ?? {}));
+    setText(JSON.stringify(fieldsOf(record ?? {}), null, 2));
+    setShowErrors(false);
+    setError(null);
+  }
+
+  function switchMode(next: EditorMode) {
     if (next === mode) return;
     if (next === 'json') {
       setText(JSON.stringify(draft, null, 2));
@@ -227,10 +237,8 @@ function RecordEditor({
       top.current?.scrollIntoView({ block: 'start', behavior: 'smooth' });
       return;
     }
-    setBusy(true);
-    setError(null);
     const data = fieldsOf(current);
-    try {
+    await saving.run(async () => {
       if (!rid && !id) {
         const response = await api.createIn(`${paths.collection(bid, cid)}/records`, data);
         notify(`Record “${response.data.id}” created.`);
@@ -238,67 +246,33 @@ function RecordEditor({
         return;
       }
       const result = await putObject(api, paths.record(bid, cid, (rid ?? id)!), data, rid ? lastModified : null);
+      if (result.status === 'error') throw result.error;
       if (result.status === 'saved') {
         setConflict(null);
         notify(rid ? 'Record saved.' : `Record “${result.object.id}” created.`);
         onSaved(result.object, !rid);
-      } else if (result.status === 'conflict') {
-        if (!rid) setError(`A record with the id “${id}” already exists.`);
-        else setConflict({ theirs: result.theirs, mine: { ...data, id: rid } });
-      } else setError(result.error);
-    } catch (caught) {
-      setError(caught instanceof Error ? caught : String(caught));
-    } finally {
-      setBusy(false);
-    }
+      } else if (!rid) setError(`A record with the id “${id}” already exists.`);
+      else setConflict({ theirs: result.theirs, mine: { ...data, id: rid } });
+    });
   }
 
   async function remove() {
     if (!rid || !record) return;
-    setBusy(true);
-    try {
+    const failed = await saving.run(async () => {
       await deleteObject(api, paths.record(bid, cid, rid), base ?? undefined);
       notify(`Record “${rid}” deleted.`);
       onDeleted();
-    } catch (caught) {
-      setConfirmDelete(false);
-      if (statusOf(caught) === 412) setError('The record changed since you opened it: reload it before deleting.');
-      else setError(caught as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
+    if (!failed) return;
+    setConfirmDelete(false);
+    if (statusOf(failed) === 412) setError('The record changed since you opened it: reload it before deleting.');
   }
 
   return (
     <div class="record-editor" ref={top}>
-      {showErrors && errors.length ? (
-        <div class="notice error" role="alert">
-          <div>
-            <strong>Not valid for this collection: nothing was sent</strong>
-            <ul class="error-list">
-              {errors.map((item) => (
-                <li key={item.path}>
-                  <Code>{readablePath(item.path)}</Code> {item.message}
-                </li>
-              ))}
-            </ul>
-          </div>
-        </div>
-      ) : null}
+      {showErrors && errors.length ? <SchemaErrorSummary errors={errors} /> : null}
       {hasSchema ? (
-        <div class="segmented" role="radiogroup" aria-label="Editor">
-          {(['form', 'json'] as const).map((candidate) => (
-            <label key={candidate} class={candidate === mode ? 'segment active' : 'segment'}>
-              <input
-                type="radio"
-                name="editor-mode"
-                checked={candidate === mode}
-                onChange={() => switchMode(candidate)}
-              />
-              {candidate === 'form' ? 'Form' : 'JSON'}
-            </label>
-          ))}
-        </div>
+        <EditorModeSwitch mode={mode} onChange={switchMode} />
       ) : (
         <p class="muted small">This collection has no JSON schema: records are free-form JSON.</p>
       )}
@@ -329,65 +303,29 @@ function RecordEditor({
         />
       )}
 
-      {error ? <ErrorNotice error={error} title="Not saved" /> : null}
+      <EditActions
+        saving={saving}
+        errorTitle="Not saved"
+        sticky
+        dirty={dirty}
+        invalid={(mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)}
+        saveLabel={rid ? 'Save' : 'Create record'}
+        onSave={() => void save()}
+        onUndo={rid ? undo : undefined}
+      >
+        {rid && !readonly ? (
+          <DeleteButton label="Delete" disabled={busy} onClick={() => setConfirmDelete(true)} />
+        ) : null}
+      </EditActions>
 
-      {!readonly ? (
-        <div class="form-actions sticky">
-          <button
-            type="button"
-            class="button"
-            disabled={busy || !dirty || (mode === 'json' && Boolean(parsed.error)) || (needsValidation && !validator)}
-            onClick={() => void save()}
-          >
-            {busy ? 'Saving…' : rid ? 'Save' : 'Create record'}
-          </button>
-          {rid ? (
-            <>
-              <button
-                type="button"
-                class="button secondary"
-                disabled={busy || !dirty}
-                onClick={() => {
-                  setDraft(fieldsOf(record ?? {}));
-                  setText(JSON.stringify(fieldsOf(record ?? {}), null, 2));
-                  setShowErrors(false);
-                  setError(null);
-                }}
-              >
-                Undo changes
-              </button>
-              <span class="toolbar-spacer" />
-              <button
-                type="button"
-                class="button danger-outline"
-                disabled={busy}
-                onClick={() => setConfirmDelete(true)}
-              >
-                Delete
-              </button>
-            </>
-          ) : null}
-        </div>
-      ) : null}
-
-      {conflict ? (
-        <ConflictDialog
-          noun="record"
-          mine={conflict.mine}
-          theirs={conflict.theirs}
-          onClose={() => setConflict(null)}
-          onTakeTheirs={() => {
-            setConflict(null);
-            if (conflict.theirs) onSaved(conflict.theirs, false);
-            else onDeleted();
-          }}
-          onEditOnTop={() => {
-            if (conflict.theirs) setBase(conflict.theirs.last_modified);
-            setConflict(null);
-          }}
-          onOverwrite={() => void save(conflict.theirs ? conflict.theirs.last_modified : null)}
-        />
-      ) : null}
+      <SaveConflictDialog
+        noun="record"
+        conflict={conflict}
+        onClose={() => setConflict(null)}
+        onTheirs={(theirs) => (theirs ? onSaved(theirs, false) : onDeleted())}
+        onRebase={setBase}
+        onOverwrite={(lastModified) => void save(lastModified)}
+      />
       {confirmDelete ? (
         <ConfirmDialog
           title={`Delete record “${rid}”?`}
@@ -400,6 +338,37 @@ function RecordEditor({
           <p>Clients that sync this collection will receive its deletion. This cannot be undone.</p>
         </ConfirmDialog>
       ) : null}
+    </div>
+  );
+}
+
+/** Why nothing was sent: each field the collection's schema refuses. */
+function SchemaErrorSummary({ errors }: { errors: SchemaError[] }) {
+  return (
+    <div class="notice error" role="alert">
+      <div>
+        <strong>Not valid for this collection: nothing was sent</strong>
+        <ul class="error-list">
+          {errors.map((item) => (
+            <li key={item.path}>
+              <Code>{readablePath(item.path)}</Code> {item.message}
+            </li>
+          ))}
+        </ul>
+      </div>
+    </div>
+  );
+}
+
+function EditorModeSwitch({ mode, onChange }: { mode: EditorMode; onChange: (mode: EditorMode) => void }) {
+  return (
+    <div class="segmented" role="radiogroup" aria-label="Editor">
+      {(['form', 'json'] as const).map((candidate) => (
+        <label key={candidate} class={candidate === mode ? 'segment active' : 'segment'}>
+          <input type="radio" name="editor-mode" checked={candidate === mode} onChange={() => onChange(candidate)} />
+          {candidate === 'form' ? 'Form' : 'JSON'}
+        </label>
+      ))}
     </div>
   );
 }

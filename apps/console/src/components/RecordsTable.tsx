@@ -2,7 +2,7 @@
  * The records of a collection: filters with the protocol's operators, sorting by any column,
  * `_fields`, and a virtualised table paged through Next-Page as it scrolls.
  */
-import { useCallback, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import {
   type Filter,
@@ -15,16 +15,16 @@ import {
   toSearchParams,
 } from '../lib/filters.js';
 import { formatCell, formatCount, formatTimestamp } from '../lib/format.js';
-import { countLabel, type PagedList, type PagedState, rowCount } from '../lib/paged-list.js';
+import { countLabel, type PagedList, type PagedState } from '../lib/paged-list.js';
 import { href, navigate } from '../lib/router.js';
 import { isPlainObject, type JsonSchema } from '../lib/schema.js';
-import { ErrorNotice, onSubmit, Spinner } from './ui.js';
-import { VirtualList } from './VirtualList.js';
+import { PagedTable, TableRow } from './PagedTable.js';
+import { onSubmit, Spinner } from './ui.js';
 
 const ROW_HEIGHT = 40;
 
 /** Columns: `_fields`, else the collection's `displayFields`, else the schema's, else what the records hold. */
-export function columnsFor(
+function columnsFor(
   fields: string[],
   collection: KintoObject | null,
   schema: JsonSchema | null,
@@ -85,8 +85,6 @@ export function RecordsTable({
   }, [columns, schema, state.items.length > 0]);
   const [adding, setAdding] = useState(false);
   const [showFields, setShowFields] = useState(false);
-  const onRange = useCallback((_start: number, end: number) => list?.want(end), [list]);
-  const count = rowCount(state);
   const template = `minmax(${narrow ? 90 : 150}px, 1.2fr) ${columns.map(() => `minmax(${narrow ? 80 : 120}px, 1fr)`).join(' ')}${narrow ? '' : ' 170px'}`;
   const minWidth = narrow ? 100 + columns.length * 90 : 150 + columns.length * 130 + 170;
 
@@ -202,84 +200,97 @@ export function RecordsTable({
           }}
         />
       ) : null}
-      {state.error ? <ErrorNotice error={state.error} onRetry={() => list?.retry()} /> : null}
-      {state.error && state.items.length === 0 ? null : (
-        <VirtualList
-          label={`Records of ${cid}`}
-          class="table records-table"
-          count={count}
-          ariaRowCount={(state.total ?? state.items.length) + 1}
-          rowHeight={ROW_HEIGHT}
-          minWidth={minWidth}
-          onRange={onRange}
-          resetKey={String(query)}
-          header={
-            <div class="trow thead" role="row" style={{ gridTemplateColumns: template }}>
-              {headerCell('id', 'id')}
-              {columns.map((column) => headerCell(column, column))}
-              {narrow ? null : headerCell('last_modified', 'last modified')}
+      <PagedTable
+        label={`Records of ${cid}`}
+        class="table records-table"
+        paged={[state, list]}
+        template={template}
+        ariaRowCount={(state.total ?? state.items.length) + 1}
+        rowHeight={ROW_HEIGHT}
+        minWidth={minWidth}
+        resetKey={String(query)}
+        header={
+          <>
+            {headerCell('id', 'id')}
+            {columns.map((column) => headerCell(column, column))}
+            {narrow ? null : headerCell('last_modified', 'last modified')}
+          </>
+        }
+        empty={
+          state.loading ? (
+            <Spinner label="Loading records…" />
+          ) : (
+            <div class="muted">
+              {listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}
             </div>
-          }
-          empty={
-            state.loading ? (
-              <Spinner label="Loading records…" />
-            ) : (
-              <div class="muted">
-                {listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}
-              </div>
-            )
-          }
-          renderRow={(index) => {
-            const item = state.items[index];
-            if (!item)
-              return (
-                <div
-                  class="trow skeleton"
-                  role="row"
-                  aria-rowindex={index + 2}
-                  style={{ gridTemplateColumns: template }}
-                />
-              );
-            const link = href.record(bid, cid, item.id, 'edit', query);
-            return (
-              // biome-ignore lint/a11y/useKeyWithClickEvents: a pointer shortcut for the link of the first cell, which keyboard users reach
-              <div
-                class={item.id === selectedId ? 'trow clickable selected' : 'trow clickable'}
-                role="row"
-                aria-rowindex={index + 2}
-                style={{ gridTemplateColumns: template }}
-                onClick={(event) => {
-                  if ((event.target as HTMLElement).closest('a')) return;
-                  navigate(link);
-                }}
-              >
-                <span role="cell" class="cell-id">
-                  <a href={link}>{item.id}</a>
-                </span>
-                {columns.map((column) => {
-                  const value = getPath(item, column);
-                  return (
-                    <span
-                      key={column}
-                      role="cell"
-                      class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined}
-                      title={formatCell(value)}
-                    >
-                      {formatCell(value)}
-                    </span>
-                  );
-                })}
-                {narrow ? null : (
-                  <span role="cell" class="muted">
-                    {formatTimestamp(item.last_modified)}
-                  </span>
-                )}
-              </div>
-            );
-          }}
-        />
-      )}
+          )
+        }
+        renderRow={(item, index) => (
+          <RecordRow
+            item={item}
+            index={index}
+            template={template}
+            columns={columns}
+            narrow={narrow}
+            link={href.record(bid, cid, item.id, 'edit', query)}
+            selected={item.id === selectedId}
+          />
+        )}
+      />
     </div>
+  );
+}
+
+function RecordRow({
+  item,
+  index,
+  template,
+  columns,
+  narrow,
+  link,
+  selected,
+}: {
+  item: KintoObject;
+  index: number;
+  template: string;
+  columns: string[];
+  narrow: boolean | undefined;
+  link: string;
+  selected: boolean;
+}) {
+  return (
+    <TableRow
+      index={index}
+      template={template}
+      class={selected ? 'trow clickable selected' : 'trow clickable'}
+      onClick={(event) => {
+        // A pointer shortcut for the link of the first cell, which keyboard users reach.
+        if ((event.target as HTMLElement).closest('a')) return;
+        navigate(link);
+      }}
+    >
+      <span role="cell" class="cell-id">
+        <a href={link}>{item.id}</a>
+      </span>
+      {columns.map((column) => {
+        const value = getPath(item, column);
+        return (
+          <span
+            key={column}
+            role="cell"
+            class={typeof value === 'number' ? 'num' : value === undefined ? 'muted' : undefined}
+            title={formatCell(value)}
+          >
+            {formatCell(value)}
+          </span>
+        );
+      })}
+      {narrow ? null : (
+        <span role="cell" class="muted">
+          {formatTimestamp(item.last_modified)}
+        </span>
+      )}
+    </TableRow>
   );
 }
 

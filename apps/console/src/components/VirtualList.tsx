@@ -9,7 +9,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 /** Browsers stop laying out elements somewhere above 30M px: stay well below. */
 const MAX_HEIGHT = 10_000_000;
 
-export interface VirtualListProps {
+interface VirtualListProps {
   count: number;
   rowHeight: number;
   renderRow: (index: number) => ComponentChildren;

@@ -85,7 +85,7 @@ export function EmptyState({ title, children }: { title: string; children?: Comp
   );
 }
 
-export interface TabItem {
+interface TabItem {
   id: string;
   label: string;
   href: string;

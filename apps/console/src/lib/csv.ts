@@ -4,7 +4,7 @@
  * the header line.
  */
 
-export function detectDelimiter(text: string): string {
+function detectDelimiter(text: string): string {
   let line = '';
   let quoted = false;
   for (const char of text) {

@@ -18,7 +18,7 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
-export type DiffKind = 'same' | 'added' | 'removed';
+type DiffKind = 'same' | 'added' | 'removed';
 
 export interface DiffLine {
   kind: DiffKind;
@@ -85,7 +85,7 @@ export function diffLines(oldText: string, newText: string): DiffLine[] {
   return lines.reverse();
 }
 
-export interface DiffHunk {
+interface DiffHunk {
   lines: DiffLine[];
   /** Unchanged lines folded before this hunk. */
   skippedBefore: number;
@@ -118,7 +118,7 @@ export function hunks(lines: DiffLine[], context = 3): DiffHunk[] {
   return result;
 }
 
-export interface FieldChange {
+interface FieldChange {
   field: string;
   kind: 'added' | 'removed' | 'changed';
 }

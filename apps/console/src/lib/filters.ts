@@ -7,7 +7,7 @@ import { type FilterOperator, parseFilterName } from '@quire/client/admin';
 /** The protocol's filter operators, from the one list (`@quire/client/admin`). */
 export type Operator = FilterOperator;
 
-export interface OperatorInfo {
+interface OperatorInfo {
   op: Operator;
   label: string;
   hint: string;
@@ -100,7 +100,7 @@ export function filterValue(filter: Filter): string {
   return value;
 }
 
-export function filterParamName(filter: Filter): string {
+function filterParamName(filter: Filter): string {
   return filter.op === 'eq' ? filter.field : `${filter.op}_${filter.field}`;
 }
 

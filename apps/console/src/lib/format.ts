@@ -41,12 +41,7 @@ export function formatCell(value: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
-/** `datetime-local` input value ↔ epoch milliseconds. */
-export function toDateTimeLocal(ms: number): string {
-  const date = new Date(ms);
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
-}
-
+/** A `datetime-local` input's value → epoch milliseconds. */
 export function fromDateTimeLocal(value: string): number | null {
   if (!value) return null;
   const ms = new Date(value).getTime();

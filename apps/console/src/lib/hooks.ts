@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { PagedList, type PagedListOptions, type PagedState } from './paged-list.js';
 import { type AdminRemote, asError, isAbort } from './remote.js';
 
-export interface AsyncState<T> {
+interface AsyncState<T> {
   data: T | undefined;
   error: Error | null;
   loading: boolean;
@@ -100,7 +100,7 @@ export type Validator = typeof import('./validate.js');
 let validatorModule: Promise<Validator> | null = null;
 
 /** Ajv, loaded the first time a page needs it (most pages never do). */
-export function loadValidator(): Promise<Validator> {
+function loadValidator(): Promise<Validator> {
   validatorModule ??= import('./validate.js');
   return validatorModule;
 }
@@ -117,4 +117,36 @@ export function useValidator(needed: boolean): Validator | null {
     };
   }, [needed, module]);
   return module;
+}
+
+/** A write in progress, and the error that ended the last one. */
+export interface Saving {
+  busy: boolean;
+  error: Error | string | null;
+  setError: (error: Error | string | null) => void;
+  /**
+   * Runs `task` with `busy` on and the last error cleared; what it throws is shown as `error` and
+   * answered (null when it succeeded).
+   */
+  run: (task: () => Promise<void>) => Promise<Error | null>;
+}
+
+export function useSaving(): Saving {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | string | null>(null);
+  const run = async (task: () => Promise<void>): Promise<Error | null> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await task();
+      return null;
+    } catch (caught) {
+      const failure = asError(caught);
+      setError(failure);
+      return failure;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, run };
 }

@@ -13,7 +13,7 @@ import { type AdminRemote, explain, isAbort, statusOf } from './remote.js';
 import { parseCsv } from './csv.js';
 import { coerceCell, isActiveSchema, isPlainObject, type JsonSchema } from './schema.js';
 
-export interface ImportRow {
+interface ImportRow {
   /** Position in the file (1-based, header excluded), as a person would count. */
   row: number;
   id?: string;
@@ -22,7 +22,7 @@ export interface ImportRow {
 
 export type CsvTyping = 'auto' | 'text' | 'schema';
 
-export interface ParsedImport {
+interface ParsedImport {
   format: 'JSON' | 'JSON lines' | 'CSV';
   rows: ImportRow[];
   /** Fields seen, for the preview. */
@@ -150,7 +150,7 @@ function columnsOf(rows: ImportRow[]): string[] {
 
 export type ImportMode = 'upsert' | 'create';
 
-export interface ImportFailure {
+interface ImportFailure {
   row: number;
   id?: string;
   status: number;

@@ -2,7 +2,7 @@
 import type { KintoObject, Permissions } from '@quire/client/admin';
 import { type AdminRemote, asError, statusOf } from './remote.js';
 
-export type SaveResult<T extends KintoObject> =
+type SaveResult<T extends KintoObject> =
   | { status: 'saved'; object: T; permissions: Permissions }
   | { status: 'conflict'; theirs: T | null }
   | { status: 'error'; error: Error };
@@ -35,29 +35,13 @@ export async function putObject<T extends KintoObject>(
   }
 }
 
-export async function currentVersion<T extends KintoObject>(api: AdminRemote, path: string): Promise<T | null> {
+async function currentVersion<T extends KintoObject>(api: AdminRemote, path: string): Promise<T | null> {
   try {
     return (await api.getObject<T>(path)).data;
   } catch (error) {
     const status = statusOf(error);
     if (status === 404 || status === 403) return null;
     throw error;
-  }
-}
-
-/** PATCH only the permissions (the JSON merge of §4.4: listed names are replaced). */
-export async function patchPermissions<T extends KintoObject>(
-  api: AdminRemote,
-  path: string,
-  permissions: Permissions,
-  lastModified: number,
-): Promise<SaveResult<T>> {
-  try {
-    const response = await api.patchObject<T>(path, { permissions }, { ifMatch: lastModified });
-    return { status: 'saved', object: response.data, permissions: response.permissions ?? {} };
-  } catch (error) {
-    if (statusOf(error) === 412) return { status: 'conflict', theirs: await currentVersion<T>(api, path) };
-    return { status: 'error', error: asError(error) };
   }
 }
 

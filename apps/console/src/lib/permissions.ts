@@ -131,7 +131,7 @@ export function principalsOf(levels: Level[], own: Permissions): string[] {
   return [...seen];
 }
 
-export interface PrincipalLabel {
+interface PrincipalLabel {
   title: string;
   detail: string;
   kind: 'everyone' | 'authenticated' | 'group' | 'account' | 'user';
@@ -160,10 +160,6 @@ export function normalisePermissions(kind: ObjectKind, permissions: Permissions)
   const result: Permissions = {};
   for (const name of PERMISSION_NAMES[kind]) result[name] = [...new Set(permissions[name] ?? [])].sort();
   return result;
-}
-
-export function samePermissions(kind: ObjectKind, a: Permissions, b: Permissions): boolean {
-  return JSON.stringify(normalisePermissions(kind, a)) === JSON.stringify(normalisePermissions(kind, b));
 }
 
 /** `/buckets/b/collections/c/records/r` → the levels' URIs and kinds, bucket first. */

@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 
 export type BucketTab = 'collections' | 'groups' | 'history' | 'permissions' | 'attributes';
-export type CollectionTab = 'records' | 'history' | 'permissions' | 'attributes';
+type CollectionTab = 'records' | 'history' | 'permissions' | 'attributes';
 export type GroupTab = 'members' | 'history' | 'permissions' | 'attributes';
 export type RecordTab = 'edit' | 'file' | 'history' | 'permissions';
 

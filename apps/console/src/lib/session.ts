@@ -81,7 +81,7 @@ export function defaultServer(location: Location = window.location): string {
 }
 
 /** The URL the OpenID login of the server comes back to (`#/auth/<provider>/<token>`). */
-export function openIdCallback(provider: string, location: Location = window.location): string {
+function openIdCallback(provider: string, location: Location = window.location): string {
   return `${location.origin}${location.pathname}${location.search}#/auth/${encodeURIComponent(provider)}/`;
 }
 

@@ -8,6 +8,7 @@ import { BackoffError, QuireError, SyncAbortedError } from '../errors.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import { readSyncState } from '../store/meta.js';
 import { SyncRun } from './run.js';
+import { type SubsetFilters, subsetQuery } from './subset.js';
 import type { SyncEngineOptions, SyncOptions, SyncResult } from './types.js';
 
 export type {
@@ -24,9 +25,12 @@ export class SyncEngine {
   readonly #options: SyncEngineOptions;
   /** The newest deletion of the server's collection the change monitor announced, not yet acted on. */
   #deletedAt: number | null = null;
+  /** The subset synced: the `filters` option, or the last `sync({ filters })`. */
+  #filters: SubsetFilters | null;
 
   constructor(options: SyncEngineOptions) {
     this.#options = options;
+    this.#filters = options.filters ?? null;
   }
 
   /** The collection timestamp (ETag) of the last completed pull, or null before the first. */
@@ -59,7 +63,12 @@ export class SyncEngine {
   }
 
   async #run(options: SyncOptions): Promise<SyncResult> {
-    const run = new SyncRun(this.#options, options);
+    if (options.filters !== undefined) this.#filters = options.filters;
+    const query = subsetQuery(this.#filters);
+    // Without knowing the server (GET / failed), the fallback: correct everywhere, costlier.
+    const asked = query !== null && this.#options.partialReplicas;
+    const unmatched = asked ? await asked().catch(() => false) : false;
+    const run = new SyncRun(this.#options, options, query ? { query, unmatched } : null);
     const deletedAt = this.#deletedAt;
     if (deletedAt !== null) {
       await run.actOnDeletion(deletedAt);

@@ -51,7 +51,7 @@ function fail(what: string, res: HttpResponse): never {
   throw new Error(`fixture: ${what} failed with ${res.status}: ${res.text.slice(0, 300)}`);
 }
 
-export interface CreateOptions {
+interface CreateOptions {
   id?: string;
   data?: Record<string, unknown>;
   permissions?: Record<string, string[]>;
@@ -132,7 +132,7 @@ export async function createCollectionFixture(
 }
 
 /** One stored record per item given: a tuple as long as a literal list of items. */
-export type CreatedRecords<Items extends readonly unknown[]> = { -readonly [K in keyof Items]: KintoObject };
+type CreatedRecords<Items extends readonly unknown[]> = { -readonly [K in keyof Items]: KintoObject };
 
 /**
  * Creates the given records in order, one request each (so their timestamps increase in that

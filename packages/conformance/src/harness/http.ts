@@ -58,16 +58,11 @@ function record(exchange: RecordedExchange): void {
 }
 
 /** The exchanges recorded after sequence number `since` (most recent last). */
-export function exchangesSince(since: number, max = 3): RecordedExchange[] {
+function exchangesSince(since: number, max = 3): RecordedExchange[] {
   return recorded
     .filter((r) => r.seq > since)
     .slice(-max)
     .map((r) => r.exchange);
-}
-
-/** Current sequence number, to pass to `exchangesSince` later. */
-export function currentSequence(): number {
-  return sequence;
 }
 
 try {

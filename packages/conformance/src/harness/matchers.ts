@@ -23,7 +23,7 @@ const REASONS: Record<number, string> = {
 
 const ERROR_KEYS = ['code', 'errno', 'error', 'message', 'info', 'details'];
 
-export interface ApiErrorExpectation {
+interface ApiErrorExpectation {
   /** Exact `message`. */
   message?: string;
   /** Exact `error` label; defaults to "Invalid parameters" for errno 107 and the reason phrase otherwise. */
@@ -135,5 +135,3 @@ export function expectTimestamp(value: unknown): asserts value is number {
 export const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 /** Server-generated ids of buckets, collections and groups (§4.2). */
 export const SHORT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{7}$/;
-/** The id regex of every Kinto resource (§4.2). */
-export const ID_REGEX = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;

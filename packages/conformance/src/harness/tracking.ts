@@ -10,13 +10,13 @@
  */
 import { appendFileSync } from 'node:fs';
 
-export interface TrackedBucket {
+interface TrackedBucket {
   id: string;
   /** The `Authorization` value of the user who created it (may be null for anonymous). */
   authorization: string | null;
 }
 
-export interface TrackedAccount {
+interface TrackedAccount {
   account: string;
   /** The account's own `Authorization` value (it deletes itself). */
   authorization: string;

@@ -41,7 +41,7 @@ export interface Expectations {
 }
 
 /** Removes comments outside strings (JSONC). */
-export function stripJsonComments(text: string): string {
+function stripJsonComments(text: string): string {
   let out = '';
   let i = 0;
   let inString = false;
@@ -122,7 +122,7 @@ export function parseExpectations(text: string, file = '(inline)', seen: string[
 }
 
 /** The `expectations/` folder of the package (next to `src/` and `dist/`). */
-export function shippedExpectationsDir(): string {
+function shippedExpectationsDir(): string {
   return join(packageRoot(), 'expectations');
 }
 

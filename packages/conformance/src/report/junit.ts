@@ -31,19 +31,29 @@ function failureBody(t: TestOutcome): string {
   return parts.join('\n');
 }
 
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(3);
+}
+
 function testcase(t: TestOutcome): string {
-  const open = `    <testcase classname="${xml(`${t.file} > ${t.section}`)}" name="${xml(t.id.slice(t.file.length + 3))}" time="${(t.durationMs / 1000).toFixed(3)}"`;
+  const classname = xml(`${t.file} > ${t.section}`);
+  const name = xml(t.id.slice(t.file.length + 3));
+  const open = `    <testcase classname="${classname}" name="${name}" time="${seconds(t.durationMs)}"`;
+  const close = '\n    </testcase>';
   switch (t.outcome) {
     case 'passed':
       return `${open}/>`;
     case 'skipped':
-      return `${open}>\n      <skipped message="${xml(t.reason ?? '')}"/>\n    </testcase>`;
+      return `${open}>\n      <skipped message="${xml(t.reason ?? '')}"/>${close}`;
     case 'expected-failure':
-      return `${open}>\n      <system-out>${xml(`expected deviation: ${t.reason ?? ''}`)}</system-out>\n    </testcase>`;
+      return `${open}>\n      <system-out>${xml(`expected deviation: ${t.reason ?? ''}`)}</system-out>${close}`;
     case 'unexpected-pass':
-      return `${open}>\n      <system-out>${xml(t.reason ?? 'unexpectedly passed')}</system-out>\n    </testcase>`;
-    case 'failed':
-      return `${open}>\n      <failure message="${xml(t.errors?.[0]?.message.split('\n')[0] ?? 'failed')}" type="AssertionError">${xml(failureBody(t))}</failure>\n    </testcase>`;
+      return `${open}>\n      <system-out>${xml(t.reason ?? 'unexpectedly passed')}</system-out>${close}`;
+    case 'failed': {
+      const message = xml(t.errors?.[0]?.message.split('\n')[0] ?? 'failed');
+      const failure = `<failure message="${message}" type="AssertionError">${xml(failureBody(t))}</failure>`;
+      return `${open}>\n      ${failure}${close}`;
+    }
   }
 }
 
@@ -51,13 +61,15 @@ export function toJUnit(report: RunReport): string {
   const out = ['<?xml version="1.0" encoding="UTF-8"?>'];
   const s = report.summary;
   out.push(
-    `<testsuites name="quire-conformance ${xml(report.server.url)}" tests="${s.total}" failures="${s.failed}" errors="${report.runErrors.length}" skipped="${s.skipped}" time="${(report.durationMs / 1000).toFixed(3)}">`,
+    `<testsuites name="quire-conformance ${xml(report.server.url)}" tests="${s.total}" failures="${s.failed}" ` +
+      `errors="${report.runErrors.length}" skipped="${s.skipped}" time="${seconds(report.durationMs)}">`,
   );
   for (const section of report.sections) {
     const tests = report.tests.filter((t) => t.file === section.file);
     const c = section.counts;
     out.push(
-      `  <testsuite name="${xml(`${section.file}: ${section.title}`)}" tests="${tests.length}" failures="${c.failed}" errors="0" skipped="${c.skipped}">`,
+      `  <testsuite name="${xml(`${section.file}: ${section.title}`)}" tests="${tests.length}" ` +
+        `failures="${c.failed}" errors="0" skipped="${c.skipped}">`,
     );
     for (const t of tests) out.push(testcase(t));
     out.push('  </testsuite>');
@@ -68,7 +80,8 @@ export function toJUnit(report: RunReport): string {
     );
     for (const [i, e] of report.runErrors.entries()) {
       out.push(
-        `    <testcase classname="run" name="run error ${i + 1}"><error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`,
+        `    <testcase classname="run" name="run error ${i + 1}">` +
+          `<error message="${xml(e.split('\n')[0] ?? '')}">${xml(e)}</error></testcase>`,
       );
     }
     out.push('  </testsuite>');

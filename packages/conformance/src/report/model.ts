@@ -70,9 +70,7 @@ export interface RunReport {
   interrupted: boolean;
 }
 
-export const OUTCOMES: Outcome[] = ['passed', 'failed', 'expected-failure', 'unexpected-pass', 'skipped'];
-
-export function emptyCounts(): Record<Outcome, number> {
+function emptyCounts(): Record<Outcome, number> {
   return { passed: 0, failed: 0, 'expected-failure': 0, 'unexpected-pass': 0, skipped: 0 };
 }
 

@@ -66,7 +66,8 @@ export function registerChanges(app: FastifyInstance): void {
 
   services.capabilities.changes = {
     description:
-      'Track modifications of records and show the collection timestamps in one list: poll it, or follow it as server-sent events.',
+      'Track modifications of records and show the collection timestamps in one list: poll it, or follow it ' +
+      'as server-sent events.',
     url: 'https://kinto.readthedocs.io/en/latest/api/1.x/synchronisation.html#polling-for-remote-changes',
     collections: settings.changes_resources,
     stream: {

@@ -1,9 +1,9 @@
 /**
  * A request as the resource engine sees it: who calls, what they sent, where their answer's
- * URLs point, and the unit of work it runs in. The HTTP route handler (routes.ts) and the batch
- * (views/batch-direct.ts) build it alike, so the endpoints, the model and the definitions' hooks
- * never see Fastify: one shape for every caller (a single class keeps the functions it goes
- * through monomorphic).
+ * URLs point, and the unit of work it runs in. The HTTP route handler (routes.ts) and every
+ * caller in process (in-process-call.ts: the batch, attachments, the default bucket) build it
+ * alike, so the endpoints, the model and the definitions' hooks never see Fastify: one shape for
+ * every caller (a single class keeps the functions it goes through monomorphic).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Identity } from '../auth/policy.js';

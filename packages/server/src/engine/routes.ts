@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
 import type { ObjectMethod, PluralMethod, ResourceDefinition } from './definition.js';
-import { JsonText } from './endpoints/answer.js';
+import { type Answer, JsonText } from './endpoints/answer.js';
 import { deleteObject, getObject, patchObject, putObject } from './endpoints/object.js';
 import { createObject, deleteObjects, headObjects, listObjects } from './endpoints/plural.js';
 import { baseUrl } from '../http/base-url.js';
@@ -88,13 +88,16 @@ export function engineRequestOf(request: FastifyRequest): EngineRequest {
   });
 }
 
-/** A Fastify handler running `endpoint` on `model`: its answer is the body, null none. */
+/** An endpoint's answer sent as the reply's body: JSON text as it is, null as none. */
+export function sendAnswer(reply: FastifyReply, body: Answer) {
+  if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
+  return body === null ? reply.send() : body;
+}
+
+/** A Fastify handler running `endpoint` on `model`. */
 function routeHandler(model: ResourceModel, endpoint: Endpoint) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = await endpoint(model, engineRequestOf(request), reply);
-    if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
-    return body === null ? reply.send() : body;
-  };
+  return async (request: FastifyRequest, reply: FastifyReply) =>
+    sendAnswer(reply, await endpoint(model, engineRequestOf(request), reply));
 }
 
 /** The routes of the endpoints `def` serves (also in the engine's route table: a batch answers them directly). */

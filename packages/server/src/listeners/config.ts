@@ -77,7 +77,8 @@ export async function createListeners(
       const listener = await loadModuleListener(config, log, failFor(config));
       if (!listener)
         failFor(config)(
-          `unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor an installed module`,
+          `unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor ` +
+            'an installed module',
         );
       fromModules.set(config, listener as EventSubscriber);
     }

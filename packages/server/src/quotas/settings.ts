@@ -49,7 +49,8 @@ export const QUOTA_SETTINGS = {
   quotas_enabled: Type.Boolean({
     default: false,
     description:
-      'Limit the size and number of objects per bucket and collection (capability `quotas`; see [Quotas](#quotas)); over a limit, a write gets 507.',
+      'Limit the size and number of objects per bucket and collection (capability `quotas`; see ' +
+      '[Quotas](#quotas)); over a limit, a write gets 507.',
   }),
   quotas_bucket: Type.Object(LIMIT_PROPERTIES, {
     default: {},
@@ -74,7 +75,8 @@ export const QUOTA_SETTINGS = {
     additionalProperties: false,
     invalid: limitsMapProblem('a bucket id or "<bucket id>/<collection id>"'),
     description:
-      'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
+      'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by ' +
+      'limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
   }),
 } satisfies SettingSchemas;
 

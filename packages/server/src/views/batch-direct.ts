@@ -13,11 +13,9 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticate } from '../auth/authenticate.js';
 import type { Identity } from '../auth/policy.js';
-import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
+import { ApiError, ERRNO } from '../errors.js';
 import { JsonText } from '../engine/endpoints/answer.js';
-import type { ResponseHead } from '../engine/object-responses.js';
-import { EngineRequest, engineHeaders } from '../engine/request.js';
-import { readInput } from '../engine/request-input.js';
+import { CollectedHead, runRoute } from '../engine/in-process-call.js';
 import { type EngineRoute, engineRoutesOf } from '../engine/route-table.js';
 import { baseUrl } from '../http/base-url.js';
 import { checkNegotiation } from '../http/content.js';
@@ -27,22 +25,6 @@ import { splitUrl } from '../http/url.js';
 import { logRequestLine, REQUEST_ID_HEADER } from '../observability/request-log.js';
 import type { UnitOfWork } from '../unit-of-work.js';
 import { canonicalHeaders, entryPath, type SubRequest, type SubResponse } from './batch-entry.js';
-
-/** A status and headers collected as Fastify's reply keeps them: lower-case names. */
-class EntryHead implements ResponseHead {
-  status = 200;
-  readonly headers = new Map<string, string>();
-
-  code(status: number): this {
-    this.status = status;
-    return this;
-  }
-
-  header(name: string, value: string): this {
-    this.headers.set(name.toLowerCase(), value);
-    return this;
-  }
-}
 
 /** One sub-request on its way to its endpoint. */
 interface SubCall {
@@ -76,7 +58,7 @@ export async function answerDirectly(
   if (!route) return null;
   const id = headers[REQUEST_ID_HEADER] || randomUUID();
   const call: SubCall = { app, batch, work, sub, headers, path, query, id, identity: batch.identity };
-  const head = new EntryHead();
+  const head = new CollectedHead();
   head.header('X-Request-Id', id);
   let body: unknown;
   try {
@@ -109,7 +91,7 @@ export async function answerDirectly(
 }
 
 /** The checks of every request, in their order, then the endpoint. */
-async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): Promise<unknown> {
+async function runEndpoint(call: SubCall, route: EngineRoute, head: CollectedHead): Promise<unknown> {
   const { app, batch, work, sub, headers } = call;
   const { settings, policies } = app.services;
   checkServiceState(settings, sub.method);
@@ -120,28 +102,25 @@ async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): 
   if (Object.keys(sub.headers).some((name) => name.toLowerCase() === 'authorization'))
     call.identity = await authenticate(policies, { headers, ip: batch.ip, read: work.read.bind(work) });
   checkNegotiation(sub.method, headers.accept, headers['content-type'], sub.body !== undefined);
-  const query = readInput(call.path, call.query, settings);
-  if (route.kind === 'not-allowed') throw methodNotAllowed(route.allowed);
-  const request = new EngineRequest({
-    method: sub.method,
-    path: call.path,
-    params: route.params,
-    query,
-    headers: engineHeaders(headers),
-    body: sub.body,
+  const caller = {
     identity: call.identity,
-    settings,
     work,
     id: call.id,
     log: batch.log,
     ip: batch.ip,
     origin: () => baseUrl(settings, batch),
-  });
-  return route.endpoint(route.model, request, head);
+  };
+  return runRoute(
+    app,
+    route,
+    caller,
+    { method: sub.method, path: call.path, query: call.query, headers, body: sub.body },
+    head,
+  );
 }
 
 /** The error's body and head, as the error handler answers it (http/error-handler.ts). */
-function errorBody(call: SubCall, error: unknown, head: EntryHead): unknown {
+function errorBody(call: SubCall, error: unknown, head: CollectedHead): unknown {
   const { settings } = call.app.services;
   const apiError = toApiError(error, settings);
   if (isServerFault(apiError.status)) call.batch.log.error({ err: error }, 'request failed');
@@ -153,7 +132,7 @@ function errorBody(call: SubCall, error: unknown, head: EntryHead): unknown {
 }
 
 /** The entry: the answer's body as JSON text, with the headers the router's answer would carry. */
-function entryOf(call: SubCall, head: EntryHead, body: unknown): SubResponse {
+function entryOf(call: SubCall, head: CollectedHead, body: unknown): SubResponse {
   const { settings } = call.app.services;
   const { method } = call.sub;
   const text = body === null ? '' : body instanceof JsonText ? body.text : JSON.stringify(body);

@@ -3,7 +3,8 @@
  * `/permissions`, `/buckets/default`, attachments, the accounts' validation, a path the router
  * redirects or does not know): dispatched through the very same routes and hooks as a request
  * from the network (http/internal-requests.ts), in the batch's unit of work, from the batch
- * client's address. The engine's own endpoints are answered in-process instead (batch-direct.ts).
+ * client's address. The engine's own endpoints are answered in-process instead (batch-direct.ts);
+ * ARCHITECTURE.md lists what still comes here, and why.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requestHost } from '../http/base-url.js';

@@ -19,11 +19,12 @@ async function capabilities(
 }
 
 describe('GET / capabilities', () => {
-  it('by default: Basic Auth, the change monitor, the personal bucket and the permissions endpoint', async () => {
+  it('by default: Basic Auth, the monitor, the personal bucket, permissions endpoint, partial replicas', async () => {
     expect(Object.keys(await capabilities({})).sort()).toEqual([
       'basicauth',
       'changes',
       'default_bucket',
+      'partial_replicas',
       'permissions_endpoint',
     ]);
   });
@@ -34,6 +35,7 @@ describe('GET / capabilities', () => {
       default_bucket_enabled: false,
       experimental_permissions_endpoint: false,
       changes_enabled: false,
+      partial_replicas_enabled: false,
     };
     // Accounts is a policy here: its capability is the only one.
     expect(Object.keys(await capabilities(off))).toEqual(['accounts']);
@@ -53,6 +55,7 @@ describe('GET / capabilities', () => {
       'default_bucket',
       'flush_endpoint',
       'history',
+      'partial_replicas',
       'permissions_endpoint',
       'schema',
     ]);

@@ -94,7 +94,8 @@ class ValueList {
   }
 }
 
-/** Whether an object missing the field matches: `not`, `exclude`, `gt`, `min` (missing sorts after every value), `has` false. */
+/** Whether an object missing the field matches: `not`, `exclude`, `gt`, `min` (missing sorts after every value),
+ * `has` false. */
 function matchesMissing({ operator, value }: Filter): boolean {
   return (
     operator === 'not' ||

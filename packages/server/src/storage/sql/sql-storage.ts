@@ -9,7 +9,7 @@ import type { BulkImportOptions, BulkImportResult, BulkLoader } from '../bulk-im
 import { IndexKeeper } from '../declared-indexes.js';
 import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
-import type { PoolStats, Storage, StorageSession, StoreChannels } from '../types.js';
+import type { PoolStats, SessionOptions, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { sqlBulkImport } from './bulk-import.js';
 import { sqlIndexStore } from './declared-indexes.js';
@@ -111,7 +111,7 @@ export class SqlStorage implements Storage {
    * retried (`fn` runs again). Use the given session only: on PGlite a call to the storage
    * itself inside `fn` waits for the transaction to end.
    */
-  async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let state: SqlSessionState | undefined;
       try {
@@ -120,7 +120,7 @@ export class SqlStorage implements Storage {
             state = this.#state(connection, 'write');
             return fn(new SqlSession(state));
           },
-          { isolation: 'read committed' },
+          { isolation: 'read committed', ...(options ? { session: options } : {}) },
         );
         this.#maintenance?.written(state?.writes ?? 0);
         if (state && touchesCollections(state.invalidations)) void this.#indexes.update();
@@ -143,20 +143,21 @@ export class SqlStorage implements Storage {
    * the same snapshot. A scope without a timestamp gets one stored outside the snapshot,
    * then `fn` runs again on a new snapshot that sees it (`fn` must only read).
    */
-  async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+  async snapshot<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
     return withInitialisedScopes(
       () =>
         this.#driver.transaction((connection) => fn(new SqlSession(this.#state(connection, 'snapshot'))), {
           isolation: 'repeatable read',
           readOnly: true,
+          ...(options ? { session: options } : {}),
         }),
       (scope) => new SqlSession(this.#state(this.#driver, 'read')).objects.timestamp(scope),
     );
   }
 
   /** Autocommit reads, with the session's own ACL memo: no transaction, no round trip for it. */
-  async read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
-    return fn(new SqlSession(this.#state(this.#driver, 'read')));
+  async read<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
+    return fn(new SqlSession(this.#state(options ? withSession(this.#driver, options) : this.#driver, 'read')));
   }
 
   #state(db: SqlConnection, mode: SessionMode): SqlSessionState {
@@ -221,6 +222,14 @@ export class SqlStorage implements Storage {
     await this.#maintenance?.idle();
     await this.#driver.close();
   }
+}
+
+/** The driver's statements for one request: those that take a pooled connection take it in the request's budget. */
+function withSession(driver: SqlDriver, session: SessionOptions): SqlConnection {
+  return {
+    query: (text, params, options) => driver.query(text, params, options ? { ...options, session } : { session }),
+    exec: (script) => driver.exec(script),
+  };
 }
 
 /** Whether committed changes may have changed a collection (its `indexes` among them). */

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import { FairShare, aborted } from './fair-share.js';
+import { bulkTransaction } from './pg-bulk.js';
+import { watchConnection } from './pg-cancel.js';
+import { runTransaction, type TransactionContext } from './pg-transaction.js';
 import {
   listenConnection,
   NOTIFICATION_RETENTION_MS,
@@ -10,17 +13,15 @@ import {
   pruneNotifications,
 } from './pg-notifications.js';
 import { SharedConnections } from './pg-shared.js';
+import { StatementTimeoutError } from '../../errors.js';
+import type { SessionOptions } from '../../types.js';
 import {
   toBackendError,
-  transactionMode,
-  type BulkConnection,
   type ChannelListener,
-  type DeferredStatement,
   type QueryOptions,
   type Row,
   type SqlConnection,
   type SqlDriver,
-  type SqlTransaction,
 } from './types.js';
 
 export interface PgDriverOptions {
@@ -54,6 +55,14 @@ export interface PgDriverOptions {
   listenUrl?: string;
   /** How often notifications are polled when they are (default 250 ms). */
   pollIntervalMs?: number;
+  /**
+   * Longest a request's statement may run before PostgreSQL cancels it (0: no limit; default
+   * 10 s). Set at connection (startup options: no statement, no round trip), per transaction
+   * through a pooler; upkeep (migrations, index builds, imports) runs without it.
+   */
+  statementTimeoutMs?: number;
+  /** The share of the pooled connections one owner (`SessionOptions.owner`) holds at most (default 0.25). */
+  ownerShare?: number;
 }
 
 /** How long opening a connection may take before the attempt fails (the request answers 503). */
@@ -96,14 +105,21 @@ function statementName(text: string): string {
  * and a row estimate off by much once made one spend 15 ms compiling a 50 µs insert. Tests pick
  * a schema.
  */
-function startupOptions(url: string, schema: string | undefined): string {
+function startupOptions(url: string, schema: string | undefined, statementTimeoutMs = 0): string {
   let fromUrl = '';
   try {
     fromUrl = new URL(url).searchParams.get('options') ?? '';
   } catch {
     // Not a URL the WHATWG parser takes (node-postgres may still): no options from it.
   }
-  return [fromUrl, '-c jit=off', schema === undefined ? '' : `-c search_path=${schema}`].filter(Boolean).join(' ');
+  return [
+    fromUrl,
+    '-c jit=off',
+    statementTimeoutMs > 0 ? `-c statement_timeout=${Math.round(statementTimeoutMs)}` : '',
+    schema === undefined ? '' : `-c search_path=${schema}`,
+  ]
+    .filter(Boolean)
+    .join(' ');
 }
 
 /**
@@ -147,6 +163,8 @@ export function createPgDriver({
   pooled = false,
   listenUrl,
   pollIntervalMs = 250,
+  statementTimeoutMs = 10_000,
+  ownerShare = 0.25,
 }: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
@@ -155,11 +173,12 @@ export function createPgDriver({
     throw new TypeError(
       'a schema cannot be chosen through a transaction pooler: give Quire a database (or a role whose search_path names the schema)',
     );
-  const settingsOf = (target: string) => (pooled ? {} : { options: startupOptions(target, schema) });
+  const settingsOf = (target: string, timeoutMs = 0) =>
+    pooled ? {} : { options: startupOptions(target, schema, timeoutMs) };
   const connection = {
     connectionString: url,
     types,
-    ...settingsOf(url),
+    ...settingsOf(url, statementTimeoutMs),
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
   };
   // A fifth of the connections (at least one) is shared by the short autocommit statements
@@ -180,6 +199,24 @@ export function createPgDriver({
   // rejects, the request answers 503) and which the pool discards when it is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  const poolMax = Math.max(1, poolSize - sharedCount);
+  const share = new FairShare(poolMax, Math.ceil(poolMax * ownerShare), CONNECTION_TIMEOUT_MS);
+  /** Through a pooler the startup options are dropped: the timeout is set per transaction, or watched. */
+  const pooledTimeout = pooled && statementTimeoutMs > 0 ? statementTimeoutMs : undefined;
+
+  /** A pooled connection in `owner`'s share, watched for `signal`; `run` gets it, `done` gives it back. */
+  const checkout = async (session: SessionOptions = {}) => {
+    if (session.signal?.aborted) throw aborted(session.signal);
+    const release = await share.acquire(session.owner, session.signal);
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      release();
+      throw toBackendError('postgresql', error);
+    }
+    return { client, release };
+  };
 
   const listeners: Array<() => Promise<void>> = [];
   /** Whether some process polls: then notifications are logged for it (pg-notifications.ts). */
@@ -217,106 +254,92 @@ export function createPgDriver({
     return client instanceof SharedConnections ? client.query<R>(config) : client.query<R>(config);
   };
 
+  /** Runs `work` on a pooled connection in the owner's share, its statement cancelled when the request stops. */
+  const onPooled = async <T>(
+    session: SessionOptions | undefined,
+    deadlineMs: number | undefined,
+    work: (client: pg.PoolClient, outcome: { broken: boolean }) => Promise<T>,
+  ): Promise<T> => {
+    const { client, release } = await checkout(session);
+    const watch = watchConnection(connection, client, session?.signal, deadlineMs);
+    const outcome = { broken: false };
+    try {
+      return await work(client, outcome);
+    } catch (error) {
+      if (watch.timedOut) throw new StatementTimeoutError({ cause: error });
+      throw error;
+    } finally {
+      // A connection whose statement was cancelled is not lent again: the cancel may still be on its way.
+      const cancelled = watch.stop();
+      client.release(outcome.broken || cancelled);
+      release();
+    }
+  };
+
+  /**
+   * Upkeep scripts (migrations, index builds, ANALYZE) run without the requests' statement timeout:
+   * in a transaction for it only (SET LOCAL), else on a connection of the pool for their time.
+   */
+  const exec = async (client: pg.Pool | pg.PoolClient, script: string) => {
+    try {
+      if (client !== pool) await client.query(`SET LOCAL statement_timeout = 0; ${script}`);
+      else if (pooled || statementTimeoutMs === 0) await client.query(script);
+      else {
+        const own = await pool.connect();
+        let broken = true;
+        try {
+          await own.query('SET statement_timeout = 0');
+          await own.query(script).finally(() => own.query('RESET statement_timeout').then(() => (broken = false)));
+        } finally {
+          own.release(broken);
+        }
+      }
+    } catch (error) {
+      throw toBackendError('postgresql', error);
+    }
+  };
+
   const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
     async query<R extends Row>(text: string, params?: readonly unknown[], options?: QueryOptions) {
       try {
-        // Outside a transaction, a fixed statement (short by design) goes on a shared connection.
-        const via = client === pool && !options?.dynamic ? shared : client;
-        return (await send<R>(via, text, params, options)).rows;
+        // Outside a transaction, a fixed statement (short by design) goes on a shared connection;
+        // one built per request (filters, sorts) on a pooled one of its own, in its owner's share.
+        if (client !== pool) return (await send<R>(client, text, params, options)).rows;
+        if (!options?.dynamic) return (await send<R>(shared, text, params, options)).rows;
+        return await onPooled(
+          options.session,
+          pooledTimeout,
+          async (own) => (await send<R>(own, text, params, options)).rows,
+        );
       } catch (error) {
         throw toBackendError('postgresql', error);
       }
     },
-    async exec(script: string) {
-      try {
-        await client.query(script); // no parameters: simple protocol, several statements allowed
-      } catch (error) {
-        throw toBackendError('postgresql', error);
-      }
-    },
+    exec: (script: string) => exec(client, script),
   });
+
+  const transactionContext: TransactionContext = {
+    send,
+    exec,
+    // Through a pooler, what the direct path sets at connection is set here, in the same message.
+    beginSettings: pooled
+      ? `; SET LOCAL jit = off; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}`
+      : '',
+  };
 
   return {
     name: 'postgresql',
     ...wrap(pool),
-    async transaction(fn, options) {
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (error) {
-        throw toBackendError('postgresql', error);
-      }
-      const { stream } = (client as unknown as pg.Client).connection;
-      /** Statements sent together, in one socket write (the pipeline takes them while corked). */
-      const sendTogether = (statements: Array<() => Promise<unknown>>) => {
-        stream.cork();
-        try {
-          return statements.map((statement) => statement());
-        } finally {
-          stream.uncork();
-        }
-      };
-      // BEGIN leaves with the transaction's first statement, or with COMMIT: no round trip of
-      // its own. Its failure (a broken connection) fails that statement too; it is awaited at the end.
-      const state: { begun: Promise<unknown> | null } = { begun: null };
-      const begin = () => {
-        // Through a pooler, what the direct path sets at connection is set here, in the same message.
-        state.begun = client.query(`BEGIN ${transactionMode(options)}${pooled ? '; SET LOCAL jit = off' : ''}`);
-        // Awaited only when the transaction ends: until then, its failure (the connection
-        // dropped) must not count as an unhandled rejection, which would end the process.
-        state.begun.catch(() => {});
-        return state.begun;
-      };
-      const deferred: DeferredStatement[] = [];
-      const builders: Array<() => DeferredStatement[]> = [];
-      const tx: SqlTransaction = {
-        async query<R extends Row>(text: string, params?: readonly unknown[], queryOptions?: QueryOptions) {
-          try {
-            if (state.begun) return (await send<R>(client, text, params, queryOptions)).rows;
-            const [, first] = sendTogether([begin, () => send<R>(client, text, params, queryOptions)]);
-            return ((await first) as pg.QueryResult<R>).rows;
-          } catch (error) {
-            throw toBackendError('postgresql', error);
-          }
-        },
-        exec: wrap(client).exec,
-        beforeCommit: (text, params = []) => void deferred.push({ text, params }),
-        atCommit: (build) => void builders.push(build),
-      };
-      let broken = false;
-      try {
-        const result = await fn(tx);
-        for (const build of builders) deferred.push(...build());
-        const { begun } = state;
-        if (!begun && deferred.length === 0) return result; // nothing was sent: nothing to commit
-        // One round trip: the deferred writes and COMMIT are sent together. If one of them
-        // fails, PostgreSQL answers the COMMIT with a rollback; its error is what we report.
-        const written = deferred.map((statement) => () => send(client, statement.text, statement.params));
-        const answers = await Promise.allSettled([
-          ...(begun ? [begun] : []),
-          ...sendTogether([...(begun ? [] : [begin]), ...written, () => client.query('COMMIT')]),
-        ]);
-        const failed = answers.find((answer) => answer.status === 'rejected');
-        if (failed) throw toBackendError('postgresql', failed.reason);
-        const results = answers.slice(answers.length - 1 - deferred.length, -1);
-        for (const [i, statement] of deferred.entries())
-          statement.onRows?.((results[i] as PromiseFulfilledResult<pg.QueryResult>).value.rows);
-        return result;
-      } catch (error) {
-        // A connection that cannot even roll back is destroyed rather than returned to the pool.
-        const { begun } = state;
-        if (begun) {
-          await begun.catch(() => {});
-          await client.query('ROLLBACK').catch(() => (broken = true));
-        }
-        throw error;
-      } finally {
-        client.release(broken);
-      }
-    },
+    transaction: (fn, options) =>
+      onPooled(options?.session, undefined, (client, outcome) =>
+        runTransaction(client, fn, options, transactionContext, outcome),
+      ),
     // The schema in the name tells the imports of several schemas apart (tests share one database).
     bulkTransaction: (fn, name) =>
-      bulkTransaction({ ...connection, application_name: schema ? `${name} (${schema})` : name }, fn),
+      bulkTransaction(
+        { ...connection, ...settingsOf(url), application_name: schema ? `${name} (${schema})` : name },
+        fn,
+      ),
     listen(channel, listener) {
       startPruning();
       if (pooled && listenUrl === undefined) return poll(channel, listener);
@@ -350,43 +373,4 @@ export function createPgDriver({
       await pool.end();
     },
   };
-}
-
-/**
- * `SqlDriver.bulkTransaction`: a plain client (no pipelining: pg refuses COPY streams on a pipelined
- * connection; pg-copy-streams, of node-postgres' own ecosystem, speaks COPY's sub-protocol on it).
- * A connection that dies mid-way (the process killed) rolls its transaction back on the server.
- */
-async function bulkTransaction<T>(config: pg.ClientConfig, fn: (connection: BulkConnection) => Promise<T>): Promise<T> {
-  const client = new pg.Client(config);
-  client.on('error', () => {}); // a dropped connection fails the statement in flight instead
-  const fail = (error: unknown) => toBackendError('postgresql', error);
-  try {
-    await client.connect();
-  } catch (error) {
-    throw fail(error);
-  }
-  const connection: BulkConnection = {
-    query: async (text, params = []) =>
-      (await client.query({ text, values: params as unknown[] }).catch((e) => Promise.reject(fail(e)))).rows,
-    exec: async (script) => void (await client.query(script).catch((e) => Promise.reject(fail(e)))),
-    copyFrom: (statement, text) =>
-      new Promise<void>((resolve, reject) => {
-        const stream = client.query(copyFrom(statement));
-        stream.on('finish', resolve);
-        stream.on('error', (error) => reject(fail(error)));
-        stream.end(text);
-      }),
-  };
-  try {
-    await connection.exec('BEGIN');
-    const result = await fn(connection);
-    await connection.exec('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
