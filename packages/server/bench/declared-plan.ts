@@ -44,7 +44,13 @@ async function load(parentId: string, size: number): Promise<void> {
   );
 }
 
-const storage = await createPostgresStorage({ url: values.url, schema, autoMigrate: true, poolSize: 2, keepIndexes: false });
+const storage = await createPostgresStorage({
+  url: values.url,
+  schema,
+  autoMigrate: true,
+  poolSize: 2,
+  keepIndexes: false,
+});
 await client.connect();
 try {
   const big = Number(values.big);
@@ -59,7 +65,8 @@ try {
   }
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data) VALUES
-     ('/buckets/b', 'collection', 'mid', 1, '{"indexes": ["n"]}'), ('/buckets/b', 'collection', 'big', 1, '{"indexes": ["n"]}')
+     ('/buckets/b', 'collection', 'mid', 1, '{"indexes": ["n"]}'),
+     ('/buckets/b', 'collection', 'big', 1, '{"indexes": ["n"]}')
      ON CONFLICT DO NOTHING`,
   );
   await client.query(
