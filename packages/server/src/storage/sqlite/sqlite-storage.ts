@@ -47,7 +47,8 @@ export interface SqliteStorageOptions {
    * with NORMAL: the fsync of each commit.
    */
   synchronous?: 'FULL' | 'NORMAL';
-  /** How long a transaction, a snapshot or (in memory) a read waits for its connection, then fails with BackendError (10 000). */
+  /** How long a transaction, a snapshot or (in memory) a read waits for its connection, then fails with BackendError
+   * (10 000). */
   lockTimeoutMs?: number;
   /**
    * How long a statement waits for another process's lock on the file (PRAGMA busy_timeout).
@@ -110,7 +111,8 @@ export class SqliteStorage implements Storage {
     this.#cache = new SqliteReadCache(options.cacheMaxEntries);
     this.#dataVersion = dataVersion(writer);
     const busy =
-      'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
+      'the store was busy: no connection became free in time (a transaction waiting for itself? use the session ' +
+      'given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
     const path = options.path;
     if (path === undefined) {
@@ -275,7 +277,8 @@ export class SqliteStorage implements Storage {
   async flush(): Promise<void> {
     await this.#write(async (connection) => {
       const tables = connection.all<{ name: string }>(
-        `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> 'schema_migrations'`,
+        `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name ` +
+          `<> 'schema_migrations'`,
       );
       for (const { name } of tables) connection.run(`DELETE FROM "${name.replace(/"/g, '""')}"`);
     });
@@ -365,13 +368,15 @@ function migrate(connection: Connection): string[] {
     connection.exec('BEGIN IMMEDIATE');
     try {
       connection.exec(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, ' +
+          'applied_at TEXT NOT NULL) STRICT',
       );
       const applied = connection.all<{ version: number }>('SELECT version FROM schema_migrations');
       const unknown = applied.filter(({ version }) => !known.has(version)).map(({ version }) => version);
       if (unknown.length > 0) {
         throw new MigrationRequiredError(
-          `The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): upgrade Quire.`,
+          `The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): ` +
+            'upgrade Quire.',
         );
       }
       if (!applied.some(({ version }) => version === migration.version)) {

@@ -4,25 +4,11 @@ import { FairShare, aborted } from './fair-share.js';
 import { bulkTransaction } from './pg-bulk.js';
 import { watchConnection } from './pg-cancel.js';
 import { runTransaction, type TransactionContext } from './pg-transaction.js';
-import {
-  listenConnection,
-  NOTIFICATION_RETENTION_MS,
-  NotificationPoller,
-  notifyStatement,
-  PollersWatch,
-  pruneNotifications,
-} from './pg-notifications.js';
+import { PgChannels } from './pg-channels.js';
 import { SharedConnections } from './pg-shared.js';
 import { StatementTimeoutError } from '../../errors.js';
 import type { SessionOptions } from '../../types.js';
-import {
-  toBackendError,
-  type ChannelListener,
-  type QueryOptions,
-  type Row,
-  type SqlConnection,
-  type SqlDriver,
-} from './types.js';
+import { toBackendError, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -123,6 +109,22 @@ function startupOptions(url: string, schema: string | undefined, statementTimeou
 }
 
 /**
+ * The URL without its `options`, for a connection given them by `startupOptions` (which keeps
+ * them): node-postgres takes the URL's over the configuration's, which lost ours (the pooler's
+ * marker: a URL with `options` was taken for a pooler, so LISTEN and the read cache were off).
+ */
+function withoutUrlOptions(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.searchParams.has('options')) return url;
+    parsed.searchParams.delete('options');
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+/**
  * Whether `url` leads to a pooler rather than to PostgreSQL itself: one connection with our
  * startup options, which a stock PgBouncer refuses ("unsupported startup parameter") and one
  * told to ignore them (`ignore_startup_parameters = options`) drops, so that their marker is
@@ -131,7 +133,7 @@ function startupOptions(url: string, schema: string | undefined, statementTimeou
  */
 export async function detectPooler(url: string): Promise<boolean> {
   const client = new pg.Client({
-    connectionString: url,
+    connectionString: withoutUrlOptions(url),
     options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
   });
@@ -171,12 +173,13 @@ export function createPgDriver({
   }
   if (schema !== undefined && pooled)
     throw new TypeError(
-      'a schema cannot be chosen through a transaction pooler: give Quire a database (or a role whose search_path names the schema)',
+      'a schema cannot be chosen through a transaction pooler: ' +
+        'give Quire a database (or a role whose search_path names the schema)',
     );
   const settingsOf = (target: string, timeoutMs = 0) =>
     pooled ? {} : { options: startupOptions(target, schema, timeoutMs) };
   const connection = {
-    connectionString: url,
+    connectionString: pooled ? url : withoutUrlOptions(url),
     types,
     ...settingsOf(url, statementTimeoutMs),
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
@@ -218,29 +221,20 @@ export function createPgDriver({
     return { client, release };
   };
 
-  const listeners: Array<() => Promise<void>> = [];
-  /** Whether some process polls: then notifications are logged for it (pg-notifications.ts). */
-  const pollers = new PollersWatch((text, params) => wrap(pool).query(text, params));
-  let poller: NotificationPoller | null = null;
-  /** Where LISTEN is impossible (a pooler and no `listenUrl`, or LISTEN refused): polled. */
-  const poll = (channel: string, listener: ChannelListener) => {
-    poller ??= new NotificationPoller((text, params) => wrap(pool).query(text, params), {
-      intervalMs: pollIntervalMs,
-      maxRetryDelayMs: reconnectMaxDelayMs,
-    });
-    poller.listen(channel, listener);
-  };
-  let pruning: NodeJS.Timeout | null = null;
-  /** Old notifications leave the table (every process that listens does its share). */
-  const startPruning = () => {
-    if (pruning) return;
-    const every = NOTIFICATION_RETENTION_MS / 4;
-    pruning = setInterval(
-      () => void pruneNotifications((text, params) => wrap(pool).query(text, params)).catch(() => {}),
-      every * (0.75 + Math.random() / 2),
-    );
-    pruning.unref();
-  };
+  const channels = new PgChannels({
+    run: (text, params) => wrap(pool).query(text, params),
+    configOf: (target) => ({
+      connectionString: pooled ? target : withoutUrlOptions(target),
+      types,
+      ...settingsOf(target),
+      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    }),
+    url,
+    listenUrl,
+    pooled,
+    pollIntervalMs,
+    reconnectMaxDelayMs,
+  });
 
   /** Sends one statement (prepared under its name unless dynamic or pooled) without waiting. */
   const send = <R extends Row>(
@@ -340,35 +334,14 @@ export function createPgDriver({
         { ...connection, ...settingsOf(url), application_name: schema ? `${name} (${schema})` : name },
         fn,
       ),
-    listen(channel, listener) {
-      startPruning();
-      if (pooled && listenUrl === undefined) return poll(channel, listener);
-      const target = listenUrl ?? url;
-      const config = {
-        connectionString: target,
-        types,
-        ...settingsOf(target),
-        connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-      };
-      listeners.push(
-        listenConnection({
-          config,
-          channel,
-          listener,
-          maxRetryDelayMs: reconnectMaxDelayMs,
-          refused: () => poll(channel, listener),
-        }),
-      );
-    },
-    notify: (channel, payload) => notifyStatement(channel, payload, pollers.polled),
+    listen: (channel, listener) => channels.listen(channel, listener),
+    notify: (channel, payload) => channels.notify(channel, payload),
     stats() {
       // The shared connections count as busy: they are always open, and shared by design.
       return { total: pool.totalCount + sharedCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
     async close() {
-      if (pruning) clearInterval(pruning);
-      pollers.close();
-      await Promise.all([...listeners.map((stop) => stop()), poller?.close()]);
+      await channels.close();
       await shared.close();
       await pool.end();
     },
