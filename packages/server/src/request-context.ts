@@ -34,7 +34,7 @@ export interface Services {
    * request's unit of work, as any request under `/buckets/default/…` does; returns the bucket id.
    */
   ensurePersonalCollection?: (request: FastifyRequest, collectionId: string) => Promise<string>;
-  /** Hooks features add to the protocol's resources (attachments on records…), applied when the routes are registered. */
+  /** Hooks features add to the protocol's resources (attachments on records…), applied as the routes register. */
   resourceExtensions: ResourceExtension[];
   /** Checks of `__heartbeat__` beside the storage's, by name (a feature's backend). */
   heartbeats: Record<string, () => Promise<boolean>>;

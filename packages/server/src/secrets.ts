@@ -1,7 +1,8 @@
 /**
  * The HMAC secret of Basic Auth user ids (and, by derivation, of personal bucket ids) must be
- * stable across restarts (ids would change) and shared by every process. On the embedded store we keep a random one in the data directory;
- * on PostgreSQL, where several processes serve one database, the operator must set it.
+ * stable across restarts (ids would change) and shared by every process. On the embedded store we
+ * keep a random one in the data directory; on PostgreSQL, where several processes serve one
+ * database, the operator must set it.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

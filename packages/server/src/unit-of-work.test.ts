@@ -52,7 +52,7 @@ describe('UnitOfWork', () => {
     });
   }
 
-  it('delivers its events in the transaction, then after commit, then runs the work registered for after commit', async () => {
+  it('delivers its events in the transaction, then after commit, then runs the after-commit work', async () => {
     const bus = new EventBus();
     const { seen, subscriber } = recorder();
     bus.subscribe(subscriber);
@@ -127,7 +127,7 @@ describe('UnitOfWork', () => {
     },
   );
 
-  it('refuses events and after-commit work outside a session, and logs a failure after commit without failing', async () => {
+  it('refuses events and after-commit work outside a session, logs a failure after commit, never fails', async () => {
     const logged: unknown[] = [];
     const bus = new EventBus(() => ({ error: (entry: unknown) => logged.push(entry) }) as never);
     bus.subscribe(recorder().subscriber);

@@ -32,7 +32,7 @@ import { registerAttachmentRoutes } from './routes.js';
 import { S3FileBackend, s3PublicUrl } from './s3-backend.js';
 import { AttachmentOptions, type AttachmentSettings } from './settings.js';
 
-export const SERVED_PREFIX = '/v1/attachments';
+const SERVED_PREFIX = '/v1/attachments';
 
 /** The backend the settings choose: S3 when a bucket is named, else the local directory. */
 export async function createFileBackend(

@@ -29,7 +29,7 @@ const OVERRIDE_PROPERTIES = {
 };
 const OVERRIDES = Type.Object(OVERRIDE_PROPERTIES, { additionalProperties: false });
 export type AttachmentOverrides = Static<typeof OVERRIDES>;
-export const OVERRIDE_NAMES = Object.keys(OVERRIDE_PROPERTIES);
+const OVERRIDE_NAMES = Object.keys(OVERRIDE_PROPERTIES);
 
 function overridesProblem({ keyword, path, params }: SettingProblem): string | { where: string; why: string } {
   const [key, name] = path;

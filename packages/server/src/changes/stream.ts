@@ -35,7 +35,7 @@ import { type StreamHolder, type StreamRefusal, streamHolder } from './stream-ca
  * Entries read from the store at a time for a new stream's first events: small enough that a
  * chunk's statements (synchronous on the embedded store) never hold the event loop for long.
  */
-export const SNAPSHOT_CHUNK = 200;
+const SNAPSHOT_CHUNK = 200;
 /** How long the first events' timestamps are remembered, against a late notification of the same change. */
 const SNAPSHOT_MEMORY_MS = 10_000;
 

@@ -58,7 +58,7 @@ export interface EngineCaller {
 }
 
 /** The caller a request from the router is. */
-export function callerOf(request: FastifyRequest): EngineCaller {
+function callerOf(request: FastifyRequest): EngineCaller {
   const { settings } = request.server.services;
   return {
     identity: request.identity,

@@ -18,13 +18,13 @@ const OBJECT_METHODS: readonly ObjectMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'
 export type { Endpoint };
 
 /** The endpoint of each method, on a resource's list and on one of its objects. */
-export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
+const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
   GET: listObjects,
   HEAD: headObjects,
   POST: createObject,
   DELETE: deleteObjects,
 };
-export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
+const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
   GET: getObject,
   PUT: putObject,
   PATCH: patchObject,
@@ -32,12 +32,12 @@ export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
 };
 
 /** The endpoints a definition serves (all eight unless it says otherwise). */
-export function endpointsOf(def: ResourceDefinition) {
+function endpointsOf(def: ResourceDefinition) {
   return def.endpoints ?? { plural: PLURAL_METHODS, object: OBJECT_METHODS };
 }
 
 /** URL patterns of a resource: `/v1/buckets/:bucket_id/collections` and `.../:collection_id`. */
-export function resourcePaths(def: ResourceDefinition): { plural: string; object: string } {
+function resourcePaths(def: ResourceDefinition): { plural: string; object: string } {
   let prefix = '';
   for (let ancestor = def.parent; ancestor; ancestor = ancestor.parent) {
     prefix = `/${ancestor.plural}/:${ancestor.name}_id${prefix}`;

@@ -52,7 +52,7 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     await app.close();
   });
 
-  it('`<resource>_cache_expires_seconds` lets anonymous readers cache objects and listings, 304s included', async () => {
+  it('`<resource>_cache_expires_seconds` lets anonymous readers cache objects and lists, 304s included', async () => {
     const app = await publicData({
       bucket_cache_expires_seconds: 60,
       collection_cache_expires_seconds: 120,

@@ -23,7 +23,7 @@ function stringList(value: unknown, fail: (why: string) => never, key: string): 
   return value as string[];
 }
 
-export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
+function parseListenerConfigs(raw: unknown): ListenerConfig[] {
   if (!Array.isArray(raw)) throw new ConfigError('Invalid setting event_listeners: expected a JSON array of listeners');
   const names = new Set<string>();
   return raw.map((entry: unknown, index) => {

@@ -14,7 +14,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable, type SettingProblem, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
-export const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
+const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 
 const LIMIT = Type.Optional(Nullable(Type.Integer({ minimum: 0 })));

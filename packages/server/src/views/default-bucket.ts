@@ -39,7 +39,7 @@ export function personalBucketId(secret: string, userId: string): string {
  * and shared by every process that shares that secret. (Kinto's default is the empty string,
  * which lets anyone compute — and squat — another user's bucket id before its first use.)
  */
-export function defaultBucketSecret(settings: ModuleSettings): string {
+function defaultBucketSecret(settings: ModuleSettings): string {
   if (settings.default_bucket_hmac_secret !== null) return settings.default_bucket_hmac_secret;
   if (settings.userid_hmac_secret !== null) {
     return createHmac('sha256', settings.userid_hmac_secret).update('quire default bucket', 'utf8').digest('hex');

@@ -22,7 +22,7 @@ import { discard, type ReceivedUpload, receiveUpload, tooLarge } from '../upload
 import { writeRecord } from './record-write.js';
 import { type AttachmentRoutes, accessContextOf, recordRefOf } from './routes-context.js';
 
-/** Room for the multipart framing and the `data`/`permissions` fields beside the file, when judging a Content-Length. */
+/** Room for the multipart framing and the `data`/`permissions` fields beside the file (judging a Content-Length). */
 const FORM_OVERHEAD = 64 * 1024;
 
 export async function postAttachment(routes: AttachmentRoutes, request: FastifyRequest, reply: FastifyReply) {
@@ -95,7 +95,7 @@ function isMultipart(request: FastifyRequest): boolean {
   return /^multipart\/form-data(\s*;|$)/i.test(request.headers['content-type'] ?? '');
 }
 
-/** The checks a record write makes before anything is received: may write it (or create it), valid id, parents exist. */
+/** A record write's checks, before anything is received: may write it (or create it), valid id, parents exist. */
 async function checkWritable(routes: AttachmentRoutes, request: FastifyRequest, ref: ObjectRef): Promise<void> {
   const { access, app } = routes;
   await request.work.run('read', async (session) => {

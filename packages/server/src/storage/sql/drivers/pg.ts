@@ -88,6 +88,22 @@ function startupOptions(url: string, schema: string | undefined, statementTimeou
 }
 
 /**
+ * The URL without its `options`, for a connection given them by `startupOptions` (which keeps
+ * them): node-postgres takes the URL's over the configuration's, which lost ours (the pooler's
+ * marker: a URL with `options` was taken for a pooler, so LISTEN and the read cache were off).
+ */
+function withoutUrlOptions(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.searchParams.has('options')) return url;
+    parsed.searchParams.delete('options');
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+/**
  * Whether `url` leads to a pooler rather than to PostgreSQL itself: one connection with our
  * startup options, which a stock PgBouncer refuses ("unsupported startup parameter") and one
  * told to ignore them (`ignore_startup_parameters = options`) drops, so that their marker is
@@ -96,7 +112,7 @@ function startupOptions(url: string, schema: string | undefined, statementTimeou
  */
 export async function detectPooler(url: string): Promise<boolean> {
   const client = new pg.Client({
-    connectionString: url,
+    connectionString: withoutUrlOptions(url),
     options: `${startupOptions(url, undefined)} -c ${DIRECT_MARKER}=on`,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
   });
@@ -142,7 +158,7 @@ export function createPgDriver({
   const settingsOf = (target: string, timeoutMs = 0) =>
     pooled ? {} : { options: startupOptions(target, schema, timeoutMs) };
   const configOf = (target: string, timeoutMs = 0): pg.ClientConfig => ({
-    connectionString: target,
+    connectionString: pooled ? target : withoutUrlOptions(target),
     types,
     ...settingsOf(target, timeoutMs),
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
