@@ -19,7 +19,8 @@ import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerQueryLimits } from './http/query-limits.js';
-import { sessionBudget } from './http/session-budget.js';
+import { admitRequest, FairAdmission } from './http/fair-admission.js';
+import { sessionBudget, sessionOwner } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
@@ -155,6 +156,11 @@ function registerRequestHooks(app: FastifyInstance, services: Services, events: 
   const { settings } = services;
   app.decorateRequest('identity', null as never);
   app.decorateRequest('work', null as never);
+  const admission = new FairAdmission({
+    perOwner: settings.max_requests_in_progress_per_identity,
+    queued: settings.max_requests_queued_per_identity,
+    waitMs: settings.requests_queue_timeout_seconds * 1000,
+  });
   // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
   // work it was given; any other request gets its own.
   app.addHook('onRequest', (request, reply, done) => {
@@ -189,6 +195,10 @@ function registerRequestHooks(app: FastifyInstance, services: Services, events: 
     // (on PGlite the store itself waits for that transaction to end).
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
     request.identity = await authenticate(services.policies, auth);
+    // Then its turn among its owner's requests in progress (fair-admission.ts): a batch's
+    // sub-requests are inside their batch's; a change stream lasts and costs little.
+    if (dispatchedWork(request.raw) || /text\/event-stream/i.test(request.headers.accept ?? '')) return;
+    await admitRequest(admission, sessionOwner(request.identity?.userId, request.ip), reply);
   });
 }
 

@@ -44,6 +44,26 @@ export const HTTP_SETTINGS = {
     minimum: 1,
     description: 'Most operations in one JSON-Patch (`application/json-patch+json`) body; more gets 400.',
   }),
+  max_requests_in_progress_per_identity: Type.Integer({
+    default: 4,
+    minimum: 0,
+    description:
+      'Requests of one identity (of one address, anonymous) in progress at once, per process; its next ones ' +
+      'wait their turn (a batch counts as one). Bounds the share of the event loop one caller’s costly ' +
+      'requests take. 0: no limit.',
+  }),
+  max_requests_queued_per_identity: Type.Integer({
+    default: 64,
+    minimum: 0,
+    description:
+      'Requests of one identity waiting for their turn (`max_requests_in_progress_per_identity`); one more is ' +
+      'answered 429 (errno 117) with `Retry-After`, as is one that waited `requests_queue_timeout_seconds`.',
+  }),
+  requests_queue_timeout_seconds: Type.Number({
+    default: 10,
+    minimum: 0.1,
+    description: 'Longest wait of a request for its turn (`max_requests_in_progress_per_identity`); then 429.',
+  }),
   retry_after_seconds: Type.Integer({ default: 3, minimum: 0, description: '`Retry-After` sent with 503 and 409.' }),
   backoff: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
