@@ -96,10 +96,11 @@ describeOnBackends('request budget', { timeout: 300_000 }, (backend) => {
     console.log(`[request budget, ${backend.name}] bystander beside 12 hostile: ${JSON.stringify(load.bystander)}`);
     expect(load.hostile.every((answer) => answer.status === 200)).toBe(true);
     expect(load.bystander.failures).toBe(0);
-    // Not asserted yet: p99 ≤ 250 ms. What the bystander waits for here is the listing statements
-    // themselves — the embedded store runs them on the event loop, PostgreSQL queues the
-    // bystander behind 12 of them for a connection — which issue 36 items 4-6 (statements off
-    // the event loop, a fair share of the pool per identity) bound; assert it once they land.
+    // Not asserted yet: p99 ≤ 250 ms. With max_requests_in_progress_per_identity (4) only 4 of the
+    // 12 run at once (http/fair-admission.ts), which halves the bystander's tail; what it still
+    // waits for is the embedded store's statements run on the event loop (SQLite `all`: a quarter
+    // of the CPU profile) and garbage collection of the pages. Measured on the loaded 2-core
+    // machine: p99 290-615 ms (was 770-1,180 ms with no cap): not reliably below the bound.
     expect(load.bystander.requests).toBeGreaterThan(0);
   });
 });
