@@ -79,7 +79,12 @@ describe.skipIf(postgresSkipReason !== undefined)('database budget [postgresql]'
       ownerShare: POOL_SHARE,
     });
     app = await buildServer({
-      settings: testSettings({ storage_statement_timeout_ms: TIMEOUT_MS, batch_timeout_seconds: 20 }),
+      // Alice's 12 wait their turn (max_requests_in_progress_per_identity) past the queue's 10 s.
+      settings: testSettings({
+        storage_statement_timeout_ms: TIMEOUT_MS,
+        batch_timeout_seconds: 20,
+        requests_queue_timeout_seconds: 60,
+      }),
       storage,
       logger: false,
     });
