@@ -27,6 +27,8 @@ export function registerHello(app: FastifyInstance): void {
           explicit_permissions: settings.explicit_permissions,
           max_object_id_length: settings.max_object_id_length,
           max_page_bytes: settings.max_page_bytes,
+          // How many requests a client may have in progress before the next ones wait (http/fair-admission.ts).
+          max_requests_in_progress_per_identity: settings.max_requests_in_progress_per_identity,
           // What a request may send, so that a client can stay within it (engine/request-input.ts).
           ...Object.fromEntries(Object.keys(INPUT_SETTINGS).map((name) => [name, settings[name as SettingName]])),
         },

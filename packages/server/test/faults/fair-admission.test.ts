@@ -70,6 +70,12 @@ describeOnBackends('fair admission', { timeout: 120_000 }, (backend) => {
     for (const answer of refused) expect(answer).toMatchObject({ status: 429, errno: 117, retryAfter: '60' });
   });
 
+  it('announces the share in GET / settings', async () => {
+    const response = await request(`${target.base}/v1/`, { dispatcher: agent });
+    const hello = (await response.body.json()) as { settings: Record<string, unknown> };
+    expect(hello.settings.max_requests_in_progress_per_identity).toBe(1);
+  });
+
   it('admits a batch as one request: its sub-requests do not wait behind it', async () => {
     const requests = Array.from({ length: 5 }, () => ({
       method: 'GET',
