@@ -208,7 +208,8 @@ export class SqlStorage implements Storage {
    */
   async flush(): Promise<void> {
     const tables = await this.#driver.query<{ name: string }>(
-      `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
+      `SELECT tablename AS name FROM pg_tables
+       WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
     );
     if (tables.length === 0) return;
     const list = tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ');
