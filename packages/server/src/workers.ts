@@ -55,6 +55,14 @@ export async function runCluster(options: ClusterOptions): Promise<Cluster | nul
   return supervise(options);
 }
 
+/** The delay before the next restart (`deaths`: the recent deaths, this one added): longer as they crowd. */
+function nextRestartDelay(deaths: number[]): number {
+  const now = Date.now();
+  deaths.push(now);
+  while (deaths[0]! <= now - BACKOFF_WINDOW_MS) deaths.shift();
+  return backoffDelay({ firstMs: FIRST_RESTART_DELAY_MS, maxMs: MAX_RESTART_DELAY_MS }, deaths.length - 1);
+}
+
 function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
   return new Promise((resolve) => {
     const live = new Set<Worker>();
@@ -105,10 +113,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
         stop(code !== null && code > 0 ? code : EXIT.FAILURE);
         return;
       }
-      const now = Date.now();
-      deaths.push(now);
-      while (deaths[0]! <= now - BACKOFF_WINDOW_MS) deaths.shift();
-      const delay = backoffDelay({ firstMs: FIRST_RESTART_DELAY_MS, maxMs: MAX_RESTART_DELAY_MS }, deaths.length - 1);
+      const delay = nextRestartDelay(deaths);
       log(`worker ${worker.process.pid} died (${how}); starting another in ${delay} ms`);
       const timer = setTimeout(() => {
         restarts.delete(timer);
@@ -134,8 +139,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
       worker.on('exit', (code, signal) => onExit(worker, code, signal));
     };
 
-    process.on('SIGTERM', () => stop(0));
-    process.on('SIGINT', () => stop(0));
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(0));
     for (let i = 0; i < count; i++) fork();
   });
 }
