@@ -3,7 +3,8 @@
  * `cli.ts` does, tests use `inject()` or `listen({ port: 0 })`.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import type { Server } from 'node:http';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from 'fastify';
 import { createAccountPolicy, registerAccounts } from './accounts/index.js';
 import { registerAttachments } from './attachments/index.js';
 import { authenticate } from './auth/authenticate.js';
@@ -22,7 +23,7 @@ import { registerQueryLimits } from './http/query-limits.js';
 import { sessionBudget } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
-import { createNotFoundHandler } from './http/redirects.js';
+import { createNotFoundHandler, type NotFoundHandler } from './http/redirects.js';
 import { Metrics, registerMetrics } from './observability/metrics.js';
 import { loggerOptions, registerRequestLog } from './observability/request-log.js';
 import { splitUrl } from './http/url.js';
@@ -105,34 +106,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
   Object.assign(services.capabilities, settingCapabilities(settings));
 
-  app = Fastify({
-    logger:
-      options.logger === false
-        ? false
-        : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
-    // observability/request-log.ts writes one line per request instead of Fastify's two.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: settings.max_body_bytes,
-    // A request without Host is answered (URLs then name the listening address: base-url.ts),
-    // rather than with Node's empty-bodied 400.
-    http: { maxHeaderSize: settings.max_header_bytes, requireHostHeader: false },
-    // What Node's HTTP parser refuses gets the protocol's error body too.
-    clientErrorHandler: createClientErrorHandler(settings),
-    exposeHeadRoutes: false,
-    routerOptions: { maxParamLength: 4096 },
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
-    // X-Forwarded-* (client address, scheme, host) only behind a proxy that sets them (base-url.ts).
-    trustProxy: settings.trust_proxy,
-    // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
-    frameworkErrors: (error, _request, reply) => {
-      const apiError = toApiError(error, settings);
-      void reply
-        .code(apiError.status as never)
-        .type('application/json')
-        .send(apiError.toBody() as never);
-    },
-  });
+  app = Fastify(fastifyOptions(settings, options.logger));
   app.decorate('services', services);
   app.server.on('checkExpectation', refuseExpectation);
   app.server.on('connect', refuseConnect);
@@ -159,23 +133,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const notFound = createNotFoundHandler(settings, (request) => baseUrl(services.settings, request));
   app.setNotFoundHandler(notFound);
 
-  app.addHook('onRequest', async (request, reply) => {
-    request.identity = ANONYMOUS;
-    // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
-    // than matching `/v1/buckets/` as a bucket with an empty id.
-    const { path } = splitUrl(request.raw.url);
-    if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
-    // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
-    if (/%00/.test(path))
-      throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
-    // Redirected or not found (§0): answered whoever calls, as the original does — credentials
-    // that do not log in must not turn a redirect into a 401.
-    if (request.is404) return;
-    // One autocommit query per authenticated request; inside a batch, through its transaction
-    // (on PGlite the store itself waits for that transaction to end).
-    const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
-    request.identity = await authenticate(services.policies, auth);
-  });
+  registerAuthentication(app, notFound);
 
   registerOpenApi(app);
   registerHello(app);
@@ -193,4 +151,57 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 
   await app.ready();
   return app;
+}
+
+/** Fastify's options: logging, limits, ids, proxies, and the protocol's error body for what it refuses itself. */
+function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']): FastifyHttpOptions<Server> {
+  return {
+    logger: logger === false ? false : loggerOptions(settings, typeof logger === 'object' ? logger : {}),
+    // observability/request-log.ts writes one line per request instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: settings.max_body_bytes,
+    // A request without Host is answered (URLs then name the listening address: base-url.ts),
+    // rather than with Node's empty-bodied 400.
+    http: { maxHeaderSize: settings.max_header_bytes, requireHostHeader: false },
+    // What Node's HTTP parser refuses gets the protocol's error body too.
+    clientErrorHandler: createClientErrorHandler(settings),
+    exposeHeadRoutes: false,
+    routerOptions: { maxParamLength: 4096 },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    // X-Forwarded-* (client address, scheme, host) only behind a proxy that sets them (base-url.ts).
+    trustProxy: settings.trust_proxy,
+    // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
+    frameworkErrors: (error, _request, reply) => {
+      const apiError = toApiError(error, settings);
+      void reply
+        .code(apiError.status as never)
+        .type('application/json')
+        .send(apiError.toBody() as never);
+    },
+  };
+}
+
+/**
+ * Who calls: every request starts anonymous, then its credentials are checked — after the
+ * refusals and redirects of its path, which answer whoever calls.
+ */
+function registerAuthentication(app: FastifyInstance, notFound: NotFoundHandler): void {
+  app.addHook('onRequest', async (request, reply) => {
+    request.identity = ANONYMOUS;
+    // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
+    // than matching `/v1/buckets/` as a bucket with an empty id.
+    const { path } = splitUrl(request.raw.url);
+    if (path.length > 4 && path.endsWith('/')) return notFound(request, reply);
+    // NUL cannot be stored nor be part of an id: refuse it before it reaches the database.
+    if (/%00/.test(path))
+      throw new ApiError(400, ERRNO.INVALID_PARAMETERS, { error: 'Bad Request', message: 'Invalid URL path.' });
+    // Redirected or not found (§0): answered whoever calls, as the original does — credentials
+    // that do not log in must not turn a redirect into a 401.
+    if (request.is404) return;
+    // One autocommit query per authenticated request; inside a batch, through its transaction
+    // (on PGlite the store itself waits for that transaction to end).
+    const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
+    request.identity = await authenticate(app.services.policies, auth);
+  });
 }
