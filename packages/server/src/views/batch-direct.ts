@@ -5,8 +5,9 @@
  * the caller (the batch's, or its own credentials), content negotiation, the input limits of its
  * path and query string (engine/request-input.ts) — and is answered by the same endpoint
  * function, with the same errors, events and headers, logged and counted as a request of its
- * own. What is not an endpoint of the engine (another route, a path the router redirects or does
- * not know) is the router's (`null`: batch-routed.ts).
+ * own; a sub-request under `/buckets/default` first passes the default bucket's checks and
+ * implicit creations. What is not an endpoint of the engine (another route, a path the router
+ * redirects or does not know) is the router's (`null`: batch-routed.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
