@@ -1,8 +1,9 @@
 /**
  * `POST /v1/batch` (protocol-reference §8). Sub-requests run in order, inside ONE unit of work:
  * one transaction. Those to the resource engine's endpoints are answered by them directly
- * (batch-direct.ts); the others go through the same routes as any request (http/internal-requests.ts). 4xx answers are just entries;
- * a 5xx — or a 409 integrity conflict — rolls the whole batch back and becomes the answer, so a
+ * (batch-direct.ts); the others go through the same routes as any request
+ * (http/internal-requests.ts). 4xx answers are just entries; a 5xx — or a 409 integrity
+ * conflict — rolls the whole batch back and becomes the answer, so a
  * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
  * clients cannot rely on that state, so we refuse it whole.)
  */
@@ -148,7 +149,9 @@ class BatchDeadline {
     }
     if (performance.now() > this.#expiresAt) {
       return new ApiError(503, ERRNO.BACKEND, {
-        message: `The batch ran longer than batch_timeout_seconds (${this.#seconds} s) and was rolled back: send fewer requests per batch.`,
+        message:
+          `The batch ran longer than batch_timeout_seconds (${this.#seconds} s) and was rolled back: ` +
+          'send fewer requests per batch.',
         headers: { 'Retry-After': String(this.#retryAfter) },
       });
     }
