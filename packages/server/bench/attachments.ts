@@ -67,7 +67,8 @@ async function timed(pid: number | null, bytes: number, times: number, fn: (inde
 
 function multipartHead(boundary: string, filename: string): Buffer {
   return Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; ` +
+      `filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
   );
 }
 
@@ -155,7 +156,10 @@ async function main(): Promise<void> {
                 });
           const ceilingName = backend === 'local' ? 'cp' : 'S3 PUT/GET';
           rows.push(
-            `| ${size} MB × ${times} | ${backend} | ${formatNumber(upload.mbps)} | ${formatNumber(ceilingUp.mbps)} (${ceilingName}) | ${formatNumber(download.mbps)} | ${formatNumber(ceilingDown.mbps)} | ${formatNumber(upload.rss)} MB (+${formatNumber(upload.rise, 1)}) |`,
+            `| ${size} MB × ${times} | ${backend} | ${formatNumber(upload.mbps)} | ` +
+              `${formatNumber(ceilingUp.mbps)} (${ceilingName}) | ${formatNumber(download.mbps)} | ` +
+              `${formatNumber(ceilingDown.mbps)} | ${formatNumber(upload.rss)} MB ` +
+              `(+${formatNumber(upload.rise, 1)}) |`,
           );
           console.log(rows.at(-1));
           await stat(dataDir);

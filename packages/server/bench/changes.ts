@@ -133,7 +133,8 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: args.url });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const storageUrl = `${args.url}${args.url!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const options = encodeURIComponent(`-c search_path=${schema}`);
+  const storageUrl = `${args.url}${args.url!.includes('?') ? '&' : '?'}options=${options}`;
   const env = {
     QUIRE_STORAGE_URL: storageUrl,
     QUIRE_STORAGE_AUTO_MIGRATE: 'true',
@@ -149,7 +150,8 @@ async function main(): Promise<void> {
     await request('PUT', `${a.base}buckets/bench/collections/load`);
     await request('PUT', `${a.base}buckets/bench/collections/burst`);
     console.log(
-      `node ${process.version}, PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}, two quire processes`,
+      `node ${process.version}, PostgreSQL ` +
+        `${(await admin.query('SHOW server_version')).rows[0].server_version}, two quire processes`,
     );
 
     // 1. Latency A → replica through B.
@@ -184,7 +186,8 @@ async function main(): Promise<void> {
       }
       stream.destroy();
       console.log(
-        `1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`,
+        `1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ` +
+          `${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`,
       );
     }
 
@@ -239,13 +242,19 @@ async function main(): Promise<void> {
       const afterLoad = rssMb(a.pid);
       for (const stream of busy) stream.destroy();
       console.log(
-        `2. ${count} streams on one process (memory: RSS of the server process; writes: POST one record, 10 connections, ${duration} s)`,
+        `2. ${count} streams on one process (memory: RSS of the server process; writes: POST one record, 10 ` +
+          `connections, ${duration} s)`,
       );
       console.log(
-        `   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open (+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ${afterLoad.toFixed(0)} MB after the load with every stream receiving`,
+        `   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open ` +
+          `(+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ` +
+          `${afterLoad.toFixed(0)} MB after the load with every stream receiving`,
       );
       console.log(
-        `   writes: ${without.toFixed(0)} req/s without streams; ${withQuiet.toFixed(0)} req/s (${pct(withQuiet, without)}) with ${count} streams watching other collections; ${withBusy.toFixed(0)} req/s (${pct(withBusy, without)}) with ${count} streams receiving every write (${delivered.toLocaleString('en-US')} events delivered)`,
+        `   writes: ${without.toFixed(0)} req/s without streams; ${withQuiet.toFixed(0)} req/s ` +
+          `(${pct(withQuiet, without)}) with ${count} streams watching other collections; ${withBusy.toFixed(0)} ` +
+          `req/s (${pct(withBusy, without)}) with ${count} streams receiving every write ` +
+          `(${delivered.toLocaleString('en-US')} events delivered)`,
       );
     }
 
@@ -308,7 +317,9 @@ async function main(): Promise<void> {
       const converged = performance.now() - started;
       stream.destroy();
       console.log(
-        `3. burst of ${total} writes (${written.toFixed(0)} ms): ${events - eventsBefore} events, ${pulls - pullsBefore} pulls; replica has ${ids.size}/${total} records ${converged.toFixed(0)} ms after the first write`,
+        `3. burst of ${total} writes (${written.toFixed(0)} ms): ${events - eventsBefore} events, ` +
+          `${pulls - pullsBefore} pulls; replica has ${ids.size}/${total} records ${converged.toFixed(0)} ms ` +
+          'after the first write',
       );
     }
   } finally {

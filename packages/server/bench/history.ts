@@ -318,9 +318,12 @@ async function preloadHistory(client: pg.Client, schema: string, count: number):
   await client.query(
     `INSERT INTO history (parent_id, resource_name, id, last_modified, data, deleted)
      SELECT $1, 'history', gen_random_uuid()::text, $2::bigint + record.n, jsonb_build_object(
-       'action', 'create', 'resource_name', 'record', 'uri', $1 || '/collections/c' || record.n % 20 || '/records/' || record.id,
-       'user_id', $3::text, 'date', '2026-11-22T10:00:00.000000+00:00', 'collection_id', 'c' || record.n % 20, 'record_id', record.id,
-       'target', jsonb_build_object('data', jsonb_build_object('id', record.id, 'last_modified', $2::bigint + record.n, 'title', 'x', 'n', 1),
+       'action', 'create', 'resource_name', 'record',
+       'uri', $1 || '/collections/c' || record.n % 20 || '/records/' || record.id,
+       'user_id', $3::text, 'date', '2026-11-22T10:00:00.000000+00:00',
+       'collection_id', 'c' || record.n % 20, 'record_id', record.id,
+       'target', jsonb_build_object('data',
+         jsonb_build_object('id', record.id, 'last_modified', $2::bigint + record.n, 'title', 'x', 'n', 1),
                                     'permissions', jsonb_build_object('write', jsonb_build_array($3::text))),
        $5::text, jsonb_build_array($3::text)), FALSE
      FROM (SELECT n, gen_random_uuid()::text AS id FROM generate_series(1, $4::int) AS n) AS record`,
@@ -328,7 +331,8 @@ async function preloadHistory(client: pg.Client, schema: string, count: number):
   );
   await client.query(
     `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES ($1, 'history', $2)
-     ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(timestamps.last_modified, EXCLUDED.last_modified)`,
+     ON CONFLICT (parent_id, resource_name)
+     DO UPDATE SET last_modified = GREATEST(timestamps.last_modified, EXCLUDED.last_modified)`,
     [bucket, first + count],
   );
   await client.query('RESET search_path');
@@ -336,7 +340,8 @@ async function preloadHistory(client: pg.Client, schema: string, count: number):
   await client.query(`VACUUM (ANALYZE) ${client.escapeIdentifier(schema)}.history`);
   await client.query('CHECKPOINT');
   const { rows } = await client.query<{ table: string; indexes: string }>(
-    `SELECT pg_size_pretty(pg_table_size($1::regclass)) AS table, pg_size_pretty(pg_indexes_size($1::regclass)) AS indexes`,
+    'SELECT pg_size_pretty(pg_table_size($1::regclass)) AS table, ' +
+      'pg_size_pretty(pg_indexes_size($1::regclass)) AS indexes',
     [`${schema}.history`],
   );
   console.log(`history preloaded: ${count} entries; history table ${rows[0]!.table}, its index ${rows[0]!.indexes}`);
@@ -419,11 +424,14 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating rounds of ${duration} s per mode and workload`,
+      `${backend}, ${connections} connections${rate ? `, ${rate} req/s offered` : ''}, ${rounds} alternating ` +
+        `rounds of ${duration} s per mode and workload`,
     );
     console.log('Changes: median of the per-round ratios on/off [95% interval]. Medians over the rounds otherwise.');
     console.log(
-      '| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU change | p50 off → on (ms) | p50 change | p99 off → on (ms) | p99 change | WAL KB/request off → on | errors | history lag after a run (max) |',
+      '| workload | req/s off → on | req/s change | CPU ms/request off → on (server + PostgreSQL) | CPU ' +
+        'change | p50 off → on (ms) | p50 change | p99 off → on (ms) | p99 change | WAL KB/request off → on | ' +
+        'errors | history lag after a run (max) |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const workload of WORKLOADS.filter((candidate) => candidate.name.includes(values.workload!))) {
@@ -484,7 +492,10 @@ async function main(): Promise<void> {
       );
       const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
       console.log(
-        `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ${split(on)} | ${cpuChange} | ${ms(off!.p50)} → ${ms(on!.p50)} | ${p50Change} | ${ms(off!.p99)} → ${ms(on!.p99)} | ${p99Change} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
+        `| ${workload.name} | ${off!.rps.toFixed(0)} → ${on!.rps.toFixed(0)} | ${rpsChange} | ${split(off)} → ` +
+          `${split(on)} | ${cpuChange} | ${ms(off!.p50)} → ${ms(on!.p50)} | ${p50Change} | ${ms(off!.p99)} → ` +
+          `${ms(on!.p99)} | ${p99Change} | ${(off!.wal / 1024).toFixed(2)} → ${(on!.wal / 1024).toFixed(2)} | ` +
+          `${off!.errors + on!.errors} | ${maxLag.toFixed(0)} ms |`,
       );
     }
   } finally {

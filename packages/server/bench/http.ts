@@ -234,7 +234,9 @@ async function pageLatency(
   return {
     scenario: name,
     value: `p50 ${formatNumber(percentile(times, 50), 1)} ms`,
-    detail: `p95 ${formatNumber(percentile(times, 95), 1)} ms; ${samples} sequential requests, ${formatNumber(expectedCount)} records, ${formatNumber(bytes / 1024)} KiB`,
+    detail:
+      `p95 ${formatNumber(percentile(times, 95), 1)} ms; ${samples} sequential requests, ` +
+      `${formatNumber(expectedCount)} records, ${formatNumber(bytes / 1024)} KiB`,
   };
 }
 
@@ -284,7 +286,8 @@ async function lastPageUrls(origin: string, total: number): Promise<Map<number, 
     result.set(size, { url: withLimit(last, size, ['_fields']), count });
   }
   console.log(
-    `  walked ${formatNumber(pages)} page(s) of ${formatNumber(WALK_PAGE)}: ${formatNumber(seen.size)} distinct records`,
+    `  walked ${formatNumber(pages)} page(s) of ${formatNumber(WALK_PAGE)}: ${formatNumber(seen.size)} ` +
+      'distinct records',
   );
   return result;
 }
@@ -316,7 +319,8 @@ async function main(): Promise<void> {
     dataDir: backend === 'embedded' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
   };
   console.log(
-    `Quire HTTP benchmark: ${backend}, ${formatNumber(total)} records${backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`}`,
+    `Quire HTTP benchmark: ${backend}, ${formatNumber(total)} ` +
+      `records${backend === 'postgresql' ? `, schema ${config.schema}` : `, ${config.dataDir}`}`,
   );
 
   let child: ChildProcess | null = null;
