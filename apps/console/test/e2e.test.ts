@@ -327,8 +327,9 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     const jumpMs = Math.round(performance.now() - jumped);
     await screenshot(page, '04-collection-scrolled');
     console.log(
-      `console e2e: ${BIG.toLocaleString('en-US')} records seeded in ${seedMs} ms; collection opened, first row shown in ${firstRowMs} ms ` +
-        `(first page fetched in ${firstPageMs} ms); scrolling: median frame ${frames.median.toFixed(1)} ms, worst ${frames.worst.toFixed(1)} ms, ` +
+      `console e2e: ${BIG.toLocaleString('en-US')} records seeded in ${seedMs} ms; ` +
+        `collection opened, first row shown in ${firstRowMs} ms (first page fetched in ${firstPageMs} ms); ` +
+        `scrolling: median frame ${frames.median.toFixed(1)} ms, worst ${frames.worst.toFixed(1)} ms, ` +
         `${frames.rows} rows in the DOM; jump to the middle shown in ${jumpMs} ms`,
     );
     expect(frames.rows).toBeLessThan(80);

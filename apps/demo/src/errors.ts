@@ -25,7 +25,10 @@ export function describeError(error: unknown): string {
   if (error instanceof QuireError) {
     switch (error.code) {
       case 'QUIRE_ERR_TRANSPORT_NETWORK':
-        return 'Cannot reach the Quire server. Your changes are kept on this device and will be sent once it answers again.';
+        return (
+          'Cannot reach the Quire server. ' +
+          'Your changes are kept on this device and will be sent once it answers again.'
+        );
       case 'QUIRE_ERR_TRANSPORT_TIMEOUT':
         return 'The server is taking too long to answer. Your changes are kept on this device.';
       case 'QUIRE_ERR_TRANSPORT_BACKOFF': {

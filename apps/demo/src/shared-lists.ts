@@ -33,6 +33,9 @@ interface Share {
   role: Exclude<Role, 'owner'>;
 }
 
+/** What a change of role means, in a notice. */
+const ROLE_CHANGE: Record<Share['role'], string> = { write: 'you can now edit it', read: 'it is now view only' };
+
 const shareKey = (share: { bucket: string; collection: string }) => `${share.bucket}/${share.collection}`;
 
 /** Lists in other people's buckets that this user may read, with their role. */
@@ -77,7 +80,8 @@ export async function checkShares(workspace: SharedListsWorkspace): Promise<void
     if (shares.has(key)) continue;
     await workspace.dropList(
       entry,
-      `You no longer have access to “${entry.title}”: ${entry.owner} stopped sharing it or deleted it. Its copy was removed from this device.`,
+      `You no longer have access to “${entry.title}”: ${entry.owner} stopped sharing it or deleted it. ` +
+        'Its copy was removed from this device.',
     );
   }
 
@@ -115,10 +119,7 @@ export async function checkShares(workspace: SharedListsWorkspace): Promise<void
       );
     } else if (entry.role !== share.role || entry.title !== title || entry.owner !== owner) {
       await workspace.registry.update(entry.id, { role: share.role, title, owner }, { patch: true });
-      if (entry.role !== share.role)
-        workspace.notify(
-          `Your access to “${title}” changed: ${share.role === 'write' ? 'you can now edit it' : 'it is now view only'}.`,
-        );
+      if (entry.role !== share.role) workspace.notify(`Your access to “${title}” changed: ${ROLE_CHANGE[share.role]}.`);
     }
   }
 }

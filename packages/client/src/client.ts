@@ -20,7 +20,7 @@ import type { LiveOptions } from './sync/live.js';
 import type { SubsetFilters } from './sync/subset.js';
 import { LiveChanges } from './sync/live-changes.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
-import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
+import type { RemoteTransformer } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
 
@@ -185,8 +185,12 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
     const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
+    // Loaded by the collections that have transformers only (an app with a service worker has it offline).
     const transform = options.transformers?.length
-      ? new TransformChain(options.transformers, { bucket, collection: name })
+      ? new (await import('./transform/transformers.js')).TransformChain(options.transformers, {
+          bucket,
+          collection: name,
+        })
       : null;
     const engine = new SyncEngine({
       http: this.http,

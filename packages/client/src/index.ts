@@ -44,7 +44,7 @@ export type { FetchLike } from './transport/http.js';
 export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
 export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
-export { exportDump, readDump, type Dump, type DumpInput, type ExportOptions } from './dump/dump.js';
+export { exportDump, readDump, type Dump, type DumpInput, type DumpSource, type ExportOptions } from './dump/dump.js';
 export {
   encryptionTransformer,
   deriveKey,

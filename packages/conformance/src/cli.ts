@@ -5,8 +5,10 @@
  */
 import { parseArgs } from 'node:util';
 import { shippedExpectations } from './report/expectations.js';
+import type { RunReport } from './report/model.js';
 import { toTable } from './report/table.js';
-import { REPORT_FORMATS, runConformance, type Credentials, type ReportFormat } from './run.js';
+import { REPORT_FORMATS, runConformance, type ReportFormat } from './run.js';
+import type { Credentials } from './target.js';
 
 const USAGE = `Usage: quire-conformance <base-url> [suite…] [options]
 
@@ -94,26 +96,8 @@ function parseCommandLine() {
   }
 }
 
-async function main(): Promise<number> {
-  const { values, positionals } = parseCommandLine();
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const [baseUrl, ...suites] = positionals;
-  if (!baseUrl) fail('missing <base-url>');
-  const reports = (values.report ?? [])
-    .flatMap((r) => r.split(','))
-    .map((r) => r.trim())
-    .filter(Boolean);
-  for (const r of reports)
-    if (!REPORT_FORMATS.includes(r as ReportFormat))
-      fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
-  const users = [...(values.user ?? []).map((u) => parseCredentials(u, '--user')), ...credentialsFromEnv()];
-  const accountsAdmin =
-    values['accounts-admin'] !== undefined ? parseCredentials(values['accounts-admin'], '--accounts-admin') : undefined;
-  const bucketReader =
-    values['bucket-reader'] !== undefined ? parseCredentials(values['bucket-reader'], '--bucket-reader') : undefined;
+/** The numeric and JSON options, checked: a bad value fails before any request. */
+function parseLimits(values: ReturnType<typeof parseCommandLine>['values']) {
   let maxBodyBytes: number | undefined;
   if (values['max-body-bytes'] !== undefined) {
     maxBodyBytes = Number(values['max-body-bytes']);
@@ -136,6 +120,51 @@ async function main(): Promise<number> {
     if (!Number.isSafeInteger(backoffSeconds) || backoffSeconds < 0)
       fail('--backoff must be a whole number of seconds');
   }
+  return { maxBodyBytes, quotas, backoffSeconds };
+}
+
+/** The console's end of a run: the table, run errors, what the expectations listed, the verdict. */
+function printSummary(report: RunReport, files: string[]): void {
+  const write = (text: string) => process.stdout.write(text);
+  write(`\n${toTable(report)}\n`);
+  for (const e of report.runErrors) write(`Run error: ${e.split('\n')[0]}\n`);
+  const listed = report.tests.filter((t) => t.outcome === 'expected-failure' || t.outcome === 'unexpected-pass');
+  if (listed.length) {
+    write(`\nListed in ${report.mode.expectationsFile ?? 'the expectations'}:\n`);
+    for (const t of listed)
+      write(`  ${t.outcome === 'expected-failure' ? 'expected deviation ' : 'UNEXPECTEDLY PASSED'}  ${t.id}\n`);
+  }
+  const s = report.summary;
+  const verdict = report.interrupted ? 'INTERRUPTED' : s.unexpected === 0 ? 'OK' : 'FAILED';
+  const duration = (report.durationMs / 1000).toFixed(1);
+  write(
+    `${verdict}: ${s.passed} passed, ${s.failed} failed, ${s['expected-failure']} expected deviations, ` +
+      `${s['unexpected-pass']} unexpectedly passed, ${s.skipped} skipped (${duration} s)\n`,
+  );
+  for (const f of files) write(`Report: ${f}\n`);
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const [baseUrl, ...suites] = positionals;
+  if (!baseUrl) fail('missing <base-url>');
+  const reports = (values.report ?? [])
+    .flatMap((r) => r.split(','))
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of reports)
+    if (!REPORT_FORMATS.includes(r as ReportFormat))
+      fail(`unknown report format ${JSON.stringify(r)} (json, junit, html)`);
+  const users = [...(values.user ?? []).map((u) => parseCredentials(u, '--user')), ...credentialsFromEnv()];
+  const accountsAdmin =
+    values['accounts-admin'] !== undefined ? parseCredentials(values['accounts-admin'], '--accounts-admin') : undefined;
+  const bucketReader =
+    values['bucket-reader'] !== undefined ? parseCredentials(values['bucket-reader'], '--bucket-reader') : undefined;
+  const { maxBodyBytes, quotas, backoffSeconds } = parseLimits(values);
 
   let signals = 0;
   let interrupt: (() => void) | undefined;
@@ -168,22 +197,7 @@ async function main(): Promise<number> {
         interrupt = fn;
       },
     });
-    process.stdout.write(`\n${toTable(report)}\n`);
-    for (const e of report.runErrors) process.stdout.write(`Run error: ${e.split('\n')[0]}\n`);
-    const listed = report.tests.filter((t) => t.outcome === 'expected-failure' || t.outcome === 'unexpected-pass');
-    if (listed.length) {
-      process.stdout.write(`\nListed in ${report.mode.expectationsFile ?? 'the expectations'}:\n`);
-      for (const t of listed)
-        process.stdout.write(
-          `  ${t.outcome === 'expected-failure' ? 'expected deviation ' : 'UNEXPECTEDLY PASSED'}  ${t.id}\n`,
-        );
-    }
-    const s = report.summary;
-    process.stdout.write(
-      `${report.interrupted ? 'INTERRUPTED' : s.unexpected === 0 ? 'OK' : 'FAILED'}: ${s.passed} passed, ${s.failed} failed, ${s['expected-failure']} expected deviations, ` +
-        `${s['unexpected-pass']} unexpectedly passed, ${s.skipped} skipped (${(report.durationMs / 1000).toFixed(1)} s)\n`,
-    );
-    for (const f of files) process.stdout.write(`Report: ${f}\n`);
+    printSummary(report, files);
     return exitCode;
   } catch (error) {
     process.stderr.write(`quire-conformance: ${(error as Error).message}\n`);

@@ -6,16 +6,14 @@
  */
 export {
   runConformance,
-  readServer,
-  cleanupJournal,
   invocationDir,
   reportDir,
   REPORT_FORMATS,
   type RunOptions,
   type RunResult,
-  type Credentials,
   type ReportFormat,
 } from './run.js';
+export { readServer, cleanupJournal, type Credentials } from './target.js';
 export {
   parseExpectations,
   loadExpectations,

@@ -1,23 +1,18 @@
-/**
- * Library entry of the conformance runner: reads `GET /`, sets up identities, runs the suites
- * with vitest (the same files Quire's own tests run), deletes whatever is left, and returns the
- * run report. The CLI (cli.ts) is a thin layer over `runConformance`.
- */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { createVitest, type Vitest } from 'vitest/node';
-import type { RootBody } from './harness/bodies.js';
 import { normaliseBaseUrl } from './harness/config.js';
 import { packageRoot } from './package-root.js';
 import { loadExpectations, resolveExpectations, type Expectations } from './report/expectations.js';
 import { toHtml } from './report/html.js';
 import { toJson } from './report/json.js';
 import { toJUnit } from './report/junit.js';
-import { summarise, type RunReport, type ServerSummary } from './report/model.js';
+import { summarise, type RunReport } from './report/model.js';
 import { ConformanceReporter } from './report/reporter.js';
+import { setSuiteEnv } from './suite-env.js';
+import { type Credentials, cleanupJournal, probeAccountSignUp, readServer } from './target.js';
 
 export type ReportFormat = 'json' | 'junit' | 'html';
 export const REPORT_FORMATS: ReportFormat[] = ['json', 'junit', 'html'];
@@ -26,11 +21,6 @@ const REPORT_FILES: Record<ReportFormat, string> = {
   junit: 'conformance-report.xml',
   html: 'conformance-report.html',
 };
-
-export interface Credentials {
-  name: string;
-  password: string;
-}
 
 export interface RunOptions {
   /** Base URL, with `/v1` (a bare origin gets `/v1` appended). */
@@ -43,9 +33,15 @@ export interface RunOptions {
    * their file and at the end of the run.
    */
   createAccounts?: boolean;
-  /** An administrator account (`id:password`, listed in `account_write_principals`): runs the accounts administration checks. */
+  /**
+   * An administrator account (`id:password`, listed in `account_write_principals`): runs the
+   * accounts administration checks.
+   */
   accountsAdmin?: Credentials;
-  /** An identity granted `read` on every bucket by the settings (`bucket_read_principals`): runs the "globally granted principal" checks. */
+  /**
+   * An identity granted `read` on every bucket by the settings (`bucket_read_principals`): runs
+   * the "globally granted principal" checks.
+   */
   bucketReader?: Credentials;
   /** Only the checks that write nothing. */
   readOnly?: boolean;
@@ -120,173 +116,111 @@ function toolVersion(): string {
   }
 }
 
-function basic(c: Credentials): string {
-  return `Basic ${Buffer.from(`${c.name}:${c.password}`, 'utf8').toString('base64')}`;
-}
-
-interface FetchedJson {
-  status: number;
-  /** Parsed body; undefined when empty or not JSON. */
-  json: unknown;
-}
-
-async function fetchJson(url: string, init: RequestInit = {}): Promise<FetchedJson> {
-  const res = await fetch(url, { redirect: 'manual', ...init });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
+/** Who the checks act as: the given users, throwaway accounts, or random Basic Auth users. */
+async function chooseIdentities(
+  base: string,
+  capabilities: string[],
+  options: RunOptions,
+): Promise<RunReport['mode']['identities']> {
+  if (options.users?.length) return 'given';
+  if (options.createAccounts) {
+    if (!capabilities.includes('accounts'))
+      throw new Error('--create-accounts: the deployment has no "accounts" capability');
+    if (options.readOnly) throw new Error('--create-accounts writes; it cannot be combined with --read-only');
+    await probeAccountSignUp(base);
+    return 'created-accounts';
   }
-  return { status: res.status, json };
-}
-
-/** Reads `GET /`; throws a message an operator can act on when it is not a Kinto-protocol root. */
-export async function readServer(base: string): Promise<ServerSummary & { root: Record<string, unknown> }> {
-  let res: FetchedJson;
-  try {
-    res = await fetchJson(`${base}/`);
-  } catch (error) {
-    throw new Error(`cannot reach ${base}/: ${(error as Error).message}`);
-  }
-  if (res.status !== 200 || typeof res.json !== 'object' || res.json === null) {
+  if (!capabilities.includes('basicauth')) {
+    const orAccounts = capabilities.includes('accounts') ? ', or --create-accounts' : '';
     throw new Error(
-      `GET ${base}/ answered ${res.status}, not the JSON root of a Kinto-protocol server (is the URL the API base, ending with /v1?)`,
+      'the deployment offers no "basicauth" capability, so the suite needs identities: ' +
+        `give --user name:password (twice or more)${orAccounts}`,
     );
   }
-  const root = res.json as Record<string, unknown>;
-  const capabilities = Object.keys((root.capabilities as Record<string, unknown> | undefined) ?? {}).sort();
-  return {
-    root,
-    url: base,
-    ...(typeof root.project_name === 'string' ? { project_name: root.project_name } : {}),
-    ...(typeof root.project_version === 'string' ? { project_version: root.project_version } : {}),
-    ...(typeof root.http_api_version === 'string' ? { http_api_version: root.http_api_version } : {}),
-    capabilities,
-    ...(root.settings && typeof root.settings === 'object'
-      ? { settings: root.settings as Record<string, unknown> }
-      : {}),
+  return 'basicauth';
+}
+
+/** Writes the report in each format asked for; answers the files' paths. */
+function writeReports(report: RunReport, formats: ReportFormat[], outputDir: string | undefined): string[] {
+  const files: string[] = [];
+  const dir = reportDir(outputDir);
+  if (formats.length) mkdirSync(dir, { recursive: true });
+  for (const format of formats) {
+    const path = join(dir, REPORT_FILES[format]);
+    writeFileSync(path, format === 'json' ? toJson(report) : format === 'junit' ? toJUnit(report) : toHtml(report));
+    files.push(path);
+  }
+  return files;
+}
+
+/** How the run's identities are described in its log. */
+const IDENTITIES: Record<RunReport['mode']['identities'], (given: number) => string> = {
+  basicauth: () => 'random Basic Auth users',
+  given: (given) => `${given} given user(s)`,
+  'created-accounts': () => 'throwaway accounts, created as the checks use them',
+};
+
+/** vitest over the suites, reporting to `reporter`; the caller's signal handlers stay in charge. */
+async function createSuiteRunner(
+  reporter: ConformanceReporter,
+  workDir: string,
+  out: Writable,
+  fileParallelism: boolean,
+): Promise<Vitest> {
+  const signalListeners = {
+    SIGINT: new Set(process.listeners('SIGINT')),
+    SIGTERM: new Set(process.listeners('SIGTERM')),
   };
-}
-
-/**
- * `--create-accounts`: checks once, before the run, that an anonymous caller may sign up and
- * that the new account authenticates at once (the workers then create accounts as the checks
- * need them). The probe account is deleted right away.
- */
-async function probeAccountSignUp(base: string): Promise<void> {
-  const c = { name: `conf-${randomBytes(8).toString('hex')}`, password: `pw-${randomBytes(12).toString('hex')}` };
-  const res = await fetchJson(`${base}/accounts/${c.name}`, {
-    method: 'PUT',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ data: { password: c.password } }),
-  });
-  if (res.status !== 201) {
-    throw new Error(
-      `--create-accounts: PUT /accounts/${c.name} answered ${res.status} ${JSON.stringify(res.json)} (does the deployment allow anonymous sign-up?)`,
-    );
-  }
-  try {
-    const who = await fetchJson(`${base}/`, { headers: { Authorization: basic(c) } });
-    if (who.status !== 200) {
-      throw new Error(
-        `--create-accounts: GET / with a new account answered ${who.status} ${JSON.stringify(who.json)} (a login limit on this client address?)`,
-      );
-    }
-    const user = (who.json as Partial<RootBody> | undefined)?.user?.id;
-    if (user !== `account:${c.name}`) {
-      throw new Error(
-        `--create-accounts: a new account does not authenticate (GET / says user ${JSON.stringify(user ?? null)}); do accounts need validation first?`,
-      );
-    }
-  } finally {
-    await deleteAccounts(base, [c]);
-  }
-}
-
-async function deleteAccounts(base: string, accounts: Credentials[]): Promise<void> {
-  await Promise.all(
-    accounts.map((c) =>
-      fetch(`${base}/accounts/${encodeURIComponent(c.name)}`, {
-        method: 'DELETE',
-        headers: { Authorization: basic(c) },
-      })
-        .then((r) => r.text())
-        .catch(() => undefined),
-    ),
+  const vitest = await createVitest(
+    'test',
+    {
+      config: false,
+      root: PACKAGE_ROOT,
+      include: ['src/suites/**/*.test.ts'],
+      reporters: [reporter],
+      watch: false,
+      // Nothing is written into the package (installed, it may be read-only): no results cache.
+      cache: false,
+      testTimeout: 20_000,
+      hookTimeout: 30_000,
+      // Given users are shared by every file: then the files run one after another.
+      fileParallelism,
+      passWithNoTests: false,
+    },
+    { logLevel: 'error', cacheDir: join(workDir, 'vite-cache') },
+    { stdout: out },
   );
-}
-
-/**
- * Deletes every bucket listed in the journal (written by the workers before each creation),
- * then every throwaway account it lists. Returns how many buckets still existed, i.e. were left
- * behind by an interrupted file.
- */
-export async function cleanupJournal(base: string, journal: string): Promise<number> {
-  if (!existsSync(journal)) return 0;
-  const seen = new Set<string>();
-  const buckets: { id: string; authorization: string | null }[] = [];
-  const accounts: { account: string; authorization: string }[] = [];
-  for (const line of readFileSync(journal, 'utf8').split('\n')) {
-    if (!line.trim() || seen.has(line)) continue;
-    seen.add(line);
-    try {
-      const entry = JSON.parse(line) as { id?: string; account?: string; authorization: string | null };
-      if (typeof entry.account === 'string' && entry.authorization)
-        accounts.push({ account: entry.account, authorization: entry.authorization });
-      else if (typeof entry.id === 'string') buckets.push({ id: entry.id, authorization: entry.authorization });
-    } catch {
-      // A line cut by a killed worker: nothing to delete from it.
-    }
+  // vitest's logger exits the process on SIGINT/SIGTERM; the caller's handler must win so
+  // that the cleanup runs.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const listener of process.listeners(signal))
+      if (!signalListeners[signal].has(listener)) process.removeListener(signal, listener);
   }
-  let leftovers = 0;
-  const drain = async <T>(queue: T[], remove: (item: T) => Promise<void>) => {
-    const worker = async () => {
-      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await remove(item);
-    };
-    await Promise.all(Array.from({ length: 4 }, worker));
-  };
-  await drain(buckets, async (e) => {
-    const headers: Record<string, string> = e.authorization ? { Authorization: e.authorization } : {};
-    try {
-      const res = await fetch(`${base}/buckets/${encodeURIComponent(e.id)}`, { method: 'DELETE', headers });
-      await res.text();
-      if (res.status === 200) leftovers += 1;
-    } catch {
-      // Unreachable server: nothing more we can do.
-    }
-  });
-  // After the buckets: deleting those needed the accounts. Already deleted by their file: 401/404.
-  await drain(accounts, async (e) => {
-    try {
-      await (
-        await fetch(`${base}/accounts/${encodeURIComponent(e.account)}`, {
-          method: 'DELETE',
-          headers: { Authorization: e.authorization },
-        })
-      ).text();
-    } catch {
-      // Unreachable server: nothing more we can do.
-    }
-  });
-  return leftovers;
+  return vitest;
 }
 
-const ENV_KEYS = [
-  'QUIRE_CONFORMANCE_URL',
-  'QUIRE_CONFORMANCE_USERS',
-  'QUIRE_CONFORMANCE_USERS_DISPOSABLE',
-  'QUIRE_CONFORMANCE_CREATE_ACCOUNTS',
-  'QUIRE_CONFORMANCE_ACCOUNTS_ADMIN',
-  'QUIRE_CONFORMANCE_BUCKET_READER',
-  'QUIRE_CONFORMANCE_READ_ONLY',
-  'QUIRE_CONFORMANCE_JOURNAL',
-  'QUIRE_CONFORMANCE_MAX_BODY_BYTES',
-  'QUIRE_CONFORMANCE_BACKOFF',
-  'QUIRE_CONFORMANCE_ALLOW_FLUSH',
-  'QUIRE_CONFORMANCE_QUOTAS',
-] as const;
+/** The run's report from what the reporter collected. */
+function buildReport(
+  reporter: ConformanceReporter,
+  run: Pick<RunReport, 'server' | 'mode' | 'leftoverBucketsDeleted' | 'interrupted'> & { startedAt: Date },
+): RunReport {
+  const tests = reporter.tests.sort((a, b) => a.id.localeCompare(b.id));
+  const runErrors = reporter.runErrors;
+  if (tests.length === 0 && !run.interrupted) runErrors.push('no check ran (do the suite filters match a suite?)');
+  return {
+    tool: { name: '@quire/conformance', version: toolVersion() },
+    server: run.server,
+    startedAt: run.startedAt.toISOString(),
+    durationMs: Date.now() - run.startedAt.getTime(),
+    mode: run.mode,
+    summary: summarise(tests, runErrors),
+    sections: reporter.sections.sort((a, b) => a.file.localeCompare(b.file)),
+    tests,
+    runErrors,
+    leftoverBucketsDeleted: run.leftoverBucketsDeleted,
+    interrupted: run.interrupted,
+  };
+}
 
 export async function runConformance(options: RunOptions): Promise<RunResult> {
   const out = options.out ?? process.stdout;
@@ -302,54 +236,24 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
   const server = await readServer(base);
   const { root: _root, ...serverSummary } = server;
   out.write(
-    `Target ${base}: ${server.project_name ?? '?'} ${server.project_version ?? ''}, HTTP API ${server.http_api_version ?? '?'}\n`,
+    `Target ${base}: ${server.project_name ?? '?'} ${server.project_version ?? ''}, ` +
+      `HTTP API ${server.http_api_version ?? '?'}\n`,
   );
   out.write(`Capabilities: ${server.capabilities.join(', ') || '(none)'}\n`);
 
-  let identities: RunReport['mode']['identities'] = 'basicauth';
   const users: Credentials[] = options.users ?? [];
-  if (users.length > 0) {
-    identities = 'given';
-  } else if (options.createAccounts) {
-    if (!server.capabilities.includes('accounts'))
-      throw new Error('--create-accounts: the deployment has no "accounts" capability');
-    if (options.readOnly) throw new Error('--create-accounts writes; it cannot be combined with --read-only');
-    await probeAccountSignUp(base);
-    identities = 'created-accounts';
-  } else if (!server.capabilities.includes('basicauth')) {
-    throw new Error(
-      'the deployment offers no "basicauth" capability, so the suite needs identities: ' +
-        `give --user name:password (twice or more)${server.capabilities.includes('accounts') ? ', or --create-accounts' : ''}`,
-    );
-  }
-  out.write(
-    `Identities: ${identities === 'basicauth' ? 'random Basic Auth users' : identities === 'given' ? `${users.length} given user(s)` : 'throwaway accounts, created as the checks use them'}${options.readOnly ? '; read-only mode' : ''}\n`,
-  );
+  const identities = await chooseIdentities(base, server.capabilities, options);
+  out.write(`Identities: ${IDENTITIES[identities](users.length)}${options.readOnly ? '; read-only mode' : ''}\n`);
 
   const workDir = mkdtempSync(join(tmpdir(), 'quire-conformance-'));
   const journal = join(workDir, 'created-buckets.jsonl');
-  const savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
-  process.env.QUIRE_CONFORMANCE_URL = base;
-  process.env.QUIRE_CONFORMANCE_JOURNAL = journal;
-  if (users.length) process.env.QUIRE_CONFORMANCE_USERS = JSON.stringify(users);
-  else delete process.env.QUIRE_CONFORMANCE_USERS;
-  delete process.env.QUIRE_CONFORMANCE_USERS_DISPOSABLE;
-  if (identities === 'created-accounts') process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS = '1';
-  else delete process.env.QUIRE_CONFORMANCE_CREATE_ACCOUNTS;
-  if (options.accountsAdmin)
-    process.env.QUIRE_CONFORMANCE_ACCOUNTS_ADMIN = `${options.accountsAdmin.name}:${options.accountsAdmin.password}`;
-  if (options.bucketReader)
-    process.env.QUIRE_CONFORMANCE_BUCKET_READER = `${options.bucketReader.name}:${options.bucketReader.password}`;
-  if (options.readOnly) process.env.QUIRE_CONFORMANCE_READ_ONLY = '1';
-  else delete process.env.QUIRE_CONFORMANCE_READ_ONLY;
-  if (options.maxBodyBytes) process.env.QUIRE_CONFORMANCE_MAX_BODY_BYTES = String(options.maxBodyBytes);
-  if (options.backoffSeconds !== undefined) process.env.QUIRE_CONFORMANCE_BACKOFF = String(options.backoffSeconds);
-  else delete process.env.QUIRE_CONFORMANCE_BACKOFF;
-  if (options.quotas !== undefined) process.env.QUIRE_CONFORMANCE_QUOTAS = options.quotas;
-  else delete process.env.QUIRE_CONFORMANCE_QUOTAS;
-  // Only ever on request: a flush wipes the deployment.
-  if (options.allowFlush) process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH = '1';
-  else delete process.env.QUIRE_CONFORMANCE_ALLOW_FLUSH;
+  const restoreEnv = setSuiteEnv({
+    ...options,
+    base,
+    journal,
+    users,
+    createAccounts: identities === 'created-accounts',
+  });
 
   const reporter = new ConformanceReporter(out, expectations);
   let vitest: Vitest | undefined;
@@ -361,36 +265,8 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     void vitest?.cancelCurrentRun('keyboard-input');
   });
   let leftovers = 0;
-  const signalListeners = {
-    SIGINT: new Set(process.listeners('SIGINT')),
-    SIGTERM: new Set(process.listeners('SIGTERM')),
-  };
   try {
-    vitest = await createVitest(
-      'test',
-      {
-        config: false,
-        root: PACKAGE_ROOT,
-        include: ['src/suites/**/*.test.ts'],
-        reporters: [reporter],
-        watch: false,
-        // Nothing is written into the package (installed, it may be read-only): no results cache.
-        cache: false,
-        testTimeout: 20_000,
-        hookTimeout: 30_000,
-        // Given users are shared by every file: run the files one after another.
-        fileParallelism: identities !== 'given',
-        passWithNoTests: false,
-      },
-      { logLevel: 'error', cacheDir: join(workDir, 'vite-cache') },
-      { stdout: out },
-    );
-    // vitest's logger exits the process on SIGINT/SIGTERM; the caller's handler must win so
-    // that the cleanup runs.
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      for (const listener of process.listeners(signal))
-        if (!signalListeners[signal].has(listener)) process.removeListener(signal, listener);
-    }
+    vitest = await createSuiteRunner(reporter, workDir, out, identities !== 'given');
     if (!interrupted) await vitest.start(options.suites ?? []);
   } catch (error) {
     reporter.runErrors.push(`the run failed: ${(error as Error).message}`);
@@ -398,43 +274,22 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     await vitest?.close().catch(() => undefined);
     leftovers = await cleanupJournal(base, journal);
     rmSync(workDir, { recursive: true, force: true });
-    for (const [k, v] of Object.entries(savedEnv)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    restoreEnv();
   }
   if (leftovers) out.write(`Final cleanup: deleted ${leftovers} more bucket(s) created by the run.\n`);
 
-  const tests = reporter.tests.sort((a, b) => a.id.localeCompare(b.id));
-  const report: RunReport = {
-    tool: { name: '@quire/conformance', version: toolVersion() },
+  const report = buildReport(reporter, {
     server: serverSummary,
-    startedAt: startedAt.toISOString(),
-    durationMs: Date.now() - startedAt.getTime(),
+    startedAt,
     mode: {
       readOnly: Boolean(options.readOnly),
       identities,
       ...(expectations ? { expectationsFile: expectations.file } : {}),
     },
-    summary: summarise(tests, reporter.runErrors),
-    sections: reporter.sections.sort((a, b) => a.file.localeCompare(b.file)),
-    tests,
-    runErrors: reporter.runErrors,
     leftoverBucketsDeleted: leftovers,
     interrupted,
-  };
-  if (report.tests.length === 0 && !interrupted)
-    report.runErrors.push('no check ran (do the suite filters match a suite?)');
-  report.summary = summarise(tests, report.runErrors);
-
-  const files: string[] = [];
-  const dir = reportDir(options.outputDir);
-  if (options.reports?.length) mkdirSync(dir, { recursive: true });
-  for (const format of options.reports ?? []) {
-    const path = join(dir, REPORT_FILES[format]);
-    writeFileSync(path, format === 'json' ? toJson(report) : format === 'junit' ? toJUnit(report) : toHtml(report));
-    files.push(path);
-  }
+  });
+  const files = writeReports(report, options.reports ?? [], options.outputDir);
   const exitCode = interrupted ? 130 : report.summary.unexpected > 0 ? 1 : 0;
   return { report, files, exitCode };
 }

@@ -74,7 +74,8 @@ describe('expectations files', () => {
 
   it('reads known-flaky entries', () => {
     const e = parseExpectations(
-      '{"deviations": [{"test": "root.test.ts > *", "reason": "a race of the target", "flaky": true}, {"test": "x", "reason": "y"}]}',
+      '{"deviations": [{"test": "root.test.ts > *", "reason": "a race of the target", "flaky": true}, {"test": "x", ' +
+        '"reason": "y"}]}',
     );
     expect(e.match('root.test.ts > a > b')).toEqual({
       test: 'root.test.ts > *',

@@ -82,7 +82,8 @@ async function localPrebuild(dir: string): Promise<string | undefined> {
     const version = (JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string }).version;
     if (!existsSync(join(pkgDir, 'build/Release/better_sqlite3.node'))) return undefined;
     mkdirSync(dir, { recursive: true });
-    const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+    const abi = `node-v${process.versions.modules}-${process.platform}-${process.arch}`;
+    const name = `better-sqlite3-v${version}-${abi}.tar.gz`;
     const res = await run(
       'tar',
       ['czf', join(dir, name), '-C', pkgDir, 'build/Release/better_sqlite3.node'],
@@ -248,7 +249,8 @@ describe('the packed packages, installed with npm into an empty folder', () => {
   );
 
   it(
-    'npx quire-conformance <url> --expectations kinto-26.3: exit 0, reports in the current directory, nothing written into the package',
+    'npx quire-conformance <url> --expectations kinto-26.3: exit 0, reports in the current directory, ' +
+      'nothing written into the package',
     async () => {
       expect(basicServer, 'the packed server did not start').toBeDefined();
       const installed = join(app, 'node_modules/@quire/conformance');
@@ -316,7 +318,8 @@ describe('the packed packages, installed with npm into an empty folder', () => {
   );
 
   it(
-    '--create-accounts against an accounts-only server (the demo settings): as many accounts as the checks use, none left',
+    '--create-accounts against an accounts-only server (the demo settings): as many accounts as the checks use, ' +
+      'none left',
     async () => {
       expect(installError).toBeUndefined();
       const demo = JSON.parse(readFileSync(join(REPO, 'apps/demo/quire.settings.json'), 'utf8')) as Record<

@@ -53,8 +53,8 @@ async function time(label: string, fn: () => Promise<void>): Promise<void> {
   }
   durations.sort((a, b) => a - b);
   console.log(
-    `  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   p95 ` +
-      `${percentile(durations, 95).toFixed(1).padStart(8)} ms`,
+    `  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   ` +
+      `p95 ${percentile(durations, 95).toFixed(1).padStart(8)} ms`,
   );
 }
 
@@ -95,8 +95,8 @@ try {
     [reader, groups],
   );
   await client.query(
-    "INSERT INTO group_members (group_uri, principal) SELECT '/buckets/bench/groups/g' || i, $1 FROM " +
-      'generate_series(1, $2::int) AS i',
+    `INSERT INTO group_members (group_uri, principal)
+     SELECT '/buckets/bench/groups/g' || i, $1 FROM generate_series(1, $2::int) AS i`,
     [reader, groups],
   );
   await client.query(

@@ -7,9 +7,10 @@
  *
  * Each backend gets a scope of 10,000 objects, then: a get by id, a page of 100 (newest first),
  * a filter on a data field over the 10,000, a page of 100 sorted by a data field, one create in
- * its own transaction, one create per transaction from 16 writers at once (µs per create), 25 creates
- * in one transaction. `sqlite-file-alone` is `sqlite-file` committing each transaction alone (no
- * group commit). PostgreSQL is QUIRE_TEST_PG_URL (default: the test server), in a throw-away schema.
+ * its own transaction, one create per transaction from 16 writers at once (µs per create), 25
+ * creates in one transaction. `sqlite-file-alone` is `sqlite-file` committing each transaction
+ * alone (no group commit). PostgreSQL is QUIRE_TEST_PG_URL (default: the test server), in a
+ * throw-away schema.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -95,8 +95,8 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: args.url });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const options = encodeURIComponent(`-c search_path=${schema}`);
-  const storageUrl = `${args.url}${args.url!.includes('?') ? '&' : '?'}options=${options}`;
+  const storageUrl =
+    `${args.url}${args.url!.includes('?') ? '&' : '?'}` + `options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   let server: ChildProcess | undefined;
   const streams: http.ClientRequest[] = [];
   try {
@@ -139,8 +139,8 @@ async function main(): Promise<void> {
     const after = await memory(server);
     const kb = (bytes: number) => (bytes / 1024).toFixed(1);
     console.log(
-      `node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} ` +
-        'users, each stream following a bucket of 3 collections',
+      `node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, ` +
+        'each stream following a bucket of 3 collections',
     );
     console.log(
       `  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ` +
@@ -152,9 +152,9 @@ async function main(): Promise<void> {
     );
     const native = (memory: Memory) => memory.rss - memory.heapTotal;
     console.log(
-      "  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) " +
-        `${kb((native(after) - native(before)) / count)} KB per stream; V8 heap reserved ` +
-        `${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`,
+      `  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ` +
+        `${kb((native(after) - native(before)) / count)} KB per stream; ` +
+        `V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`,
     );
   } finally {
     for (const stream of streams) stream.destroy();

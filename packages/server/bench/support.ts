@@ -48,8 +48,8 @@ export async function load(name: string, options: autocannon.Options, expected: 
   const bad = counts.filter(([code]) => Number(code) !== expected);
   if (bad.length > 0 || result.errors > 0 || good === 0) {
     throw new Error(
-      `${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} ` +
-        'errors (timeouts included)',
+      `${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ` +
+        `${result.errors} errors (timeouts included)`,
     );
   }
   return { count: good, requestsPerSecond: good / result.duration, p50: result.latency.p50, p99: result.latency.p99 };

@@ -105,8 +105,8 @@ try {
   const size = (await stat(first)).size;
   console.log(
     `export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ` +
-      `${Math.round(exported.count / (exported.ms / 1000))} objects/s (${(size / 1e6).toFixed(0)} MB, ` +
-      `${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`,
+      `${Math.round(exported.count / (exported.ms / 1000))} objects/s ` +
+      `(${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`,
   );
   const started = performance.now();
   const { objects: imported } = await importStore(target!, createReadStream(first), {

@@ -3,8 +3,7 @@
  * `cli.ts` does, tests use `inject()` or `listen({ port: 0 })`.
  */
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
-import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { createAccountPolicy, registerAccounts } from './accounts/index.js';
 import { registerAttachments } from './attachments/index.js';
 import { authenticate } from './auth/authenticate.js';
@@ -23,7 +22,7 @@ import { registerQueryLimits } from './http/query-limits.js';
 import { sessionBudget } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
-import { createNotFoundHandler, type NotFoundHandler } from './http/redirects.js';
+import { createNotFoundHandler } from './http/redirects.js';
 import { Metrics, registerMetrics } from './observability/metrics.js';
 import { loggerOptions, registerRequestLog } from './observability/request-log.js';
 import { splitUrl } from './http/url.js';
@@ -88,11 +87,26 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const settings = options.settings ?? loadSettings();
   let app: FastifyInstance | undefined;
   const events = new EventBus(() => app?.log);
-  const metrics = settings.metrics_enabled ? new Metrics(options.storage) : null;
-  const storage = metrics ? metrics.instrument(options.storage) : options.storage;
+  const services = await createServices(settings, options.storage, events);
+  app = Fastify(fastifyOptions(settings, options.logger));
+  app.decorate('services', services);
+  app.server.on('checkExpectation', refuseExpectation);
+  app.server.on('connect', refuseConnect);
+  // Configured listeners, in their settings' order; closing the server flushes what they hold.
+  for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
+  app.addHook('onClose', () => events.close());
+  registerRequestHooks(app, services, events);
+  await registerRoutes(app, services);
+  await app.ready();
+  return app;
+}
+
+/** What every part of the server shares: settings, store, policies, capabilities, events. */
+async function createServices(settings: Settings, store: Storage, events: EventBus): Promise<Services> {
+  const metrics = settings.metrics_enabled ? new Metrics(store) : null;
   const services: Services = {
     settings,
-    storage,
+    storage: metrics ? metrics.instrument(store) : store,
     authorizer: new Authorizer(settings),
     policies: createPolicies(settings),
     version: VERSION,
@@ -105,56 +119,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
   Object.assign(services.capabilities, settingCapabilities(settings));
-
-  app = Fastify(fastifyOptions(settings, options.logger));
-  app.decorate('services', services);
-  app.server.on('checkExpectation', refuseExpectation);
-  app.server.on('connect', refuseConnect);
-  // Configured listeners, in their settings' order; closing the server flushes what they hold.
-  for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
-  app.addHook('onClose', () => events.close());
-  app.decorateRequest('identity', null as never);
-  app.decorateRequest('work', null as never);
-  // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
-  // work it was given; any other request gets its own.
-  app.addHook('onRequest', (request, reply, done) => {
-    request.work =
-      dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events, false, sessionBudget(request, reply));
-    done();
-  });
-
-  registerErrorHandler(app, settings);
-  registerRequestLog(app);
-  registerMetrics(app, settings, metrics);
-  registerHeaders(app, settings);
-  registerContentNegotiation(app);
-  registerQueryLimits(app);
-  registerAdmin(app); // before the hook below, which redirects paths ending with `/` such as /v1/admin/
-  const notFound = createNotFoundHandler(settings, (request) => baseUrl(services.settings, request));
-  app.setNotFoundHandler(notFound);
-
-  registerAuthentication(app, notFound);
-
-  registerOpenApi(app);
-  registerHello(app);
-  registerUtilities(app);
-  registerBatch(app);
-  registerOpenId(app);
-  registerPermissions(app);
-  registerDefaultBucket(app);
-  registerHistory(app);
-  registerQuotas(app);
-  registerChanges(app);
-  registerAccounts(app);
-  await registerAttachments(app);
-  for (const def of RESOURCES) registerResource(app, extendResource(def, services.resourceExtensions));
-
-  await app.ready();
-  return app;
+  return services;
 }
 
-/** Fastify's options: logging, limits, ids, proxies, and the protocol's error body for what it refuses itself. */
-function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']): FastifyHttpOptions<Server> {
+function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']) {
   return {
     logger: logger === false ? false : loggerOptions(settings, typeof logger === 'object' ? logger : {}),
     // observability/request-log.ts writes one line per request instead of Fastify's two.
@@ -172,7 +140,7 @@ function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']
     // X-Forwarded-* (client address, scheme, host) only behind a proxy that sets them (base-url.ts).
     trustProxy: settings.trust_proxy,
     // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error: Error, _request: FastifyRequest, reply: FastifyReply) => {
       const apiError = toApiError(error, settings);
       void reply
         .code(apiError.status as never)
@@ -182,11 +150,29 @@ function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']
   };
 }
 
-/**
- * Who calls: every request starts anonymous, then its credentials are checked — after the
- * refusals and redirects of its path, which answer whoever calls.
- */
-function registerAuthentication(app: FastifyInstance, notFound: NotFoundHandler): void {
+/** The hooks every request passes, in order: its unit of work, errors, logs, headers, input, identity. */
+function registerRequestHooks(app: FastifyInstance, services: Services, events: EventBus): void {
+  const { settings } = services;
+  app.decorateRequest('identity', null as never);
+  app.decorateRequest('work', null as never);
+  // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
+  // work it was given; any other request gets its own.
+  app.addHook('onRequest', (request, reply, done) => {
+    request.work =
+      dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events, false, sessionBudget(request, reply));
+    done();
+  });
+
+  registerErrorHandler(app, settings);
+  registerRequestLog(app);
+  registerMetrics(app, settings, services.metrics);
+  registerHeaders(app, settings);
+  registerContentNegotiation(app);
+  registerQueryLimits(app);
+  registerAdmin(app); // before the hook below, which redirects paths ending with `/` such as /v1/admin/
+  const notFound = createNotFoundHandler(settings, (request) => baseUrl(services.settings, request));
+  app.setNotFoundHandler(notFound);
+
   app.addHook('onRequest', async (request, reply) => {
     request.identity = ANONYMOUS;
     // No route ends with a slash but the root: let the not-found handler redirect (§0), rather
@@ -202,6 +188,23 @@ function registerAuthentication(app: FastifyInstance, notFound: NotFoundHandler)
     // One autocommit query per authenticated request; inside a batch, through its transaction
     // (on PGlite the store itself waits for that transaction to end).
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
-    request.identity = await authenticate(app.services.policies, auth);
+    request.identity = await authenticate(services.policies, auth);
   });
+}
+
+/** The views, the features' routes, then the engine's resources (with the features' extensions). */
+async function registerRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  registerOpenApi(app);
+  registerHello(app);
+  registerUtilities(app);
+  registerBatch(app);
+  registerOpenId(app);
+  registerPermissions(app);
+  registerDefaultBucket(app);
+  registerHistory(app);
+  registerQuotas(app);
+  registerChanges(app);
+  registerAccounts(app);
+  await registerAttachments(app);
+  for (const def of RESOURCES) registerResource(app, extendResource(def, services.resourceExtensions));
 }

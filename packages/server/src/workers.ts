@@ -55,7 +55,7 @@ export async function runCluster(options: ClusterOptions): Promise<Cluster | nul
   return supervise(options);
 }
 
-/** The delay before the next restart (`deaths`: the recent deaths, this one added): longer as they crowd. */
+/** The wait before a dead worker's replacement starts: it grows with the deaths of the last window. */
 function nextRestartDelay(deaths: number[]): number {
   const now = Date.now();
   deaths.push(now);
@@ -74,9 +74,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
     let stopping = false;
     let exitCode = 0;
 
-    const exitWhenAllGone = () => {
-      if (stopping && live.size === 0) process.exit(exitCode);
-    };
+    const exitWhenAllGone = () => stopping && live.size === 0 && process.exit(exitCode);
 
     const stop = (code: number) => {
       if (stopping) return;
@@ -139,7 +137,8 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
       worker.on('exit', (code, signal) => onExit(worker, code, signal));
     };
 
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(0));
+    process.on('SIGTERM', () => stop(0));
+    process.on('SIGINT', () => stop(0));
     for (let i = 0; i < count; i++) fork();
   });
 }

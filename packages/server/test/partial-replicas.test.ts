@@ -80,7 +80,8 @@ describeOnBackends('partial replicas', { timeout: 30_000 }, ({ serverWith }) => 
     }
     const stubs = seen.filter((r) => r.unmatched).map((r) => r.id);
     expect(stubs.sort()).toEqual(['x0', 'x2', 'x4']);
-    expect(seen.filter((r) => !r.unmatched).map((r) => r.id)).toEqual(['x1', 'x3']); // x1 newest: its permissions changed it
+    // x1 newest: its permissions changed it.
+    expect(seen.filter((r) => !r.unmatched).map((r) => r.id)).toEqual(['x1', 'x3']);
 
     const bobs = await list(app, `done=false&_since=${since}&_unmatched=true`, bob);
     expect(bobs.status).toBe(200);

@@ -6,9 +6,8 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp } from '../lib/format.js';
-import { useSaving } from '../lib/hooks.js';
-import { deleteObject, editableFields, putObject } from '../lib/objects.js';
-import { type SaveConflict, SaveConflictDialog } from './ConflictDialog.js';
+import { deleteObject, editableFields } from '../lib/objects.js';
+import { useObjectSave } from './ConflictDialog.js';
 import { DeleteButton, EditActions } from './EditActions.js';
 import { useCapabilities, useConsole } from './context.js';
 import { JsonEditor, parseJson } from './JsonEditor.js';
@@ -19,6 +18,16 @@ const pretty = (object: KintoObject) => {
   return JSON.stringify(rest, null, 2);
 };
 
+interface AttributesEditorProps {
+  noun: string;
+  path: string;
+  object: KintoObject;
+  onSaved: (object: KintoObject) => void;
+  onDeleted: () => void;
+  deleteWarning: ComponentChildren;
+  help?: ComponentChildren;
+}
+
 export function AttributesEditor({
   noun,
   path,
@@ -27,47 +36,26 @@ export function AttributesEditor({
   onDeleted,
   deleteWarning,
   help,
-}: {
-  noun: string;
-  path: string;
-  object: KintoObject;
-  onSaved: (object: KintoObject) => void;
-  onDeleted: () => void;
-  deleteWarning: ComponentChildren;
-  help?: ComponentChildren;
-}) {
+}: AttributesEditorProps) {
   const { api, notify } = useConsole();
   const { readonly } = useCapabilities();
   const [text, setText] = useState(() => pretty(object));
-  const [base, setBase] = useState(object.last_modified);
-  const [conflict, setConflict] = useState<SaveConflict | null>(null);
-  const saving = useSaving();
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const capitalised = `${noun[0]!.toUpperCase()}${noun.slice(1)}`;
+  const { saving, save: put, conflictDialog } = useObjectSave(path, object, `${capitalised} saved.`, onSaved);
 
-  useEffect(() => {
-    setText(pretty(object));
-    setBase(object.last_modified);
-  }, [object]);
+  useEffect(() => setText(pretty(object)), [object]);
 
   const parsed = parseJson(text);
   const dirty = text !== pretty(object);
-  const capitalised = `${noun[0]!.toUpperCase()}${noun.slice(1)}`;
 
-  async function save(lastModified: number | null | undefined = base) {
+  async function save() {
     const value = parsed.value;
     if (parsed.error || !value || typeof value !== 'object' || Array.isArray(value)) {
       saving.setError('The attributes must be a JSON object.');
       return;
     }
-    const data = { ...(value as Record<string, unknown>), id: object.id };
-    await saving.run(async () => {
-      const result = await putObject(api, path, data, lastModified);
-      if (result.status === 'error') throw result.error;
-      if (result.status === 'conflict') return setConflict({ theirs: result.theirs, mine: data });
-      setConflict(null);
-      notify(`${capitalised} saved.`);
-      onSaved(result.object);
-    });
+    await put({ ...(value as Record<string, unknown>), id: object.id });
   }
 
   async function remove() {
@@ -102,14 +90,7 @@ export function AttributesEditor({
         </span>
         {!readonly ? <DeleteButton label={`Delete ${noun}`} onClick={() => setConfirmDelete(true)} /> : null}
       </EditActions>
-      <SaveConflictDialog
-        noun={noun}
-        conflict={conflict}
-        onClose={() => setConflict(null)}
-        onTheirs={(theirs) => (theirs ? onSaved(theirs) : onDeleted())}
-        onRebase={setBase}
-        onOverwrite={(lastModified) => void save(lastModified)}
-      />
+      {conflictDialog(noun, onDeleted)}
       {confirmDelete ? (
         <ConfirmDialog
           title={`Delete ${noun} “${object.id}”?`}

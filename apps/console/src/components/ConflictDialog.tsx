@@ -4,7 +4,9 @@
  * of theirs.
  */
 import type { KintoObject } from '@quire/client/admin';
-import { editableFields } from '../lib/objects.js';
+import { useEffect, useState } from 'preact/hooks';
+import { type Saving, useSaving } from '../lib/hooks.js';
+import { editableFields, putObject } from '../lib/objects.js';
 
 /** What the person compares: their fields, not the server's stamps (`last_modified`, a record's `schema` version). */
 function comparable(object: Record<string, unknown>): Record<string, unknown> {
@@ -13,6 +15,7 @@ function comparable(object: Record<string, unknown>): Record<string, unknown> {
 }
 import { formatTimestamp } from '../lib/format.js';
 import { DiffView } from './DiffView.js';
+import { useConsole } from './context.js';
 import { Dialog } from './ui.js';
 
 export function ConflictDialog({
@@ -119,4 +122,49 @@ export function SaveConflictDialog({
       onOverwrite={() => onOverwrite(theirs ? theirs.last_modified : null)}
     />
   );
+}
+
+/**
+ * Saving a whole object (PUT) with If-Match on the version being edited (`object`): `save`
+ * sends `data` and announces `notice`; a 412 opens `conflictDialog`, whose choices save again
+ * on top of their version or take it (`onGone` when it was deleted meanwhile).
+ */
+export function useObjectSave(
+  path: string,
+  object: KintoObject,
+  notice: string,
+  onSaved: (object: KintoObject) => void,
+): {
+  saving: Saving;
+  save: (data: Record<string, unknown>, lastModified?: number | null) => Promise<void>;
+  conflictDialog: (noun: string, onGone?: () => void) => ReturnType<typeof SaveConflictDialog>;
+} {
+  const { api, notify } = useConsole();
+  const saving = useSaving();
+  const [base, setBase] = useState(object.last_modified);
+  const [conflict, setConflict] = useState<SaveConflict | null>(null);
+  useEffect(() => setBase(object.last_modified), [object]);
+
+  async function save(data: Record<string, unknown>, lastModified: number | null = base) {
+    await saving.run(async () => {
+      const result = await putObject(api, path, data, lastModified);
+      if (result.status === 'error') throw result.error;
+      if (result.status === 'conflict') return setConflict({ theirs: result.theirs, mine: data });
+      setConflict(null);
+      notify(notice);
+      onSaved(result.object);
+    });
+  }
+
+  const conflictDialog = (noun: string, onGone?: () => void) => (
+    <SaveConflictDialog
+      noun={noun}
+      conflict={conflict}
+      onClose={() => setConflict(null)}
+      onTheirs={(theirs) => (theirs ? onSaved(theirs) : onGone?.())}
+      onRebase={setBase}
+      onOverwrite={(lastModified) => conflict && void save(conflict.mine, lastModified)}
+    />
+  );
+  return { saving, save, conflictDialog };
 }

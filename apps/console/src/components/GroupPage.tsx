@@ -2,11 +2,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
 import { formatTimestamp, plural, relativeTime } from '../lib/format.js';
-import { useAsync, useSaving } from '../lib/hooks.js';
-import { putObject, paths, uris } from '../lib/objects.js';
+import { useAsync } from '../lib/hooks.js';
+import { paths, uris } from '../lib/objects.js';
 import { type GroupTab, href, navigate } from '../lib/router.js';
 import { AttributesEditor } from './AttributesEditor.js';
-import { type SaveConflict, SaveConflictDialog } from './ConflictDialog.js';
+import { useObjectSave } from './ConflictDialog.js';
 import { EditActions } from './EditActions.js';
 import { PrincipalInput } from './FilterFields.js';
 import { useCapabilities, useConsole } from './context.js';
@@ -90,20 +90,15 @@ function MembersEditor({
   group: KintoObject;
   onSaved: (group: KintoObject) => void;
 }) {
-  const { api, hello, notify } = useConsole();
+  const { hello } = useConsole();
   const { readonly } = useCapabilities();
   const saved = Array.isArray(group.members) ? (group.members as string[]) : [];
   const [members, setMembers] = useState<string[]>(saved);
-  const [base, setBase] = useState(group.last_modified);
   const [candidate, setCandidate] = useState('');
   const [filter, setFilter] = useState('');
-  const saving = useSaving();
-  const [conflict, setConflict] = useState<SaveConflict | null>(null);
+  const { saving, save: put, conflictDialog } = useObjectSave(paths.group(bid, gid), group, 'Members saved.', onSaved);
 
-  useEffect(() => {
-    setMembers(Array.isArray(group.members) ? (group.members as string[]) : []);
-    setBase(group.last_modified);
-  }, [group]);
+  useEffect(() => setMembers(Array.isArray(group.members) ? (group.members as string[]) : []), [group]);
 
   const dirty = JSON.stringify(members) !== JSON.stringify(saved);
   const shown = filter ? members.filter((member) => member.toLowerCase().includes(filter.toLowerCase())) : members;
@@ -116,17 +111,7 @@ function MembersEditor({
     setCandidate('');
   }
 
-  async function save(lastModified: number | null | undefined = base) {
-    const data = { ...group, members };
-    await saving.run(async () => {
-      const result = await putObject(api, paths.group(bid, gid), data, lastModified);
-      if (result.status === 'error') throw result.error;
-      if (result.status === 'conflict') return setConflict({ theirs: result.theirs, mine: data });
-      setConflict(null);
-      notify('Members saved.');
-      onSaved(result.object);
-    });
-  }
+  const save = () => put({ ...group, members });
 
   return (
     <section class="members" aria-label="Members">
@@ -142,26 +127,11 @@ function MembersEditor({
         <span class="muted small">{plural(members.length, 'member')}</span>
       </div>
       {members.length === 0 ? <p class="muted">No member yet.</p> : null}
-      <ul class="member-list" aria-label="Group members">
-        {shown.map((member) => (
-          <li key={member}>
-            <span class="member-who">
-              <Principal principal={member} me={me} />
-              <Code>{member}</Code>
-            </span>
-            {!readonly ? (
-              <button
-                type="button"
-                class="button ghost small"
-                aria-label={`Remove member ${member}`}
-                onClick={() => setMembers(members.filter((item) => item !== member))}
-              >
-                Remove
-              </button>
-            ) : null}
-          </li>
-        ))}
-      </ul>
+      <MemberList
+        members={shown}
+        me={me}
+        onRemove={readonly ? null : (member) => setMembers(members.filter((item) => item !== member))}
+      />
       {!readonly ? (
         <form class="grant-form" onSubmit={onSubmit(add)}>
           <PrincipalInput
@@ -185,14 +155,41 @@ function MembersEditor({
         onSave={() => void save()}
         onUndo={() => setMembers(saved)}
       />
-      <SaveConflictDialog
-        noun="group"
-        conflict={conflict}
-        onClose={() => setConflict(null)}
-        onTheirs={(theirs) => theirs && onSaved(theirs)}
-        onRebase={setBase}
-        onOverwrite={(lastModified) => void save(lastModified)}
-      />
+      {conflictDialog('group')}
     </section>
+  );
+}
+
+function MemberList({
+  members,
+  me,
+  onRemove,
+}: {
+  members: string[];
+  me: string | undefined;
+  /** Null: members cannot be removed (a read-only server). */
+  onRemove: ((member: string) => void) | null;
+}) {
+  return (
+    <ul class="member-list" aria-label="Group members">
+      {members.map((member) => (
+        <li key={member}>
+          <span class="member-who">
+            <Principal principal={member} me={me} />
+            <Code>{member}</Code>
+          </span>
+          {onRemove ? (
+            <button
+              type="button"
+              class="button ghost small"
+              aria-label={`Remove member ${member}`}
+              onClick={() => onRemove(member)}
+            >
+              Remove
+            </button>
+          ) : null}
+        </li>
+      ))}
+    </ul>
   );
 }

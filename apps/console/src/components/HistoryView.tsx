@@ -45,29 +45,16 @@ export function HistoryView({
   compact?: boolean;
 }) {
   const { api } = useConsole();
-  const [user, setUser] = useState('');
-  const [resource, setResource] = useState('');
-  const [action, setAction] = useState('');
-  const [object, setObject] = useState('');
-  const [since, setSince] = useState('');
-  const [before, setBefore] = useState('');
+  const [filters, setFilters] = useState(NO_FILTERS);
   const [selected, setSelected] = useState<HistoryEntry | null>(null);
-  const debouncedUser = useDebounced(user.trim(), 300);
-  const debouncedObject = useDebounced(object.trim(), 300);
-
-  const params = useMemo(() => {
-    const query = new URLSearchParams({ _sort: '-last_modified' });
-    for (const [name, value] of Object.entries(fixed)) query.set(name, JSON.stringify(value));
-    if (debouncedUser) query.set('user_id', JSON.stringify(debouncedUser));
-    if (resource) query.set('resource_name', resource);
-    if (action) query.set('action', action);
-    if (debouncedObject) query.set('like_uri', JSON.stringify(debouncedObject));
-    const sinceMs = fromDateTimeLocal(since);
-    const beforeMs = fromDateTimeLocal(before);
-    if (sinceMs !== null) query.set('_since', String(sinceMs));
-    if (beforeMs !== null) query.set('_before', String(beforeMs));
-    return String(query);
-  }, [fixed, debouncedUser, resource, action, debouncedObject, since, before]);
+  // Typed names are sent once the typing stops.
+  const user = useDebounced(filters.user.trim(), 300);
+  const object = useDebounced(filters.object.trim(), 300);
+  const { resource, action, since, before } = filters;
+  const params = useMemo(
+    () => historyQuery(fixed, { user, resource, action, object, since, before }),
+    [fixed, user, resource, action, object, since, before],
+  );
 
   const paged = usePagedList<HistoryEntry>(api, `${paths.bucket(bid)}/history`, params, {
     count: true,
@@ -75,46 +62,23 @@ export function HistoryView({
   });
   const [state] = paged;
   useEffect(() => setSelected(null), [params]);
-  const filtersActive = Boolean(user || resource || action || object || since || before);
+  const filtersActive = Object.values(filters).some(Boolean);
   const template = compact
     ? '150px 1fr 90px'
     : selected
       ? '150px minmax(60px, 0.7fr) 84px minmax(120px, 1.5fr)'
       : '170px minmax(140px, 1fr) 96px minmax(200px, 2fr)';
-  const clear = () => {
-    for (const set of [setUser, setResource, setAction, setObject, setSince, setBefore]) set('');
-  };
 
   return (
     <div class={compact ? 'history compact' : selected ? 'history with-detail' : 'history'}>
       <div class="history-main">
-        <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="History filters">
-          <PrincipalInput
-            label="User"
-            value={user}
-            onInput={setUser}
-            listId="history-users"
-            suggestions={usersOf(state.items)}
-          />
-          {!fixed.uri ? (
-            <>
-              <FilterSelect label="Kind" value={resource} options={KIND_OPTIONS} onChange={setResource} />
-              <FilterInput label="Object" value={object} onInput={setObject} placeholder={OBJECT_PLACEHOLDER} grow />
-            </>
-          ) : null}
-          <FilterSelect label="Action" value={action} options={ACTION_OPTIONS} onChange={setAction} />
-          {!compact ? (
-            <>
-              <DateFilter label="After" value={since} onInput={setSince} />
-              <DateFilter label="Before" value={before} onInput={setBefore} />
-            </>
-          ) : null}
-          {filtersActive ? (
-            <button type="button" class="button ghost small" onClick={clear}>
-              Clear filters
-            </button>
-          ) : null}
-        </form>
+        <HistoryFilterForm
+          filters={filters}
+          onChange={setFilters}
+          users={usersOf(state.items)}
+          byObject={!fixed.uri}
+          byDate={!compact}
+        />
         <div class="muted small list-status" aria-live="polite">
           {countLabel(state, 'change')}
         </div>
@@ -145,6 +109,85 @@ export function HistoryView({
       </div>
       {selected ? <HistoryDetail bid={bid} entry={selected} onClose={() => setSelected(null)} /> : null}
     </div>
+  );
+}
+
+interface HistoryFilters {
+  user: string;
+  resource: string;
+  action: string;
+  object: string;
+  since: string;
+  before: string;
+}
+
+const NO_FILTERS: HistoryFilters = { user: '', resource: '', action: '', object: '', since: '', before: '' };
+
+/** The history's query string: newest first, the `fixed` fields, then the filters that are set. */
+function historyQuery(fixed: Record<string, string>, filters: HistoryFilters): string {
+  const query = new URLSearchParams({ _sort: '-last_modified' });
+  for (const [name, value] of Object.entries(fixed)) query.set(name, JSON.stringify(value));
+  if (filters.user) query.set('user_id', JSON.stringify(filters.user));
+  if (filters.resource) query.set('resource_name', filters.resource);
+  if (filters.action) query.set('action', filters.action);
+  if (filters.object) query.set('like_uri', JSON.stringify(filters.object));
+  const sinceMs = fromDateTimeLocal(filters.since);
+  const beforeMs = fromDateTimeLocal(filters.before);
+  if (sinceMs !== null) query.set('_since', String(sinceMs));
+  if (beforeMs !== null) query.set('_before', String(beforeMs));
+  return String(query);
+}
+
+function HistoryFilterForm({
+  filters,
+  onChange,
+  users,
+  byObject,
+  byDate,
+}: {
+  filters: HistoryFilters;
+  onChange: (filters: HistoryFilters) => void;
+  /** Principals to suggest. */
+  users: string[];
+  /** Filters on the kind and path of the object (not when the view shows one object). */
+  byObject: boolean;
+  byDate: boolean;
+}) {
+  const set = (name: keyof HistoryFilters) => (value: string) => onChange({ ...filters, [name]: value });
+  return (
+    <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="History filters">
+      <PrincipalInput
+        label="User"
+        value={filters.user}
+        onInput={set('user')}
+        listId="history-users"
+        suggestions={users}
+      />
+      {byObject ? (
+        <>
+          <FilterSelect label="Kind" value={filters.resource} options={KIND_OPTIONS} onChange={set('resource')} />
+          <FilterInput
+            label="Object"
+            value={filters.object}
+            onInput={set('object')}
+            placeholder={OBJECT_PLACEHOLDER}
+            grow
+          />
+        </>
+      ) : null}
+      <FilterSelect label="Action" value={filters.action} options={ACTION_OPTIONS} onChange={set('action')} />
+      {byDate ? (
+        <>
+          <DateFilter label="After" value={filters.since} onInput={set('since')} />
+          <DateFilter label="Before" value={filters.before} onInput={set('before')} />
+        </>
+      ) : null}
+      {Object.values(filters).some(Boolean) ? (
+        <button type="button" class="button ghost small" onClick={() => onChange(NO_FILTERS)}>
+          Clear filters
+        </button>
+      ) : null}
+    </form>
   );
 }
 
@@ -206,6 +249,34 @@ function HistoryRow({
   );
 }
 
+/** Who changed what, when, with a link to the object while it exists. */
+function ChangeHeader({ entry, onClose }: { entry: HistoryEntry; onClose: () => void }) {
+  const link = hrefOfUri(entry.uri);
+  return (
+    <header class="panel-header">
+      <div>
+        <div class="kicker">
+          {describePrincipal(entry.user_id).title} {ACTION_LABEL[entry.action] ?? entry.action}{' '}
+          {relativeTime(entry.last_modified)}
+        </div>
+        <h2 class="panel-title">{objectLabel(entry)}</h2>
+        <div class="muted small">
+          {formatTimestamp(entry.last_modified)} · {entry.user_id}
+          {link && entry.action !== 'delete' ? (
+            <>
+              {' · '}
+              <a href={link}>Open</a>
+            </>
+          ) : null}
+        </div>
+      </div>
+      <button type="button" class="icon-button" aria-label="Close the change" onClick={onClose}>
+        ×
+      </button>
+    </header>
+  );
+}
+
 function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEntry; onClose: () => void }) {
   const { api } = useConsole();
   // Every version of this object (newest first), to compare with.
@@ -222,7 +293,6 @@ function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEnt
   const previous = list.find((candidate) => candidate.last_modified < entry.last_modified) ?? null;
   const other = otherId ? (list.find((candidate) => candidate.id === otherId) ?? null) : previous;
   const [older, newer] = other && other.last_modified > entry.last_modified ? [entry, other] : [other, entry];
-  const link = hrefOfUri(entry.uri);
   const changes = changedFields(older?.target?.data, newer?.target?.data).filter(
     (change) => change.field !== 'last_modified',
   );
@@ -231,27 +301,7 @@ function HistoryDetail({ bid, entry, onClose }: { bid: string; entry: HistoryEnt
 
   return (
     <section class="history-detail" aria-label="Change details">
-      <header class="panel-header">
-        <div>
-          <div class="kicker">
-            {describePrincipal(entry.user_id).title} {ACTION_LABEL[entry.action] ?? entry.action}{' '}
-            {relativeTime(entry.last_modified)}
-          </div>
-          <h2 class="panel-title">{objectLabel(entry)}</h2>
-          <div class="muted small">
-            {formatTimestamp(entry.last_modified)} · {entry.user_id}
-            {link && entry.action !== 'delete' ? (
-              <>
-                {' · '}
-                <a href={link}>Open</a>
-              </>
-            ) : null}
-          </div>
-        </div>
-        <button type="button" class="icon-button" aria-label="Close the change" onClick={onClose}>
-          ×
-        </button>
-      </header>
+      <ChangeHeader entry={entry} onClose={onClose} />
       {versions.loading ? (
         <Spinner />
       ) : versions.error ? (

@@ -79,10 +79,8 @@ export function ImportDialog({
       });
       setProgress(result);
       const written = result.created + result.replaced;
-      notify(
-        `${plural(written, 'record')} imported${result.failures.length ? `, ${formatCount(result.failures.length)} failed` : ''}.`,
-        result.failures.length ? 'info' : 'success',
-      );
+      const failed = result.failures.length ? `, ${formatCount(result.failures.length)} failed` : '';
+      notify(`${plural(written, 'record')} imported${failed}.`, result.failures.length ? 'info' : 'success');
     } catch (error) {
       if ((error as Error).name !== 'AbortError') notify(`Import stopped: ${(error as Error).message}`, 'error');
     } finally {

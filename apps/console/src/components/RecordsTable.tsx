@@ -2,24 +2,16 @@
  * The records of a collection: filters with the protocol's operators, sorting by any column,
  * `_fields`, and a virtualised table paged through Next-Page as it scrolls.
  */
-import { useMemo, useState } from 'preact/hooks';
+import { useMemo } from 'preact/hooks';
 import type { KintoObject } from '@quire/client/admin';
-import {
-  type Filter,
-  getPath,
-  nextSort,
-  type Operator,
-  OPERATORS,
-  parseListQuery,
-  sortDirection,
-  toSearchParams,
-} from '../lib/filters.js';
-import { formatCell, formatCount, formatTimestamp } from '../lib/format.js';
-import { countLabel, type PagedList, type PagedState } from '../lib/paged-list.js';
+import { getPath, nextSort, parseListQuery, sortDirection, toSearchParams } from '../lib/filters.js';
+import { formatCell, formatTimestamp } from '../lib/format.js';
+import type { PagedList, PagedState } from '../lib/paged-list.js';
 import { href, navigate } from '../lib/router.js';
 import { isPlainObject, type JsonSchema } from '../lib/schema.js';
 import { PagedTable, TableRow } from './PagedTable.js';
-import { onSubmit, Spinner } from './ui.js';
+import { type Apply, QueryBar } from './QueryBar.js';
+import { Spinner } from './ui.js';
 
 const ROW_HEIGHT = 40;
 
@@ -48,18 +40,15 @@ function columnsFor(
     .map(([key]) => key);
 }
 
-export function RecordsTable({
-  bid,
-  cid,
-  query,
-  state,
-  list,
-  collection,
-  schema,
-  selectedId,
-  onReload,
-  narrow,
-}: {
+/** Field names a filter may name: the columns, the schema's, and what the first records hold. */
+function fieldsToSuggest(columns: string[], schema: JsonSchema | null, items: KintoObject[]): string[] {
+  const names = new Set<string>(['id', 'last_modified', ...columns]);
+  if (schema && isPlainObject(schema.properties)) for (const name of Object.keys(schema.properties)) names.add(name);
+  for (const item of items.slice(0, 50)) for (const key of Object.keys(item)) names.add(key);
+  return [...names];
+}
+
+interface RecordsTableProps {
   bid: string;
   cid: string;
   query: URLSearchParams;
@@ -71,135 +60,49 @@ export function RecordsTable({
   onReload: () => void;
   /** The record panel is open beside the table: fewer columns. */
   narrow?: boolean;
-}) {
+}
+
+export function RecordsTable({
+  bid,
+  cid,
+  query,
+  state,
+  list,
+  collection,
+  schema,
+  selectedId,
+  onReload,
+  narrow,
+}: RecordsTableProps) {
   const listQuery = useMemo(() => parseListQuery(query), [query]);
   const columns = useMemo(
     () => columnsFor(listQuery.fields, collection, schema, state.items),
     [listQuery.fields, collection, schema, state.items.length > 0],
   );
-  const knownFields = useMemo(() => {
-    const names = new Set<string>(['id', 'last_modified', ...columns]);
-    if (schema && isPlainObject(schema.properties)) for (const name of Object.keys(schema.properties)) names.add(name);
-    for (const item of state.items.slice(0, 50)) for (const key of Object.keys(item)) names.add(key);
-    return [...names];
-  }, [columns, schema, state.items.length > 0]);
-  const [adding, setAdding] = useState(false);
-  const [showFields, setShowFields] = useState(false);
-  const template = `minmax(${narrow ? 90 : 150}px, 1.2fr) ${columns.map(() => `minmax(${narrow ? 80 : 120}px, 1fr)`).join(' ')}${narrow ? '' : ' 170px'}`;
+  const knownFields = useMemo(
+    () => fieldsToSuggest(columns, schema, state.items),
+    [columns, schema, state.items.length > 0],
+  );
+  const cells = columns.map(() => `minmax(${narrow ? 80 : 120}px, 1fr)`).join(' ');
+  const template = `minmax(${narrow ? 90 : 150}px, 1.2fr) ${cells}${narrow ? '' : ' 170px'}`;
   const minWidth = narrow ? 100 + columns.length * 90 : 150 + columns.length * 130 + 170;
 
-  const apply = (next: { filters?: Filter[]; sort?: string[]; fields?: string[] }) => {
+  const apply: Apply = (next) => {
     navigate(href.collection(bid, cid, 'records', toSearchParams({ ...listQuery, ...next })));
   };
 
-  const headerCell = (field: string, label: string) => {
-    const direction = sortDirection(listQuery.sort, field);
-    return (
-      <span
-        role="columnheader"
-        aria-sort={direction === 'asc' ? 'ascending' : direction === 'desc' ? 'descending' : undefined}
-      >
-        <button
-          type="button"
-          class="sort-button"
-          onClick={() => apply({ sort: nextSort(listQuery.sort, field) })}
-          aria-label={`Sort by ${label}`}
-          title={`Sort by ${label}`}
-        >
-          {label}
-          <span class="sort-mark" aria-hidden="true">
-            {direction === 'asc' ? '▲' : direction === 'desc' ? '▼' : ''}
-          </span>
-        </button>
-      </span>
-    );
-  };
+  const headerCell = (field: string, label: string) => (
+    <SortHeader
+      key={field}
+      label={label}
+      direction={sortDirection(listQuery.sort, field)}
+      onSort={() => apply({ sort: nextSort(listQuery.sort, field) })}
+    />
+  );
 
   return (
     <div class="records">
-      <div class="toolbar wrap">
-        <fieldset class="filter-chips" aria-label="Filters">
-          {listQuery.filters.map((filter, index) => (
-            <span key={index} class="chip">
-              <span class="chip-field">{filter.field}</span>{' '}
-              {OPERATORS.find((item) => item.op === filter.op)?.label ?? filter.op}{' '}
-              <span class="chip-value">{filter.value}</span>
-              <button
-                type="button"
-                class="chip-remove"
-                aria-label={`Remove filter on ${filter.field}`}
-                onClick={() => apply({ filters: listQuery.filters.filter((_, position) => position !== index) })}
-              >
-                ×
-              </button>
-            </span>
-          ))}
-          {listQuery.sort.length ? (
-            <span class="chip subtle">
-              sorted by {listQuery.sort.join(', ')}
-              <button type="button" class="chip-remove" aria-label="Default order" onClick={() => apply({ sort: [] })}>
-                ×
-              </button>
-            </span>
-          ) : null}
-          {listQuery.fields.length ? (
-            <span class="chip subtle">
-              fields: {listQuery.fields.join(', ')}
-              <button type="button" class="chip-remove" aria-label="All fields" onClick={() => apply({ fields: [] })}>
-                ×
-              </button>
-            </span>
-          ) : null}
-          <button type="button" class="button ghost small" aria-expanded={adding} onClick={() => setAdding(!adding)}>
-            + Filter
-          </button>
-          <button
-            type="button"
-            class="button ghost small"
-            aria-expanded={showFields}
-            onClick={() => setShowFields(!showFields)}
-          >
-            Fields
-          </button>
-        </fieldset>
-        <span class="toolbar-spacer" />
-        <span class="muted small list-status" aria-live="polite">
-          {countLabel(state, 'record')}
-          {state.items.length > 0 && state.total !== null && state.items.length < state.total
-            ? ` · ${formatCount(state.items.length)} loaded`
-            : ''}
-          {state.firstPageMs !== null ? ` · first page in ${state.firstPageMs} ms` : ''}
-        </span>
-        <button
-          type="button"
-          class="button ghost small"
-          onClick={onReload}
-          aria-label="Reload the records"
-          title="Reload"
-        >
-          ↻
-        </button>
-      </div>
-      {adding ? (
-        <FilterForm
-          fields={knownFields}
-          onAdd={(filter) => {
-            setAdding(false);
-            apply({ filters: [...listQuery.filters, filter] });
-          }}
-          onCancel={() => setAdding(false)}
-        />
-      ) : null}
-      {showFields ? (
-        <FieldsForm
-          fields={knownFields}
-          selected={listQuery.fields}
-          onApply={(fields) => {
-            setShowFields(false);
-            apply({ fields });
-          }}
-        />
-      ) : null}
+      <QueryBar state={state} query={listQuery} apply={apply} fields={knownFields} onReload={onReload} />
       <PagedTable
         label={`Records of ${cid}`}
         class="table records-table"
@@ -217,13 +120,7 @@ export function RecordsTable({
           </>
         }
         empty={
-          state.loading ? (
-            <Spinner label="Loading records…" />
-          ) : (
-            <div class="muted">
-              {listQuery.filters.length ? 'No record matches these filters.' : 'This collection has no record yet.'}
-            </div>
-          )
+          state.loading ? <Spinner label="Loading records…" /> : <NoRecord filtered={listQuery.filters.length > 0} />
         }
         renderRow={(item, index) => (
           <RecordRow
@@ -238,6 +135,42 @@ export function RecordsTable({
         )}
       />
     </div>
+  );
+}
+
+function NoRecord({ filtered }: { filtered: boolean }) {
+  return (
+    <div class="muted">{filtered ? 'No record matches these filters.' : 'This collection has no record yet.'}</div>
+  );
+}
+
+function SortHeader({
+  label,
+  direction,
+  onSort,
+}: {
+  label: string;
+  direction: ReturnType<typeof sortDirection>;
+  onSort: () => void;
+}) {
+  return (
+    <span
+      role="columnheader"
+      aria-sort={direction === 'asc' ? 'ascending' : direction === 'desc' ? 'descending' : undefined}
+    >
+      <button
+        type="button"
+        class="sort-button"
+        onClick={onSort}
+        aria-label={`Sort by ${label}`}
+        title={`Sort by ${label}`}
+      >
+        {label}
+        <span class="sort-mark" aria-hidden="true">
+          {direction === 'asc' ? '▲' : direction === 'desc' ? '▼' : ''}
+        </span>
+      </button>
+    </span>
   );
 }
 
@@ -291,139 +224,5 @@ function RecordRow({
         </span>
       )}
     </TableRow>
-  );
-}
-
-function FilterForm({
-  fields,
-  onAdd,
-  onCancel,
-}: {
-  fields: string[];
-  onAdd: (filter: Filter) => void;
-  onCancel: () => void;
-}) {
-  const [field, setField] = useState(fields.find((name) => name !== 'id' && name !== 'last_modified') ?? 'id');
-  const [op, setOp] = useState<Operator>('eq');
-  const [value, setValue] = useState(op === 'has' ? 'true' : '');
-  const info = OPERATORS.find((item) => item.op === op)!;
-  return (
-    <form
-      class="filter-form"
-      aria-label="New filter"
-      onSubmit={onSubmit(() => field.trim() && value.trim() && onAdd({ field: field.trim(), op, value }))}
-    >
-      <label class="field inline">
-        <span class="field-label">Field</span>
-        <input
-          list="filter-fields"
-          value={field}
-          onInput={(event) => setField(event.currentTarget.value)}
-          spellcheck={false}
-          pattern="[\w.]+"
-          required
-        />
-      </label>
-      <datalist id="filter-fields">
-        {fields.map((name) => (
-          <option key={name} value={name} />
-        ))}
-      </datalist>
-      <label class="field inline">
-        <span class="field-label">Operator</span>
-        <select
-          value={op}
-          onChange={(event) => {
-            const next = event.currentTarget.value as Operator;
-            setOp(next);
-            if (next === 'has') setValue('true');
-          }}
-        >
-          {OPERATORS.map((item) => (
-            <option key={item.op} value={item.op} title={item.hint}>
-              {item.label}
-            </option>
-          ))}
-        </select>
-      </label>
-      {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, a select or an input */}
-      <label class="field inline grow">
-        <span class="field-label">Value</span>
-        {op === 'has' ? (
-          <select value={value} onChange={(event) => setValue(event.currentTarget.value)}>
-            <option value="true">present</option>
-            <option value="false">absent</option>
-          </select>
-        ) : (
-          <input
-            value={value}
-            onInput={(event) => setValue(event.currentTarget.value)}
-            spellcheck={false}
-            required
-            placeholder={info.hint}
-          />
-        )}
-      </label>
-      <button type="submit" class="button small">
-        Apply filter
-      </button>
-      <button type="button" class="button ghost small" onClick={onCancel}>
-        Cancel
-      </button>
-      <span class="muted small filter-hint">{info.hint}</span>
-    </form>
-  );
-}
-
-function FieldsForm({
-  fields,
-  selected,
-  onApply,
-}: {
-  fields: string[];
-  selected: string[];
-  onApply: (fields: string[]) => void;
-}) {
-  const [chosen, setChosen] = useState<string[]>(selected);
-  const [extra, setExtra] = useState('');
-  const candidates = fields.filter((field) => field !== 'id' && field !== 'last_modified');
-  return (
-    <form
-      class="filter-form"
-      aria-label="Fields"
-      onSubmit={onSubmit(() =>
-        onApply([
-          ...chosen,
-          ...extra
-            .split(',')
-            .map((item) => item.trim())
-            .filter(Boolean),
-        ]),
-      )}
-    >
-      <span class="muted small">Only read these fields (_fields; id and last_modified always come):</span>
-      {candidates.map((field) => (
-        <label key={field} class="checkbox small">
-          <input
-            type="checkbox"
-            checked={chosen.includes(field)}
-            onChange={(event) =>
-              setChosen(event.currentTarget.checked ? [...chosen, field] : chosen.filter((item) => item !== field))
-            }
-          />
-          {field}
-        </label>
-      ))}
-      <input
-        class="small-input"
-        placeholder="other.field, …"
-        value={extra}
-        onInput={(event) => setExtra(event.currentTarget.value)}
-        aria-label="Other fields"
-      />
-      <button type="submit" class="button small">
-        Apply
-      </button>
-    </form>
   );
 }

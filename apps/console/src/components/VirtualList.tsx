@@ -98,7 +98,7 @@ export function VirtualList(props: VirtualListProps) {
       role="table"
       aria-label={props.label}
       aria-rowcount={props.ariaRowCount ?? count}
-      // biome-ignore lint/a11y/noNoninteractiveTabindex: it scrolls, so keyboard users must be able to focus it to scroll it
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: it scrolls: keyboard users must focus it to scroll it
       tabIndex={0}
     >
       <div class="vlist-inner" style={props.minWidth ? { minWidth: `${props.minWidth}px` } : undefined}>

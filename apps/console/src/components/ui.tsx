@@ -132,7 +132,7 @@ export function Dialog({
     return () => previous?.focus?.();
   }, []);
   return (
-    // biome-ignore lint/a11y/noStaticElementInteractions: a click beside the dialog closes it; from the keyboard, Escape does (useEscape)
+    // biome-ignore lint/a11y/noStaticElementInteractions: a click beside the dialog closes it; keys: Escape (useEscape)
     <div class="backdrop" onMouseDown={(event) => event.target === event.currentTarget && onClose()}>
       <div
         class={wide ? 'dialog wide' : 'dialog'}

@@ -14,7 +14,8 @@ const pad = (value: number) => String(value).padStart(2, '0');
 export function formatTimestamp(ms: number | undefined | null): string {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
   const date = new Date(ms);
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  const day = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+  return `${day} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
 /** `3 min ago`, `yesterday`… */

@@ -78,6 +78,12 @@ export function parseRoute(hash: string): Route {
 
 const enc = encodeURIComponent;
 
+/** `?<query>`, or nothing without one. */
+function searchPart(query: URLSearchParams | string | undefined): string {
+  const search = query ? String(query) : '';
+  return search ? `?${search}` : '';
+}
+
 /** Links, built from ids (always encoded). */
 export const href = {
   home: () => '#/',
@@ -87,17 +93,14 @@ export const href = {
   bucket: (bid: string, tab: BucketTab = 'collections') =>
     `#/buckets/${enc(bid)}${tab === 'collections' ? '' : `/${tab}`}`,
   collection: (bid: string, cid: string, tab: CollectionTab = 'records', query?: URLSearchParams | string) => {
-    const search = query ? String(query) : '';
-    return `#/buckets/${enc(bid)}/collections/${enc(cid)}${tab === 'records' ? '' : `/${tab}`}${search ? `?${search}` : ''}`;
+    return `#/buckets/${enc(bid)}/collections/${enc(cid)}${tab === 'records' ? '' : `/${tab}`}${searchPart(query)}`;
   },
   record: (bid: string, cid: string, rid: string, tab: RecordTab = 'edit', query?: URLSearchParams | string) => {
-    const search = query ? String(query) : '';
-    return `#/buckets/${enc(bid)}/collections/${enc(cid)}/records/${enc(rid)}${tab === 'edit' ? '' : `/${tab}`}${search ? `?${search}` : ''}`;
+    const path = `#/buckets/${enc(bid)}/collections/${enc(cid)}/records/${enc(rid)}`;
+    return `${path}${tab === 'edit' ? '' : `/${tab}`}${searchPart(query)}`;
   },
-  newRecord: (bid: string, cid: string, query?: URLSearchParams | string) => {
-    const search = query ? String(query) : '';
-    return `#/buckets/${enc(bid)}/collections/${enc(cid)}/new${search ? `?${search}` : ''}`;
-  },
+  newRecord: (bid: string, cid: string, query?: URLSearchParams | string) =>
+    `#/buckets/${enc(bid)}/collections/${enc(cid)}/new${searchPart(query)}`,
   group: (bid: string, gid: string, tab: GroupTab = 'members') =>
     `#/buckets/${enc(bid)}/groups/${enc(gid)}${tab === 'members' ? '' : `/${tab}`}`,
 };

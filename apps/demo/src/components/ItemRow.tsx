@@ -61,7 +61,7 @@ export function ItemRow({ items, sorted, index, editable, conflict, busy, onReso
             <input
               id={`edit-${item.id}`}
               value={text}
-              // biome-ignore lint/a11y/noAutofocus: the field replaces the text the user just chose to edit, so focus follows their request
+              // biome-ignore lint/a11y/noAutofocus: the field replaces the text the user chose to edit: focus follows
               autoFocus
               onInput={(event) => setText(event.currentTarget.value)}
               onKeyDown={(event) => event.key === 'Escape' && setEditing(false)}

@@ -28,7 +28,8 @@ export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow
   };
   const { progress } = status;
   const progressLabel = progress
-    ? `${progress.phase === 'pull' ? 'Downloading' : 'Uploading'} ${progress.label}: ${progress.done.toLocaleString()} of ${plural(progress.total, 'item', 'items')}`
+    ? `${progress.phase === 'pull' ? 'Downloading' : 'Uploading'} ${progress.label}: ` +
+      `${progress.done.toLocaleString()} of ${plural(progress.total, 'item', 'items')}`
     : '';
 
   return (

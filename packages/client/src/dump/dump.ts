@@ -35,6 +35,38 @@ export function readDump(input: DumpInput): { records: RemoteRecord[]; since: nu
   return { records, since, etag: timestamp ?? since };
 }
 
+/** A dump in memory, or one still downloading: a `fetch` response, or its body (`loadDump` stores it as it lands). */
+export type DumpSource = DumpInput | Response | ReadableStream<Uint8Array>;
+
+/** A dump's records in batches (one for a dump in memory; as they download otherwise), then its sync state. */
+export interface DumpRead {
+  batches: AsyncIterable<RemoteRecord[]>;
+  state(): { since: number | null; etag: number | null };
+  /** Read as it downloads. */
+  downloading: boolean;
+}
+
+function isDownload(dump: DumpSource): dump is Response | ReadableStream<Uint8Array> {
+  return (
+    (typeof Response !== 'undefined' && dump instanceof Response) ||
+    (typeof ReadableStream !== 'undefined' && dump instanceof ReadableStream)
+  );
+}
+
+/** Reads a dump (a download through stream.ts, loaded then). */
+export async function readDumpBatches(dump: DumpSource): Promise<DumpRead> {
+  if (isDownload(dump)) {
+    const body = dump instanceof Response ? dump.body : dump;
+    if (!body) throw new TypeError('A dump response without a body');
+    return { ...(await import('./stream.js')).readDumpStream(body), downloading: true };
+  }
+  const { records, since, etag } = readDump(dump);
+  async function* one() {
+    yield records;
+  }
+  return { batches: one(), state: () => ({ since, etag }), downloading: false };
+}
+
 /**
  * Reads every record of a collection into a dump, consistently (export.ts, loaded on first use):
  * pages follow Next-Page with `If-Match` on the first page's ETag, and a change meanwhile starts

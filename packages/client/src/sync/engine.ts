@@ -4,11 +4,10 @@
  * server's collection the change monitor announced until a sync acts on it. Per-record failures
  * never throw; they are reported in the SyncResult.
  */
-import { BackoffError, QuireError, SyncAbortedError } from '../errors.js';
+import { BackoffError, NetworkError, QuireError, SyncAbortedError } from '../errors.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import { readSyncState } from '../store/meta.js';
-import { SyncRun } from './run.js';
-import { type SubsetFilters, subsetQuery } from './subset.js';
+import type { SubsetFilters } from './subset.js';
 import type { SyncEngineOptions, SyncOptions, SyncResult } from './types.js';
 
 export type {
@@ -64,6 +63,7 @@ export class SyncEngine {
 
   async #run(options: SyncOptions): Promise<SyncResult> {
     if (options.filters !== undefined) this.#filters = options.filters;
+    const { SyncRun, subsetQuery } = await loadRun();
     const query = subsetQuery(this.#filters);
     // Without knowing the server (GET / failed), the fallback: correct everywhere, costlier.
     const asked = query !== null && this.#options.partialReplicas;
@@ -76,4 +76,20 @@ export class SyncEngine {
     }
     return run.execute();
   }
+}
+
+let running: Promise<typeof import('./run.js')> | null = null;
+
+/**
+ * The steps of a sync (run.ts and what it imports: pull, import, push, conflicts, the readable
+ * check) are loaded by the first sync: an app reads and writes its replica offline without them,
+ * and a sync needs the network anyway. A load that fails (offline, chunk not cached) fails that
+ * sync as a NetworkError; the next sync tries again.
+ */
+function loadRun(): Promise<typeof import('./run.js')> {
+  running ??= import('./run.js').catch((error: unknown) => {
+    running = null;
+    throw new NetworkError('Could not load the sync code', { cause: error });
+  });
+  return running;
 }

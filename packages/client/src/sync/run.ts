@@ -22,6 +22,8 @@ import { push } from './push.js';
 import { dropUnreadable, serverIds, serverIdsIfChanged } from './readable.js';
 import { subsetKey } from './subset.js';
 
+export { subsetQuery } from './subset.js';
+
 /** The collection is deleted (404) or not readable (403, also once its bucket is deleted). */
 const isGone = (error: unknown): error is ServerError =>
   error instanceof ServerError && (error.status === 403 || error.status === 404);

@@ -67,7 +67,8 @@ async function createAccount(entry: Extract<Entry, { kind: 'account' }>): Promis
   const text = await res.text();
   if (res.status !== 201) {
     throw new Error(
-      `conformance: could not create the throwaway account ${entry.name}: PUT /accounts/${entry.name} answered ${res.status} ${text.slice(0, 300)}`,
+      `conformance: could not create the throwaway account ${entry.name}: PUT /accounts/${entry.name} answered ` +
+        `${res.status} ${text.slice(0, 300)}`,
     );
   }
 }
@@ -97,7 +98,8 @@ export async function prepareIdentities(authorizations: Iterable<string | null |
       throw new SkipSignal(
         entry.kind === 'stand-in'
           ? `needs more identities than the ${entry.given} given (--user): give more, or use --create-accounts`
-          : 'needs identities: the deployment offers no basicauth capability (give --user twice or more, or --create-accounts)',
+          : 'needs identities: the deployment offers no basicauth capability (give --user twice or more, ' +
+              'or --create-accounts)',
       );
     }
   }

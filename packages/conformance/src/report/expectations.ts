@@ -150,9 +150,10 @@ export function resolveExpectations(nameOrPath: string, from = process.cwd()): s
     if (existsSync(shipped)) return shipped;
   }
   const names = shippedExpectations();
-  throw new Error(
-    `expectations: no file ${path}${names.length ? `, and no shipped expectations named ${JSON.stringify(nameOrPath)} (shipped: ${names.join(', ')})` : ''}`,
-  );
+  const shipped = names.length
+    ? `, and no shipped expectations named ${JSON.stringify(nameOrPath)} (shipped: ${names.join(', ')})`
+    : '';
+  throw new Error(`expectations: no file ${path}${shipped}`);
 }
 
 export function loadExpectations(path: string, seen: string[] = []): Expectations {

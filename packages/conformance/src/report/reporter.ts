@@ -45,7 +45,8 @@ export class ConformanceReporter implements Reporter {
       .filter(Boolean)
       .join(', ');
     this.out.write(
-      `[${this.done}/${this.total}] ${mark} ${section.file.replace(/\.test\.ts$/, '').padEnd(24)} ${c.passed} passed, ${c.failed} failed${extra ? `, ${extra}` : ''}\n`,
+      `[${this.done}/${this.total}] ${mark} ${section.file.replace(/\.test\.ts$/, '').padEnd(24)} ${c.passed} ` +
+        `passed, ${c.failed} failed${extra ? `, ${extra}` : ''}\n`,
     );
     for (const t of tests.filter((x) => x.outcome === 'failed' && x.name.includes('(setup'))) {
       this.out.write(`  ✗ ${t.id}\n      ${(t.errors?.[0]?.message ?? '').split('\n')[0]}\n`);

@@ -71,7 +71,10 @@ async function signUp(extra: Record<string, unknown> = {}): Promise<Account> {
   return { id, password, authorization: basic(id, password) };
 }
 
-/** The user `GET /` names; undefined when anonymous, or refused (Kinto answers wrong credentials as anonymous, a server may refuse them with 401). */
+/**
+ * The user `GET /` names; undefined when anonymous, or refused (Kinto answers wrong credentials
+ * as anonymous, a server may refuse them with 401).
+ */
 async function whoAmI(authorization: string): Promise<string | undefined> {
   const res = await get<RootBody>('/', { auth: authorization });
   if (res.status === 401) {

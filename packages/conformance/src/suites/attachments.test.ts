@@ -45,7 +45,9 @@ function multipart(parts: Part[]): { rawBody: Uint8Array; contentType: string } 
   const boundary = `conformance-${randomBytes(8).toString('hex')}`;
   let text = '';
   for (const part of parts) {
-    text += `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}\r\n`;
+    text +=
+      `--${boundary}\r\nContent-Disposition: form-data; ` +
+      `name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}\r\n`;
     if (part.contentType) text += `Content-Type: ${part.contentType}\r\n`;
     text += `\r\n${part.value}\r\n`;
   }

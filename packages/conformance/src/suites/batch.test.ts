@@ -13,46 +13,50 @@ const info = await serverInfo();
 const max = info.batchMaxRequests;
 
 describe('§8.1/§8.3 a valid batch', () => {
-  it('merges defaults into each request and answers 200 with one {status, path, headers, body} per request (wire example)', async () => {
-    const fx = await createCollectionFixture(alice);
-    const res = await post<BatchBody>('/batch', {
-      auth: alice,
-      body: {
-        defaults: { method: 'POST', path: fx.records },
-        requests: [
-          { body: { data: { title: 'batch 1' } } },
-          { body: { data: { title: 'batch 2' } } },
-          { method: 'GET', path: `${fx.records}/does-not-exist` },
-        ],
-      },
-    });
-    expect(res.status).toBe(200);
-    expect(Object.keys(res.json)).toEqual(['responses']);
-    const r1 = res.json.responses[0]!;
-    const r2 = res.json.responses[1]!;
-    const r3 = res.json.responses[2]!;
-    for (const r of res.json.responses) {
-      expect(Object.keys(r).sort()).toEqual(['body', 'headers', 'path', 'status']);
-      for (const v of Object.values(r.headers)) expect(v).toBeTypeOf('string');
-    }
-    expect(r1.status).toBe(201);
-    expect(r1.path).toBe(`/v1${fx.records}`);
-    expect(r1.body.data.title).toBe('batch 1');
-    expect(r1.body.permissions.write).toEqual([await userId(alice)]);
-    const etag = Object.entries<string>(r1.headers).find(([k]) => k.toLowerCase() === 'etag')?.[1];
-    expect(etag).toBe(`"${r1.body.data.last_modified}"`);
-    expect(r2.status).toBe(201);
-    expect(r2.body.data.title).toBe('batch 2');
-    expect(r2.body.data.last_modified).toBeGreaterThan(r1.body.data.last_modified);
-    expect(r3.status).toBe(404);
-    expect(r3.path).toBe(`/v1${fx.records}/does-not-exist`);
-    expect(r3.body).toEqual({
-      code: 404,
-      errno: 110,
-      error: 'Not Found',
-      details: { id: 'does-not-exist', resource_name: 'record' },
-    });
-  });
+  it(
+    'merges defaults into each request and answers 200 with one {status, path, headers, body} per request ' +
+      '(wire example)',
+    async () => {
+      const fx = await createCollectionFixture(alice);
+      const res = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: {
+          defaults: { method: 'POST', path: fx.records },
+          requests: [
+            { body: { data: { title: 'batch 1' } } },
+            { body: { data: { title: 'batch 2' } } },
+            { method: 'GET', path: `${fx.records}/does-not-exist` },
+          ],
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.json)).toEqual(['responses']);
+      const r1 = res.json.responses[0]!;
+      const r2 = res.json.responses[1]!;
+      const r3 = res.json.responses[2]!;
+      for (const r of res.json.responses) {
+        expect(Object.keys(r).sort()).toEqual(['body', 'headers', 'path', 'status']);
+        for (const v of Object.values(r.headers)) expect(v).toBeTypeOf('string');
+      }
+      expect(r1.status).toBe(201);
+      expect(r1.path).toBe(`/v1${fx.records}`);
+      expect(r1.body.data.title).toBe('batch 1');
+      expect(r1.body.permissions.write).toEqual([await userId(alice)]);
+      const etag = Object.entries<string>(r1.headers).find(([k]) => k.toLowerCase() === 'etag')?.[1];
+      expect(etag).toBe(`"${r1.body.data.last_modified}"`);
+      expect(r2.status).toBe(201);
+      expect(r2.body.data.title).toBe('batch 2');
+      expect(r2.body.data.last_modified).toBeGreaterThan(r1.body.data.last_modified);
+      expect(r3.status).toBe(404);
+      expect(r3.path).toBe(`/v1${fx.records}/does-not-exist`);
+      expect(r3.body).toEqual({
+        code: 404,
+        errno: 110,
+        error: 'Not Found',
+        details: { id: 'does-not-exist', resource_name: 'record' },
+      });
+    },
+  );
 
   it('defaults the method to GET and lets requests override defaults', async () => {
     const fx = await createCollectionFixture(alice);
@@ -88,15 +92,19 @@ describe('§8.1/§8.3 a valid batch', () => {
     expect(res.json.responses.map((r) => r.status)).toEqual([412, 201, 200]);
   });
 
-  it('accepts /v1-prefixed and unprefixed paths; responses carry the executed path with /v1 and without query string', async () => {
-    const fx = await createCollectionFixture(alice);
-    const res = await post<BatchBody>('/batch', {
-      auth: alice,
-      body: { requests: [{ path: `/v1${fx.records}` }, { path: `${fx.records}?_limit=1&_sort=id` }, { path: '/' }] },
-    });
-    expect(res.json.responses.map((r) => r.status)).toEqual([200, 200, 200]);
-    expect(res.json.responses.map((r) => r.path)).toEqual([`/v1${fx.records}`, `/v1${fx.records}`, '/v1/']);
-  });
+  it(
+    'accepts /v1-prefixed and unprefixed paths; responses carry the executed path with /v1 and without query ' +
+      'string',
+    async () => {
+      const fx = await createCollectionFixture(alice);
+      const res = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: { requests: [{ path: `/v1${fx.records}` }, { path: `${fx.records}?_limit=1&_sort=id` }, { path: '/' }] },
+      });
+      expect(res.json.responses.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(res.json.responses.map((r) => r.path)).toEqual([`/v1${fx.records}`, `/v1${fx.records}`, '/v1/']);
+    },
+  );
 
   it('keeps the order of requests and does not abort on 4xx entries', async () => {
     const bucket = await createBucket(alice);
@@ -369,19 +377,22 @@ describe('§8.1 batch request validation', () => {
   // The original refuses every sub-request whose path merely contains "/batch" (a collection
   // named "batched" included): a false positive of its recursion check, listed in its
   // expectations file (expectations/kinto-26.3-common.json).
-  it('accepts ids that merely contain "batch": only a sub-request to the batch endpoint itself is recursive', async () => {
-    const bucket = await createBucket(alice, { id: randomId('batchy') });
-    const res = await post<BatchBody>('/batch', {
-      auth: alice,
-      body: {
-        requests: [
-          { method: 'PUT', path: `/buckets/${bucket}/collections/batched` },
-          { method: 'GET', path: `/buckets/${bucket}/collections/batched` },
-          { method: 'DELETE', path: `/buckets/${bucket}/collections/batched` },
-        ],
-      },
-    });
-    expect(res.status, res.text.slice(0, 300)).toBe(200);
-    expect(res.json.responses.map((r) => r.status)).toEqual([201, 200, 200]);
-  });
+  it(
+    'accepts ids that merely contain "batch": only a sub-request to the batch endpoint itself is ' + 'recursive',
+    async () => {
+      const bucket = await createBucket(alice, { id: randomId('batchy') });
+      const res = await post<BatchBody>('/batch', {
+        auth: alice,
+        body: {
+          requests: [
+            { method: 'PUT', path: `/buckets/${bucket}/collections/batched` },
+            { method: 'GET', path: `/buckets/${bucket}/collections/batched` },
+            { method: 'DELETE', path: `/buckets/${bucket}/collections/batched` },
+          ],
+        },
+      });
+      expect(res.status, res.text.slice(0, 300)).toBe(200);
+      expect(res.json.responses.map((r) => r.status)).toEqual([201, 200, 200]);
+    },
+  );
 });

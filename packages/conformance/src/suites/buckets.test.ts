@@ -160,10 +160,13 @@ describe('§2 GET and HEAD /buckets', () => {
     expectETag(res);
   });
 
-  it('answers 401 errno 104 to an anonymous listing (bucket:create is granted to system.Authenticated only)', async () => {
-    const res = await get('/buckets');
-    expectApiError(res, 401, 104, 'Please authenticate yourself to use this endpoint.');
-  });
+  it(
+    'answers 401 errno 104 to an anonymous listing (bucket:create is granted to system.Authenticated ' + 'only)',
+    async () => {
+      const res = await get('/buckets');
+      expectApiError(res, 401, 104, 'Please authenticate yourself to use this endpoint.');
+    },
+  );
 });
 
 describe('§2 DELETE /buckets/{id} and cascades', () => {

@@ -73,7 +73,8 @@ describe.runIf(applies)('change monitor (capability changes)', () => {
     }
     const stamps = entries.map((entry) => entry.last_modified);
     expect(stamps).toEqual([...stamps].sort((a, b) => b - a));
-    // The newest entry's timestamp, or a newer one: a deleted collection's entry, listed only with _since, moves it too.
+    // The newest entry's timestamp, or a newer one: a deleted collection's entry, listed only
+    // with _since, moves it too.
     if (entries.length > 0) expect(expectETag(res)).toBeGreaterThanOrEqual(entries[0]!.last_modified);
   });
 
@@ -114,19 +115,23 @@ describe.runIf(perCaller)('change monitor: what each caller may read', () => {
     expect(records.headers.get('etag')).toBe(`"${entry.last_modified}"`);
   });
 
-  it('follows the permissions: nothing of another user’s bucket, one collection once it is shared, none once revoked', async () => {
-    const bucket = await createBucket(alice);
-    const shared = await createCollection(alice, bucket);
-    await createCollection(alice, bucket);
-    expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
-    await patch(`/buckets/${bucket}/collections/${shared}`, {
-      auth: alice,
-      body: { permissions: { read: [await userId(bob)] } },
-    });
-    expect((await monitor(`?bucket=${bucket}`, bob)).json.data.map((entry) => entry.collection)).toEqual([shared]);
-    await patch(`/buckets/${bucket}/collections/${shared}`, { auth: alice, body: { permissions: { read: [] } } });
-    expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
-  });
+  it(
+    'follows the permissions: nothing of another user’s bucket, one collection once it is shared, ' +
+      'none once revoked',
+    async () => {
+      const bucket = await createBucket(alice);
+      const shared = await createCollection(alice, bucket);
+      await createCollection(alice, bucket);
+      expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
+      await patch(`/buckets/${bucket}/collections/${shared}`, {
+        auth: alice,
+        body: { permissions: { read: [await userId(bob)] } },
+      });
+      expect((await monitor(`?bucket=${bucket}`, bob)).json.data.map((entry) => entry.collection)).toEqual([shared]);
+      await patch(`/buckets/${bucket}/collections/${shared}`, { auth: alice, body: { permissions: { read: [] } } });
+      expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
+    },
+  );
 
   it('filters (bucket, in_collection), _since / _before and _sort on the entries', async () => {
     const bucket = await createBucket(alice);
@@ -146,29 +151,33 @@ describe.runIf(perCaller)('change monitor: what each caller may read', () => {
     expect(await names('&_sort=collection')).toEqual([...collections].sort());
   });
 
-  it('announces a deleted collection with _since: deleted, above every timestamp it served, to who could read it (Quire)', async () => {
-    const bucket = await createBucket(alice);
-    const collection = await createCollection(alice, bucket, { permissions: { read: [await userId(bob)] } });
-    const record = await createRecord(alice, bucket, collection);
-    const before = await monitor(`?bucket=${bucket}`, bob);
-    const etag = expectETag(before);
-    expect((await del(`/buckets/${bucket}/collections/${collection}`, { auth: alice })).status).toBe(200);
-    const since = await monitor(`?bucket=${bucket}&_since=${etag}`, bob);
-    expect(since.json.data).toEqual([
-      {
-        id: entryId(before.json.data[0]!.host, bucket, collection),
-        last_modified: expect.any(Number),
-        bucket,
-        collection,
-        host: before.json.data[0]!.host,
-        deleted: true,
-      },
-    ]);
-    expect(since.json.data[0]!.last_modified).toBeGreaterThan(record.last_modified);
-    expect(expectETag(since)).toBe(since.json.data[0]!.last_modified);
-    // As a tombstone: not listed without _since.
-    expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
-  });
+  it(
+    'announces a deleted collection with _since: deleted, above every timestamp it served, to who could read it ' +
+      '(Quire)',
+    async () => {
+      const bucket = await createBucket(alice);
+      const collection = await createCollection(alice, bucket, { permissions: { read: [await userId(bob)] } });
+      const record = await createRecord(alice, bucket, collection);
+      const before = await monitor(`?bucket=${bucket}`, bob);
+      const etag = expectETag(before);
+      expect((await del(`/buckets/${bucket}/collections/${collection}`, { auth: alice })).status).toBe(200);
+      const since = await monitor(`?bucket=${bucket}&_since=${etag}`, bob);
+      expect(since.json.data).toEqual([
+        {
+          id: entryId(before.json.data[0]!.host, bucket, collection),
+          last_modified: expect.any(Number),
+          bucket,
+          collection,
+          host: before.json.data[0]!.host,
+          deleted: true,
+        },
+      ]);
+      expect(since.json.data[0]!.last_modified).toBeGreaterThan(record.last_modified);
+      expect(expectETag(since)).toBe(since.json.data[0]!.last_modified);
+      // As a tombstone: not listed without _since.
+      expect((await monitor(`?bucket=${bucket}`, bob)).json.data).toEqual([]);
+    },
+  );
 });
 
 describe.runIf(streams)('change monitor: event stream (capabilities.changes.stream)', () => {

@@ -118,10 +118,13 @@ describe('§2 GET, PATCH, DELETE a collection', () => {
     });
   });
 
-  it('GET of a collection in a missing bucket answers 403 (§9.2: nobody holds permissions on a missing bucket)', async () => {
-    const res = await get(`/buckets/${randomId('nope')}/collections/c`, { auth: alice });
-    expectApiError(res, 403, 121);
-  });
+  it(
+    'GET of a collection in a missing bucket answers 403 (§9.2: nobody holds permissions on a missing ' + 'bucket)',
+    async () => {
+      const res = await get(`/buckets/${randomId('nope')}/collections/c`, { auth: alice });
+      expectApiError(res, 403, 121);
+    },
+  );
 
   it('DELETE returns the tombstone and removes the records without leaving record tombstones', async () => {
     const fx = await createCollectionFixture(alice);

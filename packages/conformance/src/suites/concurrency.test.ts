@@ -188,21 +188,25 @@ describe('§6.2 If-Match on an absent object', () => {
     );
   });
 
-  it('DELETE/PATCH/GET with If-Match on a deleted record answer 404 (reference §6.2) or 412 without details (1.15 change log): both accepted', async () => {
-    const { path, rec } = await withRecord();
-    const tomb = (await del(path, { auth: alice })).json.data;
-    for (const value of [q(rec.last_modified), q(tomb.last_modified)]) {
-      for (const res of [
-        await del(path, { auth: alice, headers: { 'If-Match': value } }),
-        await patch(path, { auth: alice, body: { data: { a: 1 } }, headers: { 'If-Match': value } }),
-        await get(path, { auth: alice, headers: { 'If-Match': value } }),
-      ]) {
-        expect([404, 412], res.text).toContain(res.status);
-        if (res.status === 404) expectApiError(res, 404, 110);
-        else expect412WithoutDetails(res);
+  it(
+    'DELETE/PATCH/GET with If-Match on a deleted record answer 404 (reference §6.2) or 412 without details ' +
+      '(1.15 change log): both accepted',
+    async () => {
+      const { path, rec } = await withRecord();
+      const tomb = (await del(path, { auth: alice })).json.data;
+      for (const value of [q(rec.last_modified), q(tomb.last_modified)]) {
+        for (const res of [
+          await del(path, { auth: alice, headers: { 'If-Match': value } }),
+          await patch(path, { auth: alice, body: { data: { a: 1 } }, headers: { 'If-Match': value } }),
+          await get(path, { auth: alice, headers: { 'If-Match': value } }),
+        ]) {
+          expect([404, 412], res.text).toContain(res.status);
+          if (res.status === 404) expectApiError(res, 404, 110);
+          else expect412WithoutDetails(res);
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('§6.2 If-None-Match: *', () => {
@@ -328,18 +332,21 @@ describe('§6.2 plural endpoints (treated as always existing)', () => {
     return { fx, etag };
   }
 
-  it('If-None-Match: "<collection timestamp>" gives 304 on GET and HEAD, regardless of filters (wire example)', async () => {
-    const { fx, etag } = await listed();
-    for (const res of [
-      await get(fx.records, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
-      await get(`${fx.records}?a=2&_limit=1&_sort=a`, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
-      await head(fx.records, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
-    ]) {
-      expect(res.status).toBe(304);
-      expect(res.text).toBe('');
-      expect(expectETag(res)).toBe(etag);
-    }
-  });
+  it(
+    'If-None-Match: "<collection timestamp>" gives 304 on GET and HEAD, regardless of filters ' + '(wire example)',
+    async () => {
+      const { fx, etag } = await listed();
+      for (const res of [
+        await get(fx.records, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
+        await get(`${fx.records}?a=2&_limit=1&_sort=a`, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
+        await head(fx.records, { auth: alice, headers: { 'If-None-Match': q(etag) } }),
+      ]) {
+        expect(res.status).toBe(304);
+        expect(res.text).toBe('');
+        expect(expectETag(res)).toBe(etag);
+      }
+    },
+  );
 
   it('If-None-Match with another value gives 200', async () => {
     const { fx, etag } = await listed();
@@ -357,16 +364,19 @@ describe('§6.2 plural endpoints (treated as always existing)', () => {
     expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(1);
   });
 
-  it('If-Match compares with the collection timestamp: equal proceeds, different answers 412 without details', async () => {
-    const { fx, etag } = await listed();
-    expect((await get(fx.records, { auth: alice, headers: { 'If-Match': q(etag) } })).status).toBe(200);
-    const stale = await get(fx.records, { auth: alice, headers: { 'If-Match': q(etag - 1) } });
-    expect412WithoutDetails(stale);
-    expect(expectETag(stale)).toBe(etag);
-    expect412WithoutDetails(await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag - 1) } }));
-    expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(1);
-    expect((await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag) } })).status).toBe(200);
-  });
+  it(
+    'If-Match compares with the collection timestamp: equal proceeds, ' + 'different answers 412 without details',
+    async () => {
+      const { fx, etag } = await listed();
+      expect((await get(fx.records, { auth: alice, headers: { 'If-Match': q(etag) } })).status).toBe(200);
+      const stale = await get(fx.records, { auth: alice, headers: { 'If-Match': q(etag - 1) } });
+      expect412WithoutDetails(stale);
+      expect(expectETag(stale)).toBe(etag);
+      expect412WithoutDetails(await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag - 1) } }));
+      expect((await get<ListBody>(fx.records, { auth: alice })).json.data).toHaveLength(1);
+      expect((await del(fx.records, { auth: alice, headers: { 'If-Match': q(etag) } })).status).toBe(200);
+    },
+  );
 
   it('If-Match: * always passes', async () => {
     const { fx } = await listed();
@@ -391,19 +401,22 @@ describe('§6.2 authorisation runs before preconditions', () => {
     expectApiError(await put(path, { auth: bob, body: { data: {} }, headers: { 'If-Match': '"1"' } }), 403, 121);
   });
 
-  it('PUT with If-None-Match: * on an existing object gives 412 (not 403) to a caller allowed to create (1.11)', async () => {
-    const bobId = await userId(bob);
-    const fx = await createCollectionFixture(alice, { collection: { permissions: { 'record:create': [bobId] } } });
-    const rec = (await put(fx.record('taken'), { auth: alice, body: { data: { v: 1 } } })).json.data;
-    expectApiError(await put(fx.record('taken'), { auth: bob, body: { data: { v: 2 } } }), 403, 121);
-    const res = await put<ErrorBody<{ existing: KintoObject }>>(fx.record('taken'), {
-      auth: bob,
-      body: { data: { v: 2 } },
-      headers: { 'If-None-Match': '*' },
-    });
-    expectApiError(res, 412, 114);
-    if (res.json.details !== undefined) expect(res.json.details.existing).toEqual(rec);
-  });
+  it(
+    'PUT with If-None-Match: * on an existing object gives 412 (not 403) to a caller allowed to create ' + '(1.11)',
+    async () => {
+      const bobId = await userId(bob);
+      const fx = await createCollectionFixture(alice, { collection: { permissions: { 'record:create': [bobId] } } });
+      const rec = (await put(fx.record('taken'), { auth: alice, body: { data: { v: 1 } } })).json.data;
+      expectApiError(await put(fx.record('taken'), { auth: bob, body: { data: { v: 2 } } }), 403, 121);
+      const res = await put<ErrorBody<{ existing: KintoObject }>>(fx.record('taken'), {
+        auth: bob,
+        body: { data: { v: 2 } },
+        headers: { 'If-None-Match': '*' },
+      });
+      expectApiError(res, 412, 114);
+      if (res.json.details !== undefined) expect(res.json.details.existing).toEqual(rec);
+    },
+  );
 });
 
 describe('§6.3 412 bodies never carry permissions', () => {

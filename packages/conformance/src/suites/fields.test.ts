@@ -91,17 +91,21 @@ describe('§7.5 _fields on single objects and tombstones', () => {
     for (const item of res.json.data) expect(Object.keys(item).sort()).toEqual(['id', 'last_modified']);
   });
 
-  it('keeps id and last_modified of tombstones; deleted is kept when listed (the original drops it otherwise: accepted both ways)', async () => {
-    const own = await createCollectionFixture(alice);
-    await put(own.record('x'), { auth: alice, body: { data: { title: 'x' } } });
-    const tomb = (await del(own.record('x'), { auth: alice })).json.data;
-    const listed = await get<ListBody>(`${own.records}?_since=0&_fields=title,deleted`, { auth: alice });
-    expect(listed.json.data).toEqual([{ id: 'x', last_modified: tomb.last_modified, deleted: true }]);
-    const unlisted = await get<ListBody>(`${own.records}?_since=0&_fields=title`, { auth: alice });
-    const item = unlisted.json.data[0]!;
-    expect(item.id).toBe('x');
-    expect(item.last_modified).toBe(tomb.last_modified);
-    expect(item).not.toHaveProperty('title');
-    if ('deleted' in item) expect(item.deleted).toBe(true);
-  });
+  it(
+    'keeps id and last_modified of tombstones; deleted is kept when listed (the original drops it otherwise: ' +
+      'accepted both ways)',
+    async () => {
+      const own = await createCollectionFixture(alice);
+      await put(own.record('x'), { auth: alice, body: { data: { title: 'x' } } });
+      const tomb = (await del(own.record('x'), { auth: alice })).json.data;
+      const listed = await get<ListBody>(`${own.records}?_since=0&_fields=title,deleted`, { auth: alice });
+      expect(listed.json.data).toEqual([{ id: 'x', last_modified: tomb.last_modified, deleted: true }]);
+      const unlisted = await get<ListBody>(`${own.records}?_since=0&_fields=title`, { auth: alice });
+      const item = unlisted.json.data[0]!;
+      expect(item.id).toBe('x');
+      expect(item.last_modified).toBe(tomb.last_modified);
+      expect(item).not.toHaveProperty('title');
+      if ('deleted' in item) expect(item.deleted).toBe(true);
+    },
+  );
 });

@@ -363,26 +363,30 @@ describe('§12.5 cache headers and §12.2 Retry-After', () => {
     }
   });
 
-  it("lets anonymous readers cache a collection's records for its `cache_expires` seconds; authenticated readers never", async () => {
-    const fx = await createCollectionFixture(alice, {
-      collection: { data: { cache_expires: 3600 }, permissions: { read: ['system.Everyone'] } },
-    });
-    const rec = await createRecord(alice, fx.bucket, fx.collection, { n: 1 });
-    for (const path of [fx.records, fx.record(rec.id)]) {
-      const res = await get(path);
-      expect(res.status, path).toBe(200);
-      expect(res.headers.get('cache-control'), path).toBe('max-age=3600');
-      // Expires is the response date plus the lifetime (HTTP dates have whole seconds).
-      const lifetime =
-        (Date.parse(res.headers.get('expires') ?? '') - Date.parse(res.headers.get('date') ?? '')) / 1000;
-      expect(Math.abs(lifetime - 3600), `Expires - Date = ${lifetime}s`).toBeLessThanOrEqual(2);
-      const cc = (await get(path, { auth: alice })).headers.get('cache-control') ?? '';
-      expect(
-        cc.split(',').map((v) => v.trim()),
-        path,
-      ).toEqual(expect.arrayContaining(['no-cache', 'no-store']));
-    }
-  });
+  it(
+    "lets anonymous readers cache a collection's records for its `cache_expires` seconds; " +
+      'authenticated readers never',
+    async () => {
+      const fx = await createCollectionFixture(alice, {
+        collection: { data: { cache_expires: 3600 }, permissions: { read: ['system.Everyone'] } },
+      });
+      const rec = await createRecord(alice, fx.bucket, fx.collection, { n: 1 });
+      for (const path of [fx.records, fx.record(rec.id)]) {
+        const res = await get(path);
+        expect(res.status, path).toBe(200);
+        expect(res.headers.get('cache-control'), path).toBe('max-age=3600');
+        // Expires is the response date plus the lifetime (HTTP dates have whole seconds).
+        const lifetime =
+          (Date.parse(res.headers.get('expires') ?? '') - Date.parse(res.headers.get('date') ?? '')) / 1000;
+        expect(Math.abs(lifetime - 3600), `Expires - Date = ${lifetime}s`).toBeLessThanOrEqual(2);
+        const cc = (await get(path, { auth: alice })).headers.get('cache-control') ?? '';
+        expect(
+          cc.split(',').map((v) => v.trim()),
+          path,
+        ).toEqual(expect.arrayContaining(['no-cache', 'no-store']));
+      }
+    },
+  );
 
   it('`cache_expires: 0` makes anonymous reads of the records uncacheable', async () => {
     const fx = await createCollectionFixture(alice, {

@@ -206,27 +206,31 @@ describe('§7.6 _limit', () => {
     expectValidationError(negative, { location: 'querystring', name: '_limit' });
   });
 
-  it('refuses a fractional or null _limit (400), or reads it as its integer part / as absent (the original does): both accepted', async () => {
-    // §7.6 wants an integer. The original parses the value as JSON, then truncates a number
-    // (1.5 → 1, 1e2 → 100) and reads null as "no _limit": lenient, harmless, allowed. A server
-    // that accepts such a value must page by its integer part, or not at all.
-    const fx = await createCollectionFixture(alice);
-    await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
-    for (const [value, pageSize] of [
-      ['1.5', 1],
-      ['1e2', 3],
-      ['null', 3],
-    ] as const) {
-      const res = await get(`${fx.records}?_limit=${value}`, { auth: alice });
-      if (res.status === 400) {
-        expectValidationError(res, { location: 'querystring', name: '_limit' });
-        continue;
+  it(
+    'refuses a fractional or null _limit (400), or reads it as its integer part / as absent (the original does): ' +
+      'both accepted',
+    async () => {
+      // §7.6 wants an integer. The original parses the value as JSON, then truncates a number
+      // (1.5 → 1, 1e2 → 100) and reads null as "no _limit": lenient, harmless, allowed. A server
+      // that accepts such a value must page by its integer part, or not at all.
+      const fx = await createCollectionFixture(alice);
+      await createRecords(alice, fx, [{ n: 1 }, { n: 2 }, { n: 3 }]);
+      for (const [value, pageSize] of [
+        ['1.5', 1],
+        ['1e2', 3],
+        ['null', 3],
+      ] as const) {
+        const res = await get(`${fx.records}?_limit=${value}`, { auth: alice });
+        if (res.status === 400) {
+          expectValidationError(res, { location: 'querystring', name: '_limit' });
+          continue;
+        }
+        expect(res.status, `_limit=${value}: ${res.text.slice(0, 300)}`).toBe(200);
+        expect(res.json.data, `_limit=${value}`).toHaveLength(pageSize);
+        expect(res.headers.get('next-page') !== null, `_limit=${value}: Next-Page`).toBe(pageSize < 3);
       }
-      expect(res.status, `_limit=${value}: ${res.text.slice(0, 300)}`).toBe(200);
-      expect(res.json.data, `_limit=${value}`).toHaveLength(pageSize);
-      expect(res.headers.get('next-page') !== null, `_limit=${value}: Next-Page`).toBe(pageSize < 3);
-    }
-  });
+    },
+  );
 
   it('treats _limit=0 as no limit given', async () => {
     const fx = await createCollectionFixture(alice);

@@ -210,10 +210,13 @@ describe('§9.2 create permissions and listing restrictions', () => {
     expect((await del(fx.path, { auth: writer })).status).toBe(200);
   });
 
-  it('GET of a missing record answers 404 to a reader of the parent and 403 to others (no existence leak)', async () => {
-    const bobId = await userId(bob);
-    const fx = await createCollectionFixture(alice, { collection: { permissions: { read: [bobId] } } });
-    expectApiError(await get(fx.record('missing'), { auth: bob }), 404, 110);
-    expectApiError(await get(fx.record('missing'), { auth: createUser() }), 403, 121);
-  });
+  it(
+    'GET of a missing record answers 404 to a reader of the parent and 403 to others ' + '(no existence leak)',
+    async () => {
+      const bobId = await userId(bob);
+      const fx = await createCollectionFixture(alice, { collection: { permissions: { read: [bobId] } } });
+      expectApiError(await get(fx.record('missing'), { auth: bob }), 404, 110);
+      expectApiError(await get(fx.record('missing'), { auth: createUser() }), 403, 121);
+    },
+  );
 });

@@ -66,7 +66,8 @@ if (
   applicable(
     reader !== null,
     'globally granted principal',
-    'no globally granted identity given: --bucket-reader name:password, an identity listed in bucket_read_principals (QUIRE_CONFORMANCE_BUCKET_READER)',
+    'no globally granted identity given: --bucket-reader name:password, an identity listed in bucket_read_principals ' +
+      '(QUIRE_CONFORMANCE_BUCKET_READER)',
   )
 ) {
   CHECKED.push('global');
@@ -218,17 +219,21 @@ const WRITES: Row[] = [
 describe('§9.2 permission matrix: reads', () => {
   for (const row of READS) {
     for (const actor of CHECKED) {
-      it(`${actor} may${row.expected[actor] < 300 ? '' : ' not'} ${row.what} (${row.method} → ${row.expected[actor]})`, async () => {
-        const res = await call(actor, row.method, row.path(paths()));
-        expect(res.status).toBe(row.expected[actor]);
-        if (res.status >= 400 && row.method !== 'HEAD') {
-          expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
-        }
-        const visible = row.visible?.({ G, C, R, S })[actor];
-        if (visible && res.status === 200) {
-          expect((res.json as ListBody).data.map((item) => item.id).sort()).toEqual([...visible].sort());
-        }
-      });
+      it(
+        `${actor} may${row.expected[actor] < 300 ? '' : ' not'} ${row.what} ` +
+          `(${row.method} → ${row.expected[actor]})`,
+        async () => {
+          const res = await call(actor, row.method, row.path(paths()));
+          expect(res.status).toBe(row.expected[actor]);
+          if (res.status >= 400 && row.method !== 'HEAD') {
+            expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
+          }
+          const visible = row.visible?.({ G, C, R, S })[actor];
+          if (visible && res.status === 200) {
+            expect((res.json as ListBody).data.map((item) => item.id).sort()).toEqual([...visible].sort());
+          }
+        },
+      );
     }
   }
 });
@@ -236,11 +241,15 @@ describe('§9.2 permission matrix: reads', () => {
 describe('§9.2 permission matrix: writes', () => {
   for (const row of WRITES) {
     for (const actor of CHECKED.filter((a) => a !== 'owner')) {
-      it(`${actor} may${row.expected[actor] < 300 ? '' : ' not'} ${row.what} (${row.method} → ${row.expected[actor]})`, async () => {
-        const res = await call(actor, row.method, row.path(paths()), row.body);
-        expect(res.status).toBe(row.expected[actor]);
-        if (res.status >= 400) expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
-      });
+      it(
+        `${actor} may${row.expected[actor] < 300 ? '' : ' not'} ${row.what} ` +
+          `(${row.method} → ${row.expected[actor]})`,
+        async () => {
+          const res = await call(actor, row.method, row.path(paths()), row.body);
+          expect(res.status).toBe(row.expected[actor]);
+          if (res.status >= 400) expect((res.json as ErrorBody).errno).toBe(res.status === 401 ? 104 : 121);
+        },
+      );
     }
   }
 

@@ -6,7 +6,8 @@
  *
  * Needs the capability `quotas` and the limits of one bucket, which `GET /` does not tell:
  * `--quotas '<json>'` (or QUIRE_CONFORMANCE_QUOTAS), e.g.
- * `{"bucket":"conformance-quotas","bucket_max_items":4,"bucket_max_bytes":2500,"max_bytes_per_item":1024,"collection_max_items":2}`
+ * `{"bucket":"conformance-quotas","bucket_max_items":4,"bucket_max_bytes":2500,`
+ * `"max_bytes_per_item":1024,"collection_max_items":2}` (one line)
  * for a deployment configured with Kinto's `quotas.bucket_<bid>_max_items = 4`,
  * `quotas.bucket_<bid>_max_bytes = 2500`, `quotas.bucket_<bid>_max_bytes_per_item = 1024` and
  * `quotas.collection_<bid>_max_items = 2` (Quire: `quotas_buckets` / `quotas_collections`).

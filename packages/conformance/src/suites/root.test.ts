@@ -20,16 +20,20 @@ describe('§11.1 GET /v1/ (hello)', () => {
     expect(res.json.project_docs).toBeTypeOf('string');
   });
 
-  it('announces http_api_version as a "MAJOR.MINOR" string: 1.22, or a later 1.x (the original 26.x says 1.23): both accepted', async () => {
-    // Clients compare the version (kinto-http.js splits it on "."): a later minor version of
-    // the same major keeps 1.22's contract (1.23 only adds the `config` field).
-    const res = await get<RootBody>('/');
-    const version = res.json.http_api_version;
-    expect(version).toBeTypeOf('string');
-    const m = /^1\.(\d+)$/.exec(version);
-    expect(m, `http_api_version ${JSON.stringify(version)}`).not.toBeNull();
-    expect(Number(m?.[1])).toBeGreaterThanOrEqual(22);
-  });
+  it(
+    'announces http_api_version as a "MAJOR.MINOR" string: 1.22, or a later 1.x (the original 26.x says 1.23): ' +
+      'both accepted',
+    async () => {
+      // Clients compare the version (kinto-http.js splits it on "."): a later minor version of
+      // the same major keeps 1.22's contract (1.23 only adds the `config` field).
+      const res = await get<RootBody>('/');
+      const version = res.json.http_api_version;
+      expect(version).toBeTypeOf('string');
+      const m = /^1\.(\d+)$/.exec(version);
+      expect(m, `http_api_version ${JSON.stringify(version)}`).not.toBeNull();
+      expect(Number(m?.[1])).toBeGreaterThanOrEqual(22);
+    },
+  );
 
   it('gives an absolute url ending with /v1/ (DOC≠CODE: with the trailing slash)', async () => {
     const res = await get<RootBody>('/');
@@ -63,7 +67,8 @@ describe('§11.1 GET /v1/ (hello)', () => {
   });
 
   it.runIf(applicable(info.hasCapability('openid'), 'openid capability fields', 'capability openid not offered'))(
-    'describes each openid provider with auth_path, client_id, header_type, issuer, name, userinfo_endpoint (interface spec "Authentication")',
+    'describes each openid provider with auth_path, client_id, header_type, issuer, name, userinfo_endpoint ' +
+      '(interface spec "Authentication")',
     async () => {
       const res = await get<RootBody>('/');
       const providers = res.json.capabilities.openid!.providers;

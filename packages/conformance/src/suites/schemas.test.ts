@@ -25,26 +25,29 @@ const ARTICLE = {
 };
 
 describe.runIf(enabled)('§4.1 record validation against the collection schema', () => {
-  it('answers the wire example body for a missing required field and a wrong type (first error in schema order)', async () => {
-    const fx = await createCollectionFixture(alice, { collection: { data: { schema: ARTICLE } } });
-    const res = await post(fx.records, { auth: alice, body: { data: { n: 'not-an-int' } } });
-    expect(res.status).toBe(400);
-    const wireExample = {
-      code: 400,
-      errno: 107,
-      error: 'Invalid parameters',
-      message: "'not-an-int' is not of type 'integer'",
-      details: [{ location: 'body', name: 'n', description: "'not-an-int' is not of type 'integer'" }],
-    };
-    // Kinto reports the first error in the schema's key order; a store that does not keep key
-    // order (Kinto on PostgreSQL: jsonb) reports `required` first. Either body is exact.
-    const keyOrderLost = {
-      ...wireExample,
-      message: "'title' is a required property",
-      details: [{ location: 'body', name: 'title', description: "'title' is a required property" }],
-    };
-    expect([wireExample, keyOrderLost]).toContainEqual(res.json);
-  });
+  it(
+    'answers the wire example body for a missing required field and a wrong type ' + '(first error in schema order)',
+    async () => {
+      const fx = await createCollectionFixture(alice, { collection: { data: { schema: ARTICLE } } });
+      const res = await post(fx.records, { auth: alice, body: { data: { n: 'not-an-int' } } });
+      expect(res.status).toBe(400);
+      const wireExample = {
+        code: 400,
+        errno: 107,
+        error: 'Invalid parameters',
+        message: "'not-an-int' is not of type 'integer'",
+        details: [{ location: 'body', name: 'n', description: "'not-an-int' is not of type 'integer'" }],
+      };
+      // Kinto reports the first error in the schema's key order; a store that does not keep key
+      // order (Kinto on PostgreSQL: jsonb) reports `required` first. Either body is exact.
+      const keyOrderLost = {
+        ...wireExample,
+        message: "'title' is a required property",
+        details: [{ location: 'body', name: 'title', description: "'title' is a required property" }],
+      };
+      expect([wireExample, keyOrderLost]).toContainEqual(res.json);
+    },
+  );
 
   it('answers the wire example body for a wrong type only', async () => {
     const fx = await createCollectionFixture(alice, { collection: { data: { schema: ARTICLE } } });

@@ -23,45 +23,52 @@ describe('§5.1 generation', () => {
     expect(rec.last_modified).toBeLessThan(7_258_118_400_000);
   });
 
-  it(`keeps timestamps strictly increasing within a collection across rapid writes in one batch (${batchSize} writes)`, async () => {
-    const fx = await createCollectionFixture(alice);
-    const requests = Array.from({ length: batchSize }, (_, i) => ({
-      method: 'POST',
-      path: fx.records,
-      body: { data: { i } },
-    }));
-    const res = await post<BatchBody>('/batch', { auth: alice, body: { requests } });
-    expect(res.status).toBe(200);
-    const stamps = res.json.responses.map((r) => {
-      expect(r.status).toBe(201);
-      return r.body.data.last_modified;
-    });
-    for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1]!);
-  });
+  it(
+    `keeps timestamps strictly increasing within a collection across rapid writes in one batch ` +
+      `(${batchSize} writes)`,
+    async () => {
+      const fx = await createCollectionFixture(alice);
+      const requests = Array.from({ length: batchSize }, (_, i) => ({
+        method: 'POST',
+        path: fx.records,
+        body: { data: { i } },
+      }));
+      const res = await post<BatchBody>('/batch', { auth: alice, body: { requests } });
+      expect(res.status).toBe(200);
+      const stamps = res.json.responses.map((r) => {
+        expect(r.status).toBe(201);
+        return r.body.data.last_modified;
+      });
+      for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1]!);
+    },
+  );
 
-  it('keeps timestamps unique within a collection under concurrent requests (409 errno 122 allowed, §1.2)', async () => {
-    const fx = await createCollectionFixture(alice);
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        post<ObjectBody | ErrorBody>(fx.records, { auth: alice, body: { data: { i } } }),
-      ),
-    );
-    const stamps: number[] = [];
-    for (const r of results) {
-      // A storage integrity error under concurrent writes is a documented answer: 409 errno 122 + Retry-After.
-      if (r.status === 409) {
-        expect((r.json as ErrorBody).errno).toBe(122);
-        expect(r.headers.get('retry-after')).not.toBeNull();
-        continue;
+  it(
+    'keeps timestamps unique within a collection under concurrent requests (409 errno 122 allowed, ' + '§1.2)',
+    async () => {
+      const fx = await createCollectionFixture(alice);
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          post<ObjectBody | ErrorBody>(fx.records, { auth: alice, body: { data: { i } } }),
+        ),
+      );
+      const stamps: number[] = [];
+      for (const r of results) {
+        // A storage integrity error under concurrent writes is a documented answer: 409 errno 122 + Retry-After.
+        if (r.status === 409) {
+          expect((r.json as ErrorBody).errno).toBe(122);
+          expect(r.headers.get('retry-after')).not.toBeNull();
+          continue;
+        }
+        expect(r.status).toBe(201);
+        stamps.push((r.json as ObjectBody).data.last_modified);
       }
-      expect(r.status).toBe(201);
-      stamps.push((r.json as ObjectBody).data.last_modified);
-    }
-    expect(stamps.length).toBeGreaterThan(0);
-    expect(new Set(stamps).size).toBe(stamps.length);
-    const list = await get(fx.records, { auth: alice });
-    expect(expectETag(list)).toBe(Math.max(...stamps));
-  });
+      expect(stamps.length).toBeGreaterThan(0);
+      expect(new Set(stamps).size).toBe(stamps.length);
+      const list = await get(fx.records, { auth: alice });
+      expect(expectETag(list)).toBe(Math.max(...stamps));
+    },
+  );
 
   it('gives every update a fresh timestamp, even with identical data (PUT and PATCH)', async () => {
     const fx = await createCollectionFixture(alice);

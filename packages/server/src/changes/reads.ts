@@ -233,8 +233,9 @@ export class MonitorReads {
     const found: CollectionTimestamp[] = [];
     let after = range.after;
     let walked = 0;
-    // Pages grow from what is wanted to SCAN: the newest visible row (an ETag) costs a row or two.
-    for (let size = Math.min(SCAN, Math.max(8, want + 1)); ; size = Math.min(SCAN, size * 4)) {
+    // Pages grow from what is wanted to SCAN: the newest visible row (an ETag) costs a row or two,
+    // and a page that found most of what it wanted is followed by one of about what is missing.
+    for (let size = Math.min(SCAN, Math.max(8, want + 1)); ; size = nextScan(size, want - found.length)) {
       const rows = await this.#read(session, { within, ...bounds, order: range.order, after, limit: size });
       walked += rows.length;
       const candidates = buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows;
@@ -415,4 +416,9 @@ export function rangeOf(filters: readonly Filter[]): EntryRange {
   }
   if (buckets) range.buckets = [...buckets];
   return range;
+}
+
+/** The size of the walk's next page: four times the last, or twice what is still missing if less (8 at least). */
+function nextScan(size: number, missing: number): number {
+  return Math.min(SCAN, size * 4, Math.max(8, 2 * (missing + 1)));
 }

@@ -84,6 +84,16 @@ export const STORAGE_SETTINGS = {
       'Embedded store: transactions that wait for the writer are committed together, up to this many per ' +
       'COMMIT (one disk sync for all; each still fails alone). 1: every transaction commits alone.',
   }),
+  storage_poll_cache_max_staleness_ms: Type.Integer({
+    default: 200,
+    minimum: 0,
+    maximum: 60000,
+    description:
+      'PostgreSQL: scope timestamps are kept in memory per process, so that a poll (`If-None-Match`, `_since`) ' +
+      'that finds nothing new makes no database call; such an answer misses no change committed, by any process, ' +
+      'more than this many milliseconds before it (while polls come, the log of changed scopes is read every ' +
+      'quarter of it: one statement, whatever the number of polls). 0: off.',
+  }),
   storage_auto_migrate: Type.Boolean({
     default: false,
     description:

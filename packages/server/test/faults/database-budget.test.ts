@@ -213,7 +213,9 @@ describe.skipIf(postgresSkipReason !== undefined)('database budget [postgresql]'
     const worst = Math.round(latencies.at(-1) ?? 0);
     const median = Math.round(latencies[Math.floor(latencies.length / 2)] ?? 0);
     console.log(
-      `[database budget] share ${POOL_SHARE}: alice's 12 answered ${JSON.stringify(hostile)}; bob's ${latencies.length} requests: median ${median} ms, worst ${worst} ms, failures ${JSON.stringify(failures)}`,
+      `[database budget] share ${POOL_SHARE}: alice's 12 answered ${JSON.stringify(hostile)};`,
+      `bob's ${latencies.length} requests: median ${median} ms, worst ${worst} ms,`,
+      `failures ${JSON.stringify(failures)}`,
     );
     expect(hostile.every((status) => status === 503)).toBe(true);
     expect(failures).toEqual([]);

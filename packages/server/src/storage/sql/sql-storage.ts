@@ -18,6 +18,7 @@ import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.j
 import { DYNAMIC, sqlState, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
+import { PRUNE_SCOPE_CHANGES, SCOPE_CHANGES_RETENTION_MS, ScopeCache } from './scope-cache.js';
 import { SqlSession } from './session.js';
 import { SqlSessionState, type SessionContext, type SessionMode } from './session-state.js';
 import {
@@ -38,6 +39,10 @@ export interface SqlStorageOptions {
   maintenance?: EmbeddedMaintenance;
   /** Entries of each kind in the shared read cache (shared-cache.ts). */
   cacheMaxEntries?: number;
+  /** The database is a hot standby (read only): reads store nothing, e.g. a scope's first timestamp. */
+  replica?: boolean;
+  /** The bound on a poll answered from memory (scope-cache.ts; 0: none is). */
+  pollCacheMaxStalenessMs?: number;
   /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
   maxDeclaredIndexes?: number;
   /**
@@ -55,6 +60,8 @@ export class SqlStorage implements Storage {
   readonly #driver: SqlDriver;
   readonly #maintenance: EmbeddedMaintenance | undefined;
   readonly #cache: SharedCache;
+  readonly #scopes: ScopeCache;
+  #pruning: NodeJS.Timeout | undefined;
   readonly #context: SessionContext;
   readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
@@ -63,6 +70,8 @@ export class SqlStorage implements Storage {
     {
       maintenance,
       cacheMaxEntries = 10_000,
+      pollCacheMaxStalenessMs = 200,
+      replica = false,
       maxDeclaredIndexes = 16,
       concurrentIndexBuilds = true,
     }: SqlStorageOptions = {},
@@ -78,8 +87,11 @@ export class SqlStorage implements Storage {
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.
     const shared = driver.listen !== undefined && driver.notify !== undefined;
     this.#cache = new SharedCache({ maxEntries: cacheMaxEntries, enabled: !shared });
+    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs);
     this.#context = {
       cache: this.#cache,
+      scopes: this.#scopes,
+      replica,
       indexed: () => this.#indexes.indexed,
       ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
     };
@@ -103,6 +115,18 @@ export class SqlStorage implements Storage {
         },
       };
     }
+  }
+
+  /**
+   * The scope timestamps of polls (scope-cache.ts), told by the log of migration 012, which
+   * every process prunes (a statement refused on a standby: its primary's processes do it).
+   */
+  #scopeCache(maxEntries: number, maxStalenessMs: number): ScopeCache {
+    const driver = this.#driver;
+    const prune = () => void driver.query(PRUNE_SCOPE_CHANGES, [SCOPE_CHANGES_RETENTION_MS]).catch(() => {});
+    this.#pruning = setInterval(prune, SCOPE_CHANGES_RETENTION_MS / 10 + Math.random() * 10_000);
+    this.#pruning.unref();
+    return new ScopeCache({ maxEntries, maxStalenessMs, run: (text, params) => driver.query(text, params) });
   }
 
   /**
@@ -134,6 +158,7 @@ export class SqlStorage implements Storage {
       } finally {
         // Committed or not (a failed COMMIT may still have committed): forget what it touched.
         if (state) this.#cache.invalidate(state.invalidations);
+        this.#scopes.forgetAll();
       }
     }
   }
@@ -194,6 +219,7 @@ export class SqlStorage implements Storage {
       if (notify) tx.beforeCommit(notify.text, notify.params);
     });
     this.#cache.invalidate([{ kind: 'all' }]);
+    this.#scopes.forgetAll();
   }
 
   /** `quire import`'s bulk path (bulk-import.ts): the whole import in one transaction of its own. */
@@ -204,6 +230,7 @@ export class SqlStorage implements Storage {
       return await sqlBulkImport(this.#driver, notify && everything, options, fill);
     } finally {
       this.#cache.invalidate([{ kind: 'all' }]);
+      this.#scopes.forgetAll();
     }
   }
 
@@ -218,6 +245,8 @@ export class SqlStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    this.#scopes.close();
+    clearInterval(this.#pruning);
     await this.#indexes.close();
     await this.#maintenance?.idle();
     await this.#driver.close();
@@ -244,7 +273,10 @@ function touchesCollections(invalidations: readonly Invalidation[]): boolean {
 
 export interface PostgresStorageOptions
   extends Omit<PgDriverOptions, 'pooled'>,
-    Pick<SqlStorageOptions, 'cacheMaxEntries' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'> {
+    Pick<
+      SqlStorageOptions,
+      'cacheMaxEntries' | 'pollCacheMaxStalenessMs' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'
+    > {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
   /**
@@ -258,6 +290,7 @@ export interface PostgresStorageOptions
 export async function createPostgresStorage({
   autoMigrate = false,
   cacheMaxEntries,
+  pollCacheMaxStalenessMs,
   maxDeclaredIndexes,
   keepIndexes = true,
   concurrentIndexBuilds,
@@ -267,8 +300,12 @@ export async function createPostgresStorage({
   const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
   const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
+  let replica = false;
   try {
-    if (autoMigrate) {
+    // A hot standby (a reader's store): nothing to migrate, no index to build, no write on reads.
+    const [recovery] = await driver.query<{ replica: boolean }>('SELECT pg_is_in_recovery() AS replica');
+    replica = recovery?.replica === true;
+    if (autoMigrate && !replica) {
       if (options.schema !== undefined) {
         const schema = options.schema;
         await driver.transaction(async (tx) => {
@@ -287,11 +324,13 @@ export async function createPostgresStorage({
   }
   const storage = new SqlStorage(driver, {
     cacheMaxEntries,
+    replica,
+    ...(pollCacheMaxStalenessMs === undefined ? {} : { pollCacheMaxStalenessMs }),
     ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
     ...(concurrentIndexBuilds === undefined ? {} : { concurrentIndexBuilds }),
   });
   storage.migrationsApplied = applied;
-  if (keepIndexes) storage.startIndexing();
+  if (keepIndexes && !replica) storage.startIndexing();
   return storage;
 }
 
