@@ -33,7 +33,8 @@ async function load(parentId: string, size: number): Promise<void> {
   // n: a permutation of 0..size-1 unrelated to the order of creation (a prime stride).
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
-     SELECT $1, 'record', 'r' || i, 1000 + i, jsonb_build_object('n', (i::bigint * 7919) % $2::bigint, 'm', (i::bigint * 104729) % $2::bigint)
+     SELECT $1, 'record', 'r' || i, 1000 + i,
+       jsonb_build_object('n', (i::bigint * 7919) % $2::bigint, 'm', (i::bigint * 104729) % $2::bigint)
      FROM generate_series(0, $2::int - 1) AS i`,
     [parentId, size],
   );
@@ -97,7 +98,8 @@ try {
   }
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data) VALUES
-     ('/buckets/b', 'collection', 'mid', 1, '{"indexes": ["n"]}'), ('/buckets/b', 'collection', 'big', 1, '{"indexes": ["n"]}')
+     ('/buckets/b', 'collection', 'mid', 1, '{"indexes": ["n"]}'),
+     ('/buckets/b', 'collection', 'big', 1, '{"indexes": ["n"]}')
      ON CONFLICT DO NOTHING`,
   );
   await client.query(
