@@ -410,6 +410,7 @@ export class Collection<T extends object = Record<string, unknown>> {
         loadDump(parts.local.db, {
           batches: batches(),
           state: () => read.state(),
+          downloading: read.downloading,
           // No list of ids (it can be long): anything may have changed (live queries read again).
           onStored: () => channel.broadcast({ source: 'sync', changes: [] }),
         }),

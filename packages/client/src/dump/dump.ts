@@ -42,6 +42,8 @@ export type DumpSource = DumpInput | Response | ReadableStream<Uint8Array>;
 export interface DumpRead {
   batches: AsyncIterable<RemoteRecord[]>;
   state(): { since: number | null; etag: number | null };
+  /** Read as it downloads. */
+  downloading: boolean;
 }
 
 function isDownload(dump: DumpSource): dump is Response | ReadableStream<Uint8Array> {
@@ -56,13 +58,13 @@ export async function readDumpBatches(dump: DumpSource): Promise<DumpRead> {
   if (isDownload(dump)) {
     const body = dump instanceof Response ? dump.body : dump;
     if (!body) throw new TypeError('A dump response without a body');
-    return (await import('./stream.js')).readDumpStream(body);
+    return { ...(await import('./stream.js')).readDumpStream(body), downloading: true };
   }
   const { records, since, etag } = readDump(dump);
   async function* one() {
     yield records;
   }
-  return { batches: one(), state: () => ({ since, etag }) };
+  return { batches: one(), state: () => ({ since, etag }), downloading: false };
 }
 
 /**

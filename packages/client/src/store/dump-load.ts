@@ -25,13 +25,15 @@ export interface DumpBatches {
   state(): { since: number | null; etag: number | null };
   /** After each transaction that stored records: how many so far (the collection is queryable). */
   onStored?(loaded: number): void;
+  /** The dump is downloading: its first transaction as soon as FIRST_CHUNK records are read. */
+  downloading?: boolean;
 }
 
 /**
  * Loads a dump (the server's records at `etag`, the newest `last_modified` among them being
  * `since`). Into a replica that holds nothing (never synced, nothing pending), it is stored as
- * is, in chunks of DUMP_CHUNK records (the first one as soon as FIRST_CHUNK are read: a dump that
- * downloads is queryable while the rest arrives), and the last chunk's transaction writes the sync
+ * is, in chunks of DUMP_CHUNK records (a dump that downloads: the first one as soon as FIRST_CHUNK are
+ * read, queryable while the rest arrives), and the last chunk's transaction writes the sync
  * state it stands for, so the next pull is `_since` from it — a 304 when the server has not changed
  * since. A load cut short (a closed tab, a broken download) leaves a marker: the next load starts it
  * over, and a sync meanwhile is a full (correct) pull. Into a replica that holds something, only
@@ -76,9 +78,10 @@ async function loadFresh(db: CollectionDb, dump: DumpBatches): Promise<{ loaded:
   };
   for await (const batch of dump.batches) {
     waiting = waiting.length === 0 ? batch : waiting.concat(batch);
-    // The first transaction small, whatever the piece the network handed over: the first screen waits on it.
-    while (waiting.length >= (loaded === 0 ? FIRST_CHUNK : DUMP_CHUNK)) {
-      const size = loaded === 0 ? FIRST_CHUNK : DUMP_CHUNK;
+    // A download's first transaction small, whatever the piece the network handed over: the first screen waits on it.
+    const first = dump.downloading ? FIRST_CHUNK : DUMP_CHUNK;
+    while (waiting.length >= (loaded === 0 ? first : DUMP_CHUNK)) {
+      const size = loaded === 0 ? first : DUMP_CHUNK;
       await store(waiting.slice(0, size), false);
       waiting = waiting.slice(size);
     }

@@ -28,7 +28,8 @@ export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
     return new ApiError(503, ERRNO.BACKEND, {
       message:
         'The request needed a database statement longer than storage_statement_timeout_ms ' +
-        `(${settings.storage_statement_timeout_ms} ms), which was cancelled: narrow it (filters, _limit) or retry later.`,
+        `(${settings.storage_statement_timeout_ms} ms), which was cancelled: ` +
+        'narrow it (filters, _limit) or retry later.',
     });
   }
   if (error instanceof BackendError) {

@@ -68,7 +68,9 @@ export class Metrics {
   });
   readonly loginFailures = new Counter({
     name: 'quire_login_failures_total',
-    help: 'Requests whose credentials were refused (401: rejected) or not even checked after too many failures (429: throttled), by scheme.',
+    help:
+      'Requests whose credentials were refused (401: rejected) or not even checked after too many failures ' +
+      '(429: throttled), by scheme.',
     labelNames: ['scheme', 'reason'] as const,
     registers: [this.registry],
   });

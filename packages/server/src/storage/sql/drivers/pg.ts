@@ -1,14 +1,8 @@
-import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { FairShare, aborted } from './fair-share.js';
 import { bulkTransaction } from './pg-bulk.js';
-import { watchConnection } from './pg-cancel.js';
-import { runTransaction, type TransactionContext } from './pg-transaction.js';
 import { PgChannels } from './pg-channels.js';
-import { SharedConnections } from './pg-shared.js';
-import { StatementTimeoutError } from '../../errors.js';
-import type { SessionOptions } from '../../types.js';
-import { toBackendError, type QueryOptions, type Row, type SqlConnection, type SqlDriver } from './types.js';
+import { CONNECTION_TIMEOUT_MS, PgStatements } from './pg-statements.js';
+import { toBackendError, type SqlDriver } from './types.js';
 
 export interface PgDriverOptions {
   /** `postgresql://user:password@host:port/database` */
@@ -51,9 +45,6 @@ export interface PgDriverOptions {
   ownerShare?: number;
 }
 
-/** How long opening a connection may take before the attempt fails (the request answers 503). */
-const CONNECTION_TIMEOUT_MS = 10_000;
-
 const INT8_OID = 20;
 // Our int8 columns hold millisecond timestamps, far below 2^53: read them as numbers. Scoped
 // to this pool, so other users of `pg` in the process keep the default (string) parser.
@@ -72,18 +63,6 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  * where it is missing got through something that dropped them, a pooler.
  */
 const DIRECT_MARKER = 'quire.direct';
-
-/** Names of the prepared statements, by text: the same name on every connection. */
-const statementNames = new Map<string, string>();
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `quire_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
 
 /**
  * The connections' startup `options`: those of the URL (`?options=...`), then ours. Prepared
@@ -178,172 +157,42 @@ export function createPgDriver({
     );
   const settingsOf = (target: string, timeoutMs = 0) =>
     pooled ? {} : { options: startupOptions(target, schema, timeoutMs) };
-  const connection = {
-    connectionString: pooled ? url : withoutUrlOptions(url),
+  const configOf = (target: string, timeoutMs = 0): pg.ClientConfig => ({
+    connectionString: pooled ? target : withoutUrlOptions(target),
     types,
-    ...settingsOf(url, statementTimeoutMs),
+    ...settingsOf(target, timeoutMs),
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-  };
-  // A fifth of the connections (at least one) is shared by the short autocommit statements
-  // (pg-shared.ts); transactions and statements built per request take one of the others.
-  const sharedCount = Math.max(1, Math.round(poolSize / 5));
-  const shared = new SharedConnections(connection, sharedCount, { maxRetryDelayMs: reconnectMaxDelayMs });
-  const pool = new pg.Pool({
-    ...connection,
-    max: Math.max(1, poolSize - sharedCount),
-    // node-postgres's pipeline mode: a query is sent without waiting for the previous one's
-    // answer. Awaited queries behave as before; `beforeCommit` statements travel with COMMIT.
-    pipeline: true,
   });
-  // A connection that drops (PostgreSQL restarting: 57P01, or a socket closed) emits 'error',
-  // and an 'error' event without a listener ends the process. The pool listens only while a
-  // connection is idle (it then discards it, reconnecting on the next checkout): this one also
-  // covers a checked-out connection, whose queries in flight fail instead (the transaction
-  // rejects, the request answers 503) and which the pool discards when it is released.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  const poolMax = Math.max(1, poolSize - sharedCount);
-  const share = new FairShare(poolMax, Math.ceil(poolMax * ownerShare), CONNECTION_TIMEOUT_MS);
-  /** Through a pooler the startup options are dropped: the timeout is set per transaction, or watched. */
-  const pooledTimeout = pooled && statementTimeoutMs > 0 ? statementTimeoutMs : undefined;
-
-  /** A pooled connection in `owner`'s share, watched for `signal`; `run` gets it, `done` gives it back. */
-  const checkout = async (session: SessionOptions = {}) => {
-    if (session.signal?.aborted) throw aborted(session.signal);
-    const release = await share.acquire(session.owner, session.signal);
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (error) {
-      release();
-      throw toBackendError('postgresql', error);
-    }
-    return { client, release };
-  };
-
+  const statements = new PgStatements({
+    connection: configOf(url, statementTimeoutMs),
+    poolSize,
+    reconnectMaxDelayMs,
+    pooled,
+    statementTimeoutMs,
+    ownerShare,
+  });
   const channels = new PgChannels({
-    run: (text, params) => wrap(pool).query(text, params),
-    configOf: (target) => ({
-      connectionString: pooled ? target : withoutUrlOptions(target),
-      types,
-      ...settingsOf(target),
-      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
-    }),
+    run: (text, params) => statements.connection().query(text, params),
+    configOf,
     url,
     listenUrl,
     pooled,
     pollIntervalMs,
     reconnectMaxDelayMs,
   });
-
-  /** Sends one statement (prepared under its name unless dynamic or pooled) without waiting. */
-  const send = <R extends Row>(
-    client: pg.Pool | pg.PoolClient | SharedConnections,
-    text: string,
-    params: readonly unknown[] = [],
-    options: QueryOptions = {},
-  ) => {
-    const name = options.dynamic || pooled ? undefined : statementName(text);
-    const config: pg.QueryConfig = { text, values: params as unknown[], ...(name ? { name } : {}) };
-    return client instanceof SharedConnections ? client.query<R>(config) : client.query<R>(config);
-  };
-
-  /** Runs `work` on a pooled connection in the owner's share, its statement cancelled when the request stops. */
-  const onPooled = async <T>(
-    session: SessionOptions | undefined,
-    deadlineMs: number | undefined,
-    work: (client: pg.PoolClient, outcome: { broken: boolean }) => Promise<T>,
-  ): Promise<T> => {
-    const { client, release } = await checkout(session);
-    const watch = watchConnection(connection, client, session?.signal, deadlineMs);
-    const outcome = { broken: false };
-    try {
-      return await work(client, outcome);
-    } catch (error) {
-      if (watch.timedOut) throw new StatementTimeoutError({ cause: error });
-      throw error;
-    } finally {
-      // A connection whose statement was cancelled is not lent again: the cancel may still be on its way.
-      const cancelled = watch.stop();
-      client.release(outcome.broken || cancelled);
-      release();
-    }
-  };
-
-  /**
-   * Upkeep scripts (migrations, index builds, ANALYZE) run without the requests' statement timeout:
-   * in a transaction for it only (SET LOCAL), else on a connection of the pool for their time.
-   */
-  const exec = async (client: pg.Pool | pg.PoolClient, script: string) => {
-    try {
-      if (client !== pool) await client.query(`SET LOCAL statement_timeout = 0; ${script}`);
-      else if (pooled || statementTimeoutMs === 0) await client.query(script);
-      else {
-        const own = await pool.connect();
-        let broken = true;
-        try {
-          await own.query('SET statement_timeout = 0');
-          await own.query(script).finally(() => own.query('RESET statement_timeout').then(() => (broken = false)));
-        } finally {
-          own.release(broken);
-        }
-      }
-    } catch (error) {
-      throw toBackendError('postgresql', error);
-    }
-  };
-
-  const wrap = (client: pg.Pool | pg.PoolClient): SqlConnection => ({
-    async query<R extends Row>(text: string, params?: readonly unknown[], options?: QueryOptions) {
-      try {
-        // Outside a transaction, a fixed statement (short by design) goes on a shared connection;
-        // one built per request (filters, sorts) on a pooled one of its own, in its owner's share.
-        if (client !== pool) return (await send<R>(client, text, params, options)).rows;
-        if (!options?.dynamic) return (await send<R>(shared, text, params, options)).rows;
-        return await onPooled(
-          options.session,
-          pooledTimeout,
-          async (own) => (await send<R>(own, text, params, options)).rows,
-        );
-      } catch (error) {
-        throw toBackendError('postgresql', error);
-      }
-    },
-    exec: (script: string) => exec(client, script),
-  });
-
-  const transactionContext: TransactionContext = {
-    send,
-    exec,
-    // Through a pooler, what the direct path sets at connection is set here, in the same message.
-    beginSettings: pooled
-      ? `; SET LOCAL jit = off; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}`
-      : '',
-  };
-
   return {
     name: 'postgresql',
-    ...wrap(pool),
-    transaction: (fn, options) =>
-      onPooled(options?.session, undefined, (client, outcome) =>
-        runTransaction(client, fn, options, transactionContext, outcome),
-      ),
+    ...statements.connection(),
+    transaction: (fn, options) => statements.transaction(fn, options),
     // The schema in the name tells the imports of several schemas apart (tests share one database).
     bulkTransaction: (fn, name) =>
-      bulkTransaction(
-        { ...connection, ...settingsOf(url), application_name: schema ? `${name} (${schema})` : name },
-        fn,
-      ),
+      bulkTransaction({ ...configOf(url), application_name: schema ? `${name} (${schema})` : name }, fn),
     listen: (channel, listener) => channels.listen(channel, listener),
     notify: (channel, payload) => channels.notify(channel, payload),
-    stats() {
-      // The shared connections count as busy: they are always open, and shared by design.
-      return { total: pool.totalCount + sharedCount, idle: pool.idleCount, waiting: pool.waitingCount };
-    },
+    stats: () => statements.stats(),
     async close() {
       await channels.close();
-      await shared.close();
-      await pool.end();
+      await statements.close();
     },
   };
 }
