@@ -47,7 +47,8 @@ async function load(parentId: string, size: number): Promise<void> {
 
 /**
  * A selective filter on a field without a declared index (`m`) in the big collection,
- * beside the bare statement. */
+ * beside the bare statement.
+ */
 async function unindexed(size: number): Promise<void> {
   const scope: Scope = { parentId: '/buckets/b/collections/big', resourceName: 'record' };
   const value = size - 11;
