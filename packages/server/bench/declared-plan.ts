@@ -33,7 +33,8 @@ async function load(parentId: string, size: number): Promise<void> {
   // n: a permutation of 0..size-1 unrelated to the order of creation (a prime stride).
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
-     SELECT $1, 'record', 'r' || i, 1000 + i, jsonb_build_object('n', (i::bigint * 7919) % $2::bigint)
+     SELECT $1, 'record', 'r' || i, 1000 + i,
+       jsonb_build_object('n', (i::bigint * 7919) % $2::bigint, 'm', (i::bigint * 104729) % $2::bigint)
      FROM generate_series(0, $2::int - 1) AS i`,
     [parentId, size],
   );
@@ -42,6 +43,41 @@ async function load(parentId: string, size: number): Promise<void> {
      ON CONFLICT DO NOTHING`,
     [parentId, size],
   );
+}
+
+/**
+ * A selective filter on a field without a declared index (`m`) in the big collection,
+ * beside the bare statement.
+ */
+async function unindexed(size: number): Promise<void> {
+  const scope: Scope = { parentId: '/buckets/b/collections/big', resourceName: 'record' };
+  const value = size - 11;
+  const median = async (fn: () => Promise<unknown>) => {
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const start = performance.now();
+      await fn();
+      times.push(performance.now() - start);
+    }
+    return times.sort((a, b) => a - b)[1]!.toFixed(0);
+  };
+  const ours = await median(() =>
+    storage.read((session) =>
+      session.objects.list(scope, {
+        filters: [{ field: 'm', operator: 'gt', value }],
+        sorting: [{ field: 'last_modified', direction: -1 }],
+        limit: 101,
+      }),
+    ),
+  );
+  const bare = await median(() =>
+    client.query(
+      `SELECT id, last_modified, data FROM objects WHERE parent_id = $1 AND resource_name = 'record' AND NOT deleted
+       AND data -> 'm' > $2::jsonb ORDER BY last_modified DESC LIMIT 101`,
+      [scope.parentId, JSON.stringify(value)],
+    ),
+  );
+  console.log(`gt_m=${value} (no declared index) on the big collection: Quire ${ours} ms, bare statement ${bare} ms`);
 }
 
 const storage = await createPostgresStorage({
@@ -89,6 +125,7 @@ try {
   }
   times.sort((a, b) => a - b);
   console.log(`gt_n=${mid - 11} on the mid collection: ${found} records, median ${times[2]!.toFixed(1)} ms`);
+  await unindexed(Number(values.big));
 } finally {
   await storage.close();
   if (!values.keep) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -4,7 +4,7 @@
  * and a walker with many, whose listing is read page after page.
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/permissions-plan.ts \
- *     [--rows 200000] [--entries 200] [--walk 20000] [--page 1000] [--url postgresql://…] [--keep]
+ *     [--rows 200000] [--entries 200] [--walk 20000] [--page 1000] [--url postgresql://…] [--keep] [--no-analyze]
  *
  * Prints EXPLAIN ANALYZE of the reader's first page and of a page in the middle of the walker's
  * listing, then medians of the reader's page and the time to walk the walker's every page.
@@ -28,6 +28,8 @@ const { values } = parseArgs({
     page: { type: 'string', default: '1000' },
     url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
     keep: { type: 'boolean', default: false },
+    /** Leave the planner without statistics of what was loaded (as right after a bulk load). */
+    'no-analyze': { type: 'boolean', default: false },
   },
 });
 const rows = Number(values.rows);
@@ -88,7 +90,7 @@ async function load(client: pg.Client): Promise<void> {
      UNION ALL SELECT ${RECORD}, 'write', 'account:walker' FROM generate_series(1, $1::int, $3::int * 2) AS i`,
     [rows, every(Number(values.entries)), every(Number(values.walk))],
   );
-  await client.query('ANALYZE access_control_entries');
+  if (!values['no-analyze']) await client.query('ANALYZE access_control_entries');
   console.log(`  loaded in ${((performance.now() - start) / 1000).toFixed(1)} s`);
 }
 

@@ -6,7 +6,11 @@
  * at or below a poll's ETag is in that poll (or an earlier one). Skips with its reason where
  * initdb / pg_basebackup are missing (a failure under QUIRE_TEST_REQUIRE_PG, as in CI).
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useCli } from './helpers/cli.js';
 import { type PrivatePostgres, startPrivatePostgres } from './helpers/private-postgres.js';
@@ -66,8 +70,16 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     }).listening;
     expect((await call(writer, 'PUT', 'buckets/shared')).status).toBe(201);
     expect((await call(writer, 'PUT', 'buckets/shared/collections/tasks')).status).toBe(201);
-    const reader = await start(['start'], { ...env, QUIRE_STORAGE_URL: standby!.url(), QUIRE_READONLY: 'true' })
-      .listening;
+    const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
+    writeFileSync(log, '');
+    const preload = fileURLToPath(new URL('./helpers/statement-log.mjs', import.meta.url));
+    const reader = await start(['start'], {
+      ...env,
+      QUIRE_STORAGE_URL: standby!.url(),
+      QUIRE_READONLY: 'true',
+      QUIRE_TEST_STATEMENT_LOG: log,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`,
+    }).listening;
     expect((await call(reader, 'PUT', 'buckets/other')).status).toBe(405);
     const reads = ['', '__heartbeat__', 'buckets/shared', 'buckets/monitor/collections/changes/records', 'permissions'];
     const statuses = await Promise.all(reads.map(async (path) => (await call(reader, 'GET', path)).status));
@@ -89,6 +101,45 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     console.log(
       `a write on the primary: the record / the listing's ETag through the reader after (ms): ${lags.join(', ')}`,
     );
+
+    // What a 304 poll through the reader costs the standby (the scope timestamp from memory; the
+    // shared read cache of parents, ACLs and groups is off there: NOTIFY does not reach a standby).
+    const { etag } = await call(reader, 'GET', RECORDS);
+    const ifNoneMatch = async () => {
+      const response = await fetch(`${reader}${RECORDS}`, { headers: { ...alice, 'If-None-Match': `"${etag}"` } });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    for (let i = 0; i < 5; i++) await ifNoneMatch();
+    const lines = () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((line) => line && !line.includes('scope_changes'));
+    const before = lines().length;
+    for (let i = 0; i < 20; i++) expect(await ifNoneMatch()).toBe(304);
+    console.log(`20 304 polls through the reader: ${lines().length - before} statements to the standby`);
+
+    // The shared read cache on the standby follows the log: a read permission granted, then
+    // revoked, on the primary reaches the reader (NOTIFY would not).
+    const bob = { Authorization: `Basic ${Buffer.from('bob:secret').toString('base64')}` };
+    const bobId = ((await (await fetch(reader, { headers: bob })).json()) as { user: { id: string } }).user.id;
+    const bobReads = async () => (await fetch(`${reader}${RECORDS}`, { headers: bob })).status;
+    const until = async (status: number) => {
+      const since = Date.now();
+      while ((await bobReads()) !== status) {
+        expect(Date.now() - since).toBeLessThan(5_000);
+        await sleep(5);
+      }
+      return Date.now() - since;
+    };
+    expect(await bobReads()).toBe(403);
+    const grant = (read: string[]) =>
+      call(writer, 'PATCH', 'buckets/shared/collections/tasks', { permissions: { read } });
+    expect((await grant([bobId])).status).toBe(200);
+    const granted = await until(200);
+    expect((await grant([])).status).toBe(200);
+    const revoked = await until(403);
+    console.log(`through the reader: a grant seen after ${granted} ms, its revocation after ${revoked} ms`);
 
     const writes: Array<{ id: string; ts: number }> = [];
     let done = false;

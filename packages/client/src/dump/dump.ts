@@ -11,6 +11,7 @@
  */
 import type { RemoteRecord } from '../store/types.js';
 import type { HttpTransport } from '../transport/http.js';
+import { DumpRecords } from './records.js';
 import type { Dump, DumpInput, ExportOptions } from './types.js';
 
 export type { Dump, DumpInput, ExportOptions };
@@ -21,16 +22,12 @@ export function readDump(input: DumpInput): { records: RemoteRecord[]; since: nu
   if (!dump || !Array.isArray(dump.data))
     throw new TypeError('A dump is { timestamp, data: [records] } or an array of records');
   const records: RemoteRecord[] = [];
-  const seen = new Set<string>();
-  let since: number | null = null;
+  const accepted = new DumpRecords();
   for (const record of dump.data) {
-    if (typeof record?.id !== 'string' || typeof record.last_modified !== 'number')
-      throw new TypeError('Every record of a dump has a string id and a numeric last_modified');
-    if (since === null || record.last_modified > since) since = record.last_modified;
-    if (record.deleted === true || seen.has(record.id)) continue;
-    seen.add(record.id);
-    records.push(record);
+    const kept = accepted.accept(record);
+    if (kept) records.push(kept);
   }
+  const since = accepted.since;
   const timestamp = typeof dump.timestamp === 'number' ? dump.timestamp : null;
   return { records, since, etag: timestamp ?? since };
 }

@@ -7,6 +7,7 @@
  * array of records.
  */
 import type { RemoteRecord } from '../store/types.js';
+import { DumpRecords } from './records.js';
 
 const QUOTE = 34;
 const BACKSLASH = 92;
@@ -105,9 +106,8 @@ export function readDumpStream(body: ReadableStream<Uint8Array>): {
   state(): { since: number | null; etag: number | null };
 } {
   const splitter = new DumpSplitter();
-  let since: number | null = null;
+  const accepted = new DumpRecords();
   let ended = false;
-  const seen = new Set<string>();
   async function* batches(): AsyncGenerator<RemoteRecord[]> {
     const reader = body.getReader();
     const decoder = new TextDecoder();
@@ -117,12 +117,8 @@ export function readDumpStream(body: ReadableStream<Uint8Array>): {
       const text = done ? decoder.decode() : decoder.decode(read.value, { stream: true });
       const records: RemoteRecord[] = [];
       for (const record of splitter.push(text)) {
-        if (typeof record?.id !== 'string' || typeof record.last_modified !== 'number')
-          throw new TypeError('Every record of a dump has a string id and a numeric last_modified');
-        if (since === null || record.last_modified > since) since = record.last_modified;
-        if (record.deleted === true || seen.has(record.id)) continue;
-        seen.add(record.id);
-        records.push(record);
+        const kept = accepted.accept(record);
+        if (kept) records.push(kept);
       }
       if (records.length > 0) yield records;
     }
@@ -132,7 +128,7 @@ export function readDumpStream(body: ReadableStream<Uint8Array>): {
     batches: batches(),
     state() {
       if (!ended) throw new Error('The dump has not been read to its end');
-      return { since, etag: splitter.timestamp() ?? since };
+      return { since: accepted.since, etag: splitter.timestamp() ?? accepted.since };
     },
   };
 }

@@ -4,12 +4,11 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimestampHeaders } from '../engine/object-responses.js';
-import { effectiveLimit, encodeToken, nextPageUrl } from '../engine/pagination.js';
+import { effectiveLimit, encodeToken } from '../engine/pagination.js';
 import { checkListPreconditions, parsePreconditions } from '../engine/preconditions.js';
 import { compileProjection, type ListQuery } from '../engine/querystring.js';
-import { baseUrl } from '../http/base-url.js';
+import { setNextPage } from '../http/next-page.js';
 import { cacheLifetime, setCacheHeaders } from '../http/cache-headers.js';
-import { splitUrl } from '../http/url.js';
 import type { Services } from '../request-context.js';
 import { type ChangeEntry, selectEntries } from './entries.js';
 import type { ChangeFeed } from './feed.js';
@@ -99,16 +98,7 @@ export async function listChanges(monitor: Monitor, request: FastifyRequest, rep
       [...query.sorting, { field: 'id', direction: 1 }],
       offset,
     );
-    reply.header(
-      'Next-Page',
-      nextPageUrl(
-        baseUrl(services.settings, request),
-        splitUrl(request.raw.url).path,
-        query.params,
-        limit,
-        token.encoded,
-      ),
-    );
+    setNextPage(reply, request, services.settings, { params: query.params, limit, token: token.encoded });
   }
   const project = query.fields ? compileProjection(query.fields) : null;
   return {

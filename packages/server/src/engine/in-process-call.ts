@@ -12,7 +12,7 @@ import { methodNotAllowed, unknownUrl } from '../errors.js';
 import { baseUrl } from '../http/base-url.js';
 import type { Answer } from './endpoints/answer.js';
 import type { ResponseHead } from './object-responses.js';
-import { EngineRequest, engineHeaders } from './request.js';
+import { type EngineCall, EngineRequest, engineHeaders } from './request.js';
 import { readInput } from './request-input.js';
 import { type EngineRoute, engineRoutesOf } from './route-table.js';
 import type { UnitOfWork } from '../unit-of-work.js';
@@ -31,17 +31,6 @@ export class CollectedHead implements ResponseHead {
     this.headers.set(name.toLowerCase(), value);
     return this;
   }
-}
-
-export interface EngineCall {
-  method: string;
-  /** The path as a request would send it: percent-encoded, with its `/v1` prefix. */
-  path: string;
-  /** The query string, without `?`. */
-  query: string;
-  /** The headers the engine reads are taken from these (preconditions, Content-Type…). */
-  headers: Record<string, string | string[] | undefined>;
-  body: unknown;
 }
 
 /** On whose behalf an endpoint runs, and where its answer's URLs point. */

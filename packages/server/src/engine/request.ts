@@ -45,6 +45,18 @@ export interface EngineRequestInit {
   origin: () => string;
 }
 
+/** A call of an endpoint in process, as a request would send it (in-process-call.ts). */
+export interface EngineCall {
+  method: string;
+  /** The path as a request would send it: percent-encoded, with its `/v1` prefix. */
+  path: string;
+  /** The query string, without `?`. */
+  query: string;
+  /** The headers the engine reads are taken from these (preconditions, Content-Type…). */
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
 export class EngineRequest {
   readonly method: string;
   readonly path: string;

@@ -114,8 +114,8 @@ export async function connectStorage(
         backoffDelay({ firstMs: FIRST_ATTEMPT_DELAY_MS, maxMs: MAX_ATTEMPT_DELAY_MS }, attempt - 1),
       );
       log(
-        `PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed,
-          next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`,
+        `PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, ` +
+          `next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`,
       );
       await sleep(delay);
     }

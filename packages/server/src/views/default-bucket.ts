@@ -21,6 +21,8 @@ import { denied } from '../engine/denied.js';
 import { UnicityError } from '../storage/errors.js';
 import type { Permissions, StorageSession, StoredObject } from '../storage/types.js';
 import { callEndpoint } from '../engine/in-process-call.js';
+import type { EngineCall } from '../engine/request.js';
+import type { PersonalCaller } from '../request-context.js';
 import { sendAnswer } from '../engine/routes.js';
 
 /** The settings this module reads, feature by feature. */
@@ -69,6 +71,8 @@ export function registerDefaultBucket(app: FastifyInstance): void {
   // the caller's headers (preconditions…) applies to these implicit creations.
   services.ensurePersonalCollection = (request, collectionId) =>
     ensurePersonalCollection(bucket, request, collectionId);
+  // The batch answers a sub-request under /buckets/default through this, then the engine.
+  services.personalCall = (caller, call) => personalCall(bucket, caller, call);
 
   const handler = (request: FastifyRequest, reply: FastifyReply) => answerOnRealBucket(bucket, request, reply);
   // Static segments win over `:bucket_id` in the router, so these catch every default-bucket URL.
@@ -85,7 +89,7 @@ function ownerAcl(settings: ModuleSettings, identity: Identity): Permissions {
 /** Creates the object unless it exists; an implicit creation is a `create` event like any other. */
 async function createIfMissing(
   settings: ModuleSettings,
-  request: FastifyRequest,
+  caller: PersonalCaller,
   session: StorageSession,
   object: { resourceName: string; parentId: string; id: string; uri: string },
 ) {
@@ -100,8 +104,8 @@ async function createIfMissing(
     if (error instanceof UnicityError) return;
     throw error;
   }
-  await session.permissions.set(object.uri, ownerAcl(settings, request.identity));
-  request.work.emit(request, {
+  await session.permissions.set(object.uri, ownerAcl(settings, caller.identity));
+  caller.work.emit(caller.source, {
     resourceName,
     parentId,
     action: 'create',
@@ -113,17 +117,17 @@ async function createIfMissing(
 /** The caller's personal bucket and, unless null, its collection `collectionId`: created if missing. */
 async function createPersonal(
   { settings }: DefaultBucket,
-  request: FastifyRequest,
+  caller: PersonalCaller,
   bucketId: string,
   collectionId: string | null,
   createBucket = true,
 ): Promise<void> {
   const bucketUri = `/buckets/${bucketId}`;
-  await request.work.run('write', async (session) => {
-    if (createBucket) await createIfMissing(settings, request, session, bucketObject(bucketId));
+  await caller.work.run('write', async (session) => {
+    if (createBucket) await createIfMissing(settings, caller, session, bucketObject(bucketId));
     if (collectionId === null) return;
     const uri = `${bucketUri}/collections/${collectionId}`;
-    await createIfMissing(settings, request, session, {
+    await createIfMissing(settings, caller, session, {
       resourceName: 'collection',
       parentId: bucketUri,
       id: collectionId,
@@ -148,38 +152,48 @@ async function ensurePersonalCollection(
   if (bucket.settings.readonly) throw methodNotAllowed();
   if (!ID_PATTERN.test(collectionId)) throw invalidParameter('path', 'id', 'Invalid collection id');
   const bucketId = personalBucketId(bucket.secret, identity.userId);
-  await createPersonal(bucket, request, bucketId, collectionId);
+  await createPersonal(bucket, { identity, work: request.work, source: request }, bucketId, collectionId);
   return bucketId;
 }
 
 /** A request under `/buckets/default`: the implicit creations, then the engine's endpoint on the real path. */
 async function answerOnRealBucket(bucket: DefaultBucket, request: FastifyRequest, reply: FastifyReply) {
-  const { identity } = request;
+  const { path, query } = splitUrl(request.raw.url);
+  const { body } = request;
+  const contentType = body === undefined ? undefined : (request.headers['content-type'] ?? 'application/json');
+  const headers = { ...request.headers, 'content-type': contentType };
+  const caller = { identity: request.identity, work: request.work, source: request };
+  const call = await personalCall(bucket, caller, { method: request.method, path, query, headers, body });
+  // The engine's endpoint on the real path, in the request's unit of work (a batch's too).
+  return sendAnswer(reply, await callEndpoint(bucket.app, request, call, reply));
+}
+
+/**
+ * `call`, a request under `/buckets/default`, checked and its implicit creations made: the same
+ * request on the real bucket's path (`{"data": {"id": "default"}}` on the bucket renamed too).
+ */
+async function personalCall(bucket: DefaultBucket, caller: PersonalCaller, call: EngineCall): Promise<EngineCall> {
+  const { identity } = caller;
   const { app, settings } = bucket;
   if (identity.userId === null) throw denied(app.services, identity);
   if (settings.readonly) throw methodNotAllowed();
   const bucketId = personalBucketId(bucket.secret, identity.userId);
-  const { path, query } = splitUrl(request.raw.url);
-  const rest = path.slice(PREFIX.length);
+  const rest = call.path.slice(PREFIX.length);
   const segments = rest.split('/');
   const collectionId = segments[1] === 'collections' ? segments[2] : undefined;
   // A PUT on the bucket or on the collection itself creates it: no implicit creation then.
-  const putsBucket = request.method === 'PUT' && rest === '';
-  const putsCollection = request.method === 'PUT' && segments.length === 3 && collectionId !== undefined;
+  const putsBucket = call.method === 'PUT' && rest === '';
+  const putsCollection = call.method === 'PUT' && segments.length === 3 && collectionId !== undefined;
   if (collectionId !== undefined && !putsCollection && !ID_PATTERN.test(decodeURIComponent(collectionId))) {
     throw invalidParameter('path', 'id', 'Invalid collection id');
   }
   const implicitCollection = collectionId && !putsCollection ? decodeURIComponent(collectionId) : null;
-  await createPersonal(bucket, request, bucketId, implicitCollection, !putsBucket);
+  await createPersonal(bucket, caller, bucketId, implicitCollection, !putsBucket);
 
-  let body = request.body;
+  let body = call.body;
   // `{"data": {"id": "default"}}` names the alias: the real id replaces it.
   if (rest === '' && isPlainObject(body) && isPlainObject(body.data) && body.data.id === 'default') {
     body = { ...body, data: { ...body.data, id: bucketId } };
   }
-  // The engine's endpoint on the real path, in the request's unit of work (a batch's too).
-  const contentType = body === undefined ? undefined : (request.headers['content-type'] ?? 'application/json');
-  const headers = { ...request.headers, 'content-type': contentType };
-  const call = { method: request.method, path: `/v1/buckets/${bucketId}${rest}`, query, headers, body };
-  return sendAnswer(reply, await callEndpoint(app, request, call, reply));
+  return { ...call, path: `/v1/buckets/${bucketId}${rest}`, body };
 }

@@ -67,3 +67,27 @@ describe('GET / capabilities', () => {
     }
   });
 });
+
+describe('GET / settings', () => {
+  it('show every request budget of the README table, with the values in force', async () => {
+    const app = await serverWith({ storage_statement_timeout_ms: 4_000, max_query_filters: 7 });
+    try {
+      const { settings } = (await app.inject({ url: '/v1/' })).json() as { settings: Record<string, unknown> };
+      expect(settings).toMatchObject({
+        max_query_filters: 7,
+        storage_statement_timeout_ms: 4_000,
+        storage_pool_max_share: 0.25,
+        batch_timeout_seconds: 30,
+        batch_max_response_bytes: 32 * 1024 * 1024,
+        max_page_bytes: 8 * 1024 * 1024,
+        max_requests_in_progress_per_identity: 4,
+        max_requests_queued_per_identity: 64,
+        requests_queue_timeout_seconds: 10,
+      });
+      for (const name of ['max_header_bytes', 'max_body_bytes', 'max_json_depth', 'max_json_keys', 'max_path_bytes'])
+        expect(typeof settings[name], name).toBe('number');
+    } finally {
+      await app.close();
+    }
+  });
+});

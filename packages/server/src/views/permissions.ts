@@ -7,12 +7,11 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidParameter } from '../errors.js';
-import { splitUrl } from '../http/url.js';
 import { IMPLIED_PERMISSIONS } from '../permission/authorizer.js';
-import { baseUrl } from '../http/base-url.js';
+import { setNextPage } from '../http/next-page.js';
 import { denied } from '../engine/denied.js';
 import { effectiveLimit } from '../engine/pagination.js';
-import { encodeToken, nextPageUrl } from '../engine/pagination.js';
+import { encodeToken } from '../engine/pagination.js';
 import { compileProjection } from '../engine/querystring.js';
 import { registerMethods } from '../engine/routes.js';
 import type { PermissionEntry, Sort, StoredObject } from '../storage/types.js';
@@ -96,16 +95,7 @@ export function registerPermissions(app: FastifyInstance): void {
     if (page.length > limit) {
       const offset = (query.token?.offset ?? 0) + items.length;
       const token = encodeToken(items[items.length - 1]!, sorting, offset);
-      reply.header(
-        'Next-Page',
-        nextPageUrl(
-          baseUrl(services.settings, request),
-          splitUrl(request.raw.url).path,
-          query.params,
-          limit,
-          token.encoded,
-        ),
-      );
+      setNextPage(reply, request, services.settings, { params: query.params, limit, token: token.encoded });
     }
     reply.header('ETag', ETAG);
     return { data: query.fields ? items.map(compileProjection(query.fields)) : items };

@@ -40,6 +40,9 @@ import { readScopeTimestamp, stampFor, stampWrite } from './scope-timestamps.js'
 import type { ObjectRow, SqlSessionState } from './session-state.js';
 import { isCachedResource, objectKey } from './shared-cache.js';
 
+/** Its object is live ($1 parent, $2 resource, $3 id). */
+const LIVE_OBJECT = 'SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted';
+
 /** The advisory lock of an object's key ($1 parent, $2 resource, $3 id): see #lockObject. */
 const OBJECT_KEY_LOCK = "hashtextextended('quire.object:' || $1 || chr(1) || $2 || chr(1) || $3, 0)";
 
@@ -191,7 +194,8 @@ export class SqlObjects implements ObjectStore {
         `WITH stamp AS (
            INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
            SELECT $1, $2, ${NOW_MS} WHERE EXISTS (SELECT 1 FROM objects WHERE ${byKey()} AND NOT deleted)
-           ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+           ON CONFLICT (parent_id, resource_name)
+           DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
            RETURNING t.last_modified
          )
          UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = stamp.last_modified FROM stamp
@@ -286,8 +290,9 @@ export class SqlObjects implements ObjectStore {
        , stamp AS (
          INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
          SELECT $1, $2, ${NOW_MS} FROM key_lock
-         ${create ? 'WHERE NOT EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)' : ''}
-         ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+         ${create ? `WHERE NOT EXISTS (${LIVE_OBJECT})` : ''}
+         ON CONFLICT (parent_id, resource_name)
+           DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
          RETURNING t.last_modified
        )
        INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)

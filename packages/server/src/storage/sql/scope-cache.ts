@@ -66,7 +66,15 @@ export interface ScopeCacheOptions {
   maxStalenessMs: number;
   /** Runs one statement (autocommit). */
   run: Run;
+  /**
+   * Told when a scope of buckets, collections, groups or accounts moved (or anything may have):
+   * on a standby, where NOTIFY does not come, the shared read cache forgets what it holds.
+   */
+  containersChanged?: () => void;
 }
+
+/** Scopes whose changes leave the shared read cache (shared-cache.ts) as it is. */
+const LEAF_SCOPES = new Set(['record', 'history', 'attachment', 'quota']);
 
 export function scopeKey(parentId: string, resourceName: string): string {
   return `${parentId}\u0000${resourceName}`;
@@ -77,6 +85,7 @@ export class ScopeCache {
   readonly #maxStalenessMs: number;
   readonly #run: Run;
   readonly #off: boolean;
+  readonly #containersChanged: () => void;
   /** The snapshot of the last complete read of the log: every row it saw was read. */
   #seen: { xmax: string; inProgress: string[] } | null = null;
   /** When the last complete read was sent (the cache is exact up to then). */
@@ -88,7 +97,8 @@ export class ScopeCache {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
-  constructor({ maxEntries, maxStalenessMs, run }: ScopeCacheOptions) {
+  constructor({ maxEntries, maxStalenessMs, run, containersChanged = () => {} }: ScopeCacheOptions) {
+    this.#containersChanged = containersChanged;
     this.#entries = new LRUCache({ max: Math.max(1, maxEntries) });
     this.#maxStalenessMs = maxStalenessMs;
     this.#run = run;
@@ -102,16 +112,19 @@ export class ScopeCache {
 
   /** The scope's timestamp, when known and recent enough (see above). */
   get(parentId: string, resourceName: string): number | undefined {
-    if (this.#off || this.#closed) return undefined;
+    return this.fresh() ? this.#entries.get(scopeKey(parentId, resourceName)) : undefined;
+  }
+
+  /** Whether every change committed more than the bound ago has been read (the log is read while asked). */
+  fresh(): boolean {
+    if (this.#off || this.#closed) return false;
     // The log is read only while polls are asked (an idle process reads nothing): the first
     // poll after a quiet spell goes to the database while the log is read.
     this.#asked = true;
     this.#startTicking();
-    if (Date.now() - this.#exactAt > this.#maxStalenessMs) {
-      void this.#read();
-      return undefined;
-    }
-    return this.#entries.get(scopeKey(parentId, resourceName));
+    if (Date.now() - this.#exactAt <= this.#maxStalenessMs) return true;
+    void this.#read();
+    return false;
   }
 
   store(token: number, parentId: string, resourceName: string, timestamp: number): void {
@@ -162,6 +175,7 @@ export class ScopeCache {
       // A start, or rows that may be gone unread: start over from this snapshot. Reads begun
       // before it may have missed what it saw, hence a new generation.
       this.forgetAll();
+      this.#containersChanged();
     } else {
       this.#forget(rows);
     }
@@ -181,10 +195,13 @@ export class ScopeCache {
       }
       if (!Array.isArray(parsed)) {
         this.forgetAll();
+        this.#containersChanged();
         return;
       }
-      for (const [parentId, resourceName] of parsed as Array<[string, string]>)
+      for (const [parentId, resourceName] of parsed as Array<[string, string]>) {
         this.#entries.delete(scopeKey(parentId, resourceName));
+        if (!LEAF_SCOPES.has(resourceName)) this.#containersChanged();
+      }
     }
   }
 

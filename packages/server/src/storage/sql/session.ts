@@ -37,7 +37,9 @@ export class SqlSession implements StorageSession {
     if (s.mode === 'write' || isCachedResource(scope.resourceName) || tableOf(scope) !== 'objects') return;
     const [row] = await s.query<ObjectRow & { acl: Array<[string, string]> }>(
       `SELECT o.id, o.last_modified, o.data, o.deleted,
-         (SELECT coalesce(jsonb_agg(jsonb_build_array(a.permission, a.principal) ORDER BY a.permission, a.principal COLLATE "C"), '[]')
+         (SELECT coalesce(
+           jsonb_agg(jsonb_build_array(a.permission, a.principal) ORDER BY a.permission, a.principal COLLATE "C"),
+           '[]')
           FROM access_control_entries a WHERE a.object_id = $4) AS acl
        FROM (VALUES (1)) AS one LEFT JOIN objects o ON ${byKey('o')}`,
       [scope.parentId, scope.resourceName, id, uri],

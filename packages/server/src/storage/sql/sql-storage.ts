@@ -86,8 +86,14 @@ export class SqlStorage implements Storage {
     // Several processes may share the database: the cache waits for the channel that tells
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.
     const shared = driver.listen !== undefined && driver.notify !== undefined;
-    this.#cache = new SharedCache({ maxEntries: cacheMaxEntries, enabled: !shared });
-    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs);
+    // On a standby NOTIFY never comes: the shared cache follows the log of scope changes
+    // instead, answering only while it is read within the poll cache's bound (scope-cache.ts).
+    this.#cache = new SharedCache({
+      maxEntries: cacheMaxEntries,
+      enabled: !shared || replica,
+      ...(replica ? { gate: () => this.#scopes.fresh() } : {}),
+    });
+    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs, replica);
     this.#context = {
       cache: this.#cache,
       scopes: this.#scopes,
@@ -95,17 +101,7 @@ export class SqlStorage implements Storage {
       indexed: () => this.#indexes.indexed,
       ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
     };
-    driver.listen?.(NOTIFY_CHANNEL, {
-      message: (payload) => {
-        const invalidations = decodeInvalidations(payload);
-        this.#cache.invalidate(invalidations);
-        // Another process wrote a collection: its declared indexes may have changed.
-        if (touchesCollections(invalidations)) void this.#indexes.update();
-      },
-      // Polled notifications arrive up to an interval late: entries would be stale that long.
-      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
-      disconnected: () => this.#cache.setEnabled(false),
-    });
+    if (!replica) this.#listenForInvalidations();
     if (shared) {
       this.channels = {
         listen: (channel, listener) => driver.listen!(channel, listener),
@@ -117,16 +113,36 @@ export class SqlStorage implements Storage {
     }
   }
 
+  /** What other processes change of the shared cache, told by NOTIFY (not on a standby). */
+  #listenForInvalidations(): void {
+    this.#driver.listen?.(NOTIFY_CHANNEL, {
+      message: (payload) => {
+        const invalidations = decodeInvalidations(payload);
+        this.#cache.invalidate(invalidations);
+        // Another process wrote a collection: its declared indexes may have changed.
+        if (touchesCollections(invalidations)) void this.#indexes.update();
+      },
+      // Polled notifications arrive up to an interval late: entries would be stale that long.
+      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
+      disconnected: () => this.#cache.setEnabled(false),
+    });
+  }
+
   /**
    * The scope timestamps of polls (scope-cache.ts), told by the log of migration 012, which
    * every process prunes (a statement refused on a standby: its primary's processes do it).
    */
-  #scopeCache(maxEntries: number, maxStalenessMs: number): ScopeCache {
+  #scopeCache(maxEntries: number, maxStalenessMs: number, replica: boolean): ScopeCache {
     const driver = this.#driver;
     const prune = () => void driver.query(PRUNE_SCOPE_CHANGES, [SCOPE_CHANGES_RETENTION_MS]).catch(() => {});
     this.#pruning = setInterval(prune, SCOPE_CHANGES_RETENTION_MS / 10 + Math.random() * 10_000);
     this.#pruning.unref();
-    return new ScopeCache({ maxEntries, maxStalenessMs, run: (text, params) => driver.query(text, params) });
+    return new ScopeCache({
+      maxEntries,
+      maxStalenessMs,
+      run: (text, params) => driver.query(text, params),
+      ...(replica ? { containersChanged: () => this.#cache.invalidate([{ kind: 'all' }]) } : {}),
+    });
   }
 
   /**
@@ -208,7 +224,8 @@ export class SqlStorage implements Storage {
    */
   async flush(): Promise<void> {
     const tables = await this.#driver.query<{ name: string }>(
-      `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
+      `SELECT tablename AS name FROM pg_tables
+       WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
     );
     if (tables.length === 0) return;
     const list = tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ');
