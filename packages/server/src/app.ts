@@ -13,7 +13,7 @@ import { ANONYMOUS, type AuthPolicy } from './auth/policy.js';
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { ApiError, ERRNO } from './errors.js';
 import { EventBus } from './events/bus.js';
-import { registerChanges } from './changes/index.js';
+import { MONITOR_PATH, registerChanges } from './changes/index.js';
 import { registerHistory } from './history/index.js';
 import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
@@ -151,6 +151,8 @@ function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']
   };
 }
 
+const STREAM_PATH = `/v1${MONITOR_PATH}`;
+
 /** The hooks every request passes, in order: its unit of work, errors, logs, headers, input, identity. */
 function registerRequestHooks(app: FastifyInstance, services: Services, events: EventBus): void {
   const { settings } = services;
@@ -196,8 +198,13 @@ function registerRequestHooks(app: FastifyInstance, services: Services, events: 
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
     request.identity = await authenticate(services.policies, auth);
     // Then its turn among its owner's requests in progress (fair-admission.ts): a batch's
-    // sub-requests are inside their batch's; a change stream lasts and costs little.
-    if (dispatchedWork(request.raw) || /text\/event-stream/i.test(request.headers.accept ?? '')) return;
+    // sub-requests are inside their batch's; a change stream lasts and costs little (its own caps:
+    // changes/stream-caps.ts). Only on the monitor: elsewhere the header would skip the queue.
+    if (
+      dispatchedWork(request.raw) ||
+      (path === STREAM_PATH && /text\/event-stream/i.test(request.headers.accept ?? ''))
+    )
+      return;
     await admitRequest(admission, sessionOwner(request.identity?.userId, request.ip), reply);
   });
 }

@@ -52,6 +52,10 @@ describeOnBackends('fair admission', { timeout: 120_000 }, (backend) => {
         );
       },
     });
+    // Connections open before the tests: the requests sent at once then arrive at once.
+    for (let round = 0; round < 4; round++)
+      await Promise.all(Array.from({ length: 4 }, () => get(target, `${RECORDS}?_limit=1`)));
+    await Promise.all(Array.from({ length: 16 }, () => get(target, '/v1/')));
   }, 120_000);
   afterAll(async () => {
     // Its keep-alive connections would hold the server's close.
@@ -60,7 +64,7 @@ describeOnBackends('fair admission', { timeout: 120_000 }, (backend) => {
   });
 
   it('queues one identity past its share, refuses past the queue (429), serves another identity', async () => {
-    const heavy = Promise.all(Array.from({ length: 8 }, () => get(target, HEAVY)));
+    const heavy = Promise.all(Array.from({ length: 16 }, () => get(target, HEAVY)));
     const other = await get(target, `${RECORDS}?_limit=1`, { headers: basicAuth('other') });
     const answers = await heavy;
     expect(other.status).toBe(200);
@@ -68,6 +72,12 @@ describeOnBackends('fair admission', { timeout: 120_000 }, (backend) => {
     // One in progress and two waiting at most while they all arrive: the others are refused.
     expect(refused.length).toBeGreaterThan(0);
     for (const answer of refused) expect(answer).toMatchObject({ status: 429, errno: 117, retryAfter: '60' });
+  });
+
+  it('does not let an event-stream Accept header skip the queue off the change monitor', async () => {
+    const headers = { accept: 'text/event-stream, application/json' };
+    const answers = await Promise.all(Array.from({ length: 16 }, () => get(target, HEAVY, { headers })));
+    expect(answers.filter((answer) => answer.status === 429).length).toBeGreaterThan(0);
   });
 
   it('announces the share in GET / settings', async () => {
