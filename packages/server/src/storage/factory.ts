@@ -41,7 +41,9 @@ export async function createStorageFromSettings(
       ownerShare: settings.storage_pool_max_share,
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
-      pollCacheMaxStalenessMs: settings.storage_poll_cache_max_staleness_ms,
+      ...(settings.storage_poll_cache_max_staleness_ms === null
+        ? {}
+        : { pollCacheMaxStalenessMs: settings.storage_poll_cache_max_staleness_ms }),
       reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
       pooler: settings.storage_pooler,
       ...(settings.storage_listen_url ? { listenUrl: settings.storage_listen_url } : {}),

@@ -84,15 +84,15 @@ export const STORAGE_SETTINGS = {
       'Embedded store: transactions that wait for the writer are committed together, up to this many per ' +
       'COMMIT (one disk sync for all; each still fails alone). 1: every transaction commits alone.',
   }),
-  storage_poll_cache_max_staleness_ms: Type.Integer({
-    default: 200,
-    minimum: 0,
-    maximum: 60000,
+  storage_poll_cache_max_staleness_ms: Nullable(Type.Integer({ minimum: 0, maximum: 60000 }), {
+    default: null,
     description:
       'PostgreSQL: scope timestamps are kept in memory per process, so that a poll (`If-None-Match`, `_since`) ' +
       'that finds nothing new makes no database call; such an answer misses no change committed, by any process, ' +
       'more than this many milliseconds before it (while polls come, the log of changed scopes is read every ' +
-      'quarter of it: one statement, whatever the number of polls). 0: off.',
+      'quarter of it: one statement, whatever the number of polls). 0: off. Default (null): 200 on a hot ' +
+      'standby, whose reads lag anyway; off on a primary, where a client that writes through one process and ' +
+      'reads through another must see its write at once.',
   }),
   storage_auto_migrate: Type.Boolean({
     default: false,

@@ -41,7 +41,7 @@ export interface SqlStorageOptions {
   cacheMaxEntries?: number;
   /** The database is a hot standby (read only): reads store nothing, e.g. a scope's first timestamp. */
   replica?: boolean;
-  /** The bound on a poll answered from memory (scope-cache.ts; 0: none is). */
+  /** The bound on a poll answered from memory (scope-cache.ts; 0: none is; default 200 on a replica, else 0). */
   pollCacheMaxStalenessMs?: number;
   /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
   maxDeclaredIndexes?: number;
@@ -70,8 +70,10 @@ export class SqlStorage implements Storage {
     {
       maintenance,
       cacheMaxEntries = 10_000,
-      pollCacheMaxStalenessMs = 200,
       replica = false,
+      // Off on a primary: read-your-writes across processes (a client writes through one, reads
+      // through another); on a standby reads lag by replication anyway.
+      pollCacheMaxStalenessMs = replica ? 200 : 0,
       maxDeclaredIndexes = 16,
       concurrentIndexBuilds = true,
     }: SqlStorageOptions = {},
