@@ -4,9 +4,9 @@
  * represent (oneOf, anyOf, untyped values) gets a small JSON box. Fields the schema does not
  * describe are kept as they are. Errors come from the same validation the server runs.
  */
-import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { isPlainObject, type JsonSchema, mainType, resolveRef, type SchemaError } from '../lib/schema.js';
+import { EnumSelect, NumberInput, TextInput } from './ScalarInputs.js';
 import { FormError } from './ui.js';
 
 interface FieldProps {
@@ -112,26 +112,7 @@ function ScalarField(props: FieldProps & { type: string }) {
   const { schema, value, onChange, type, readOnly } = props;
   const error = errorFor(props.errors, props.pointer);
   const enumValues = Array.isArray(schema.enum) ? schema.enum : null;
-  let input: JSX.Element;
-  if (enumValues) {
-    const index = enumValues.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(value));
-    input = (
-      <select
-        disabled={readOnly}
-        value={index === -1 ? '' : String(index)}
-        onChange={(event) =>
-          onChange(event.currentTarget.value === '' ? undefined : enumValues[Number(event.currentTarget.value)])
-        }
-      >
-        <option value="">{props.required ? 'Choose…' : '(none)'}</option>
-        {enumValues.map((candidate, candidateIndex) => (
-          <option key={candidateIndex} value={String(candidateIndex)}>
-            {typeof candidate === 'string' ? candidate : JSON.stringify(candidate)}
-          </option>
-        ))}
-      </select>
-    );
-  } else if (type === 'boolean') {
+  if (!enumValues && type === 'boolean') {
     return (
       <div class={error ? 'field has-error' : 'field'}>
         <label class="checkbox">
@@ -147,69 +128,15 @@ function ScalarField(props: FieldProps & { type: string }) {
         <Help schema={schema} error={error} />
       </div>
     );
-  } else if (type === 'number' || type === 'integer') {
-    input = (
-      <input
-        type="number"
-        step={type === 'integer' ? 1 : 'any'}
-        min={typeof schema.minimum === 'number' ? schema.minimum : undefined}
-        max={typeof schema.maximum === 'number' ? schema.maximum : undefined}
-        readOnly={readOnly}
-        value={typeof value === 'number' ? String(value) : ''}
-        onInput={(event) => {
-          const text = event.currentTarget.value;
-          onChange(text === '' ? undefined : Number(text));
-        }}
-      />
-    );
-  } else {
-    const text = typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
-    const set = (next: string) => onChange(next === '' && !props.required ? undefined : next);
-    const format = typeof schema.format === 'string' ? schema.format : '';
-    const long =
-      (typeof schema.maxLength === 'number' && schema.maxLength > 120) ||
-      format === 'textarea' ||
-      text.length > 80 ||
-      text.includes('\n');
-    if (format === 'date')
-      input = (
-        <input type="date" readOnly={readOnly} value={text} onInput={(event) => set(event.currentTarget.value)} />
-      );
-    else if (format === 'date-time') {
-      const local = text ? new Date(text) : null;
-      const localText =
-        local && Number.isFinite(local.getTime())
-          ? new Date(local.getTime() - local.getTimezoneOffset() * 60000).toISOString().slice(0, 16)
-          : '';
-      input = (
-        <input
-          type="datetime-local"
-          readOnly={readOnly}
-          value={localText}
-          onInput={(event) => set(event.currentTarget.value ? new Date(event.currentTarget.value).toISOString() : '')}
-        />
-      );
-    } else if (long)
-      input = (
-        <textarea
-          rows={4}
-          readOnly={readOnly}
-          value={text}
-          maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined}
-          onInput={(event) => set(event.currentTarget.value)}
-        />
-      );
-    else
-      input = (
-        <input
-          type={(format === 'email' ? 'email' : format === 'uri' || format === 'url' ? 'url' : 'text') as 'text'}
-          readOnly={readOnly}
-          value={text}
-          maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined}
-          onInput={(event) => set(event.currentTarget.value)}
-        />
-      );
   }
+  const common = { value, onChange, readOnly, required: props.required };
+  const input = enumValues ? (
+    <EnumSelect {...common} values={enumValues} />
+  ) : type === 'number' || type === 'integer' ? (
+    <NumberInput {...common} schema={schema} integer={type === 'integer'} />
+  ) : (
+    <TextInput {...common} schema={schema} />
+  );
   return (
     <div class={error ? 'field has-error' : 'field'}>
       {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, `input` above */}
