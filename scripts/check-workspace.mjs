@@ -33,7 +33,8 @@ for (const [name, uses] of declared) {
   const outside = uses.filter((use) => use.range !== 'catalog:');
   if (outside.length)
     problems.push(
-      `${name} is used by ${uses.length} packages: declare it in the catalog of pnpm-workspace.yaml and write "catalog:" in ${outside.map((use) => use.path).join(', ')}`,
+      `${name} is used by ${uses.length} packages: declare it in the catalog of pnpm-workspace.yaml ` +
+        `and write "catalog:" in ${outside.map((use) => use.path).join(', ')}`,
     );
 }
 if (problems.length) {

@@ -54,7 +54,8 @@ function countingFetch() {
   };
 }
 
-async function main(): Promise<void> {
+/** A Quire server in this process: embedded store (PGlite), files in a temporary directory. */
+async function startServer(): Promise<{ url: string; close: () => Promise<void> }> {
   const files = mkdtempSync(join(tmpdir(), 'quire-bench-attachments-'));
   const storage = await createPgliteStorage();
   const settings = loadSettings({
@@ -76,23 +77,34 @@ async function main(): Promise<void> {
     const response = await fetch(url + path, { method: 'PUT', headers, body: '{"data":{}}' });
     if (response.status >= 300) throw new Error(`${path}: ${response.status}`);
   }
-
-  const device = (policy: 'lazy' | 'eager') => {
-    const counter = countingFetch();
-    const online = createManualOnlineSource(true);
-    const client = createClient({
-      remote: url,
-      auth: { type: 'basic', username: 'bench', password: 'bench' },
-      indexedDB: new IDBFactory(),
-      IDBKeyRange,
-      fetch: counter.fetch,
-      online,
-    });
-    const tasks = client.collection('bench', 'tasks', {
-      attachments: attachments({ policy, cacheBytes: PHOTOS * SIZE * 2 }),
-    });
-    return { client, tasks, online, counter };
+  const close = async () => {
+    await app.close();
+    await storage.close();
+    rmSync(files, { recursive: true, force: true });
   };
+  return { url, close };
+}
+
+/** A device: a client with its own IndexedDB, a counting fetch and an online switch. */
+function device(url: string, policy: 'lazy' | 'eager') {
+  const counter = countingFetch();
+  const online = createManualOnlineSource(true);
+  const client = createClient({
+    remote: url,
+    auth: { type: 'basic', username: 'bench', password: 'bench' },
+    indexedDB: new IDBFactory(),
+    IDBKeyRange,
+    fetch: counter.fetch,
+    online,
+  });
+  const tasks = client.collection('bench', 'tasks', {
+    attachments: attachments({ policy, cacheBytes: PHOTOS * SIZE * 2 }),
+  });
+  return { client, tasks, online, counter };
+}
+
+async function main(): Promise<void> {
+  const server = await startServer();
   const rows: string[][] = [['step', 'time', 'requests', 'of which']];
   const row = (step: string, ms: number, requests: { total: number; detail: string }) => {
     rows.push([step, `${(ms / 1000).toFixed(2)} s`, String(requests.total), requests.detail || '—']);
@@ -103,7 +115,7 @@ async function main(): Promise<void> {
     `Offline attachments — ${PHOTOS} photos of ${(SIZE / 1000).toFixed(0)} kB (random bytes), ` +
       `server: embedded (PGlite) + local files, same process; node ${process.version}\n`,
   );
-  const a = device('lazy');
+  const a = device(server.url, 'lazy');
   // The capability is learnt once online (as an app does at start), then the network goes.
   await a.tasks.sync();
   a.counter.take();
@@ -131,7 +143,7 @@ async function main(): Promise<void> {
     a.counter.take(),
   );
 
-  const b = device('eager');
+  const b = device(server.url, 'eager');
   start = performance.now();
   const cold = await b.tasks.sync();
   if (cold.attachments?.downloaded !== PHOTOS) throw new Error(`cold sync downloaded ${cold.attachments?.downloaded}`);
@@ -149,9 +161,7 @@ async function main(): Promise<void> {
   console.log(`\nupload ${(mb / (uploadMs / 1000)).toFixed(1)} MB/s over the whole sync (${mb.toFixed(1)} MB)`);
   await a.client.close();
   await b.client.close();
-  await app.close();
-  await storage.close();
-  rmSync(files, { recursive: true, force: true });
+  await server.close();
 }
 
 await main();

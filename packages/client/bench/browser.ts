@@ -5,7 +5,7 @@
  * tests; this prints the table whose runs are kept in bench/JOURNAL.md.
  *
  *   pnpm --filter @quire/client bench:browser [-- --sizes 10000,100000 --creates 1000 --polls 20 \
- *     --only cold,push,dump,tabs,offline,bundle,e2e]
+ *     --only cold,push,dump,tabs,offline,bundle,e2e,network --network 10,5,150]
  *
  * The page (bench/browser/page.js) is served by the API's own HTTP server under `/bench/`, so the
  * clients talk to `/v1` on the same origin, as an app served with its API does (no CORS
@@ -33,6 +33,7 @@ import {
   seed,
   serve,
 } from './browser/harness.js';
+import { networkScenario } from './browser/network-scenarios.js';
 import { coldScenario, e2eScenario, pushScenario } from './browser/sync-scenarios.js';
 
 const { values } = parseArgs({
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     polls: { type: 'string', default: '20' },
     tabs: { type: 'string', default: '3' },
     only: { type: 'string', default: 'cold,push,dump,tabs,offline,bundle,e2e' },
+    // The `network` scenario's emulated network: Mbit/s down, Mbit/s up, latency in ms (a phone's).
+    network: { type: 'string', default: '10,5,150' },
     clients: { type: 'string', default: 'quire,kinto' },
     // kinto 17's importBulk leaves an empty replica without a timestamp: its first sync then
     // downloads and compares every record again (673 s for 100k, once measured): off by default.
@@ -135,6 +138,10 @@ async function main(): Promise<void> {
     if (only.has('tabs') && quire) await tabsScenario(bench, Number(values.tabs));
     if (only.has('offline') && quire) await offlineScenario(bench);
     if (only.has('bundle')) bundleScenario(bench, bundle);
+    if (only.has('network') && quire) {
+      const [mbitDown, mbitUp, latencyMs] = values.network.split(',').map(Number) as [number, number, number];
+      await networkScenario(bench, { mbitDown, mbitUp, latencyMs }, repeat);
+    }
     printTable(rows);
   } finally {
     await browser.close();

@@ -126,74 +126,98 @@ async function main(): Promise<void> {
     const rows: string[][] = [
       ['scenario', 'client', 'time', 'records/s', 'requests', 'peak RSS', 'peak heap', 'retained heap', 'notes'],
     ];
-    // Alternate which client goes first, so neither always meets a colder server.
-    const ordered = (turn: number) => (turn % 2 === 0 ? impls : [...impls].reverse());
-    for (const [turn, size] of sizes.entries()) {
-      for (const impl of ordered(turn)) {
-        const m = await runTask({ impl, kind: 'cold', url, bucket, collection: `cold-${size}`, count: 0, user: USER });
-        rows.push([
-          `cold sync ${fmt(size)}`,
-          impl === 'quire' ? 'Quire' : 'kinto.js',
-          `${fmt(m.ms / 1000, 2)} s`,
-          fmt((m.records / m.ms) * 1000),
-          fmt(m.requests),
-          `${fmt(m.peakRssMb)} MB`,
-          `${fmt(m.peakHeapMb)} MB`,
-          `${fmt(m.retainedHeapMb)} MB`,
-          `${fmt(m.records)} records`,
-        ]);
-        console.log(rows.at(-1)!.join(' | '));
-      }
-    }
-    for (const impl of ordered(sizes.length)) {
-      const m = await runTask({
-        impl,
-        kind: 'poll',
-        url,
-        bucket,
-        collection: `cold-${sizes[0]}`,
-        count: polls,
-        user: USER,
-      });
-      rows.push([
-        `no-change poll (${fmt(sizes[0]!)})`,
-        impl === 'quire' ? 'Quire' : 'kinto.js',
-        `${fmt(percentile(m.extra, 50), 1)} ms p50`,
-        '',
-        `${fmt(m.requests, 1)}/poll`,
-        `${fmt(m.peakRssMb)} MB`,
-        `${fmt(m.peakHeapMb)} MB`,
-        `${fmt(m.retainedHeapMb)} MB`,
-        `p95 ${fmt(percentile(m.extra, 95), 1)} ms`,
-      ]);
-      console.log(rows.at(-1)!.join(' | '));
-    }
-    for (const impl of ordered(sizes.length + 1)) {
-      const collection = `push-${impl}`;
-      await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
-      const m = await runTask({ impl, kind: 'push', url, bucket, collection, count: pushCount, user: USER });
-      rows.push([
-        `push ${fmt(pushCount)} local changes`,
-        impl === 'quire' ? 'Quire' : 'kinto.js',
+    await coldRows(rows, url, bucket);
+    await pollRows(rows, url, bucket);
+    await pushRows(rows, url, bucket);
+    printTable(rows);
+  } finally {
+    await app.close();
+    await storage.close();
+  }
+}
+
+/** Alternates which client goes first, so neither always meets a colder server. */
+const ordered = (turn: number) => (turn % 2 === 0 ? impls : [...impls].reverse());
+const clientName = (impl: Task['impl']) => (impl === 'quire' ? 'Quire' : 'kinto.js');
+
+/** Adds a row to the table, and prints it at once. */
+function addRow(rows: string[][], row: string[]): void {
+  rows.push(row);
+  console.log(row.join(' | '));
+}
+
+/** Cold sync of each size, by each client. */
+async function coldRows(rows: string[][], url: string, bucket: string): Promise<void> {
+  for (const [turn, size] of sizes.entries()) {
+    for (const impl of ordered(turn)) {
+      const m = await runTask({ impl, kind: 'cold', url, bucket, collection: `cold-${size}`, count: 0, user: USER });
+      addRow(rows, [
+        `cold sync ${fmt(size)}`,
+        clientName(impl),
         `${fmt(m.ms / 1000, 2)} s`,
         fmt((m.records / m.ms) * 1000),
         fmt(m.requests),
         `${fmt(m.peakRssMb)} MB`,
         `${fmt(m.peakHeapMb)} MB`,
         `${fmt(m.retainedHeapMb)} MB`,
-        `local writes ${fmt(m.extra[0]! / 1000, 2)} s`,
+        `${fmt(m.records)} records`,
       ]);
-      console.log(rows.at(-1)!.join(' | '));
     }
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-    console.log('');
-    for (const [index, row] of rows.entries()) {
-      console.log(row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
-      if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-    }
-  } finally {
-    await app.close();
-    await storage.close();
+  }
+}
+
+/** No-change polls after a cold sync of the first size. */
+async function pollRows(rows: string[][], url: string, bucket: string): Promise<void> {
+  for (const impl of ordered(sizes.length)) {
+    const m = await runTask({
+      impl,
+      kind: 'poll',
+      url,
+      bucket,
+      collection: `cold-${sizes[0]}`,
+      count: polls,
+      user: USER,
+    });
+    addRow(rows, [
+      `no-change poll (${fmt(sizes[0]!)})`,
+      clientName(impl),
+      `${fmt(percentile(m.extra, 50), 1)} ms p50`,
+      '',
+      `${fmt(m.requests, 1)}/poll`,
+      `${fmt(m.peakRssMb)} MB`,
+      `${fmt(m.peakHeapMb)} MB`,
+      `${fmt(m.retainedHeapMb)} MB`,
+      `p95 ${fmt(percentile(m.extra, 95), 1)} ms`,
+    ]);
+  }
+}
+
+/** A push of local changes, into a collection of each client's own. */
+async function pushRows(rows: string[][], url: string, bucket: string): Promise<void> {
+  for (const impl of ordered(sizes.length + 1)) {
+    const collection = `push-${impl}`;
+    await call(url, 'PUT', `/buckets/${bucket}/collections/${collection}`, { data: {} });
+    const m = await runTask({ impl, kind: 'push', url, bucket, collection, count: pushCount, user: USER });
+    addRow(rows, [
+      `push ${fmt(pushCount)} local changes`,
+      clientName(impl),
+      `${fmt(m.ms / 1000, 2)} s`,
+      fmt((m.records / m.ms) * 1000),
+      fmt(m.requests),
+      `${fmt(m.peakRssMb)} MB`,
+      `${fmt(m.peakHeapMb)} MB`,
+      `${fmt(m.retainedHeapMb)} MB`,
+      `local writes ${fmt(m.extra[0]! / 1000, 2)} s`,
+    ]);
+  }
+}
+
+function printTable(rows: string[][]): void {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  console.log('');
+  for (const [index, row] of rows.entries()) {
+    console.log(row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
+    if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   }
 }
 

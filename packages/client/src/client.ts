@@ -17,9 +17,10 @@ import { readSyncState } from './store/meta.js';
 import type { ConflictStrategy } from './sync/conflicts.js';
 import { SyncEngine } from './sync/engine.js';
 import type { LiveOptions } from './sync/live.js';
+import type { SubsetFilters } from './sync/subset.js';
 import { LiveChanges } from './sync/live-changes.js';
 import { createLeaseLock, createWebLock, type LockManagerLike, webLockManager } from './tabs/locks.js';
-import { type RemoteTransformer, TransformChain } from './transform/transformers.js';
+import type { RemoteTransformer } from './transform/transformers.js';
 import type { Auth } from './transport/auth.js';
 import { type FetchLike, HttpTransport } from './transport/http.js';
 
@@ -72,6 +73,11 @@ export interface CollectionOptions {
    * of the core bundle). Enables `collection.attach`, `detach` and `getAttachment`.
    */
   attachments?: AttachmentsSetup;
+  /**
+   * A partial replica: keep only the records matching these filters (the protocol's list filters,
+   * `{ done: false, min_priority: 3 }`); `sync({ filters })` changes them. See "Partial replicas".
+   */
+  filters?: SubsetFilters;
 }
 
 export class Bucket {
@@ -179,8 +185,12 @@ export class QuireClient {
     const lock = manager ? createWebLock(manager) : createLeaseLock({ table: db.$locks, owner: this.#tabId });
     // Without Web Locks, tabs waiting to auto-sync look at the lease every 2 s at most.
     const leaderLock = manager ? lock : createLeaseLock({ table: db.$locks, owner: this.#tabId, maxPollMs: 2_000 });
+    // Loaded by the collections that have transformers only (an app with a service worker has it offline).
     const transform = options.transformers?.length
-      ? new TransformChain(options.transformers, { bucket, collection: name })
+      ? new (await import('./transform/transformers.js')).TransformChain(options.transformers, {
+          bucket,
+          collection: name,
+        })
       : null;
     const engine = new SyncEngine({
       http: this.http,
@@ -195,6 +205,8 @@ export class QuireClient {
       checkReadable: readablePolicy(options.checkReadable),
       onChanges: (changes) => channel.broadcast({ source: 'sync', changes }),
       ...(transform ? { transform } : {}),
+      ...(options.filters ? { filters: options.filters } : {}),
+      partialReplicas: async () => (await this.remote.serverInfo()).capabilities.partial_replicas !== undefined,
     });
     const files = options.attachments?.({
       bucket,

@@ -26,6 +26,7 @@ export type {
 } from './sync/engine.js';
 export { createManualOnlineSource, browserOnlineSource, type OnlineSource } from './online.js';
 export type { AutoSyncOptions } from './sync/scheduler.js';
+export type { FilterValue, SubsetFilters } from './sync/subset.js';
 export {
   Remote,
   type WriteOptions,
@@ -43,7 +44,7 @@ export type { FetchLike } from './transport/http.js';
 export type { LockManagerLike } from './tabs/locks.js';
 export type { LocalRecord, RemoteRecord, ConflictEntry } from './store/types.js';
 export type { RemoteTransformer, TransformContext } from './transform/transformers.js';
-export { exportDump, readDump, type Dump, type DumpInput, type ExportOptions } from './dump/dump.js';
+export { exportDump, readDump, type Dump, type DumpInput, type DumpSource, type ExportOptions } from './dump/dump.js';
 export {
   encryptionTransformer,
   deriveKey,

@@ -98,7 +98,7 @@ describe.skipIf(!available)('in a real browser', () => {
 
   const openPage = () => harness.openPage();
 
-  it('storage full (a real quota): StoreError QUIRE_ERR_STORE_QUOTA and the quota event, nothing lost, and the sync resumes with room', async () => {
+  it('real quota full: QUIRE_ERR_STORE_QUOTA + the quota event, nothing lost, sync resumes with room', async () => {
     const bucket = uniqueName('quota');
     await createCollection(url, bucket, 'items', 'browser');
     // Incompressible (IndexedDB compresses what it stores): 1000 × 2 KB against a 600 KB quota.
@@ -175,7 +175,7 @@ describe.skipIf(!available)('in a real browser', () => {
     await context.close();
   });
 
-  it('started offline (the browser is): not one request until it is back online, then it syncs and listens at once', async () => {
+  it('started offline: no request until the browser is online, then it syncs and listens at once', async () => {
     const bucket = uniqueName('offline');
     await createCollection(url, bucket, 'items', 'browser');
     const { context, page, errors } = await openPage();
@@ -227,7 +227,7 @@ describe.skipIf(!available)('in a real browser', () => {
     await context.close();
   });
 
-  it('end-to-end encryption in the browser (WebCrypto): what it encrypts Node decrypts and back; a wrong passphrase is a DecryptionError', async () => {
+  it('WebCrypto encryption: Node decrypts what it encrypts and back; wrong passphrase: DecryptionError', async () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes', 'browser');
     const { context, page, errors } = await openPage();

@@ -88,7 +88,7 @@ describe.each(servers)('a collection deleted under a replica, on %s', (name, url
   }
 
   it.skipIf(skip)(
-    'a plain sync meets the 404: synced records go, the error is in the result, nothing is thrown; sync resumes once re-created',
+    'a plain sync meets the 404: synced records go, the error is in the result (not thrown); resumes once re-created',
     async () => {
       const { client, notes, notesPath, put, remove, recreate, localIds, announced } = await syncedReplica();
       await remove();

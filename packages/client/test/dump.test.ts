@@ -26,7 +26,7 @@ function counting(): { fetch: FetchLike; calls: string[] } {
 }
 
 describe('dumps', () => {
-  it('loads a dump into an empty replica, then the first sync is one 304 — or brings only what changed since', async () => {
+  it('loads a dump into an empty replica; the first sync is one 304 or brings only what changed since', async () => {
     const bucket = uniqueName('dump');
     await createCollection(url, bucket, 'items');
     await seed(url, bucket, 'items', 600, (i) => ({ id: `r${i}`, n: i }));
@@ -63,7 +63,7 @@ describe('dumps', () => {
     await client.close();
   });
 
-  it('into a replica that holds something: newer records only, a pending change untouched, the sync state kept', async () => {
+  it('into a non-empty replica: newer records only, a pending change untouched, the sync state kept', async () => {
     const bucket = uniqueName('dump');
     await createCollection(url, bucket, 'items');
     await seed(url, bucket, 'items', 20, (i) => ({ id: `r${i}`, n: i }));
@@ -85,7 +85,7 @@ describe('dumps', () => {
     await client.close();
   });
 
-  it("takes the original client's form (an array of records) and an encrypted collection's dump (ciphertext, decrypted on load)", async () => {
+  it("takes the original client's form (an array of records) and an encrypted dump (decrypted on load)", async () => {
     const bucket = uniqueName('dump');
     await createCollection(url, bucket, 'secret');
     const transformers = [encryptionTransformer({ passphrase: 'pw', iterations: 1000 })];
@@ -171,7 +171,7 @@ describe('dumps', () => {
 });
 
 describe('a dump load cut short', () => {
-  it('leaves a marker: the next load starts over (records of the first attempt not in the new dump are gone)', async () => {
+  it('leaves a marker: the next load starts over (first-attempt records not in the new dump are gone)', async () => {
     const { IDBObjectStore } = await import('fake-indexeddb');
     const make = (count: number, stamp: number) => ({
       timestamp: stamp + count,

@@ -15,7 +15,7 @@ type Note = { title: string; done: 0 | 1 };
 const FAST = { iterations: 1_000 };
 
 describe('remote transformers', () => {
-  it('encode on the way to the server and decode on the way back, in order; the replica holds the decoded form', async () => {
+  it('encode on the way out and decode on the way back, in order; the replica holds the decoded form', async () => {
     const bucket = uniqueName('tr');
     await createCollection(url, bucket, 'items');
     const shout: RemoteTransformer = {
@@ -47,7 +47,7 @@ describe('remote transformers', () => {
 });
 
 describe('an end-to-end encrypted collection', () => {
-  it('the server stores only ids, timestamps and ciphertext; another device with the passphrase reads and queries the records', async () => {
+  it('the server keeps only ids, timestamps, ciphertext; a device with the passphrase reads and queries', async () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes');
     const a = makeClient(url);
@@ -115,7 +115,7 @@ describe('an end-to-end encrypted collection', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('a wrong key is a DecryptionError and overwrites nothing: not the replica, not the outbox, not the server', async () => {
+  it('a wrong key is a DecryptionError and overwrites nothing (replica, outbox or server)', async () => {
     const bucket = uniqueName('e2e');
     await createCollection(url, bucket, 'notes');
     const writer = makeClient(url);

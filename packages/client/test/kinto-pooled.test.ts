@@ -57,7 +57,7 @@ describe.skipIf(skip !== undefined)(
       return result;
     };
 
-    it('pushes local records, cold-syncs them elsewhere, polls nothing new, then carries updates, deletions and a conflict', async () => {
+    it('pushes, cold-syncs elsewhere, polls nothing new, then carries updates, deletions and a conflict', async () => {
       const a = client('a');
       const b = client('b');
       for (let n = 0; n < 60; n++) await a.create({ title: `task ${n}`, n });

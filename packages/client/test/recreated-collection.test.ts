@@ -68,7 +68,7 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
     await client.close();
   });
 
-  it('with local changes (server-wins, client-wins): they stay pending and re-create their records; synced ones go', async () => {
+  it('local changes (server-wins, client-wins) stay pending, re-creating their records; synced ones go', async () => {
     for (const strategy of ['server-wins', 'client-wins'] as const) {
       const { client, notes, recreate, serverIds } = await syncedReplica(strategy);
       await notes.update('r1', { title: 'edited offline' });
@@ -94,7 +94,7 @@ describe.each(servers)('a collection deleted and re-created under a replica, aga
     }
   });
 
-  it('with local changes (manual): edits become conflicts with the deletion, creations are pushed, deletions are done', async () => {
+  it('local changes (manual): edits conflict with the deletion, creations are pushed, deletions done', async () => {
     const { client, notes, recreate, serverIds } = await syncedReplica('manual');
     await notes.update('r1', { title: 'edited offline' });
     await notes.delete('r2');

@@ -39,7 +39,7 @@ afterEach(() => {
 });
 
 describe('storage full', () => {
-  it('sync rejects with QUIRE_ERR_STORE_QUOTA, keeps what it stored and the outbox, and resumes once there is room', async () => {
+  it('sync rejects with QUIRE_ERR_STORE_QUOTA, keeps what it stored and the outbox, resumes with room', async () => {
     const bucket = uniqueName('full');
     await createCollection(url, bucket, 'items');
     await seed(url, bucket, 'items', 300, (i) => ({ id: `r${i}`, n: i }));

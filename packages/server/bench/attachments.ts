@@ -5,7 +5,8 @@
  * bytes — `cp` of the file for the directory, a plain S3 PUT / GET (AWS SDK, same part size)
  * for S3 — and the server's peak RSS while it works.
  *
- *   cd packages/server && node --conditions=@quire/source --import tsx bench/attachments.ts [--small 20] [--large 3]
+ *   cd packages/server && node --conditions=@quire/source --import tsx bench/attachments.ts \
+ *     [--small 20] [--large 3]
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { request } from 'undici';
 import { buildServer } from '../src/app.js';
@@ -67,7 +68,8 @@ async function timed(pid: number | null, bytes: number, times: number, fn: (inde
 
 function multipartHead(boundary: string, filename: string): Buffer {
   return Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
   );
 }
 
@@ -75,6 +77,17 @@ async function* formBody(path: string, boundary: string): AsyncIterable<Buffer> 
   yield multipartHead(boundary, 'file.bin');
   for await (const chunk of createReadStream(path, { highWaterMark: 256 * 1024 })) yield chunk as Buffer;
   yield Buffer.from(`\r\n--${boundary}--\r\n`);
+}
+
+type S3 = Awaited<ReturnType<typeof startS3Server>>;
+type Backend = 'local' | 's3';
+type Figures = Awaited<ReturnType<typeof timed>>;
+
+/** The files of one run: `times` files of `size` MB, each a copy of `source`. */
+interface Files {
+  source: string;
+  size: 1 | 100;
+  times: number;
 }
 
 async function main(): Promise<void> {
@@ -90,78 +103,9 @@ async function main(): Promise<void> {
     for (const size of [1, 100] as const) {
       const source = join(dir, `source-${size}.bin`);
       await writeFile(source, randomBytes(size * MB));
-      const times = runs[size];
       for (const backend of ['local', 's3'] as const) {
-        const dataDir = await mkdtemp(join(dir, `${backend}-`));
-        const { child, port } = await startServerChild(new URL(import.meta.url).pathname, {
-          dataDir,
-          ...(backend === 's3' ? { s3: s3.settings } : {}),
-        } satisfies ChildConfig);
-        const base = `http://127.0.0.1:${port}/v1`;
-        try {
-          for (const path of ['/buckets/b', '/buckets/b/collections/c'])
-            await (await request(`${base}${path}`, { method: 'PUT', headers: { authorization: AUTH } })).body.text();
-          const locations: string[] = [];
-          const upload = await timed(child.pid!, size * MB, times, async (index) => {
-            const boundary = `bench${index}`;
-            const response = await request(`${base}/buckets/b/collections/c/records/r${index}/attachment`, {
-              method: 'POST',
-              headers: { authorization: AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
-              body: Readable.from(formBody(source, boundary)),
-            });
-            const body = (await response.body.json()) as { location: string };
-            if (response.statusCode !== 201) throw new Error(`upload: ${response.statusCode} ${JSON.stringify(body)}`);
-            locations.push(body.location);
-          });
-          const capability = (
-            (await (await request(`${base}/`)).body.json()) as { capabilities: { attachments: { base_url: string } } }
-          ).capabilities.attachments;
-          const download = await timed(child.pid!, size * MB, times, async (index) => {
-            const response = await request(new URL(locations[index]!, capability.base_url).toString());
-            let received = 0;
-            for await (const chunk of response.body) received += (chunk as Buffer).length;
-            if (received !== size * MB) throw new Error(`download: ${response.statusCode}, ${received} bytes`);
-          });
-          // The ceiling, same bytes, same run.
-          const ceilingUp =
-            backend === 'local'
-              ? await timed(
-                  null,
-                  size * MB,
-                  times,
-                  async (index) => void execFileSync('cp', [source, join(dataDir, `copy-${index}.bin`)]),
-                )
-              : await timed(null, size * MB, times, async (index) => {
-                  await new Upload({
-                    client,
-                    params: { Bucket: s3.bucket, Key: `ceiling/${size}-${index}`, Body: createReadStream(source) },
-                    partSize: 5 * MB,
-                    queueSize: 1,
-                  }).done();
-                });
-          const ceilingDown =
-            backend === 'local'
-              ? await timed(
-                  null,
-                  size * MB,
-                  times,
-                  async (index) => void execFileSync('cp', [join(dataDir, `copy-${index}.bin`), '/dev/null']),
-                )
-              : await timed(null, size * MB, times, async (index) => {
-                  const got = await client.send(
-                    new GetObjectCommand({ Bucket: s3.bucket, Key: `ceiling/${size}-${index}` }),
-                  );
-                  for await (const _chunk of got.Body as AsyncIterable<Buffer>);
-                });
-          const ceilingName = backend === 'local' ? 'cp' : 'S3 PUT/GET';
-          rows.push(
-            `| ${size} MB × ${times} | ${backend} | ${formatNumber(upload.mbps)} | ${formatNumber(ceilingUp.mbps)} (${ceilingName}) | ${formatNumber(download.mbps)} | ${formatNumber(ceilingDown.mbps)} | ${formatNumber(upload.rss)} MB (+${formatNumber(upload.rise, 1)}) |`,
-          );
-          console.log(rows.at(-1));
-          await stat(dataDir);
-        } finally {
-          await stopServerChild(child);
-        }
+        rows.push(await backendRow(dir, s3, client, backend, { source, size, times: runs[size] }));
+        console.log(rows.at(-1));
       }
     }
   } finally {
@@ -174,4 +118,98 @@ async function main(): Promise<void> {
   );
   console.log('|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
+}
+
+/** A server on `backend` in a child process: its upload and download figures beside the ceiling's, as a row. */
+async function backendRow(dir: string, s3: S3, client: S3Client, backend: Backend, files: Files): Promise<string> {
+  const { size, times } = files;
+  const dataDir = await mkdtemp(join(dir, `${backend}-`));
+  const { child, port } = await startServerChild(new URL(import.meta.url).pathname, {
+    dataDir,
+    ...(backend === 's3' ? { s3: s3.settings } : {}),
+  } satisfies ChildConfig);
+  try {
+    const { upload, download } = await quireFigures(`http://127.0.0.1:${port}/v1`, child.pid!, files);
+    // The ceiling, same bytes, same run.
+    const ceiling = backend === 'local' ? await cpFigures(dataDir, files) : await s3Figures(s3, client, files);
+    const ceilingName = backend === 'local' ? 'cp' : 'S3 PUT/GET';
+    const row =
+      `| ${size} MB × ${times} | ${backend} | ${formatNumber(upload.mbps)} | ` +
+      `${formatNumber(ceiling.up.mbps)} (${ceilingName}) | ${formatNumber(download.mbps)} | ` +
+      `${formatNumber(ceiling.down.mbps)} | ${formatNumber(upload.rss)} MB (+${formatNumber(upload.rise, 1)}) |`;
+    await stat(dataDir);
+    return row;
+  } finally {
+    await stopServerChild(child);
+  }
+}
+
+/** Uploads through Quire (multipart, streamed from the file), then downloads from `base_url`. */
+async function quireFigures(
+  base: string,
+  pid: number,
+  { source, size, times }: Files,
+): Promise<{ upload: Figures; download: Figures }> {
+  for (const path of ['/buckets/b', '/buckets/b/collections/c'])
+    await (await request(`${base}${path}`, { method: 'PUT', headers: { authorization: AUTH } })).body.text();
+  const locations: string[] = [];
+  const upload = await timed(pid, size * MB, times, async (index) => {
+    const boundary = `bench${index}`;
+    const response = await request(`${base}/buckets/b/collections/c/records/r${index}/attachment`, {
+      method: 'POST',
+      headers: { authorization: AUTH, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: Readable.from(formBody(source, boundary)),
+    });
+    const body = (await response.body.json()) as { location: string };
+    if (response.statusCode !== 201) throw new Error(`upload: ${response.statusCode} ${JSON.stringify(body)}`);
+    locations.push(body.location);
+  });
+  const capability = (
+    (await (await request(`${base}/`)).body.json()) as { capabilities: { attachments: { base_url: string } } }
+  ).capabilities.attachments;
+  const download = await timed(pid, size * MB, times, async (index) => {
+    const response = await request(new URL(locations[index]!, capability.base_url).toString());
+    let received = 0;
+    for await (const chunk of response.body) received += (chunk as Buffer).length;
+    if (received !== size * MB) throw new Error(`download: ${response.statusCode}, ${received} bytes`);
+  });
+  return { upload, download };
+}
+
+/** The local ceiling: `cp` of the file into the data directory, and back to /dev/null. */
+async function cpFigures(dataDir: string, { source, size, times }: Files): Promise<{ up: Figures; down: Figures }> {
+  const up = await timed(
+    null,
+    size * MB,
+    times,
+    async (index) => void execFileSync('cp', [source, join(dataDir, `copy-${index}.bin`)]),
+  );
+  const down = await timed(
+    null,
+    size * MB,
+    times,
+    async (index) => void execFileSync('cp', [join(dataDir, `copy-${index}.bin`), '/dev/null']),
+  );
+  return { up, down };
+}
+
+/** The S3 ceiling: a plain PUT (lib-storage, same 5 MiB parts) and GET of the same bytes. */
+async function s3Figures(
+  s3: S3,
+  client: S3Client,
+  { source, size, times }: Files,
+): Promise<{ up: Figures; down: Figures }> {
+  const up = await timed(null, size * MB, times, async (index) => {
+    await new Upload({
+      client,
+      params: { Bucket: s3.bucket, Key: `ceiling/${size}-${index}`, Body: createReadStream(source) },
+      partSize: 5 * MB,
+      queueSize: 1,
+    }).done();
+  });
+  const down = await timed(null, size * MB, times, async (index) => {
+    const got = await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `ceiling/${size}-${index}` }));
+    for await (const _chunk of got.Body as AsyncIterable<Buffer>);
+  });
+  return { up, down };
 }

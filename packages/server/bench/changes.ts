@@ -45,7 +45,13 @@ const ALICE = auth('alice');
 
 const children: ChildProcess[] = [];
 
-async function startServer(env: Record<string, string>): Promise<{ base: string; pid: number }> {
+/** A `quire start` process: its API's base URL and its pid. */
+interface Server {
+  base: string;
+  pid: number;
+}
+
+async function startServer(env: Record<string, string>): Promise<Server> {
   const { QUIRE_STORAGE_URL: _u, QUIRE_CONFIG: _c, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', cli, 'start'], {
     cwd: packageDir,
@@ -133,7 +139,8 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: args.url });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const storageUrl = `${args.url}${args.url!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const storageUrl =
+    `${args.url}${args.url!.includes('?') ? '&' : '?'}` + `options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   const env = {
     QUIRE_STORAGE_URL: storageUrl,
     QUIRE_STORAGE_AUTO_MIGRATE: 'true',
@@ -148,175 +155,183 @@ async function main(): Promise<void> {
     await request('PUT', `${a.base}buckets/bench/collections/latency`);
     await request('PUT', `${a.base}buckets/bench/collections/load`);
     await request('PUT', `${a.base}buckets/bench/collections/burst`);
-    console.log(
-      `node ${process.version}, PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}, two quire processes`,
-    );
-
-    // 1. Latency A → replica through B.
-    {
-      const writes = Number(args.writes);
-      let newest = 0;
-      let wake: (() => void) | null = null;
-      const stream = await openStream(`${b.base}${MONITOR}?collection=latency`, ALICE, (id) => {
-        newest = Math.max(newest, id);
-        wake?.();
-      });
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const latencies: number[] = [];
-      let since = newest;
-      for (let i = 0; i < writes; i++) {
-        const started = performance.now();
-        const written = await request<{ data: { last_modified: number } }>(
-          'PUT',
-          `${a.base}buckets/bench/collections/latency/records/r${i}`,
-          { data: { i } },
-        );
-        const stamp = written.json.data.last_modified;
-        while (newest < stamp) await new Promise<void>((resolve) => (wake = resolve));
-        wake = null;
-        const pulled = await request<{ data: Array<{ id: string }> }>(
-          'GET',
-          `${b.base}buckets/bench/collections/latency/records?_since=${since}`,
-        );
-        if (!pulled.json.data.some((record) => record.id === `r${i}`)) throw new Error(`r${i} not in the pull`);
-        since = stamp;
-        latencies.push(performance.now() - started);
-      }
-      stream.destroy();
-      console.log(
-        `1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`,
-      );
-    }
-
-    // 2. Streams: memory, and write throughput without / with them.
-    {
-      const count = Number(args.streams);
-      const duration = Number(args.duration);
-      const throughput = async () => {
-        let i = 0;
-        const result = await autocannon({
-          url: `${a.base}buckets/bench/collections/load/records`,
-          connections: 10,
-          duration,
-          headers: { authorization: ALICE, 'content-type': 'application/json' },
-          requests: [
-            { method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ data: { i: i++ } }) }) },
-          ],
-        });
-        return result.requests.average;
-      };
-      const open = async (collection: string, counter: () => void) => {
-        const streams: http.ClientRequest[] = [];
-        for (let i = 0; i < count; i += 100) {
-          streams.push(
-            ...(await Promise.all(
-              Array.from({ length: Math.min(100, count - i) }, (_, j) =>
-                openStream(`${a.base}${MONITOR}?collection=${collection}`, auth(`user${(i + j) % 200}`), counter),
-              ),
-            )),
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-        return streams;
-      };
-      const pct = (value: number, base: number) =>
-        `${value >= base ? '+' : ''}${(((value - base) / base) * 100).toFixed(1)}%`;
-      const without = await throughput();
-      const before = rssMb(a.pid);
-      // Streams that watch other collections (each user following their own lists: the usual case).
-      const quiet = await open('elsewhere', () => {});
-      const afterQuiet = rssMb(a.pid);
-      const withQuiet = await throughput();
-      for (const stream of quiet) stream.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      // Streams that all read the written collection: every write is sent to every one of them.
-      let received = 0;
-      const busy = await open('load', () => received++);
-      const afterBusy = rssMb(a.pid);
-      received = 0;
-      const withBusy = await throughput();
-      const delivered = received;
-      const afterLoad = rssMb(a.pid);
-      for (const stream of busy) stream.destroy();
-      console.log(
-        `2. ${count} streams on one process (memory: RSS of the server process; writes: POST one record, 10 connections, ${duration} s)`,
-      );
-      console.log(
-        `   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open (+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ${afterLoad.toFixed(0)} MB after the load with every stream receiving`,
-      );
-      console.log(
-        `   writes: ${without.toFixed(0)} req/s without streams; ${withQuiet.toFixed(0)} req/s (${pct(withQuiet, without)}) with ${count} streams watching other collections; ${withBusy.toFixed(0)} req/s (${pct(withBusy, without)}) with ${count} streams receiving every write (${delivered.toLocaleString('en-US')} events delivered)`,
-      );
-    }
-
-    // 3. A burst of writes, followed by a replica.
-    {
-      const total = Number(args.burst);
-      let pulls = 0;
-      let pulling = false;
-      let again = false;
-      let since = 0;
-      const ids = new Set<string>();
-      const pull = async (): Promise<void> => {
-        if (pulling) {
-          again = true;
-          return;
-        }
-        pulling = true;
-        do {
-          again = false;
-          pulls++;
-          let url: string | null =
-            `${b.base}buckets/bench/collections/burst/records?_since=${since}&_sort=-last_modified`;
-          let newest = since;
-          while (url) {
-            const response = await fetch(url, { headers: { Authorization: ALICE } });
-            const body = (await response.json()) as { data: Array<{ id: string; last_modified: number }> };
-            for (const record of body.data) {
-              ids.add(record.id);
-              newest = Math.max(newest, record.last_modified);
-            }
-            url = response.headers.get('next-page');
-          }
-          since = newest;
-        } while (again);
-        pulling = false;
-      };
-      let events = 0;
-      const stream = await openStream(`${b.base}${MONITOR}?collection=burst`, ALICE, () => {
-        events++;
-        void pull();
-      });
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const pullsBefore = pulls;
-      const eventsBefore = events;
-      const started = performance.now();
-      const batches = Array.from({ length: Math.ceil(total / 25) }, (_, k) =>
-        Array.from({ length: Math.min(25, total - k * 25) }, (_, j) => ({
-          method: 'PUT',
-          path: `/buckets/bench/collections/burst/records/b${k * 25 + j}`,
-          body: { data: { n: k * 25 + j } },
-        })),
-      );
-      for (let k = 0; k < batches.length; k += 4) {
-        await Promise.all(batches.slice(k, k + 4).map((requests) => request('POST', `${a.base}batch`, { requests })));
-      }
-      const written = performance.now() - started;
-      const deadline = Date.now() + 30_000;
-      while ((ids.size < total || pulling) && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      const converged = performance.now() - started;
-      stream.destroy();
-      console.log(
-        `3. burst of ${total} writes (${written.toFixed(0)} ms): ${events - eventsBefore} events, ${pulls - pullsBefore} pulls; replica has ${ids.size}/${total} records ${converged.toFixed(0)} ms after the first write`,
-      );
-    }
+    const version = (await admin.query('SHOW server_version')).rows[0].server_version;
+    console.log(`node ${process.version}, PostgreSQL ${version}, two quire processes`);
+    await latency(a, b);
+    await streams(a);
+    await burst(a, b);
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 500));
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
     await admin.end();
   }
+}
+
+/** 1. Latency A → replica through B. */
+async function latency(a: Server, b: Server): Promise<void> {
+  const writes = Number(args.writes);
+  let newest = 0;
+  let wake: (() => void) | null = null;
+  const stream = await openStream(`${b.base}${MONITOR}?collection=latency`, ALICE, (id) => {
+    newest = Math.max(newest, id);
+    wake?.();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const latencies: number[] = [];
+  let since = newest;
+  for (let i = 0; i < writes; i++) {
+    const started = performance.now();
+    const written = await request<{ data: { last_modified: number } }>(
+      'PUT',
+      `${a.base}buckets/bench/collections/latency/records/r${i}`,
+      { data: { i } },
+    );
+    const stamp = written.json.data.last_modified;
+    while (newest < stamp) await new Promise<void>((resolve) => (wake = resolve));
+    wake = null;
+    const pulled = await request<{ data: Array<{ id: string }> }>(
+      'GET',
+      `${b.base}buckets/bench/collections/latency/records?_since=${since}`,
+    );
+    if (!pulled.json.data.some((record) => record.id === `r${i}`)) throw new Error(`r${i} not in the pull`);
+    since = stamp;
+    latencies.push(performance.now() - started);
+  }
+  stream.destroy();
+  console.log(
+    `1. write through A -> in a replica following B: p50 ${percentile(latencies, 50).toFixed(1)} ms, ` +
+      `p99 ${percentile(latencies, 99).toFixed(1)} ms (${writes} writes; PUT alone included)`,
+  );
+}
+
+/** 2. Streams: memory, and write throughput without / with them. */
+async function streams(a: Server): Promise<void> {
+  const count = Number(args.streams);
+  const duration = Number(args.duration);
+  const throughput = async () => {
+    let i = 0;
+    const result = await autocannon({
+      url: `${a.base}buckets/bench/collections/load/records`,
+      connections: 10,
+      duration,
+      headers: { authorization: ALICE, 'content-type': 'application/json' },
+      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ data: { i: i++ } }) }) }],
+    });
+    return result.requests.average;
+  };
+  const open = async (collection: string, counter: () => void) => {
+    const streams: http.ClientRequest[] = [];
+    for (let i = 0; i < count; i += 100) {
+      streams.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(100, count - i) }, (_, j) =>
+            openStream(`${a.base}${MONITOR}?collection=${collection}`, auth(`user${(i + j) % 200}`), counter),
+          ),
+        )),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    return streams;
+  };
+  const pct = (value: number, base: number) =>
+    `${value >= base ? '+' : ''}${(((value - base) / base) * 100).toFixed(1)}%`;
+  const without = await throughput();
+  const before = rssMb(a.pid);
+  // Streams that watch other collections (each user following their own lists: the usual case).
+  const quiet = await open('elsewhere', () => {});
+  const afterQuiet = rssMb(a.pid);
+  const withQuiet = await throughput();
+  for (const stream of quiet) stream.destroy();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Streams that all read the written collection: every write is sent to every one of them.
+  let received = 0;
+  const busy = await open('load', () => received++);
+  const afterBusy = rssMb(a.pid);
+  received = 0;
+  const withBusy = await throughput();
+  const delivered = received;
+  const afterLoad = rssMb(a.pid);
+  for (const stream of busy) stream.destroy();
+  console.log(
+    `2. ${count} streams on one process ` +
+      `(memory: RSS of the server process; writes: POST one record, 10 connections, ${duration} s)`,
+  );
+  console.log(
+    `   RSS ${before.toFixed(0)} MB -> ${afterQuiet.toFixed(0)} MB with ${count} streams open ` +
+      `(+${(afterQuiet - before).toFixed(0)} MB); ${afterBusy.toFixed(0)} MB before and ${afterLoad.toFixed(0)} MB ` +
+      'after the load with every stream receiving',
+  );
+  console.log(
+    `   writes: ${without.toFixed(0)} req/s without streams; ` +
+      `${withQuiet.toFixed(0)} req/s (${pct(withQuiet, without)}) with ${count} streams watching other collections; ` +
+      `${withBusy.toFixed(0)} req/s (${pct(withBusy, without)}) with ${count} streams receiving every write ` +
+      `(${delivered.toLocaleString('en-US')} events delivered)`,
+  );
+}
+
+/** 3. A burst of writes, followed by a replica. */
+async function burst(a: Server, b: Server): Promise<void> {
+  const total = Number(args.burst);
+  let pulls = 0;
+  let pulling = false;
+  let again = false;
+  let since = 0;
+  const ids = new Set<string>();
+  const pull = async (): Promise<void> => {
+    if (pulling) {
+      again = true;
+      return;
+    }
+    pulling = true;
+    do {
+      again = false;
+      pulls++;
+      let url: string | null = `${b.base}buckets/bench/collections/burst/records?_since=${since}&_sort=-last_modified`;
+      let newest = since;
+      while (url) {
+        const response = await fetch(url, { headers: { Authorization: ALICE } });
+        const body = (await response.json()) as { data: Array<{ id: string; last_modified: number }> };
+        for (const record of body.data) {
+          ids.add(record.id);
+          newest = Math.max(newest, record.last_modified);
+        }
+        url = response.headers.get('next-page');
+      }
+      since = newest;
+    } while (again);
+    pulling = false;
+  };
+  let events = 0;
+  const stream = await openStream(`${b.base}${MONITOR}?collection=burst`, ALICE, () => {
+    events++;
+    void pull();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const pullsBefore = pulls;
+  const eventsBefore = events;
+  const started = performance.now();
+  const batches = Array.from({ length: Math.ceil(total / 25) }, (_, k) =>
+    Array.from({ length: Math.min(25, total - k * 25) }, (_, j) => ({
+      method: 'PUT',
+      path: `/buckets/bench/collections/burst/records/b${k * 25 + j}`,
+      body: { data: { n: k * 25 + j } },
+    })),
+  );
+  for (let k = 0; k < batches.length; k += 4) {
+    await Promise.all(batches.slice(k, k + 4).map((requests) => request('POST', `${a.base}batch`, { requests })));
+  }
+  const written = performance.now() - started;
+  const deadline = Date.now() + 30_000;
+  while ((ids.size < total || pulling) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  const converged = performance.now() - started;
+  stream.destroy();
+  console.log(
+    `3. burst of ${total} writes (${written.toFixed(0)} ms): ${events - eventsBefore} events, ` +
+      `${pulls - pullsBefore} pulls; replica has ${ids.size}/${total} records ` +
+      `${converged.toFixed(0)} ms after the first write`,
+  );
 }
 
 await main();

@@ -2,7 +2,8 @@
  * The change monitor's cost as collections grow (not a test; issue 30 item 2):
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/monitor.ts \
- *     [--url postgresql://postgres@127.0.0.1:5432/test] [--sizes 100,1000,10000] [--runs 15] [--store both|postgresql|embedded]
+ *     [--url postgresql://postgres@127.0.0.1:5432/test] [--sizes 100,1000,10000] [--runs 15] \
+ *     [--store both|postgresql|embedded]
  *
  * One user owns C collections in one bucket (each with its author in `write`, as the API leaves
  * them, and a few with records); other users own buckets of their own beside it (C / 10 more
@@ -181,7 +182,11 @@ async function measure(
         }
       }
       console.log(
-        `${name.padEnd(10)} C=${String(size).padStart(6)}  full ${full.toFixed(1).padStart(7)} ms  since ${unchanged.toFixed(1).padStart(6)} ms  changed ${changed.toFixed(1).padStart(6)} ms  304 ${notModified.toFixed(1).padStart(6)} ms  stream snapshot ${cut || `${median(snapshots).toFixed(1).padStart(7)} ms`}  (seeded in ${(seeded / 1000).toFixed(1)} s)`,
+        `${name.padEnd(10)} C=${String(size).padStart(6)}  full ${full.toFixed(1).padStart(7)} ms  ` +
+          `since ${unchanged.toFixed(1).padStart(6)} ms  changed ${changed.toFixed(1).padStart(6)} ms  ` +
+          `304 ${notModified.toFixed(1).padStart(6)} ms  ` +
+          `stream snapshot ${cut || `${median(snapshots).toFixed(1).padStart(7)} ms`}  ` +
+          `(seeded in ${(seeded / 1000).toFixed(1)} s)`,
       );
     } finally {
       await app.close();

@@ -53,7 +53,8 @@ async function time(label: string, fn: () => Promise<void>): Promise<void> {
   }
   durations.sort((a, b) => a - b);
   console.log(
-    `  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   p95 ${percentile(durations, 95).toFixed(1).padStart(8)} ms`,
+    `  ${label.padEnd(48)} p50 ${percentile(durations, 50).toFixed(1).padStart(8)} ms   ` +
+      `p95 ${percentile(durations, 95).toFixed(1).padStart(8)} ms`,
   );
 }
 
@@ -82,27 +83,32 @@ try {
   const reader = (await call('/')).body.user!.id;
 
   console.log(
-    `GET /permissions benchmark: PostgreSQL, ${objects.toLocaleString('en')} records, ${groups.toLocaleString('en')} groups (schema ${schema})`,
+    `GET /permissions benchmark: PostgreSQL, ${objects.toLocaleString('en')} records, ` +
+      `${groups.toLocaleString('en')} groups (schema ${schema})`,
   );
   const loadStart = performance.now();
   // The groups, each listing the reader; every record grants write to one of them.
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
-     SELECT '/buckets/bench', 'group', 'g' || i, 1000 + i, jsonb_build_object('members', jsonb_build_array($1::text)) FROM generate_series(1, $2::int) AS i`,
+     SELECT '/buckets/bench', 'group', 'g' || i, 1000 + i, jsonb_build_object('members', jsonb_build_array($1::text))
+     FROM generate_series(1, $2::int) AS i`,
     [reader, groups],
   );
   await client.query(
-    `INSERT INTO group_members (group_uri, principal) SELECT '/buckets/bench/groups/g' || i, $1 FROM generate_series(1, $2::int) AS i`,
+    `INSERT INTO group_members (group_uri, principal)
+     SELECT '/buckets/bench/groups/g' || i, $1 FROM generate_series(1, $2::int) AS i`,
     [reader, groups],
   );
   await client.query(
     `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
-     SELECT '/buckets/bench/collections/items', 'record', 'r' || i, 1000 + i, '{}'::jsonb FROM generate_series(1, $1::int) AS i`,
+     SELECT '/buckets/bench/collections/items', 'record', 'r' || i, 1000 + i, '{}'::jsonb
+     FROM generate_series(1, $1::int) AS i`,
     [objects],
   );
   await client.query(
     `INSERT INTO access_control_entries (object_id, permission, principal)
-     SELECT '/buckets/bench/collections/items/records/r' || i, 'write', '/buckets/bench/groups/g' || (1 + i % $2::int) FROM generate_series(1, $1::int) AS i`,
+     SELECT '/buckets/bench/collections/items/records/r' || i, 'write', '/buckets/bench/groups/g' || (1 + i % $2::int)
+     FROM generate_series(1, $1::int) AS i`,
     [objects, groups],
   );
   await client.query('ANALYZE');

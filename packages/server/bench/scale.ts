@@ -42,12 +42,11 @@
  * one record, and a /batch of 25 creations.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildServer } from '../src/app.js';
@@ -55,35 +54,22 @@ import { EMBEDDED_FILE } from '../src/storage/factory.js';
 import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
-import { importStore } from '../src/transfer/import.js';
 import { childConfig, isServerChild, serveInChild, startServerChild, stopServerChild } from './child-server.js';
+import { ALICE_ENTRIES, load, type Stage } from './scale/data.js';
+import { best, type Options, ROWS, type Row } from './scale/requests.js';
 import { benchSettings, formatNumber, postgresProblem, runSql } from './support.js';
 
 type Backend = 'postgresql' | 'embedded';
 
 interface ChildConfig {
   backend: Backend;
-  /** PostgreSQL: the bench's own database (CREATE INDEX CONCURRENTLY waits for every older transaction of its database). */
+  /**
+   * PostgreSQL: the bench's own database (CREATE INDEX CONCURRENTLY waits for every older
+   * transaction of its database).
+   */
   url: string;
   dataDir: string;
 }
-
-interface Stage {
-  records: number;
-  collections: number;
-}
-
-const SECRET = 'bench-secret'; // benchSettings' userid_hmac_secret
-const USERS = 1_000;
-const ALICE_ENTRIES = 200;
-const BUCKET = '/buckets/scale';
-const ITEMS = `${BUCKET}/collections/items`;
-const RECORDS_PATH = `/v1${ITEMS}/records`;
-/** The first record's timestamp; record i has FIRST + i (unique in the scope, in creation order). */
-const FIRST = 1_700_000_000_000;
-const ALICE = `Basic ${Buffer.from('alice:alice').toString('base64')}`;
-const userId = (name: string) =>
-  `basicauth:${createHmac('sha256', SECRET).update(`${name}:${name}`, 'utf8').digest('hex')}`;
 
 // ---------------------------------------------------------------------------------------------
 // Child: the server.
@@ -101,266 +87,7 @@ async function serve(config: ChildConfig): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parent: the data, through the import path.
-
-/** A permutation of 0..n-1 (multiplication by a prime that does not divide n, modulo n). */
-function permutation(prime: number, n: number): (i: number) => number {
-  let p = prime;
-  while (n % p === 0 || gcd(p, n) !== 1) p += 2;
-  return (i) => Number((BigInt(i) * BigInt(p)) % BigInt(n));
-}
-
-function gcd(a: number, b: number): number {
-  return b === 0 ? a : gcd(b, a % b);
-}
-
-/** The stage's export stream: the lines `quire import` reads (transfer/format.ts). */
-function* exportLines({ records, collections }: Stage): Generator<string> {
-  const alice = userId('alice');
-  const n = permutation(7_919, records);
-  const m = permutation(104_729, records);
-  const aliceEvery = Math.max(1, Math.floor(records / ALICE_ENTRIES));
-  yield JSON.stringify({ format: 'quire-export', version: 1 });
-  yield JSON.stringify({
-    object: { id: 'scale', last_modified: FIRST },
-    parent: '',
-    permissions: { write: [alice] },
-    resource: 'bucket',
-  });
-  yield JSON.stringify({
-    object: { id: 'items', indexes: ['n'], last_modified: FIRST + 1 },
-    parent: BUCKET,
-    resource: 'collection',
-  });
-  for (let c = 0; c < collections; c++) {
-    yield JSON.stringify({
-      object: { id: `m${c}`, last_modified: FIRST + 2 + c },
-      parent: BUCKET,
-      resource: 'collection',
-    });
-  }
-  yield JSON.stringify({ scope: { parent: BUCKET, resource: 'collection', timestamp: FIRST + 2 + collections } });
-  for (let c = 0; c < collections; c++)
-    yield JSON.stringify({
-      scope: { parent: `${BUCKET}/collections/m${c}`, resource: 'record', timestamp: FIRST + c },
-    });
-  const authors = Array.from({ length: USERS }, (_, u) => userId(`user${u}`));
-  for (let i = 0; i < records; i++) {
-    const permissions: Record<string, string[]> = { write: [authors[i % USERS]!] };
-    if (i % aliceEvery === 0 && i / aliceEvery < ALICE_ENTRIES) permissions.read = [alice];
-    const object = {
-      id: `r${i}`,
-      last_modified: FIRST + i,
-      n: n(i),
-      m: m(i),
-      title: `record ${i}`,
-      done: i % 3 === 0,
-      tags: ['scale', `t${i % 10}`],
-    };
-    yield JSON.stringify({ object, parent: ITEMS, permissions, resource: 'record' });
-  }
-  yield JSON.stringify({ scope: { parent: ITEMS, resource: 'record', timestamp: FIRST + records - 1 } });
-}
-
-/** Imports the stage, then builds its declared index; the time of each. */
-async function load(storage: Storage, stage: Stage): Promise<{ loadMs: number; indexMs: number }> {
-  const started = performance.now();
-  const stream = Readable.from(
-    (function* () {
-      for (const line of exportLines(stage)) yield `${line}\n`;
-    })(),
-  );
-  await importStore(storage, stream, { batchSize: 5_000, replace: true });
-  const loaded = performance.now();
-  const indexed = await storage.updateIndexes?.();
-  if (!indexed?.has('n')) throw new Error('the declared index on n was not built');
-  return { loadMs: loaded - started, indexMs: performance.now() - loaded };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Parent: the requests.
-
-interface Options {
-  samples: number;
-  budgetMs: number;
-}
-
-/**
- * The shortest duration (ms) of `request` over the samples, after two untimed calls. The best
- * of K, not the median: on a machine whose cores other work shares, a request's median mostly
- * measures how long it waited for a core; the best is what it costs.
- */
-async function best(request: () => Promise<void>, { samples, budgetMs }: Options): Promise<number> {
-  await request();
-  await request();
-  const durations: number[] = [];
-  const deadline = performance.now() + budgetMs;
-  while (durations.length < samples && (durations.length < 5 || performance.now() < deadline)) {
-    const start = performance.now();
-    await request();
-    durations.push(performance.now() - start);
-  }
-  return Math.min(...durations);
-}
-
-async function call(
-  origin: string,
-  method: string,
-  path: string,
-  expected: number,
-  { body, headers = {} }: { body?: unknown; headers?: Record<string, string> } = {},
-) {
-  const response = await fetch(`${origin}${path}`, {
-    method,
-    headers: {
-      Authorization: ALICE,
-      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (response.status !== expected)
-    throw new Error(`${method} ${path}: expected ${expected}, got ${response.status} ${text.slice(0, 300)}`);
-  return { headers: response.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-const dataLength = (body: Record<string, unknown>) => (body.data as unknown[]).length;
-
-function expectLength(what: string, actual: number, expected: number): void {
-  if (actual !== expected) throw new Error(`${what}: expected ${expected} items, got ${actual}`);
-}
-
-/** The rows of the table: a label, what its scale is (records, collections…), and the request. */
-interface Row {
-  label: string;
-  scale: 'records' | 'collections' | 'ACEs';
-  run: (origin: string, stage: Stage) => Promise<() => Promise<void>>;
-}
-
-const ROWS: Row[] = [
-  {
-    label: 'GET one record',
-    scale: 'records',
-    run:
-      async (origin, { records }) =>
-      async () =>
-        void (await call(origin, 'GET', `${RECORDS_PATH}/r${Math.floor(Math.random() * records)}`, 200)),
-  },
-  {
-    label: 'first page (100)',
-    scale: 'records',
-    run: async (origin) => async () =>
-      expectLength('first page', dataLength((await call(origin, 'GET', `${RECORDS_PATH}?_limit=100`, 200)).body), 100),
-  },
-  {
-    label: 'middle page (100, Next-Page token)',
-    scale: 'records',
-    run: async (origin, { records }) => {
-      const middle = Math.floor(records / 2);
-      const token = Buffer.from(
-        JSON.stringify({
-          last_object: { last_modified: FIRST + middle },
-          offset: records - middle,
-          nonce: 'pagination-token-scale',
-        }),
-      ).toString('base64');
-      const path = `${RECORDS_PATH}?_limit=100&_token=${encodeURIComponent(token)}`;
-      return async () =>
-        expectLength('middle page', dataLength((await call(origin, 'GET', path, 200)).body), Math.min(100, middle));
-    },
-  },
-  {
-    label: '304 poll (_since, If-None-Match)',
-    scale: 'records',
-    run: async (origin) => {
-      const etag = (await call(origin, 'GET', `${RECORDS_PATH}?_limit=1`, 200)).headers.get('etag')!;
-      const path = `${RECORDS_PATH}?_since=${etag.replaceAll('"', '')}`;
-      return async () => void (await call(origin, 'GET', path, 304, { headers: { 'If-None-Match': etag } }));
-    },
-  },
-  {
-    label: 'count (HEAD, Total-Records)',
-    scale: 'records',
-    run: async (origin) => async () => {
-      const total = Number((await call(origin, 'HEAD', RECORDS_PATH, 200)).headers.get('total-records'));
-      if (!(total > 0)) throw new Error(`count: Total-Records ${total}`);
-    },
-  },
-  ...(['n', 'm'] as const).flatMap((field): Row[] => {
-    const which = field === 'n' ? 'declared index' : 'no index';
-    return [
-      {
-        label: `filter gt_${field}= (10 of N, ${which})`,
-        scale: 'records',
-        run:
-          async (origin, { records }) =>
-          async () =>
-            expectLength(
-              `gt_${field}`,
-              dataLength(
-                (await call(origin, 'GET', `${RECORDS_PATH}?gt_${field}=${records - 11}&_limit=10`, 200)).body,
-              ),
-              10,
-            ),
-      },
-      {
-        label: `sort _sort=-${field}&_limit=10 (${which})`,
-        scale: 'records',
-        run:
-          async (origin, { records }) =>
-          async () => {
-            const { body } = await call(origin, 'GET', `${RECORDS_PATH}?_sort=-${field}&_limit=10`, 200);
-            const first = (body.data as Array<Record<string, number>>)[0]?.[field];
-            if (first !== records - 1)
-              throw new Error(`_sort=-${field}: the first record has ${field} = ${first}, not ${records - 1}`);
-          },
-      },
-    ];
-  }),
-  {
-    label: 'change monitor (GET, every collection)',
-    scale: 'collections',
-    // One page: every collection, up to storage_max_fetch_size (10,000) entries.
-    run:
-      async (origin, { collections }) =>
-      async () =>
-        expectLength(
-          'monitor',
-          dataLength((await call(origin, 'GET', '/v1/buckets/monitor/collections/changes/records', 200)).body),
-          Math.min(collections + 1, 10_000),
-        ),
-  },
-  {
-    label: `GET /permissions (${ALICE_ENTRIES + 2} entries)`,
-    scale: 'ACEs',
-    run: async (origin) => async () =>
-      expectLength(
-        'permissions',
-        dataLength((await call(origin, 'GET', '/v1/permissions', 200)).body),
-        ALICE_ENTRIES + 2,
-      ),
-  },
-  {
-    label: 'POST one record',
-    scale: 'records',
-    run: async (origin) => async () =>
-      void (await call(origin, 'POST', RECORDS_PATH, 201, { body: { data: { title: 'new', n: -1, m: -1 } } })),
-  },
-  {
-    label: 'batch of 25 creations',
-    scale: 'records',
-    run: async (origin) => {
-      const body = {
-        defaults: { method: 'POST', path: `${ITEMS}/records` },
-        requests: Array.from({ length: 25 }, (_, i) => ({
-          body: { data: { title: 'batched', n: -1 - i, m: -1 - i } },
-        })),
-      };
-      return async () => void (await call(origin, 'POST', '/v1/batch', 200, { body }));
-    },
-  },
-];
+// Parent: each stage loaded, then served and measured.
 
 interface StageResult {
   stage: Stage;
@@ -391,7 +118,9 @@ async function runBackend(backend: Backend, stages: Stage[], url: string, option
       }
       const { loadMs, indexMs } = timings;
       console.log(
-        `${backend}: ${formatNumber(stage.records)} records, ${formatNumber(stage.collections)} collections loaded through the import path in ${formatNumber(loadMs / 1000, 1)} s, the declared index built in ${formatNumber(indexMs / 1000, 1)} s`,
+        `${backend}: ${formatNumber(stage.records)} records, ${formatNumber(stage.collections)} collections ` +
+          `loaded through the import path in ${formatNumber(loadMs / 1000, 1)} s, ` +
+          `the declared index built in ${formatNumber(indexMs / 1000, 1)} s`,
       );
       let child: ChildProcess | null = null;
       try {
@@ -442,10 +171,14 @@ function table(backend: Backend, results: StageResult[]): string {
   ]);
   const all = [header, ...rows];
   const widths = header.map((_, column) => Math.max(...all.map((row) => row[column]!.length)));
-  const line = (row: string[]) =>
-    `| ${row.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
+  const pad = (cell: string, column: number) =>
+    column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!);
+  const line = (row: string[]) => `| ${row.map(pad).join(' | ')} |`;
+  const seconds = (ms: number) => `${formatNumber(ms / 1000, 1)} s`;
   return [
-    `${backend}: latency of one request, best of the samples, ms (stages loaded in ${results.map(({ loadMs }) => `${formatNumber(loadMs / 1000, 1)} s`).join(', ')}; the declared index built in ${results.map(({ indexMs }) => `${formatNumber(indexMs / 1000, 1)} s`).join(', ')})`,
+    `${backend}: latency of one request, best of the samples, ms ` +
+      `(stages loaded in ${results.map(({ loadMs }) => seconds(loadMs)).join(', ')}; ` +
+      `the declared index built in ${results.map(({ indexMs }) => seconds(indexMs)).join(', ')})`,
     '',
     line(header),
     `|${widths.map((width, column) => `${'-'.repeat(width + 1)}${column < 2 ? '-' : ':'}`).join('|')}|`,
@@ -491,7 +224,9 @@ async function main(): Promise<void> {
   const stages = parseStages(values.stages);
   const options: Options = { samples: Math.max(5, Number(values.samples)), budgetMs: Number(values.budget) * 1000 };
   const date = new Date().toISOString();
-  const header = `Quire at scale, ${date}; Node ${process.version}, ${cpus().length} CPUs; best of ${options.samples} sequential requests (at least 5 within ${values.budget} s)`;
+  const header =
+    `Quire at scale, ${date}; Node ${process.version}, ${cpus().length} CPUs; ` +
+    `best of ${options.samples} sequential requests (at least 5 within ${values.budget} s)`;
   console.log(`${header}\n`);
   const started = performance.now();
   const tables: string[] = [];

@@ -2,11 +2,15 @@
  * Micro benchmark of the storage backends, in process (no HTTP): what one request costs the
  * store. The embedded store's target is at least half PostgreSQL's speed on every workload.
  *
- *   node --conditions=@quire/source --import tsx bench/storage.ts [sqlite-file,sqlite-normal,sqlite-memory,pglite,postgresql]
+ *   node --conditions=@quire/source --import tsx bench/storage.ts \
+ *     [sqlite-file,sqlite-file-alone,sqlite-normal,sqlite-memory,pglite,postgresql]
  *
  * Each backend gets a scope of 10,000 objects, then: a get by id, a page of 100 (newest first),
  * a filter on a data field over the 10,000, a page of 100 sorted by a data field, one create in
- * its own transaction, 25 creates in one transaction. PostgreSQL is QUIRE_TEST_PG_URL (default: the test server), in a throw-away schema.
+ * its own transaction, one create per transaction from 16 writers at once (µs per create), 25
+ * creates in one transaction. `sqlite-file-alone` is `sqlite-file` committing each transaction
+ * alone (no group commit). PostgreSQL is QUIRE_TEST_PG_URL (default: the test server), in a
+ * throw-away schema.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -88,6 +92,14 @@ async function run(backend: Backend): Promise<Record<string, number>> {
       'create 1 (own transaction)': await measure(() =>
         storage.transaction((session) => session.objects.create(writes, randomUUID(), record(1))),
       ),
+      // 16 writers at once, as 16 requests do: what group commit (commit-groups.ts) is for.
+      'create 1, 16 writers at once': await measure(() =>
+        Promise.all(
+          Array.from({ length: 16 }, () =>
+            storage.transaction((session) => session.objects.create(writes, randomUUID(), record(1))),
+          ),
+        ),
+      ).then((perRound) => perRound / 16),
       '25 creates in 1 transaction': await measure(() =>
         storage.transaction(async (session) => {
           for (let i = 0; i < 25; i++) await session.objects.create(writes, randomUUID(), record(i));
@@ -105,6 +117,10 @@ async function main(): Promise<void> {
   const schema = newSchemaName();
   const backends: Backend[] = [
     { name: 'sqlite-file', open: () => createSqliteStorage({ path: join(dir, 'full.db') }) },
+    {
+      name: 'sqlite-file-alone',
+      open: () => createSqliteStorage({ path: join(dir, 'alone.db'), groupCommitMax: 1 }),
+    },
     { name: 'sqlite-normal', open: () => createSqliteStorage({ path: join(dir, 'normal.db'), synchronous: 'NORMAL' }) },
     { name: 'sqlite-memory', open: () => createSqliteStorage() },
     { name: 'pglite', open: () => createPgliteStorage() },

@@ -95,7 +95,8 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: args.url });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const storageUrl = `${args.url}${args.url!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const storageUrl =
+    `${args.url}${args.url!.includes('?') ? '&' : '?'}` + `options=${encodeURIComponent(`-c search_path=${schema}`)}`;
   let server: ChildProcess | undefined;
   const streams: http.ClientRequest[] = [];
   try {
@@ -138,17 +139,22 @@ async function main(): Promise<void> {
     const after = await memory(server);
     const kb = (bytes: number) => (bytes / 1024).toFixed(1);
     console.log(
-      `node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, each stream following a bucket of 3 collections`,
+      `node ${process.version}; ${count} idle streams on one quire process (PostgreSQL store), ${users} users, ` +
+        'each stream following a bucket of 3 collections',
     );
     console.log(
-      `  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ${kb((after.rss - before.rss) / count)} KB per stream`,
+      `  RSS           ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(after.rss / 2 ** 20).toFixed(0)} MB: ` +
+        `${kb((after.rss - before.rss) / count)} KB per stream`,
     );
     console.log(
-      `  heap+external ${(before.heap / 2 ** 20).toFixed(0)} MB -> ${(after.heap / 2 ** 20).toFixed(0)} MB: ${kb((after.heap - before.heap) / count)} KB per stream (after a full GC)`,
+      `  heap+external ${(before.heap / 2 ** 20).toFixed(0)} MB -> ${(after.heap / 2 ** 20).toFixed(0)} MB: ` +
+        `${kb((after.heap - before.heap) / count)} KB per stream (after a full GC)`,
     );
     const native = (memory: Memory) => memory.rss - memory.heapTotal;
     console.log(
-      `  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ${kb((native(after) - native(before)) / count)} KB per stream; V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`,
+      `  outside V8's heap (RSS - heap reserved: sockets, parsers, allocator) ` +
+        `${kb((native(after) - native(before)) / count)} KB per stream; ` +
+        `V8 heap reserved ${kb((after.heapTotal - before.heapTotal) / count)} KB per stream`,
     );
   } finally {
     for (const stream of streams) stream.destroy();

@@ -18,7 +18,10 @@ export function benchSettings(overrides: Partial<Settings> = {}) {
   });
 }
 
-/** The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates. bench/http.ts computes the same in SQL. */
+/**
+ * The id of record number i (1-based): a UUID-shaped string, like the ids Quire generates.
+ * bench/http.ts computes the same in SQL.
+ */
 export function recordId(i: number): string {
   const hex = createHash('md5').update(`bench-${i}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
@@ -45,7 +48,8 @@ export async function load(name: string, options: autocannon.Options, expected: 
   const bad = counts.filter(([code]) => Number(code) !== expected);
   if (bad.length > 0 || result.errors > 0 || good === 0) {
     throw new Error(
-      `${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ${result.errors} errors (timeouts included)`,
+      `${name}: expected only ${expected}, got ${JSON.stringify(Object.fromEntries(counts))}, ` +
+        `${result.errors} errors (timeouts included)`,
     );
   }
   return { count: good, requestsPerSecond: good / result.duration, p50: result.latency.p50, p99: result.latency.p99 };

@@ -104,7 +104,9 @@ try {
   const exported = await exportTo(source!, first);
   const size = (await stat(first)).size;
   console.log(
-    `export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ${Math.round(exported.count / (exported.ms / 1000))} objects/s (${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`,
+    `export: ${exported.count} objects in ${(exported.ms / 1000).toFixed(1)} s = ` +
+      `${Math.round(exported.count / (exported.ms / 1000))} objects/s ` +
+      `(${(size / 1e6).toFixed(0)} MB, ${(size / 1e6 / (exported.ms / 1000)).toFixed(1)} MB/s)`,
   );
   const started = performance.now();
   const { objects: imported } = await importStore(target!, createReadStream(first), {
@@ -113,12 +115,14 @@ try {
   });
   const importMs = performance.now() - started;
   console.log(
-    `import: ${imported} objects in ${(importMs / 1000).toFixed(1)} s = ${Math.round(imported / (importMs / 1000))} objects/s`,
+    `import: ${imported} objects in ${(importMs / 1000).toFixed(1)} s = ` +
+      `${Math.round(imported / (importMs / 1000))} objects/s`,
   );
   const second = join(dir, 'second.ndjson');
   const again = await exportTo(target!, second);
   console.log(
-    `export of the imported store: ${again.count} objects in ${(again.ms / 1000).toFixed(1)} s = ${Math.round(again.count / (again.ms / 1000))} objects/s`,
+    `export of the imported store: ${again.count} objects in ${(again.ms / 1000).toFixed(1)} s = ` +
+      `${Math.round(again.count / (again.ms / 1000))} objects/s`,
   );
   const [a, b] = await Promise.all([sha256(first), sha256(second)]);
   console.log(`round trip byte-identical: ${a === b ? 'yes' : 'NO'} (sha256 ${a.slice(0, 16)}…)`);

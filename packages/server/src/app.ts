@@ -3,7 +3,7 @@
  * `cli.ts` does, tests use `inject()` or `listen({ port: 0 })`.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { createAccountPolicy, registerAccounts } from './accounts/index.js';
 import { registerAttachments } from './attachments/index.js';
 import { authenticate } from './auth/authenticate.js';
@@ -19,6 +19,7 @@ import { registerQuotas } from './quotas/index.js';
 import { createClientErrorHandler, refuseConnect, refuseExpectation } from './http/client-errors.js';
 import { registerContentNegotiation } from './http/content.js';
 import { registerQueryLimits } from './http/query-limits.js';
+import { sessionBudget } from './http/session-budget.js';
 import { registerErrorHandler, toApiError } from './http/error-handler.js';
 import { registerHeaders } from './http/headers.js';
 import { createNotFoundHandler } from './http/redirects.js';
@@ -34,6 +35,7 @@ import { extendResource } from './engine/extensions.js';
 import { registerResource } from './engine/routes.js';
 import { RESOURCES } from './resources/registry.js';
 import { SCHEMA_CAPABILITY } from './schema/validator.js';
+import { PARTIAL_REPLICAS_CAPABILITY } from './engine/unmatched.js';
 import type { Storage } from './storage/types.js';
 import { UnitOfWork } from './unit-of-work.js';
 import { registerAdmin } from './views/admin.js';
@@ -73,15 +75,38 @@ function createPolicies(settings: Settings): AuthPolicy[] {
   });
 }
 
+/** The capabilities a setting turns on (the features that register themselves add theirs). */
+function settingCapabilities(settings: Settings): Record<string, { description: string; url: string }> {
+  return {
+    ...(settings.experimental_collection_schema_validation ? { schema: { ...SCHEMA_CAPABILITY } } : {}),
+    ...(settings.partial_replicas_enabled ? { partial_replicas: { ...PARTIAL_REPLICAS_CAPABILITY } } : {}),
+  };
+}
+
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const settings = options.settings ?? loadSettings();
   let app: FastifyInstance | undefined;
   const events = new EventBus(() => app?.log);
-  const metrics = settings.metrics_enabled ? new Metrics(options.storage) : null;
-  const storage = metrics ? metrics.instrument(options.storage) : options.storage;
+  const services = await createServices(settings, options.storage, events);
+  app = Fastify(fastifyOptions(settings, options.logger));
+  app.decorate('services', services);
+  app.server.on('checkExpectation', refuseExpectation);
+  app.server.on('connect', refuseConnect);
+  // Configured listeners, in their settings' order; closing the server flushes what they hold.
+  for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
+  app.addHook('onClose', () => events.close());
+  registerRequestHooks(app, services, events);
+  await registerRoutes(app, services);
+  await app.ready();
+  return app;
+}
+
+/** What every part of the server shares: settings, store, policies, capabilities, events. */
+async function createServices(settings: Settings, store: Storage, events: EventBus): Promise<Services> {
+  const metrics = settings.metrics_enabled ? new Metrics(store) : null;
   const services: Services = {
     settings,
-    storage,
+    storage: metrics ? metrics.instrument(store) : store,
     authorizer: new Authorizer(settings),
     policies: createPolicies(settings),
     version: VERSION,
@@ -93,13 +118,13 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   };
   for (const policy of services.policies) await policy.init?.();
   for (const policy of services.policies) if (policy.capability) services.capabilities[policy.name] = policy.capability;
-  if (settings.experimental_collection_schema_validation) services.capabilities.schema = { ...SCHEMA_CAPABILITY };
+  Object.assign(services.capabilities, settingCapabilities(settings));
+  return services;
+}
 
-  app = Fastify({
-    logger:
-      options.logger === false
-        ? false
-        : loggerOptions(settings, typeof options.logger === 'object' ? options.logger : {}),
+function fastifyOptions(settings: Settings, logger: BuildServerOptions['logger']) {
+  return {
+    logger: logger === false ? false : loggerOptions(settings, typeof logger === 'object' ? logger : {}),
     // observability/request-log.ts writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.max_body_bytes,
@@ -115,32 +140,32 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     // X-Forwarded-* (client address, scheme, host) only behind a proxy that sets them (base-url.ts).
     trustProxy: settings.trust_proxy,
     // Malformed URLs (invalid UTF-8 escapes...) get the protocol's error body (§0).
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error: Error, _request: FastifyRequest, reply: FastifyReply) => {
       const apiError = toApiError(error, settings);
       void reply
         .code(apiError.status as never)
         .type('application/json')
         .send(apiError.toBody() as never);
     },
-  });
-  app.decorate('services', services);
-  app.server.on('checkExpectation', refuseExpectation);
-  app.server.on('connect', refuseConnect);
-  // Configured listeners, in their settings' order; closing the server flushes what they hold.
-  for (const listener of await createListeners(settings.event_listeners, () => app?.log)) events.subscribe(listener);
-  app.addHook('onClose', () => events.close());
+  };
+}
+
+/** The hooks every request passes, in order: its unit of work, errors, logs, headers, input, identity. */
+function registerRequestHooks(app: FastifyInstance, services: Services, events: EventBus): void {
+  const { settings } = services;
   app.decorateRequest('identity', null as never);
   app.decorateRequest('work', null as never);
   // First of all: a batch's sub-request (or a request re-run by this process) joins the unit of
   // work it was given; any other request gets its own.
-  app.addHook('onRequest', (request, _reply, done) => {
-    request.work = dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events);
+  app.addHook('onRequest', (request, reply, done) => {
+    request.work =
+      dispatchedWork(request.raw) ?? new UnitOfWork(services.storage, events, false, sessionBudget(request, reply));
     done();
   });
 
   registerErrorHandler(app, settings);
   registerRequestLog(app);
-  registerMetrics(app, settings, metrics);
+  registerMetrics(app, settings, services.metrics);
   registerHeaders(app, settings);
   registerContentNegotiation(app);
   registerQueryLimits(app);
@@ -165,7 +190,10 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     const auth = { headers: request.headers, ip: request.ip, read: request.work.read.bind(request.work) };
     request.identity = await authenticate(services.policies, auth);
   });
+}
 
+/** The views, the features' routes, then the engine's resources (with the features' extensions). */
+async function registerRoutes(app: FastifyInstance, services: Services): Promise<void> {
   registerOpenApi(app);
   registerHello(app);
   registerUtilities(app);
@@ -179,7 +207,4 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   registerAccounts(app);
   await registerAttachments(app);
   for (const def of RESOURCES) registerResource(app, extendResource(def, services.resourceExtensions));
-
-  await app.ready();
-  return app;
 }

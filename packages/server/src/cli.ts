@@ -149,7 +149,8 @@ function explain(error: unknown): { line: string; code: number } | undefined {
     const where = error.message;
     const line =
       code === 'EADDRINUSE'
-        ? `${where}: the address is in use by another process (EADDRINUSE): set port (QUIRE_PORT) or host (QUIRE_HOST), or stop that process`
+        ? `${where}: the address is in use by another process (EADDRINUSE): set port (QUIRE_PORT) or host ` +
+          '(QUIRE_HOST), or stop that process'
         : code === 'EADDRNOTAVAIL'
           ? `${where}: ${error.host} is not an address of this host (EADDRNOTAVAIL): set host (QUIRE_HOST)`
           : code === 'EACCES'
@@ -165,18 +166,24 @@ function explain(error: unknown): { line: string; code: number } | undefined {
     case 'no-database': {
       const name = databaseName(storageUrl) ?? '(the default database)';
       return {
-        line: `database "${name}" does not exist on PostgreSQL at ${target}: create it (e.g. createdb ${name}) or fix storage_url`,
+        line:
+          `database "${name}" does not exist on PostgreSQL at ${target}: create it (e.g. createdb ${name}) or ` +
+          'fix storage_url',
         code: EXIT.CONFIG,
       };
     }
     case 'credentials':
       return {
-        line: `PostgreSQL at ${target} refused the credentials of storage_url (${rootMessage(error)}): fix the user or password in storage_url`,
+        line:
+          `PostgreSQL at ${target} refused the credentials of storage_url (${rootMessage(error)}): fix the user ` +
+          'or password in storage_url',
         code: EXIT.CONFIG,
       };
     case 'unavailable': // reached, then lost (e.g. while migrating)
       return {
-        line: `PostgreSQL at ${target} became unavailable (${rootMessage(error)}): check that the database is up, then try again`,
+        line:
+          `PostgreSQL at ${target} became unavailable (${rootMessage(error)}): check that the database is up, ` +
+          'then try again',
         code: EXIT.DATABASE_UNAVAILABLE,
       };
     default:

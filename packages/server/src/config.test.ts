@@ -138,7 +138,7 @@ describe('settings', () => {
     expect(() => composeSettings({ port: SETTINGS.port }, { port: SETTINGS.port })).toThrow(/port is declared twice/);
   });
 
-  it('has the README settings table the schemas give (pnpm --filter @quire/server settings:docs rewrites it)', async () => {
+  it('has the README settings table the schemas give (settings:docs rewrites it)', async () => {
     const { readFileSync } = await import('node:fs');
     const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
     expect(tableIn(readme), 'README settings table out of date: run pnpm --filter @quire/server settings:docs').toBe(

@@ -178,7 +178,8 @@ function refuseUnknownVariables(env: NodeJS.ProcessEnv): void {
     .sort()
     .map((name) => `${name}${suggestion(name.slice('QUIRE_'.length).toLowerCase(), envName)}`);
   throw new ConfigError(
-    `Unknown environment variable${unknown.length > 1 ? 's' : ''} ${named.join(', ')}: not a setting (see the README's settings table)`,
+    `Unknown environment variable${unknown.length > 1 ? 's' : ''} ${named.join(', ')}: not a setting (see the ` +
+      "README's settings table)",
   );
 }
 

@@ -11,8 +11,16 @@ import type { Metrics } from './observability/metrics.js';
 import type { Authorizer } from './permission/authorizer.js';
 import type { ResourceExtension } from './engine/extensions.js';
 import type { Storage } from './storage/types.js';
-import type { UnitOfWork } from './unit-of-work.js';
+import type { EventSource, UnitOfWork } from './unit-of-work.js';
 import type { RequestQuery } from './engine/request-input.js';
+import type { EngineCall } from './engine/request.js';
+
+/** Who asks for a call under `/buckets/default`: identity and unit of work, and the request its events name. */
+export interface PersonalCaller {
+  identity: Identity;
+  work: UnitOfWork;
+  source: EventSource;
+}
 
 export interface Services {
   settings: Settings;
@@ -34,7 +42,12 @@ export interface Services {
    * request's unit of work, as any request under `/buckets/default/…` does; returns the bucket id.
    */
   ensurePersonalCollection?: (request: FastifyRequest, collectionId: string) => Promise<string>;
-  /** Hooks features add to the protocol's resources (attachments on records…), applied when the routes are registered. */
+  /**
+   * A request under `/buckets/default` checked, with its implicit creations made, as the same
+   * request on the caller's real bucket (views/default-bucket.ts), when that feature is enabled.
+   */
+  personalCall?: (caller: PersonalCaller, call: EngineCall) => Promise<EngineCall>;
+  /** Hooks features add to the protocol's resources (attachments on records…), applied as the routes register. */
   resourceExtensions: ResourceExtension[];
   /** Checks of `__heartbeat__` beside the storage's, by name (a feature's backend). */
   heartbeats: Record<string, () => Promise<boolean>>;

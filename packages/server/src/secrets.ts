@@ -1,7 +1,8 @@
 /**
  * The HMAC secret of Basic Auth user ids (and, by derivation, of personal bucket ids) must be
- * stable across restarts (ids would change) and shared by every process. On the embedded store we keep a random one in the data directory;
- * on PostgreSQL, where several processes serve one database, the operator must set it.
+ * stable across restarts (ids would change) and shared by every process. On the embedded store we
+ * keep a random one in the data directory; on PostgreSQL, where several processes serve one
+ * database, the operator must set it.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,8 @@ export function resolveSecrets<T extends ModuleSettings>(settings: T): T {
   if (settings.storage_url && !settings.multiauth_policies.includes('basicauth')) return settings;
   if (settings.storage_url) {
     throw new ConfigError(
-      'Setting userid_hmac_secret (QUIRE_USERID_HMAC_SECRET) is required on PostgreSQL: every server process must share it.',
+      'Setting userid_hmac_secret (QUIRE_USERID_HMAC_SECRET) is required on PostgreSQL: every server process ' +
+        'must share it.',
     );
   }
   const dir = resolve(settings.data_dir);

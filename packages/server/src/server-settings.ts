@@ -22,7 +22,8 @@ export const SERVER_SETTINGS = {
     maximum: 1024,
     auto: availableParallelism,
     description:
-      'Server processes `quire start` runs on the one port (`auto`: one per core). Above 1, PostgreSQL only; each has its own pool of `storage_pool_size` connections.',
+      'Server processes `quire start` runs on the one port (`auto`: one per core). Above 1, PostgreSQL only; ' +
+      'each has its own pool of `storage_pool_size` connections.',
   }),
   readonly: Type.Boolean({ default: false, description: 'Refuse every write with 405.' }),
   project_name: Type.String({ default: 'quire', description: 'Name shown in `GET /`.' }),

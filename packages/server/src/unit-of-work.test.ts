@@ -52,7 +52,7 @@ describe('UnitOfWork', () => {
     });
   }
 
-  it('delivers its events in the transaction, then after commit, then runs the work registered for after commit', async () => {
+  it('delivers its events in the transaction, then after commit, then runs the after-commit work', async () => {
     const bus = new EventBus();
     const { seen, subscriber } = recorder();
     bus.subscribe(subscriber);
@@ -105,25 +105,29 @@ describe('UnitOfWork', () => {
     expect(await storage.read((session) => session.objects.get(scope, 'two'))).toBeNull();
   });
 
-  it('lets work inside an open unit join its session: one transaction, its events delivered once at the end (a batch)', async () => {
-    const bus = new EventBus();
-    const { seen, subscriber } = recorder();
-    bus.subscribe(subscriber);
-    const batch = new UnitOfWork(storage, bus, true);
-    await batch.run('write', async (outer) => {
-      await create(batch, 'three');
-      await create(batch, 'four');
-      // Both in the outer transaction: visible to it before commit.
-      expect(await outer.objects.get(scope, 'four')).not.toBeNull();
-      expect(seen).toEqual([]);
-    });
-    expect(seen).toEqual([
-      { phase: 'in-transaction', ids: ['three', 'four'] },
-      { phase: 'after-commit', ids: ['three', 'four'] },
-    ]);
-  });
+  it(
+    'lets work inside an open unit join its session: one transaction, its events delivered once at the end (a ' +
+      'batch)',
+    async () => {
+      const bus = new EventBus();
+      const { seen, subscriber } = recorder();
+      bus.subscribe(subscriber);
+      const batch = new UnitOfWork(storage, bus, true);
+      await batch.run('write', async (outer) => {
+        await create(batch, 'three');
+        await create(batch, 'four');
+        // Both in the outer transaction: visible to it before commit.
+        expect(await outer.objects.get(scope, 'four')).not.toBeNull();
+        expect(seen).toEqual([]);
+      });
+      expect(seen).toEqual([
+        { phase: 'in-transaction', ids: ['three', 'four'] },
+        { phase: 'after-commit', ids: ['three', 'four'] },
+      ]);
+    },
+  );
 
-  it('refuses events and after-commit work outside a session, and logs a failure after commit without failing', async () => {
+  it('refuses events and after-commit work outside a session, logs a failure after commit, never fails', async () => {
     const logged: unknown[] = [];
     const bus = new EventBus(() => ({ error: (entry: unknown) => logged.push(entry) }) as never);
     bus.subscribe(recorder().subscriber);

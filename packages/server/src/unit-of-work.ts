@@ -16,7 +16,7 @@ import type { Identity } from './auth/policy.js';
 import { splitUrl } from './http/url.js';
 import type { EventBus } from './events/bus.js';
 import type { Action, EventPayload, ImpactedObject, ResourceEvent } from './events/types.js';
-import type { Storage, StorageSession } from './storage/types.js';
+import type { SessionOptions, Storage, StorageSession } from './storage/types.js';
 
 export type SessionMode = 'read' | 'write';
 
@@ -90,19 +90,25 @@ interface OpenSession {
 export class UnitOfWork {
   readonly #storage: Storage;
   readonly #bus: EventBus;
+  readonly #budget: (() => SessionOptions) | undefined;
   #open: OpenSession | null = null;
 
   /**
    * @param batch true for the unit a batch opens for its sub-requests: a request that runs in
    *   it is a batch's sub-request (quieter logs, login metrics counted once by the batch).
+   * @param budget what the store is told of the request when a session opens (asked then: the
+   *   caller is known by that time): its signal, which cancels the session's statements, and its
+   *   owner, who shares the store's connections fairly with the others (issue 36).
    */
   constructor(
     storage: Storage,
     bus: EventBus,
     readonly batch = false,
+    budget?: () => SessionOptions,
   ) {
     this.#storage = storage;
     this.#bus = bus;
+    this.#budget = budget;
   }
 
   /**
@@ -143,7 +149,7 @@ export class UnitOfWork {
   /** `fn` on the open session, or on plain reads: for reads that emit nothing (authentication). */
   read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
     const open = this.#open;
-    return open ? fn(open.session) : this.#storage.read(fn);
+    return open ? fn(open.session) : this.#storage.read(fn, this.#budget?.());
   }
 
   async #complete<T>(mode: SessionMode, fn: (session: StorageSession) => Promise<T>): Promise<T> {
@@ -163,7 +169,8 @@ export class UnitOfWork {
         this.#open = null;
       }
     };
-    const result = await (mode === 'read' ? this.#storage.read(body) : this.#storage.transaction(body));
+    const budget = this.#budget?.();
+    const result = await (mode === 'read' ? this.#storage.read(body, budget) : this.#storage.transaction(body, budget));
     const committed = open as OpenSession | null;
     if (committed?.events) bus.deliverAfterCommit(committed.events.stamped());
     if (committed?.afterCommit) {

@@ -55,6 +55,14 @@ export async function runCluster(options: ClusterOptions): Promise<Cluster | nul
   return supervise(options);
 }
 
+/** The wait before a dead worker's replacement starts: it grows with the deaths of the last window. */
+function nextRestartDelay(deaths: number[]): number {
+  const now = Date.now();
+  deaths.push(now);
+  while (deaths[0]! <= now - BACKOFF_WINDOW_MS) deaths.shift();
+  return backoffDelay({ firstMs: FIRST_RESTART_DELAY_MS, maxMs: MAX_RESTART_DELAY_MS }, deaths.length - 1);
+}
+
 function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
   return new Promise((resolve) => {
     const live = new Set<Worker>();
@@ -66,9 +74,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
     let stopping = false;
     let exitCode = 0;
 
-    const exitWhenAllGone = () => {
-      if (stopping && live.size === 0) process.exit(exitCode);
-    };
+    const exitWhenAllGone = () => stopping && live.size === 0 && process.exit(exitCode);
 
     const stop = (code: number) => {
       if (stopping) return;
@@ -105,10 +111,7 @@ function supervise({ workers: count, log }: ClusterOptions): Promise<Cluster> {
         stop(code !== null && code > 0 ? code : EXIT.FAILURE);
         return;
       }
-      const now = Date.now();
-      deaths.push(now);
-      while (deaths[0]! <= now - BACKOFF_WINDOW_MS) deaths.shift();
-      const delay = backoffDelay({ firstMs: FIRST_RESTART_DELAY_MS, maxMs: MAX_RESTART_DELAY_MS }, deaths.length - 1);
+      const delay = nextRestartDelay(deaths);
       log(`worker ${worker.process.pid} died (${how}); starting another in ${delay} ms`);
       const timer = setTimeout(() => {
         restarts.delete(timer);

@@ -403,7 +403,7 @@ describe('login failure limits', () => {
     await app?.close();
     app = null;
   });
-  it('answers 429 errno 117 with Retry-After once an address used up its wrong passwords for an account, even with the right one', async () => {
+  it('answers 429 errno 117 + Retry-After to an address out of wrong passwords, even with the right one', async () => {
     app = await buildServer({
       storage,
       logger: false,

@@ -269,7 +269,7 @@ for (const fileBackend of FILE_BACKENDS) {
       expect(await files.notes()).toEqual([]);
     });
 
-    it('refuses a file over max_size with 413, from its Content-Length or as it streams, and keeps nothing', async () => {
+    it('refuses a file over max_size with 413 (by Content-Length or as it streams) and keeps nothing', async () => {
       const app = await server({ attachment_max_size: 1000 });
       const { endpoint } = await place(app);
       const before = await files.list();
@@ -532,7 +532,7 @@ for (const fileBackend of FILE_BACKENDS) {
       expect((await app.inject({ url: `${record}404/attachment`, headers: alice })).statusCode).toBe(404);
     });
 
-    it('quire export / import carry the file index: imported records keep their files, deleting them removes the files', async () => {
+    it('export/import carry the file index: imported records keep their files, deleting removes them', async () => {
       const app = await server();
       const { record, endpoint } = await place(app);
       const attachment = (await upload(app, endpoint, photo('moved'))).json<Attachment>();

@@ -22,7 +22,7 @@ describeOnBackends('a bystander’s change stream (issue 29, defect 2)', { timeo
     for (const item of open.splice(0).reverse()) await item.close();
   });
 
-  it('refuses ids longer than max_object_id_length, which no URL could address, and says the limit in GET /', async () => {
+  it('refuses ids over max_object_id_length (no URL could address them) and says the limit in GET /', async () => {
     const app = await serverWith({});
     open.push(app);
     const bucket = name('pub');
@@ -73,7 +73,7 @@ describeOnBackends('a bystander’s change stream (issue 29, defect 2)', { timeo
     ).toBe(201);
   });
 
-  it('gives a bystander’s new stream its status line, every entry and its own changes, however many entries a stranger made readable', async () => {
+  it('a bystander’s new stream: status line, every entry, its changes, however many a stranger opened', async () => {
     // A small buffer allowance, as in the report: 400 short collections were enough to cut every new stream.
     const app = await serverWith({
       changes_stream_max_buffer_bytes: 20_000,

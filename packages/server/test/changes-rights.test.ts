@@ -39,7 +39,7 @@ describeOnBackends(
       for (const item of open.splice(0).reverse()) await item.close();
     });
 
-    it('announces a deleted collection to those who could read it: above every timestamp it served, with _since and on streams', async () => {
+    it('announces a deleted collection to its readers above all it served, with _since and on streams', async () => {
       const app = await serverWith({ changes_stream_coalesce_ms: 0 });
       open.push(app);
       const b = name('b');
@@ -101,7 +101,7 @@ describeOnBackends(
       });
     });
 
-    it('announces the collections of a deleted bucket, then gives nothing of a bucket re-created with that name to the members of its old groups', async () => {
+    it('announces the collections of a deleted bucket; its re-created namesake gives old groups nothing', async () => {
       const app = await serverWith({ changes_stream_coalesce_ms: 0 });
       open.push(app);
       const b = name('b');

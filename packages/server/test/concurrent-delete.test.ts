@@ -44,10 +44,12 @@ describe.skipIf(pgReason !== undefined)('concurrent deletions of a record, on Po
       // The other process deletes r as the storage does: scope lock first, then the tombstone.
       await other.query('BEGIN');
       await other.query(
-        `UPDATE timestamps SET last_modified = last_modified + 1 WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record'`,
+        'UPDATE timestamps SET last_modified = last_modified + 1 ' +
+          `WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record'`,
       );
       await other.query(
-        `UPDATE objects SET deleted = TRUE, data = '{"deleted": true}' WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r'`,
+        `UPDATE objects SET deleted = TRUE, data = '{"deleted": true}' ` +
+          `WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r'`,
       );
 
       // Ours waits for the record the other holds.

@@ -236,7 +236,8 @@ function raceSuite(
           const expected = expectedStored === 'winner' ? won : undefined; // nothing exists after a deletion
           if (!isDeepStrictEqual(existing, expected)) {
             problems.push(
-              `a 412 showed details.existing ${JSON.stringify(existing)}, not ${expected ? `the winner's ${JSON.stringify(expected)}` : 'nothing'}`,
+              `a 412 showed details.existing ${JSON.stringify(existing)}, ` +
+                `not ${expected ? `the winner's ${JSON.stringify(expected)}` : 'nothing'}`,
             );
             break;
           }

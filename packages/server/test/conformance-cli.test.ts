@@ -342,7 +342,8 @@ describe('quire-conformance options (embedded store)', () => {
       const report = readJsonReport(dir);
       const failed = report.tests.filter((t) => t.outcome === 'failed');
       expect(failed.map((t) => t.id)).toEqual([
-        'errors.test.ts > §1.1 error envelope per status > 413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
+        'errors.test.ts > §1.1 error envelope per status > ' +
+          '413 errno 113 for a body over the advertised limit (QUIRE_CONFORMANCE_MAX_BODY_BYTES)',
       ]);
       expect(failed[0]?.exchanges?.at(-1)?.request.method).toBe('POST');
       expect(failed[0]?.exchanges?.at(-1)?.response.status).toBe(201);
@@ -365,7 +366,10 @@ describe('quire-conformance options (embedded store)', () => {
         `{
   // This deployment's body limit is larger than what the operator told the suite.
   "deviations": [
-    { "test": "errors.test.ts > * > 413 errno 113 *", "reason": "the limit given on the command line is deliberately too low" },
+    {
+      "test": "errors.test.ts > * > 413 errno 113 *",
+      "reason": "the limit given on the command line is deliberately too low"
+    },
     { "test": "/never matches anything/", "reason": "unused entries are harmless" }
   ]
 }`,

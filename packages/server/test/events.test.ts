@@ -154,7 +154,7 @@ describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
     expect(reads[1]!.impactedObjects.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('§10.4 a batch is one request: events grouped by (resource, parent, action), in order of first occurrence', async () => {
+  it('§10.4 a batch is one request: events grouped by (resource, parent, action), by first occurrence', async () => {
     const res = await app.inject({
       method: 'POST',
       url: '/v1/batch',
@@ -182,7 +182,7 @@ describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
     expect(events[0]!.impactedObjects.map((item) => item.new.id)).toEqual(['g1', 'g2']);
   });
 
-  it('§10.4 a failing in-transaction listener fails the request (500) and rolls it back; nothing reaches after-commit', async () => {
+  it('§10.4 a failing in-transaction listener: 500, the request rolled back, nothing after-commit', async () => {
     recorder.failOn = 'boom';
     const res = await app.inject({ method: 'PUT', url: '/v1/buckets/b/collections/c/records/boom', headers: alice });
     expect(res.statusCode).toBe(500);
@@ -242,7 +242,7 @@ describeOnBackends('events (§10)', { timeout: 30_000 }, (backend) => {
     expect(created.map((event) => event.impactedObjects[0]!.new.id)).toEqual(['forged1', 'forged2']);
   });
 
-  it('a sub-request naming another batch in its headers still runs in its own batch (rolled back with it)', async () => {
+  it('a sub-request naming another batch in its headers runs in its own batch (rolled back with it)', async () => {
     recorder.failOn = 'boom3';
     const res = await app.inject({
       method: 'POST',

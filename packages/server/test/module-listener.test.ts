@@ -19,7 +19,10 @@ const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, im
 const workDir = mkdtempSync(join(tmpdir(), 'quire-listener-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
-/** A line of the audit listener (fixtures/audit-listener.mjs): the event, in the transaction or after commit; its close. */
+/**
+ * A line of the audit listener (fixtures/audit-listener.mjs): the event, in the transaction or
+ * after commit; its close.
+ */
 type AuditLine =
   | ({ listener: string; phase: 'transaction' } & ListenerEvent)
   | { listener: string; phase: 'committed'; payload: EventPayload }

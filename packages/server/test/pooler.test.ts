@@ -53,7 +53,7 @@ describe.skipIf(reason !== undefined)(
       await deployment?.close();
     }, 60_000);
 
-    it('live sync: a change through one process reaches streams held by the others, groups included, and resuming misses nothing', async () => {
+    it('live sync: a change via one process reaches streams on others, groups too; resuming misses none', async () => {
       const [a, b, c] = deployment.urls as [string, string, string];
       expect((await call(a, 'PUT', '/buckets/live')).status).toBe(201);
       expect((await call(a, 'PUT', '/buckets/live/collections/tasks')).status).toBe(201);

@@ -79,7 +79,7 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     });
   });
 
-  it('a quota refusal is logged as a client error: one request line at warn, no error line, no stack (issue 29)', async () => {
+  it('a quota refusal is logged as a client error: a request line at warn, no error or stack (issue 29)', async () => {
     const { stream, lines } = logCapture();
     const settings = testSettings({
       log_level: 'info',
@@ -140,7 +140,7 @@ describeOnBackends('quotas (§13.6)', { timeout: 60_000 }, (backend) => {
     expect((await put(app, '/buckets/q1/collections/c/records/c')).statusCode).toBe(507);
   });
 
-  it('bucket max_bytes counts the bucket, its collections, groups and records, id and last_modified included', async () => {
+  it('bucket max_bytes counts it, its collections, groups and records, id and last_modified included', async () => {
     const app = await backend.serverWith({ quotas_enabled: true, quotas_buckets: { q2: { max_bytes: 400 } } });
     const sizes: number[] = [];
     const keep = (res: Awaited<ReturnType<typeof put>>) => {

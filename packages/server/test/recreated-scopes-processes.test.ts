@@ -32,7 +32,7 @@ describe.skipIf(pgReason !== undefined)(
     beforeAll(() => runAsAdmin(`CREATE SCHEMA ${schema}`));
     afterAll(() => dropSchema(schema));
 
-    it('writes on A racing a delete + re-create on B: survivors are above every lost record, and no old ETag is answered 304', async () => {
+    it('writes on A racing delete + re-create on B: survivors above every lost record, no old ETag 304', async () => {
       const a = await start(['start'], env).listening;
       const b = await start(['start'], env).listening;
       const call = (base: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) =>

@@ -19,7 +19,7 @@ import {
 } from './harness.js';
 
 /** A dump as the original client's importBulk and Quire's loadDump take it: every record, and the timestamp. */
-async function makeDump(url: string, bucket: string, collection: string): Promise<string> {
+export async function makeDump(url: string, bucket: string, collection: string): Promise<string> {
   const data: unknown[] = [];
   let next: string | null = `/buckets/${bucket}/collections/${collection}/records?_sort=-last_modified&_limit=10000`;
   let timestamp: number | null = null;

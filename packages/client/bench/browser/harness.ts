@@ -24,7 +24,7 @@ export const millis = (ms: number) => `${fmt(ms, 1)} ms`;
 export const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
 export const clientName = (client: string) => (client === 'quire' ? 'Quire' : 'kinto 17');
 
-export type Files = Map<string, { type: string; body: () => Buffer | string }>;
+export type Files = Map<string, { type: string; body: () => Buffer | string; encoding?: 'gzip' }>;
 
 /** Everything a scenario needs. */
 export interface Bench {
@@ -90,7 +90,8 @@ export async function serve(
     if (!path.startsWith('/bench/')) return app.routing(request, response);
     const file = files.get(path);
     if (!file) return void response.writeHead(404).end();
-    response.writeHead(200, { 'Content-Type': file.type, 'Cache-Control': 'no-store' }).end(file.body());
+    const encoding = file.encoding ? { 'Content-Encoding': file.encoding } : {};
+    response.writeHead(200, { 'Content-Type': file.type, 'Cache-Control': 'no-store', ...encoding }).end(file.body());
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

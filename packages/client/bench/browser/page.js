@@ -218,6 +218,36 @@ const jobs = {
       pulled: first.value.pulled,
     };
   },
+  /**
+   * A first start on a slow network (the page's network emulated by the scenario): `cold` syncs,
+   * `dump` downloads the dump whole then loads it, `stream` loads it as it downloads. When the
+   * first screen (the 20 first records by `n`) can be read, and when everything is held.
+   */
+  async 'quire:first-start'({ bucket, collection: name, mode, dumpUrl, screen = 20 }) {
+    const { collection, client } = quireCollection(bucket, name);
+    const start = performance.now();
+    let firstScreenMs = null;
+    let loading = true;
+    const watch = (async () => {
+      while (loading) {
+        const rows = await collection.list({ index: 'n', above: -Infinity, limit: screen });
+        if (rows.length === screen) {
+          firstScreenMs = performance.now() - start;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    if (mode === 'cold') await quireSync(collection);
+    else if (mode === 'dump') await collection.loadDump(await (await fetch(dumpUrl)).json());
+    else await collection.loadDump(await fetch(dumpUrl));
+    const doneMs = performance.now() - start;
+    loading = false;
+    await watch;
+    const records = await collection.count();
+    await client.close();
+    return { firstScreenMs: firstScreenMs ?? doneMs, doneMs, records, requests };
+  },
   async 'kinto:dump'({ bucket, collection: name, dumpUrl, firstSync }) {
     const dump = await (await fetch(dumpUrl)).json();
     const collection = kintoCollection(bucket, name);

@@ -13,7 +13,7 @@ import type {
   LocalAttachment,
 } from './attachments-host.js';
 import { loadWhenOnline } from '../online.js';
-import { type DumpInput, readDump } from '../dump/dump.js';
+import { type DumpSource, readDumpBatches } from '../dump/dump.js';
 import { loadDump } from '../store/dump-load.js';
 import type { ListQuery, LocalCollection, Settlement } from '../store/local-collection.js';
 import { asLocal } from '../store/record-fields.js';
@@ -392,20 +392,30 @@ export class Collection<T extends object = Record<string, unknown>> {
 
   /**
    * Loads a dump (see `exportDump` and the `quire-dump` command) for an instant first start: into
-   * an empty replica, all of it in one transaction with the sync state it stands for — the next
-   * sync asks only for what changed since (a 304 when nothing did). Into a replica that holds
+   * an empty replica, in chunks, the last one with the sync state it stands for — the next sync
+   * asks only for what changed since (a 304 when nothing did). Given a `fetch` response (or its
+   * body), the chunks are stored as they download: queries see them at once. Into a replica that holds
    * something, only newer records without a pending change (the sync state stays). Records are
    * decoded by the collection's transformers (an encrypted collection's dump is ciphertext).
    */
-  async loadDump(dump: DumpInput): Promise<{ loaded: number; skipped: number }> {
+  async loadDump(dump: DumpSource): Promise<{ loaded: number; skipped: number }> {
     const parts = await this.#parts;
-    const { records, since, etag } = readDump(dump);
-    const decoded = parts.transform ? await parts.transform.decodeAll(records) : records;
+    const { transform, channel } = parts;
+    const read = await readDumpBatches(dump);
+    async function* batches() {
+      for await (const batch of read.batches) yield (transform ? await transform.decodeAll(batch) : batch).map(asLocal);
+    }
     const { loaded, skipped } = await parts.engine
-      .exclusive(() => loadDump(parts.local.db, decoded.map(asLocal), { since, etag }))
+      .exclusive(() =>
+        loadDump(parts.local.db, {
+          batches: batches(),
+          state: () => read.state(),
+          downloading: read.downloading,
+          // No list of ids (it can be long): anything may have changed (live queries read again).
+          onStored: () => channel.broadcast({ source: 'sync', changes: [] }),
+        }),
+      )
       .catch((error) => this.#failed(asStoreFailure(error, 'loading a dump')));
-    // No list of ids (it can be long): anything may have changed (live queries read again).
-    if (loaded > 0) parts.channel.broadcast({ source: 'sync', changes: [] });
     return { loaded, skipped };
   }
 

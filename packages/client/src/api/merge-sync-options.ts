@@ -4,7 +4,7 @@ import type { SyncOptions, SyncProgress } from '../sync/engine.js';
 
 /**
  * One sync that does what each of several callers asked: it pushes unless all of them asked
- * for pullOnly, ignores Backoff if any did, uses the latest strategy given, reports progress
+ * for pullOnly, ignores Backoff if any did, uses the latest strategy and subset given, reports progress
  * to each, and is aborted only once every caller's signal is (a caller without one wants it).
  */
 export function mergeSyncOptions(
@@ -22,6 +22,7 @@ export function mergeSyncOptions(
     signal = all.signal;
   }
   const strategy = callers.findLast((caller) => caller.strategy !== undefined)?.strategy;
+  const subset = callers.findLast((caller) => caller.filters !== undefined);
   const progress = callers.flatMap((caller) => (caller.onProgress ? [caller.onProgress] : []));
   const onProgress = (update: SyncProgress) => {
     for (const report of progress) report(update);
@@ -30,6 +31,7 @@ export function mergeSyncOptions(
     pullOnly: callers.every((caller) => caller.pullOnly === true),
     ignoreBackoff: callers.some((caller) => caller.ignoreBackoff === true),
     ...(strategy === undefined ? {} : { strategy }),
+    ...(subset ? { filters: subset.filters } : {}),
     ...(signal ? { signal } : {}),
     ...(progress.length > 0 ? { onProgress } : {}),
   };

@@ -11,6 +11,7 @@
  */
 import type { RemoteRecord } from '../store/types.js';
 import type { HttpTransport } from '../transport/http.js';
+import { DumpRecords } from './records.js';
 import type { Dump, DumpInput, ExportOptions } from './types.js';
 
 export type { Dump, DumpInput, ExportOptions };
@@ -21,18 +22,46 @@ export function readDump(input: DumpInput): { records: RemoteRecord[]; since: nu
   if (!dump || !Array.isArray(dump.data))
     throw new TypeError('A dump is { timestamp, data: [records] } or an array of records');
   const records: RemoteRecord[] = [];
-  const seen = new Set<string>();
-  let since: number | null = null;
+  const accepted = new DumpRecords();
   for (const record of dump.data) {
-    if (typeof record?.id !== 'string' || typeof record.last_modified !== 'number')
-      throw new TypeError('Every record of a dump has a string id and a numeric last_modified');
-    if (since === null || record.last_modified > since) since = record.last_modified;
-    if (record.deleted === true || seen.has(record.id)) continue;
-    seen.add(record.id);
-    records.push(record);
+    const kept = accepted.accept(record);
+    if (kept) records.push(kept);
   }
+  const since = accepted.since;
   const timestamp = typeof dump.timestamp === 'number' ? dump.timestamp : null;
   return { records, since, etag: timestamp ?? since };
+}
+
+/** A dump in memory, or one still downloading: a `fetch` response, or its body (`loadDump` stores it as it lands). */
+export type DumpSource = DumpInput | Response | ReadableStream<Uint8Array>;
+
+/** A dump's records in batches (one for a dump in memory; as they download otherwise), then its sync state. */
+export interface DumpRead {
+  batches: AsyncIterable<RemoteRecord[]>;
+  state(): { since: number | null; etag: number | null };
+  /** Read as it downloads. */
+  downloading: boolean;
+}
+
+function isDownload(dump: DumpSource): dump is Response | ReadableStream<Uint8Array> {
+  return (
+    (typeof Response !== 'undefined' && dump instanceof Response) ||
+    (typeof ReadableStream !== 'undefined' && dump instanceof ReadableStream)
+  );
+}
+
+/** Reads a dump (a download through stream.ts, loaded then). */
+export async function readDumpBatches(dump: DumpSource): Promise<DumpRead> {
+  if (isDownload(dump)) {
+    const body = dump instanceof Response ? dump.body : dump;
+    if (!body) throw new TypeError('A dump response without a body');
+    return { ...(await import('./stream.js')).readDumpStream(body), downloading: true };
+  }
+  const { records, since, etag } = readDump(dump);
+  async function* one() {
+    yield records;
+  }
+  return { batches: one(), state: () => ({ since, etag }), downloading: false };
 }
 
 /**

@@ -10,6 +10,7 @@ const CHECKPOINT = 'pull-checkpoint';
 const SERVER_COUNT = 'server-count';
 const READABLE_CHECK = 'readable-check';
 const DUMP_LOADING = 'dump-loading';
+const SUBSET = 'subset';
 
 export async function readSyncState(db: CollectionDb): Promise<SyncState> {
   const entry = await db.$meta.get(STATE);
@@ -36,6 +37,24 @@ export async function completePull(db: CollectionDb, state: SyncState): Promise<
   await db.transaction('rw', db.$meta, async () => {
     await writeSyncState(db, state);
     await writeCheckpoint(db, null);
+  });
+}
+
+/** The subset (sync/subset.ts) the replica was last reconciled with; null: the whole collection, or never. */
+export async function readSubset(db: CollectionDb): Promise<string | null> {
+  const entry = await db.$meta.get(SUBSET);
+  return typeof entry?.value === 'string' ? entry.value : null;
+}
+
+export async function writeSubset(db: CollectionDb, key: string | null): Promise<void> {
+  if (key === null) await db.$meta.delete(SUBSET);
+  else await db.$meta.put({ key: SUBSET, value: key });
+}
+
+/** The subset changed: the next pull lists it whole (records held stay until the reconciliation drops them). */
+export async function restartPull(db: CollectionDb): Promise<void> {
+  await db.transaction('rw', db.$meta, async () => {
+    await db.$meta.bulkDelete([STATE, CHECKPOINT]);
   });
 }
 

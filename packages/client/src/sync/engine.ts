@@ -4,10 +4,10 @@
  * server's collection the change monitor announced until a sync acts on it. Per-record failures
  * never throw; they are reported in the SyncResult.
  */
-import { BackoffError, QuireError, SyncAbortedError } from '../errors.js';
+import { BackoffError, NetworkError, QuireError, SyncAbortedError } from '../errors.js';
 import { asStoreFailure } from '../store/store-errors.js';
 import { readSyncState } from '../store/meta.js';
-import { SyncRun } from './run.js';
+import type { SubsetFilters } from './subset.js';
 import type { SyncEngineOptions, SyncOptions, SyncResult } from './types.js';
 
 export type {
@@ -24,9 +24,12 @@ export class SyncEngine {
   readonly #options: SyncEngineOptions;
   /** The newest deletion of the server's collection the change monitor announced, not yet acted on. */
   #deletedAt: number | null = null;
+  /** The subset synced: the `filters` option, or the last `sync({ filters })`. */
+  #filters: SubsetFilters | null;
 
   constructor(options: SyncEngineOptions) {
     this.#options = options;
+    this.#filters = options.filters ?? null;
   }
 
   /** The collection timestamp (ETag) of the last completed pull, or null before the first. */
@@ -59,7 +62,13 @@ export class SyncEngine {
   }
 
   async #run(options: SyncOptions): Promise<SyncResult> {
-    const run = new SyncRun(this.#options, options);
+    if (options.filters !== undefined) this.#filters = options.filters;
+    const { SyncRun, subsetQuery } = await loadRun();
+    const query = subsetQuery(this.#filters);
+    // Without knowing the server (GET / failed), the fallback: correct everywhere, costlier.
+    const asked = query !== null && this.#options.partialReplicas;
+    const unmatched = asked ? await asked().catch(() => false) : false;
+    const run = new SyncRun(this.#options, options, query ? { query, unmatched } : null);
     const deletedAt = this.#deletedAt;
     if (deletedAt !== null) {
       await run.actOnDeletion(deletedAt);
@@ -67,4 +76,20 @@ export class SyncEngine {
     }
     return run.execute();
   }
+}
+
+let running: Promise<typeof import('./run.js')> | null = null;
+
+/**
+ * The steps of a sync (run.ts and what it imports: pull, import, push, conflicts, the readable
+ * check) are loaded by the first sync: an app reads and writes its replica offline without them,
+ * and a sync needs the network anyway. A load that fails (offline, chunk not cached) fails that
+ * sync as a NetworkError; the next sync tries again.
+ */
+function loadRun(): Promise<typeof import('./run.js')> {
+  running ??= import('./run.js').catch((error: unknown) => {
+    running = null;
+    throw new NetworkError('Could not load the sync code', { cause: error });
+  });
+  return running;
 }

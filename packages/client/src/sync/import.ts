@@ -13,6 +13,8 @@ export interface ImportOutcome {
   applied: { type: 'create' | 'update' | 'delete'; id: string }[];
   /** Changes with no local effect (already known, tombstone of an unknown record, blocked). */
   skipped: number;
+  /** Of `applied`, the deletions of records that left a partial replica's subset (the server's stubs). */
+  left: number;
   conflicts: Conflict[];
 }
 
@@ -50,6 +52,7 @@ function storeAll(page: readonly RemoteRecord[]): PagePlan {
     outcome: {
       applied: live.map((record) => ({ type: 'create', id: record.id })),
       skipped: gone.length,
+      left: 0,
       conflicts: [],
     },
   };
@@ -61,13 +64,23 @@ function reconcile(page: readonly RemoteRecord[], { locals, entries }: HeldRecor
     remove: [],
     settled: [],
     waiting: [],
-    outcome: { applied: [], skipped: 0, conflicts: [] },
+    outcome: { applied: [], skipped: 0, left: 0, conflicts: [] },
   };
   const { outcome } = plan;
   page.forEach((remote, i) => {
     const local = locals[i];
     const entry = entries[i];
     const tombstone = remote.deleted === true;
+    if (remote.unmatched === true) {
+      // Left the subset (a partial replica's stub; the record still exists): dropped unless a
+      // local change waits, which is pushed (or waits for the app) as usual.
+      if (local && !entry) {
+        plan.remove.push(remote.id);
+        outcome.applied.push({ type: 'delete', id: remote.id });
+        outcome.left++;
+      } else outcome.skipped++;
+      return;
+    }
     if (entry?.blocked) {
       // A manual conflict waits for the app: keep its server side current.
       plan.waiting.push(remote);

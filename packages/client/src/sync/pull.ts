@@ -22,6 +22,9 @@
  * A poll that returns no change at all while the collection's timestamp moved past the stored
  * ETag means the server's copy was emptied (deleted and re-created, or flushed): the pull then
  * hands over to `onEmptied` before it completes (`PullResult.emptied`).
+ *
+ * A partial replica's pull carries its filters (and `_unmatched=true` on polls, when the server
+ * has `partial_replicas`: its stubs drop the records that left the subset, import.ts).
  */
 import { PreconditionFailedError } from '../errors.js';
 import type { LocalCollection } from '../store/local-collection.js';
@@ -38,6 +41,13 @@ export interface PullOptions {
   collection: string;
   pageSize: number;
   signal?: AbortSignal;
+  /**
+   * A partial replica's subset (sync/subset.ts) and whether the server lists what left it
+   * (`partial_replicas`: polls add `_unmatched=true`, and its stubs drop those records).
+   * Filtered polls never tell an emptied server: a poll finding nothing while the ETag moved is
+   * what any change outside the subset looks like.
+   */
+  subset?: { query: Record<string, string>; unmatched: boolean };
   /** The collection's remote transformers: each page is decoded before it is written. */
   decode?: (records: RemoteRecord[]) => Promise<RemoteRecord[]>;
   /** Called after each page is written (its conflicts are resolved before the next page). */
@@ -125,11 +135,14 @@ export async function pull(options: PullOptions): Promise<PullResult> {
 
   for (;;) {
     signal?.throwIfAborted();
+    const { subset } = options;
     const query = {
+      ...subset?.query,
       _sort: '-last_modified',
       _limit: options.pageSize,
       _since: checkpoint.floor ?? undefined,
       _before: checkpoint.before ?? undefined,
+      _unmatched: subset?.unmatched && checkpoint.floor !== null ? 'true' : undefined,
     };
     const headers: Record<string, string> =
       poll && state.etag !== null ? { 'If-None-Match': quoteETag(state.etag) } : {};
@@ -149,7 +162,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
       await writeCheckpoint(db, checkpoint);
       continue;
     }
-    const emptied = polled && progress.received === 0 && etag !== null && state.etag !== null && etag > state.etag;
+    const emptied =
+      polled && !options.subset && progress.received === 0 && etag !== null && state.etag !== null && etag > state.etag;
     if (emptied) await options.onEmptied?.();
     await completePull(db, { since: checkpoint.newest, etag, lastSyncAt: Date.now() });
     return { notModified: false, received: progress.received, emptied };

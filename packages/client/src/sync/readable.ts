@@ -4,6 +4,8 @@
  * (one HEAD, a COUNT on the server) with what the replica expects to be there; only when they
  * differ do we list the readable ids (`_fields=id`, paged) and drop local records that are not
  * among them and have no pending change. A 403 on the whole collection drops every synced record.
+ * A partial replica counts and lists its subset only: the same check drops the records that left
+ * it — the fallback against servers without `partial_replicas` (sync/run.ts decides when).
  */
 import type { LocalCollection } from '../store/local-collection.js';
 import { endpoints } from '../transport/endpoints.js';
@@ -14,6 +16,8 @@ export interface ReadableOptions {
   local: LocalCollection;
   bucket: string;
   collection: string;
+  /** A partial replica's subset: what it may hold is what matches (sync/subset.ts). */
+  subset?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -33,6 +37,7 @@ export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<
   const head = await http.request({
     method: 'HEAD',
     path: endpoints.records(options.bucket, options.collection),
+    ...(options.subset ? { query: options.subset } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
   const header = head.headers.get('total-objects') ?? head.headers.get('total-records');
@@ -41,13 +46,13 @@ export async function serverIdsIfChanged(options: ReadableOptions): Promise<Set<
   return Number(header) === 0 ? new Set() : serverIds(options);
 }
 
-/** Every id the server shows us (`_fields=id`, paged). */
+/** Every id the server shows us (of the subset, if any: `_fields=id`, paged). */
 export async function serverIds(options: ReadableOptions): Promise<Set<string>> {
   const signal = options.signal ? { signal: options.signal } : {};
   const ids = new Set<string>();
   let response = await options.http.request<{ data: { id: string }[] }>({
     path: endpoints.records(options.bucket, options.collection),
-    query: { _fields: 'id', _limit: 10_000 },
+    query: { ...options.subset, _fields: 'id', _limit: 10_000 },
     ...signal,
   });
   for (;;) {

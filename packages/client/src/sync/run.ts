@@ -5,13 +5,24 @@
  * conflict) → pull our own writes and concurrent ones → drop records no longer readable.
  */
 import { ServerError } from '../errors.js';
-import { readReadableCheck, readSyncState, resetSyncMeta, writeReadableCheck } from '../store/meta.js';
+import {
+  readReadableCheck,
+  readSubset,
+  readSyncState,
+  resetSyncMeta,
+  restartPull,
+  writeReadableCheck,
+  writeSubset,
+} from '../store/meta.js';
 import type { LocalRecord, RemoteRecord } from '../store/types.js';
 import { applyResolution, chooseResolution, type Conflict, type ConflictStrategy } from './conflicts.js';
 import type { SyncEngineOptions, SyncOptions, SyncResult } from './types.js';
 import { pull } from './pull.js';
 import { push } from './push.js';
 import { dropUnreadable, serverIds, serverIdsIfChanged } from './readable.js';
+import { subsetKey } from './subset.js';
+
+export { subsetQuery } from './subset.js';
 
 /** The collection is deleted (404) or not readable (403, also once its bucket is deleted). */
 const isGone = (error: unknown): error is ServerError =>
@@ -39,10 +50,19 @@ export class SyncRun {
   };
   /** A conflict settled for the local side left a change to push again. */
   #requeued = false;
+  /** A partial replica's subset (query parameters) and whether the server lists what left it. */
+  readonly #subset: { query: Record<string, string>; unmatched: boolean } | null;
+  /** The subset differs from the one the replica was last reconciled with. */
+  #subsetChanged = false;
 
-  constructor(engine: SyncEngineOptions, options: SyncOptions) {
+  constructor(
+    engine: SyncEngineOptions,
+    options: SyncOptions,
+    subset: { query: Record<string, string>; unmatched: boolean } | null = null,
+  ) {
     this.#engine = engine;
     this.#options = options;
+    this.#subset = subset;
     this.#strategy = options.strategy ?? engine.strategy;
     this.#signal = options.signal ? { signal: options.signal } : {};
   }
@@ -50,11 +70,24 @@ export class SyncRun {
   /** Where the collection is, for readable.ts. */
   get #where() {
     const { http, local, bucket, collection } = this.#engine;
-    return { http, local, bucket, collection, ...this.#signal };
+    return {
+      http,
+      local,
+      bucket,
+      collection,
+      ...this.#signal,
+      ...(this.#subset ? { subset: this.#subset.query } : {}),
+    };
   }
 
   async execute(): Promise<SyncResult> {
     const { result } = this;
+    const key = subsetKey(this.#subset?.query ?? null);
+    if ((await readSubset(this.#engine.local.db)) !== key) {
+      // A new subset: listed whole (what is held already is not written again), then reconciled.
+      this.#subsetChanged = true;
+      await restartPull(this.#engine.local.db);
+    }
     try {
       result.notModified = (await this.#pull()).notModified;
     } catch (error) {
@@ -77,7 +110,9 @@ export class SyncRun {
       const unreadable = await dropUnreadable(this.#where);
       await writeReadableCheck(this.#engine.local.db, Date.now());
       this.#dropped(unreadable);
+      if (this.#subset) result.leftSubset = (result.leftSubset ?? 0) + unreadable.length;
     }
+    if (this.#subsetChanged) await writeSubset(this.#engine.local.db, key);
     result.ok = result.errors.length === 0 && result.conflicts.every((conflict) => conflict.resolution !== 'manual');
     return result;
   }
@@ -109,8 +144,13 @@ export class SyncRun {
       pageSize,
       ...this.#signal,
       ...decode,
+      ...(this.#subset ? { subset: this.#subset } : {}),
       onPage: async (page, progress) => {
-        result.pulled += page.applied.length;
+        result.pulled += page.applied.length - page.left;
+        if (page.left) {
+          result.removed += page.left;
+          result.leftSubset = (result.leftSubset ?? 0) + page.left;
+        }
         result.skipped += page.skipped;
         if (page.applied.length) this.#engine.onChanges(page.applied);
         await this.#settle(page.conflicts);
@@ -219,6 +259,14 @@ export class SyncRun {
    * poll is thus ONE request, and the check itself counts nothing locally (readServerCount).
    */
   async #readableCheckDue(): Promise<boolean> {
+    // A partial replica reconciles its ids after a change of subset, and after every poll that
+    // changed something when the server cannot list what left the subset (the fallback).
+    // A conflict settled for the server may keep a version outside the subset: checked too.
+    const subset = this.#subset;
+    if (subset) {
+      const { notModified, conflicts } = this.result;
+      if (this.#subsetChanged || (!subset.unmatched && !notModified) || conflicts.length > 0) return true;
+    }
     const policy = this.#engine.checkReadable;
     if (!policy) return false;
     if (!this.result.notModified || this.result.pushed > 0) return true;

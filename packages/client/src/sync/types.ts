@@ -4,6 +4,7 @@ import type { SyncLock } from '../tabs/locks.js';
 import type { TransformChain } from '../transform/transformers.js';
 import type { HttpTransport } from '../transport/http.js';
 import type { Conflict, ConflictStrategy } from './conflicts.js';
+import type { SubsetFilters } from './subset.js';
 
 export interface SyncProgress {
   phase: 'pull' | 'push';
@@ -20,6 +21,13 @@ export interface SyncOptions {
   ignoreBackoff?: boolean;
   signal?: AbortSignal;
   onProgress?: (progress: SyncProgress) => void;
+  /**
+   * Keep only the records matching these filters (a partial replica; the protocol's list
+   * filters: `{ done: false, min_priority: 3, in_tag: ['a', 'b'] }`), from this sync on; `null`:
+   * the whole collection. Absent: the collection's subset as it was (its `filters` option, or the
+   * last one given here).
+   */
+  filters?: SubsetFilters | null;
 }
 
 export interface ConflictReport extends Conflict {
@@ -51,6 +59,8 @@ export interface SyncResult {
    * read them.
    */
   removed: number;
+  /** Of `removed`, the records dropped because they left the subset (`filters`). */
+  leftSubset?: number;
   /**
    * The server's copy of the collection was found emptied since the last sync — deleted and
    * re-created, or the whole server flushed (the protocol's signal: a `_since` poll returned no
@@ -102,4 +112,8 @@ export interface SyncEngineOptions {
   onChanges: (changes: ChangeNotice[]) => void;
   /** The collection's remote transformers (none: records travel as they are). */
   transform?: TransformChain;
+  /** The collection's subset (`filters` option): a partial replica. */
+  filters?: SubsetFilters | null;
+  /** The server lists what left a subset (capability `partial_replicas`). */
+  partialReplicas?: () => Promise<boolean>;
 }

@@ -59,7 +59,8 @@ function checkSettings(settings: ModuleSettings): void {
   );
   if (creatorsNotAdmins.length > 0) {
     throw new ConfigError(
-      `Invalid setting account_create_principals: ${creatorsNotAdmins.join(', ')} may only create their own account unless also in account_write_principals`,
+      `Invalid setting account_create_principals: ${creatorsNotAdmins.join(', ')} may only create their own ` +
+        'account unless also in account_write_principals',
     );
   }
   try {

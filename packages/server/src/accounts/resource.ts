@@ -17,6 +17,7 @@ import { ApiError, ERRNO, invalidParameter } from '../errors.js';
 import { MailError } from '../mail/mailer.js';
 import type { Services } from '../request-context.js';
 import type { AccessPolicy, ResourceDefinition, WriteContext } from '../engine/definition.js';
+import type { ListQuery } from '../engine/querystring.js';
 import type { Permissions, StorageSession } from '../storage/types.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_SCOPE, accountIdOf, accountUri, accountUserId } from './ids.js';
 import type { AccountMails } from './mails.js';
@@ -63,100 +64,7 @@ export function createAccountResource(
   mails: AccountMails | null,
 ): ResourceDefinition {
   const { settings } = services;
-  const emailPattern = new RegExp(settings.account_validation_email_regexp);
-  const isAdmin = (identity: Identity) => holdsAny(identity.principals, settings.account_write_principals);
-  const readsAll = (identity: Identity) =>
-    isAdmin(identity) || holdsAny(identity.principals, settings.account_read_principals);
-  /** Requests whose caller acts with a temporary password: allowed to set a new password, nothing else. */
-  const passwordResets = new WeakSet<EngineRequest>();
-
-  async function aclOf(session: StorageSession, id: string): Promise<Permissions> {
-    return (await session.permissions.get([accountUri(id)])).get(accountUri(id)) ?? {};
-  }
-
-  /** §9.2 for accounts: the settings, or the account's own ACEs (`write` implies `read`). */
-  async function may(
-    session: StorageSession,
-    identity: Identity,
-    id: string,
-    permission: 'read' | 'write',
-  ): Promise<boolean> {
-    if (isAdmin(identity) || (permission === 'read' && readsAll(identity))) return true;
-    const acl = await aclOf(session, id);
-    return (
-      holdsAny(identity.principals, acl.write) || (permission === 'read' && holdsAny(identity.principals, acl.read))
-    );
-  }
-
-  const access: AccessPolicy = {
-    async can({ session, identity, request, sentData }, ref, permission) {
-      if (await may(session, identity, ref.id, permission)) return true;
-      if (
-        permission !== 'write' ||
-        !(await useTemporaryPassword(session, settings, request.headers.authorization, ref.id, sentData))
-      )
-        return false;
-      passwordResets.add(request);
-      return true;
-    },
-    async canCreate({ identity }) {
-      return holdsAny(identity.principals, settings.account_create_principals);
-    },
-    async list({ session, identity }) {
-      if (readsAll(identity)) return { kind: 'all' };
-      if (identity.userId === null) {
-        // Kinto answers anonymous listings with this error built without errno (999).
-        const challenges = services.policies.map((known) => known.challenge);
-        throw new ApiError(401, ERRNO.UNDEFINED, {
-          error: 'Cannot read accounts.',
-          headers: challenges.length ? { 'WWW-Authenticate': challenges.join(', ') } : {},
-        });
-      }
-      // Users see their own account only (none for users of other policies).
-      const ownId = accountIdOf(identity.userId);
-      const visible = ownId !== null && (await may(session, identity, ownId, 'read'));
-      return { kind: 'some', ids: visible && ownId !== null ? [ownId] : [] };
-    },
-  };
-
-  function checkOwnId(identity: Identity, id: string): void {
-    if (identity.userId === null || isAdmin(identity)) return;
-    if (accountIdOf(identity.userId) !== id)
-      throw invalidParameter('body', 'data.id', 'Username and account ID do not match.');
-  }
-
-  /**
-   * What is stored: the fields sent, the password hashed (kept when a PATCH leaves it out),
-   * `validated` managed by the server (only administrators may set it).
-   */
-  async function accountData(
-    data: Record<string, unknown>,
-    { identity, existing, sent, method }: WriteContext,
-  ): Promise<Record<string, unknown>> {
-    const password = method === 'PATCH' && !Object.hasOwn(sent, 'password') ? null : requirePassword(sent);
-    const { [EMAIL_CONTEXT]: _context, validated, ...fields } = data;
-    const stored: Record<string, unknown> = { ...fields };
-    stored.password = password === null ? existing?.password : await hashPassword(password);
-    if (!existing && settings.account_validation) stored.validated = false;
-    else if (isAdmin(identity) && typeof validated === 'boolean') stored.validated = validated;
-    else if (existing && Object.hasOwn(existing, 'validated')) stored.validated = existing.validated;
-    return stored;
-  }
-
-  /**
-   * After a password change or a deletion: this process forgets the remembered password; a
-   * password reset also clears the failures that locked the account from the caller's address.
-   */
-  async function afterPasswordChange(request: EngineRequest, id: string): Promise<void> {
-    policy.credentials.forget(id);
-    if (passwordResets.has(request)) await policy.limiter.forgetFailures(id, request.ip);
-  }
-
-  /** Rate-limited per address before the password is hashed; administrators are not. */
-  async function countSignUp({ identity, request }: WriteContext): Promise<void> {
-    if (!isAdmin(identity)) await policy.signUps.count(request.ip);
-  }
-
+  const rules = new AccountRules(services, policy);
   return {
     name: ACCOUNT_SCOPE.resourceName,
     plural: 'accounts',
@@ -169,44 +77,20 @@ export function createAccountResource(
     cacheable: false, // accounts are never cacheable (§12.5)
     // Account data has one meaningful field: JSON-Patch is not offered here.
     patchTypes: ['json', 'merge-patch'],
-    access,
+    access: rules.access,
     generateId({ identity }) {
       // Kinto's two wordings: before (anonymous, administrators) and after resolving the caller.
-      throw identity.userId === null || isAdmin(identity)
+      throw identity.userId === null || rules.isAdmin(identity)
         ? invalidParameter('body', 'data.id', 'data.id in body: Required')
         : invalidParameter('body', 'data.id', 'Accounts must have an ID.');
     },
     prepareList(_context, query) {
-      for (const filter of query.filters) {
-        if (mentionsPassword(filter.field))
-          throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
-      }
-      for (const sort of query.sorting) {
-        if (mentionsPassword(sort.field))
-          throw invalidParameter('querystring', null, `Unknown sort field '${sort.field}'`);
-      }
-      if (query.fields?.some(mentionsPassword))
-        throw invalidParameter('querystring', '_fields', 'Fields password do not exist');
+      checkListQuery(query);
       return query.filters;
     },
-    async processData(data, context) {
-      const { identity, ref, existing, request } = context;
-      if (!existing) {
-        // Kinto's creation checks (`process_object`): e-mail ids in validation mode, own id only.
-        if (settings.account_validation && !emailPattern.test(ref.id)) {
-          throw invalidParameter(
-            'body',
-            'data.id',
-            `Account validation is enabled, and user id should match ${settings.account_validation_email_regexp}`,
-          );
-        }
-        checkOwnId(identity, ref.id);
-        await countSignUp(context);
-      } else if (!passwordResets.has(request)) checkOwnId(identity, ref.id);
-      return accountData(data, context);
-    },
+    processData: (data, context) => rules.processData(data, context),
     async afterWrite({ request, work, session, existing, sent }, stored) {
-      work.afterCommit(() => afterPasswordChange(request, stored.id));
+      work.afterCommit(() => rules.afterPasswordChange(request, stored.id));
       // Credentials of the new account sent before it existed were no guesses (login-limiter.ts).
       if (!existing) work.afterCommit(() => policy.limiter.signedUp(stored.id, request.ip));
       if (existing || !settings.account_validation || !mails) return;
@@ -219,11 +103,145 @@ export function createAccountResource(
     },
     afterDelete({ request, work }, tombstone) {
       // As Kinto: the account's own ACEs go (the engine deletes them); its principal stays wherever others listed it.
-      work.afterCommit(() => afterPasswordChange(request, tombstone.id));
+      work.afterCommit(() => rules.afterPasswordChange(request, tombstone.id));
     },
     // The account's own principal is its owner: the author acts as `account:<id>` (Kinto's
     // current principal for accounts), so the answer to a write shows the ACL.
     owner: (_context, ref) => accountUserId(ref.id),
     present: publicAccount,
   };
+}
+
+/** A listing may neither filter, sort nor project on the password. */
+function checkListQuery(query: ListQuery): void {
+  for (const filter of query.filters) {
+    if (mentionsPassword(filter.field))
+      throw invalidParameter('querystring', filter.field, `Unknown filter field '${filter.field}'`);
+  }
+  for (const sort of query.sorting) {
+    if (mentionsPassword(sort.field)) throw invalidParameter('querystring', null, `Unknown sort field '${sort.field}'`);
+  }
+  if (query.fields?.some(mentionsPassword))
+    throw invalidParameter('querystring', '_fields', 'Fields password do not exist');
+}
+
+/** Who may do what to accounts, and what a write stores. */
+class AccountRules {
+  readonly #services: Services;
+  readonly #settings: Services['settings'];
+  readonly #policy: AccountPolicy;
+  readonly #emailPattern: RegExp;
+  /** Requests whose caller acts with a temporary password: allowed to set a new password, nothing else. */
+  readonly #passwordResets = new WeakSet<EngineRequest>();
+  readonly access: AccessPolicy;
+
+  constructor(services: Services, policy: AccountPolicy) {
+    this.#services = services;
+    this.#settings = services.settings;
+    this.#policy = policy;
+    this.#emailPattern = new RegExp(services.settings.account_validation_email_regexp);
+    this.access = this.#accessPolicy();
+  }
+
+  isAdmin(identity: Identity): boolean {
+    return holdsAny(identity.principals, this.#settings.account_write_principals);
+  }
+
+  #readsAll(identity: Identity): boolean {
+    return this.isAdmin(identity) || holdsAny(identity.principals, this.#settings.account_read_principals);
+  }
+
+  /** §9.2 for accounts: the settings, or the account's own ACEs (`write` implies `read`). */
+  async #may(session: StorageSession, identity: Identity, id: string, permission: 'read' | 'write'): Promise<boolean> {
+    if (this.isAdmin(identity) || (permission === 'read' && this.#readsAll(identity))) return true;
+    const acl: Permissions = (await session.permissions.get([accountUri(id)])).get(accountUri(id)) ?? {};
+    return (
+      holdsAny(identity.principals, acl.write) || (permission === 'read' && holdsAny(identity.principals, acl.read))
+    );
+  }
+
+  #accessPolicy(): AccessPolicy {
+    const settings = this.#settings;
+    return {
+      can: async ({ session, identity, request, sentData }, ref, permission) => {
+        if (await this.#may(session, identity, ref.id, permission)) return true;
+        if (
+          permission !== 'write' ||
+          !(await useTemporaryPassword(session, settings, request.headers.authorization, ref.id, sentData))
+        )
+          return false;
+        this.#passwordResets.add(request);
+        return true;
+      },
+      canCreate: async ({ identity }) => holdsAny(identity.principals, settings.account_create_principals),
+      list: async ({ session, identity }) => {
+        if (this.#readsAll(identity)) return { kind: 'all' };
+        if (identity.userId === null) {
+          // Kinto answers anonymous listings with this error built without errno (999).
+          const challenges = this.#services.policies.map((known) => known.challenge);
+          throw new ApiError(401, ERRNO.UNDEFINED, {
+            error: 'Cannot read accounts.',
+            headers: challenges.length ? { 'WWW-Authenticate': challenges.join(', ') } : {},
+          });
+        }
+        // Users see their own account only (none for users of other policies).
+        const ownId = accountIdOf(identity.userId);
+        const visible = ownId !== null && (await this.#may(session, identity, ownId, 'read'));
+        return { kind: 'some', ids: visible && ownId !== null ? [ownId] : [] };
+      },
+    };
+  }
+
+  #checkOwnId(identity: Identity, id: string): void {
+    if (identity.userId === null || this.isAdmin(identity)) return;
+    if (accountIdOf(identity.userId) !== id)
+      throw invalidParameter('body', 'data.id', 'Username and account ID do not match.');
+  }
+
+  /** The definition's `processData`: Kinto's creation checks, then what is stored. */
+  async processData(data: Record<string, unknown>, context: WriteContext): Promise<Record<string, unknown>> {
+    const { identity, ref, existing, request } = context;
+    const settings = this.#settings;
+    if (!existing) {
+      // Kinto's creation checks (`process_object`): e-mail ids in validation mode, own id only.
+      if (settings.account_validation && !this.#emailPattern.test(ref.id)) {
+        throw invalidParameter(
+          'body',
+          'data.id',
+          `Account validation is enabled, and user id should match ${settings.account_validation_email_regexp}`,
+        );
+      }
+      this.#checkOwnId(identity, ref.id);
+      // Rate-limited per address before the password is hashed; administrators are not.
+      if (!this.isAdmin(identity)) await this.#policy.signUps.count(request.ip);
+    } else if (!this.#passwordResets.has(request)) this.#checkOwnId(identity, ref.id);
+    return this.#accountData(data, context);
+  }
+
+  /**
+   * What is stored: the fields sent, the password hashed (kept when a PATCH leaves it out),
+   * `validated` managed by the server (only administrators may set it).
+   */
+  async #accountData(
+    data: Record<string, unknown>,
+    { identity, existing, sent, method }: WriteContext,
+  ): Promise<Record<string, unknown>> {
+    const password = method === 'PATCH' && !Object.hasOwn(sent, 'password') ? null : requirePassword(sent);
+    const { [EMAIL_CONTEXT]: _context, validated, ...fields } = data;
+    const stored: Record<string, unknown> = { ...fields };
+    stored.password = password === null ? existing?.password : await hashPassword(password);
+    if (!existing && this.#settings.account_validation) stored.validated = false;
+    else if (this.isAdmin(identity) && typeof validated === 'boolean') stored.validated = validated;
+    else if (existing && Object.hasOwn(existing, 'validated')) stored.validated = existing.validated;
+    return stored;
+  }
+
+  /**
+   * After a password change or a deletion: this process forgets the remembered password; a
+   * password reset also clears the failures that locked the account from the caller's address.
+   */
+  async afterPasswordChange(request: EngineRequest, id: string): Promise<void> {
+    this.#policy.credentials.forget(id);
+    if (this.#passwordResets.has(request)) await this.#policy.limiter.forgetFailures(id, request.ip);
+  }
 }

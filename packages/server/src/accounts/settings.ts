@@ -9,7 +9,8 @@ export const ACCOUNT_SETTINGS = {
   account_create_principals: List({
     default: [],
     description:
-      'Who may create accounts (`system.Everyone`: open sign-up). Every principal but `system.Everyone` must also be in `account_write_principals`.',
+      'Who may create accounts (`system.Everyone`: open sign-up). Every principal but `system.Everyone` must ' +
+      'also be in `account_write_principals`.',
   }),
   account_read_principals: List({
     default: [],
@@ -34,13 +35,15 @@ export const ACCOUNT_SETTINGS = {
     default: 10,
     minimum: 1,
     description:
-      'Failed logins allowed per account and client address within `account_login_window_seconds` before that address’s logins to that account get 429 (the owner, elsewhere, is not blocked).',
+      'Failed logins allowed per account and client address within `account_login_window_seconds` before that ' +
+      'address’s logins to that account get 429 (the owner, elsewhere, is not blocked).',
   }),
   account_login_max_failures_per_ip: Type.Integer({
     default: 50,
     minimum: 1,
     description:
-      'Failed account logins allowed per client address (IPv6: per /64), whatever the account, within the window before its logins get 429.',
+      'Failed account logins allowed per client address (IPv6: per /64), whatever the account, within the ' +
+      'window before its logins get 429.',
   }),
   account_login_window_seconds: Type.Integer({
     default: 900,
@@ -82,12 +85,14 @@ export const ACCOUNT_SETTINGS = {
   account_validation_link_template: Nullable(Type.String(), {
     default: null,
     description:
-      'URL of the page that validates an account, with `{id}` and `{activation-key}` placeholders; mail templates can use it as `{validation-link}`.',
+      'URL of the page that validates an account, with `{id}` and `{activation-key}` placeholders; mail ' +
+      'templates can use it as `{validation-link}`.',
   }),
   account_validation_email_subject_template: Type.String({
     default: 'activate your account',
     description:
-      'Subject of the validation mail (placeholders: account fields, `{activation-key}`, `{validation-link}`, `email-context` keys).',
+      'Subject of the validation mail (placeholders: account fields, `{activation-key}`, `{validation-link}`, ' +
+      '`email-context` keys).',
   }),
   account_validation_email_body_template: Type.String({
     default: '{activation-key}',
@@ -109,7 +114,8 @@ export const ACCOUNT_SETTINGS = {
   account_reset_password_subject_template: Type.String({
     default: 'Reset password',
     description:
-      'Subject of the temporary password mail (placeholders: account fields, `{reset-password}`, `email-context` keys).',
+      'Subject of the temporary password mail (placeholders: account fields, `{reset-password}`, ' +
+      '`email-context` keys).',
   }),
   account_reset_password_body_template: Type.String({
     default: '{reset-password}',

@@ -45,7 +45,10 @@ export interface FileBackend {
   stat(location: string): Promise<StoredFileInfo | null>;
   /** The file's bytes (a range of them); null when absent. */
   read(location: string, range?: ByteRange): Promise<Readable | null>;
-  /** A URL that serves the file without credentials until `expiresInSeconds` (S3's presigned URLs); null where the backend has none. */
+  /**
+   * A URL that serves the file without credentials until `expiresInSeconds` (S3's presigned URLs);
+   * null where the backend has none.
+   */
   signedUrl?(location: string, expiresInSeconds: number, filename: string): Promise<string | null>;
 
   /** A small JSON note under `.quire/<key>` (replaced if present). */

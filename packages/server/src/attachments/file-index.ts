@@ -19,7 +19,7 @@ export interface IndexEntry {
   size: number;
 }
 
-export function indexScope(collectionUri: string): Scope {
+function indexScope(collectionUri: string): Scope {
   return { resourceName: INDEX_RESOURCE, parentId: collectionUri };
 }
 

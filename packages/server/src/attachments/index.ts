@@ -3,7 +3,8 @@
  * records, kept in a local directory or in S3-compatible storage, announced by the capability
  * `attachments` with the `base_url` they are served from.
  *
- * - routes.ts: `POST`/`DELETE`/`GET {record}/attachment`;
+ * - routes.ts: `POST`/`DELETE`/`GET {record}/attachment`, one endpoint each in endpoints/;
+ * - file-responses.ts: files served (local backend) and the policy they carry;
  * - upload.ts: the multipart body streamed, hashed and checked into the backend;
  * - record-hooks.ts: the hooks on records, collections and buckets (the field is the server's,
  *   files follow their records and go with them);
@@ -26,11 +27,12 @@ import { LocalFileBackend } from './local-backend.js';
 import { attachmentMetrics } from './metrics.js';
 import { folderPrefixes, isFileLocation } from './names.js';
 import { attachmentExtensions } from './record-hooks.js';
-import { registerAttachmentRoutes, registerFileResponsePolicy, sendLocalFile } from './routes.js';
+import { registerFileResponsePolicy, sendLocalFile } from './file-responses.js';
+import { registerAttachmentRoutes } from './routes.js';
 import { S3FileBackend, s3PublicUrl } from './s3-backend.js';
 import { AttachmentOptions, type AttachmentSettings } from './settings.js';
 
-export const SERVED_PREFIX = '/v1/attachments';
+const SERVED_PREFIX = '/v1/attachments';
 
 /** The backend the settings choose: S3 when a bucket is named, else the local directory. */
 export async function createFileBackend(

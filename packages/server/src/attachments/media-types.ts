@@ -37,7 +37,7 @@ export function parseMimetypeOverrides(spec: string): Record<string, string> {
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;
 
 /** `Text/HTML; charset=x` → `text/html`; null when it is not a plain `type/subtype`. */
-export function essenceOf(type: string | undefined): string | null {
+function essenceOf(type: string | undefined): string | null {
   const essence = type?.split(';')[0]?.trim().toLowerCase();
   return essence && MEDIA_TYPE.test(essence) ? essence : null;
 }
@@ -98,7 +98,7 @@ export function looksLikeMarkup(head: Uint8Array): boolean {
 }
 
 /** The type the extension gives: the operator's first, then the common table; null when unknown. */
-export function extensionType(filename: string, overrides: Record<string, string>): string | null {
+function extensionType(filename: string, overrides: Record<string, string>): string | null {
   const extension = extname(filename).toLowerCase();
   if (!extension) return null;
   if (Object.hasOwn(overrides, extension)) return essenceOf(overrides[extension]) ?? OCTET_STREAM;
@@ -154,7 +154,7 @@ const INLINE = new Set([
 ]);
 const MEDIA = /^(audio|video)\/[a-z0-9][a-z0-9.-]*$/;
 
-export function servedInline(type: string): boolean {
+function servedInline(type: string): boolean {
   const essence = essenceOf(type);
   return essence !== null && (INLINE.has(essence) || MEDIA.test(essence));
 }

@@ -46,7 +46,7 @@ export function resolveExtensions(spec: string): Set<string> | 'any' {
 }
 
 /** `report.PDF` → `pdf`; no extension → ''. */
-export function extensionOf(filename: string): string {
+function extensionOf(filename: string): string {
   return extname(filename).slice(1).toLowerCase();
 }
 
@@ -55,7 +55,7 @@ export function extensionAllowed(filename: string, allowed: Set<string> | 'any')
 }
 
 /** Longest file name taken, in characters (a file system's usual limit). */
-export const MAX_FILENAME_LENGTH = 255;
+const MAX_FILENAME_LENGTH = 255;
 /** What an extension may be: it becomes part of the stored location (`<uuid>.<ext>`). */
 const EXTENSION = /^[a-z0-9_-]{1,24}$/;
 
@@ -102,7 +102,7 @@ export function folderPrefixes(patterns: string[]): string[] {
  * The original's `secure_filename` (werkzeug's): ASCII letters, digits, `_`, `.` and `-` only,
  * spaces as `_`, no leading dots. Empty when nothing of the name is left.
  */
-export function safeFilename(filename: string): string {
+function safeFilename(filename: string): string {
   const ascii = filename.normalize('NFKD').replace(/[^\x20-\x7e]/g, '');
   const spaced = ascii.replace(/[/\\]/g, ' ').split(/\s+/).filter(Boolean).join('_');
   return spaced.replace(/[^A-Za-z0-9_.-]/g, '').replace(/^[._]+|[._]+$/g, '');

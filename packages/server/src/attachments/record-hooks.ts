@@ -21,7 +21,7 @@ import { listIndex, readIndex, removeIndex, writeIndex } from './file-index.js';
 import type { AttachmentFiles } from './files.js';
 import type { JournalFile } from './journal.js';
 
-export const ATTACHMENT_FIELD = 'attachment';
+const ATTACHMENT_FIELD = 'attachment';
 
 function metadataChanged(): ApiError {
   return new ApiError(400, ERRNO.INVALID_PARAMETERS, {
@@ -35,6 +35,9 @@ function idsOfCollection(collectionUri: string): { bucketId: string; collectionI
   const [, , bucketId = '', , collectionId = ''] = collectionUri.split('/');
   return { bucketId, collectionId };
 }
+
+type KeepsOldFiles = (collectionUri: string) => boolean;
+type DropCollection = (session: StorageSession, work: UnitOfWork, collectionUri: string) => Promise<void>;
 
 export function attachmentExtensions(files: AttachmentFiles, pageSize: number): ResourceExtension[] {
   const keepsOldFiles = (collectionUri: string) => {
@@ -52,7 +55,18 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
     await files.dropAfterCommit(work, dropped);
   }
 
-  const record: ResourceExtension = {
+  const collection: ResourceExtension = {
+    resource: 'collection',
+    async beforeRemainsDeleted({ session, work, ref }) {
+      await dropCollection(session, work, ref.uri);
+    },
+  };
+  return [recordExtension(files, keepsOldFiles), collection, bucketExtension(dropCollection, pageSize)];
+}
+
+/** Records: `attachment` is the server's, the index follows each record's file. */
+function recordExtension(files: AttachmentFiles, keepsOldFiles: KeepsOldFiles): ResourceExtension {
+  return {
     resource: 'record',
     processData(data, { work, ref, existing }) {
       if (!Object.hasOwn(data, ATTACHMENT_FIELD)) return data;
@@ -92,15 +106,11 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
         await files.dropAfterCommit(work, [{ location: indexed.location, collection: ref.parentUri, record: ref.id }]);
     },
   };
+}
 
-  const collection: ResourceExtension = {
-    resource: 'collection',
-    async beforeRemainsDeleted({ session, work, ref }) {
-      await dropCollection(session, work, ref.uri);
-    },
-  };
-
-  const bucket: ResourceExtension = {
+/** Buckets: a deleted bucket's collections drop their files. */
+function bucketExtension(dropCollection: DropCollection, pageSize: number): ResourceExtension {
+  return {
     resource: 'bucket',
     async beforeRemainsDeleted({ session, work, ref }: { session: StorageSession; work: UnitOfWork; ref: ObjectRef }) {
       // Its collections are still there (deleteTree comes next): each one's files.
@@ -118,6 +128,4 @@ export function attachmentExtensions(files: AttachmentFiles, pageSize: number): 
       }
     },
   };
-
-  return [record, collection, bucket];
 }

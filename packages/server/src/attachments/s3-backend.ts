@@ -22,11 +22,12 @@ const NOTES = '.quire/notes/';
 type Sdk = typeof import('@aws-sdk/client-s3');
 
 /** The endpoint of the settings, if not AWS's own: `attachment_aws_endpoint_url`, else host/port/is_secure. */
-export function s3Endpoint(settings: AttachmentSettings): string | null {
+function s3Endpoint(settings: AttachmentSettings): string | null {
   if (settings.attachment_aws_endpoint_url) return settings.attachment_aws_endpoint_url.replace(/\/+$/, '');
   if (!settings.attachment_aws_host) return null;
   const scheme = settings.attachment_aws_is_secure ? 'https' : 'http';
-  return `${scheme}://${settings.attachment_aws_host}${settings.attachment_aws_port ? `:${settings.attachment_aws_port}` : ''}`;
+  const port = settings.attachment_aws_port ? `:${settings.attachment_aws_port}` : '';
+  return `${scheme}://${settings.attachment_aws_host}${port}`;
 }
 
 /** Where the bucket's objects are publicly reachable (the default `base_url` with S3). */

@@ -13,7 +13,7 @@ import type { CompletedPart, S3Client } from '@aws-sdk/client-s3';
 type Sdk = typeof import('@aws-sdk/client-s3');
 
 /** S3's smallest part (all parts but the last). */
-export const PART_SIZE = 5 * 1024 * 1024;
+const PART_SIZE = 5 * 1024 * 1024;
 
 export interface ObjectParams {
   Bucket: string;

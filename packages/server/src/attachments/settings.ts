@@ -29,7 +29,7 @@ const OVERRIDE_PROPERTIES = {
 };
 const OVERRIDES = Type.Object(OVERRIDE_PROPERTIES, { additionalProperties: false });
 export type AttachmentOverrides = Static<typeof OVERRIDES>;
-export const OVERRIDE_NAMES = Object.keys(OVERRIDE_PROPERTIES);
+const OVERRIDE_NAMES = Object.keys(OVERRIDE_PROPERTIES);
 
 function overridesProblem({ keyword, path, params }: SettingProblem): string | { where: string; why: string } {
   const [key, name] = path;
@@ -41,7 +41,9 @@ function overridesProblem({ keyword, path, params }: SettingProblem): string | {
   if (name === undefined && keyword === 'additionalProperties') {
     return {
       where: ` ("${key}")`,
-      why: `"${String(params.additionalProperty)}" cannot be set per bucket or collection (only ${OVERRIDE_NAMES.join(', ')})`,
+      why:
+        `"${String(params.additionalProperty)}" cannot be set per bucket or collection (only ` +
+        `${OVERRIDE_NAMES.join(', ')})`,
     };
   }
   return { where: ` ("${key}")`, why: `${name ?? 'the value'} has the wrong type` };
@@ -51,62 +53,79 @@ export const ATTACHMENT_SETTINGS = {
   attachment_enabled: Type.Boolean({
     default: false,
     description:
-      'Files on records, wire-compatible with the `kinto-attachment` plugin: `POST`/`DELETE {record}/attachment`, capability `attachments` (see [Attachments](packages/server/README.md#attachments)).',
+      'Files on records, wire-compatible with the `kinto-attachment` plugin: `POST`/`DELETE ' +
+      '{record}/attachment`, capability `attachments` (see ' +
+      '[Attachments](packages/server/README.md#attachments)).',
   }),
   attachment_base_path: Nullable(Type.String(), {
     default: null,
     description:
-      'Local directory of the files (the local backend, used unless `attachment_aws_bucket_name` is set). Unset: `<data_dir>/attachments`.',
+      'Local directory of the files (the local backend, used unless `attachment_aws_bucket_name` is set). ' +
+      'Unset: `<data_dir>/attachments`.',
   }),
   attachment_base_url: Nullable(Type.String({ pattern: '^(https?:)?//' }), {
     default: null,
     invalid: () => 'an absolute http(s) URL, e.g. https://cdn.example.com/files/',
     description:
-      'Where clients fetch files from: the capability’s `base_url`, to which a record’s `attachment.location` is relative (a `/` is added if missing). Unset: served by Quire at `<server>/v1/attachments/` (local backend), or the S3 bucket’s own URL.',
+      'Where clients fetch files from: the capability’s `base_url`, to which a record’s `attachment.location` ' +
+      'is relative (a `/` is added if missing). Unset: served by Quire at `<server>/v1/attachments/` (local ' +
+      'backend), or the S3 bucket’s own URL.',
   }),
   attachment_folder: Type.String({
     default: '{bucket_id}/{collection_id}',
-    description: `Folder of each file below the base path, a pattern of ${FOLDER_PLACEHOLDERS.map((name) => `\`{${name}}\``).join(', ')} (empty: all files in one folder).`,
+    description:
+      'Folder of each file below the base path, a pattern of ' +
+      `${FOLDER_PLACEHOLDERS.map((name) => `\`{${name}}\``).join(', ')} (empty: all files in one folder).`,
   }),
   attachment_randomize: Type.Boolean({
     default: true,
     description:
-      'Name files with a random UUID (and the original extension). False keeps the sanitised original name, in a folder of its own named by a random UUID: still unguessable, never overwritten.',
+      'Name files with a random UUID (and the original extension). False keeps the sanitised original name, ' +
+      'in a folder of its own named by a random UUID: still unguessable, never overwritten.',
   }),
   attachment_keep_old_files: Type.Boolean({
     default: false,
     description:
-      'Keep the file when its attachment is replaced or removed, or its record, collection or bucket is deleted (clients with stale copies can still download it).',
+      'Keep the file when its attachment is replaced or removed, or its record, collection or bucket is ' +
+      'deleted (clients with stale copies can still download it).',
   }),
   attachment_gzipped: Type.Boolean({
     default: false,
     description:
-      'Store files gzipped (`<name>.gz`, `application/x-gzip`); the record’s `attachment.original` then describes the file as sent.',
+      'Store files gzipped (`<name>.gz`, `application/x-gzip`); the record’s `attachment.original` then ' +
+      'describes the file as sent.',
   }),
   attachment_extensions: Type.String({
     default: 'default',
     description:
-      'Allowed file extensions, as the original’s: groups (`text`, `documents`, `images`, `audio`, `video`, `data`, `scripts`, `archives`, `executables`, `default` = documents+text+images+data) and extensions, joined by `+` or spaces, e.g. `images+pdf`; `any`: every extension, none included.',
+      'Allowed file extensions, as the original’s: groups (`text`, `documents`, `images`, `audio`, `video`, ' +
+      '`data`, `scripts`, `archives`, `executables`, `default` = documents+text+images+data) and extensions, ' +
+      'joined by `+` or spaces, e.g. `images+pdf`; `any`: every extension, none included.',
   }),
   attachment_mimetypes: Type.String({
     default: '',
     description:
-      'Media types recorded for given extensions, over what the client sent: `.txt:text/plain;.pem:application/x-pem-file` (as the original’s; `.pem` and `.geojson` are built in).',
+      'Media types recorded for given extensions, over what the client sent: ' +
+      '`.txt:text/plain;.pem:application/x-pem-file` (as the original’s; `.pem` and `.geojson` are built in).',
   }),
   attachment_allowed_mimetypes: List({
     default: [],
     description:
-      'Allowed media types of files (`image/png`, `image/*`); empty: any. Others are refused with 400 before they are stored.',
+      'Allowed media types of files (`image/png`, `image/*`); empty: any. Others are refused with 400 before ' +
+      'they are stored.',
   }),
   attachment_max_size: Nullable(Type.Integer({ minimum: 0 }), {
     default: 100 * 1024 * 1024,
     description:
-      'Largest file accepted, in bytes (unset: no limit); a larger one is refused with 413 as soon as its size shows (its `Content-Length`, or while it streams), and nothing is kept.',
+      'Largest file accepted, in bytes (unset: no limit); a larger one is refused with 413 as soon as its ' +
+      'size shows (its `Content-Length`, or while it streams), and nothing is kept.',
   }),
   attachment_private: Type.Boolean({
     default: false,
     description:
-      'Files are not public: Quire does not serve them at `base_url` (set S3 ACL to private too); readers of the record download them from `GET {record}/attachment` (streamed, or redirected to a short-lived signed S3 URL). False, as the original: anyone with the location can fetch the file.',
+      'Files are not public: Quire does not serve them at `base_url` (set S3 ACL to private too); readers of ' +
+      'the record download them from `GET {record}/attachment` (streamed, or redirected to a short-lived ' +
+      'signed S3 URL). False, as the original: anyone with the location can fetch the file.',
   }),
   attachment_signed_url_ttl_seconds: Type.Integer({
     default: 300,
@@ -118,7 +137,10 @@ export const ATTACHMENT_SETTINGS = {
     default: {},
     additionalProperties: false,
     invalid: overridesProblem,
-    description: `Settings of given buckets or collections (Kinto’s \`attachment.resources.<bid>[.<cid>].<name>\`): \`{"<bid>": {"randomize": false}, "<bid>/<cid>": {"keep_old_files": true}}\`; the collection’s entry wins. Names: ${OVERRIDE_NAMES.map((name) => `\`${name}\``).join(', ')}.`,
+    description:
+      'Settings of given buckets or collections (Kinto’s `attachment.resources.<bid>[.<cid>].<name>`): ' +
+      '`{"<bid>": {"randomize": false}, "<bid>/<cid>": {"keep_old_files": true}}`; the collection’s entry ' +
+      `wins. Names: ${OVERRIDE_NAMES.map((name) => `\`${name}\``).join(', ')}.`,
   }),
   attachment_upload_idle_timeout_seconds: Type.Number({
     default: 30,
@@ -153,13 +175,15 @@ export const ATTACHMENT_SETTINGS = {
     default: 300,
     minimum: 0,
     description:
-      'How often each process looks for the files of uploads and deletions a crash interrupted, and removes those no record holds (0: never).',
+      'How often each process looks for the files of uploads and deletions a crash interrupted, and removes ' +
+      'those no record holds (0: never).',
   }),
   attachment_sweep_grace_seconds: Type.Integer({
     default: 600,
     minimum: 10,
     description:
-      'Age at which an interrupted upload or deletion is swept. Uploads under way renew their mark every quarter of it.',
+      'Age at which an interrupted upload or deletion is swept. Uploads under way renew their mark every ' +
+      'quarter of it.',
   }),
   attachment_aws_bucket_name: Nullable(Type.String({ minLength: 1 }), {
     default: null,
@@ -171,7 +195,8 @@ export const ATTACHMENT_SETTINGS = {
     default: null,
     invalid: () => 'an http(s) URL, e.g. https://s3.eu-west-1.amazonaws.com',
     description:
-      'S3 endpoint of an S3-compatible service (MinIO, Ceph, R2…). Unset: built from `attachment_aws_host`/`_port`/`_is_secure` when a host is set, else AWS’s.',
+      'S3 endpoint of an S3-compatible service (MinIO, Ceph, R2…). Unset: built from ' +
+      '`attachment_aws_host`/`_port`/`_is_secure` when a host is set, else AWS’s.',
   }),
   attachment_aws_host: Nullable(Type.String(), {
     default: null,
@@ -185,7 +210,8 @@ export const ATTACHMENT_SETTINGS = {
   attachment_aws_use_path_style: Type.Boolean({
     default: false,
     description:
-      'Path-style S3 URLs (`<endpoint>/<bucket>/<key>`), as most S3-compatible services need; else virtual-hosted (`<bucket>.<endpoint>`).',
+      'Path-style S3 URLs (`<endpoint>/<bucket>/<key>`), as most S3-compatible services need; else ' +
+      'virtual-hosted (`<bucket>.<endpoint>`).',
   }),
   attachment_aws_access_key: Nullable(Type.String(), {
     default: null,
@@ -200,7 +226,8 @@ export const ATTACHMENT_SETTINGS = {
   attachment_aws_acl: Nullable(Type.String(), {
     default: 'public-read',
     description:
-      'Canned ACL of stored files, as the original’s default; unset (or with `attachment_private`): none, the bucket’s policy applies.',
+      'Canned ACL of stored files, as the original’s default; unset (or with `attachment_private`): none, the ' +
+      'bucket’s policy applies.',
   }),
 } satisfies SettingSchemas;
 
@@ -218,13 +245,15 @@ export function checkAttachmentSettings(settings: AttachmentSettings): void {
     for (const [, name] of folder.matchAll(/\{([^}]*)\}/g)) {
       if (!(FOLDER_PLACEHOLDERS as readonly string[]).includes(name ?? '')) {
         throw new ConfigError(
-          `Invalid setting attachment_folder: unknown placeholder {${name}} in "${folder}" (known: ${FOLDER_PLACEHOLDERS.map((known) => `{${known}}`).join(', ')})`,
+          `Invalid setting attachment_folder: unknown placeholder {${name}} in "${folder}" (known: ` +
+            `${FOLDER_PLACEHOLDERS.map((known) => `{${known}}`).join(', ')})`,
         );
       }
     }
     if (folder.split('/').some((segment) => segment === '..' || segment === '.' || segment.startsWith('.'))) {
       throw new ConfigError(
-        `Invalid setting attachment_folder: "${folder}" has a segment starting with "." (folders stay inside the base path)`,
+        `Invalid setting attachment_folder: "${folder}" has a segment starting with "." (folders stay inside ` +
+          'the base path)',
       );
     }
   }
@@ -243,12 +272,14 @@ export function checkAttachmentSettings(settings: AttachmentSettings): void {
     (settings.attachment_aws_host !== null || settings.attachment_aws_endpoint_url !== null)
   ) {
     throw new ConfigError(
-      'attachment_aws_host / attachment_aws_endpoint_url are set without attachment_aws_bucket_name: set the bucket to use S3',
+      'attachment_aws_host / attachment_aws_endpoint_url are set without attachment_aws_bucket_name: set the ' +
+        'bucket to use S3',
     );
   }
   if ((settings.attachment_aws_access_key === null) !== (settings.attachment_aws_secret_key === null)) {
     throw new ConfigError(
-      'attachment_aws_access_key and attachment_aws_secret_key go together: set both, or neither (the AWS default credentials)',
+      'attachment_aws_access_key and attachment_aws_secret_key go together: set both, or neither (the AWS ' +
+        'default credentials)',
     );
   }
 }

@@ -16,7 +16,8 @@ export const AUTH_SETTINGS = {
     default: null,
     secret: true,
     description:
-      'HMAC key of Basic Auth user ids. Required on PostgreSQL; on the embedded store a random one is kept in `data_dir`.',
+      'HMAC key of Basic Auth user ids. Required on PostgreSQL; on the embedded store a random one is kept in ' +
+      '`data_dir`.',
   }),
 } satisfies SettingSchemas;
 

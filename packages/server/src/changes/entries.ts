@@ -39,10 +39,6 @@ export function entryId(host: string, bucket: string, collection: string): strin
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export function makeEntry(host: string, bucket: string, collection: string, lastModified: number): ChangeEntry {
-  return { id: entryId(host, bucket, collection), last_modified: lastModified, bucket, collection, host };
-}
-
 /** The `changes_resources` setting parsed: bucket ids whose every collection is listed, and single collections. */
 export interface MonitoredResources {
   buckets: Set<string>;

@@ -15,7 +15,10 @@ import type { ChangeEntry } from './entries.js';
 import { CHANGES_CHANNEL, ChangeFeed, type FeedStream } from './feed.js';
 import { MonitorReads } from './reads.js';
 
-/** A stream that records what it is offered and may read (its principals against the bucket's ACL), and catches up from the store. */
+/**
+ * A stream that records what it is offered and may read (its principals against the bucket's ACL),
+ * and catches up from the store.
+ */
 class RecordingStream implements FeedStream {
   readonly holder = { address: '127.0.0.1', user: 'u' };
   readonly userId = 'u';
@@ -95,7 +98,7 @@ describe('change feed and the notification channel', () => {
     listener = undefined;
   });
 
-  it('offers what another process announces, and makes up for a lost notification when the channel is back', async () => {
+  it('offers what another process announces; makes up for a notification lost while the channel was down', async () => {
     const { feed, stream } = startFeed();
     expect(listener).toBeDefined();
 
@@ -131,7 +134,7 @@ describe('change feed and the notification channel', () => {
     feed.close();
   });
 
-  it('a stream that gains a group through a change announced after an entry it was refused gets that entry', async () => {
+  it('a stream gaining a group through a change announced after an entry it was refused gets that entry', async () => {
     const { feed, stream } = startFeed({ catchingUp: true });
     await storage.transaction(async (session) => {
       await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'shared', {});

@@ -207,7 +207,8 @@ export class ChangeFeed {
         const bucket = payload.bucket_id;
         const collection = payload.collection_id;
         if (typeof bucket !== 'string' || typeof collection !== 'string') continue;
-        // The bus keeps the first payload of a batch's grouped changes: the newest object tells the collection's timestamp.
+        // The bus keeps the first payload of a batch's grouped changes: the newest object tells the
+        // collection's timestamp.
         let timestamp = Number.isFinite(payload.timestamp) ? payload.timestamp : 0;
         for (const impacted of impactedObjects) timestamp = Math.max(timestamp, impacted.new.last_modified);
         if (timestamp > 0) batch.changes.push([bucket, collection, timestamp]);
@@ -260,7 +261,8 @@ export class ChangeFeed {
       ...rights,
       ...(rights.g ? { g: 1 } : {}),
     });
-    // Too many accounts or buckets to name: every stream re-reads its groups (deleted accounts' streams stay until their next check).
+    // Too many accounts or buckets to name: every stream re-reads its groups (deleted accounts'
+    // streams stay until their next check).
     return Buffer.byteLength(short) <= MAX_PAYLOAD
       ? short
       : JSON.stringify({ o: this.#origin, r: Number.isFinite(oldest) ? oldest - 1 : 0, g: 1 });
@@ -295,7 +297,10 @@ export class ChangeFeed {
     });
   }
 
-  /** Deleted accounts' streams end; deletions are offered; then rights change (buckets' groups, groups); then the entries. */
+  /**
+   * Deleted accounts' streams end; deletions are offered; then rights change (buckets' groups,
+   * groups); then the entries.
+   */
   async #apply(batch: Batch, resyncSince: number | null): Promise<void> {
     if (batch.accounts.length > 0) {
       const gone = new Set(batch.accounts);

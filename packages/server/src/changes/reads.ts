@@ -30,7 +30,7 @@ import { EntryFactory } from './entry-factory.js';
 
 /** Rows of the timestamps index read at a time. */
 const SCAN = 500;
-/** Past this many rows walked, a caller who may see under 1 in SPARSE of them has their own collections read instead. */
+/** Past this many rows walked, a caller who sees under 1 in SPARSE of them has their own collections read instead. */
 const SPARSE_AFTER = 2_000;
 const SPARSE = 10;
 /** Rows read at a time when looking down for the newest visible deletion. */
@@ -124,7 +124,10 @@ export class MonitorReads {
     return deleted.length > 0 ? [...entries, ...deleted] : entries;
   }
 
-  /** Every live collection and deletion changed after `since`, whoever may read them, with who may see the deletions (the feed's re-read). */
+  /**
+   * Every live collection and deletion changed after `since`, whoever may read them, with who may
+   * see the deletions (the feed's re-read).
+   */
   async changedSince(session: StorageSession, since: number): Promise<{ live: ChangeEntry[]; deletions: Deletion[] }> {
     const rows = await this.#read(session, { within: this.#resourcesWithin(), since, order: 'asc' });
     const deletions = (await this.#deletionObjects(session, { since }))
@@ -167,7 +170,8 @@ export class MonitorReads {
     }
     const entries = await this.#toEntries(session, rows);
     if (range.since !== undefined && range.after === undefined) {
-      // The deletions since, first (a stream's first page): few, and older or newer alike, a reconnecting client asks for them again at worst.
+      // The deletions since, first (a stream's first page): few, and older or newer alike, a
+      // reconnecting client asks for them again at worst.
       const deleted = await this.#deletions(session, principals, range);
       if (deleted.length > 0)
         return { entries: [...deleted.sort((a, b) => a.last_modified - b.last_modified), ...entries], next };
@@ -175,7 +179,10 @@ export class MonitorReads {
     return { entries, next };
   }
 
-  /** The newest timestamp among the entries `principals` may see, deleted collections' included (0: none): the list's ETag. */
+  /**
+   * The newest timestamp among the entries `principals` may see, deleted collections' included
+   * (0: none): the list's ETag.
+   */
   async newest(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
     const [live, deleted] = [
       await this.#newestLive(session, principals, atMost),
@@ -226,8 +233,9 @@ export class MonitorReads {
     const found: CollectionTimestamp[] = [];
     let after = range.after;
     let walked = 0;
-    // Pages grow from what is wanted to SCAN: the newest visible row (an ETag) costs a row or two.
-    for (let size = Math.min(SCAN, Math.max(8, want + 1)); ; size = Math.min(SCAN, size * 4)) {
+    // Pages grow from what is wanted to SCAN: the newest visible row (an ETag) costs a row or two,
+    // and a page that found most of what it wanted is followed by one of about what is missing.
+    for (let size = Math.min(SCAN, Math.max(8, want + 1)); ; size = nextScan(size, want - found.length)) {
       const rows = await this.#read(session, { within, ...bounds, order: range.order, after, limit: size });
       walked += rows.length;
       const candidates = buckets ? rows.filter((row) => buckets.has(row.bucket)) : rows;
@@ -408,4 +416,9 @@ export function rangeOf(filters: readonly Filter[]): EntryRange {
   }
   if (buckets) range.buckets = [...buckets];
   return range;
+}
+
+/** The size of the walk's next page: four times the last, or twice what is still missing if less (8 at least). */
+function nextScan(size: number, missing: number): number {
+  return Math.min(SCAN, size * 4, Math.max(8, 2 * (missing + 1)));
 }

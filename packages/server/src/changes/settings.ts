@@ -6,12 +6,14 @@ export const CHANGES_SETTINGS = {
   changes_enabled: Type.Boolean({
     default: true,
     description:
-      'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): one entry per collection with its records’ timestamp, polled or followed as server-sent events.',
+      'Serve the change monitor `GET /buckets/monitor/collections/changes/records` (capability `changes`): ' +
+      'one entry per collection with its records’ timestamp, polled or followed as server-sent events.',
   }),
   changes_resources: List({
     default: [],
     description:
-      'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone (kinto-changes’ `changes.resources`). Empty: every collection the caller may read.',
+      'Buckets (`/buckets/b`) and collections (`/buckets/b/collections/c`) the monitor lists, to everyone ' +
+      '(kinto-changes’ `changes.resources`). Empty: every collection the caller may read.',
   }),
   changes_stream_max_per_process: Type.Integer({
     default: 10000,
@@ -45,13 +47,16 @@ export const CHANGES_SETTINGS = {
     default: 65536,
     minimum: 1,
     description:
-      'Bytes of changes a change stream may hold for a client that reads slower than they come (one entry per collection, the newest); past that it forgets them and reads again from the store what changed, once the client has read what was written. Never disconnected for it.',
+      'Bytes of changes a change stream may hold for a client that reads slower than they come (one entry per ' +
+      'collection, the newest); past that it forgets them and reads again from the store what changed, once ' +
+      'the client has read what was written. Never disconnected for it.',
   }),
   changes_stream_coalesce_ms: Type.Integer({
     default: 5,
     minimum: 0,
     description:
-      'How long committed changes are gathered before they are offered to the streams and sent to the other processes (one entry per collection per period); 1 ms more per 20 open streams.',
+      'How long committed changes are gathered before they are offered to the streams and sent to the other ' +
+      'processes (one entry per collection per period); 1 ms more per 20 open streams.',
   }),
 } satisfies SettingSchemas;
 

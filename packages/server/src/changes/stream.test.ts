@@ -53,7 +53,7 @@ describe('change stream', () => {
     expect(feed.streamCount).toBe(0);
   });
 
-  it('sends an entry once per collection timestamp, never an older one, and nothing the caller may not read', async () => {
+  it('sends an entry once per collection timestamp, never an older one, nothing the caller may not read', async () => {
     const { settings, reads, feed } = setup();
     const out = new PassThrough();
     const chunks: string[] = [];

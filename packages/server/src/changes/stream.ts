@@ -23,6 +23,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
+import { sessionOwner } from '../http/session-budget.js';
 import type { Services } from '../request-context.js';
 import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, entryMatcher, type ChangeEntry } from './entries.js';
@@ -34,7 +35,7 @@ import { type StreamHolder, type StreamRefusal, streamHolder } from './stream-ca
  * Entries read from the store at a time for a new stream's first events: small enough that a
  * chunk's statements (synchronous on the embedded store) never hold the event loop for long.
  */
-export const SNAPSHOT_CHUNK = 200;
+const SNAPSHOT_CHUNK = 200;
 /** How long the first events' timestamps are remembered, against a late notification of the same change. */
 const SNAPSHOT_MEMORY_MS = 10_000;
 
@@ -291,8 +292,10 @@ export async function openStream(
 
   const out = new PassThrough();
   const identity = request.identity;
+  // Its pages share the pool as its caller's requests do (storage_pool_max_share).
+  const budget = { owner: sessionOwner(identity.userId, request.ip) };
   const stream: EventStream = new EventStream(feed, services, identity, holder, out, query.filters, (range) =>
-    storage.read((session) => reads.page(session, stream.principals, range)),
+    storage.read((session) => reads.page(session, stream.principals, range), budget),
   );
   // Registered before the first read: a change committed meanwhile is offered too (once).
   feed.add(stream);

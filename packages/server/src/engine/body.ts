@@ -60,7 +60,7 @@ export function parseWriteBody(body: unknown, def: ResourceDefinition, options: 
  * `permissions`: an object whose keys are the resource's permission names and whose values are
  * lists of principal strings. With `allowNull` (PATCH), a null value clears that permission.
  */
-export function parsePermissions(value: unknown, def: ResourceDefinition, allowNull: boolean): Permissions {
+function parsePermissions(value: unknown, def: ResourceDefinition, allowNull: boolean): Permissions {
   if (!isPlainObject(value)) throw invalidParameter('body', 'permissions', `${describe(value)} is not a mapping type`);
   const result: Permissions = {};
   for (const [name, principals] of Object.entries(value)) {

@@ -115,7 +115,10 @@ export type ListAccess =
   | { kind: 'filtered'; filters: Filter[] }
   | { kind: 'none' };
 
-/** Answers every permission question of the engine for one resource. May throw an ApiError to refuse with another answer than 401/403. */
+/**
+ * Answers every permission question of the engine for one resource. May throw an ApiError to refuse
+ * with another answer than 401/403.
+ */
 export interface AccessPolicy {
   /** read / write on an object, existing or not. */
   can(context: AccessContext, ref: ObjectRef, permission: 'read' | 'write'): Promise<boolean>;

@@ -82,7 +82,10 @@ export function patchResponseData(
   return shown;
 }
 
-/** The permissions sent with a PATCH, merged into the current ones: `null` clears a permission only with merge-patch (§4.4). */
+/**
+ * The permissions sent with a PATCH, merged into the current ones: `null` clears a permission only
+ * with merge-patch (§4.4).
+ */
 export function mergePermissions(
   current: Permissions,
   sent: Record<string, string[] | null>,

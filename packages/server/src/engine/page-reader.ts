@@ -99,7 +99,7 @@ export async function readPage(
 }
 
 /** Lets the event loop serve others (an in-process store answers without ever leaving the microtask queue). */
-export function yieldToEventLoop(): Promise<void> {
+function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 

@@ -106,7 +106,7 @@ function parseFilter(name: string, raw: string): Filter {
   return { field, operator, value };
 }
 
-export function parseSort(raw: string): Sort[] {
+function parseSort(raw: string): Sort[] {
   const sorting: Sort[] = [];
   for (const entry of raw.split(',')) {
     const match = SORT_ENTRY.exec(entry.trim());

@@ -35,11 +35,6 @@ export class RequestQuery {
   }
 }
 
-/** The parameters of a query string (without `?`), unbounded: for input already checked. */
-export function readQuery(text: string): RequestQuery {
-  return new RequestQuery(text, text === '' ? [] : [...new URLSearchParams(text)]);
-}
-
 /** The path and query string of a request, checked against the input limits (400 past one). */
 export function readInput(path: string, query: string, limits: InputSettings): RequestQuery {
   checkPath(path, limits);

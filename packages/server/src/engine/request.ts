@@ -1,9 +1,9 @@
 /**
  * A request as the resource engine sees it: who calls, what they sent, where their answer's
- * URLs point, and the unit of work it runs in. The HTTP route handler (routes.ts) and the batch
- * (views/batch-direct.ts) build it alike, so the endpoints, the model and the definitions' hooks
- * never see Fastify: one shape for every caller (a single class keeps the functions it goes
- * through monomorphic).
+ * URLs point, and the unit of work it runs in. The HTTP route handler (routes.ts) and every
+ * caller in process (in-process-call.ts: the batch, attachments, the default bucket) build it
+ * alike, so the endpoints, the model and the definitions' hooks never see Fastify: one shape for
+ * every caller (a single class keeps the functions it goes through monomorphic).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Identity } from '../auth/policy.js';
@@ -43,6 +43,18 @@ export interface EngineRequestInit {
   ip: string;
   /** `scheme://host` of the absolute URLs answered (Next-Page), computed when first asked. */
   origin: () => string;
+}
+
+/** A call of an endpoint in process, as a request would send it (in-process-call.ts). */
+export interface EngineCall {
+  method: string;
+  /** The path as a request would send it: percent-encoded, with its `/v1` prefix. */
+  path: string;
+  /** The query string, without `?`. */
+  query: string;
+  /** The headers the engine reads are taken from these (preconditions, Content-Type…). */
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
 }
 
 export class EngineRequest {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { methodNotAllowed } from '../errors.js';
 import type { ObjectMethod, PluralMethod, ResourceDefinition } from './definition.js';
-import { JsonText } from './endpoints/answer.js';
+import { type Answer, JsonText } from './endpoints/answer.js';
 import { deleteObject, getObject, patchObject, putObject } from './endpoints/object.js';
 import { createObject, deleteObjects, headObjects, listObjects } from './endpoints/plural.js';
 import { baseUrl } from '../http/base-url.js';
@@ -18,13 +18,13 @@ const OBJECT_METHODS: readonly ObjectMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'
 export type { Endpoint };
 
 /** The endpoint of each method, on a resource's list and on one of its objects. */
-export const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
+const PLURAL_ENDPOINTS: Record<PluralMethod, Endpoint> = {
   GET: listObjects,
   HEAD: headObjects,
   POST: createObject,
   DELETE: deleteObjects,
 };
-export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
+const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
   GET: getObject,
   PUT: putObject,
   PATCH: patchObject,
@@ -32,12 +32,12 @@ export const OBJECT_ENDPOINTS: Record<ObjectMethod, Endpoint> = {
 };
 
 /** The endpoints a definition serves (all eight unless it says otherwise). */
-export function endpointsOf(def: ResourceDefinition) {
+function endpointsOf(def: ResourceDefinition) {
   return def.endpoints ?? { plural: PLURAL_METHODS, object: OBJECT_METHODS };
 }
 
 /** URL patterns of a resource: `/v1/buckets/:bucket_id/collections` and `.../:collection_id`. */
-export function resourcePaths(def: ResourceDefinition): { plural: string; object: string } {
+function resourcePaths(def: ResourceDefinition): { plural: string; object: string } {
   let prefix = '';
   for (let ancestor = def.parent; ancestor; ancestor = ancestor.parent) {
     prefix = `/${ancestor.plural}/:${ancestor.name}_id${prefix}`;
@@ -88,13 +88,16 @@ export function engineRequestOf(request: FastifyRequest): EngineRequest {
   });
 }
 
-/** A Fastify handler running `endpoint` on `model`: its answer is the body, null none. */
+/** An endpoint's answer sent as the reply's body: JSON text as it is, null as none. */
+export function sendAnswer(reply: FastifyReply, body: Answer) {
+  if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
+  return body === null ? reply.send() : body;
+}
+
+/** A Fastify handler running `endpoint` on `model`. */
 function routeHandler(model: ResourceModel, endpoint: Endpoint) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = await endpoint(model, engineRequestOf(request), reply);
-    if (body instanceof JsonText) return reply.type('application/json; charset=utf-8').send(body.text);
-    return body === null ? reply.send() : body;
-  };
+  return async (request: FastifyRequest, reply: FastifyReply) =>
+    sendAnswer(reply, await endpoint(model, engineRequestOf(request), reply));
 }
 
 /** The routes of the endpoints `def` serves (also in the engine's route table: a batch answers them directly). */

@@ -21,7 +21,10 @@ export const RESOURCE_SETTINGS = {
     // A record's primary key (its collection's URI, then its id) must fit a PostgreSQL B-tree entry (2,704 bytes).
     maximum: 800,
     description:
-      'Longest id of a bucket, collection, group, record or account (`GET /` shows it in `settings`); a longer one is refused with 400, so that every object stays addressable by URL: three such ids and a page token fit in `max_header_bytes` with room for the headers (checked at start), and a PostgreSQL index key. From 36 (a UUID) to 800.',
+      'Longest id of a bucket, collection, group, record or account (`GET /` shows it in `settings`); a longer ' +
+      'one is refused with 400, so that every object stays addressable by URL: three such ids and a page token ' +
+      'fit in `max_header_bytes` with room for the headers (checked at start), and a PostgreSQL index key. From ' +
+      '36 (a UUID) to 800.',
   }),
   paginate_by: Nullable(Type.Integer({ minimum: 1 }), {
     default: null,
@@ -34,6 +37,13 @@ export const RESOURCE_SETTINGS = {
       'Most bytes of JSON in one page of a listing: the page ends before the object that would pass it (one ' +
       'object at least), and `Next-Page` continues from there, as after any page. What one listing holds in ' +
       'memory at once. Shown in `GET /` settings.',
+  }),
+  partial_replicas_enabled: Type.Boolean({
+    default: true,
+    description:
+      'Announce the `partial_replicas` capability and answer `_unmatched=true` on filtered `_since` listings: the ' +
+      'records changed since that no longer match come as stubs, so that a partial replica can drop them. Off: ' +
+      '`_unmatched` is ignored, as the original server does.',
   }),
   pagination_token_validity_seconds: Type.Integer({
     default: 600,
@@ -126,7 +136,9 @@ export function checkResourceSettings(
   const deepest = 3 * settings.max_object_id_length + DEEPEST_URL_OVERHEAD;
   if (deepest > settings.max_header_bytes / 2) {
     throw new ConfigError(
-      `Invalid setting max_object_id_length: ${settings.max_object_id_length} makes a record's URL up to ${deepest} bytes, more than half of max_header_bytes (${settings.max_header_bytes}); raise max_header_bytes or lower max_object_id_length`,
+      `Invalid setting max_object_id_length: ${settings.max_object_id_length} makes a record's URL up to ` +
+        `${deepest} bytes, more than half of max_header_bytes (${settings.max_header_bytes}); ` +
+        'raise max_header_bytes or lower max_object_id_length',
     );
   }
 }

@@ -25,7 +25,7 @@ export const HISTORY_TOPIC = 'history';
  */
 export const READ_PRINCIPALS_FIELD = '_read_principals';
 
-export function historyScope(bucketUri: string): Scope {
+function historyScope(bucketUri: string): Scope {
   return { resourceName: HISTORY_RESOURCE, parentId: bucketUri };
 }
 

@@ -15,18 +15,21 @@ export const HISTORY_SETTINGS = {
   history_auto_trim_max_count: Nullable(Type.Integer({ minimum: 1 }), {
     default: null,
     description:
-      'Keep only the newest N history entries per bucket and kind of object (bucket, collection, group, record); unset: keep everything. Shown in the `history` capability.',
+      'Keep only the newest N history entries per bucket and kind of object (bucket, collection, group, ' +
+      'record); unset: keep everything. Shown in the `history` capability.',
   }),
   history_auto_trim_user_ids: List({
     default: [],
     description:
-      'With `history_auto_trim_max_count`: trim only these users’ entries, N per user and kind of object (empty: every entry).',
+      'With `history_auto_trim_max_count`: trim only these users’ entries, N per user and kind of object ' +
+      '(empty: every entry).',
   }),
   history_paginate_by: Type.Integer({
     default: 1000,
     minimum: 1,
     description:
-      'Most entries per page of a history listing (`GET`/`DELETE /buckets/<bid>/history`), whatever `_limit` asks; the rest follows with `Next-Page`.',
+      'Most entries per page of a history listing (`GET`/`DELETE /buckets/<bid>/history`), whatever `_limit` ' +
+      'asks; the rest follows with `Next-Page`.',
   }),
   history_drain_batch_size: Type.Integer({
     default: 500,
@@ -39,7 +42,8 @@ export const HISTORY_SETTINGS = {
     minimum: 0,
     maximum: 60000,
     description:
-      'How long after a commit its history entries wait to be moved together with the next commits’ (readers of the history never wait for it).',
+      'How long after a commit its history entries wait to be moved together with the next commits’ (readers ' +
+      'of the history never wait for it).',
   }),
   history_drain_interval_seconds: Type.Number({
     default: 30,

@@ -19,8 +19,8 @@ import { isIP } from 'node:net';
 import type { HttpSettings } from './settings.js';
 
 /** A host name or address with an optional port; nothing else may reach a URL we write. */
-const HOST =
-  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
+const HOST = new RegExp(`^(?:${LABEL}(?:\\.${LABEL})*\\.?|\\[[0-9A-Fa-f:.]+\\])(?::\\d{1,5})?$`);
 
 function isInjected(request: FastifyRequest): boolean {
   return (request.raw as { isLightMyRequest?: boolean }).isLightMyRequest === true;

@@ -52,7 +52,7 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     await app.close();
   });
 
-  it('`<resource>_cache_expires_seconds` lets anonymous readers cache objects and listings, 304s included', async () => {
+  it('`<resource>_cache_expires_seconds` lets anonymous readers cache objects and lists, 304s included', async () => {
     const app = await publicData({
       bucket_cache_expires_seconds: 60,
       collection_cache_expires_seconds: 120,
@@ -83,31 +83,37 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     await Promise.all([app.close(), off.close()]);
   });
 
-  it("records: the collection's `cache_expires`, then its collection's, then its bucket's setting, then the global one", async () => {
-    const byParent = { '/buckets/pub': 30, '/buckets/pub/collections/special': 3600 };
-    const settings = { record_cache_expires_seconds: 5, record_cache_expires_seconds_by_parent: byParent };
-    const app = await publicData(settings, 'special');
-    await app.inject({ method: 'PUT', url: '/v1/buckets/pub/collections/plain', headers: alice });
-    await app.inject({
-      method: 'PUT',
-      url: '/v1/buckets/pub/collections/own',
-      headers: alice,
-      payload: { data: { cache_expires: 7 } },
-    });
-    expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/special/records' }))).toBe('max-age=3600');
-    expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/plain/records' }))).toBe('max-age=30');
-    expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/own/records' }))).toBe('max-age=7');
-    // Elsewhere, the global setting.
-    await app.inject({
-      method: 'PUT',
-      url: '/v1/buckets/other',
-      headers: alice,
-      payload: { permissions: { read: ['system.Everyone'] } },
-    });
-    await app.inject({ method: 'PUT', url: '/v1/buckets/other/collections/c', headers: alice });
-    expect(cacheControl(await app.inject({ url: '/v1/buckets/other/collections/c/records' }))).toBe('max-age=5');
-    await app.close();
-  });
+  it(
+    "records: the collection's `cache_expires`, then its collection's, then its bucket's setting, then the " +
+      'global one',
+    async () => {
+      const byParent = { '/buckets/pub': 30, '/buckets/pub/collections/special': 3600 };
+      const settings = { record_cache_expires_seconds: 5, record_cache_expires_seconds_by_parent: byParent };
+      const app = await publicData(settings, 'special');
+      await app.inject({ method: 'PUT', url: '/v1/buckets/pub/collections/plain', headers: alice });
+      await app.inject({
+        method: 'PUT',
+        url: '/v1/buckets/pub/collections/own',
+        headers: alice,
+        payload: { data: { cache_expires: 7 } },
+      });
+      expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/special/records' }))).toBe(
+        'max-age=3600',
+      );
+      expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/plain/records' }))).toBe('max-age=30');
+      expect(cacheControl(await app.inject({ url: '/v1/buckets/pub/collections/own/records' }))).toBe('max-age=7');
+      // Elsewhere, the global setting.
+      await app.inject({
+        method: 'PUT',
+        url: '/v1/buckets/other',
+        headers: alice,
+        payload: { permissions: { read: ['system.Everyone'] } },
+      });
+      await app.inject({ method: 'PUT', url: '/v1/buckets/other/collections/c', headers: alice });
+      expect(cacheControl(await app.inject({ url: '/v1/buckets/other/collections/c/records' }))).toBe('max-age=5');
+      await app.close();
+    },
+  );
 
   it('a readonly server lets `GET /` be cached for root_cache_expires_seconds', async () => {
     const writable = await serverWith({});

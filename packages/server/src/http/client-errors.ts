@@ -30,7 +30,7 @@ export function headersTooLarge(settings: Pick<HttpSettings, 'max_header_bytes'>
   });
 }
 
-export function parserError(error: ParserError, settings: HttpSettings): ApiError {
+function parserError(error: ParserError, settings: HttpSettings): ApiError {
   const { code } = error;
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':

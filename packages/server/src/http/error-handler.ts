@@ -5,11 +5,12 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { HttpSettings } from './settings.js';
 import type { ServerSettings } from '../server-settings.js';
+import type { StorageSettings } from '../storage/settings.js';
 import { ApiError, ERRNO, invalidParameter, methodNotAllowed, objectNotFound } from '../errors.js';
-import { BackendError, ObjectNotFoundError, UnicityError } from '../storage/errors.js';
+import { BackendError, ObjectNotFoundError, StatementTimeoutError, UnicityError } from '../storage/errors.js';
 
 /** The settings this module reads, feature by feature. */
-type ModuleSettings = HttpSettings & ServerSettings;
+type ModuleSettings = HttpSettings & ServerSettings & Pick<StorageSettings, 'storage_statement_timeout_ms'>;
 
 export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
   if (error instanceof ApiError) return error;
@@ -22,6 +23,15 @@ export function toApiError(error: unknown, settings: ModuleSettings): ApiError {
   }
   // The views check first; this is a concurrent deletion that got there in between.
   if (error instanceof ObjectNotFoundError) return objectNotFound(error.resourceName, error.id);
+  if (error instanceof StatementTimeoutError) {
+    // Not retried as it is: the same statement would run out of time again.
+    return new ApiError(503, ERRNO.BACKEND, {
+      message:
+        'The request needed a database statement longer than storage_statement_timeout_ms ' +
+        `(${settings.storage_statement_timeout_ms} ms), which was cancelled: ` +
+        'narrow it (filters, _limit) or retry later.',
+    });
+  }
   if (error instanceof BackendError) {
     return new ApiError(503, ERRNO.BACKEND, {
       message: 'Service temporary unavailable due to overloading or maintenance, please retry later.',

@@ -85,7 +85,7 @@ export function checkServiceState(settings: ModuleSettings, method: string): voi
   if (settings.readonly && method !== 'GET' && method !== 'HEAD') throw methodNotAllowed();
 }
 
-/** The headers every answer carries, in order (also those of a batch entry answered in-process, views/batch-direct.ts). */
+/** The headers every answer carries, in order (also a batch entry's answered in-process, views/batch-direct.ts). */
 export function responseHeaders(
   settings: ModuleSettings,
   method: string,

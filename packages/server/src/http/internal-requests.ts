@@ -1,6 +1,6 @@
 /**
  * Requests this process makes to itself, through the router and every hook as if they came
- * from the network: a batch's sub-requests, `/buckets/default` re-run on the real bucket id.
+ * from the network: a batch's sub-requests to routes outside the engine (views/batch-routed.ts).
  * They run in the unit of work they are given (a batch's transaction), which the dispatcher
  * hands to the request object itself under a private symbol: no header, no registry, nothing
  * a network request could carry. light-my-request is what Fastify's own `inject` uses; it is

@@ -21,20 +21,23 @@ export const HTTP_SETTINGS = {
     minimum: 1024,
     maximum: 1024 * 1024,
     description:
-      'Largest request line (URL with its query string, e.g. a long `in_` list) plus headers accepted; larger ones get 431 (errno 113).',
+      'Largest request line (URL with its query string, e.g. a long `in_` list) plus headers accepted; larger ' +
+      'ones get 431 (errno 113).',
   }),
   max_json_depth: Type.Integer({
     default: 100,
     minimum: 2,
     maximum: 1000,
     description:
-      'Deepest nesting of objects and arrays in a JSON body, the body itself being level 1 (also checked on an object’s data after a PATCH); deeper gets 400. At most 1000.',
+      'Deepest nesting of objects and arrays in a JSON body, the body itself being level 1 (also checked on ' +
+      'an object’s data after a PATCH); deeper gets 400. At most 1000.',
   }),
   max_json_keys: Type.Integer({
     default: 10000,
     minimum: 10,
     description:
-      'Most object keys and array items, all levels together, in a JSON body and in an object’s data after a PATCH; more gets 400. Bounds the time one write takes (about 10 ms per thousand top-level keys).',
+      'Most object keys and array items, all levels together, in a JSON body and in an object’s data after a ' +
+      'PATCH; more gets 400. Bounds the time one write takes (about 10 ms per thousand top-level keys).',
   }),
   max_json_patch_operations: Type.Integer({
     default: 1000,
@@ -65,7 +68,8 @@ export const HTTP_SETTINGS = {
   bucket_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
     description:
-      'How long anonymous reads of buckets may be cached (unset or 0: `no-cache, no-store`, as for every authenticated read).',
+      'How long anonymous reads of buckets may be cached (unset or 0: `no-cache, no-store`, as for every ' +
+      'authenticated read).',
   }),
   group_cache_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
@@ -89,7 +93,8 @@ export const HTTP_SETTINGS = {
       invalid: () =>
         'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
       description:
-        'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` (Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
+        'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` ' +
+        '(Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
     },
   ),
   trailing_slash_redirect_enabled: Type.Boolean({
@@ -118,17 +123,23 @@ export const HTTP_SETTINGS = {
   http_host: Nullable(Type.String(), {
     default: null,
     description:
-      'Host (and port) of the absolute URLs the server writes (`url`, `Next-Page`, redirects). Unset: the Host header when it names the address the request came in on (`127.0.0.1:8888`, or `localhost:8888` on loopback) or is in `http_allowed_hosts`, else that address; with `trust_proxy`, the forwarded host. Set it behind a proxy or a port mapping.',
+      'Host (and port) of the absolute URLs the server writes (`url`, `Next-Page`, redirects). Unset: the ' +
+      'Host header when it names the address the request came in on (`127.0.0.1:8888`, or `localhost:8888` on ' +
+      'loopback) or is in `http_allowed_hosts`, else that address; with `trust_proxy`, the forwarded host. ' +
+      'Set it behind a proxy or a port mapping.',
   }),
   http_allowed_hosts: List({
     default: [],
     description:
-      'Host header values (`name` or `name:port`) that absolute URLs may use as sent, when `http_host` is unset: the names clients reach this server by.',
+      'Host header values (`name` or `name:port`) that absolute URLs may use as sent, when `http_host` is ' +
+      'unset: the names clients reach this server by.',
   }),
   trust_proxy: Type.Boolean({
     default: false,
     description:
-      'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, `-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the server directly.',
+      'Behind a reverse proxy: take the client address, scheme and host from `X-Forwarded-For`, `-Proto`, ' +
+      '`-Host` (or the Host header), for absolute URLs and login limits. Never when clients can reach the ' +
+      'server directly.',
   }),
 } satisfies SettingSchemas;
 

@@ -23,7 +23,7 @@ function stringList(value: unknown, fail: (why: string) => never, key: string): 
   return value as string[];
 }
 
-export function parseListenerConfigs(raw: unknown): ListenerConfig[] {
+function parseListenerConfigs(raw: unknown): ListenerConfig[] {
   if (!Array.isArray(raw)) throw new ConfigError('Invalid setting event_listeners: expected a JSON array of listeners');
   const names = new Set<string>();
   return raw.map((entry: unknown, index) => {
@@ -77,7 +77,8 @@ export async function createListeners(
       const listener = await loadModuleListener(config, log, failFor(config));
       if (!listener)
         failFor(config)(
-          `unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor an installed module`,
+          `unknown listener "${config.use}": neither a built-in listener (${[...REDIS_USES].join(', ')}) nor ` +
+            'an installed module',
         );
       fromModules.set(config, listener as EventSubscriber);
     }

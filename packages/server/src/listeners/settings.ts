@@ -8,7 +8,8 @@ export const LISTENER_SETTINGS = {
     secret: true,
     invalid: () => 'expected a JSON array of listeners',
     description:
-      'Event listeners, a JSON array (see [Events, listeners and history](#events-listeners-and-history)). Never logged (Redis URLs may hold passwords).',
+      'Event listeners, a JSON array (see [Events, listeners and history](#events-listeners-and-history)). ' +
+      'Never logged (Redis URLs may hold passwords).',
   }),
 } satisfies SettingSchemas;
 

@@ -16,7 +16,7 @@ import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, R
 import type { ObservabilitySettings } from './settings.js';
 import type { ServerSettings } from '../server-settings.js';
 import { ERRNO } from '../errors.js';
-import type { Storage, StorageSession } from '../storage/types.js';
+import type { SessionOptions, Storage, StorageSession } from '../storage/types.js';
 
 /** The settings this module reads, feature by feature. */
 type ModuleSettings = ObservabilitySettings & ServerSettings;
@@ -68,7 +68,9 @@ export class Metrics {
   });
   readonly loginFailures = new Counter({
     name: 'quire_login_failures_total',
-    help: 'Requests whose credentials were refused (401: rejected) or not even checked after too many failures (429: throttled), by scheme.',
+    help:
+      'Requests whose credentials were refused (401: rejected) or not even checked after too many failures ' +
+      '(429: throttled), by scheme.',
     labelNames: ['scheme', 'reason'] as const,
     registers: [this.registry],
   });
@@ -104,13 +106,13 @@ export class Metrics {
   instrument(storage: Storage): Storage {
     const timed = new Map<PropertyKey, unknown>();
     for (const kind of ['transaction', 'snapshot', 'read'] as const) {
-      const run = storage[kind].bind(storage) as <T>(fn: (session: StorageSession) => Promise<T>) => Promise<T>;
+      const run = storage[kind].bind(storage) as Storage['read'];
       const duration = this.storageDuration.labels({ kind });
       const errors = this.storageErrors.labels({ kind });
-      timed.set(kind, async <T>(fn: (session: StorageSession) => Promise<T>): Promise<T> => {
+      timed.set(kind, async <T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> => {
         const started = performance.now();
         try {
-          return await run(fn);
+          return await run(fn, options);
         } catch (error) {
           errors.inc();
           throw error;

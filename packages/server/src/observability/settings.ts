@@ -11,13 +11,15 @@ export const OBSERVABILITY_SETTINGS = {
     default: 'info',
     invalid: ({ value }) => `"${String(value)}" (one of ${LOG_LEVELS.join(', ')})`,
     description:
-      'pino log level (`fatal`…`trace`, `silent`). One line per request at `info`; health checks, 304 polls and batch sub-requests at `debug`.',
+      'pino log level (`fatal`…`trace`, `silent`). One line per request at `info`; health checks, 304 polls ' +
+      'and batch sub-requests at `debug`.',
   }),
   log_format: Choice(['auto', 'json', 'pretty'], {
     default: 'auto',
     invalid: ({ value }) => `"${String(value)}" (auto, json or pretty)`,
     description:
-      '`json` (one JSON object per line), `pretty` (pino-pretty), or `auto`: pretty when standard output is a terminal.',
+      '`json` (one JSON object per line), `pretty` (pino-pretty), or `auto`: pretty when standard output is a ' +
+      'terminal.',
   }),
   metrics_enabled: Type.Boolean({
     default: false,
@@ -26,7 +28,8 @@ export const OBSERVABILITY_SETTINGS = {
   metrics_port: Nullable(Type.Integer({ minimum: 0, maximum: 65535 }), {
     default: null,
     description:
-      'Serve the metrics on this port only (on `host`), not on the API’s: keeps them private. Needed with `workers` above 1 (the primary process answers for all workers).',
+      'Serve the metrics on this port only (on `host`), not on the API’s: keeps them private. Needed with ' +
+      '`workers` above 1 (the primary process answers for all workers).',
   }),
 } satisfies SettingSchemas;
 
@@ -35,7 +38,8 @@ export function checkObservabilitySettings(
 ): void {
   if (settings.metrics_enabled && settings.workers > 1 && settings.metrics_port === null) {
     throw new ConfigError(
-      `metrics_enabled with workers = ${settings.workers} needs metrics_port: each worker counts its own requests, and the primary answers for all of them on that port`,
+      `metrics_enabled with workers = ${settings.workers} needs metrics_port: each worker counts its own ` +
+        'requests, and the primary answers for all of them on that port',
     );
   }
 }

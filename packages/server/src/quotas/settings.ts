@@ -14,7 +14,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable, type SettingProblem, type SettingSchemas, type SettingValues } from '../settings/schema.js';
 
-export const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
+const LIMIT_NAMES = ['max_bytes', 'max_items', 'max_bytes_per_item'] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 
 const LIMIT = Type.Optional(Nullable(Type.Integer({ minimum: 0 })));
@@ -49,7 +49,8 @@ export const QUOTA_SETTINGS = {
   quotas_enabled: Type.Boolean({
     default: false,
     description:
-      'Limit the size and number of objects per bucket and collection (capability `quotas`; see [Quotas](#quotas)); over a limit, a write gets 507.',
+      'Limit the size and number of objects per bucket and collection (capability `quotas`; see ' +
+      '[Quotas](#quotas)); over a limit, a write gets 507.',
   }),
   quotas_bucket: Type.Object(LIMIT_PROPERTIES, {
     default: {},
@@ -74,7 +75,8 @@ export const QUOTA_SETTINGS = {
     additionalProperties: false,
     invalid: limitsMapProblem('a bucket id or "<bucket id>/<collection id>"'),
     description:
-      'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
+      'Limits of the collections of a bucket, or of one collection, overriding `quotas_collection` limit by ' +
+      'limit: `{"<bid>": {…}, "<bid>/<cid>": {…}}` (the most specific wins).',
   }),
 } satisfies SettingSchemas;
 

@@ -147,7 +147,10 @@ function describe(error: ErrorObject, extras: unknown[]): string {
       return `${repr(params.missingProperty)} is a required property`;
     case 'additionalProperties':
     case 'additionalItems':
-      return `Additional ${keyword === 'additionalItems' ? 'items' : 'properties'} are not allowed (${extras.map(repr).join(', ')} ${extras.length === 1 ? 'was' : 'were'} unexpected)`;
+      return (
+        `Additional ${keyword === 'additionalItems' ? 'items' : 'properties'} are not allowed ` +
+        `(${extras.map(repr).join(', ')} ${extras.length === 1 ? 'was' : 'were'} unexpected)`
+      );
     case 'enum':
       return `${value} is not one of ${repr(schema)}`;
     case 'const':

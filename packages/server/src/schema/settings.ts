@@ -6,7 +6,8 @@ export const SCHEMA_SETTINGS = {
   experimental_collection_schema_validation: Type.Boolean({
     default: false,
     description:
-      'Validate records against their collection’s `schema`, and children against their bucket’s `collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
+      'Validate records against their collection’s `schema`, and children against their bucket’s ' +
+      '`collection:schema`, `group:schema`, `record:schema` (capability `schema`).',
   }),
   schema_validator_cache_size: Type.Integer({
     default: 256,

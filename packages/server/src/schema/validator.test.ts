@@ -204,7 +204,7 @@ describe('setting experimental_collection_schema_validation', () => {
   const auth = basicAuth('alice');
   const { serverWith } = useEmbeddedStore();
 
-  it('off (default): no capability, records unchecked, but a collection schema must still be a schema (as Kinto)', async () => {
+  it('off (default): no capability, records unchecked, a collection schema must be a schema (as Kinto)', async () => {
     const app = await serverWith({});
     expect((await app.inject({ url: '/v1/' })).json().capabilities.schema).toBeUndefined();
     await app.inject({

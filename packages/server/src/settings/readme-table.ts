@@ -4,9 +4,9 @@
  */
 import { envName, type SettingSchemas, settingKind } from './schema.js';
 
-export const TABLE_START =
+const TABLE_START =
   '<!-- settings-table: generated from the settings’ schemas by `pnpm --filter @quire/server settings:docs` -->';
-export const TABLE_END = '<!-- settings-table:end -->';
+const TABLE_END = '<!-- settings-table:end -->';
 
 export function renderSettingsTable(schemas: SettingSchemas): string {
   const rows = Object.entries(schemas).map(([name, schema]) => {

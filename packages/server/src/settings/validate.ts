@@ -103,7 +103,8 @@ function wrongType(kind: Exclude<SettingKind, 'json'>, auto: boolean, value: unk
       return `expected a number${got}`;
     case 'integer':
       // A number that is not whole, or no number at all.
-      return `${auto ? 'expected an integer or auto' : typeof value === 'number' ? 'expected an integer' : 'expected a number'}${got}`;
+      if (auto) return `expected an integer or auto${got}`;
+      return `${typeof value === 'number' ? 'expected an integer' : 'expected a number'}${got}`;
   }
 }
 

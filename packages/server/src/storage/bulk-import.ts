@@ -143,14 +143,6 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ImportInterrupted(abortReason(signal));
 }
 
-/** `{uri → permission → principals}` as rows `[uri, permission, principal]`. */
-export function aceRows(uri: string, acl: Permissions): Array<[string, string, string]> {
-  const rows: Array<[string, string, string]> = [];
-  for (const [permission, principals] of Object.entries(acl))
-    for (const principal of principals) rows.push([uri, permission, principal]);
-  return rows;
-}
-
 /**
  * The container a parent URI names: `/buckets/b` → bucket b under ''; `/buckets/b/collections/c` →
  * collection c under `/buckets/b`.

@@ -60,6 +60,14 @@ function after(query: CollectionTimestampsQuery, dialect: CollectionTimestampsDi
  * changed since costs what changed. The records scope names its collection.
  */
 function byTimestamp(query: CollectionTimestampsQuery, dialect: CollectionTimestampsDialect, direction: string) {
+  return `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
+     FROM ${dialect.scopesWithCollections}
+     WHERE ${timestampConditions(query, dialect).join(' AND ')}
+     ORDER BY t.last_modified ${direction}, t.parent_id ${direction}`;
+}
+
+/** The conditions on the records scopes `timestamps t` of a query by timestamp (`since` or `atMost`). */
+export function timestampConditions(query: CollectionTimestampsQuery, dialect: CollectionTimestampsDialect): string[] {
   const conditions = ["t.resource_name = 'record'", ...after(query, dialect, 't.last_modified', 't.parent_id')];
   if (query.since !== undefined) conditions.push(`t.last_modified > ${dialect.bind(query.since, 'bigint')}`);
   if (query.atMost !== undefined) conditions.push(`t.last_modified <= ${dialect.bind(query.atMost, 'bigint')}`);
@@ -69,10 +77,7 @@ function byTimestamp(query: CollectionTimestampsQuery, dialect: CollectionTimest
     const inBuckets = dialect.among(dialect.bucketOfScope, buckets);
     conditions.push(`(${inBuckets} OR ${dialect.among('t.parent_id', collections)})`);
   }
-  return `SELECT c.parent_id AS bucket_uri, c.id AS collection, t.last_modified
-     FROM ${dialect.scopesWithCollections}
-     WHERE ${conditions.join(' AND ')}
-     ORDER BY t.last_modified ${direction}, t.parent_id ${direction}`;
+  return conditions;
 }
 
 /** Driven by the live collections of `within` (every one without it), each with its records timestamp. */

@@ -12,6 +12,17 @@ export class BackendError extends StorageError {
   }
 }
 
+/**
+ * A statement ran past the request's database time (`storage_statement_timeout_ms`) and was
+ * cancelled (→ 503, errno 201, naming the setting).
+ */
+export class StatementTimeoutError extends BackendError {
+  override name = 'StatementTimeoutError';
+  constructor(options?: { cause?: unknown }) {
+    super('a statement ran past the statement timeout and was cancelled', options);
+  }
+}
+
 /** The object does not exist (or is a tombstone). */
 export class ObjectNotFoundError extends StorageError {
   override name = 'ObjectNotFoundError';

@@ -37,8 +37,11 @@ export async function createStorageFromSettings(
     return createPostgresStorage({
       url: settings.storage_url,
       poolSize: settings.storage_pool_size,
+      statementTimeoutMs: settings.storage_statement_timeout_ms,
+      ownerShare: settings.storage_pool_max_share,
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
+      pollCacheMaxStalenessMs: settings.storage_poll_cache_max_staleness_ms,
       reconnectMaxDelayMs: settings.storage_reconnect_max_delay_seconds * 1000,
       pooler: settings.storage_pooler,
       ...(settings.storage_listen_url ? { listenUrl: settings.storage_listen_url } : {}),
@@ -66,6 +69,7 @@ export async function createStorageFromSettings(
     maxDeclaredIndexes: settings.storage_max_declared_indexes,
     keepIndexes: options.keepIndexes ?? true,
     cacheMaxEntries: settings.storage_cache_max_entries,
+    groupCommitMax: settings.storage_group_commit_max,
   });
 }
 
@@ -99,7 +103,9 @@ export async function connectStorage(
         const waited =
           attempt === 1 ? 'one attempt' : `${attempt} attempts in ${Math.round((Date.now() - started) / 1000)} s`;
         throw new DatabaseUnavailableError(
-          `PostgreSQL at ${target} is unavailable (${reason}; ${waited}, storage_connect_timeout_seconds = ${settings.storage_connect_timeout_seconds}): check storage_url and that the database is up`,
+          `PostgreSQL at ${target} is unavailable (${reason}; ${waited}, ` +
+            `storage_connect_timeout_seconds = ${settings.storage_connect_timeout_seconds}): ` +
+            'check storage_url and that the database is up',
           { cause: error },
         );
       }
@@ -108,7 +114,8 @@ export async function connectStorage(
         backoffDelay({ firstMs: FIRST_ATTEMPT_DELAY_MS, maxMs: MAX_ATTEMPT_DELAY_MS }, attempt - 1),
       );
       log(
-        `PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`,
+        `PostgreSQL at ${target} is unavailable (${reason}): attempt ${attempt} failed, ` +
+          `next in ${(delay / 1000).toFixed(1)} s (storage_connect_timeout_seconds: ${Math.ceil(left / 1000)} s left)`,
       );
       await sleep(delay);
     }

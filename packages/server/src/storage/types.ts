@@ -89,6 +89,18 @@ export interface NonceStore {
 }
 
 /**
+ * What a session is told of the request it works for (issue 36's database budget). A store that
+ * shares connections (PostgreSQL) cancels the session's statements when `signal` aborts and gives
+ * each `owner` at most its share of the pool; another may ignore both.
+ */
+export interface SessionOptions {
+  /** Aborted when nobody needs the work any more (its client went away, its batch ran out of time). */
+  signal?: AbortSignal;
+  /** Who the work is for: `user:<id>`, or `address:<key>` for anonymous callers. */
+  owner?: string;
+}
+
+/**
  * A store: sessions to work in, and its own upkeep. Every read and write goes through a
  * session: `storage.read((session) => session.objects.get(…))`, `storage.transaction(…)`.
  */
@@ -101,13 +113,13 @@ export interface Storage {
    * timestamp until commit, so a concurrent `_since` poll never returns an ETag greater
    * than the timestamp of a change that commits after it.
    */
-  transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T>;
 
   /**
    * Runs `fn` on one consistent snapshot (read only): the scope timestamp and the listed
    * objects seen by `fn` belong to the same moment.
    */
-  snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+  snapshot<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T>;
 
   /**
    * Runs `fn` on plain reads, without a transaction: each statement sees what was committed when
@@ -116,7 +128,7 @@ export interface Storage {
    * an ETag never claims a change the listing did not show (it may show a newer one, which the
    * next `_since` poll gives again).
    */
-  read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T>;
+  read<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T>;
 
   /**
    * Where several processes share the store (PostgreSQL): a channel between them, LISTEN/NOTIFY.

@@ -53,7 +53,7 @@ export function describeConflict(conflict: Conflict): string {
 }
 
 /** `from quire.ndjson, started 2026-…Z by process 123 on host` (and how it ended, when known). */
-export function describeRun(run: ImportRun): string {
+function describeRun(run: ImportRun): string {
   const how = run.outcome ? `, ${run.outcome}` : '';
   const started = new Date(run.startedAt).toISOString();
   return `from ${run.input}, started ${started} by process ${run.pid} on ${run.host}${how}`;

@@ -23,7 +23,7 @@ function aclOf(permissions: Permissions): Permissions | null {
   return acl;
 }
 
-export function bulkObject(line: Exclude<Line, { scope: unknown }>, number: number): BulkObject {
+function bulkObject(line: Exclude<Line, { scope: unknown }>, number: number): BulkObject {
   const { resource, parent, object, permissions } = line;
   const deleted = isTombstone(object);
   const uri = objectUri({ resourceName: resource, parentId: parent }, object.id);

@@ -75,7 +75,7 @@ const IN_COLLECTION = new RegExp(`^/buckets/(${SEGMENT})/collections/(${SEGMENT}
 const permissionsOf = (name: string) => RESOURCES.find((def) => def.name === name)?.permissions ?? [];
 
 /** Every resource an export holds (export.ts), as the API names them. */
-export const KINDS: Readonly<Record<string, Kind>> = {
+const KINDS: Readonly<Record<string, Kind>> = {
   bucket: { parent: /^$/, id: ID_PATTERN, permissions: permissionsOf('bucket') },
   account: { parent: /^$/, id: ACCOUNT_ID_PATTERN, permissions: ['read', 'write'] },
   collection: { parent: IN_BUCKET, id: ID_PATTERN, permissions: permissionsOf('collection') },

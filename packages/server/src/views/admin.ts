@@ -65,7 +65,7 @@ interface CachedFile {
 }
 
 /** `admin-dist/` of the @quire/server package, from src/views/ or from the bundle in dist/. */
-export function adminBuildDir(): string {
+function adminBuildDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
     try {
@@ -105,24 +105,52 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
     description: 'Serves the admin console.',
     url: 'https://github.com/quire-sync/quire/tree/main/apps/console',
   };
-  const built = (() => {
-    try {
-      return statSync(join(root, 'index.html')).isFile();
-    } catch {
-      return false;
-    }
-  })();
-  if (!built)
+  if (!isBuilt(root))
     app.log.warn(
       { dir: root },
       'admin: the console is not built (pnpm --filter @quire/console build); /v1/admin/ says so',
     );
-
-  const cache = new Map<string, CachedFile>();
+  const files = new ConsoleFiles(root);
   const consoleRequests = new WeakSet<FastifyRequest>();
 
-  /** The file for a path below `/v1/admin/`, or null; read again when it changed on disk. */
-  function load(relative: string): CachedFile | null {
+  app.addHook('onRequest', async (request, reply) => {
+    const { path } = splitUrl(request.raw.url);
+    if (path !== PREFIX && !path.startsWith(`${PREFIX}/`)) return;
+    if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed(['GET', 'HEAD']);
+    consoleRequests.add(request);
+    return serveConsole(files, request, reply);
+  });
+
+  // After the API's security headers (registered earlier): the console's own policy.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (consoleRequests.has(request)) {
+      reply.header('Content-Security-Policy', CONSOLE_CSP);
+      reply.header('Referrer-Policy', 'no-referrer');
+    }
+    return payload;
+  });
+}
+
+function isBuilt(root: string): boolean {
+  try {
+    return statSync(join(root, 'index.html')).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The console's files, kept in memory and read again when they change on disk. */
+class ConsoleFiles {
+  readonly root: string;
+  readonly #cache = new Map<string, CachedFile>();
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  /** The file for a path below `/v1/admin/`, or null. */
+  load(relative: string): CachedFile | null {
+    const { root } = this;
     const file = resolve(root, relative === '' ? 'index.html' : relative);
     if (!file.startsWith(root + sep) || relative.split('/').some((part) => part.startsWith('.'))) return null;
     // Source maps are never served, even from a build that has them (apps/console/vite.config.ts).
@@ -134,7 +162,7 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
       return null;
     }
     if (!stat.isFile()) return null;
-    const hit = cache.get(file);
+    const hit = this.#cache.get(file);
     if (hit && hit.mtimeMs === stat.mtimeMs && hit.size === stat.size) return hit;
     const body = readFileSync(file);
     const entry: CachedFile = {
@@ -144,77 +172,66 @@ export function registerAdmin(app: FastifyInstance, root: string = adminBuildDir
       etag: `"${createHash('sha1').update(body).digest('base64url')}"`,
       body,
     };
-    cache.set(file, entry);
+    this.#cache.set(file, entry);
     return entry;
   }
+}
 
-  function compressed(entry: CachedFile, acceptEncoding: string): { body: Buffer; encoding?: string } {
-    if (entry.body.length < 1024 || !/^(text|application\/json|image\/svg)/.test(entry.type))
-      return { body: entry.body };
-    if (/\bbr\b/.test(acceptEncoding)) {
-      entry.br ??= brotliCompressSync(entry.body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9 } });
-      return { body: entry.br, encoding: 'br' };
-    }
-    if (/\bgzip\b/.test(acceptEncoding)) {
-      entry.gzip ??= gzipSync(entry.body, { level: 9 });
-      return { body: entry.gzip, encoding: 'gzip' };
-    }
-    return { body: entry.body };
+function compressed(entry: CachedFile, acceptEncoding: string): { body: Buffer; encoding?: string } {
+  if (entry.body.length < 1024 || !/^(text|application\/json|image\/svg)/.test(entry.type)) return { body: entry.body };
+  if (/\bbr\b/.test(acceptEncoding)) {
+    entry.br ??= brotliCompressSync(entry.body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9 } });
+    return { body: entry.br, encoding: 'br' };
   }
+  if (/\bgzip\b/.test(acceptEncoding)) {
+    entry.gzip ??= gzipSync(entry.body, { level: 9 });
+    return { body: entry.gzip, encoding: 'gzip' };
+  }
+  return { body: entry.body };
+}
 
-  function notBuilt(request: FastifyRequest, reply: FastifyReply) {
-    if (!/text\/html/.test(request.headers.accept ?? '')) {
-      throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
-        message: 'The admin console is not built: run `pnpm --filter @quire/console build` on the server.',
-      });
-    }
+function notBuilt(root: string, request: FastifyRequest, reply: FastifyReply) {
+  if (!/text\/html/.test(request.headers.accept ?? '')) {
+    throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+      message: 'The admin console is not built: run `pnpm --filter @quire/console build` on the server.',
+    });
+  }
+  return reply
+    .code(404)
+    .type('text/html; charset=utf-8')
+    .header('Cache-Control', 'no-cache')
+    .send(NOT_BUILT_PAGE(root));
+}
+
+/** A request below `/v1/admin`: a redirect to `/v1/admin/`, or one of the console's files. */
+async function serveConsole(files: ConsoleFiles, request: FastifyRequest, reply: FastifyReply) {
+  const { path, query } = splitUrl(request.raw.url);
+  if (path === PREFIX) {
+    const { settings } = request.server.services;
     return reply
-      .code(404)
-      .type('text/html; charset=utf-8')
-      .header('Cache-Control', 'no-cache')
-      .send(NOT_BUILT_PAGE(root));
+      .code(307)
+      .header('Location', `${baseUrl(settings, request)}${PREFIX}/${query ? `?${query}` : ''}`)
+      .send();
   }
-
-  app.addHook('onRequest', async (request, reply) => {
-    const { path, query } = splitUrl(request.raw.url);
-    if (path !== PREFIX && !path.startsWith(`${PREFIX}/`)) return;
-    if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed(['GET', 'HEAD']);
-    consoleRequests.add(request);
-    if (path === PREFIX) {
-      return reply
-        .code(307)
-        .header('Location', `${baseUrl(services.settings, request)}${PREFIX}/${query ? `?${query}` : ''}`)
-        .send();
-    }
-    let relative: string;
-    try {
-      relative = decodeURIComponent(path.slice(PREFIX.length + 1));
-    } catch {
-      relative = '\0';
-    }
-    const entry = relative.includes('\0') ? null : load(relative);
-    if (!entry) {
-      if (!load('index.html')) return notBuilt(request, reply);
-      throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
-        message: 'The resource you are looking for could not be found.',
-      });
-    }
-    // Vite names the files of assets/ after their content: they never change.
-    reply.header('Cache-Control', relative.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
-    reply.header('ETag', entry.etag);
-    reply.header('Vary', 'Accept-Encoding');
-    if (request.headers['if-none-match'] === entry.etag) return reply.code(304).send();
-    const { body, encoding } = compressed(entry, String(request.headers['accept-encoding'] ?? ''));
-    if (encoding) reply.header('Content-Encoding', encoding);
-    return reply.code(200).type(entry.type).send(body);
-  });
-
-  // After the API's security headers (registered earlier): the console's own policy.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (consoleRequests.has(request)) {
-      reply.header('Content-Security-Policy', CONSOLE_CSP);
-      reply.header('Referrer-Policy', 'no-referrer');
-    }
-    return payload;
-  });
+  let relative: string;
+  try {
+    relative = decodeURIComponent(path.slice(PREFIX.length + 1));
+  } catch {
+    relative = '\0';
+  }
+  const entry = relative.includes('\0') ? null : files.load(relative);
+  if (!entry) {
+    if (!files.load('index.html')) return notBuilt(files.root, request, reply);
+    throw new ApiError(404, ERRNO.MISSING_RESOURCE, {
+      message: 'The resource you are looking for could not be found.',
+    });
+  }
+  // Vite names the files of assets/ after their content: they never change.
+  reply.header('Cache-Control', relative.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
+  reply.header('ETag', entry.etag);
+  reply.header('Vary', 'Accept-Encoding');
+  if (request.headers['if-none-match'] === entry.etag) return reply.code(304).send();
+  const { body, encoding } = compressed(entry, String(request.headers['accept-encoding'] ?? ''));
+  if (encoding) reply.header('Content-Encoding', encoding);
+  return reply.code(200).type(entry.type).send(body);
 }

@@ -18,7 +18,7 @@ import { ApiError, ERRNO } from '../errors.js';
 import { entryJson, entryParts, type SubResponse } from './batch-entry.js';
 
 /** What a read-only batch holds before it starts streaming. */
-export const STREAM_AFTER_BYTES = 1024 * 1024;
+const STREAM_AFTER_BYTES = 1024 * 1024;
 
 const OPENING = '{"responses":[';
 const CLOSING = ']}';

@@ -5,18 +5,18 @@
  * the caller (the batch's, or its own credentials), content negotiation, the input limits of its
  * path and query string (engine/request-input.ts) — and is answered by the same endpoint
  * function, with the same errors, events and headers, logged and counted as a request of its
- * own. What is not an endpoint of the engine (another route, a path the router redirects or does
- * not know) is the router's (`null`: batch-routed.ts).
+ * own; a sub-request under `/buckets/default` first passes the default bucket's checks and
+ * implicit creations. What is not an endpoint of the engine (another route, a path the router
+ * redirects or does not know) is the router's (`null`: batch-routed.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import { authenticate } from '../auth/authenticate.js';
 import type { Identity } from '../auth/policy.js';
-import { ApiError, ERRNO, methodNotAllowed } from '../errors.js';
+import { ApiError, ERRNO, unknownUrl } from '../errors.js';
 import { JsonText } from '../engine/endpoints/answer.js';
-import type { ResponseHead } from '../engine/object-responses.js';
-import { EngineRequest, engineHeaders } from '../engine/request.js';
+import { CollectedHead, runRoute } from '../engine/in-process-call.js';
 import { readInput } from '../engine/request-input.js';
 import { type EngineRoute, engineRoutesOf } from '../engine/route-table.js';
 import { baseUrl } from '../http/base-url.js';
@@ -28,21 +28,7 @@ import { logRequestLine, REQUEST_ID_HEADER } from '../observability/request-log.
 import type { UnitOfWork } from '../unit-of-work.js';
 import { canonicalHeaders, entryPath, type SubRequest, type SubResponse } from './batch-entry.js';
 
-/** A status and headers collected as Fastify's reply keeps them: lower-case names. */
-class EntryHead implements ResponseHead {
-  status = 200;
-  readonly headers = new Map<string, string>();
-
-  code(status: number): this {
-    this.status = status;
-    return this;
-  }
-
-  header(name: string, value: string): this {
-    this.headers.set(name.toLowerCase(), value);
-    return this;
-  }
-}
+const PERSONAL_PREFIX = '/v1/buckets/default';
 
 /** One sub-request on its way to its endpoint. */
 interface SubCall {
@@ -72,11 +58,11 @@ export async function answerDirectly(
   const started = performance.now();
   const { path, query } = splitUrl(sub.path);
   if (path.includes('#')) return null;
-  const route = engineRoutesOf(app).find(app, sub.method, path);
+  const route = engineRoutesOf(app).find(app, sub.method, path) ?? personalRoute(app, sub.method, path);
   if (!route) return null;
   const id = headers[REQUEST_ID_HEADER] || randomUUID();
   const call: SubCall = { app, batch, work, sub, headers, path, query, id, identity: batch.identity };
-  const head = new EntryHead();
+  const head = new CollectedHead();
   head.header('X-Request-Id', id);
   let body: unknown;
   try {
@@ -109,7 +95,7 @@ export async function answerDirectly(
 }
 
 /** The checks of every request, in their order, then the endpoint. */
-async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): Promise<unknown> {
+async function runEndpoint(call: SubCall, route: DirectRoute, head: CollectedHead): Promise<unknown> {
   const { app, batch, work, sub, headers } = call;
   const { settings, policies } = app.services;
   checkServiceState(settings, sub.method);
@@ -120,28 +106,45 @@ async function runEndpoint(call: SubCall, route: EngineRoute, head: EntryHead): 
   if (Object.keys(sub.headers).some((name) => name.toLowerCase() === 'authorization'))
     call.identity = await authenticate(policies, { headers, ip: batch.ip, read: work.read.bind(work) });
   checkNegotiation(sub.method, headers.accept, headers['content-type'], sub.body !== undefined);
-  const query = readInput(call.path, call.query, settings);
-  if (route.kind === 'not-allowed') throw methodNotAllowed(route.allowed);
-  const request = new EngineRequest({
-    method: sub.method,
-    path: call.path,
-    params: route.params,
-    query,
-    headers: engineHeaders(headers),
-    body: sub.body,
+  const caller = {
     identity: call.identity,
-    settings,
     work,
     id: call.id,
     log: batch.log,
     ip: batch.ip,
     origin: () => baseUrl(settings, batch),
-  });
-  return route.endpoint(route.model, request, head);
+  };
+  const engineCall = { method: sub.method, path: call.path, query: call.query, headers, body: sub.body };
+  if (route.kind !== 'personal') return runRoute(app, route, caller, engineCall, head);
+  // `/buckets/default/…`: its own input limits first (the router's hook reads them before the
+  // view), then the view's checks and implicit creations, then the engine on the real path.
+  readInput(call.path, call.query, settings);
+  const source = { params: route.params, url: sub.path, identity: call.identity };
+  const real = await app.services.personalCall!({ identity: call.identity, work, source }, engineCall);
+  const found = engineRoutesOf(app).find(app, real.method, real.path);
+  if (!found) throw unknownUrl();
+  return runRoute(app, found, caller, real, head);
+}
+
+/** A route the batch answers in process: the engine's, or the default bucket's alias of them. */
+type DirectRoute = EngineRoute | { kind: 'personal'; pattern: string; params: unknown };
+
+/**
+ * The default bucket's route, when the router gives it `path` (its only routes with no parameter
+ * but a wildcard); a trailing slash is the router's, which redirects it.
+ */
+function personalRoute(app: FastifyInstance, method: string, path: string): DirectRoute | null {
+  if (!app.services.personalCall || path.endsWith('/')) return null;
+  if (path !== PERSONAL_PREFIX && !path.startsWith(`${PERSONAL_PREFIX}/`)) return null;
+  const found = app.findRoute({ method: method as HTTPMethods, url: path });
+  if (!found) return null;
+  const names = Object.keys(found.params as object);
+  if (names.length > 1 || (names.length === 1 && names[0] !== '*')) return null;
+  return { kind: 'personal', pattern: names.length ? `${PERSONAL_PREFIX}/*` : PERSONAL_PREFIX, params: found.params };
 }
 
 /** The error's body and head, as the error handler answers it (http/error-handler.ts). */
-function errorBody(call: SubCall, error: unknown, head: EntryHead): unknown {
+function errorBody(call: SubCall, error: unknown, head: CollectedHead): unknown {
   const { settings } = call.app.services;
   const apiError = toApiError(error, settings);
   if (isServerFault(apiError.status)) call.batch.log.error({ err: error }, 'request failed');
@@ -153,7 +156,7 @@ function errorBody(call: SubCall, error: unknown, head: EntryHead): unknown {
 }
 
 /** The entry: the answer's body as JSON text, with the headers the router's answer would carry. */
-function entryOf(call: SubCall, head: EntryHead, body: unknown): SubResponse {
+function entryOf(call: SubCall, head: CollectedHead, body: unknown): SubResponse {
   const { settings } = call.app.services;
   const { method } = call.sub;
   const text = body === null ? '' : body instanceof JsonText ? body.text : JSON.stringify(body);

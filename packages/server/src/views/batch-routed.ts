@@ -1,9 +1,10 @@
 /**
  * A batch's sub-request to a route outside the resource engine (`GET /`, the change monitor,
- * `/permissions`, `/buckets/default`, attachments, the accounts' validation, a path the router
- * redirects or does not know): dispatched through the very same routes and hooks as a request
- * from the network (http/internal-requests.ts), in the batch's unit of work, from the batch
- * client's address. The engine's own endpoints are answered in-process instead (batch-direct.ts).
+ * `/permissions`, attachments, the accounts' validation, a path the router redirects or does not
+ * know): dispatched through the very same routes and hooks as a request from the network
+ * (http/internal-requests.ts), in the batch's unit of work, from the batch client's address. The
+ * engine's own endpoints, and `/buckets/default`'s, are answered in-process instead
+ * (batch-direct.ts); docs/internals.md lists what still comes here, and why.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requestHost } from '../http/base-url.js';

@@ -1,8 +1,9 @@
 /**
  * `POST /v1/batch` (protocol-reference §8). Sub-requests run in order, inside ONE unit of work:
  * one transaction. Those to the resource engine's endpoints are answered by them directly
- * (batch-direct.ts); the others go through the same routes as any request (http/internal-requests.ts). 4xx answers are just entries;
- * a 5xx — or a 409 integrity conflict — rolls the whole batch back and becomes the answer, so a
+ * (batch-direct.ts); the others go through the same routes as any request
+ * (http/internal-requests.ts). 4xx answers are just entries; a 5xx — or a 409 integrity
+ * conflict — rolls the whole batch back and becomes the answer, so a
  * batch is never half-written. (Kinto keeps going after a 409 with an aborted transaction;
  * clients cannot rely on that state, so we refuse it whole.)
  */
@@ -11,6 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO } from '../errors.js';
 import { registerMethods } from '../engine/routes.js';
 import { headersTooLarge } from '../http/client-errors.js';
+import { sessionOwner } from '../http/session-budget.js';
 import { UnitOfWork } from '../unit-of-work.js';
 import { answerDirectly } from './batch-direct.js';
 import { entryPath, type SubRequest, type SubResponse, subResponseError } from './batch-entry.js';
@@ -57,7 +59,10 @@ export function registerBatch(app: FastifyInstance): void {
         // only reads: nothing held while its answer streams), and one request for events
         // (§10.4), grouped across sub-requests, delivered to in-transaction listeners before the
         // batch commits, to the others after.
-        const work = new UnitOfWork(storage, events, true);
+        // Its statements are cancelled when the batch must stop (deadline.signal) and share the
+        // pool as the caller's.
+        const owner = sessionOwner(request.identity?.userId, request.ip);
+        const work = new UnitOfWork(storage, events, true, () => ({ signal: deadline.signal, owner }));
         await work.run(readOnly ? 'read' : 'write', async () => {
           for (const sub of requests) {
             await deadline.check();
@@ -69,7 +74,8 @@ export function registerBatch(app: FastifyInstance): void {
         });
         return answer.end() ?? reply;
       } catch (error) {
-        if (!answer.streaming) throw error;
+        // A statement cancelled because the batch had to stop: the reason it stopped is the answer.
+        if (!answer.streaming) throw deadline.stopped() ?? error;
         // Too late for another status: the connection is cut, the failure logged.
         request.log.error({ err: error }, 'batch failed while its answer was streamed');
         answer.abort(error);
@@ -110,8 +116,13 @@ class BatchDeadline {
   readonly #reply: FastifyReply;
   #clientGone = false;
   #lastYield = performance.now();
+  /** Aborted when the batch must stop: the store cancels its statements in flight. */
+  readonly #stopping = new AbortController();
+  readonly #timer: NodeJS.Timeout;
   readonly #onClose = () => {
-    if (!this.#reply.raw.writableFinished) this.#clientGone = true;
+    if (this.#reply.raw.writableFinished) return;
+    this.#clientGone = true;
+    this.#stopping.abort(new Error('the client went away'));
   };
 
   constructor(reply: FastifyReply, seconds: number, retryAfter: number) {
@@ -120,6 +131,31 @@ class BatchDeadline {
     this.#retryAfter = retryAfter;
     this.#expiresAt = performance.now() + seconds * 1000;
     reply.raw.on('close', this.#onClose);
+    this.#timer = setTimeout(() => this.#stopping.abort(new Error('batch_timeout_seconds')), seconds * 1000);
+    this.#timer.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.#stopping.signal;
+  }
+
+  /** Why the batch had to stop (its answer), or null while it may go on. */
+  stopped(): ApiError | null {
+    if (this.#clientGone) {
+      // Never sent: there is nobody to send it to. Status 499 as proxies log a client gone.
+      return new ApiError(499, ERRNO.UNDEFINED, {
+        message: 'The client closed the connection: the batch was rolled back.',
+      });
+    }
+    if (performance.now() > this.#expiresAt) {
+      return new ApiError(503, ERRNO.BACKEND, {
+        message:
+          `The batch ran longer than batch_timeout_seconds (${this.#seconds} s) and was rolled back: ` +
+          'send fewer requests per batch.',
+        headers: { 'Retry-After': String(this.#retryAfter) },
+      });
+    }
+    return null;
   }
 
   /**
@@ -132,21 +168,12 @@ class BatchDeadline {
       await new Promise<void>((resolve) => setImmediate(resolve));
       this.#lastYield = performance.now();
     }
-    if (this.#clientGone) {
-      // Never sent: there is nobody to send it to. Status 499 as proxies log a client gone.
-      throw new ApiError(499, ERRNO.UNDEFINED, {
-        message: 'The client closed the connection: the batch was rolled back.',
-      });
-    }
-    if (performance.now() > this.#expiresAt) {
-      throw new ApiError(503, ERRNO.BACKEND, {
-        message: `The batch ran longer than batch_timeout_seconds (${this.#seconds} s) and was rolled back: send fewer requests per batch.`,
-        headers: { 'Retry-After': String(this.#retryAfter) },
-      });
-    }
+    const stopped = this.stopped();
+    if (stopped) throw stopped;
   }
 
   clear(): void {
+    clearTimeout(this.#timer);
     this.#reply.raw.off('close', this.#onClose);
   }
 }

@@ -19,11 +19,12 @@ async function capabilities(
 }
 
 describe('GET / capabilities', () => {
-  it('by default: Basic Auth, the change monitor, the personal bucket and the permissions endpoint', async () => {
+  it('by default: Basic Auth, the monitor, the personal bucket, permissions endpoint, partial replicas', async () => {
     expect(Object.keys(await capabilities({})).sort()).toEqual([
       'basicauth',
       'changes',
       'default_bucket',
+      'partial_replicas',
       'permissions_endpoint',
     ]);
   });
@@ -34,6 +35,7 @@ describe('GET / capabilities', () => {
       default_bucket_enabled: false,
       experimental_permissions_endpoint: false,
       changes_enabled: false,
+      partial_replicas_enabled: false,
     };
     // Accounts is a policy here: its capability is the only one.
     expect(Object.keys(await capabilities(off))).toEqual(['accounts']);
@@ -53,6 +55,7 @@ describe('GET / capabilities', () => {
       'default_bucket',
       'flush_endpoint',
       'history',
+      'partial_replicas',
       'permissions_endpoint',
       'schema',
     ]);
@@ -61,6 +64,27 @@ describe('GET / capabilities', () => {
         description: expect.any(String),
         url: expect.stringMatching(/^https?:\/\//),
       });
+    }
+  });
+});
+
+describe('GET / settings', () => {
+  it('show every request budget of the README table, with the values in force', async () => {
+    const app = await serverWith({ storage_statement_timeout_ms: 4_000, max_query_filters: 7 });
+    try {
+      const { settings } = (await app.inject({ url: '/v1/' })).json() as { settings: Record<string, unknown> };
+      expect(settings).toMatchObject({
+        max_query_filters: 7,
+        storage_statement_timeout_ms: 4_000,
+        storage_pool_max_share: 0.25,
+        batch_timeout_seconds: 30,
+        batch_max_response_bytes: 32 * 1024 * 1024,
+        max_page_bytes: 8 * 1024 * 1024,
+      });
+      for (const name of ['max_header_bytes', 'max_body_bytes', 'max_json_depth', 'max_json_keys', 'max_path_bytes'])
+        expect(typeof settings[name], name).toBe('number');
+    } finally {
+      await app.close();
     }
   });
 });

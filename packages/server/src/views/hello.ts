@@ -6,6 +6,18 @@ import { registerMethods } from '../engine/routes.js';
 import { INPUT_SETTINGS } from '../engine/settings.js';
 import type { SettingName } from '../config.js';
 
+/** The request budgets beside the URL's input limits (README's budgets table), shown in `settings`. */
+const BUDGET_SETTINGS = [
+  'max_header_bytes',
+  'max_body_bytes',
+  'max_json_depth',
+  'max_json_keys',
+  'batch_max_response_bytes',
+  'batch_timeout_seconds',
+  'storage_statement_timeout_ms',
+  'storage_pool_max_share',
+] as const satisfies readonly SettingName[];
+
 export const HTTP_API_VERSION = '1.22';
 
 export function registerHello(app: FastifyInstance): void {
@@ -27,8 +39,10 @@ export function registerHello(app: FastifyInstance): void {
           explicit_permissions: settings.explicit_permissions,
           max_object_id_length: settings.max_object_id_length,
           max_page_bytes: settings.max_page_bytes,
-          // What a request may send, so that a client can stay within it (engine/request-input.ts).
-          ...Object.fromEntries(Object.keys(INPUT_SETTINGS).map((name) => [name, settings[name as SettingName]])),
+          // What a request may send or cost, so that a client can stay within it (README: the budgets).
+          ...Object.fromEntries(
+            [...Object.keys(INPUT_SETTINGS), ...BUDGET_SETTINGS].map((name) => [name, settings[name as SettingName]]),
+          ),
         },
         capabilities: Object.fromEntries(
           Object.entries(capabilities).map(([name, entry]) => [

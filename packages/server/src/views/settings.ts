@@ -15,7 +15,8 @@ export const VIEW_SETTINGS = {
     default: 30,
     minimum: 0.01,
     description:
-      'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose client went away is rolled back at once).',
+      'Time budget of one `POST /batch`: past it the batch is rolled back and answers 503 (a batch whose ' +
+      'client went away is rolled back at once).',
   }),
   batch_max_response_bytes: Type.Integer({
     default: 32 * 1024 * 1024,
@@ -46,17 +47,20 @@ export const VIEW_SETTINGS = {
     default: null,
     secret: true,
     description:
-      'HMAC key of personal bucket ids. Unset: derived from `userid_hmac_secret` (set it to a Kinto deployment’s value to keep its ids).',
+      'HMAC key of personal bucket ids. Unset: derived from `userid_hmac_secret` (set it to a Kinto ' +
+      'deployment’s value to keep its ids).',
   }),
   flush_endpoint_enabled: Type.Boolean({
     default: false,
     description:
-      'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in production.',
+      'Serve `POST /__flush__`, which deletes everything in storage (capability `flush_endpoint`). Never in ' +
+      'production.',
   }),
   admin: Type.Boolean({
     default: false,
     description:
-      'Serve [Quire Console](apps/console/README.md), the admin web app, at `/v1/admin/` (capability `admin`); also turns on `GET /permissions`, which it uses.',
+      'Serve [Quire Console](apps/console/README.md), the admin web app, at `/v1/admin/` (capability ' +
+      '`admin`); also turns on `GET /permissions`, which it uses.',
   }),
 } satisfies SettingSchemas;
 

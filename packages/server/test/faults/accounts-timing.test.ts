@@ -32,7 +32,7 @@ describeOnBackends(
       for (const client of clients.splice(0)) client.close();
     });
 
-    it('an unknown name costs as much as a wrong password for an existing account, and gets the same answer', async () => {
+    it('an unknown name costs as much as a wrong password for an existing one, and gets the same answer', async () => {
       const app = await serverWith({
         multiauth_policies: ['account'],
         account_create_principals: ['system.Everyone'],

@@ -42,7 +42,8 @@ function rssOf(pid: number): number {
 function streamedForm(size: number, filename = 'big.bin'): { body: Readable; contentType: string; length: number } {
   const boundary = `quire-${randomBytes(8).toString('hex')}`;
   const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="${filename}"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const chunk = randomBytes(64 * 1024);
@@ -133,7 +134,9 @@ describe('a large upload streams with bounded memory (quire start)', { timeout: 
         const seconds = (performance.now() - started) / 1000;
         rises.push((peak - baseline) / MB);
         console.log(
-          `[attachment stream] ${size / MB} MB to ${backend}: ${(size / MB / seconds).toFixed(0)} MB/s, server RSS ${(baseline / MB).toFixed(0)} MB → peak ${(peak / MB).toFixed(0)} MB (+${((peak - baseline) / MB).toFixed(1)} MB)`,
+          `[attachment stream] ${size / MB} MB to ${backend}: ${(size / MB / seconds).toFixed(0)} MB/s, ` +
+            `server RSS ${(baseline / MB).toFixed(0)} MB → peak ${(peak / MB).toFixed(0)} MB ` +
+            `(+${((peak - baseline) / MB).toFixed(1)} MB)`,
         );
       }
     } finally {
@@ -255,7 +258,8 @@ describe.skipIf(twoProcessesSkip !== undefined)(
         const boundary = 'quire-two-processes';
         async function* slowBody() {
           yield Buffer.from(
-            `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+            `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="slow.bin"\r\n` +
+              'Content-Type: application/octet-stream\r\n\r\n',
           );
           for (const chunk of chunks) {
             await new Promise((resolve) => setTimeout(resolve, 250));
@@ -325,8 +329,10 @@ for (const fileBackend of FILE_BACKENDS) {
         socket.on('close', () => resolve(answer));
         socket.on('error', () => resolve(answer));
         socket.write(
-          `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
-            `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${head.length + 60_000}\r\n\r\n${head}`,
+          `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\n` +
+            `Host: 127.0.0.1\r\nAuthorization: ${AUTH.authorization}\r\n` +
+            `Content-Type: multipart/form-data; boundary=${boundary}\r\n` +
+            `Content-Length: ${head.length + 60_000}\r\n\r\n${head}`,
         );
         socket.write(Buffer.alloc(bytes, 1), () => {
           if (then === 'close') setTimeout(() => socket.destroy(), 100);
@@ -358,7 +364,8 @@ for (const fileBackend of FILE_BACKENDS) {
         socket.on('data', (chunk) => (text += chunk.toString()));
         socket.on('close', () => resolve(text));
         socket.write(
-          `POST /v1/buckets/b/collections/c/records/r/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basicAuth('mallory').authorization}\r\n` +
+          'POST /v1/buckets/b/collections/c/records/r/attachment HTTP/1.1\r\n' +
+            `Host: 127.0.0.1\r\nAuthorization: ${basicAuth('mallory').authorization}\r\n` +
             'Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 1000000000\r\n\r\n--x\r\n',
         );
       });

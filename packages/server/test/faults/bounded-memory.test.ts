@@ -82,7 +82,8 @@ describe('caches keyed by request input stay bounded (issue 19.10)', { timeout: 
     expect([...statusCodes].filter((status) => status >= 500)).toEqual([]);
     const totals = statementCacheTotals();
     console.log(
-      `[bounded memory] statement caches after 1,200 hostile listings: ${totals.statements} statements, ${totals.sqlLength} characters of SQL on ${totals.connections} connections`,
+      `[bounded memory] statement caches after 1,200 hostile listings: ${totals.statements} statements, ` +
+        `${totals.sqlLength} characters of SQL on ${totals.connections} connections`,
     );
     expect(totals.connections).toBeGreaterThan(0);
     // No statement built from a long query is kept, and each connection stays within its budget.

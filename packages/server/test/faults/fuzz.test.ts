@@ -348,10 +348,14 @@ const jsonPatches = fc
     }),
     { maxLength: 6 },
   )
-  .map(
-    (operations) =>
-      `[${operations.map(({ op, path, from, value }) => `{"op":${JSON.stringify(op)},"path":${JSON.stringify(path)},"from":${JSON.stringify(from)},"value":${value}}`).join(',')}]`,
-  );
+  .map((operations) => {
+    const items = operations.map(
+      ({ op, path, from, value }) =>
+        `{"op":${JSON.stringify(op)},"path":${JSON.stringify(path)},` +
+        `"from":${JSON.stringify(from)},"value":${value}}`,
+    );
+    return `[${items.join(',')}]`;
+  });
 
 const deep = fc
   .constantFrom(50, 99, 100, 101, 1000, 10_000)
@@ -390,10 +394,14 @@ const subRequests = fc
     ),
     { maxLength: 4 },
   )
-  .map(
-    (requests) =>
-      `{"requests":[${requests.map(([method, { path }, query, body, headers]) => `{"method":"${method}","path":${JSON.stringify(path.replace(/^\/v1/, '') + query)}${body === null ? '' : `,"body":${body}`}${headers === null ? '' : `,"headers":${headers}`}}`).join(',')}]}`,
-  );
+  .map((requests) => {
+    const items = requests.map(
+      ([method, { path }, query, body, headers]) =>
+        `{"method":"${method}","path":${JSON.stringify(path.replace(/^\/v1/, '') + query)}` +
+        `${body === null ? '' : `,"body":${body}`}${headers === null ? '' : `,"headers":${headers}`}}`,
+    );
+    return `{"requests":[${items.join(',')}]}`;
+  });
 
 // Bodies that might be accepted, so that the fuzzer gets past validation too.
 const plausible = fc
@@ -596,7 +604,12 @@ function report(name: string, figures: Figures): string {
     .sort(([a], [b]) => a - b)
     .map(([status, count]) => `${status}: ${count}`)
     .join(', ');
-  return `[fuzz ${name}] seed ${SEED}: ${figures.sent} requests over HTTP + ${figures.raw} raw; statuses {${statuses}}; 5xx: ${figures.serverErrors}; hangs: ${figures.hangs}; error bodies not in the protocol format: ${figures.badBodies}; raw connections closed unanswered: ${figures.closedUnanswered}`;
+  return (
+    `[fuzz ${name}] seed ${SEED}: ${figures.sent} requests over HTTP + ${figures.raw} raw; statuses {${statuses}}; ` +
+    `5xx: ${figures.serverErrors}; hangs: ${figures.hangs}; ` +
+    `error bodies not in the protocol format: ${figures.badBodies}; ` +
+    `raw connections closed unanswered: ${figures.closedUnanswered}`
+  );
 }
 
 function prototypeSnapshot(): string {

@@ -38,7 +38,8 @@ const stores: Store[] = [
   {
     name: 'postgresql',
     env: () => ({
-      QUIRE_STORAGE_URL: `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+      QUIRE_STORAGE_URL:
+        `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}` + `options=${encodeURIComponent(`-c search_path=${schema}`)}`,
       QUIRE_STORAGE_AUTO_MIGRATE: 'true',
     }),
     before: () => runAsAdmin(`CREATE SCHEMA ${schema}`),

@@ -52,7 +52,7 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
     if (typeof db !== 'string') await db.destroy();
   });
 
-  it('the server lives, answers 503 + Retry-After while it is away, recovers by itself and loses no acknowledged write', async () => {
+  it('the server lives, answers 503 + Retry-After while away, recovers and loses no acknowledged write', async () => {
     if (typeof db === 'string') return;
     const server = run(['start'], {
       QUIRE_HOST: '127.0.0.1',
@@ -220,6 +220,10 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
       (answer) => !faults.some(({ from, back }) => answer.answeredAt >= from && answer.sentAt <= back + SETTLE_MS),
     );
     const slowest = Math.max(...answers.map((answer) => answer.answeredAt - answer.sentAt));
+    const restarts = faults
+      .map(({ what, writesAgainMs }) => `${what}: writes again ${writesAgainMs} ms after it was back`)
+      .join('; ');
+    const outage503 = duringOutage.filter((a) => a.status === 503).length;
 
     console.log(
       [
@@ -227,9 +231,11 @@ describe.skipIf(skip)('PostgreSQL restarting under load', () => {
           .sort(([a], [b]) => a - b)
           .map(([status, count]) => `${status}×${count}`)
           .join(', ')}), ${failures.length} unanswered`,
-        `  restarts survived: ${faults.length} (${faults.map(({ what, writesAgainMs }) => `${what}: writes again ${writesAgainMs} ms after it was back`).join('; ')})`,
-        `  during the ${OUTAGE_MS} ms outage: ${duringOutage.length} answers, ${duringOutage.filter((a) => a.status === 503).length} of them 503 with Retry-After; slowest answer overall ${slowest} ms`,
-        `  acknowledged writes: ${acknowledged.size}, lost: ${lost.length}; cache's LISTEN connection back: ${listening === 1}; server alive: ${alive()}`,
+        `  restarts survived: ${faults.length} (${restarts})`,
+        `  during the ${OUTAGE_MS} ms outage: ${duringOutage.length} answers, ` +
+          `${outage503} of them 503 with Retry-After; slowest answer overall ${slowest} ms`,
+        `  acknowledged writes: ${acknowledged.size}, lost: ${lost.length}; ` +
+          `cache's LISTEN connection back: ${listening === 1}; server alive: ${alive()}`,
       ].join('\n'),
     );
 

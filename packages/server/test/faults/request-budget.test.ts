@@ -78,7 +78,7 @@ describeOnBackends('request budget', { timeout: 300_000 }, (backend) => {
     );
   });
 
-  it('refuses the anonymous batch that froze the process: the monitor with 50,000 exclude_collection values', async () => {
+  it('refuses the anonymous batch that froze the process: monitor with 50,000 exclude_collection values', async () => {
     const values = Array.from({ length: 50_000 }, (_, i) => `c${i}`).join(',');
     const trial = await tryHostile(target, { method: 'GET', path: `${MONITOR}?exclude_collection=${values}` });
     // From the network the URL is past max_header_bytes (431); in a batch, the same.
@@ -137,7 +137,9 @@ describeOnBackends('request budget: memory', { timeout: 300_000 }, (backend) => 
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const mb = (bytes: number) => Math.round(bytes / 1e6);
     console.log(
-      `[request budget, ${backend.name}] 5 GETs of 1 MB records: RSS ${mb(baseline)} → peak ${mb(peak)} → ${mb(process.memoryUsage().rss)} MB, answers of ${mb(trial.http.bytes)} MB`,
+      `[request budget, ${backend.name}] 5 GETs of 1 MB records: ` +
+        `RSS ${mb(baseline)} → peak ${mb(peak)} → ${mb(process.memoryUsage().rss)} MB, ` +
+        `answers of ${mb(trial.http.bytes)} MB`,
     );
     expect(trial.http.status).toBe(200);
     // Each page stops at max_page_bytes (8 MB): 5 pages, with Next-Page.

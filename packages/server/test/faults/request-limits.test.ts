@@ -221,7 +221,8 @@ describeOnBackends('work per request is bounded (issue 19.8)', { timeout: 120_00
       monitor.disable();
       expect(answer.status, answer.text.slice(0, 200)).toBeLessThan(300);
       figures.push(
-        `${label}: ${Math.round(performance.now() - started)} ms, worst event-loop delay ${Math.round(monitor.max / 1e6)} ms`,
+        `${label}: ${Math.round(performance.now() - started)} ms, ` +
+          `worst event-loop delay ${Math.round(monitor.max / 1e6)} ms`,
       );
     };
     await measure('PUT 9,999 keys', () => send(base, 'PUT', `${RECORDS}/widest`, { data: keys(9_999) }));

@@ -51,7 +51,8 @@ describe('quire start: clear failures', () => {
       expect(await server.exited).toBe(71);
       const lines = quireLines(server.output());
       expect(lines).toEqual([
-        `quire: cannot listen on 127.0.0.1:${port}: the address is in use by another process (EADDRINUSE): set port (QUIRE_PORT) or host (QUIRE_HOST), or stop that process`,
+        `quire: cannot listen on 127.0.0.1:${port}: the address is in use by another process (EADDRINUSE): ` +
+          'set port (QUIRE_PORT) or host (QUIRE_HOST), or stop that process',
       ]);
       figures.push(`port in use → exit 71: ${lines[0]}`);
     } finally {
@@ -59,7 +60,7 @@ describe('quire start: clear failures', () => {
     }
   }, 30_000);
 
-  it('database unreachable, no retry (storage_connect_timeout_seconds = 0): one line naming storage_url, exit 69', async () => {
+  it('database unreachable, storage_connect_timeout_seconds=0: one line naming storage_url, exit 69', async () => {
     const port = await closedPort();
     const server = run(['start'], {
       ...SECRET,
@@ -71,14 +72,15 @@ describe('quire start: clear failures', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
       new RegExp(
-        `^quire: PostgreSQL at 127\\.0\\.0\\.1:${port}/quire is unavailable \\(connect ECONNREFUSED .*one attempt.*\\): check storage_url`,
+        `^quire: PostgreSQL at 127\\.0\\.0\\.1:${port}/quire is unavailable ` +
+          '\\(connect ECONNREFUSED .*one attempt.*\\): check storage_url',
       ),
     );
     expect(server.output()).not.toContain('hunter2'); // storage_url is a secret
     figures.push(`database unreachable → exit 69: ${lines[0]}`);
   }, 30_000);
 
-  it('database unreachable: retried with a line per attempt for storage_connect_timeout_seconds, then exit 69', async () => {
+  it('database unreachable: a line per retry for storage_connect_timeout_seconds, then exit 69', async () => {
     const port = await closedPort();
     const started = Date.now();
     const server = run(['start'], {
@@ -149,7 +151,8 @@ describe.skipIf(typeof db === 'string')(
       expect(await server.exited).toBe(78);
       const lines = quireLines(server.output());
       expect(lines).toEqual([
-        `quire: database "no_such_database" does not exist on PostgreSQL at 127.0.0.1:${db.port}/no_such_database: create it (e.g. createdb no_such_database) or fix storage_url`,
+        `quire: database "no_such_database" does not exist on PostgreSQL at 127.0.0.1:${db.port}/no_such_database: ` +
+          'create it (e.g. createdb no_such_database) or fix storage_url',
       ]);
       figures.push(`database missing → exit 78: ${lines[0]}`);
     }, 30_000);
@@ -177,7 +180,8 @@ describe.skipIf(typeof db === 'string')(
       expect(put.status).toBe(201);
       const attempts = quireLines(server.output()).filter((line) => /attempt \d+ failed/.test(line)).length;
       figures.push(
-        `database down at start, started after the first failed attempt → listening after ${attempts} failed attempt(s)`,
+        'database down at start, started after the first failed attempt → ' +
+          `listening after ${attempts} failed attempt(s)`,
       );
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);

@@ -26,6 +26,11 @@ export interface PrivatePostgres {
   restart(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Stops the server and removes its directory. */
   destroy(): Promise<void>;
+  /**
+   * A hot standby of this server (`pg_basebackup -R`, streaming replication) on another spare
+   * port, or why it cannot start. Its `url` names the databases it replicates.
+   */
+  standby(): Promise<PrivatePostgres | string>;
 }
 
 /** The directory of initdb and pg_ctl: QUIRE_TEST_PG_BIN, the PATH, or Debian's newest /usr/lib/postgresql/N/bin. */
@@ -41,6 +46,14 @@ function findBinDir(): string | undefined {
   return candidates.find(
     (dir): dir is string => !!dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl')),
   );
+}
+
+/** A tool beside initdb, else where the PATH or Debian has it (/usr/local/bin may hold only initdb and pg_ctl). */
+function toolPath(bin: string, tool: string): string {
+  const dirs = [bin, ...(process.env.PATH ?? '').split(':')];
+  if (existsSync('/usr/lib/postgresql'))
+    dirs.push(...readdirSync('/usr/lib/postgresql').map((version) => join('/usr/lib/postgresql', version, 'bin')));
+  return dirs.map((dir) => join(dir, tool)).find((path) => existsSync(path)) ?? join(bin, tool);
 }
 
 /** A TCP port free right now on 127.0.0.1. */
@@ -80,24 +93,61 @@ export async function startPrivatePostgres(file: string): Promise<PrivatePostgre
       return unavailable(file, 'running as root and there is no `postgres` user to run initdb as');
     }
   }
+  const tools = { bin, asUser, owner };
+  const cluster = await newCluster(tools);
+  try {
+    await cluster.command('initdb', ['-D', cluster.data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+  } catch (error) {
+    rmSync(cluster.dir, { recursive: true, force: true });
+    return unavailable(file, `initdb failed: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const started = await startCluster(file, cluster, true);
+  return typeof started === 'string' ? started : handle(file, tools, cluster);
+}
+
+interface Tools {
+  bin: string;
+  asUser: string[];
+  owner: { uid: number; gid: number } | undefined;
+}
+
+interface Cluster {
+  dir: string;
+  data: string;
+  port: number;
+  command(tool: string, args: string[]): Promise<unknown>;
+  pgCtl(...args: string[]): Promise<unknown>;
+  kill(): void;
+}
+
+async function newCluster({ bin, asUser, owner }: Tools): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'quire-pg-'));
   if (owner) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, 'data');
   const port = await freePort();
-  const argv = (tool: string, args: string[]) => [...asUser, join(bin, tool), ...args] as [string, ...string[]];
+  const argv = (tool: string, args: string[]) => [...asUser, toolPath(bin, tool), ...args] as [string, ...string[]];
   const command = (tool: string, args: string[]) => {
     const [program, ...rest] = argv(tool, args);
     return run(program, rest, { timeout: 60_000 });
   };
   const pgCtl = (...args: string[]) =>
     command('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', ...args]);
-
-  try {
-    await command('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
-  } catch (error) {
+  // Stopped however the test process ends: an orphan server would hold the port and the disk.
+  const kill = () => {
+    try {
+      const [program, ...rest] = argv('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      execFileSync(program, rest, { stdio: 'ignore' });
+    } catch {
+      // already stopped
+    }
     rmSync(dir, { recursive: true, force: true });
-    return unavailable(file, `initdb failed: ${(error as Error).message.split('\n')[0]}`);
-  }
+  };
+  return { dir, data, port, command, pgCtl, kill };
+}
+
+/** Configures and starts a cluster (a primary also gets database `quire`); a reason when it fails. */
+async function startCluster(file: string, cluster: Cluster, primary: boolean): Promise<string | undefined> {
+  const { dir, data, port } = cluster;
   // In the configuration file, so that every later start and restart keeps them. Small: the
   // machine is shared. fsync stays on: the suite checks that acknowledged writes survive a crash.
   appendFileSync(
@@ -112,35 +162,31 @@ export async function startPrivatePostgres(file: string): Promise<PrivatePostgre
       '',
     ].join('\n'),
   );
-  // Stopped however the test process ends: an orphan server would hold the port and the disk.
-  const kill = () => {
-    try {
-      const [program, ...rest] = argv('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
-      execFileSync(program, rest, { stdio: 'ignore' });
-    } catch {
-      // already stopped
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', kill);
-
+  process.once('exit', cluster.kill);
   const url = (database = 'quire') => `postgresql://postgres@127.0.0.1:${port}/${database}`;
   try {
-    await pgCtl('start');
-    const admin = new pg.Client({ connectionString: url('postgres') });
-    admin.on('error', () => {}); // the query below fails instead
-    await admin.connect();
-    try {
-      await admin.query('CREATE DATABASE quire');
-    } finally {
-      await admin.end();
+    await cluster.pgCtl('start');
+    if (primary) {
+      const admin = new pg.Client({ connectionString: url('postgres') });
+      admin.on('error', () => {}); // the query below fails instead
+      await admin.connect();
+      try {
+        await admin.query('CREATE DATABASE quire');
+      } finally {
+        await admin.end();
+      }
     }
   } catch (error) {
-    kill();
-    process.removeListener('exit', kill);
+    cluster.kill();
+    process.removeListener('exit', cluster.kill);
     return unavailable(file, `the private PostgreSQL did not start: ${(error as Error).message.split('\n')[0]}`);
   }
+  return undefined;
+}
 
+function handle(file: string, tools: Tools, cluster: Cluster): PrivatePostgres {
+  const { port, pgCtl, kill } = cluster;
+  const url = (database = 'quire') => `postgresql://postgres@127.0.0.1:${port}/${database}`;
   return {
     port,
     url,
@@ -150,6 +196,28 @@ export async function startPrivatePostgres(file: string): Promise<PrivatePostgre
     destroy: async () => {
       kill();
       process.removeListener('exit', kill);
+    },
+    standby: async () => {
+      const replica = await newCluster(tools);
+      try {
+        const source = ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres'];
+        await replica.command('pg_basebackup', [
+          ...source,
+          '-D',
+          replica.data,
+          '-R',
+          '-X',
+          'stream',
+          '--no-sync',
+          '-c',
+          'fast',
+        ]);
+      } catch (error) {
+        rmSync(replica.dir, { recursive: true, force: true });
+        return unavailable(file, `pg_basebackup failed: ${(error as Error).message.split('\n')[0]}`);
+      }
+      const started = await startCluster(file, replica, false);
+      return typeof started === 'string' ? started : handle(file, tools, replica);
     },
   };
 }

@@ -11,7 +11,8 @@ export const OPENID_SETTINGS = {
     secret: true,
     invalid: () => 'expected a JSON array',
     description:
-      'OpenID Connect providers, a JSON array (see [OpenID Connect](#openid-connect)); each `name` must be listed in `multiauth_policies`. Never logged.',
+      'OpenID Connect providers, a JSON array (see [OpenID Connect](#openid-connect)); each `name` must be ' +
+      'listed in `multiauth_policies`. Never logged.',
   }),
   openid_cache_max_entries: Type.Integer({
     default: 10000,

@@ -19,6 +19,7 @@ import { nextPageUrl } from '../pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
 import { compileProjection, type ListQuery } from '../querystring.js';
 import { mapInSlices } from '../page-reader.js';
+import { markUnmatched, unmatchedListing } from '../unmatched.js';
 import type { EngineRequest } from '../request.js';
 import { JsonText, setReadCacheHeaders, type Answer } from './answer.js';
 
@@ -76,10 +77,13 @@ async function onListing(
       reply.code(304);
       return null;
     }
-    const filters: Filter[] = [...requested, ...visible];
-    if (method === 'HEAD') return countObjects(model, session, scope, filters, reply);
+    if (method === 'HEAD') return countObjects(model, session, scope, [...requested, ...visible], reply);
+    // A partial replica's poll (unmatched.ts): every change since, those outside its subset as stubs.
+    const unmatched = method === 'GET' ? unmatchedListing(settings.partial_replicas_enabled, query, requested) : null;
+    const filters: Filter[] = [...(unmatched?.listFilters ?? requested), ...visible];
     const page = await model.listPage(session, scope, query, filters, method === 'DELETE' ? 'DELETE' : 'GET');
     if (page.next) setNextPage(request, reply, query, page);
+    if (unmatched) page.items = await markUnmatched(session, scope, unmatched, visible, page.items);
     if (method === 'DELETE') {
       const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject);
       return deletePage(model, sessionContext, parent, items, query, reply, timestamp);

@@ -94,7 +94,8 @@ class ValueList {
   }
 }
 
-/** Whether an object missing the field matches: `not`, `exclude`, `gt`, `min` (missing sorts after every value), `has` false. */
+/** Whether an object missing the field matches: `not`, `exclude`, `gt`, `min` (missing sorts after every value),
+ * `has` false. */
 function matchesMissing({ operator, value }: Filter): boolean {
   return (
     operator === 'not' ||
@@ -195,26 +196,8 @@ function compareKeys(a: readonly unknown[], b: readonly unknown[], sorting: read
   return 0;
 }
 
-const sortKey = (object: Listable, sorting: readonly Sort[]): unknown[] =>
-  sorting.map(({ field }) => fieldValue(object, field));
-
 /** The sort key of an object by paths split once. */
 const keyBy = (paths: readonly string[][]) => (object: Listable) => paths.map((path) => valueAt(object, path));
-
-/** Objects in `sorting` order: ascending puts missing fields last, descending first. */
-export function compareObjects(a: Listable, b: Listable, sorting: readonly Sort[]): number {
-  return compareKeys(sortKey(a, sorting), sortKey(b, sorting), sorting);
-}
-
-/**
- * Keyset continuation: whether the object comes strictly after `after` in `sorting` order;
- * `after` holds the sort fields' values of the last object of a page, a key absent where that
- * object lacked the field (storage/types.ts `ListOptions.after`).
- */
-export function isAfter(object: Listable, after: Record<string, unknown>, sorting: readonly Sort[]): boolean {
-  const last = sorting.map(({ field }) => (Object.hasOwn(after, field) ? after[field] : undefined));
-  return compareKeys(sortKey(object, sorting), last, sorting) > 0;
-}
 
 export interface Selection {
   filters?: readonly Filter[];

@@ -14,7 +14,8 @@ const anyCodePoint = fc
   .integer({ min: 0, max: 0x10ffff - 0x800 })
   .map((code) => String.fromCodePoint(code < 0xd800 ? code : code + 0x800));
 
-/** Unicode's simple lowercase mapping of one code point, from `toLowerCase` (full mapping) where it is one code point. */
+/** Unicode's simple lowercase mapping of one code point, from `toLowerCase` (full mapping) where it is one code
+ * point. */
 function simpleLowercase(char: string): string {
   const lower = char.toLowerCase();
   return [...lower].length === 1 ? lower : char === '\u0130' ? 'i' : char;

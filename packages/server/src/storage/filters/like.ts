@@ -21,7 +21,8 @@ let variantsByFold: Map<string, string[]> | undefined;
 /** Uppercase and titlecase letters end below U+1E944 (Adlam); like.test.ts checks every code point. */
 const LAST_CASED = 0x1ffff;
 
-/** Unicode's simple lowercase mapping of one code point: `toLowerCase`, but U+0130 İ → i (its full mapping is i + U+0307). */
+/** Unicode's simple lowercase mapping of one code point: `toLowerCase`, but U+0130 İ → i (its full mapping is i +
+ * U+0307). */
 function foldCodePoint(char: string): string {
   return char === '\u0130' ? 'i' : char.toLowerCase();
 }

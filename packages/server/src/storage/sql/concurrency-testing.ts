@@ -178,7 +178,8 @@ export function describeConcurrency(name: string, open: (poolSize: number) => Pr
             .map((other) => other.ts)
             .sort();
           violations.push(
-            `${w.id}@${w.ts} was missed by the poller (window ${window?.since}..${window?.etag}, seen ${JSON.stringify(seen)}, writes of ${w.id}: ${history.join(',')})`,
+            `${w.id}@${w.ts} was missed by the poller (window ${window?.since}..${window?.etag}, ` +
+              `seen ${JSON.stringify(seen)}, writes of ${w.id}: ${history.join(',')})`,
           );
         }
       }

@@ -33,12 +33,15 @@ import type {
 import { listedJson } from '../listed-json.js';
 import { readCollectionTimestamps, readScopeTimestamps } from './collection-timestamps.js';
 import { countObjects, listRows } from './listing.js';
-import { changedObject, TOMBSTONE_DATA, toLiveObject, toTombstone } from './object-rows.js';
+import { byKey, changedObject, TOMBSTONE_DATA, toLiveObject, toTombstone } from './object-rows.js';
 import { NOW_MS } from './pending-writes.js';
 import * as scopeWrites from './scope-writes.js';
 import { readScopeTimestamp, stampFor, stampWrite } from './scope-timestamps.js';
 import type { ObjectRow, SqlSessionState } from './session-state.js';
 import { isCachedResource, objectKey } from './shared-cache.js';
+
+/** Its object is live ($1 parent, $2 resource, $3 id). */
+const LIVE_OBJECT = 'SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted';
 
 /** The advisory lock of an object's key ($1 parent, $2 resource, $3 id): see #lockObject. */
 const OBJECT_KEY_LOCK = "hashtextextended('quire.object:' || $1 || chr(1) || $2 || chr(1) || $3, 0)";
@@ -190,12 +193,13 @@ export class SqlObjects implements ObjectStore {
       const [row] = await s.query<{ last_modified: number }>(
         `WITH stamp AS (
            INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
-           SELECT $1, $2, ${NOW_MS} WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)
-           ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+           SELECT $1, $2, ${NOW_MS} WHERE EXISTS (SELECT 1 FROM objects WHERE ${byKey()} AND NOT deleted)
+           ON CONFLICT (parent_id, resource_name)
+           DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
            RETURNING t.last_modified
          )
          UPDATE objects SET deleted = TRUE, data = $4::jsonb, last_modified = stamp.last_modified FROM stamp
-         WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted
+         WHERE ${byKey('objects')} AND NOT deleted
          RETURNING objects.last_modified`,
         [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA],
       );
@@ -209,8 +213,7 @@ export class SqlObjects implements ObjectStore {
     if (!existing || existing.deleted) throw new ObjectNotFoundError(scope.resourceName, id);
     const timestamp = await stampWrite(s, scope, id, options?.lastModified);
     await s.query(
-      `UPDATE ${tableOf(scope)} SET deleted = TRUE, data = $4::jsonb, last_modified = $5
-       WHERE parent_id = $1 AND resource_name = $2 AND id = $3`,
+      `UPDATE ${tableOf(scope)} SET deleted = TRUE, data = $4::jsonb, last_modified = $5 WHERE ${byKey()}`,
       [scope.parentId, scope.resourceName, id, TOMBSTONE_DATA, timestamp],
     );
     s.writes++;
@@ -287,8 +290,9 @@ export class SqlObjects implements ObjectStore {
        , stamp AS (
          INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
          SELECT $1, $2, ${NOW_MS} FROM key_lock
-         ${create ? 'WHERE NOT EXISTS (SELECT 1 FROM objects WHERE parent_id = $1 AND resource_name = $2 AND id = $3 AND NOT deleted)' : ''}
-         ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
+         ${create ? `WHERE NOT EXISTS (${LIVE_OBJECT})` : ''}
+         ON CONFLICT (parent_id, resource_name)
+           DO UPDATE SET last_modified = GREATEST(EXCLUDED.last_modified, t.last_modified + 1)
          RETURNING t.last_modified
        )
        INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
@@ -348,7 +352,8 @@ export class SqlObjects implements ObjectStore {
 
   async #find(scope: Scope, id: string, forUpdate = false): Promise<ObjectRow | undefined> {
     const [row] = await this.#s.query<ObjectRow>(
-      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)} WHERE parent_id = $1 AND resource_name = $2 AND id = $3${forUpdate ? ' FOR UPDATE' : ''}`,
+      `SELECT id, last_modified, data, deleted FROM ${tableOf(scope)}
+       WHERE ${byKey()}${forUpdate ? ' FOR UPDATE' : ''}`,
       [scope.parentId, scope.resourceName, id],
     );
     return row;

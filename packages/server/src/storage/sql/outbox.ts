@@ -55,8 +55,10 @@ export class SqlOutbox implements OutboxStore {
        ),
        stored AS (
          INSERT INTO ${tableOf(scope)} (parent_id, resource_name, id, last_modified, data, deleted)
-         SELECT $4, $5, gen_random_uuid()::text, $6::bigint + row_number() OVER (ORDER BY taken.seq, element.position) - 1, element.value, FALSE
-         FROM taken CROSS JOIN LATERAL jsonb_array_elements(taken.payload::jsonb) WITH ORDINALITY AS element(value, position)
+         SELECT $4, $5, gen_random_uuid()::text,
+           $6::bigint + row_number() OVER (ORDER BY taken.seq, element.position) - 1, element.value, FALSE
+         FROM taken
+           CROSS JOIN LATERAL jsonb_array_elements(taken.payload::jsonb) WITH ORDINALITY AS element(value, position)
          WHERE EXISTS (SELECT 1 FROM objects WHERE parent_id = $7 AND resource_name = $8 AND id = $9 AND NOT deleted)
          RETURNING last_modified
        ),

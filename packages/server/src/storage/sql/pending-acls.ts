@@ -37,9 +37,14 @@ export class PendingAcls {
              dropped AS (
                DELETE FROM access_control_entries AS old
                WHERE old.object_id = ANY($1::text[])
-                 AND NOT EXISTS (SELECT 1 FROM wanted WHERE (wanted.object_id, wanted.permission, wanted.principal) = (old.object_id, old.permission, old.principal))
+                 AND NOT EXISTS (
+                   SELECT 1 FROM wanted
+                   WHERE (wanted.object_id, wanted.permission, wanted.principal)
+                       = (old.object_id, old.permission, old.principal)
+                 )
              )
-             INSERT INTO access_control_entries (object_id, permission, principal) SELECT object_id, permission, principal FROM wanted
+             INSERT INTO access_control_entries (object_id, permission, principal)
+             SELECT object_id, permission, principal FROM wanted
              ON CONFLICT DO NOTHING`,
       params: [uris, ...entries],
     };

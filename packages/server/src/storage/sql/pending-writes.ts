@@ -144,12 +144,15 @@ export class PendingWrites {
       const positions = writes.map((rowWrites) => rowWrites.at(-1)!.position);
       return {
         text: `WITH stamp AS (
-                 INSERT INTO timestamps AS t (parent_id, resource_name, last_modified) VALUES ($1, $2, ${NOW_MS} + $3::bigint - 1)
-                 ON CONFLICT (parent_id, resource_name) DO UPDATE SET last_modified = GREATEST(${NOW_MS}, t.last_modified + 1) + $3::bigint - 1
+                 INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
+                 VALUES ($1, $2, ${NOW_MS} + $3::bigint - 1)
+                 ON CONFLICT (parent_id, resource_name)
+                 DO UPDATE SET last_modified = GREATEST(${NOW_MS}, t.last_modified + 1) + $3::bigint - 1
                  RETURNING t.last_modified - $3::bigint + 1 AS first
                ),
                input AS (
-                 SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[], $7::boolean[], $8::bigint[]) AS input(id, data, deleted, fresh, position)
+                 SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[], $7::boolean[], $8::bigint[])
+                   AS input(id, data, deleted, fresh, position)
                ),
                inserted AS (
                  INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
@@ -206,14 +209,16 @@ export class PendingWrites {
     this.#rows.clear();
     const values = (first: number) =>
       `SELECT parent_id, resource_name, id, last_modified, data::jsonb, deleted
-       FROM unnest($${first}::text[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[], $${first + 4}::text[], $${first + 5}::boolean[])
+       FROM unnest($${first}::text[], $${first + 1}::text[], $${first + 2}::text[],
+                   $${first + 3}::bigint[], $${first + 4}::text[], $${first + 5}::boolean[])
          AS row(parent_id, resource_name, id, last_modified, data, deleted)`;
     return {
       // Arrays rather than JSON: the planner then knows how many rows come.
       text: `WITH stamped AS (
                UPDATE timestamps AS t SET last_modified = s.last_modified
                FROM unnest($1::text[], $2::text[], $3::bigint[]) AS s(parent_id, resource_name, last_modified)
-               WHERE t.parent_id = s.parent_id AND t.resource_name = s.resource_name AND t.last_modified < s.last_modified
+               WHERE t.parent_id = s.parent_id AND t.resource_name = s.resource_name
+                 AND t.last_modified < s.last_modified
              ),
              inserted AS (
                INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted) ${values(4)}

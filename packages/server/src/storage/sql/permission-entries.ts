@@ -20,26 +20,95 @@ interface PermissionEntryRow extends Row {
   [field: string]: unknown;
 }
 
-export async function listPermissionEntries(
-  session: SqlSessionState,
-  query: PermissionEntriesQuery,
-): Promise<PermissionEntry[]> {
-  const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
-  const principals = builder.bind(query.principals);
+/** The number of segments of a URI (`/buckets/b` has three: '', 'buckets', 'b'). */
+function segmentsOf(uri: string): string {
+  return `(length(${uri}) - length(replace(${uri}, '/', '')) + 1)`;
+}
+
+/** The kind of object a URI names, from its shape; NULL for a URI that is not listed. */
+function kindOf(uri: string, segments = segmentsOf(uri)): string {
+  const part = (n: number) => `split_part(${uri}, '/', ${n})`;
+  return `CASE
+    WHEN ${part(1)} <> '' THEN NULL
+    WHEN ${segments} = 3 AND ${part(2)} = 'buckets' THEN 'bucket'
+    WHEN ${segments} = 5 AND ${part(2)} = 'buckets' AND ${part(4)} = 'collections' THEN 'collection'
+    WHEN ${segments} = 5 AND ${part(2)} = 'buckets' AND ${part(4)} = 'groups' THEN 'group'
+    WHEN ${segments} = 7 AND ${part(2)} = 'buckets' AND ${part(4)} = 'collections'
+      AND ${part(6)} = 'records' THEN 'record'
+    WHEN ${segments} = 3 AND ${part(2)} = 'accounts' THEN 'account'
+  END`;
+}
+
+/**
+ * Whether the page is a plain walk by URI (the default `-uri`, or `uri`), with no filter and no
+ * grant from the settings: its URIs can then be found first, from the index, and only theirs
+ * expanded (`pageHeld`), so a page costs its own size, not the caller's whole listing.
+ */
+function walksByUri(query: PermissionEntriesQuery): boolean {
+  return (
+    query.limit !== undefined &&
+    query.globalGrants.length === 0 &&
+    (query.filters ?? []).length === 0 &&
+    query.sorting.length === 1 &&
+    query.sorting[0]!.field === 'uri'
+  );
+}
+
+/**
+ * Every (uri, permission) the caller's principals hold. `principal = ANY(…)`: the planner
+ * estimates each principal from the column's statistics, so a principal holding most of the
+ * store's rows (an owner) does not turn the lookup of others into a scan of the table.
+ */
+function allHeld(builder: QueryBuilder, query: PermissionEntriesQuery, principals: string): string {
   // Objects held through the settings (`<resource>_<permission>_principals`): every live object
   // of those kinds, found scope by scope (every scope that holds objects has its row in
   // `timestamps`) through the primary key, not by reading every object of the store. Without
   // such grants (the usual case) the branch is left out: an empty recordset joined to
   // `objects` still made the planner expect a million rows, and plan the whole statement for
   // them (parallel workers, whose start alone cost 80 ms).
+  const grantRows = query.globalGrants.map(({ resourceName, plural, permission }) => ({
+    resource_name: resourceName,
+    plural,
+    permission,
+  }));
   const grants = query.globalGrants.length
     ? `UNION ALL
        SELECT o.parent_id || '/' || g.plural || '/' || o.id, g.permission
-       FROM jsonb_to_recordset(${builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })))})
-         AS g(resource_name text, plural text, permission text)
+       FROM jsonb_to_recordset(${builder.bindJson(grantRows)}) AS g(resource_name text, plural text, permission text)
        JOIN timestamps t ON t.resource_name = g.resource_name
        JOIN objects o ON o.parent_id = t.parent_id AND o.resource_name = t.resource_name AND NOT o.deleted`
     : '';
+  return `SELECT object_id, permission FROM access_control_entries WHERE principal = ANY(${principals}) ${grants}`;
+}
+
+/**
+ * The (uri, permission) pairs of one page walked by URI: each principal's next URIs in order
+ * from the (principal, object_id) index (a LIMIT per principal, so never a scan of another
+ * principal's rows, whatever the estimates), the page's URIs among them, then their ACEs by
+ * primary key.
+ */
+function pageHeld(builder: QueryBuilder, query: PermissionEntriesQuery, principals: string): string {
+  const descending = query.sorting[0]!.direction === -1;
+  const order = descending ? 'DESC' : 'ASC';
+  const after = query.after?.uri;
+  const beyond = typeof after === 'string' ? `AND c.object_id ${descending ? '<' : '>'} ${builder.bind(after)}` : '';
+  const limit = builder.bind(query.limit);
+  return `SELECT a.object_id, a.permission FROM access_control_entries a
+    WHERE a.principal = ANY(${principals}) AND a.object_id = ANY(ARRAY(
+      SELECT DISTINCT next.object_id FROM unnest(${principals}) AS caller(principal)
+      CROSS JOIN LATERAL (
+        SELECT DISTINCT c.object_id FROM access_control_entries c
+        WHERE c.principal = caller.principal ${beyond} AND (${kindOf('c.object_id')}) IS NOT NULL
+        ORDER BY c.object_id ${order} LIMIT ${limit}
+      ) AS next
+      ORDER BY next.object_id ${order} LIMIT ${limit}))`;
+}
+
+/** The statement of `entries`, apart so that its plan can be studied (bench/permissions-plan.ts). */
+export function permissionEntriesStatement(query: PermissionEntriesQuery): { text: string; params: unknown[] } {
+  const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
+  const principals = `${builder.bind(query.principals)}::text[]`;
+  const held = walksByUri(query) ? pageHeld(builder, query, principals) : allHeld(builder, query, principals);
   const implied = builder.bindJson(
     Object.entries(query.implied).flatMap(([resourceName, table]) =>
       Object.entries(table).flatMap(([held, permissions]) =>
@@ -51,34 +120,18 @@ export async function listPermissionEntries(
   const conditions = (query.filters ?? []).map((filter) => builder.filter(filter));
   if (query.after) conditions.push(builder.after(query.sorting, query.after));
   const limit = query.limit === undefined ? '' : `LIMIT ${builder.bind(query.limit)}`;
+  const part = (n: number) => `split_part(t.uri, '/', ${n})`;
   // Built for a caller with many groups and objects, at a cost that follows the caller's own
-  // entries however large the store (20,000 entries: 535 -> ms, see the server README):
-  // - each principal's ACEs come from the (principal, permission) index, a lateral lookup per
-  //   principal whatever the planner estimates for one;
-  // - an entry's kind and ids come from the shape of its URI (`/buckets/b/collections/c` has
-  //   five segments: '', 'buckets', 'b', 'collections', 'c'); other URIs are not listed; the
+  // entries however large the store (see the server README):
+  // - an entry's kind and ids come from the shape of its URI; other URIs are not listed; the
   //   rows kept between steps are small (no arrays of segments), so that they stay in memory;
   // - the implied permissions are computed once per distinct (kind, held permissions) pair
   //   (MATERIALIZED: else once per entry), jsonb is built only for the rows of the page.
-  const rows = await session.query<PermissionEntryRow>(
-    `WITH held(uri, permission) AS (
-       SELECT ace.object_id, ace.permission
-       FROM unnest(${principals}::text[]) AS caller(principal)
-       CROSS JOIN LATERAL (SELECT object_id, permission FROM access_control_entries a WHERE a.principal = caller.principal) AS ace
-       ${grants}
-     ),
+  const text = `WITH held(uri, permission) AS (${held}),
      per_object AS (
-       SELECT uri, held, segments,
-         CASE
-           WHEN split_part(uri, '/', 1) <> '' THEN NULL
-           WHEN segments = 3 AND split_part(uri, '/', 2) = 'buckets' THEN 'bucket'
-           WHEN segments = 5 AND split_part(uri, '/', 2) = 'buckets' AND split_part(uri, '/', 4) = 'collections' THEN 'collection'
-           WHEN segments = 5 AND split_part(uri, '/', 2) = 'buckets' AND split_part(uri, '/', 4) = 'groups' THEN 'group'
-           WHEN segments = 7 AND split_part(uri, '/', 2) = 'buckets' AND split_part(uri, '/', 4) = 'collections' AND split_part(uri, '/', 6) = 'records' THEN 'record'
-           WHEN segments = 3 AND split_part(uri, '/', 2) = 'accounts' THEN 'account'
-         END AS resource_name
+       SELECT uri, held, segments, ${kindOf('uri', 'segments')} AS resource_name
        FROM (
-         SELECT uri, array_agg(permission) AS held, length(uri) - length(replace(uri, '/', '')) + 1 AS segments
+         SELECT uri, array_agg(permission) AS held, ${segmentsOf('uri')} AS segments
          FROM (SELECT DISTINCT uri, permission FROM held ORDER BY uri, permission) AS distinct_held
          GROUP BY uri
        ) AS aggregated
@@ -87,32 +140,39 @@ export async function listPermissionEntries(
        SELECT c.resource_name, c.held,
          (SELECT jsonb_agg(DISTINCT permission ORDER BY permission) FROM (
             SELECT unnest(c.held) AS permission
-            UNION SELECT i.implied FROM jsonb_to_recordset(${implied}) AS i(resource_name text, held text, implied text)
+            UNION SELECT i.implied
+            FROM jsonb_to_recordset(${implied}) AS i(resource_name text, held text, implied text)
             WHERE i.resource_name = c.resource_name AND i.held = ANY(c.held)
           ) AS expanded) AS permissions
        FROM (SELECT DISTINCT resource_name, held FROM per_object WHERE resource_name IS NOT NULL) AS c
      ),
      entries AS (
        SELECT t.uri, t.resource_name, split_part(t.uri, '/', t.segments) AS id,
-         CASE WHEN split_part(t.uri, '/', 2) = 'buckets' THEN split_part(t.uri, '/', 3) END AS bucket_id,
-         CASE WHEN split_part(t.uri, '/', 4) = 'collections' THEN split_part(t.uri, '/', 5) END AS collection_id,
-         CASE WHEN split_part(t.uri, '/', 4) = 'groups' THEN split_part(t.uri, '/', 5) END AS group_id,
-         CASE WHEN split_part(t.uri, '/', 6) = 'records' THEN split_part(t.uri, '/', 7) END AS record_id,
-         CASE WHEN split_part(t.uri, '/', 2) = 'accounts' THEN split_part(t.uri, '/', 3) END AS account_id,
+         CASE WHEN ${part(2)} = 'buckets' THEN ${part(3)} END AS bucket_id,
+         CASE WHEN ${part(4)} = 'collections' THEN ${part(5)} END AS collection_id,
+         CASE WHEN ${part(4)} = 'groups' THEN ${part(5)} END AS group_id,
+         CASE WHEN ${part(6)} = 'records' THEN ${part(7)} END AS record_id,
+         CASE WHEN ${part(2)} = 'accounts' THEN ${part(3)} END AS account_id,
          combos.permissions
        FROM per_object t JOIN combos ON combos.resource_name = t.resource_name AND combos.held = t.held
        UNION ALL
-       SELECT x.uri, x.resource_name, NULL, NULL, NULL, NULL, NULL, NULL, x.permissions
+       SELECT x.uri COLLATE "C", x.resource_name, NULL, NULL, NULL, NULL, NULL, NULL, x.permissions
        FROM jsonb_to_recordset(${extra}) AS x(uri text, resource_name text, permissions jsonb)
      )
      SELECT uri, resource_name, id, bucket_id, collection_id, group_id, record_id, account_id, permissions
      FROM (SELECT *, jsonb_build_object('permissions', permissions) AS data FROM entries) AS entry
      ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
      ORDER BY ${builder.orderBy(query.sorting)}
-     ${limit}`,
-    builder.params,
-    DYNAMIC,
-  );
+     ${limit}`;
+  return { text, params: builder.params };
+}
+
+export async function listPermissionEntries(
+  session: SqlSessionState,
+  query: PermissionEntriesQuery,
+): Promise<PermissionEntry[]> {
+  const { text, params } = permissionEntriesStatement(query);
+  const rows = await session.query<PermissionEntryRow>(text, params, DYNAMIC);
   return rows.map(({ permissions, ...fields }) => {
     const entry: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(fields)) if (value !== null) entry[name] = value;

@@ -178,7 +178,9 @@ if (reason !== undefined) {
       const scope = randomScope();
       await store.transaction((session) => session.objects.create(scope, 'x', { v: 1 }));
       await runAsAdmin(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`,
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
+           AND query LIKE '%FROM objects WHERE parent_id%' AND state = 'idle'`,
       );
       // The first statement may meet the dead connection (a BackendError, never a crash).
       await store

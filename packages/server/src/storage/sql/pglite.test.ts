@@ -103,14 +103,17 @@ describe('pglite tables', () => {
 });
 
 describe('pglite maintenance (its stand-in for autovacuum)', () => {
-  const lookup = `SELECT id FROM objects WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' AND id = 'r7'`;
+  const lookup =
+    "SELECT id FROM objects WHERE parent_id = '/buckets/b/collections/c' AND resource_name = 'record' " +
+    "AND id = 'r7'";
   async function indexOfLookup(driver: SqlDriver): Promise<string> {
     const plan = await driver.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${lookup}`);
     return /using (\w+)/.exec(plan[0]!['QUERY PLAN'])?.[1] ?? plan[0]!['QUERY PLAN'];
   }
   const fill = (driver: SqlDriver, rows: number) =>
     driver.query(
-      `INSERT INTO objects SELECT '/buckets/b/collections/c', 'record', 'r' || n, n, '{}', false FROM generate_series(1, ${rows}) n`,
+      `INSERT INTO objects SELECT '/buckets/b/collections/c', 'record', 'r' || n, n, '{}', false
+       FROM generate_series(1, ${rows}) n`,
     );
 
   it('analyses a store whose tables never were when it opens: a get by id uses the primary key', async () => {
@@ -255,7 +258,8 @@ describe('pglite migrations', () => {
       ];
       for (const row of rows) {
         await driver.query(
-          'INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted) VALUES ($1, $2, $3, $4, $5::jsonb, $6)',
+          'INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted) ' +
+            'VALUES ($1, $2, $3, $4, $5::jsonb, $6)',
           row,
         );
       }

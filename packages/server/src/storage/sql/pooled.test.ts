@@ -140,7 +140,7 @@ describe.skipIf(reason !== undefined)('postgresql through pgbouncer (transaction
       expect(heard[0]!.heard).not.toContain('rolled back');
     });
 
-    it('a transaction left open anywhere holds back nothing committed after it; its own notification arrives when it commits', async () => {
+    it('an open transaction holds back nothing committed after it; its notification comes at its commit', async () => {
       const { sender: a, listener } = await pollingPair('pooled_test_open');
       // A long writer (a bulk import, a slow batch) with a notification of its own, still open.
       const driver = createPgDriver({ url, poolSize: 1, pooled: true });

@@ -173,7 +173,8 @@ export class QueryBuilder {
       case 'contains_any':
         return (
           `(jsonb_typeof(${ref.jsonb}) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements(` +
-          `${this.bindJson(toArray(value))}) AS candidate(value) WHERE ${ref.jsonb} @> jsonb_build_array(candidate.value)))`
+          `${this.bindJson(toArray(value))}) AS candidate(value) ` +
+          `WHERE ${ref.jsonb} @> jsonb_build_array(candidate.value)))`
         );
       default:
         throw new TypeError(`unknown filter operator ${JSON.stringify(operator satisfies never)}`);
@@ -270,7 +271,8 @@ export class QueryBuilder {
     const others = JSONB_RANKS.filter(([, typeRank]) => typeRank !== rank).map(
       ([type, typeRank]) => `WHEN '${type}' THEN ${String(compareNumbers(typeRank, op, rank))}`,
     );
-    return `(CASE jsonb_typeof(${ref.jsonb}) WHEN '${rank === 2 ? 'number' : 'string'}' THEN ${same} ${others.join(' ')} END)`;
+    const type = rank === 2 ? 'number' : 'string';
+    return `(CASE jsonb_typeof(${ref.jsonb}) WHEN '${type}' THEN ${same} ${others.join(' ')} END)`;
   }
 
   #inList(ref: FieldRef, values: unknown[]): string {

@@ -12,15 +12,28 @@ import type { SqlSessionState } from './session-state.js';
 
 /** The scope timestamp (`ObjectStore.timestamp`). */
 export async function readScopeTimestamp(s: SqlSessionState, scope: Scope): Promise<number> {
-  const params = [scope.parentId, scope.resourceName];
   if (s.pending.hasLate(scope.parentId, scope.resourceName)) await s.sendPendingWrites();
   const held = s.pending.timestamp(scope.parentId, scope.resourceName);
   if (held !== undefined) return held;
-  if (s.mode === 'snapshot') {
+  // A poll's question: from memory when this process knows it recently enough (scope-cache.ts).
+  const cache = s.mode === 'read' ? s.context.scopes : undefined;
+  const cached = cache?.get(scope.parentId, scope.resourceName);
+  if (cached !== undefined) return cached;
+  const token = cache?.token ?? -1;
+  const timestamp = await storedTimestamp(s, scope);
+  cache?.store(token, scope.parentId, scope.resourceName, timestamp);
+  return timestamp;
+}
+
+async function storedTimestamp(s: SqlSessionState, scope: Scope): Promise<number> {
+  const params = [scope.parentId, scope.resourceName];
+  if (s.mode === 'snapshot' || s.context.replica) {
     const [row] = await s.query<{ last_modified: number }>(
       'SELECT last_modified FROM timestamps WHERE parent_id = $1 AND resource_name = $2',
       params,
     );
+    // On a standby, a scope the primary never stamped holds nothing: 0 is behind any write.
+    if (!row && s.context.replica) return 0;
     if (!row) throw new UninitialisedScope(scope);
     return row.last_modified;
   }

@@ -18,6 +18,7 @@ import {
 } from './drivers/types.js';
 import { PendingAcls } from './pending-acls.js';
 import { NOW_MS, PendingWrites } from './pending-writes.js';
+import type { ScopeCache } from './scope-cache.js';
 import { encodeInvalidations, objectKey, type Invalidation, type SharedCache } from './shared-cache.js';
 
 export type SessionMode = 'write' | 'read' | 'snapshot';
@@ -25,6 +26,10 @@ export type SessionMode = 'write' | 'read' | 'snapshot';
 /** What every session of one storage shares. */
 export interface SessionContext {
   cache: SharedCache;
+  /** Scope timestamps for polls (scope-cache.ts; none: a process alone with its store). */
+  scopes?: ScopeCache;
+  /** The database is a hot standby: reads must not write (sql-storage.ts). */
+  replica?: boolean;
   /** The statement announcing invalidations to the other processes (none: one process only). */
   notify?: (payload: string) => DeferredStatement;
   /** The fields with a declared index now (declared-indexes.ts), for the query builders. */

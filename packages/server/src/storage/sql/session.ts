@@ -7,6 +7,7 @@ import type { Permissions, Scope, StorageSession } from '../types.js';
 import { SqlNonces } from './nonces.js';
 import { SqlObjects } from './objects.js';
 import { SqlOutbox } from './outbox.js';
+import { byKey } from './object-rows.js';
 import { SqlPermissions } from './permissions.js';
 import type { ObjectRow, SqlSessionState } from './session-state.js';
 import { isCachedResource, objectKey } from './shared-cache.js';
@@ -36,9 +37,11 @@ export class SqlSession implements StorageSession {
     if (s.mode === 'write' || isCachedResource(scope.resourceName) || tableOf(scope) !== 'objects') return;
     const [row] = await s.query<ObjectRow & { acl: Array<[string, string]> }>(
       `SELECT o.id, o.last_modified, o.data, o.deleted,
-         (SELECT coalesce(jsonb_agg(jsonb_build_array(a.permission, a.principal) ORDER BY a.permission, a.principal COLLATE "C"), '[]')
+         (SELECT coalesce(
+           jsonb_agg(jsonb_build_array(a.permission, a.principal) ORDER BY a.permission, a.principal COLLATE "C"),
+           '[]')
           FROM access_control_entries a WHERE a.object_id = $4) AS acl
-       FROM (VALUES (1)) AS one LEFT JOIN objects o ON o.parent_id = $1 AND o.resource_name = $2 AND o.id = $3`,
+       FROM (VALUES (1)) AS one LEFT JOIN objects o ON ${byKey('o')}`,
       [scope.parentId, scope.resourceName, id, uri],
     );
     const acl: Permissions = {};

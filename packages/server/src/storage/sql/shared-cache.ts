@@ -55,6 +55,8 @@ export interface SharedCacheOptions {
   maxEntries: number;
   /** Off until the caller turns it on (PostgreSQL: once the notification channel listens). */
   enabled: boolean;
+  /** Asked on every use too, when given: whether what other processes changed is known by now. */
+  gate?: () => boolean;
 }
 
 export class SharedCache {
@@ -65,8 +67,10 @@ export class SharedCache {
   #generation = 0;
   #enabled: boolean;
   readonly #off: boolean;
+  readonly #gate: () => boolean;
 
-  constructor({ maxEntries, enabled }: SharedCacheOptions) {
+  constructor({ maxEntries, enabled, gate = () => true }: SharedCacheOptions) {
+    this.#gate = gate;
     const max = Math.max(1, maxEntries);
     this.#objects = new LRUCache({ max });
     this.#acls = new LRUCache({ max });
@@ -77,7 +81,11 @@ export class SharedCache {
 
   /** Taken before reading the database; `store*` only keeps a value read under the same token. */
   get token(): number {
-    return this.#enabled ? this.#generation : -1;
+    return this.#on ? this.#generation : -1;
+  }
+
+  get #on(): boolean {
+    return this.#enabled && this.#gate();
   }
 
   #fresh(token: number): boolean {
@@ -86,7 +94,7 @@ export class SharedCache {
 
   /** undefined: unknown; null: known not to exist. */
   object(key: string): CachedObject | null | undefined {
-    if (!this.#enabled) return undefined;
+    if (!this.#on) return undefined;
     const value = this.#objects.get(key);
     return value === 'none' ? null : value;
   }
@@ -96,7 +104,7 @@ export class SharedCache {
   }
 
   acl(uri: string): Permissions | undefined {
-    return this.#enabled ? this.#acls.get(uri) : undefined;
+    return this.#on ? this.#acls.get(uri) : undefined;
   }
 
   storeAcl(token: number, uri: string, acl: Permissions): void {
@@ -104,7 +112,7 @@ export class SharedCache {
   }
 
   groups(principalsKey: string): string[] | undefined {
-    return this.#enabled ? this.#groups.get(principalsKey) : undefined;
+    return this.#on ? this.#groups.get(principalsKey) : undefined;
   }
 
   storeGroups(token: number, principalsKey: string, groups: string[]): void {

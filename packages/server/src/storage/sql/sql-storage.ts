@@ -9,7 +9,7 @@ import type { BulkImportOptions, BulkImportResult, BulkLoader } from '../bulk-im
 import { IndexKeeper } from '../declared-indexes.js';
 import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
-import type { PoolStats, Storage, StorageSession, StoreChannels } from '../types.js';
+import type { PoolStats, SessionOptions, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { sqlBulkImport } from './bulk-import.js';
 import { sqlIndexStore } from './declared-indexes.js';
@@ -18,6 +18,7 @@ import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.j
 import { DYNAMIC, sqlState, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
+import { PRUNE_SCOPE_CHANGES, SCOPE_CHANGES_RETENTION_MS, ScopeCache } from './scope-cache.js';
 import { SqlSession } from './session.js';
 import { SqlSessionState, type SessionContext, type SessionMode } from './session-state.js';
 import {
@@ -38,6 +39,10 @@ export interface SqlStorageOptions {
   maintenance?: EmbeddedMaintenance;
   /** Entries of each kind in the shared read cache (shared-cache.ts). */
   cacheMaxEntries?: number;
+  /** The database is a hot standby (read only): reads store nothing, e.g. a scope's first timestamp. */
+  replica?: boolean;
+  /** The bound on a poll answered from memory (scope-cache.ts; 0: none is). */
+  pollCacheMaxStalenessMs?: number;
   /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
   maxDeclaredIndexes?: number;
   /**
@@ -55,6 +60,8 @@ export class SqlStorage implements Storage {
   readonly #driver: SqlDriver;
   readonly #maintenance: EmbeddedMaintenance | undefined;
   readonly #cache: SharedCache;
+  readonly #scopes: ScopeCache;
+  #pruning: NodeJS.Timeout | undefined;
   readonly #context: SessionContext;
   readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
@@ -63,6 +70,8 @@ export class SqlStorage implements Storage {
     {
       maintenance,
       cacheMaxEntries = 10_000,
+      pollCacheMaxStalenessMs = 200,
+      replica = false,
       maxDeclaredIndexes = 16,
       concurrentIndexBuilds = true,
     }: SqlStorageOptions = {},
@@ -77,23 +86,22 @@ export class SqlStorage implements Storage {
     // Several processes may share the database: the cache waits for the channel that tells
     // it what they change. Alone in the process (PGlite), it has nothing to wait for.
     const shared = driver.listen !== undefined && driver.notify !== undefined;
-    this.#cache = new SharedCache({ maxEntries: cacheMaxEntries, enabled: !shared });
+    // On a standby NOTIFY never comes: the shared cache follows the log of scope changes
+    // instead, answering only while it is read within the poll cache's bound (scope-cache.ts).
+    this.#cache = new SharedCache({
+      maxEntries: cacheMaxEntries,
+      enabled: !shared || replica,
+      ...(replica ? { gate: () => this.#scopes.fresh() } : {}),
+    });
+    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs, replica);
     this.#context = {
       cache: this.#cache,
+      scopes: this.#scopes,
+      replica,
       indexed: () => this.#indexes.indexed,
       ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
     };
-    driver.listen?.(NOTIFY_CHANNEL, {
-      message: (payload) => {
-        const invalidations = decodeInvalidations(payload);
-        this.#cache.invalidate(invalidations);
-        // Another process wrote a collection: its declared indexes may have changed.
-        if (touchesCollections(invalidations)) void this.#indexes.update();
-      },
-      // Polled notifications arrive up to an interval late: entries would be stale that long.
-      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
-      disconnected: () => this.#cache.setEnabled(false),
-    });
+    if (!replica) this.#listenForInvalidations();
     if (shared) {
       this.channels = {
         listen: (channel, listener) => driver.listen!(channel, listener),
@@ -105,13 +113,45 @@ export class SqlStorage implements Storage {
     }
   }
 
+  /** What other processes change of the shared cache, told by NOTIFY (not on a standby). */
+  #listenForInvalidations(): void {
+    this.#driver.listen?.(NOTIFY_CHANNEL, {
+      message: (payload) => {
+        const invalidations = decodeInvalidations(payload);
+        this.#cache.invalidate(invalidations);
+        // Another process wrote a collection: its declared indexes may have changed.
+        if (touchesCollections(invalidations)) void this.#indexes.update();
+      },
+      // Polled notifications arrive up to an interval late: entries would be stale that long.
+      connected: (delivery) => this.#cache.setEnabled(delivery === 'pushed'),
+      disconnected: () => this.#cache.setEnabled(false),
+    });
+  }
+
+  /**
+   * The scope timestamps of polls (scope-cache.ts), told by the log of migration 012, which
+   * every process prunes (a statement refused on a standby: its primary's processes do it).
+   */
+  #scopeCache(maxEntries: number, maxStalenessMs: number, replica: boolean): ScopeCache {
+    const driver = this.#driver;
+    const prune = () => void driver.query(PRUNE_SCOPE_CHANGES, [SCOPE_CHANGES_RETENTION_MS]).catch(() => {});
+    this.#pruning = setInterval(prune, SCOPE_CHANGES_RETENTION_MS / 10 + Math.random() * 10_000);
+    this.#pruning.unref();
+    return new ScopeCache({
+      maxEntries,
+      maxStalenessMs,
+      run: (text, params) => driver.query(text, params),
+      ...(replica ? { containersChanged: () => this.#cache.invalidate([{ kind: 'all' }]) } : {}),
+    });
+  }
+
   /**
    * READ COMMITTED is enough: the scope locks serialise writers, and each statement after a
    * lock sees what the previous holder committed. Deadlocks and serialization failures are
    * retried (`fn` runs again). Use the given session only: on PGlite a call to the storage
    * itself inside `fn` waits for the transaction to end.
    */
-  async transaction<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let state: SqlSessionState | undefined;
       try {
@@ -120,7 +160,7 @@ export class SqlStorage implements Storage {
             state = this.#state(connection, 'write');
             return fn(new SqlSession(state));
           },
-          { isolation: 'read committed' },
+          { isolation: 'read committed', ...(options ? { session: options } : {}) },
         );
         this.#maintenance?.written(state?.writes ?? 0);
         if (state && touchesCollections(state.invalidations)) void this.#indexes.update();
@@ -134,6 +174,7 @@ export class SqlStorage implements Storage {
       } finally {
         // Committed or not (a failed COMMIT may still have committed): forget what it touched.
         if (state) this.#cache.invalidate(state.invalidations);
+        this.#scopes.forgetAll();
       }
     }
   }
@@ -143,20 +184,21 @@ export class SqlStorage implements Storage {
    * the same snapshot. A scope without a timestamp gets one stored outside the snapshot,
    * then `fn` runs again on a new snapshot that sees it (`fn` must only read).
    */
-  async snapshot<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
+  async snapshot<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
     return withInitialisedScopes(
       () =>
         this.#driver.transaction((connection) => fn(new SqlSession(this.#state(connection, 'snapshot'))), {
           isolation: 'repeatable read',
           readOnly: true,
+          ...(options ? { session: options } : {}),
         }),
       (scope) => new SqlSession(this.#state(this.#driver, 'read')).objects.timestamp(scope),
     );
   }
 
   /** Autocommit reads, with the session's own ACL memo: no transaction, no round trip for it. */
-  async read<T>(fn: (session: StorageSession) => Promise<T>): Promise<T> {
-    return fn(new SqlSession(this.#state(this.#driver, 'read')));
+  async read<T>(fn: (session: StorageSession) => Promise<T>, options?: SessionOptions): Promise<T> {
+    return fn(new SqlSession(this.#state(options ? withSession(this.#driver, options) : this.#driver, 'read')));
   }
 
   #state(db: SqlConnection, mode: SessionMode): SqlSessionState {
@@ -182,7 +224,8 @@ export class SqlStorage implements Storage {
    */
   async flush(): Promise<void> {
     const tables = await this.#driver.query<{ name: string }>(
-      `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
+      `SELECT tablename AS name FROM pg_tables
+       WHERE schemaname = current_schema() AND tablename <> 'schema_migrations'`,
     );
     if (tables.length === 0) return;
     const list = tables.map(({ name }) => `"${name.replace(/"/g, '""')}"`).join(', ');
@@ -193,6 +236,7 @@ export class SqlStorage implements Storage {
       if (notify) tx.beforeCommit(notify.text, notify.params);
     });
     this.#cache.invalidate([{ kind: 'all' }]);
+    this.#scopes.forgetAll();
   }
 
   /** `quire import`'s bulk path (bulk-import.ts): the whole import in one transaction of its own. */
@@ -203,6 +247,7 @@ export class SqlStorage implements Storage {
       return await sqlBulkImport(this.#driver, notify && everything, options, fill);
     } finally {
       this.#cache.invalidate([{ kind: 'all' }]);
+      this.#scopes.forgetAll();
     }
   }
 
@@ -217,10 +262,20 @@ export class SqlStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    this.#scopes.close();
+    clearInterval(this.#pruning);
     await this.#indexes.close();
     await this.#maintenance?.idle();
     await this.#driver.close();
   }
+}
+
+/** The driver's statements for one request: those that take a pooled connection take it in the request's budget. */
+function withSession(driver: SqlDriver, session: SessionOptions): SqlConnection {
+  return {
+    query: (text, params, options) => driver.query(text, params, options ? { ...options, session } : { session }),
+    exec: (script) => driver.exec(script),
+  };
 }
 
 /** Whether committed changes may have changed a collection (its `indexes` among them). */
@@ -235,7 +290,10 @@ function touchesCollections(invalidations: readonly Invalidation[]): boolean {
 
 export interface PostgresStorageOptions
   extends Omit<PgDriverOptions, 'pooled'>,
-    Pick<SqlStorageOptions, 'cacheMaxEntries' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'> {
+    Pick<
+      SqlStorageOptions,
+      'cacheMaxEntries' | 'pollCacheMaxStalenessMs' | 'maxDeclaredIndexes' | 'keepIndexes' | 'concurrentIndexBuilds'
+    > {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
   /**
@@ -249,6 +307,7 @@ export interface PostgresStorageOptions
 export async function createPostgresStorage({
   autoMigrate = false,
   cacheMaxEntries,
+  pollCacheMaxStalenessMs,
   maxDeclaredIndexes,
   keepIndexes = true,
   concurrentIndexBuilds,
@@ -258,8 +317,12 @@ export async function createPostgresStorage({
   const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
   const driver = createPgDriver({ ...options, pooled }); // validates the schema name used below
   let applied: string[] = [];
+  let replica = false;
   try {
-    if (autoMigrate) {
+    // A hot standby (a reader's store): nothing to migrate, no index to build, no write on reads.
+    const [recovery] = await driver.query<{ replica: boolean }>('SELECT pg_is_in_recovery() AS replica');
+    replica = recovery?.replica === true;
+    if (autoMigrate && !replica) {
       if (options.schema !== undefined) {
         const schema = options.schema;
         await driver.transaction(async (tx) => {
@@ -278,11 +341,13 @@ export async function createPostgresStorage({
   }
   const storage = new SqlStorage(driver, {
     cacheMaxEntries,
+    replica,
+    ...(pollCacheMaxStalenessMs === undefined ? {} : { pollCacheMaxStalenessMs }),
     ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
     ...(concurrentIndexBuilds === undefined ? {} : { concurrentIndexBuilds }),
   });
   storage.migrationsApplied = applied;
-  if (keepIndexes) storage.startIndexing();
+  if (keepIndexes && !replica) storage.startIndexing();
   return storage;
 }
 

@@ -70,6 +70,11 @@ export class Connection {
     openConnections.add(this);
   }
 
+  /** Whether a transaction is open (SQLite may have rolled one back on its own after an error). */
+  get inTransaction(): boolean {
+    return this.db.open && this.db.inTransaction;
+  }
+
   cachedStatements(): IterableIterator<string> {
     return this.#statements.keys();
   }
@@ -218,6 +223,11 @@ export class Pool {
       };
       this.#waiters.push(waiter);
     });
+  }
+
+  /** How many wait for a connection. */
+  get waiting(): number {
+    return this.#waiters.length;
   }
 
   /** Hands the connection to the longest waiter, or keeps it. */

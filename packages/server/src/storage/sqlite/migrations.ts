@@ -151,7 +151,8 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
         UPDATE object_counts SET live = live - 1 WHERE parent_id = OLD.parent_id AND resource_name = OLD.resource_name;
       END;
       CREATE TRIGGER ${table}_count_updated AFTER UPDATE OF deleted ON ${table} WHEN OLD.deleted <> NEW.deleted BEGIN
-        INSERT INTO object_counts (parent_id, resource_name, live) VALUES (NEW.parent_id, NEW.resource_name, CASE WHEN NEW.deleted THEN -1 ELSE 1 END)
+        INSERT INTO object_counts (parent_id, resource_name, live)
+        VALUES (NEW.parent_id, NEW.resource_name, CASE WHEN NEW.deleted THEN -1 ELSE 1 END)
         ON CONFLICT (parent_id, resource_name) DO UPDATE SET live = live + excluded.live;
       END;`,
         )

@@ -135,8 +135,10 @@ export class SqliteObjects implements ObjectStore {
       const { id, last_modified: lastModified, ...attributes } = object;
       const deleted = (object as Partial<Tombstone>).deleted === true;
       s.db.run(
-        `INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted) VALUES (?, ?, ?, ?, jsonb(?), ?)
-         ON CONFLICT (parent_id, resource_name, ${key}) DO UPDATE SET id = excluded.id, last_modified = excluded.last_modified, data = excluded.data, deleted = excluded.deleted`,
+        `INSERT INTO ${table} (parent_id, resource_name, id, last_modified, data, deleted)
+         VALUES (?, ?, ?, ?, jsonb(?), ?)
+         ON CONFLICT (parent_id, resource_name, ${key}) DO UPDATE SET id = excluded.id,
+           last_modified = excluded.last_modified, data = excluded.data, deleted = excluded.deleted`,
         [
           scope.parentId,
           scope.resourceName,
@@ -231,7 +233,8 @@ export class SqliteObjects implements ObjectStore {
     // The scope timestamps below the tree are bumped, not dropped (issue 29; sql/scope-writes.ts
     // says why): a list re-created there starts above every timestamp the old one served.
     this.#s.db.run(
-      'UPDATE timestamps SET last_modified = max(?, last_modified + 1) WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)',
+      'UPDATE timestamps SET last_modified = max(?, last_modified + 1) ' +
+        'WHERE parent_id = ? OR (parent_id >= ? AND parent_id < ?)',
       [Date.now(), uri, low, high],
     );
   }
@@ -253,7 +256,8 @@ export class SqliteObjects implements ObjectStore {
     const where = query.where(scope, { filters });
     // The newest `keep` are found walking the timestamp index backwards; older matches go.
     const oldestKept = this.#s.db.get<{ last_modified: number }>(
-      `SELECT last_modified FROM ${tableOf(scope)} WHERE ${where} ORDER BY last_modified DESC LIMIT 1 OFFSET ${query.bind(keep - 1)}`,
+      `SELECT last_modified FROM ${tableOf(scope)} WHERE ${where}
+       ORDER BY last_modified DESC LIMIT 1 OFFSET ${query.bind(keep - 1)}`,
       query.params,
     );
     if (!oldestKept) return 0;
@@ -278,7 +282,8 @@ export class SqliteObjects implements ObjectStore {
     const text = JSON.stringify(attributes);
     const changed = this.#s.db.run(
       `INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted) VALUES (?, ?, ?, ?, jsonb(?), 0)
-       ON CONFLICT (parent_id, resource_name, id) DO UPDATE SET last_modified = excluded.last_modified, data = excluded.data, deleted = 0
+       ON CONFLICT (parent_id, resource_name, id) DO UPDATE SET last_modified = excluded.last_modified,
+         data = excluded.data, deleted = 0
        ${newId ? 'WHERE deleted' : ''}`,
       [scope.parentId, scope.resourceName, id, timestamp, text],
     );
@@ -305,7 +310,8 @@ export class SqliteObjects implements ObjectStore {
     }
     if (requested < current) {
       const taken = this.#s.db.get(
-        `SELECT 1 AS taken FROM ${tableOf(scope)} WHERE parent_id = ? AND resource_name = ? AND last_modified = ? AND id <> ?`,
+        `SELECT 1 AS taken FROM ${tableOf(scope)} WHERE parent_id = ? AND resource_name = ?
+          AND last_modified = ? AND id <> ?`,
         [scope.parentId, scope.resourceName, requested, id],
       );
       if (!taken) return requested;
@@ -327,7 +333,8 @@ export class SqliteObjects implements ObjectStore {
 
   #find(scope: Scope, id: string): ObjectRow | undefined {
     return this.#s.db.get<ObjectRow>(
-      `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)} WHERE parent_id = ? AND resource_name = ? AND id = ?`,
+      `SELECT id, last_modified, json(data) AS data, deleted FROM ${tableOf(scope)}
+       WHERE parent_id = ? AND resource_name = ? AND id = ?`,
       [scope.parentId, scope.resourceName, id],
     );
   }

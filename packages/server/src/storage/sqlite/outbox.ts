@@ -44,7 +44,8 @@ export class SqliteOutbox implements OutboxStore {
       if (!Array.isArray(elements)) throw new StorageError(`outbox item of ${topic} ${key} does not hold an array`);
       for (const element of elements) {
         s.db.run(
-          `INSERT INTO ${tableOf(scope)} (parent_id, resource_name, id, last_modified, data, deleted) VALUES (?, ?, ?, ?, jsonb(?), 0)`,
+          `INSERT INTO ${tableOf(scope)} (parent_id, resource_name, id, last_modified, data, deleted)
+           VALUES (?, ?, ?, ?, jsonb(?), 0)`,
           [scope.parentId, scope.resourceName, randomUUID(), first + stored++, JSON.stringify(element)],
         );
       }

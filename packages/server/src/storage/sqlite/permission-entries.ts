@@ -14,6 +14,15 @@ import type { Connection } from './connection.js';
 import { jsonColumn, nullableTextColumn, textColumn } from './json-fields.js';
 import { QueryBuilder } from './queries.js';
 
+/** The store-wide grants (`*_principals` settings) as the rows the statement joins. */
+function globalGrantRows(query: PermissionEntriesQuery) {
+  return query.globalGrants.map(({ resourceName, plural, permission }) => ({
+    resource_name: resourceName,
+    plural,
+    permission,
+  }));
+}
+
 /** The entry fields that are columns; any other field is a path into `{"permissions": …}`, as on PostgreSQL. */
 const ENTRY_COLUMNS = {
   uri: textColumn('uri'),
@@ -47,24 +56,8 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
     columns: ENTRY_COLUMNS,
   });
   const principals = builder.bindJson(query.principals);
-  // As on PostgreSQL: objects held through the settings are found scope by scope (the scopes
-  // that hold objects of that kind, from `timestamps`), and without such grants the branch is
-  // left out (SQLite otherwise read every object of the store to join it to none).
-  const grants = query.globalGrants.length
-    ? `UNION ALL
-       SELECT o.parent_id || '/' || (g.value ->> 'plural') || '/' || o.id, g.value ->> 'permission'
-       FROM json_each(${builder.bindJson(query.globalGrants.map(({ resourceName, plural, permission }) => ({ resource_name: resourceName, plural, permission })))}) AS g
-       CROSS JOIN timestamps AS t CROSS JOIN objects AS o -- in this order (SQLite keeps a CROSS JOIN's)
-       WHERE t.resource_name = g.value ->> 'resource_name'
-         AND o.parent_id = t.parent_id AND o.resource_name = t.resource_name AND NOT o.deleted`
-    : '';
-  const implied = builder.bindJson(
-    Object.entries(query.implied).flatMap(([resourceName, table]) =>
-      Object.entries(table).flatMap(([held, permissions]) =>
-        permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission })),
-      ),
-    ),
-  );
+  const grants = globalGrantsBranch(builder, query);
+  const implied = builder.bindJson(impliedRows(query));
   const extra = builder.bindJson(
     query.extraEntries.map(({ uri, resource_name, permissions }) => ({ uri, resource_name, permissions })),
   );
@@ -76,11 +69,13 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
   // (MATERIALIZED: else once per entry).
   const rows = db.all<EntryRow>(
     `WITH held(uri, permission) AS (
-       SELECT object_id, permission FROM access_control_entries WHERE principal IN (SELECT value FROM json_each(${principals}))
+       SELECT object_id, permission FROM access_control_entries
+       WHERE principal IN (SELECT value FROM json_each(${principals}))
        ${grants}
      ),
      per_object AS (
-       SELECT uri, json_group_array(permission ORDER BY permission) AS held, length(uri) - length(replace(uri, '/', '')) AS slashes
+       SELECT uri, json_group_array(permission ORDER BY permission) AS held,
+         length(uri) - length(replace(uri, '/', '')) AS slashes
        FROM (SELECT DISTINCT uri, permission FROM held) GROUP BY uri
      ),
      typed AS (
@@ -118,16 +113,44 @@ export function listPermissionEntries(db: Connection, query: PermissionEntriesQu
          c.permissions
        FROM typed AS t JOIN combos AS c ON c.resource_name = t.resource_name AND c.held = t.held
        UNION ALL
-       SELECT x.value ->> 'uri', x.value ->> 'resource_name', NULL, NULL, NULL, NULL, NULL, NULL, x.value -> 'permissions'
+       SELECT x.value ->> 'uri', x.value ->> 'resource_name', NULL, NULL, NULL, NULL, NULL, NULL,
+         x.value -> 'permissions'
        FROM json_each(${extra}) AS x
      )
-     SELECT * FROM entries ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''} ORDER BY ${orderBy} ${limit}`,
+     SELECT * FROM entries ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
+     ORDER BY ${orderBy} ${limit}`,
     builder.params,
   );
-  return rows.map(({ permissions, ...columns }) => {
-    const entry: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(columns)) if (value !== null) entry[name] = value;
-    entry.permissions = JSON.parse(permissions);
-    return entry as PermissionEntry;
-  });
+  return rows.map(toEntry);
+}
+
+function toEntry({ permissions, ...columns }: EntryRow): PermissionEntry {
+  const entry: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(columns)) if (value !== null) entry[name] = value;
+  entry.permissions = JSON.parse(permissions);
+  return entry as PermissionEntry;
+}
+
+/**
+ * As on PostgreSQL: objects held through the settings are found scope by scope (the scopes
+ * that hold objects of that kind, from `timestamps`), and without such grants the branch is
+ * left out (SQLite otherwise read every object of the store to join it to none).
+ */
+function globalGrantsBranch(builder: QueryBuilder, query: PermissionEntriesQuery): string {
+  if (query.globalGrants.length === 0) return '';
+  return `UNION ALL
+       SELECT o.parent_id || '/' || (g.value ->> 'plural') || '/' || o.id, g.value ->> 'permission'
+       FROM json_each(${builder.bindJson(globalGrantRows(query))}) AS g
+       CROSS JOIN timestamps AS t CROSS JOIN objects AS o -- in this order (SQLite keeps a CROSS JOIN's)
+       WHERE t.resource_name = g.value ->> 'resource_name'
+         AND o.parent_id = t.parent_id AND o.resource_name = t.resource_name AND NOT o.deleted`;
+}
+
+/** Each (kind, held permission) pair with a permission it implies. */
+function impliedRows(query: PermissionEntriesQuery) {
+  return Object.entries(query.implied).flatMap(([resourceName, table]) =>
+    Object.entries(table).flatMap(([held, permissions]) =>
+      permissions.map((permission) => ({ resource_name: resourceName, held, implied: permission })),
+    ),
+  );
 }

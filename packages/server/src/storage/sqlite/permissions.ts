@@ -46,7 +46,8 @@ export class SqlitePermissions implements PermissionStore {
     s.db.run('DELETE FROM access_control_entries WHERE object_id = ?', [uri]);
     s.db.run(
       `INSERT OR IGNORE INTO access_control_entries (object_id, permission, principal)
-       SELECT ?, permission.key, principal.value FROM json_each(?) AS permission, json_each(permission.value) AS principal`,
+       SELECT ?, permission.key, principal.value
+       FROM json_each(?) AS permission, json_each(permission.value) AS principal`,
       [uri, JSON.stringify(permissions)],
     );
     s.acls.remember(uri, normalisedAcl(permissions));
@@ -79,7 +80,8 @@ export class SqlitePermissions implements PermissionStore {
     if (cached) return [...cached];
     const token = shared?.token ?? -1;
     const rows = this.#s.db.all<{ group_uri: string }>(
-      'SELECT DISTINCT group_uri FROM group_members WHERE principal IN (SELECT value FROM json_each(?)) ORDER BY group_uri',
+      'SELECT DISTINCT group_uri FROM group_members ' +
+        'WHERE principal IN (SELECT value FROM json_each(?)) ORDER BY group_uri',
       [key],
     );
     const groups = rows.map((row) => row.group_uri);
@@ -97,7 +99,8 @@ export class SqlitePermissions implements PermissionStore {
     const rows = this.#s.db.all<{ id: string }>(
       `SELECT DISTINCT substr(object_id, length(@low) + 1) AS id FROM access_control_entries
        WHERE object_id >= @low AND object_id < @high AND instr(substr(object_id, length(@low) + 1), '/') = 0
-         AND permission IN (SELECT value FROM json_each(@permissions)) AND principal IN (SELECT value FROM json_each(@principals))
+         AND permission IN (SELECT value FROM json_each(@permissions)) 
+         AND principal IN (SELECT value FROM json_each(@principals))
        ORDER BY id`,
       { low, high, permissions: JSON.stringify(permissions), principals: JSON.stringify(principals) },
     );

@@ -194,7 +194,10 @@ export class QueryBuilder {
         const wanted = toArray(value);
         const isArray = `${ref.value.type} = 'array'`;
         if (wanted.every(isScalar))
-          return `(${isArray} AND EXISTS (SELECT 1 FROM ${ref.elements} AS held WHERE ${this.#inScalars(element('held'), wanted)}))`;
+          return (
+            `(${isArray} AND EXISTS (SELECT 1 FROM ${ref.elements} AS held` +
+            ` WHERE ${this.#inScalars(element('held'), wanted)}))`
+          );
         return `(${isArray} AND quire_jsonb_contains(${ref.value.json}, ${this.bindJson(wanted)}, 1))`;
       }
       default:
@@ -318,7 +321,8 @@ export class QueryBuilder {
       );
     if (numbers.length > 0)
       terms.push(
-        `(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(numbers)})) AND ${json.type} IN (${typesOf(2)}))`,
+        `(${json.atom} IN (SELECT value FROM json_each(${this.bindJson(numbers)}))` +
+          ` AND ${json.type} IN (${typesOf(2)}))`,
       );
     if (constants.length > 0)
       terms.push(`${json.type} IN (${constants.map((constant) => `'${String(constant)}'`).join(', ')})`);
@@ -331,7 +335,8 @@ export class QueryBuilder {
       return `(${ref.column.sql} IN (SELECT value FROM json_each(${this.bindJson(values)})))`;
     }
     if (ref.value && values.every(isScalar)) return this.#inScalars(ref.value, values);
-    const candidates = `SELECT ${keyOf(element('candidate')).join(', ')} FROM json_each(${this.bindJson(values)}) AS candidate`;
+    const candidates =
+      `SELECT ${keyOf(element('candidate')).join(', ')}` + ` FROM json_each(${this.bindJson(values)}) AS candidate`;
     return `coalesce((${ref.key.join(', ')}) IN (${candidates}), FALSE)`;
   }
 

@@ -25,6 +25,7 @@ import { IndexKeeper } from '../declared-indexes.js';
 import { BackendError, MigrationRequiredError, StorageError } from '../errors.js';
 import type { Scope, Storage, StorageSession } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
+import { CommitGroups } from './commit-groups.js';
 import { Connection, Pool } from './connection.js';
 import { sqliteBulkImport } from './bulk-import.js';
 import { sqliteIndexStore } from './declared-indexes.js';
@@ -46,7 +47,8 @@ export interface SqliteStorageOptions {
    * with NORMAL: the fsync of each commit.
    */
   synchronous?: 'FULL' | 'NORMAL';
-  /** How long a transaction, a snapshot or (in memory) a read waits for its connection, then fails with BackendError (10 000). */
+  /** How long a transaction, a snapshot or (in memory) a read waits for its connection, then fails with BackendError
+   * (10 000). */
   lockTimeoutMs?: number;
   /**
    * How long a statement waits for another process's lock on the file (PRAGMA busy_timeout).
@@ -61,6 +63,8 @@ export interface SqliteStorageOptions {
   keepIndexes?: boolean;
   /** Entries of each kind the plain reads keep between sessions (read-cache.ts; default 10 000, 0: none). */
   cacheMaxEntries?: number;
+  /** Transactions committed together at most, when they wait for the writer (commit-groups.ts; default 32). */
+  groupCommitMax?: number;
 }
 
 /** Pages of cache per connection (negative: KiB), grown as used. SQLite's default is 2 MiB. */
@@ -73,6 +77,8 @@ export class SqliteStorage implements Storage {
   migrationsApplied: readonly string[] = [];
   /** The writer connection, one holder at a time. */
   readonly #writer: Pool;
+  /** Transactions on the writer, committed together when they queue (commit-groups.ts). */
+  readonly #commits: CommitGroups;
   /** Connections for snapshots: a read-only pool, or (in memory) the writer. */
   readonly #snapshots: Pool;
   /** Autocommit reads: on a read-only connection of their own, or (in memory) on the writer. */
@@ -97,6 +103,7 @@ export class SqliteStorage implements Storage {
       path: string | undefined;
       maxDeclaredIndexes: number;
       cacheMaxEntries: number;
+      groupCommitMax: number;
     },
   ) {
     this.#lockTimeoutMs = options.lockTimeoutMs;
@@ -104,7 +111,8 @@ export class SqliteStorage implements Storage {
     this.#cache = new SqliteReadCache(options.cacheMaxEntries);
     this.#dataVersion = dataVersion(writer);
     const busy =
-      'the store was busy: no connection became free in time (a transaction waiting for itself? use the session given to fn)';
+      'the store was busy: no connection became free in time (a transaction waiting for itself? use the session ' +
+      'given to fn)';
     this.#writer = new Pool({ connections: [writer], busyMessage: busy });
     const path = options.path;
     if (path === undefined) {
@@ -118,6 +126,12 @@ export class SqliteStorage implements Storage {
       this.#readerConnection = openReader();
       this.#readerLock = null;
     }
+    this.#commits = new CommitGroups(this.#writer, {
+      lockTimeoutMs: this.#lockTimeoutMs,
+      // In memory, reads and snapshots share the writer: they must never meet an open group.
+      maxTurns: path === undefined ? 1 : options.groupCommitMax,
+      onCommit: () => this.#cache.clear(),
+    });
     const store = sqliteIndexStore(
       () => this.#readerConnection,
       (fn) => this.#write(async (connection) => fn(connection)),
@@ -204,24 +218,9 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** BEGIN IMMEDIATE, `fn`, COMMIT on the writer; ROLLBACK and `fn`'s error unchanged if it throws. */
-  async #write<T>(fn: (connection: Connection) => Promise<T>): Promise<T> {
-    const connection = await this.#writer.acquire(this.#lockTimeoutMs);
-    try {
-      connection.exec('BEGIN IMMEDIATE');
-      try {
-        const result = await fn(connection);
-        connection.exec('COMMIT');
-        // In the same synchronous step: no read comes between the commit and this.
-        this.#cache.clear();
-        return result;
-      } catch (error) {
-        rollbackQuietly(connection);
-        throw error;
-      }
-    } finally {
-      this.#writer.release(connection);
-    }
+  /** `fn` in a transaction on the writer, resolved once committed; undone, `fn`'s error unchanged, if it throws. */
+  #write<T>(fn: (connection: Connection) => Promise<T>): Promise<T> {
+    return this.#commits.run(fn);
   }
 
   /** `quire import`'s bulk path (bulk-import.ts): the whole import in one transaction on the writer. */
@@ -278,7 +277,8 @@ export class SqliteStorage implements Storage {
   async flush(): Promise<void> {
     await this.#write(async (connection) => {
       const tables = connection.all<{ name: string }>(
-        `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> 'schema_migrations'`,
+        `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name ` +
+          `<> 'schema_migrations'`,
       );
       for (const { name } of tables) connection.run(`DELETE FROM "${name.replace(/"/g, '""')}"`);
     });
@@ -316,6 +316,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     maxDeclaredIndexes = 16,
     keepIndexes = true,
     cacheMaxEntries = 10_000,
+    groupCommitMax = 32,
   } = options;
   if (!Object.hasOwn(SYNCHRONOUS, synchronous))
     throw new StorageError(`synchronous must be FULL or NORMAL, not ${String(synchronous)}`);
@@ -342,6 +343,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions = {}): P
     path,
     maxDeclaredIndexes,
     cacheMaxEntries,
+    groupCommitMax,
   });
   storage.migrationsApplied = applied;
   if (keepIndexes) storage.startIndexing();
@@ -366,13 +368,15 @@ function migrate(connection: Connection): string[] {
     connection.exec('BEGIN IMMEDIATE');
     try {
       connection.exec(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, ' +
+          'applied_at TEXT NOT NULL) STRICT',
       );
       const applied = connection.all<{ version: number }>('SELECT version FROM schema_migrations');
       const unknown = applied.filter(({ version }) => !known.has(version)).map(({ version }) => version);
       if (unknown.length > 0) {
         throw new MigrationRequiredError(
-          `The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): upgrade Quire.`,
+          `The database schema has migrations this version of Quire does not know (${unknown.join(', ')}): ` +
+            'upgrade Quire.',
         );
       }
       if (!applied.some(({ version }) => version === migration.version)) {

@@ -133,23 +133,26 @@ export function describeCollectionTimestamps(suite: Suite): void {
       expect(after).toEqual([{ bucket: a, collection: 'c2', lastModified: written.last_modified }]);
     });
 
-    test('containersOf gives the buckets and collections where principals hold a permission, not records or groups', async () => {
-      const bucket = `/buckets/${randomUUID()}`;
-      const principal = `p-${randomUUID()}`;
-      await storage.transaction(async (session) => {
-        await session.permissions.set(bucket, { write: [principal] });
-        await session.permissions.set(`${bucket}/collections/c`, { read: [principal, 'other'] });
-        await session.permissions.set(`${bucket}/collections/d`, { 'record:create': [principal] });
-        await session.permissions.set(`${bucket}/groups/g`, { write: [principal] });
-        await session.permissions.set(`${bucket}/collections/c/records/r`, { write: [principal] });
-      });
-      const uris = await storage.read((session) =>
-        session.permissions.containersOf([principal, 'nobody'], ['read', 'write']),
-      );
-      expect(uris.sort()).toEqual([bucket, `${bucket}/collections/c`]);
-      expect(await storage.read((session) => session.permissions.containersOf(['nobody'], ['read', 'write']))).toEqual(
-        [],
-      );
-    });
+    test(
+      'containersOf gives the buckets and collections where principals hold a permission, not records or ' + 'groups',
+      async () => {
+        const bucket = `/buckets/${randomUUID()}`;
+        const principal = `p-${randomUUID()}`;
+        await storage.transaction(async (session) => {
+          await session.permissions.set(bucket, { write: [principal] });
+          await session.permissions.set(`${bucket}/collections/c`, { read: [principal, 'other'] });
+          await session.permissions.set(`${bucket}/collections/d`, { 'record:create': [principal] });
+          await session.permissions.set(`${bucket}/groups/g`, { write: [principal] });
+          await session.permissions.set(`${bucket}/collections/c/records/r`, { write: [principal] });
+        });
+        const uris = await storage.read((session) =>
+          session.permissions.containersOf([principal, 'nobody'], ['read', 'write']),
+        );
+        expect(uris.sort()).toEqual([bucket, `${bucket}/collections/c`]);
+        expect(
+          await storage.read((session) => session.permissions.containersOf(['nobody'], ['read', 'write'])),
+        ).toEqual([]);
+      },
+    );
   });
 }

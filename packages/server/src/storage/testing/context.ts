@@ -55,7 +55,8 @@ export async function deleteBelow(storage: Storage, uri: string): Promise<void> 
   });
 }
 
-/** The keyset continuation of a page ending with `last` (absent keys = missing fields), as the resource layer makes it. */
+/** The keyset continuation of a page ending with `last` (absent keys = missing fields), as the resource layer makes
+ * it. */
 export function continuationOf(last: Listed, sorting: Sort[]): Record<string, unknown> {
   const after: Record<string, unknown> = {};
   for (const { field } of sorting) {

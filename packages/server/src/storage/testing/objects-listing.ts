@@ -228,31 +228,39 @@ export function describeObjectListings(suite: Suite): void {
   });
 
   section('as JSON text', () => {
-    test('listJson gives each object of list as its wire text: empty data, strings to escape, nesting, numbers, tombstones', async () => {
-      await seed({
-        empty: {},
-        escaped: { title: 'quote " backslash \\ tab \t é 😀 \u2028', 'key with "quotes"': 1 },
-        nested: {
-          deep: { a: [1, { b: null }], c: { '': true } },
-          n: -12.5,
-          big: 1e300,
-          small: 5e-324,
-          int: 9007199254740991,
-        },
-      });
-      await storage.transaction((session) => session.objects.delete(scope, 'empty'));
-      const options = { includeDeleted: true, sorting: [{ field: 'id', direction: 1 as const }] };
-      const [listed, texts] = await storage.read(
-        async (session) =>
-          [await session.objects.list(scope, options), await session.objects.listJson(scope, options)] as const,
-      );
-      expect(ids(listed)).toEqual(['empty', 'escaped', 'nested']);
-      expect(texts.map((each) => JSON.parse(each.json) as unknown)).toEqual(listed);
-      expect(texts.map(({ id, last_modified, deleted }) => ({ id, last_modified, deleted }))).toEqual(
-        listed.map((object) => ({ id: object.id, last_modified: object.last_modified, deleted: 'deleted' in object })),
-      );
-      // Each is one JSON object with the two fields once (the stored data never holds them).
-      for (const { json } of texts) expect(json.match(/"last_modified":/g)).toHaveLength(1);
-    });
+    test(
+      'listJson gives each object of list as its wire text: empty data, strings to escape, nesting, numbers, ' +
+        'tombstones',
+      async () => {
+        await seed({
+          empty: {},
+          escaped: { title: 'quote " backslash \\ tab \t é 😀 \u2028', 'key with "quotes"': 1 },
+          nested: {
+            deep: { a: [1, { b: null }], c: { '': true } },
+            n: -12.5,
+            big: 1e300,
+            small: 5e-324,
+            int: 9007199254740991,
+          },
+        });
+        await storage.transaction((session) => session.objects.delete(scope, 'empty'));
+        const options = { includeDeleted: true, sorting: [{ field: 'id', direction: 1 as const }] };
+        const [listed, texts] = await storage.read(
+          async (session) =>
+            [await session.objects.list(scope, options), await session.objects.listJson(scope, options)] as const,
+        );
+        expect(ids(listed)).toEqual(['empty', 'escaped', 'nested']);
+        expect(texts.map((each) => JSON.parse(each.json) as unknown)).toEqual(listed);
+        expect(texts.map(({ id, last_modified, deleted }) => ({ id, last_modified, deleted }))).toEqual(
+          listed.map((object) => ({
+            id: object.id,
+            last_modified: object.last_modified,
+            deleted: 'deleted' in object,
+          })),
+        );
+        // Each is one JSON object with the two fields once (the stored data never holds them).
+        for (const { json } of texts) expect(json.match(/"last_modified":/g)).toHaveLength(1);
+      },
+    );
   });
 }

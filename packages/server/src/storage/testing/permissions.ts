@@ -3,7 +3,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { Storage } from '../types.js';
+import type { PermissionEntry, Sort, Storage } from '../types.js';
 import { deleteBelow, randomScope, sortPrincipals, type Suite } from './context.js';
 
 export function describePermissions(suite: Suite): void {
@@ -188,6 +188,57 @@ export function describePermissions(suite: Suite): void {
         }),
       );
       expect(next.map((entry) => entry.id)).toEqual(['c', bucket].sort().reverse());
+    });
+
+    test('entries: pages walked by URI, either way, are the listing cut in order', async () => {
+      const uri = `/buckets/b-${randomUUID()}`;
+      const [user, group, other] = [`u-${randomUUID()}`, `${uri}/groups/g`, `o-${randomUUID()}`];
+      // URIs held by one principal, by both, with several permissions, beside URIs that are
+      // not listed (history) and others' ACEs, in an order where each principal's run ends early.
+      const acls: Array<[string, Record<string, string[]>]> = [
+        [uri, { read: [user], write: [other] }],
+        [`${uri}/groups/g`, { write: [user, group] }],
+        [`${uri}/history/h`, { read: [user, group] }],
+        ...Array.from({ length: 9 }, (_, i): [string, Record<string, string[]>] => [
+          `${uri}/collections/c${i}`,
+          i % 3 === 0 ? { read: [user], write: [group] } : { [i % 2 ? 'read' : 'write']: [i % 3 === 1 ? user : group] },
+        ]),
+        ...Array.from({ length: 5 }, (_, i): [string, Record<string, string[]>] => [
+          `${uri}/collections/c1/records/r${i}`,
+          { read: [other], ...(i === 2 ? {} : { write: [i % 2 ? user : group] }) },
+        ]),
+      ];
+      await storage.transaction(async (session) => {
+        for (const [object, acl] of acls) await session.permissions.set(object, acl);
+      });
+      const query = {
+        principals: [user, group, user],
+        globalGrants: [],
+        implied: { collection: { write: ['read', 'record:create'] } },
+        extraEntries: [{ uri: '/', resource_name: 'root', permissions: ['bucket:create'] }],
+      };
+      const list = (sorting: Sort[], limit?: number, after?: PermissionEntry) =>
+        storage.read((session) =>
+          session.permissions.entries({
+            ...query,
+            sorting,
+            ...(limit === undefined ? {} : { limit }),
+            ...(after ? { after: { uri: after.uri } } : {}),
+          }),
+        );
+      for (const direction of [1, -1] as const) {
+        const sorting: Sort[] = [{ field: 'uri', direction }];
+        const whole = await list(sorting);
+        expect(whole.length).toBe(1 + 2 + 9 + 4);
+        for (const size of [1, 2, 3, 7]) {
+          const walked: PermissionEntry[] = [];
+          for (let page = await list(sorting, size); ; page = await list(sorting, size, walked.at(-1))) {
+            walked.push(...page);
+            if (page.length < size) break;
+          }
+          expect(walked).toEqual(whole);
+        }
+      }
     });
 
     test('entries: global grants cover every live object of a kind', async () => {

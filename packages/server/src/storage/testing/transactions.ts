@@ -68,7 +68,7 @@ export function describeSessions(suite: Suite): void {
       expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(before);
     });
 
-    test('many writes in one transaction: increasing timestamps, seen by its own reads, stored as it left them', async () => {
+    test('many writes in one transaction: increasing timestamps, seen by its reads, stored as left', async () => {
       await storage.transaction((session) => session.objects.create(scope, 'old', { v: 0 }));
       const other = randomScope();
       const outcome = await storage.transaction(async (session) => {
@@ -122,29 +122,32 @@ export function describeSessions(suite: Suite): void {
       });
     });
 
-    test('stampAtCommit: the objects handed out get their timestamps by the end, increasing, and the scope follows', async () => {
-      await storage.transaction((session) => session.objects.create(scope, 'x', { v: 0 }));
-      const before = await storage.read((session) => session.objects.timestamp(scope));
-      const handed = await storage.transaction(async (session) => {
-        const old = await session.objects.get(scope, 'x', { forUpdate: true });
-        expect(old).toMatchObject({ v: 0 });
-        return [
-          await session.objects.update(scope, 'x', { v: 1 }, { stampAtCommit: true }),
-          await session.objects.create(scope, 'y', { v: 2 }, { newId: true, stampAtCommit: true }),
-          await session.objects.delete(scope, 'x', { stampAtCommit: true }),
-        ];
-      });
-      const stamps = handed.map((object) => object.last_modified);
-      expect(stamps.every((stamp) => Number.isSafeInteger(stamp) && stamp > before)).toBe(true);
-      expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
-      expect(await storage.read((session) => session.objects.get(scope, 'y'))).toEqual(handed[1]);
-      expect(
-        await storage.read((session) =>
-          session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: -1 }] }),
-        ),
-      ).toEqual([handed[2], handed[1]]);
-      expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...stamps));
-    });
+    test(
+      'stampAtCommit: the objects handed out get their timestamps by the end, increasing, and the scope ' + 'follows',
+      async () => {
+        await storage.transaction((session) => session.objects.create(scope, 'x', { v: 0 }));
+        const before = await storage.read((session) => session.objects.timestamp(scope));
+        const handed = await storage.transaction(async (session) => {
+          const old = await session.objects.get(scope, 'x', { forUpdate: true });
+          expect(old).toMatchObject({ v: 0 });
+          return [
+            await session.objects.update(scope, 'x', { v: 1 }, { stampAtCommit: true }),
+            await session.objects.create(scope, 'y', { v: 2 }, { newId: true, stampAtCommit: true }),
+            await session.objects.delete(scope, 'x', { stampAtCommit: true }),
+          ];
+        });
+        const stamps = handed.map((object) => object.last_modified);
+        expect(stamps.every((stamp) => Number.isSafeInteger(stamp) && stamp > before)).toBe(true);
+        expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+        expect(await storage.read((session) => session.objects.get(scope, 'y'))).toEqual(handed[1]);
+        expect(
+          await storage.read((session) =>
+            session.objects.list(scope, { includeDeleted: true, sorting: [{ field: 'last_modified', direction: -1 }] }),
+          ),
+        ).toEqual([handed[2], handed[1]]);
+        expect(await storage.read((session) => session.objects.timestamp(scope))).toBe(Math.max(...stamps));
+      },
+    );
 
     test('a new id that is taken after all fails the transaction with UnicityError', async () => {
       await storage.transaction((session) => session.objects.create(scope, 'taken', { v: 1 }));

@@ -81,7 +81,8 @@ export class PollersWatch {
     if (this.#timer) return;
     const look = () =>
       void this.#run<{ polled: boolean }>(
-        "SELECT EXISTS (SELECT 1 FROM notification_pollers WHERE seen > clock_timestamp() - $1 * interval '1 millisecond') AS polled",
+        `SELECT EXISTS (SELECT 1 FROM notification_pollers
+           WHERE seen > clock_timestamp() - $1 * interval '1 millisecond') AS polled`,
         [POLLER_TTL_MS],
       )
         .then(([row]) => {
@@ -109,7 +110,8 @@ export type RunStatement = <R extends Record<string, unknown>>(
 /** Deletes the notifications older than the retention, and remembers the highest id deleted. */
 export async function pruneNotifications(run: RunStatement, retentionMs = NOTIFICATION_RETENTION_MS): Promise<void> {
   await run(
-    `WITH gone AS (DELETE FROM notifications WHERE created_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING xid),
+    `WITH gone AS (DELETE FROM notifications
+                    WHERE created_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING xid),
           highest AS (SELECT max(xid) AS xid FROM gone)
      INSERT INTO notifications_pruned AS p (through) SELECT xid FROM highest WHERE xid IS NOT NULL
      ON CONFLICT (singleton) DO UPDATE SET through = greatest(p.through, excluded.through)`,
@@ -230,12 +232,15 @@ const UNSEEN_ROWS = (where: string) => `
  * snapshot did not see ($1, $2) that this one sees, of channels $3, in a round only what the
  * round's snapshot ($4) sees, after ($5, $7) — in order, at most $6.
  */
+const POLLED_ROWS = `channel = ANY($3::text[])
+  AND ($4::pg_snapshot IS NULL OR pg_visible_in_snapshot(xid, $4::pg_snapshot)) AND (xid, id) > ($5::xid8, $7::bigint)`;
 const POLL_STATEMENT = `
-  WITH now AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot, (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS at)
+  WITH now AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot,
+                                   (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS at)
   SELECT now.snapshot, now.at, (SELECT through::text FROM notifications_pruned) AS pruned,
          n.xid::text AS xid, n.id::text AS id, n.channel, n.payload
     FROM now LEFT JOIN LATERAL (
-      SELECT * FROM (${UNSEEN_ROWS(`channel = ANY($3::text[]) AND ($4::pg_snapshot IS NULL OR pg_visible_in_snapshot(xid, $4::pg_snapshot)) AND (xid, id) > ($5::xid8, $7::bigint)`)}) unseen
+      SELECT * FROM (${UNSEEN_ROWS(POLLED_ROWS)}) unseen
        ORDER BY xid, id LIMIT $6) n ON true`;
 
 /**

@@ -4,8 +4,8 @@
  * `BackendError` whose `cause` is the client's error (with its SQLSTATE in `cause.code`).
  */
 
-import { BackendError } from '../../errors.js';
-import type { PoolStats } from '../../types.js';
+import { BackendError, StatementTimeoutError } from '../../errors.js';
+import type { PoolStats, SessionOptions } from '../../types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -15,6 +15,8 @@ export interface QueryOptions {
    * end to them. Other statements come from a fixed set and are prepared once per connection.
    */
   dynamic?: boolean;
+  /** The request's budget (signal, owner): a statement outside a transaction that takes a pooled connection. */
+  session?: SessionOptions;
 }
 
 /** For statements whose text is built per call (filters, sorting): not kept prepared. */
@@ -61,6 +63,8 @@ export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializabl
 export interface TransactionOptions {
   isolation?: IsolationLevel;
   readOnly?: boolean;
+  /** The request's budget: its statements cancelled when `signal` aborts, the pool shared by `owner`. */
+  session?: SessionOptions;
 }
 
 /** What a notification channel tells its listener (see `SqlDriver.listen`). */
@@ -126,5 +130,8 @@ export function transactionMode({ isolation = 'read committed', readOnly = false
 export function toBackendError(driver: string, error: unknown): BackendError {
   if (error instanceof BackendError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  // 57014 query_canceled, by the statement timeout (not by our cancel request: "user request").
+  if ((error as { code?: unknown } | null)?.code === '57014' && /statement timeout/.test(message))
+    return new StatementTimeoutError({ cause: error });
   return new BackendError(`${driver}: ${message}`, { cause: error });
 }

@@ -1,0 +1,35 @@
+/**
+ * What a request tells the store when its unit of work opens a session (storage/types.ts
+ * `SessionOptions`, issue 36): a signal aborted when its client goes away before the answer is
+ * sent — the store then cancels its statements — and who it is for, the key the store shares its
+ * connections by: the identity, or the client's address (an IPv6 one by /64) for anonymous callers.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { addressKey } from '../auth/client-address.js';
+import type { SessionOptions } from '../storage/types.js';
+
+/** The owner key of a caller. */
+export function sessionOwner(userId: string | null | undefined, ip: string): string {
+  return userId ? `user:${userId}` : `address:${addressKey(ip)}`;
+}
+
+/**
+ * The budget of `request`, made on first use (most requests open one session): one AbortController
+ * and one 'close' listener for the request's life.
+ */
+export function sessionBudget(request: FastifyRequest, reply: FastifyReply): () => SessionOptions {
+  let controller: AbortController | null = null;
+  return () => {
+    if (!controller) {
+      const made = new AbortController();
+      controller = made;
+      const response = reply.raw;
+      if (response.writableFinished || response.destroyed) made.abort(new Error('the client went away'));
+      else
+        response.once('close', () => {
+          if (!response.writableFinished) made.abort(new Error('the client went away'));
+        });
+    }
+    return { signal: controller.signal, owner: sessionOwner(request.identity?.userId, request.ip) };
+  };
+}
