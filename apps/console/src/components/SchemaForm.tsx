@@ -149,56 +149,57 @@ function ScalarField(props: FieldProps & { type: string }) {
   );
 }
 
+/** An empty item of a type, for a list's "add" button. */
+function blankOf(type: string | undefined): unknown {
+  if (type === 'object') return {};
+  if (type === 'array') return [];
+  if (type === 'boolean') return false;
+  return type === 'number' || type === 'integer' ? 0 : '';
+}
+
+/** A list whose items are among `choices`: a checkbox each. */
+function ChoicesField(props: FieldProps & { items: unknown[]; choices: unknown[]; error: string | null }) {
+  const { items, choices, error } = props;
+  return (
+    <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
+      <legend>
+        <Label label={props.label} required={props.required} />
+      </legend>
+      <div class="choices">
+        {choices.map((choice, index) => {
+          const checked = items.some((item) => JSON.stringify(item) === JSON.stringify(choice));
+          return (
+            <label key={index} class="checkbox">
+              <input
+                type="checkbox"
+                disabled={props.readOnly}
+                checked={checked}
+                onChange={(event) =>
+                  props.onChange(
+                    event.currentTarget.checked
+                      ? [...items, choice]
+                      : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)),
+                  )
+                }
+              />
+              {typeof choice === 'string' ? choice : JSON.stringify(choice)}
+            </label>
+          );
+        })}
+      </div>
+      <Help schema={props.schema} error={error} />
+    </fieldset>
+  );
+}
+
 function ArrayField(props: FieldProps) {
   const items = Array.isArray(props.value) ? props.value : [];
   const itemSchema = isPlainObject(props.schema.items) ? resolveRef(props.schema.items as JsonSchema, props.root) : {};
   const error = errorFor(props.errors, props.pointer);
   // A list of choices: checkboxes.
-  if (Array.isArray(itemSchema.enum)) {
-    const choices = itemSchema.enum as unknown[];
-    return (
-      <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
-        <legend>
-          <Label label={props.label} required={props.required} />
-        </legend>
-        <div class="choices">
-          {choices.map((choice, index) => {
-            const checked = items.some((item) => JSON.stringify(item) === JSON.stringify(choice));
-            return (
-              <label key={index} class="checkbox">
-                <input
-                  type="checkbox"
-                  disabled={props.readOnly}
-                  checked={checked}
-                  onChange={(event) =>
-                    props.onChange(
-                      event.currentTarget.checked
-                        ? [...items, choice]
-                        : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)),
-                    )
-                  }
-                />
-                {typeof choice === 'string' ? choice : JSON.stringify(choice)}
-              </label>
-            );
-          })}
-        </div>
-        <Help schema={props.schema} error={error} />
-      </fieldset>
-    );
-  }
-  const blank = (() => {
-    const type = mainType(itemSchema);
-    return type === 'object'
-      ? {}
-      : type === 'array'
-        ? []
-        : type === 'boolean'
-          ? false
-          : type === 'number' || type === 'integer'
-            ? 0
-            : '';
-  })();
+  if (Array.isArray(itemSchema.enum))
+    return <ChoicesField {...props} items={items} choices={itemSchema.enum as unknown[]} error={error} />;
+  const blank = blankOf(mainType(itemSchema));
   return (
     <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
       <legend>
