@@ -1,3 +1,8 @@
+/**
+ * Library entry of the conformance runner: reads `GET /`, sets up identities, runs the suites
+ * with vitest (the same files Quire's own tests run), deletes whatever is left, and returns the
+ * run report. The CLI (cli.ts) is a thin layer over `runConformance`.
+ */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';

@@ -56,19 +56,7 @@ export function AccountsPage() {
 
   return (
     <div class="page fill">
-      <PageHeader
-        title="Accounts"
-        actions={
-          readonly ? null : (
-            <button type="button" class="button" onClick={() => setCreating(true)}>
-              New account
-            </button>
-          )
-        }
-      >
-        People who sign in with a username and a password. Account administrators see and manage all of them; others see
-        their own.
-      </PageHeader>
+      <AccountsHeader onCreate={readonly ? null : () => setCreating(true)} />
       <div class="toolbar">
         <input
           type="search"
@@ -121,6 +109,25 @@ export function AccountsPage() {
         <DeleteAccountDialog id={deleting} onClose={() => setDeleting(null)} onDeleted={() => list?.remove(deleting)} />
       ) : null}
     </div>
+  );
+}
+
+/** Null `onCreate`: no account can be created here (a read-only server). */
+function AccountsHeader({ onCreate }: { onCreate: (() => void) | null }) {
+  return (
+    <PageHeader
+      title="Accounts"
+      actions={
+        onCreate ? (
+          <button type="button" class="button" onClick={onCreate}>
+            New account
+          </button>
+        ) : null
+      }
+    >
+      People who sign in with a username and a password. Account administrators see and manage all of them; others see
+      their own.
+    </PageHeader>
   );
 }
 

@@ -10,9 +10,79 @@ import { AttributesEditor } from './AttributesEditor.js';
 import { useCapabilities, useConsole } from './context.js';
 import { CreateDialog } from './CreateDialog.js';
 import { HistoryView } from './HistoryView.js';
-import { ObjectList } from './ObjectList.js';
+import { type Column, ObjectList } from './ObjectList.js';
 import { PermissionsEditor } from './PermissionsEditor.js';
 import { ErrorNotice, PageHeader, Spinner, Tabs } from './ui.js';
+
+const COLLECTION_COLUMNS: Column[] = [
+  {
+    label: 'Schema',
+    width: '110px',
+    render: (item) =>
+      item.schema && Object.keys(item.schema as object).length ? (
+        <span class="badge ok">schema</span>
+      ) : (
+        <span class="muted">—</span>
+      ),
+  },
+  {
+    label: 'Display fields',
+    width: 'minmax(140px, 1.5fr)',
+    render: (item) => (Array.isArray(item.displayFields) ? (item.displayFields as string[]).join(', ') : ''),
+  },
+];
+
+const GROUP_COLUMNS: Column[] = [
+  {
+    label: 'Members',
+    width: '120px',
+    render: (item) => (Array.isArray(item.members) ? String(item.members.length) : '0'),
+  },
+];
+
+const DELETE_WARNING =
+  'Every collection, record and group of this bucket, and its history, will be deleted. This cannot be undone.';
+
+function bucketTabs(bid: string, history: boolean) {
+  return [
+    { id: 'collections', label: 'Collections', href: href.bucket(bid) },
+    { id: 'groups', label: 'Groups', href: href.bucket(bid, 'groups') },
+    ...(history ? [{ id: 'history', label: 'History', href: href.bucket(bid, 'history') }] : []),
+    { id: 'permissions', label: 'Permissions', href: href.bucket(bid, 'permissions') },
+    { id: 'attributes', label: 'Attributes', href: href.bucket(bid, 'attributes') },
+  ];
+}
+
+/** The bucket's id and age, and the button that creates a collection or group (null: none here). */
+function BucketHeader({
+  bid,
+  object,
+  onCreate,
+  createLabel,
+}: {
+  bid: string;
+  object: KintoObject | undefined;
+  onCreate: (() => void) | null;
+  createLabel: string;
+}) {
+  return (
+    <PageHeader
+      kicker="Bucket"
+      title={bid}
+      actions={
+        onCreate ? (
+          <button type="button" class="button" onClick={onCreate}>
+            {createLabel}
+          </button>
+        ) : null
+      }
+    >
+      {object ? (
+        <span title={formatTimestamp(object.last_modified)}>Modified {relativeTime(object.last_modified)}</span>
+      ) : null}
+    </PageHeader>
+  );
+}
 
 export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
   const { api } = useConsole();
@@ -21,32 +91,17 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
   const [creating, setCreating] = useState<'collection' | 'group' | null>(null);
   const [listVersion, setListVersion] = useState(0);
   const object = bucket.data?.data;
-  const tabs = [
-    { id: 'collections', label: 'Collections', href: href.bucket(bid) },
-    { id: 'groups', label: 'Groups', href: href.bucket(bid, 'groups') },
-    ...(capabilities.history ? [{ id: 'history', label: 'History', href: href.bucket(bid, 'history') }] : []),
-    { id: 'permissions', label: 'Permissions', href: href.bucket(bid, 'permissions') },
-    { id: 'attributes', label: 'Attributes', href: href.bucket(bid, 'attributes') },
-  ];
+  const tabs = bucketTabs(bid, capabilities.history);
   const canCreate = !capabilities.readonly && (tab === 'collections' || tab === 'groups');
 
   return (
     <div class={tab === 'collections' || tab === 'groups' || tab === 'history' ? 'page fill' : 'page'}>
-      <PageHeader
-        kicker="Bucket"
-        title={bid}
-        actions={
-          canCreate ? (
-            <button type="button" class="button" onClick={() => setCreating(tab === 'groups' ? 'group' : 'collection')}>
-              {tab === 'groups' ? 'New group' : 'New collection'}
-            </button>
-          ) : null
-        }
-      >
-        {object ? (
-          <span title={formatTimestamp(object.last_modified)}>Modified {relativeTime(object.last_modified)}</span>
-        ) : null}
-      </PageHeader>
+      <BucketHeader
+        bid={bid}
+        object={object}
+        onCreate={canCreate ? () => setCreating(tab === 'groups' ? 'group' : 'collection') : null}
+        createLabel={tab === 'groups' ? 'New group' : 'New collection'}
+      />
       <Tabs label="Bucket sections" tabs={tabs} current={tab} />
       {bucket.error && (tab === 'permissions' || tab === 'attributes' || statusOf(bucket.error) === 404) ? (
         <ErrorNotice error={bucket.error} onRetry={bucket.reload} />
@@ -57,23 +112,7 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           noun="collection"
           version={listVersion}
           linkOf={(collection) => href.collection(bid, collection.id)}
-          columns={[
-            {
-              label: 'Schema',
-              width: '110px',
-              render: (item) =>
-                item.schema && Object.keys(item.schema as object).length ? (
-                  <span class="badge ok">schema</span>
-                ) : (
-                  <span class="muted">—</span>
-                ),
-            },
-            {
-              label: 'Display fields',
-              width: 'minmax(140px, 1.5fr)',
-              render: (item) => (Array.isArray(item.displayFields) ? (item.displayFields as string[]).join(', ') : ''),
-            },
-          ]}
+          columns={COLLECTION_COLUMNS}
           emptyText="No collection in this bucket yet."
         />
       ) : tab === 'groups' ? (
@@ -82,13 +121,7 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           noun="group"
           version={listVersion}
           linkOf={(group) => href.group(bid, group.id)}
-          columns={[
-            {
-              label: 'Members',
-              width: '120px',
-              render: (item) => (Array.isArray(item.members) ? String(item.members.length) : '0'),
-            },
-          ]}
+          columns={GROUP_COLUMNS}
           emptyText="No group in this bucket yet. Groups name sets of users to grant permissions to at once."
         />
       ) : tab === 'history' ? (
@@ -112,27 +145,44 @@ export function BucketPage({ bid, tab }: { bid: string; tab: BucketTab }) {
           object={object}
           onSaved={(data) => bucket.set({ ...bucket.data!, data })}
           onDeleted={() => navigate(href.buckets())}
-          deleteWarning={
-            <p>
-              Every collection, record and group of this bucket, and its history, will be deleted. This cannot be
-              undone.
-            </p>
-          }
+          deleteWarning={<p>{DELETE_WARNING}</p>}
         />
       )}
       {creating ? (
-        <CreateDialog
-          noun={creating}
-          parentPath={paths.bucket(bid)}
-          plural={creating === 'group' ? 'groups' : 'collections'}
+        <NewInBucket
+          bid={bid}
+          kind={creating}
           onClose={() => setCreating(null)}
-          onCreated={(created) => {
-            setCreating(null);
-            setListVersion((value) => value + 1);
-            navigate(creating === 'group' ? href.group(bid, created.id) : href.collection(bid, created.id));
-          }}
+          onCreated={() => setListVersion((value) => value + 1)}
         />
       ) : null}
     </div>
+  );
+}
+
+/** A new collection or group of the bucket, opened once created. */
+function NewInBucket({
+  bid,
+  kind,
+  onClose,
+  onCreated,
+}: {
+  bid: string;
+  kind: 'collection' | 'group';
+  onClose: () => void;
+  onCreated: () => void;
+}) {
+  return (
+    <CreateDialog
+      noun={kind}
+      parentPath={paths.bucket(bid)}
+      plural={kind === 'group' ? 'groups' : 'collections'}
+      onClose={onClose}
+      onCreated={(created) => {
+        onClose();
+        onCreated();
+        navigate(kind === 'group' ? href.group(bid, created.id) : href.collection(bid, created.id));
+      }}
+    />
   );
 }

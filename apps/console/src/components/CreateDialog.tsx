@@ -7,14 +7,24 @@ import { Dialog, Field, FormError, onSubmit } from './ui.js';
 
 const ID = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
 
-export function CreateDialog({
-  noun,
-  parentPath,
-  plural,
-  idRequired,
-  onClose,
-  onCreated,
-}: {
+/** Examples of the attributes of each kind of object that has typical ones. */
+const ATTRIBUTES_HINT: Record<string, string | undefined> = {
+  collection: 'e.g. {"schema": {…}, "displayFields": ["title"]}',
+  group: 'e.g. {"members": ["account:alice"]}',
+};
+
+/** The typed attributes as an object, or what is wrong with them. */
+function parseAttributes(text: string): Record<string, unknown> | string {
+  try {
+    const data = JSON.parse(text || '{}') as Record<string, unknown>;
+    if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('Attributes must be a JSON object.');
+    return data;
+  } catch (caught) {
+    return `Attributes: ${(caught as Error).message}`;
+  }
+}
+
+interface CreateDialogProps {
   noun: string;
   /** e.g. `/buckets/b` ('' for buckets) */
   parentPath: string;
@@ -23,7 +33,9 @@ export function CreateDialog({
   idRequired?: boolean;
   onClose: () => void;
   onCreated: (object: KintoObject) => void;
-}) {
+}
+
+export function CreateDialog({ noun, parentPath, plural, idRequired, onClose, onCreated }: CreateDialogProps) {
   const { api, notify } = useConsole();
   const [id, setId] = useState('');
   const [attributes, setAttributes] = useState('{}');
@@ -32,15 +44,8 @@ export function CreateDialog({
   const idError = id && !ID.test(id) ? 'Letters, digits, “_” and “-” only, not starting with “_” or “-”.' : null;
 
   async function create() {
-    let data: Record<string, unknown>;
-    try {
-      data = JSON.parse(attributes || '{}') as Record<string, unknown>;
-      if (!data || typeof data !== 'object' || Array.isArray(data))
-        throw new Error('Attributes must be a JSON object.');
-    } catch (caught) {
-      setError(`Attributes: ${(caught as Error).message}`);
-      return;
-    }
+    const data = parseAttributes(attributes);
+    if (typeof data === 'string') return setError(data);
     setBusy(true);
     setError(null);
     try {
@@ -85,16 +90,7 @@ export function CreateDialog({
             required={idRequired}
           />
         </Field>
-        <Field
-          label="Attributes (JSON)"
-          hint={
-            noun === 'collection'
-              ? 'e.g. {"schema": {…}, "displayFields": ["title"]}'
-              : noun === 'group'
-                ? 'e.g. {"members": ["account:alice"]}'
-                : undefined
-          }
-        >
+        <Field label="Attributes (JSON)" hint={ATTRIBUTES_HINT[noun]}>
           <textarea
             class="code-input"
             rows={5}

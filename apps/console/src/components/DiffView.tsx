@@ -74,72 +74,86 @@ export function DiffView({
         </div>
       </div>
       {mode === 'split' ? (
-        <table class="diff-table mode-split" aria-label={`Differences between ${beforeLabel} and ${afterLabel}`}>
-          <colgroup>
-            <col class="ln-col" />
-            <col />
-            <col class="ln-col" />
-            <col />
-          </colgroup>
-          <thead>
-            <tr>
-              <th colSpan={2}>{beforeLabel}</th>
-              <th colSpan={2}>{afterLabel}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {groups.flatMap((group, groupIndex) => [
-              ...(group.skippedBefore
-                ? [
-                    <tr key={`s${groupIndex}`} class="diff-skip">
-                      <td colSpan={4}>⋯ {group.skippedBefore} unchanged lines</td>
-                    </tr>,
-                  ]
-                : []),
-              ...splitRows(group.lines).map((row, index) => (
-                <tr key={`${groupIndex}-${index}`}>
-                  <td class="ln">{row.left?.oldLine ?? ''}</td>
-                  <td class={row.left ? (row.left.kind === 'removed' ? 'code removed' : 'code') : 'code empty'}>
-                    {row.left?.text ?? ''}
-                  </td>
-                  <td class="ln">{row.right?.newLine ?? ''}</td>
-                  <td class={row.right ? (row.right.kind === 'added' ? 'code added' : 'code') : 'code empty'}>
-                    {row.right?.text ?? ''}
-                  </td>
-                </tr>
-              )),
-            ])}
-          </tbody>
-        </table>
+        <SplitTable groups={groups} beforeLabel={beforeLabel} afterLabel={afterLabel} />
       ) : (
-        <table class="diff-table mode-unified" aria-label={`Differences between ${beforeLabel} and ${afterLabel}`}>
-          <colgroup>
-            <col class="ln-col" />
-            <col class="ln-col" />
-            <col class="sign-col" />
-            <col />
-          </colgroup>
-          <tbody>
-            {groups.flatMap((group, groupIndex) => [
-              ...(group.skippedBefore
-                ? [
-                    <tr key={`s${groupIndex}`} class="diff-skip">
-                      <td colSpan={4}>⋯ {group.skippedBefore} unchanged lines</td>
-                    </tr>,
-                  ]
-                : []),
-              ...group.lines.map((line, index) => (
-                <tr key={`${groupIndex}-${index}`} class={line.kind}>
-                  <td class="ln">{line.oldLine ?? ''}</td>
-                  <td class="ln">{line.newLine ?? ''}</td>
-                  <td class="sign">{line.kind === 'added' ? '+' : line.kind === 'removed' ? '−' : ''}</td>
-                  <td class="code">{line.text}</td>
-                </tr>
-              )),
-            ])}
-          </tbody>
-        </table>
+        <UnifiedTable groups={groups} label={`Differences between ${beforeLabel} and ${afterLabel}`} />
       )}
     </div>
+  );
+}
+
+type Groups = Array<{ lines: DiffLine[]; skippedBefore: number }>;
+
+/** The row that stands for the unchanged lines folded before a group. */
+function skipRow(group: Groups[number], groupIndex: number) {
+  if (!group.skippedBefore) return [];
+  return [
+    <tr key={`s${groupIndex}`} class="diff-skip">
+      <td colSpan={4}>⋯ {group.skippedBefore} unchanged lines</td>
+    </tr>,
+  ];
+}
+
+/** Before on the left, after on the right, changed lines facing each other. */
+function SplitTable({ groups, beforeLabel, afterLabel }: { groups: Groups; beforeLabel: string; afterLabel: string }) {
+  return (
+    <table class="diff-table mode-split" aria-label={`Differences between ${beforeLabel} and ${afterLabel}`}>
+      <colgroup>
+        <col class="ln-col" />
+        <col />
+        <col class="ln-col" />
+        <col />
+      </colgroup>
+      <thead>
+        <tr>
+          <th colSpan={2}>{beforeLabel}</th>
+          <th colSpan={2}>{afterLabel}</th>
+        </tr>
+      </thead>
+      <tbody>
+        {groups.flatMap((group, groupIndex) => [
+          ...skipRow(group, groupIndex),
+          ...splitRows(group.lines).map((row, index) => (
+            <tr key={`${groupIndex}-${index}`}>
+              <td class="ln">{row.left?.oldLine ?? ''}</td>
+              <td class={row.left ? (row.left.kind === 'removed' ? 'code removed' : 'code') : 'code empty'}>
+                {row.left?.text ?? ''}
+              </td>
+              <td class="ln">{row.right?.newLine ?? ''}</td>
+              <td class={row.right ? (row.right.kind === 'added' ? 'code added' : 'code') : 'code empty'}>
+                {row.right?.text ?? ''}
+              </td>
+            </tr>
+          )),
+        ])}
+      </tbody>
+    </table>
+  );
+}
+
+/** One column of lines, each marked added, removed or unchanged. */
+function UnifiedTable({ groups, label }: { groups: Groups; label: string }) {
+  return (
+    <table class="diff-table mode-unified" aria-label={label}>
+      <colgroup>
+        <col class="ln-col" />
+        <col class="ln-col" />
+        <col class="sign-col" />
+        <col />
+      </colgroup>
+      <tbody>
+        {groups.flatMap((group, groupIndex) => [
+          ...skipRow(group, groupIndex),
+          ...group.lines.map((line, index) => (
+            <tr key={`${groupIndex}-${index}`} class={line.kind}>
+              <td class="ln">{line.oldLine ?? ''}</td>
+              <td class="ln">{line.newLine ?? ''}</td>
+              <td class="sign">{line.kind === 'added' ? '+' : line.kind === 'removed' ? '−' : ''}</td>
+              <td class="code">{line.text}</td>
+            </tr>
+          )),
+        ])}
+      </tbody>
+    </table>
   );
 }

@@ -275,64 +275,72 @@ function ImportReport({ progress, running, cid }: { progress: ImportProgress; ru
       </p>
       {progress.failures.length ? (
         <>
-          <div class="table-wrap tall">
-            <table class="simple-table" aria-label="Failed records">
-              <thead>
-                <tr>
-                  <th>Row</th>
-                  <th>Id</th>
-                  <th>Status</th>
-                  <th>Why</th>
-                </tr>
-              </thead>
-              <tbody>
-                {[...progress.failures]
-                  .sort((a, b) => a.row - b.row)
-                  .slice(0, 500)
-                  .map((failure, index) => (
-                    <tr key={index}>
-                      <td>{failure.row}</td>
-                      <td>{failure.id ?? <span class="muted">(new)</span>}</td>
-                      <td>{failure.status || '—'}</td>
-                      <td>{failure.message}</td>
-                    </tr>
-                  ))}
-              </tbody>
-            </table>
-          </div>
+          <FailureTable failures={progress.failures} />
           {progress.failures.length > 500 ? (
             <p class="muted small">The first 500 are shown; the download has them all.</p>
           ) : null}
-          {!running ? (
-            <div class="form-actions">
-              <button
-                type="button"
-                class="button secondary small"
-                onClick={() =>
-                  downloadFile(`${cid}-import-failures.csv`, toCsv(failureRows(progress.failures)), 'text/csv')
-                }
-              >
-                Download the report (CSV)
-              </button>
-              <button
-                type="button"
-                class="button secondary small"
-                onClick={() =>
-                  downloadFile(
-                    `${cid}-import-failures.json`,
-                    `${JSON.stringify(progress.failures, null, 2)}\n`,
-                    'application/json',
-                  )
-                }
-              >
-                Download the report (JSON)
-              </button>
-            </div>
-          ) : null}
+          {!running ? <FailureDownloads cid={cid} failures={progress.failures} /> : null}
         </>
       ) : !running ? (
         <p>Every record was imported.</p>
       ) : null}
+    </div>
+  );
+}
+
+type Failures = ImportProgress['failures'];
+
+/** The first 500 failures, by row. */
+function FailureTable({ failures }: { failures: Failures }) {
+  return (
+    <div class="table-wrap tall">
+      <table class="simple-table" aria-label="Failed records">
+        <thead>
+          <tr>
+            <th>Row</th>
+            <th>Id</th>
+            <th>Status</th>
+            <th>Why</th>
+          </tr>
+        </thead>
+        <tbody>
+          {[...failures]
+            .sort((a, b) => a.row - b.row)
+            .slice(0, 500)
+            .map((failure, index) => (
+              <tr key={index}>
+                <td>{failure.row}</td>
+                <td>{failure.id ?? <span class="muted">(new)</span>}</td>
+                <td>{failure.status || '—'}</td>
+                <td>{failure.message}</td>
+              </tr>
+            ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The whole failure report, as CSV or JSON. */
+function FailureDownloads({ cid, failures }: { cid: string; failures: Failures }) {
+  return (
+    <div class="form-actions">
+      <button
+        type="button"
+        class="button secondary small"
+        onClick={() => downloadFile(`${cid}-import-failures.csv`, toCsv(failureRows(failures)), 'text/csv')}
+      >
+        Download the report (CSV)
+      </button>
+      <button
+        type="button"
+        class="button secondary small"
+        onClick={() =>
+          downloadFile(`${cid}-import-failures.json`, `${JSON.stringify(failures, null, 2)}\n`, 'application/json')
+        }
+      >
+        Download the report (JSON)
+      </button>
     </div>
   );
 }

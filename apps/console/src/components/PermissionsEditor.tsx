@@ -32,13 +32,7 @@ function grantText(grant: Grant, objectUri: string): string {
   return grant.uri === objectUri ? `implied by ${grant.permission}` : `${grant.permission} on ${grant.kind}`;
 }
 
-export function PermissionsEditor({
-  kind,
-  uri,
-  path,
-  permissions,
-  onSaved,
-}: {
+interface PermissionsEditorProps {
   kind: ObjectKind;
   /** Protocol URI of the object (`/buckets/b/collections/c`). */
   uri: string;
@@ -47,7 +41,9 @@ export function PermissionsEditor({
   /** Its own permissions as the server showed them (`{}` when hidden from this user). */
   permissions: Permissions;
   onSaved: (object: KintoObject, permissions: Permissions) => void;
-}) {
+}
+
+export function PermissionsEditor({ kind, uri, path, permissions, onSaved }: PermissionsEditorProps) {
   const { api, hello, notify } = useConsole();
   const { readonly } = useCapabilities();
   const me = hello.user?.id;
@@ -68,22 +64,9 @@ export function PermissionsEditor({
   );
   const hiddenAncestors = (ancestors ?? []).filter((level) => level.permissions === null);
 
-  function toggle(principal: string, name: string, on: boolean) {
-    setEdited((current) => {
-      const list = new Set(current[name] ?? []);
-      if (on) list.add(principal);
-      else list.delete(principal);
-      return { ...current, [name]: [...list].sort() };
-    });
-  }
-
-  function removeRow(principal: string) {
-    setEdited((current) =>
-      Object.fromEntries(
-        Object.entries(current).map(([name, list]) => [name, list.filter((item) => item !== principal)]),
-      ),
-    );
-  }
+  const toggle = (principal: string, name: string, on: boolean) =>
+    setEdited((current) => withEntry(current, principal, name, on));
+  const removeRow = (principal: string) => setEdited((current) => withoutPrincipal(current, principal));
 
   async function save() {
     const operations = patchOperations(names, original, edited);
@@ -99,13 +82,7 @@ export function PermissionsEditor({
 
   return (
     <section class="permissions" aria-label="Permissions">
-      {!visible ? (
-        <Notice kind="warning">
-          The server shows an object's permissions only to the principals in its own <strong>write</strong> permission,
-          and you are not one of them here (or it has none). You can still grant permissions: existing entries you
-          cannot see are kept.
-        </Notice>
-      ) : null}
+      {!visible ? <HiddenPermissionsNotice /> : null}
       {ancestors === null ? (
         <Spinner label="Reading the permissions above…" />
       ) : (
@@ -148,17 +125,7 @@ export function PermissionsEditor({
 }
 
 /** A principal per row, a permission per column: ticks for the object's own entries, the rest explained. */
-function PermissionsTable({
-  uri,
-  names,
-  levels,
-  rows,
-  edited,
-  visible,
-  disabled,
-  onToggle,
-  onRemove,
-}: {
+interface PermissionsTableProps {
   uri: string;
   names: readonly string[];
   levels: Level[];
@@ -170,7 +137,19 @@ function PermissionsTable({
   onToggle: (principal: string, name: string, on: boolean) => void;
   /** Null: rows cannot be removed (a read-only server). */
   onRemove: ((principal: string) => void) | null;
-}) {
+}
+
+function PermissionsTable({
+  uri,
+  names,
+  levels,
+  rows,
+  edited,
+  visible,
+  disabled,
+  onToggle,
+  onRemove,
+}: PermissionsTableProps) {
   const { hello } = useConsole();
   const me = hello.user?.id;
   return (
@@ -200,44 +179,22 @@ function PermissionsTable({
           {rows.map((principal) => {
             const own = names.some((name) => edited[name]?.includes(principal));
             const link = principal.startsWith('/buckets/') ? hrefOfUri(principal) : null;
+            const who = <Principal principal={principal} me={me} />;
             return (
               <tr key={principal}>
-                <th scope="row">
-                  {link ? (
-                    <a href={link}>
-                      <Principal principal={principal} me={me} />
-                    </a>
-                  ) : (
-                    <Principal principal={principal} me={me} />
-                  )}
-                </th>
-                {names.map((name) => {
-                  const checked = edited[name]?.includes(principal) ?? false;
-                  const grants = inheritedGrants(levels, principal, name);
-                  const label = `${describePrincipal(principal).title}: ${name}`;
-                  return (
-                    <td
-                      key={name}
-                      class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}
-                    >
-                      <label class="perm-check">
-                        <input
-                          type="checkbox"
-                          aria-label={label}
-                          checked={checked}
-                          disabled={disabled}
-                          onChange={(event) => onToggle(principal, name, event.currentTarget.checked)}
-                        />
-                        {grants.length ? (
-                          <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
-                            {grantText(grants[0]!, uri)}
-                            {grants.length > 1 ? ` +${grants.length - 1}` : ''}
-                          </span>
-                        ) : null}
-                      </label>
-                    </td>
-                  );
-                })}
+                <th scope="row">{link ? <a href={link}>{who}</a> : who}</th>
+                {names.map((name) => (
+                  <PermissionCell
+                    key={name}
+                    principal={principal}
+                    name={name}
+                    checked={edited[name]?.includes(principal) ?? false}
+                    grants={inheritedGrants(levels, principal, name)}
+                    uri={uri}
+                    disabled={disabled}
+                    onToggle={onToggle}
+                  />
+                ))}
                 <td class="row-actions">
                   {own && onRemove ? (
                     <button
@@ -256,6 +213,45 @@ function PermissionsTable({
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** One principal's permission: its own tick, and what it holds anyway (`grants`), explained. */
+function PermissionCell({
+  principal,
+  name,
+  checked,
+  grants,
+  uri,
+  disabled,
+  onToggle,
+}: {
+  principal: string;
+  name: string;
+  checked: boolean;
+  grants: Grant[];
+  uri: string;
+  disabled: boolean;
+  onToggle: (principal: string, name: string, on: boolean) => void;
+}) {
+  return (
+    <td class={checked ? 'perm-cell own' : grants.length ? 'perm-cell inherited' : 'perm-cell'}>
+      <label class="perm-check">
+        <input
+          type="checkbox"
+          aria-label={`${describePrincipal(principal).title}: ${name}`}
+          checked={checked}
+          disabled={disabled}
+          onChange={(event) => onToggle(principal, name, event.currentTarget.checked)}
+        />
+        {grants.length ? (
+          <span class="perm-via" title={grants.map((item) => grantText(item, uri)).join(', ')}>
+            {grantText(grants[0]!, uri)}
+            {grants.length > 1 ? ` +${grants.length - 1}` : ''}
+          </span>
+        ) : null}
+      </label>
+    </td>
   );
 }
 
@@ -294,6 +290,21 @@ function useSurroundings(uri: string): { ancestors: Level[] | null; groups: stri
   return { ancestors, groups };
 }
 
+/** `permissions` with `principal` given (`on`) or taken `name`. */
+function withEntry(permissions: Permissions, principal: string, name: string, on: boolean): Permissions {
+  const list = new Set(permissions[name] ?? []);
+  if (on) list.add(principal);
+  else list.delete(principal);
+  return { ...permissions, [name]: [...list].sort() };
+}
+
+/** `permissions` without any entry of `principal`. */
+function withoutPrincipal(permissions: Permissions, principal: string): Permissions {
+  return Object.fromEntries(
+    Object.entries(permissions).map(([name, list]) => [name, list.filter((item) => item !== principal)]),
+  );
+}
+
 /** What is only added or removed, so that entries this user cannot see, and others' changes, are kept (§4.4). */
 function patchOperations(names: readonly string[], original: Permissions, edited: Permissions): JsonPatchOperation[] {
   const operations: JsonPatchOperation[] = [];
@@ -306,6 +317,16 @@ function patchOperations(names: readonly string[], original: Permissions, edited
       if (!after.has(principal)) operations.push({ op: 'remove', path: `/permissions/${name}/${principal}` });
   }
   return operations;
+}
+
+function HiddenPermissionsNotice() {
+  return (
+    <Notice kind="warning">
+      The server shows an object's permissions only to the principals in its own <strong>write</strong> permission, and
+      you are not one of them here (or it has none). You can still grant permissions: existing entries you cannot see
+      are kept.
+    </Notice>
+  );
 }
 
 function Legend() {

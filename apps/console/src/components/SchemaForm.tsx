@@ -4,9 +4,9 @@
  * represent (oneOf, anyOf, untyped values) gets a small JSON box. Fields the schema does not
  * describe are kept as they are. Errors come from the same validation the server runs.
  */
-import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { isPlainObject, type JsonSchema, mainType, resolveRef, type SchemaError } from '../lib/schema.js';
+import { EnumSelect, NumberInput, TextInput } from './ScalarInputs.js';
 import { FormError } from './ui.js';
 
 interface FieldProps {
@@ -112,26 +112,7 @@ function ScalarField(props: FieldProps & { type: string }) {
   const { schema, value, onChange, type, readOnly } = props;
   const error = errorFor(props.errors, props.pointer);
   const enumValues = Array.isArray(schema.enum) ? schema.enum : null;
-  let input: JSX.Element;
-  if (enumValues) {
-    const index = enumValues.findIndex((candidate) => JSON.stringify(candidate) === JSON.stringify(value));
-    input = (
-      <select
-        disabled={readOnly}
-        value={index === -1 ? '' : String(index)}
-        onChange={(event) =>
-          onChange(event.currentTarget.value === '' ? undefined : enumValues[Number(event.currentTarget.value)])
-        }
-      >
-        <option value="">{props.required ? 'Choose…' : '(none)'}</option>
-        {enumValues.map((candidate, candidateIndex) => (
-          <option key={candidateIndex} value={String(candidateIndex)}>
-            {typeof candidate === 'string' ? candidate : JSON.stringify(candidate)}
-          </option>
-        ))}
-      </select>
-    );
-  } else if (type === 'boolean') {
+  if (!enumValues && type === 'boolean') {
     return (
       <div class={error ? 'field has-error' : 'field'}>
         <label class="checkbox">
@@ -147,69 +128,15 @@ function ScalarField(props: FieldProps & { type: string }) {
         <Help schema={schema} error={error} />
       </div>
     );
-  } else if (type === 'number' || type === 'integer') {
-    input = (
-      <input
-        type="number"
-        step={type === 'integer' ? 1 : 'any'}
-        min={typeof schema.minimum === 'number' ? schema.minimum : undefined}
-        max={typeof schema.maximum === 'number' ? schema.maximum : undefined}
-        readOnly={readOnly}
-        value={typeof value === 'number' ? String(value) : ''}
-        onInput={(event) => {
-          const text = event.currentTarget.value;
-          onChange(text === '' ? undefined : Number(text));
-        }}
-      />
-    );
-  } else {
-    const text = typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
-    const set = (next: string) => onChange(next === '' && !props.required ? undefined : next);
-    const format = typeof schema.format === 'string' ? schema.format : '';
-    const long =
-      (typeof schema.maxLength === 'number' && schema.maxLength > 120) ||
-      format === 'textarea' ||
-      text.length > 80 ||
-      text.includes('\n');
-    if (format === 'date')
-      input = (
-        <input type="date" readOnly={readOnly} value={text} onInput={(event) => set(event.currentTarget.value)} />
-      );
-    else if (format === 'date-time') {
-      const local = text ? new Date(text) : null;
-      const localText =
-        local && Number.isFinite(local.getTime())
-          ? new Date(local.getTime() - local.getTimezoneOffset() * 60000).toISOString().slice(0, 16)
-          : '';
-      input = (
-        <input
-          type="datetime-local"
-          readOnly={readOnly}
-          value={localText}
-          onInput={(event) => set(event.currentTarget.value ? new Date(event.currentTarget.value).toISOString() : '')}
-        />
-      );
-    } else if (long)
-      input = (
-        <textarea
-          rows={4}
-          readOnly={readOnly}
-          value={text}
-          maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined}
-          onInput={(event) => set(event.currentTarget.value)}
-        />
-      );
-    else
-      input = (
-        <input
-          type={(format === 'email' ? 'email' : format === 'uri' || format === 'url' ? 'url' : 'text') as 'text'}
-          readOnly={readOnly}
-          value={text}
-          maxLength={typeof schema.maxLength === 'number' ? schema.maxLength : undefined}
-          onInput={(event) => set(event.currentTarget.value)}
-        />
-      );
   }
+  const common = { value, onChange, readOnly, required: props.required };
+  const input = enumValues ? (
+    <EnumSelect {...common} values={enumValues} />
+  ) : type === 'number' || type === 'integer' ? (
+    <NumberInput {...common} schema={schema} integer={type === 'integer'} />
+  ) : (
+    <TextInput {...common} schema={schema} />
+  );
   return (
     <div class={error ? 'field has-error' : 'field'}>
       {/* biome-ignore lint/a11y/noLabelWithoutControl: the label holds its control, `input` above */}
@@ -222,56 +149,57 @@ function ScalarField(props: FieldProps & { type: string }) {
   );
 }
 
+/** An empty item of a type, for a list's "add" button. */
+function blankOf(type: string | undefined): unknown {
+  if (type === 'object') return {};
+  if (type === 'array') return [];
+  if (type === 'boolean') return false;
+  return type === 'number' || type === 'integer' ? 0 : '';
+}
+
+/** A list whose items are among `choices`: a checkbox each. */
+function ChoicesField(props: FieldProps & { items: unknown[]; choices: unknown[]; error: string | null }) {
+  const { items, choices, error } = props;
+  return (
+    <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
+      <legend>
+        <Label label={props.label} required={props.required} />
+      </legend>
+      <div class="choices">
+        {choices.map((choice, index) => {
+          const checked = items.some((item) => JSON.stringify(item) === JSON.stringify(choice));
+          return (
+            <label key={index} class="checkbox">
+              <input
+                type="checkbox"
+                disabled={props.readOnly}
+                checked={checked}
+                onChange={(event) =>
+                  props.onChange(
+                    event.currentTarget.checked
+                      ? [...items, choice]
+                      : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)),
+                  )
+                }
+              />
+              {typeof choice === 'string' ? choice : JSON.stringify(choice)}
+            </label>
+          );
+        })}
+      </div>
+      <Help schema={props.schema} error={error} />
+    </fieldset>
+  );
+}
+
 function ArrayField(props: FieldProps) {
   const items = Array.isArray(props.value) ? props.value : [];
   const itemSchema = isPlainObject(props.schema.items) ? resolveRef(props.schema.items as JsonSchema, props.root) : {};
   const error = errorFor(props.errors, props.pointer);
   // A list of choices: checkboxes.
-  if (Array.isArray(itemSchema.enum)) {
-    const choices = itemSchema.enum as unknown[];
-    return (
-      <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
-        <legend>
-          <Label label={props.label} required={props.required} />
-        </legend>
-        <div class="choices">
-          {choices.map((choice, index) => {
-            const checked = items.some((item) => JSON.stringify(item) === JSON.stringify(choice));
-            return (
-              <label key={index} class="checkbox">
-                <input
-                  type="checkbox"
-                  disabled={props.readOnly}
-                  checked={checked}
-                  onChange={(event) =>
-                    props.onChange(
-                      event.currentTarget.checked
-                        ? [...items, choice]
-                        : items.filter((item) => JSON.stringify(item) !== JSON.stringify(choice)),
-                    )
-                  }
-                />
-                {typeof choice === 'string' ? choice : JSON.stringify(choice)}
-              </label>
-            );
-          })}
-        </div>
-        <Help schema={props.schema} error={error} />
-      </fieldset>
-    );
-  }
-  const blank = (() => {
-    const type = mainType(itemSchema);
-    return type === 'object'
-      ? {}
-      : type === 'array'
-        ? []
-        : type === 'boolean'
-          ? false
-          : type === 'number' || type === 'integer'
-            ? 0
-            : '';
-  })();
+  if (Array.isArray(itemSchema.enum))
+    return <ChoicesField {...props} items={items} choices={itemSchema.enum as unknown[]} error={error} />;
+  const blank = blankOf(mainType(itemSchema));
   return (
     <fieldset class={error ? 'fieldset has-error' : 'fieldset'}>
       <legend>

@@ -80,7 +80,6 @@ export function Shell({
 }) {
   const { hello, session } = useConsole();
   const capabilities = useCapabilities();
-  const user = hello.user;
   const bid = route.name === 'bucket' || route.name === 'collection' || route.name === 'group' ? route.bid : null;
   const host = (() => {
     try {
@@ -89,9 +88,6 @@ export function Shell({
       return session.server;
     }
   })();
-  const who = user ? describePrincipal(user.id) : null;
-  // Basic Auth ids are hashes: show the name typed at sign-in instead.
-  const displayName = who ? (session.kind === 'basicauth' ? session.label : who.title) : '';
   const crumbs = crumbsOf(route);
 
   return (
@@ -119,50 +115,7 @@ export function Shell({
             </NavLink>
           ) : null}
         </nav>
-        {bid ? (
-          <nav class="nav nav-bucket" aria-label={`Bucket ${bid}`}>
-            <div class="nav-section" title={bid}>
-              Bucket <strong>{bid}</strong>
-            </div>
-            <NavLink
-              to={href.bucket(bid)}
-              active={route.name === 'collection' || (route.name === 'bucket' && route.tab === 'collections')}
-              icon={icons.collections}
-            >
-              Collections
-            </NavLink>
-            <NavLink
-              to={href.bucket(bid, 'groups')}
-              active={route.name === 'group' || (route.name === 'bucket' && route.tab === 'groups')}
-              icon={icons.groups}
-            >
-              Groups
-            </NavLink>
-            {capabilities.history ? (
-              <NavLink
-                to={href.bucket(bid, 'history')}
-                active={route.name === 'bucket' && route.tab === 'history'}
-                icon={icons.history}
-              >
-                History
-              </NavLink>
-            ) : null}
-            <NavLink
-              to={href.bucket(bid, 'permissions')}
-              active={route.name === 'bucket' && route.tab === 'permissions'}
-              icon={icons.permissions}
-            >
-              Permissions
-            </NavLink>
-            <NavLink
-              to={href.bucket(bid, 'attributes')}
-              active={route.name === 'bucket' && route.tab === 'attributes'}
-              icon={icons.attributes}
-            >
-              Attributes
-            </NavLink>
-          </nav>
-        ) : null}
+        {bid ? <BucketNav bid={bid} route={route} /> : null}
         <div class="sidebar-foot">
           <div class="server-line" title={session.server}>
             <span class={hello.settings.readonly ? 'dot warn' : 'dot ok'} aria-hidden="true" />
@@ -176,35 +129,8 @@ export function Shell({
       </aside>
       <div class="main">
         <header class="topbar">
-          <nav class="breadcrumbs" aria-label="Breadcrumbs">
-            {crumbs.map((crumb, index) => (
-              <span key={index} class="crumb">
-                {index > 0 ? <span class="crumb-sep">/</span> : null}
-                {crumb.href ? (
-                  <a href={crumb.href}>{crumb.label}</a>
-                ) : (
-                  <span aria-current={index === crumbs.length - 1 ? 'page' : undefined}>{crumb.label}</span>
-                )}
-              </span>
-            ))}
-          </nav>
-          <div class="who">
-            {who ? (
-              <span class="who-name" title={user?.id}>
-                <span class="avatar" aria-hidden="true">
-                  {displayName.slice(0, 1).toUpperCase()}
-                </span>
-                <span>
-                  Signed in as <strong>{displayName}</strong>
-                </span>
-              </span>
-            ) : (
-              <span class="who-name">Not signed in (anonymous)</span>
-            )}
-            <button type="button" class="button secondary small" onClick={onSignOut}>
-              Sign out
-            </button>
-          </div>
+          <Breadcrumbs crumbs={crumbs} />
+          <WhoAmI onSignOut={onSignOut} />
         </header>
         {hello.eos ? (
           <div class="banner warning" role="note">
@@ -213,6 +139,100 @@ export function Shell({
         ) : null}
         <main class="content">{children}</main>
       </div>
+    </div>
+  );
+}
+
+/** The sections of the bucket the route is in. */
+function BucketNav({ bid, route }: { bid: string; route: Route }) {
+  const capabilities = useCapabilities();
+  return (
+    <nav class="nav nav-bucket" aria-label={`Bucket ${bid}`}>
+      <div class="nav-section" title={bid}>
+        Bucket <strong>{bid}</strong>
+      </div>
+      <NavLink
+        to={href.bucket(bid)}
+        active={route.name === 'collection' || (route.name === 'bucket' && route.tab === 'collections')}
+        icon={icons.collections}
+      >
+        Collections
+      </NavLink>
+      <NavLink
+        to={href.bucket(bid, 'groups')}
+        active={route.name === 'group' || (route.name === 'bucket' && route.tab === 'groups')}
+        icon={icons.groups}
+      >
+        Groups
+      </NavLink>
+      {capabilities.history ? (
+        <NavLink
+          to={href.bucket(bid, 'history')}
+          active={route.name === 'bucket' && route.tab === 'history'}
+          icon={icons.history}
+        >
+          History
+        </NavLink>
+      ) : null}
+      <NavLink
+        to={href.bucket(bid, 'permissions')}
+        active={route.name === 'bucket' && route.tab === 'permissions'}
+        icon={icons.permissions}
+      >
+        Permissions
+      </NavLink>
+      <NavLink
+        to={href.bucket(bid, 'attributes')}
+        active={route.name === 'bucket' && route.tab === 'attributes'}
+        icon={icons.attributes}
+      >
+        Attributes
+      </NavLink>
+    </nav>
+  );
+}
+
+function Breadcrumbs({ crumbs }: { crumbs: ReturnType<typeof crumbsOf> }) {
+  return (
+    <nav class="breadcrumbs" aria-label="Breadcrumbs">
+      {crumbs.map((crumb, index) => (
+        <span key={index} class="crumb">
+          {index > 0 ? <span class="crumb-sep">/</span> : null}
+          {crumb.href ? (
+            <a href={crumb.href}>{crumb.label}</a>
+          ) : (
+            <span aria-current={index === crumbs.length - 1 ? 'page' : undefined}>{crumb.label}</span>
+          )}
+        </span>
+      ))}
+    </nav>
+  );
+}
+
+/** Who is signed in, and the way out. */
+function WhoAmI({ onSignOut }: { onSignOut: () => void }) {
+  const { hello, session } = useConsole();
+  const user = hello.user;
+  const who = user ? describePrincipal(user.id) : null;
+  // Basic Auth ids are hashes: show the name typed at sign-in instead.
+  const displayName = who ? (session.kind === 'basicauth' ? session.label : who.title) : '';
+  return (
+    <div class="who">
+      {who ? (
+        <span class="who-name" title={user?.id}>
+          <span class="avatar" aria-hidden="true">
+            {displayName.slice(0, 1).toUpperCase()}
+          </span>
+          <span>
+            Signed in as <strong>{displayName}</strong>
+          </span>
+        </span>
+      ) : (
+        <span class="who-name">Not signed in (anonymous)</span>
+      )}
+      <button type="button" class="button secondary small" onClick={onSignOut}>
+        Sign out
+      </button>
     </div>
   );
 }

@@ -3,7 +3,7 @@
  * 30 do. Rows have one fixed height; the scroll area has the list's full height, scaled down
  * past what browsers can lay out (about 30 million pixels), so the scrollbar stays truthful.
  */
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 
 /** Browsers stop laying out elements somewhere above 30M px: stay well below. */
@@ -29,27 +29,32 @@ interface VirtualListProps {
   empty?: ComponentChildren;
 }
 
-export function VirtualList(props: VirtualListProps) {
-  const { count, rowHeight, overscan = 8 } = props;
-  const scroller = useRef<HTMLDivElement>(null);
-  const headerRef = useRef<HTMLDivElement>(null);
-  const [scrollTop, setScrollTop] = useState(0);
+/** The scroll area's height and its header's, kept up to date as it is resized. */
+function useMeasures(scroller: RefObject<HTMLDivElement | null>, header: RefObject<HTMLDivElement | null>) {
   const [viewport, setViewport] = useState(600);
   const [headerHeight, setHeaderHeight] = useState(0);
-  const frame = useRef(0);
-
   useLayoutEffect(() => {
     const element = scroller.current;
     if (!element) return;
     const measure = () => {
       setViewport(element.clientHeight);
-      setHeaderHeight(headerRef.current?.offsetHeight ?? 0);
+      setHeaderHeight(header.current?.offsetHeight ?? 0);
     };
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(element);
     return () => observer.disconnect();
   }, []);
+  return { viewport, headerHeight };
+}
+
+export function VirtualList(props: VirtualListProps) {
+  const { count, rowHeight, overscan = 8 } = props;
+  const scroller = useRef<HTMLDivElement>(null);
+  const headerRef = useRef<HTMLDivElement>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const { viewport, headerHeight } = useMeasures(scroller, headerRef);
+  const frame = useRef(0);
 
   useEffect(() => {
     if (scroller.current) scroller.current.scrollTop = 0;

@@ -24,18 +24,7 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
         at <code>{remote}</code>.
       </p>
 
-      {remembered.length > 0 && (
-        <section class="card" aria-labelledby="continue-title">
-          <h2 id="continue-title">Continue on this device</h2>
-          <div class="buttons">
-            {remembered.map((account) => (
-              <button key={account.username} type="button" onClick={() => onSession(account)}>
-                Continue as {account.username}
-              </button>
-            ))}
-          </div>
-        </section>
-      )}
+      {remembered.length > 0 && <RememberedAccounts accounts={remembered} onSession={onSession} />}
 
       <form
         class="card"
@@ -85,16 +74,44 @@ export function LoginScreen({ remote, onSession }: { remote: string; onSession: 
         )}
       </form>
 
-      <section class="card" aria-labelledby="local-title">
-        <h2 id="local-title">No account?</h2>
-        <p>
-          Use the board on this device only: lists are kept in this browser and never sent to the server, so they cannot
-          be shared.
-        </p>
-        <button type="button" class="secondary" onClick={() => onSession({ kind: 'local' })}>
-          Use without an account
-        </button>
-      </section>
+      <LocalOnly onSession={onSession} />
     </main>
+  );
+}
+
+function RememberedAccounts({
+  accounts,
+  onSession,
+}: {
+  accounts: AccountSession[];
+  onSession: (session: Session) => void;
+}) {
+  return (
+    <section class="card" aria-labelledby="continue-title">
+      <h2 id="continue-title">Continue on this device</h2>
+      <div class="buttons">
+        {accounts.map((account) => (
+          <button key={account.username} type="button" onClick={() => onSession(account)}>
+            Continue as {account.username}
+          </button>
+        ))}
+      </div>
+    </section>
+  );
+}
+
+/** The board without an account: this browser only. */
+function LocalOnly({ onSession }: { onSession: (session: Session) => void }) {
+  return (
+    <section class="card" aria-labelledby="local-title">
+      <h2 id="local-title">No account?</h2>
+      <p>
+        Use the board on this device only: lists are kept in this browser and never sent to the server, so they cannot
+        be shared.
+      </p>
+      <button type="button" class="secondary" onClick={() => onSession({ kind: 'local' })}>
+        Use without an account
+      </button>
+    </section>
   );
 }

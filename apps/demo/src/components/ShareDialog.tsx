@@ -12,6 +12,8 @@ interface Props {
   onClose: () => void;
 }
 
+const label = (value: Access) => (value === 'write' ? 'can edit' : 'view only');
+
 export function ShareDialog({ workspace, entry, onClose }: Props) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [grantees, setGrantees] = useState<Grantee[] | null>(null);
@@ -26,8 +28,6 @@ export function ShareDialog({ workspace, entry, onClose }: Props) {
     dialog.current?.showModal();
     void run(reload);
   }, []);
-
-  const label = (value: Access) => (value === 'write' ? 'can edit' : 'view only');
 
   return (
     <dialog
@@ -64,33 +64,39 @@ export function ShareDialog({ workspace, entry, onClose }: Props) {
             onInput={(event) => setUsername(event.currentTarget.value)}
           />
         </label>
-        <fieldset>
-          <legend>Access</legend>
-          <label class="choice">
-            <input
-              type="radio"
-              name="access"
-              value="write"
-              checked={access === 'write'}
-              onChange={() => setAccess('write')}
-            />
-            Can edit
-          </label>
-          <label class="choice">
-            <input
-              type="radio"
-              name="access"
-              value="read"
-              checked={access === 'read'}
-              onChange={() => setAccess('read')}
-            />
-            View only
-          </label>
-        </fieldset>
+        <AccessChoice access={access} onChange={setAccess} />
         <button type="submit" disabled={busy}>
           Share
         </button>
       </form>
+      <Feedback message={message} error={error} />
+
+      <h3 id="grantees-title">People with access</h3>
+      <GranteeList
+        grantees={grantees}
+        busy={busy}
+        onRevoke={(grantee) =>
+          void run(async () => {
+            setMessage(null);
+            await revokeAccess(workspace, entry, grantee);
+            setMessage(`${grantee} no longer has access.`);
+            await reload();
+          })
+        }
+      />
+      <div class="buttons end">
+        <button type="button" class="secondary" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** What the last action did, or why it failed. */
+function Feedback({ message, error }: { message: string | null; error: string | null }) {
+  return (
+    <>
       {message && (
         <p class="success" role="status">
           {message}
@@ -101,44 +107,62 @@ export function ShareDialog({ workspace, entry, onClose }: Props) {
           {error}
         </p>
       )}
+    </>
+  );
+}
 
-      <h3 id="grantees-title">People with access</h3>
-      {grantees === null ? (
-        <p class="muted">Loading…</p>
-      ) : grantees.length === 0 ? (
-        <p class="muted">Only you.</p>
-      ) : (
-        <ul class="grantees" aria-labelledby="grantees-title">
-          {grantees.map((grantee) => (
-            <li key={grantee.username}>
-              <span>
-                <strong>{grantee.username}</strong> · {label(grantee.access)}
-              </span>
-              <button
-                type="button"
-                class="danger"
-                disabled={busy}
-                aria-label={`Revoke access for ${grantee.username}`}
-                onClick={() =>
-                  void run(async () => {
-                    setMessage(null);
-                    await revokeAccess(workspace, entry, grantee.username);
-                    setMessage(`${grantee.username} no longer has access.`);
-                    await reload();
-                  })
-                }
-              >
-                Revoke
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      <div class="buttons end">
-        <button type="button" class="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
-    </dialog>
+function AccessChoice({ access, onChange }: { access: Access; onChange: (access: Access) => void }) {
+  return (
+    <fieldset>
+      <legend>Access</legend>
+      <label class="choice">
+        <input
+          type="radio"
+          name="access"
+          value="write"
+          checked={access === 'write'}
+          onChange={() => onChange('write')}
+        />
+        Can edit
+      </label>
+      <label class="choice">
+        <input type="radio" name="access" value="read" checked={access === 'read'} onChange={() => onChange('read')} />
+        View only
+      </label>
+    </fieldset>
+  );
+}
+
+/** Who the list is shared with (null while loading), each with a button that revokes it. */
+function GranteeList({
+  grantees,
+  busy,
+  onRevoke,
+}: {
+  grantees: Grantee[] | null;
+  busy: boolean;
+  onRevoke: (username: string) => void;
+}) {
+  if (grantees === null) return <p class="muted">Loading…</p>;
+  if (grantees.length === 0) return <p class="muted">Only you.</p>;
+  return (
+    <ul class="grantees" aria-labelledby="grantees-title">
+      {grantees.map((grantee) => (
+        <li key={grantee.username}>
+          <span>
+            <strong>{grantee.username}</strong> · {label(grantee.access)}
+          </span>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy}
+            aria-label={`Revoke access for ${grantee.username}`}
+            onClick={() => onRevoke(grantee.username)}
+          >
+            Revoke
+          </button>
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -36,18 +36,7 @@ export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow
     <section class="status" aria-label="Sync status">
       <div class="status-line" role="status" aria-live="polite">
         <span class={`badge ${status.online ? 'online' : 'offline'}`}>{status.online ? 'Online' : 'Offline'}</span>
-        {status.online && status.live && (
-          <span
-            class="live"
-            title={
-              status.live === 'stream'
-                ? 'Changes by others arrive as soon as they are made'
-                : 'Changes by others are checked every few seconds'
-            }
-          >
-            {status.live === 'stream' ? 'Live' : 'Polling'}
-          </span>
-        )}
+        {status.online && status.live && <LiveBadge live={status.live} />}
         <span class="pending">
           {status.pending === 0
             ? 'All changes synced'
@@ -84,5 +73,21 @@ export function StatusBar({ source, onSyncNow }: { source: SyncStatus; onSyncNow
         </p>
       )}
     </section>
+  );
+}
+
+/** How changes by others arrive: pushed (a stream) or polled. */
+function LiveBadge({ live }: { live: 'stream' | 'poll' }) {
+  return (
+    <span
+      class="live"
+      title={
+        live === 'stream'
+          ? 'Changes by others arrive as soon as they are made'
+          : 'Changes by others are checked every few seconds'
+      }
+    >
+      {live === 'stream' ? 'Live' : 'Polling'}
+    </span>
   );
 }
