@@ -11,27 +11,10 @@ import { Field, FormError, onSubmit } from './ui.js';
 
 type Method = 'account' | 'basicauth';
 
-export function SignIn({
-  message,
-  onSignedIn,
-}: {
-  message: string | null;
-  onSignedIn: (session: Session, remember: boolean) => void;
-}) {
-  const [serverInput, setServerInput] = useState(() => defaultServer());
-  const server = normaliseServerUrl(useDebounced(serverInput, 400) || 'http://127.0.0.1:8888');
+/** What the server offers; picks the account method when there is one, else Basic Auth. */
+function useServerProbe(server: string, setMethod: (method: Method) => void) {
   const [hello, setHello] = useState<ServerInfo | null>(null);
   const [probeError, setProbeError] = useState<string | null>(null);
-  const [method, setMethod] = useState<Method>('account');
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const [remember, setRemember] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(message);
-
-  useEffect(() => setError(message), [message]);
-
-  // What the server offers.
   useEffect(() => {
     const controller = new AbortController();
     setHello(null);
@@ -52,20 +35,31 @@ export function SignIn({
       );
     return () => controller.abort();
   }, [server]);
+  return { hello, probeError };
+}
 
+function signInMethods(hello: ServerInfo | null) {
   const offers = hello?.capabilities ?? {};
-  const hasAccounts = 'accounts' in offers;
-  const hasBasic = 'basicauth' in offers;
   const providers = ((offers.openid?.providers as OpenIdProvider[] | undefined) ?? []).filter(
     (provider) => provider && typeof provider.name === 'string',
   );
   const passwordMethods: Method[] = [
-    ...(hasAccounts ? (['account'] as const) : []),
-    ...(hasBasic ? (['basicauth'] as const) : []),
+    ...('accounts' in offers ? (['account'] as const) : []),
+    ...('basicauth' in offers ? (['basicauth'] as const) : []),
   ];
-  const activeMethod = passwordMethods.includes(method) ? method : passwordMethods[0];
+  return { providers, passwordMethods };
+}
 
-  async function signIn(kind: AuthKind) {
+type Credentials = { username: string; password: string; remember: boolean };
+type OnSignedIn = (session: Session, remember: boolean) => void;
+
+/** Checks the credentials against the server before handing the session over. */
+function useSignInAction(server: string, message: string | null, onSignedIn: OnSignedIn) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(message);
+  useEffect(() => setError(message), [message]);
+
+  async function signIn(kind: AuthKind, { username, password, remember }: Credentials) {
     setBusy(true);
     setError(null);
     try {
@@ -84,59 +78,31 @@ export function SignIn({
       setBusy(false);
     }
   }
+  return { busy, error, signIn };
+}
+
+export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: OnSignedIn }) {
+  const [serverInput, setServerInput] = useState(() => defaultServer());
+  const server = normaliseServerUrl(useDebounced(serverInput, 400) || 'http://127.0.0.1:8888');
+  const [method, setMethod] = useState<Method>('account');
+  const { hello, probeError } = useServerProbe(server, setMethod);
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [remember, setRemember] = useState(false);
+  const { busy, error, signIn } = useSignInAction(server, message, onSignedIn);
+  const { providers, passwordMethods } = signInMethods(hello);
+  const activeMethod = passwordMethods.includes(method) ? method : passwordMethods[0];
+  const submit = (kind: AuthKind) => void signIn(kind, { username, password, remember });
 
   return (
     <main class="signin">
       <div class="signin-card">
-        <div class="brand large">
-          <img src="./favicon.svg" alt="" width={36} height={36} />
-          <div>
-            <div class="brand-name">Quire Console</div>
-            <div class="brand-sub">Browse and manage the data of a Kinto-protocol server</div>
-          </div>
-        </div>
+        <Brand />
         <h1 class="visually-hidden">Sign in</h1>
-
-        <Field
-          label="Server"
-          hint={
-            hello ? (
-              <span class="server-ok">
-                ● {hello.project_name} {hello.project_version} · API {hello.http_api_version}
-              </span>
-            ) : probeError ? (
-              <span class="server-bad">{probeError}</span>
-            ) : (
-              'Connecting…'
-            )
-          }
-        >
-          <input
-            type="url"
-            value={serverInput}
-            onInput={(event) => setServerInput(event.currentTarget.value)}
-            spellcheck={false}
-            autocomplete="url"
-          />
-        </Field>
-
+        <ServerField hello={hello} probeError={probeError} value={serverInput} onInput={setServerInput} />
         {hello && passwordMethods.length > 0 ? (
-          <form class="signin-form" onSubmit={onSubmit(() => activeMethod && void signIn(activeMethod))}>
-            {passwordMethods.length > 1 ? (
-              <div class="segmented" role="radiogroup" aria-label="Sign in with">
-                {passwordMethods.map((candidate) => (
-                  <label key={candidate} class={candidate === activeMethod ? 'segment active' : 'segment'}>
-                    <input
-                      type="radio"
-                      name="method"
-                      checked={candidate === activeMethod}
-                      onChange={() => setMethod(candidate)}
-                    />
-                    {candidate === 'account' ? 'Account' : 'Basic Auth'}
-                  </label>
-                ))}
-              </div>
-            ) : null}
+          <form class="signin-form" onSubmit={onSubmit(() => activeMethod && submit(activeMethod))}>
+            <MethodPicker methods={passwordMethods} active={activeMethod} onPick={setMethod} />
             <Field label="Username">
               <input
                 value={username}
@@ -146,22 +112,7 @@ export function SignIn({
                 spellcheck={false}
               />
             </Field>
-            <Field
-              label="Password"
-              hint={
-                activeMethod === 'basicauth'
-                  ? 'With Basic Auth, every username and password pair is an identity of its own.'
-                  : undefined
-              }
-            >
-              <input
-                type="password"
-                value={password}
-                onInput={(event) => setPassword(event.currentTarget.value)}
-                autocomplete="current-password"
-                required
-              />
-            </Field>
+            <PasswordField basicAuth={activeMethod === 'basicauth'} value={password} onInput={setPassword} />
             <label class="checkbox">
               <input
                 type="checkbox"
@@ -178,32 +129,113 @@ export function SignIn({
         ) : hello ? (
           <FormError error={error} />
         ) : null}
-
-        {providers.length ? (
-          <div class="signin-providers">
-            <div class="divider">
-              <span>or</span>
-            </div>
-            {providers.map((provider) => (
-              <button
-                key={provider.name}
-                type="button"
-                class="button secondary block"
-                onClick={() => startOpenIdLogin(server, provider, remember)}
-              >
-                Sign in with {provider.name}
-              </button>
-            ))}
-          </div>
-        ) : null}
-
+        <OpenIdButtons providers={providers} onPick={(provider) => startOpenIdLogin(server, provider, remember)} />
         {hello ? (
-          <button type="button" class="link-button" onClick={() => void signIn('anonymous')}>
+          <button type="button" class="link-button" onClick={() => submit('anonymous')}>
             Continue without signing in (public data only)
           </button>
         ) : null}
       </div>
       <p class="signin-foot">The console talks to the server with your credentials, over its public API only.</p>
     </main>
+  );
+}
+
+function Brand() {
+  return (
+    <div class="brand large">
+      <img src="./favicon.svg" alt="" width={36} height={36} />
+      <div>
+        <div class="brand-name">Quire Console</div>
+        <div class="brand-sub">Browse and manage the data of a Kinto-protocol server</div>
+      </div>
+    </div>
+  );
+}
+
+function ServerField(props: {
+  hello: ServerInfo | null;
+  probeError: string | null;
+  value: string;
+  onInput: (value: string) => void;
+}) {
+  const { hello, probeError } = props;
+  return (
+    <Field
+      label="Server"
+      hint={
+        hello ? (
+          <span class="server-ok">
+            ● {hello.project_name} {hello.project_version} · API {hello.http_api_version}
+          </span>
+        ) : probeError ? (
+          <span class="server-bad">{probeError}</span>
+        ) : (
+          'Connecting…'
+        )
+      }
+    >
+      <input
+        type="url"
+        value={props.value}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+        spellcheck={false}
+        autocomplete="url"
+      />
+    </Field>
+  );
+}
+
+function MethodPicker(props: { methods: Method[]; active: Method | undefined; onPick: (method: Method) => void }) {
+  if (props.methods.length <= 1) return null;
+  return (
+    <div class="segmented" role="radiogroup" aria-label="Sign in with">
+      {props.methods.map((candidate) => (
+        <label key={candidate} class={candidate === props.active ? 'segment active' : 'segment'}>
+          <input
+            type="radio"
+            name="method"
+            checked={candidate === props.active}
+            onChange={() => props.onPick(candidate)}
+          />
+          {candidate === 'account' ? 'Account' : 'Basic Auth'}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+function PasswordField(props: { basicAuth: boolean; value: string; onInput: (value: string) => void }) {
+  return (
+    <Field
+      label="Password"
+      hint={
+        props.basicAuth ? 'With Basic Auth, every username and password pair is an identity of its own.' : undefined
+      }
+    >
+      <input
+        type="password"
+        value={props.value}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+        autocomplete="current-password"
+        required
+      />
+    </Field>
+  );
+}
+
+function OpenIdButtons(props: { providers: OpenIdProvider[]; onPick: (provider: OpenIdProvider) => void }) {
+  if (!props.providers.length) return null;
+  return (
+    <div class="signin-providers">
+      <div class="divider">
+        <span>or</span>
+      </div>
+      {props.providers.map((provider) => (
+        <button key={provider.name} type="button" class="button secondary block" onClick={() => props.onPick(provider)}>
+          Sign in with {provider.name}
+        </button>
+      ))}
+    </div>
   );
 }
