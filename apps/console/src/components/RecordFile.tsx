@@ -22,28 +22,22 @@ function attachmentOf(record: KintoObject): AttachmentInfo | null {
     : null;
 }
 
-export function RecordFile({
-  bid,
-  cid,
-  record,
-  capability,
-  onChanged,
-}: {
+type RecordFileProps = {
   bid: string;
   cid: string;
   record: KintoObject;
   capability: AttachmentsCapability;
   onChanged: (record: KintoObject) => void;
-}) {
+};
+
+/** The file's state and its writes (upload, removal) and download, with their progress and errors. */
+function useRecordFile({ bid, cid, record, onChanged }: RecordFileProps, attachment: AttachmentInfo | null) {
   const { api, notify } = useConsole();
-  const { readonly } = useCapabilities();
-  const attachment = attachmentOf(record);
   const [chosen, setChosen] = useState<File | null>(null);
   const [transfer, setTransfer] = useState<Transfer | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirmRemove, setConfirmRemove] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const tooLarge = chosen !== null && typeof capability.max_size === 'number' && chosen.size > capability.max_size;
 
   /** Runs a write, then shows the record as the server now has it. */
   async function write(action: () => Promise<unknown>, done: string) {
@@ -100,82 +94,39 @@ export function RecordFile({
     }
   }
 
+  return { chosen, setChosen, transfer, busy, confirmRemove, setConfirmRemove, error, upload, remove, download };
+}
+
+export function RecordFile(props: RecordFileProps) {
+  const { capability } = props;
+  const { readonly } = useCapabilities();
+  const attachment = attachmentOf(props.record);
+  const file = useRecordFile(props, attachment);
+  const { busy, transfer } = file;
+
   return (
     <section class="record-file" aria-label="Record file">
-      {attachment ? (
-        <dl class="facts">
-          <dt>Name</dt>
-          <dd>
-            <Code>{attachment.filename}</Code>
-          </dd>
-          <dt>Type</dt>
-          <dd>{attachment.mimetype}</dd>
-          <dt>Size</dt>
-          <dd>{formatBytes(attachment.size)}</dd>
-          <dt>SHA-256</dt>
-          <dd class="muted small" title={attachment.hash}>
-            {attachment.hash.slice(0, 16)}…
-          </dd>
-          {attachment.original ? (
-            <>
-              <dt>Stored</dt>
-              <dd>
-                gzipped, {formatBytes(attachment.size)} ({formatBytes(attachment.original.size)} as sent)
-              </dd>
-            </>
-          ) : null}
-        </dl>
-      ) : (
-        <p class="muted">This record has no file.</p>
-      )}
+      {attachment ? <AttachmentFacts attachment={attachment} /> : <p class="muted">This record has no file.</p>}
 
       <div class="record-file-actions">
         {attachment ? (
-          <button type="button" class="button secondary" disabled={busy} onClick={() => void download()}>
+          <button type="button" class="button secondary" disabled={busy} onClick={() => void file.download()}>
             Download
           </button>
         ) : null}
         {attachment && !readonly ? (
-          <button type="button" class="button danger-outline" disabled={busy} onClick={() => setConfirmRemove(true)}>
+          <button
+            type="button"
+            class="button danger-outline"
+            disabled={busy}
+            onClick={() => file.setConfirmRemove(true)}
+          >
             Remove the file
           </button>
         ) : null}
       </div>
 
-      {readonly ? null : (
-        <div class="record-file-upload">
-          <label class="dropzone">
-            <input
-              type="file"
-              aria-label={attachment ? 'File to replace it with' : 'File to upload'}
-              onChange={(event) => setChosen(event.currentTarget.files?.[0] ?? null)}
-            />
-            <span class="button secondary small dropzone-button" aria-hidden="true">
-              {chosen ? 'Choose another file' : 'Choose a file'}
-            </span>
-            <span class="dropzone-text">
-              {chosen ? (
-                <>
-                  <strong>{chosen.name}</strong> · {chosen.type || 'unknown type'} · {formatBytes(chosen.size)}
-                </>
-              ) : (
-                <>
-                  {attachment ? 'A new file replaces this one' : 'One file per record'}
-                  {typeof capability.max_size === 'number' ? `, up to ${formatBytes(capability.max_size)}` : ''}.
-                </>
-              )}
-            </span>
-          </label>
-          <button type="button" class="button" disabled={!chosen || busy || tooLarge} onClick={() => void upload()}>
-            {attachment ? 'Replace the file' : 'Upload'}
-          </button>
-          {tooLarge ? (
-            <FormError
-              error={`This file is larger than the server accepts (${formatBytes(capability.max_size ?? 0)}).`}
-            />
-          ) : null}
-        </div>
-      )}
+      {readonly ? null : <FileUpload attachment={attachment} capability={capability} file={file} />}
 
       {transfer ? (
         <progress
@@ -184,20 +135,94 @@ export function RecordFile({
           value={transfer.progress.loaded}
         />
       ) : null}
-      <FormError error={error} />
+      <FormError error={file.error} />
 
-      {confirmRemove && attachment ? (
+      {file.confirmRemove && attachment ? (
         <ConfirmDialog
           title={`Remove “${attachment.filename}”?`}
           confirmLabel="Remove the file"
           danger
           busy={busy}
-          onConfirm={() => void remove()}
-          onClose={() => setConfirmRemove(false)}
+          onConfirm={() => void file.remove()}
+          onClose={() => file.setConfirmRemove(false)}
         >
           <p>The record keeps its other fields; its file is deleted from the server.</p>
         </ConfirmDialog>
       ) : null}
     </section>
+  );
+}
+
+function AttachmentFacts({ attachment }: { attachment: AttachmentInfo }) {
+  return (
+    <dl class="facts">
+      <dt>Name</dt>
+      <dd>
+        <Code>{attachment.filename}</Code>
+      </dd>
+      <dt>Type</dt>
+      <dd>{attachment.mimetype}</dd>
+      <dt>Size</dt>
+      <dd>{formatBytes(attachment.size)}</dd>
+      <dt>SHA-256</dt>
+      <dd class="muted small" title={attachment.hash}>
+        {attachment.hash.slice(0, 16)}…
+      </dd>
+      {attachment.original ? (
+        <>
+          <dt>Stored</dt>
+          <dd>
+            gzipped, {formatBytes(attachment.size)} ({formatBytes(attachment.original.size)} as sent)
+          </dd>
+        </>
+      ) : null}
+    </dl>
+  );
+}
+
+function FileUpload(props: {
+  attachment: AttachmentInfo | null;
+  capability: AttachmentsCapability;
+  file: ReturnType<typeof useRecordFile>;
+}) {
+  const { attachment, capability, file } = props;
+  const { chosen } = file;
+  const tooLarge = chosen !== null && typeof capability.max_size === 'number' && chosen.size > capability.max_size;
+  return (
+    <div class="record-file-upload">
+      <label class="dropzone">
+        <input
+          type="file"
+          aria-label={attachment ? 'File to replace it with' : 'File to upload'}
+          onChange={(event) => file.setChosen(event.currentTarget.files?.[0] ?? null)}
+        />
+        <span class="button secondary small dropzone-button" aria-hidden="true">
+          {chosen ? 'Choose another file' : 'Choose a file'}
+        </span>
+        <span class="dropzone-text">
+          {chosen ? (
+            <>
+              <strong>{chosen.name}</strong> · {chosen.type || 'unknown type'} · {formatBytes(chosen.size)}
+            </>
+          ) : (
+            <>
+              {attachment ? 'A new file replaces this one' : 'One file per record'}
+              {typeof capability.max_size === 'number' ? `, up to ${formatBytes(capability.max_size)}` : ''}.
+            </>
+          )}
+        </span>
+      </label>
+      <button
+        type="button"
+        class="button"
+        disabled={!chosen || file.busy || tooLarge}
+        onClick={() => void file.upload()}
+      >
+        {attachment ? 'Replace the file' : 'Upload'}
+      </button>
+      {tooLarge ? (
+        <FormError error={`This file is larger than the server accepts (${formatBytes(capability.max_size ?? 0)}).`} />
+      ) : null}
+    </div>
   );
 }
