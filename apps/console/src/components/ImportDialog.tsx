@@ -19,36 +19,23 @@ import { isActiveSchema, type JsonSchema, readablePath } from '../lib/schema.js'
 import { useConsole } from './context.js';
 import { Dialog, Notice } from './ui.js';
 
-export function ImportDialog({
-  bid,
-  cid,
-  schema,
-  onClose,
-  onImported,
-}: {
+type ImportDialogProps = {
   bid: string;
   cid: string;
   schema: JsonSchema | null;
   onClose: () => void;
   onImported: () => void;
-}) {
-  const { api, hello, notify } = useConsole();
-  const [file, setFile] = useState<{ name: string; text: string } | null>(null);
-  const [typing, setTyping] = useState<CsvTyping>(isActiveSchema(schema) ? 'schema' : 'auto');
-  const [mode, setMode] = useState<ImportMode>('upsert');
-  const [progress, setProgress] = useState<ImportProgress | null>(null);
-  const [running, setRunning] = useState(false);
-  const [dragging, setDragging] = useState(false);
-  const controller = useRef<AbortController | null>(null);
+};
+type ImportFile = { name: string; text: string };
+type Parsed = ReturnType<typeof parseImport>;
+type Invalid = Array<{ row: number; message: string }>;
 
-  const parsed = useMemo(
-    () => (file ? parseImport(file.name, file.text, { typing, schema }) : null),
-    [file, typing, schema],
-  );
+/** The rows that the collection's schema refuses, with the first reason for each. */
+function useSchemaProblems(parsed: Parsed | null, schema: JsonSchema | null): Invalid {
   const validator = useValidator(isActiveSchema(schema));
-  const invalid = useMemo(() => {
+  return useMemo(() => {
     if (!parsed || !isActiveSchema(schema) || !validator) return [];
-    const found: Array<{ row: number; message: string }> = [];
+    const found: Invalid = [];
     for (const row of parsed.rows) {
       const errors = validator.validateRecord(row.data, schema, row.id);
       if (errors.length)
@@ -56,6 +43,22 @@ export function ImportDialog({
     }
     return found;
   }, [parsed, schema, validator]);
+}
+
+/** The chosen file, its parse and options, and the import's run (stoppable) and progress. */
+function useImport({ bid, cid, schema, onImported }: ImportDialogProps) {
+  const { api, hello, notify } = useConsole();
+  const [file, setFile] = useState<ImportFile | null>(null);
+  const [typing, setTyping] = useState<CsvTyping>(isActiveSchema(schema) ? 'schema' : 'auto');
+  const [mode, setMode] = useState<ImportMode>('upsert');
+  const [progress, setProgress] = useState<ImportProgress | null>(null);
+  const [running, setRunning] = useState(false);
+  const controller = useRef<AbortController | null>(null);
+  const parsed = useMemo(
+    () => (file ? parseImport(file.name, file.text, { typing, schema }) : null),
+    [file, typing, schema],
+  );
+  const invalid = useSchemaProblems(parsed, schema);
 
   async function read(chosen: File | undefined) {
     if (!chosen) return;
@@ -89,160 +92,205 @@ export function ImportDialog({
     }
   }
 
+  const stop = () => controller.current?.abort();
+  return { file, typing, setTyping, mode, setMode, progress, running, parsed, invalid, read, start, stop };
+}
+
+type Import = ReturnType<typeof useImport>;
+
+export function ImportDialog(props: ImportDialogProps) {
+  const { cid, schema, onClose } = props;
+  const state = useImport(props);
+  const { progress, running } = state;
   const finished = progress && !running;
-  const preview = parsed?.rows.slice(0, 5) ?? [];
-  const previewColumns = (parsed?.columns ?? []).slice(0, 6);
 
   return (
     <Dialog
       title={`Import records into ${cid}`}
       wide
       onClose={() => {
-        controller.current?.abort();
+        state.stop();
         onClose();
       }}
-      footer={
-        running ? (
-          <button type="button" class="button secondary" onClick={() => controller.current?.abort()}>
-            Stop the import
-          </button>
-        ) : finished ? (
-          <button type="button" class="button" onClick={onClose}>
-            Done
-          </button>
-        ) : (
-          <>
-            <button type="button" class="button secondary" onClick={onClose}>
-              Cancel
-            </button>
-            <button type="button" class="button" disabled={!parsed?.rows.length} onClick={() => void start()}>
-              {parsed?.rows.length ? `Import ${plural(parsed.rows.length, 'record')}` : 'Import'}
-            </button>
-          </>
-        )
-      }
+      footer={<ImportFooter state={state} finished={Boolean(finished)} onClose={onClose} />}
     >
       {!running && !finished ? (
         <>
-          <label
-            class={dragging ? 'dropzone dragging' : 'dropzone'}
-            onDragOver={(event) => {
-              event.preventDefault();
-              setDragging(true);
-            }}
-            onDragLeave={() => setDragging(false)}
-            onDrop={(event) => {
-              event.preventDefault();
-              setDragging(false);
-              void read(event.dataTransfer?.files[0]);
-            }}
-          >
-            <input
-              type="file"
-              accept=".json,.jsonl,.ndjson,.csv,.tsv,.txt,application/json,text/csv"
-              aria-label="File to import"
-              onChange={(event) => void read(event.currentTarget.files?.[0])}
-            />
-            <span class="button secondary small dropzone-button" aria-hidden="true">
-              {file ? 'Choose another file' : 'Choose a file'}
-            </span>
-            <span class="dropzone-text">
-              {file ? (
-                <>
-                  <strong>{file.name}</strong> · {parsed?.format} · {plural(parsed?.rows.length ?? 0, 'record')}
-                </>
-              ) : (
-                <>
-                  Or drop it here: JSON (a list, or <code>{'{"data": [...]}'}</code> as the server lists records), JSON
-                  lines, or CSV with a header row. An <code>id</code> field or column keeps the records' ids.
-                </>
-              )}
-            </span>
-          </label>
-
-          <div class="import-options">
-            <fieldset class="fieldset inline">
-              <legend>Records whose id exists</legend>
-              <label class="checkbox">
-                <input type="radio" name="mode" checked={mode === 'upsert'} onChange={() => setMode('upsert')} />
-                Replace them
-              </label>
-              <label class="checkbox">
-                <input type="radio" name="mode" checked={mode === 'create'} onChange={() => setMode('create')} />
-                Keep them (report as failed)
-              </label>
-            </fieldset>
-            {parsed?.format === 'CSV' ? (
-              <fieldset class="fieldset inline">
-                <legend>CSV values</legend>
-                {isActiveSchema(schema) ? (
-                  <label class="checkbox">
-                    <input
-                      type="radio"
-                      name="typing"
-                      checked={typing === 'schema'}
-                      onChange={() => setTyping('schema')}
-                    />
-                    Typed by the schema
-                  </label>
-                ) : null}
-                <label class="checkbox">
-                  <input type="radio" name="typing" checked={typing === 'auto'} onChange={() => setTyping('auto')} />
-                  Numbers, true/false and JSON detected
-                </label>
-                <label class="checkbox">
-                  <input type="radio" name="typing" checked={typing === 'text'} onChange={() => setTyping('text')} />
-                  All text
-                </label>
-              </fieldset>
-            ) : null}
-          </div>
-
-          {parsed?.problems.length ? (
-            <Notice kind="warning">
-              {plural(parsed.problems.length, 'line')} cannot be imported: {parsed.problems.slice(0, 3).join('; ')}
-              {parsed.problems.length > 3 ? '…' : ''}
-            </Notice>
-          ) : null}
-          {invalid.length ? (
-            <Notice kind="warning">
-              {plural(invalid.length, 'record')} do{invalid.length === 1 ? 'es' : ''} not match the collection's schema
-              and will be refused (row {invalid[0]!.row}: {invalid[0]!.message}
-              {invalid.length > 1 ? ', …' : ''}).
-            </Notice>
-          ) : null}
-          {preview.length ? (
-            <div class="table-wrap">
-              <table class="simple-table" aria-label="Preview">
-                <caption class="muted small">
-                  First {preview.length} of {formatCount(parsed!.rows.length)}
-                </caption>
-                <thead>
-                  <tr>
-                    <th>#</th>
-                    {previewColumns.map((column) => (
-                      <th key={column}>{column}</th>
-                    ))}
-                  </tr>
-                </thead>
-                <tbody>
-                  {preview.map((row) => (
-                    <tr key={row.row}>
-                      <td class="muted">{row.row}</td>
-                      {previewColumns.map((column) => (
-                        <td key={column}>{formatCell(column === 'id' ? row.id : row.data[column])}</td>
-                      ))}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : null}
+          <ImportDrop file={state.file} parsed={state.parsed} onFile={(chosen) => void state.read(chosen)} />
+          <ImportOptions state={state} schema={schema} />
+          <ImportWarnings parsed={state.parsed} invalid={state.invalid} />
+          <ImportPreview parsed={state.parsed} />
         </>
       ) : progress ? (
         <ImportReport progress={progress} running={running} cid={cid} />
       ) : null}
     </Dialog>
+  );
+}
+
+function ImportFooter({ state, finished, onClose }: { state: Import; finished: boolean; onClose: () => void }) {
+  const { parsed } = state;
+  if (state.running) {
+    return (
+      <button type="button" class="button secondary" onClick={state.stop}>
+        Stop the import
+      </button>
+    );
+  }
+  if (finished) {
+    return (
+      <button type="button" class="button" onClick={onClose}>
+        Done
+      </button>
+    );
+  }
+  return (
+    <>
+      <button type="button" class="button secondary" onClick={onClose}>
+        Cancel
+      </button>
+      <button type="button" class="button" disabled={!parsed?.rows.length} onClick={() => void state.start()}>
+        {parsed?.rows.length ? `Import ${plural(parsed.rows.length, 'record')}` : 'Import'}
+      </button>
+    </>
+  );
+}
+
+function ImportDrop(props: {
+  file: ImportFile | null;
+  parsed: Parsed | null;
+  onFile: (chosen: File | undefined) => void;
+}) {
+  const { file, parsed, onFile } = props;
+  const [dragging, setDragging] = useState(false);
+  return (
+    <label
+      class={dragging ? 'dropzone dragging' : 'dropzone'}
+      onDragOver={(event) => {
+        event.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(event) => {
+        event.preventDefault();
+        setDragging(false);
+        onFile(event.dataTransfer?.files[0]);
+      }}
+    >
+      <input
+        type="file"
+        accept=".json,.jsonl,.ndjson,.csv,.tsv,.txt,application/json,text/csv"
+        aria-label="File to import"
+        onChange={(event) => onFile(event.currentTarget.files?.[0])}
+      />
+      <span class="button secondary small dropzone-button" aria-hidden="true">
+        {file ? 'Choose another file' : 'Choose a file'}
+      </span>
+      <span class="dropzone-text">
+        {file ? (
+          <>
+            <strong>{file.name}</strong> · {parsed?.format} · {plural(parsed?.rows.length ?? 0, 'record')}
+          </>
+        ) : (
+          <>
+            Or drop it here: JSON (a list, or <code>{'{"data": [...]}'}</code> as the server lists records), JSON lines,
+            or CSV with a header row. An <code>id</code> field or column keeps the records' ids.
+          </>
+        )}
+      </span>
+    </label>
+  );
+}
+
+function ImportOptions({ state, schema }: { state: Import; schema: JsonSchema | null }) {
+  const { mode, setMode, typing, setTyping } = state;
+  return (
+    <div class="import-options">
+      <fieldset class="fieldset inline">
+        <legend>Records whose id exists</legend>
+        <label class="checkbox">
+          <input type="radio" name="mode" checked={mode === 'upsert'} onChange={() => setMode('upsert')} />
+          Replace them
+        </label>
+        <label class="checkbox">
+          <input type="radio" name="mode" checked={mode === 'create'} onChange={() => setMode('create')} />
+          Keep them (report as failed)
+        </label>
+      </fieldset>
+      {state.parsed?.format === 'CSV' ? (
+        <fieldset class="fieldset inline">
+          <legend>CSV values</legend>
+          {isActiveSchema(schema) ? (
+            <label class="checkbox">
+              <input type="radio" name="typing" checked={typing === 'schema'} onChange={() => setTyping('schema')} />
+              Typed by the schema
+            </label>
+          ) : null}
+          <label class="checkbox">
+            <input type="radio" name="typing" checked={typing === 'auto'} onChange={() => setTyping('auto')} />
+            Numbers, true/false and JSON detected
+          </label>
+          <label class="checkbox">
+            <input type="radio" name="typing" checked={typing === 'text'} onChange={() => setTyping('text')} />
+            All text
+          </label>
+        </fieldset>
+      ) : null}
+    </div>
+  );
+}
+
+function ImportWarnings({ parsed, invalid }: { parsed: Parsed | null; invalid: Invalid }) {
+  return (
+    <>
+      {parsed?.problems.length ? (
+        <Notice kind="warning">
+          {plural(parsed.problems.length, 'line')} cannot be imported: {parsed.problems.slice(0, 3).join('; ')}
+          {parsed.problems.length > 3 ? '…' : ''}
+        </Notice>
+      ) : null}
+      {invalid.length ? (
+        <Notice kind="warning">
+          {plural(invalid.length, 'record')} do{invalid.length === 1 ? 'es' : ''} not match the collection's schema and
+          will be refused (row {invalid[0]!.row}: {invalid[0]!.message}
+          {invalid.length > 1 ? ', …' : ''}).
+        </Notice>
+      ) : null}
+    </>
+  );
+}
+
+/** The first 5 rows, 6 columns. */
+function ImportPreview({ parsed }: { parsed: Parsed | null }) {
+  const preview = parsed?.rows.slice(0, 5) ?? [];
+  const previewColumns = (parsed?.columns ?? []).slice(0, 6);
+  if (!preview.length) return null;
+  return (
+    <div class="table-wrap">
+      <table class="simple-table" aria-label="Preview">
+        <caption class="muted small">
+          First {preview.length} of {formatCount(parsed!.rows.length)}
+        </caption>
+        <thead>
+          <tr>
+            <th>#</th>
+            {previewColumns.map((column) => (
+              <th key={column}>{column}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {preview.map((row) => (
+            <tr key={row.row}>
+              <td class="muted">{row.row}</td>
+              {previewColumns.map((column) => (
+                <td key={column}>{formatCell(column === 'id' ? row.id : row.data[column])}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
