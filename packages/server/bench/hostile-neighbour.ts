@@ -38,6 +38,8 @@ export async function hostileNeighbour(
 ): Promise<NeighbourResult> {
   const bystander: autocannon.Options = {
     url: origin,
+    // Another user than the neighbour's (AUTH): each has its fair share (max_requests_in_progress_per_identity).
+    headers: { authorization: `Basic ${Buffer.from('bystander:bench').toString('base64')}` },
     connections: 8,
     duration,
     requests: [{ setupRequest: (request) => ({ ...request, path: bystanderPath() }) }],

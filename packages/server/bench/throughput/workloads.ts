@@ -108,7 +108,8 @@ export async function send(
 
 /** The bucket, the three collections, and the records of `items`, through the API. */
 export async function setUp(origin: string): Promise<void> {
-  await send(origin, 'PUT', BUCKET_PATH, 201, JSON_HEADERS, '{}');
+  const shared = { permissions: { read: ['system.Authenticated'], write: ['system.Authenticated'] } };
+  await send(origin, 'PUT', BUCKET_PATH, 201, JSON_HEADERS, JSON.stringify(shared));
   for (const collection of COLLECTIONS)
     await send(origin, 'PUT', `${BUCKET_PATH}/collections/${collection}`, 201, JSON_HEADERS, '{}');
   for (let from = 0; from < RECORDS; from += BATCH_SIZE) {
@@ -122,6 +123,11 @@ export async function setUp(origin: string): Promise<void> {
   }
 }
 
+/**
+ * The workload as autocannon runs it: each request from the next of `CLIENTS` users in turn, as
+ * many devices would send them (one user's requests past its fair share would wait their turn:
+ * max_requests_in_progress_per_identity, storage_pool_max_share).
+ */
 export function cannonOptions(
   origin: string,
   workload: Workload,
@@ -129,8 +135,18 @@ export function cannonOptions(
   duration: number,
 ): autocannon.Options {
   const { method, headers, body, path } = workload;
-  const options = { url: origin, connections, duration, method, headers, body };
-  return typeof path === 'string'
-    ? { ...options, url: `${origin}${path}` }
-    : { ...options, requests: [{ setupRequest: (request) => ({ ...request, path: path() }) }] };
+  let sent = 0;
+  const setupRequest = (request: autocannon.Request) => ({
+    ...request,
+    path: typeof path === 'string' ? path : path(),
+    headers: { ...request.headers, authorization: CLIENT_AUTH[sent++ % CLIENTS]! },
+  });
+  return { url: origin, connections, duration, method, headers, body, requests: [{ setupRequest }] };
 }
+
+/** Users the workloads' requests come from, in turn (the bucket lets every authenticated user read and write). */
+const CLIENTS = 16;
+const CLIENT_AUTH = Array.from(
+  { length: CLIENTS },
+  (_, i) => `Basic ${Buffer.from(`client${i}:bench`).toString('base64')}`,
+);
