@@ -140,6 +140,20 @@ async function main(): Promise<void> {
 const ordered = (turn: number) => (turn % 2 === 0 ? impls : [...impls].reverse());
 const clientName = (impl: Task['impl']) => (impl === 'quire' ? 'Quire' : 'kinto.js');
 
+/** A run's time, records per second and requests: the cells of a cold sync's or a push's row. */
+const throughputCells = (m: Measurement) => [
+  `${fmt(m.ms / 1000, 2)} s`,
+  fmt((m.records / m.ms) * 1000),
+  fmt(m.requests),
+];
+
+/** A run's peak RSS, peak heap and heap kept after it: the memory cells of every row. */
+const memoryCells = (m: Measurement) => [
+  `${fmt(m.peakRssMb)} MB`,
+  `${fmt(m.peakHeapMb)} MB`,
+  `${fmt(m.retainedHeapMb)} MB`,
+];
+
 /** Adds a row to the table, and prints it at once. */
 function addRow(rows: string[][], row: string[]): void {
   rows.push(row);
@@ -154,12 +168,8 @@ async function coldRows(rows: string[][], url: string, bucket: string): Promise<
       addRow(rows, [
         `cold sync ${fmt(size)}`,
         clientName(impl),
-        `${fmt(m.ms / 1000, 2)} s`,
-        fmt((m.records / m.ms) * 1000),
-        fmt(m.requests),
-        `${fmt(m.peakRssMb)} MB`,
-        `${fmt(m.peakHeapMb)} MB`,
-        `${fmt(m.retainedHeapMb)} MB`,
+        ...throughputCells(m),
+        ...memoryCells(m),
         `${fmt(m.records)} records`,
       ]);
     }
@@ -184,9 +194,7 @@ async function pollRows(rows: string[][], url: string, bucket: string): Promise<
       `${fmt(percentile(m.extra, 50), 1)} ms p50`,
       '',
       `${fmt(m.requests, 1)}/poll`,
-      `${fmt(m.peakRssMb)} MB`,
-      `${fmt(m.peakHeapMb)} MB`,
-      `${fmt(m.retainedHeapMb)} MB`,
+      ...memoryCells(m),
       `p95 ${fmt(percentile(m.extra, 95), 1)} ms`,
     ]);
   }
@@ -201,12 +209,8 @@ async function pushRows(rows: string[][], url: string, bucket: string): Promise<
     addRow(rows, [
       `push ${fmt(pushCount)} local changes`,
       clientName(impl),
-      `${fmt(m.ms / 1000, 2)} s`,
-      fmt((m.records / m.ms) * 1000),
-      fmt(m.requests),
-      `${fmt(m.peakRssMb)} MB`,
-      `${fmt(m.peakHeapMb)} MB`,
-      `${fmt(m.retainedHeapMb)} MB`,
+      ...throughputCells(m),
+      ...memoryCells(m),
       `local writes ${fmt(m.extra[0]! / 1000, 2)} s`,
     ]);
   }
