@@ -127,7 +127,7 @@ export class CommitGroups {
   }
 
   #rollback(connection: Connection): void {
-    if (this.#open) this.#open = null;
+    this.#open = null;
     try {
       if (connection.inTransaction) connection.exec('ROLLBACK');
     } catch {
