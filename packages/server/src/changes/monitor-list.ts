@@ -86,6 +86,7 @@ export async function listChanges(monitor: Monitor, request: FastifyRequest, rep
       resourceName: 'record',
       parentUri: '/buckets/monitor/collections/changes',
       parent: null,
+      ...(query.expected === null ? {} : { busting: { expected: query.expected, timestamp } }),
     }),
   );
   if (outcome === 'not-modified' || selected === null) return reply.code(304).send();

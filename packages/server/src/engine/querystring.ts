@@ -20,6 +20,8 @@ export interface ListQuery {
   includeDeleted: boolean;
   /** `_to` was used: answer with a deprecation Alert. */
   usedDeprecatedTo: boolean;
+  /** `_expected=<ts>`, a CDN cache-buster: the timestamp the caller knows of (null: absent or not one). */
+  expected: number | null;
   /** The parameters as received, in order, for building Next-Page URLs. */
   params: ReadonlyArray<readonly [string, string]>;
 }
@@ -29,6 +31,7 @@ const OPERATOR_PATTERN = /^(lt|min|max|not|eq|gt|in|exclude|like|has|contains_an
 const FIELD_PATTERN = /^[\p{L}\p{N}_.]+$/u;
 const SORT_ENTRY = /^([-+]?)([\p{L}\p{N}_.]+)$/u;
 const MAX_TIMESTAMP = 2n ** 63n;
+const EXPECTED_TIMESTAMP = /^"?\d{1,15}"?$/;
 
 /** JSON if it parses, the raw string otherwise (§7.2: `author=2` is a number, `author="2"` a string). */
 export function nativeValue(raw: string): unknown {
@@ -129,6 +132,7 @@ export function parseListQuery(query: string | ReadonlyArray<readonly [string, s
   let token: PageToken | null = null;
   let includeDeleted = false;
   let usedDeprecatedTo = false;
+  let expected: number | null = null;
 
   for (const [name, raw] of params) {
     if (name.includes('\u0000') || raw.includes('\u0000')) {
@@ -165,8 +169,12 @@ export function parseListQuery(query: string | ReadonlyArray<readonly [string, s
       case '_token':
         token = raw === '' ? null : decodeToken(raw);
         break;
+      case '_expected':
+        // Never a filter or an error (clients send what they read, quoted or not); only its cache effect.
+        expected = EXPECTED_TIMESTAMP.test(raw) ? Number(raw.replaceAll('"', '')) : null;
+        break;
       default: {
-        // Every other `_xxx` is reserved and ignored (kinto.js sends `_expected=<ts>`).
+        // Every other `_xxx` is reserved and ignored.
         if (name.startsWith('_')) break;
         const filter = parseFilter(name, raw);
         // `"\u0000"`, `"\ud800"`: nothing stored can hold them, and PostgreSQL refuses them as values.
@@ -181,7 +189,7 @@ export function parseListQuery(query: string | ReadonlyArray<readonly [string, s
   // `-last_modified` ends every order, so pagination has a unique tie-breaker (§7.4).
   if (!sorting.some((sort) => sort.field === 'last_modified')) sorting.push({ field: 'last_modified', direction: -1 });
 
-  return { filters, sorting, fields, requestedLimit, token, includeDeleted, usedDeprecatedTo, params };
+  return { filters, sorting, fields, requestedLimit, token, includeDeleted, usedDeprecatedTo, expected, params };
 }
 
 /**

@@ -115,6 +115,46 @@ describeOnBackends('cache headers (§12.5)', {}, ({ serverWith }) => {
     },
   );
 
+  it('a listing asked with `_expected` it holds is kept for the maximum; one older than asked, never', async () => {
+    const monitor = '/buckets/monitor/collections/changes';
+    const app = await publicData({
+      changes_resources: ['/buckets/pub'],
+      record_cache_expires_seconds: 60,
+      record_cache_maximum_expires_seconds_by_parent: { '/buckets/pub': 3600, [monitor]: 600 },
+    });
+    const records = '/v1/buckets/pub/collections/c/records';
+    const etag = Number(String((await app.inject({ url: records })).headers.etag).replaceAll('"', ''));
+    const cases: Array<[string, string | undefined]> = [
+      [records, 'max-age=60'],
+      [`${records}?_since=${etag - 1}`, 'max-age=60'],
+      [`${records}?_expected=${etag}`, 'max-age=3600'],
+      [`${records}?_expected=%22${etag - 5}%22&_since=0`, 'max-age=3600'],
+      // The caller knows of a newer change than this answer holds (a lagging reader): a CDN
+      // must not keep it under the newer URL.
+      [`${records}?_expected=${etag + 1}`, 'no-cache, no-store'],
+      // Not a timestamp: reserved and ignored, as before.
+      [`${records}?_expected=soon`, 'max-age=60'],
+      [`/v1${monitor}/records?_expected=${etag}`, 'max-age=600'],
+      [`/v1${monitor}/records?_expected=${etag + 1}`, 'no-cache, no-store'],
+    ];
+    for (const [url, expected] of cases) {
+      const response = await app.inject({ url });
+      expect(response.statusCode, url).toBe(200);
+      expect(cacheControl(response), url).toBe(expected);
+      expect(response.headers['last-modified'], url).toBe(new Date(etag).toUTCString());
+    }
+    const notModified = await app.inject({
+      url: `${records}?_expected=${etag}`,
+      headers: { 'if-none-match': `"${etag}"` },
+    });
+    expect([notModified.statusCode, cacheControl(notModified)]).toEqual([304, 'max-age=3600']);
+    // Authenticated callers: never cached, cache-buster or not.
+    expect(cacheControl(await app.inject({ url: `${records}?_expected=${etag}`, headers: alice }))).toBe(
+      'no-cache, no-store',
+    );
+    await app.close();
+  });
+
   it('a readonly server lets `GET /` be cached for root_cache_expires_seconds', async () => {
     const writable = await serverWith({});
     expect(cacheControl(await writable.inject({ url: '/v1/' }))).toBeUndefined();

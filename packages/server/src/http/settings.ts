@@ -117,6 +117,27 @@ export const HTTP_SETTINGS = {
         '(Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
     },
   ),
+  record_cache_maximum_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
+    default: null,
+    description:
+      'How long an anonymous listing of records asked with a cache-buster (`_expected=<timestamp>`, as the ' +
+      'change monitor’s clients send it) may be cached when it holds that timestamp: a newer change comes with ' +
+      'a newer URL, so a CDN may keep it long. Unset: the usual lifetime. A listing older than the timestamp ' +
+      'asked (a lagging reader) is never cacheable.',
+  }),
+  record_cache_maximum_expires_seconds_by_parent: Type.Record(
+    Type.String({ pattern: PARENT_URI }),
+    Type.Integer({ minimum: 0 }),
+    {
+      default: {},
+      additionalProperties: false,
+      invalid: () =>
+        'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
+      description:
+        'The same per bucket or collection (kinto-changes’ `monitor.changes.record_cache_maximum_expires_seconds` ' +
+        'is `{"/buckets/monitor/collections/changes": 3600}`); the collection’s entry wins over its bucket’s.',
+    },
+  ),
   trailing_slash_redirect_enabled: Type.Boolean({
     default: true,
     description: 'Redirect `/path/` to `/path` when only the latter exists.',

@@ -1,6 +1,6 @@
 /** What the endpoints share about their answers. */
 import type { Identity } from '../../auth/policy.js';
-import { cacheLifetime, setCacheHeaders } from '../../http/cache-headers.js';
+import { type CacheTarget, cacheLifetime, setCacheHeaders } from '../../http/cache-headers.js';
 import type { StoredObject } from '../../storage/types.js';
 import type { ResourceModel } from '../model.js';
 import type { ResponseHead } from '../object-responses.js';
@@ -20,10 +20,9 @@ export function setReadCacheHeaders(
   identity: Identity,
   parentUri: string,
   parent: StoredObject | null,
+  busting?: CacheTarget['busting'],
 ): void {
-  const seconds =
-    model.def.cacheable === false
-      ? 0
-      : cacheLifetime(model.settings, identity, { resourceName: model.def.name, parentUri, parent });
+  const target = { resourceName: model.def.name, parentUri, parent, ...(busting ? { busting } : {}) };
+  const seconds = model.def.cacheable === false ? 0 : cacheLifetime(model.settings, identity, target);
   setCacheHeaders(reply, seconds);
 }

@@ -72,7 +72,10 @@ async function onListing(
     }
     const outcome = checkListPreconditions(preconditions, timestamp, method);
     setTimestampHeaders(reply, timestamp);
-    if (method !== 'DELETE') setReadCacheHeaders(model, reply, context.identity, scope.parentId, parentObject);
+    if (method !== 'DELETE') {
+      const busting = query.expected === null ? undefined : { expected: query.expected, timestamp };
+      setReadCacheHeaders(model, reply, context.identity, scope.parentId, parentObject, busting);
+    }
     if (outcome === 'not-modified') {
       reply.code(304);
       return null;
