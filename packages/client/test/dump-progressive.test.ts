@@ -34,7 +34,8 @@ function gatedBody(text: string, cut: number) {
   return { body, release, fail };
 }
 
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+// Hang guards, not timings: seeding and loading thousands of records on a loaded 2-core CI takes a while.
+async function until(check: () => Promise<boolean>, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > end) throw new Error('timed out');
@@ -42,7 +43,7 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
   }
 }
 
-describe('a dump loaded as it downloads', () => {
+describe('a dump loaded as it downloads', { timeout: 120_000 }, () => {
   async function dumpText(bucket: string, count: number) {
     await createCollection(url, bucket, 'items');
     await seed(url, bucket, 'items', count, (i) => ({ id: `r${i}`, n: i }));

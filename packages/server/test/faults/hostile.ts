@@ -29,7 +29,7 @@ import type { Settings } from '../../src/config.js';
 import type { Storage } from '../../src/storage/types.js';
 import type { Backend } from '../helpers/backends.js';
 import { basicAuth } from '../helpers/embedded-server.js';
-import { measureStalls } from '../helpers/event-loop.js';
+import { confirmedStalls } from '../helpers/event-loop.js';
 import { listen } from './protocol.js';
 
 export interface HostileTarget {
@@ -123,8 +123,7 @@ function errorOf(body: unknown): Pick<Answer, 'errno' | 'message'> {
 
 /**
  * The request over HTTP, then as a batch's sub-request: both answers, the worst stall, RSS
- * around. A stall past `confirmAboveMs` is confirmed by sending both again (the machine's other
- * work can delay a timer once, a slow computation delays it every time): the smaller counts.
+ * around. A stall past `confirmAboveMs` is confirmed by sending both again (`confirmedStalls`).
  */
 export async function tryHostile(
   target: HostileTarget,
@@ -132,10 +131,8 @@ export async function tryHostile(
   { confirmAboveMs = 50 } = {},
 ): Promise<Trial> {
   const rssBeforeMb = rssMb();
-  const both = () =>
-    measureStalls(async () => ({ http: await send(target, hostile, false), batch: await send(target, hostile, true) }));
-  const { result, worstMs } = await both();
-  const worstStallMs = worstMs > confirmAboveMs ? Math.min(worstMs, (await both()).worstMs) : worstMs;
+  const both = async () => ({ http: await send(target, hostile, false), batch: await send(target, hostile, true) });
+  const { result, worstMs: worstStallMs } = await confirmedStalls(both, confirmAboveMs);
   return { ...result, worstStallMs, rssBeforeMb, rssAfterMb: rssMb() };
 }
 

@@ -35,3 +35,17 @@ export async function measureStalls<T>(work: () => Promise<T>): Promise<Stalls<T
     clearInterval(timer);
   }
 }
+
+/**
+ * `measureStalls`, with a stall at or past `budgetMs` confirmed by running `work` again, up to
+ * `attempts` times in all: the machine's other work can delay a timer now and then, a slow
+ * computation delays it every time. The run with the smallest stall counts.
+ */
+export async function confirmedStalls<T>(work: () => Promise<T>, budgetMs: number, attempts = 3): Promise<Stalls<T>> {
+  let best = await measureStalls(work);
+  for (let attempt = 1; attempt < attempts && best.worstMs >= budgetMs; attempt++) {
+    const again = await measureStalls(work);
+    if (again.worstMs < best.worstMs) best = again;
+  }
+  return best;
+}
