@@ -19,14 +19,9 @@ import { buildServer, createStorageFromSettings, loadSettings, resolveSecrets, t
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OUT_DIR } from '../vite.config.js';
+import { chromiumAvailable, launchChromium } from '../../../packages/client/test/support/chromium.js';
 
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  const message = `console e2e test: Chromium not found at ${CHROMIUM}`;
-  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
-  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
-}
+const available = chromiumAvailable('console e2e test');
 
 const appRoot = fileURLToPath(new URL('..', import.meta.url));
 const SCREENSHOTS = join(appRoot, 'test-artifacts', 'screenshots');
@@ -199,18 +194,7 @@ describe.skipIf(!available)('Quire Console in Chromium', () => {
     for (const user of ['admin', 'alice'])
       expect((await api('PUT', `/accounts/${user}`, null, { data: { password: PASSWORD } })).status).toBe(201);
 
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     page = await context.newPage();
     watch(page);

@@ -11,7 +11,7 @@
  * (CI), where that is a failure.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,14 +20,9 @@ import { loadSettings, resolveSecrets } from '@quire/server';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SETTINGS_FILE, type RunningDemo, startDemo } from '../scripts/serve.js';
+import { chromiumAvailable, launchChromium } from '../../../packages/client/test/support/chromium.js';
 
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  const message = `demo e2e test: Chromium not found at ${CHROMIUM}`;
-  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
-  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
-}
+const available = chromiumAvailable('demo e2e test');
 
 const appRoot = fileURLToPath(new URL('..', import.meta.url));
 const SCREENSHOTS = join(appRoot, 'test-artifacts', 'screenshots');
@@ -222,18 +217,7 @@ describe.skipIf(!available)('the demo app in Chromium', () => {
       }),
     );
     demo = await startDemo({ settings, appDir: outDir, appPort: 0 });
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   }, 180_000);
 
   afterEach(async (context) => {

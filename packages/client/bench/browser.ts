@@ -35,6 +35,7 @@ import {
 } from './browser/harness.js';
 import { networkScenario } from './browser/network-scenarios.js';
 import { coldScenario, e2eScenario, pushScenario } from './browser/sync-scenarios.js';
+import { launchChromium } from '../test/support/chromium.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,18 +60,6 @@ const { values } = parseArgs({
   },
 });
 const only = new Set(values.only.split(','));
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  // performance.memory in bytes, not rounded buckets: the peak heap column.
-  '--enable-precise-memory-info',
-];
-
 const PAGE = `<!doctype html><meta charset="utf-8"><title>quire bench</title>
 <script src="/bench/kinto.min.js"></script>
 <script type="module" src="/bench/page.js"></script>`;
@@ -94,15 +83,12 @@ async function main(): Promise<void> {
   const served = await serve(app, files);
   const url = `${served.origin}/v1`;
   const pageOrigin = `http://quire.bench:${new URL(served.origin).port}`;
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      ...FLAGS,
-      '--host-resolver-rules=MAP quire.bench 127.0.0.1',
-      `--unsafely-treat-insecure-origin-as-secure=${pageOrigin}`,
-    ],
-  });
+  const browser = await launchChromium([
+    // performance.memory in bytes, not rounded buckets: the peak heap column.
+    '--enable-precise-memory-info',
+    '--host-resolver-rules=MAP quire.bench 127.0.0.1',
+    `--unsafely-treat-insecure-origin-as-secure=${pageOrigin}`,
+  ]);
   const rows: string[][] = [['scenario', 'client', 'figure', 'requests', 'notes']];
   const bench: Bench = {
     browser,

@@ -15,7 +15,7 @@
  * the same SVG served as `image/svg+xml` without a policy, and a Blob typed `image/svg+xml`.
  * Skips with a printed reason when Chromium is missing, unless QUIRE_TEST_REQUIRE_BROWSER=1 (CI).
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,14 +25,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type S3Server, startS3Server } from '../../server/test/helpers/s3.js';
 import { browserBundle } from '../build/browser-bundle.js';
 import { createCollection, raw, startServer, type TestServer, uniqueName } from './support/server.js';
+import { chromiumAvailable, launchChromium } from './support/chromium.js';
 
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  const message = `attachments XSS test: Chromium not found at ${CHROMIUM}`;
-  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
-  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
-}
+const available = chromiumAvailable('attachments XSS test');
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>an app</title>
@@ -134,18 +129,7 @@ describe.skipIf(!available)('stored files run no script in Chromium', { timeout:
     });
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     listenerUrl = `http://127.0.0.1:${(listener.address() as { port: number }).port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {

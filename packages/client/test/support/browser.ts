@@ -1,26 +1,17 @@
 /**
  * Debian's Chromium (playwright-core) serving the built browser bundle from a small static
- * server, for the tests that run the SDK in a real browser. Missing Chromium is a printed skip,
- * or a failure with QUIRE_TEST_REQUIRE_BROWSER=1 (CI).
+ * server, for the tests that run the SDK in a real browser (Chromium as `chromium.ts` launches it).
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserBundle } from '../../build/browser-bundle.js';
+import { launchChromium } from './chromium.js';
 
-const CHROMIUM = process.env.QUIRE_CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/** Whether the browser tests can run here; prints why not (or throws when CI requires them). */
-export function chromiumAvailable(suite: string): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  const message = `${suite}: Chromium not found at ${CHROMIUM}`;
-  if (process.env.QUIRE_TEST_REQUIRE_BROWSER === '1') throw new Error(`${message} and QUIRE_TEST_REQUIRE_BROWSER=1`);
-  console.warn(`${message}; skipping (set QUIRE_TEST_REQUIRE_BROWSER=1 to fail instead)`);
-  return false;
-}
+export { chromiumAvailable } from './chromium.js';
 
 /** The page every browser test opens: the SDK as `window.Quire`, `window.ready` once loaded. */
 export const SDK_PAGE = `<!doctype html><meta charset="utf-8"><title>quire e2e</title>
@@ -64,18 +55,7 @@ export async function launchBrowser(pageHtml: string = SDK_PAGE): Promise<Browse
   });
   await new Promise<void>((resolve) => staticServer.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(staticServer.address() as { port: number }).port}`;
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   return {
     browser,
     origin,
