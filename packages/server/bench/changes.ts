@@ -18,14 +18,13 @@
  *      replica doing what the client does: on an event, pull `_since` (a pull in progress is
  *      followed by one more, not one per event). How many pulls, and whether it converged.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { type QuireProcess, startQuire, stopAll } from './quire-process.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,44 +36,9 @@ const { values: args } = parseArgs({
   },
 });
 
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const MONITOR = 'buckets/monitor/collections/changes/records';
 const auth = (user: string) => `Basic ${Buffer.from(`${user}:bench`).toString('base64')}`;
 const ALICE = auth('alice');
-
-const children: ChildProcess[] = [];
-
-/** A `quire start` process: its API's base URL and its pid. */
-interface Server {
-  base: string;
-  pid: number;
-}
-
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const { QUIRE_STORAGE_URL: _u, QUIRE_CONFIG: _c, ...inherited } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'start'], {
-    cwd: packageDir,
-    env: { ...inherited, QUIRE_LOG_LEVEL: 'warn', QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+\/v1\/)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve({ base: match[1], pid: child.pid! });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', () => reject(new Error(`server exited:\n${output}`)));
-  });
-}
 
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -149,8 +113,8 @@ async function main(): Promise<void> {
     QUIRE_CHANGES_STREAM_MAX_PER_PROCESS: '100000',
   };
   try {
-    const a = await startServer(env);
-    const b = await startServer(env);
+    const a = await startQuire(env);
+    const b = await startQuire(env);
     await request('PUT', `${a.base}buckets/bench`, { permissions: { read: ['system.Everyone'] } });
     await request('PUT', `${a.base}buckets/bench/collections/latency`);
     await request('PUT', `${a.base}buckets/bench/collections/load`);
@@ -161,15 +125,14 @@ async function main(): Promise<void> {
     await streams(a);
     await burst(a, b);
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await stopAll();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
     await admin.end();
   }
 }
 
 /** 1. Latency A → replica through B. */
-async function latency(a: Server, b: Server): Promise<void> {
+async function latency(a: QuireProcess, b: QuireProcess): Promise<void> {
   const writes = Number(args.writes);
   let newest = 0;
   let wake: (() => void) | null = null;
@@ -206,7 +169,7 @@ async function latency(a: Server, b: Server): Promise<void> {
 }
 
 /** 2. Streams: memory, and write throughput without / with them. */
-async function streams(a: Server): Promise<void> {
+async function streams(a: QuireProcess): Promise<void> {
   const count = Number(args.streams);
   const duration = Number(args.duration);
   const throughput = async () => {
@@ -271,7 +234,7 @@ async function streams(a: Server): Promise<void> {
 }
 
 /** 3. A burst of writes, followed by a replica. */
-async function burst(a: Server, b: Server): Promise<void> {
+async function burst(a: QuireProcess, b: QuireProcess): Promise<void> {
   const total = Number(args.burst);
   let pulls = 0;
   let pulling = false;
