@@ -39,6 +39,8 @@ export interface LoginAttempt {
   succeeded(): Promise<void>;
   /** The password was wrong: the failure stays counted. */
   failed(): Promise<void>;
+  /** The check was not made after all (no turn to make it): neither count keeps its point. */
+  notMade(): Promise<void>;
 }
 
 export class LoginLimiter {
@@ -77,6 +79,8 @@ export class LoginLimiter {
   async countAttempt(accountId: string, address: string): Promise<LoginAttempt> {
     const keys = this.#keys(accountId, address);
     const limiters = [this.#byPair, this.#byAddress] as const;
+    const giveBack = () =>
+      Promise.all(limiters.map((limiter, index) => this.#giveBack(limiter, keys[index] as string)));
     await this.#untilRoom(
       keys,
       async () => {
@@ -85,7 +89,7 @@ export class LoginLimiter {
       },
       // Not made: neither count keeps its point.
       async () => {
-        await Promise.all(limiters.map((limiter, index) => this.#giveBack(limiter, keys[index] as string)));
+        await giveBack();
         await this.#checks.withdraw(keys);
       },
     );
@@ -101,6 +105,10 @@ export class LoginLimiter {
         }
       },
       failed: () => this.#checks.finish(keys),
+      notMade: async () => {
+        await giveBack();
+        await this.#checks.finish(keys);
+      },
     };
   }
 

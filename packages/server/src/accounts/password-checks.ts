@@ -10,6 +10,7 @@
  * changed the password does not decide for another request).
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import type { HashTurns } from './hash-turns.js';
 import type { LoginLimiter } from './login-limiter.js';
 import { verifyPassword } from './password.js';
 
@@ -28,10 +29,12 @@ export class PasswordChecks {
   readonly #dummyHash: () => Promise<string>;
   readonly #key = randomBytes(32);
   readonly #inFlight = new Map<string, Promise<boolean>>();
+  readonly #turns: HashTurns;
 
-  constructor(limiter: LoginLimiter, dummyHash: () => Promise<string>) {
+  constructor(limiter: LoginLimiter, dummyHash: () => Promise<string>, turns: HashTurns) {
     this.#limiter = limiter;
     this.#dummyHash = dummyHash;
+    this.#turns = turns;
   }
 
   /**
@@ -51,10 +54,16 @@ export class PasswordChecks {
   async #verify({ id, password, address, stored, counted }: PasswordCheck): Promise<boolean> {
     const attempt = counted ? await this.#limiter.countAttempt(id, address) : null;
     let matches = false;
+    let made = false;
     try {
-      matches = (await verifyPassword(stored ?? (await this.#dummyHash()), password)) && stored !== null;
+      const against = stored ?? (await this.#dummyHash());
+      matches = await this.#turns.run(address, () => {
+        made = true;
+        return verifyPassword(against, password);
+      });
+      matches &&= stored !== null;
     } finally {
-      await (matches ? attempt?.succeeded() : attempt?.failed());
+      await (matches ? attempt?.succeeded() : made ? attempt?.failed() : attempt?.notMade());
     }
     return matches;
   }

@@ -25,6 +25,7 @@ import { VerifiedCredentialsCache } from './credentials-cache.js';
 import { ACCOUNT_ID_PATTERN, ACCOUNT_POLICY, ACCOUNT_SCOPE, accountUserId } from './ids.js';
 import { LoginLimiter } from './login-limiter.js';
 import { dummyHash } from './password.js';
+import { HashTurns } from './hash-turns.js';
 import { PasswordChecks } from './password-checks.js';
 import { RateStore } from './rate-store.js';
 import { SignUpLimiter } from './sign-up-limiter.js';
@@ -40,6 +41,8 @@ export interface AccountPolicy extends AuthPolicy {
   readonly credentials: VerifiedCredentialsCache;
   readonly limiter: LoginLimiter;
   readonly signUps: SignUpLimiter;
+  /** Turns at argon2, fair per address (logins here, password writes in the account endpoints). */
+  readonly hashTurns: HashTurns;
   /** Where the limiters count (closed with the server). */
   readonly rates: RateStore;
 }
@@ -83,7 +86,12 @@ export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
     policies.includes('basicauth') && policies.indexOf('basicauth') > policies.indexOf(ACCOUNT_POLICY);
   let dummy: Promise<string> | null = null;
   const dummyHashOnce = () => (dummy ??= dummyHash());
-  const checks = new PasswordChecks(limiter, dummyHashOnce);
+  const hashTurns = new HashTurns({
+    capacity: settings.account_password_checks_max_in_progress,
+    maxQueued: settings.account_password_checks_max_queued_per_address,
+    waitMs: settings.account_password_checks_queue_timeout_seconds * 1000,
+  });
+  const checks = new PasswordChecks(limiter, dummyHashOnce, hashTurns);
 
   return {
     name: ACCOUNT_POLICY,
@@ -91,6 +99,7 @@ export function createAccountPolicy(settings: ModuleSettings): AccountPolicy {
     credentials,
     limiter,
     signUps: new SignUpLimiter(settings, rates),
+    hashTurns,
     rates,
     async init() {
       // Made before the first unknown name is declined, so that it costs one verification too.

@@ -224,12 +224,15 @@ class AccountRules {
    */
   async #accountData(
     data: Record<string, unknown>,
-    { identity, existing, sent, method }: WriteContext,
+    { identity, existing, sent, method, request }: WriteContext,
   ): Promise<Record<string, unknown>> {
     const password = method === 'PATCH' && !Object.hasOwn(sent, 'password') ? null : requirePassword(sent);
     const { [EMAIL_CONTEXT]: _context, validated, ...fields } = data;
     const stored: Record<string, unknown> = { ...fields };
-    stored.password = password === null ? existing?.password : await hashPassword(password);
+    stored.password =
+      password === null
+        ? existing?.password
+        : await this.#policy.hashTurns.run(request.ip, () => hashPassword(password));
     if (!existing && this.#settings.account_validation) stored.validated = false;
     else if (this.isAdmin(identity) && typeof validated === 'boolean') stored.validated = validated;
     else if (existing && Object.hasOwn(existing, 'validated')) stored.validated = existing.validated;

@@ -31,6 +31,24 @@ export const ACCOUNT_SETTINGS = {
     minimum: 1,
     description: 'Verified account passwords remembered per process (least recently used dropped first).',
   }),
+  account_password_checks_max_in_progress: Type.Integer({
+    default: 2,
+    minimum: 1,
+    description:
+      'Password hashes and verifications (argon2id, ~19 MiB each) running at once per process; the others wait ' +
+      'their turn, client addresses served in rotation. They hold libuv threads (4 by default, ' +
+      '`UV_THREADPOOL_SIZE`) that file reads share: keep it below that.',
+  }),
+  account_password_checks_max_queued_per_address: Type.Integer({
+    default: 16,
+    minimum: 1,
+    description: 'Password checks waiting per client address (IPv6: per /64); one more is answered 429.',
+  }),
+  account_password_checks_queue_timeout_seconds: Type.Number({
+    default: 10,
+    minimum: 0.1,
+    description: 'How long a password check waits for its turn before the request gets 503 with `Retry-After`.',
+  }),
   account_login_max_failures: Type.Integer({
     default: 10,
     minimum: 1,
