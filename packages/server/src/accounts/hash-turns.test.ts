@@ -6,7 +6,11 @@ import { HashTurns } from './hash-turns.js';
 function gatedWork(log: string[], name: string) {
   let end!: () => void;
   const ended = new Promise<void>((resolve) => (end = resolve));
-  return { work: () => (log.push(name), ended.then(() => name)), end };
+  const work = () => {
+    log.push(name);
+    return ended.then(() => name);
+  };
+  return { work, end };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));

@@ -39,7 +39,10 @@ describeOnBackends('argon2 turns fair per address (issue 36)', { timeout: 120_00
       while (order.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
       const sentAfter = order.length;
       const login = bystander.send<{ user?: { id: string } }>('GET', '/v1/', { headers: basic('ann', 'ann-pw') });
-      const answer = await login.then((reply) => (order.push('login'), reply));
+      const answer = await login.then((reply) => {
+        order.push('login');
+        return reply;
+      });
       expect(answer.status).toBe(200);
       expect(answer.json.user?.id).toBe('account:ann');
       const statuses = await Promise.all(flood);
