@@ -8,9 +8,10 @@
  * A private PostgreSQL primary and its streaming standby (initdb + pg_basebackup, as the replica
  * tests start them), a `quire start` process on the primary and a `readonly` one on the
  * standby, both with their defaults (the standby's poll cache on, 200 ms; the primary's off: see
- * README "Read replicas"), per-identity admission off on both. 1,000 records are written through the primary and read through each
- * process in turn, `--rounds` times: GET one record, a page of 100, a 304 poll. The best round of
- * each is printed with the reader's share of the primary's throughput.
+ * README "Read replicas"), per-identity admission off on both. 1,000 records are written
+ * through the primary and read through each process in turn, `--rounds` times: GET one record,
+ * a page of 100, a 304 poll. The best round of each is printed with the reader's share of the
+ * primary's throughput.
  */
 import { parseArgs } from 'node:util';
 import { startPrivatePostgres } from '../test/helpers/private-postgres.js';
