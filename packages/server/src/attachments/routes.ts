@@ -8,6 +8,7 @@
  * request there. Inside `/batch`, only DELETE runs (a batch's bodies are JSON); POST is refused.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AddressSlots } from '../auth/address-slots.js';
 import { registerMethods } from '../engine/routes.js';
 import { recordResource } from '../resources/records.js';
 import { deleteAttachment } from './endpoints/delete-attachment.js';
@@ -41,6 +42,7 @@ export function registerAttachmentRoutes(
     publicBaseUrl,
     mimetypeOverrides: parseMimetypeOverrides(settings.attachment_mimetypes),
     access: recordResource.access ?? authorizer,
+    uploadSlots: new AddressSlots(settings.attachment_uploads_max_per_address),
   };
   const bound = (endpoint: AttachmentEndpoint) => (request: FastifyRequest, reply: FastifyReply) =>
     endpoint(routes, request, reply);

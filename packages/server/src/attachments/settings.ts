@@ -162,6 +162,13 @@ export const ATTACHMENT_SETTINGS = {
       'Least average rate of an upload, over each span of `attachment_upload_idle_timeout_seconds` ' +
       '(0: none): a slower one is cut (408). Spans in which the file store held the upload back do not count.',
   }),
+  attachment_uploads_max_per_address: Type.Integer({
+    default: 8,
+    minimum: 1,
+    description:
+      'Uploads a client address (IPv6: per /64) may have in progress at once, per process, whoever sends them ' +
+      '(accounts made at will from one address count together); one more is answered 429 with `Retry-After`.',
+  }),
   attachment_upload_linger_seconds: Type.Number({
     default: 5,
     minimum: 0,

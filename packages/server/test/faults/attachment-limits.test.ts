@@ -129,6 +129,51 @@ for (const fileBackend of FILE_BACKENDS) {
       await nothingLeft('steady');
     });
 
+    it('uploads in progress per address: one more is 429, another address is served', async () => {
+      const app = await store.serverWith(
+        files.settings({
+          attachment_uploads_max_per_address: 2,
+          attachment_upload_idle_timeout_seconds: 10,
+          attachment_upload_min_bytes_per_second: 0,
+        }),
+      );
+      const slots = await listen(app);
+      const boundary = 'quire-slots';
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="attachment"; filename="a.png"\r\n\r\n`;
+      const upload = (from: string, record: string, content: string | null) =>
+        new Promise<{ answer: Promise<string>; end: () => void }>((resolve) => {
+          const socket = connect({ port: slots, host: '127.0.0.1', localAddress: from });
+          let text = '';
+          const answer = new Promise<string>((done) => socket.on('close', () => done(text)));
+          socket.on('data', (chunk) => (text += chunk.toString()));
+          socket.on('error', () => {});
+          const tail = content === null ? '' : `${content}\r\n--${boundary}--\r\n`;
+          socket.write(
+            `POST /v1/buckets/b/collections/c/records/${record}/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+              `Authorization: ${AUTH.authorization}\r\nConnection: close\r\n` +
+              `Content-Type: multipart/form-data; boundary=${boundary}\r\n` +
+              `Content-Length: ${head.length + (content === null ? 10_000 : tail.length)}\r\n\r\n${head}${tail}`,
+            () => resolve({ answer, end: () => socket.destroy() }),
+          );
+        });
+      const held = [await upload('127.0.0.5', 'held0', null), await upload('127.0.0.5', 'held1', null)];
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const third = await (await upload('127.0.0.5', 'third', 'small')).answer;
+      expect(third).toMatch(/^HTTP\/1\.1 429 /);
+      expect(third).toContain('attachment_uploads_max_per_address');
+      const elsewhere = await (await upload('127.0.0.6', 'elsewhere', 'small')).answer;
+      expect(elsewhere).toMatch(/^HTTP\/1\.1 201 /);
+      for (const { end } of held) end();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The slots are free again.
+      expect(await (await upload('127.0.0.5', 'after', 'small')).answer).toMatch(/^HTTP\/1\.1 201 /);
+      // Its files gone with its records, the store is as the other tests expect it.
+      const slotsBase = `http://127.0.0.1:${slots}/v1/buckets/b/collections/c/records`;
+      for (const record of ['elsewhere', 'after'])
+        await (await request(`${slotsBase}/${record}`, { method: 'DELETE', headers: AUTH })).body.text();
+      for (const record of ['held0', 'held1', 'third', 'elsewhere', 'after']) await nothingLeft(record);
+    });
+
     it('a refusal decided before the body is read reaches the client as that answer, never a reset', async () => {
       /**
        * As curl or Python's requests do: the whole body written (with backpressure), then the

@@ -27,7 +27,12 @@ const FORM_OVERHEAD = 64 * 1024;
 
 export async function postAttachment(routes: AttachmentRoutes, request: FastifyRequest, reply: FastifyReply) {
   try {
-    return await receiveAndWrite(routes, request, reply);
+    const refusal = () =>
+      new ApiError(429, ERRNO.CLIENT_REACHED_CAPACITY, {
+        message: 'Too many uploads in progress from this address (attachment_uploads_max_per_address).',
+        headers: { 'Retry-After': '1' },
+      });
+    return await routes.uploadSlots.run(request.ip, () => receiveAndWrite(routes, request, reply), refusal);
   } catch (error) {
     // Refused before the whole body was read (permissions, a limit…): close the connection
     // rather than read the rest of what may be a large file only to drop it.

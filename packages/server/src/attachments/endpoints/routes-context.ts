@@ -3,6 +3,7 @@
  * record and is judged on it (the records' access policy, as the engine judges a record request).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AddressSlots } from '../../auth/address-slots.js';
 import type { AccessContext, AccessPolicy, ObjectRef } from '../../engine/definition.js';
 import { objectRef } from '../../engine/definition.js';
 import { denied } from '../../engine/denied.js';
@@ -25,6 +26,8 @@ export interface AttachmentRoutes {
   mimetypeOverrides: Record<string, string>;
   /** Who may read or write a record: the records' own policy, else the default one. */
   access: AccessPolicy;
+  /** Uploads in progress per client address. */
+  uploadSlots: AddressSlots;
 }
 
 interface Params {
