@@ -12,7 +12,8 @@
  *   timestamp, readers]…], "g": principals whose groups changed (or 1: everyone's), "a": deleted
  *   user ids, "b": deleted buckets}`; when that would not fit PostgreSQL's 8,000-byte payload,
  *   `{"o", "r": oldest timestamp, "g": 1, "a"…}`: "re-read what changed since". Every process
- *   LISTENs and applies it to its own streams.
+ *   LISTENs and applies it to its own streams. On a hot standby, where NOTIFY does not come,
+ *   the feed follows the replicated log of changed scopes instead (feed-log.ts).
  * - Nothing is lost with a notification: when the channel comes back after a drop (or on `r`)
  *   the feed reads what changed since (timestamps index: the cost of what changed), and a client
  *   that reconnects gives its last event id (`Last-Event-ID`), which reads like `_since`.
@@ -39,10 +40,11 @@ import { AUTHENTICATED, EVERYONE } from '../auth/policy.js';
 import type { ChangesSettings } from './settings.js';
 import type { EventBus } from '../events/bus.js';
 import type { ResourceEvent } from '../events/types.js';
-import type { Permissions, Storage } from '../storage/types.js';
+import type { Permissions, ScopeLog, Storage } from '../storage/types.js';
 import { accountUserId } from '../accounts/ids.js';
 import { collectionUri, type ChangeEntry } from './entries.js';
 import { type Deletion, deletionAcl, recordDeletions } from './deletions.js';
+import { endDeletedAccounts, readScopes } from './feed-log.js';
 import {
   addGroupChange,
   type Batch,
@@ -138,22 +140,52 @@ export class ChangeFeed {
       resources: new Set(['record', 'group', 'collection', 'bucket', 'account']),
       afterCommit: (committed) => this.#committed(committed),
     });
-    this.#storage.channels?.listen(CHANGES_CHANNEL, {
-      message: (payload) => this.#received(payload),
-      connected: () => {
-        const since = this.#channelDownSince;
-        this.#channelDownSince = null;
-        // What the other processes said while we could not hear: rights first (a group change
-        // may be among it), then what changed (clocks: a minute's margin).
-        if (since !== null) {
-          this.#enqueue(async () => {
-            await this.#refreshGroups('all');
-            await this.#resync(since - CLOCK_MARGIN_MS);
-          });
-        }
+    if (this.#storage.scopeLog) this.#follow(this.#storage.scopeLog);
+    else
+      this.#storage.channels?.listen(CHANGES_CHANNEL, {
+        message: (payload) => this.#received(payload),
+        connected: () => {
+          const since = this.#channelDownSince;
+          this.#channelDownSince = null;
+          // What the other processes said while we could not hear: rights first (a group change
+          // may be among it), then what changed (clocks: a minute's margin).
+          if (since !== null) {
+            this.#enqueue(async () => {
+              await this.#refreshGroups('all');
+              await this.#resync(since - CLOCK_MARGIN_MS);
+            });
+          }
+        },
+        disconnected: () => {
+          this.#channelDownSince ??= Date.now();
+        },
+      });
+  }
+
+  /** On a hot standby: what the replicated log says changed, read as a notification (feed-log.ts). */
+  #follow(log: ScopeLog): void {
+    let readAt = Date.now();
+    log.watch({
+      changed: (scopes) => {
+        readAt = Date.now();
+        const { collections, containers, groups, accounts } = readScopes(scopes);
+        this.#enqueue(async () => {
+          if (accounts) await endDeletedAccounts(this.#storage, this.#streams);
+          if (groups) await this.#refreshGroups('all');
+          if (containers) await this.#resync(Date.now() - CLOCK_MARGIN_MS);
+          else if (collections.length > 0) {
+            const latest = await this.#storage.read((session) => this.reads.latest(session, collections));
+            await this.#offerEntries(latest.filter((entry) => this.#isNewer(entry)));
+          }
+        });
       },
-      disconnected: () => {
-        this.#channelDownSince ??= Date.now();
+      restarted: () => {
+        const since = readAt - CLOCK_MARGIN_MS;
+        readAt = Date.now();
+        this.#enqueue(async () => {
+          await this.#refreshGroups('all');
+          await this.#resync(since);
+        });
       },
     });
   }

@@ -136,6 +136,11 @@ export class MonitorReads {
     return { live: await this.#toEntries(session, rows), deletions };
   }
 
+  /** The entries of these collections as they are now, whoever may read them (a standby's feed, feed-log.ts). */
+  async latest(session: StorageSession, collections: ReadonlyArray<readonly [string, string]>): Promise<ChangeEntry[]> {
+    return this.#toEntries(session, await this.#read(session, { within: { buckets: [], collections } }));
+  }
+
   /**
    * A page of the entries of `range`, oldest first, for a stream's first events (and the
    * deletions since `range.since` on the first page); `next`: where the next page starts.

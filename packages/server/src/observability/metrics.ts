@@ -97,6 +97,17 @@ export class Metrics {
         },
       });
     }
+    const lag = storage.replicaLagSeconds;
+    if (lag) {
+      new Gauge({
+        name: 'quire_storage_replica_lag_seconds',
+        help: 'A reader on a hot standby: how long WAL received from the primary has waited to be replayed (0: none).',
+        registers: [this.registry],
+        collect() {
+          this.set(lag());
+        },
+      });
+    }
   }
 
   /**

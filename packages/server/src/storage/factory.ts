@@ -48,6 +48,7 @@ export async function createStorageFromSettings(
       pooler: settings.storage_pooler,
       ...(settings.storage_listen_url ? { listenUrl: settings.storage_listen_url } : {}),
       pollIntervalMs: settings.storage_poll_interval_seconds * 1000,
+      replicaMaxLagMs: settings.storage_replica_max_lag_seconds * 1000,
       maxDeclaredIndexes: settings.storage_max_declared_indexes,
       keepIndexes: options.keepIndexes ?? true,
     });

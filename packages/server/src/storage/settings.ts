@@ -42,7 +42,17 @@ export const STORAGE_SETTINGS = {
     maximum: 60,
     description:
       'PostgreSQL without LISTEN (see `storage_listen_url`): how often notifications from other processes are ' +
-      'read; the change feed’s live entries from other processes lag by up to this.',
+      'read; the change feed’s live entries from other processes lag by up to this. On a hot standby: how often ' +
+      'the change feed reads the replicated log of changes.',
+  }),
+  storage_replica_max_lag_seconds: Type.Number({
+    default: 30,
+    exclusiveMinimum: 0,
+    maximum: 86400,
+    description:
+      'PostgreSQL hot standby (a `readonly` reader): the heartbeat’s `storage` check fails (503) while the ' +
+      'standby has WAL it received more than this many seconds ago and has not replayed yet. The lag is in the ' +
+      'metrics (`quire_storage_replica_lag_seconds`).',
   }),
   storage_pool_size: Type.Integer({
     default: 10,

@@ -137,6 +137,18 @@ export interface Storage {
    */
   readonly channels?: StoreChannels;
 
+  /**
+   * On a hot standby (PostgreSQL), instead of `channels` (NOTIFY does not reach a standby): the
+   * replicated log of the scopes whose timestamps moved, as the primary's transactions commit.
+   */
+  readonly scopeLog?: ScopeLog;
+
+  /**
+   * On a hot standby: how far behind its primary it is, in seconds, as last measured (0: it has
+   * replayed all it received). Absent elsewhere.
+   */
+  replicaLagSeconds?(): number;
+
   /** Names of the migrations applied when this process opened the store (`quire migrate` lists them). */
   readonly migrationsApplied?: readonly string[];
 
@@ -179,6 +191,19 @@ export interface StoreChannelListener {
   message(payload: string): void;
   connected(): void;
   disconnected(): void;
+}
+
+/** What the scope log tells a watcher (`Storage.scopeLog`). */
+export interface ScopeLogListener {
+  /** Scopes (`[parentId, resourceName]`) whose timestamps moved in transactions now visible. */
+  changed(scopes: ReadonlyArray<readonly [string, string]>): void;
+  /** Changes may have been missed (a start, a pruned log): what matters must be read again. */
+  restarted(): void;
+}
+
+export interface ScopeLog {
+  /** Starts telling `listener`; returns the function that stops it. */
+  watch(listener: ScopeLogListener): () => void;
 }
 
 export interface StoreChannels {

@@ -1,11 +1,12 @@
 /**
  * `quire` run as an operator runs it, for the CLI tests: a real process (`node --import tsx
  * src/cli.ts`), its output gathered, its start awaited on the "listening on" line. Every process
- * started is killed after each test (call `useCli()` at the top of the file).
+ * started is killed after each test (call `useCli()` at the top of the file), or after the file's
+ * last one (`useCli('file')`: processes that several tests share, started in a `beforeAll`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,9 +19,9 @@ export interface CliProcess {
   output: () => string;
 }
 
-export function useCli(): (args: string[], env: Record<string, string>) => CliProcess {
+export function useCli(until: 'test' | 'file' = 'test'): (args: string[], env: Record<string, string>) => CliProcess {
   const children: ChildProcess[] = [];
-  afterEach(() => {
+  (until === 'test' ? afterEach : afterAll)(() => {
     for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
   });
   return (args, env) => {

@@ -23,6 +23,7 @@
  * standby (the table replicates; NOTIFY would not).
  */
 import { LRUCache } from 'lru-cache';
+import type { ScopeLogListener } from '../types.js';
 import type { Row } from './drivers/types.js';
 
 /** Rows read at most at once; past that the cache forgets everything (a burst of writes). */
@@ -71,6 +72,8 @@ export interface ScopeCacheOptions {
    * on a standby, where NOTIFY does not come, the shared read cache forgets what it holds.
    */
   containersChanged?: () => void;
+  /** While someone watches the log (`watch`), it is read at least this often, polls or not. */
+  watchIntervalMs?: number;
 }
 
 /** Scopes whose changes leave the shared read cache (shared-cache.ts) as it is. */
@@ -96,9 +99,20 @@ export class ScopeCache {
   #asked = false;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  readonly #watchers = new Set<ScopeLogListener>();
+  readonly #watchIntervalMs: number;
+  /** When the last read was sent (a watched log is read every `watchIntervalMs`). */
+  #sentAt = Number.NEGATIVE_INFINITY;
 
-  constructor({ maxEntries, maxStalenessMs, run, containersChanged = () => {} }: ScopeCacheOptions) {
+  constructor({
+    maxEntries,
+    maxStalenessMs,
+    run,
+    containersChanged = () => {},
+    watchIntervalMs = 250,
+  }: ScopeCacheOptions) {
     this.#containersChanged = containersChanged;
+    this.#watchIntervalMs = watchIntervalMs;
     this.#entries = new LRUCache({ max: Math.max(1, maxEntries) });
     this.#maxStalenessMs = maxStalenessMs;
     this.#run = run;
@@ -140,16 +154,29 @@ export class ScopeCache {
     this.#entries.clear();
   }
 
+  /**
+   * Tells `listener` the scopes of every change the log gives from now on, read every
+   * `watchIntervalMs` (one statement, shared with the polls' reads, whatever the number of
+   * watchers); `restarted` when changes may have been missed (the first read, a pruned or
+   * overflowing log). The change feed of a hot standby, where NOTIFY does not come.
+   */
+  watch(listener: ScopeLogListener): () => void {
+    this.#watchers.add(listener);
+    this.#startTicking();
+    return () => this.#watchers.delete(listener);
+  }
+
   #startTicking(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(
-      () => {
-        if (!this.#asked) return;
-        this.#asked = false;
-        void this.#read();
-      },
-      Math.max(1, Math.floor(this.#maxStalenessMs / 4)),
-    );
+    if (this.#timer || this.#closed) return;
+    const polled = this.#off ? Number.POSITIVE_INFINITY : Math.floor(this.#maxStalenessMs / 4);
+    const period = Math.max(1, Math.min(polled, this.#watchIntervalMs));
+    this.#timer = setInterval(() => {
+      // Watched: on time, give or take half a tick.
+      const due = this.#watchers.size > 0 && Date.now() - this.#sentAt >= this.#watchIntervalMs - period / 2;
+      if (!this.#asked && !due) return;
+      this.#asked = false;
+      void this.#read();
+    }, period);
     this.#timer.unref();
   }
 
@@ -163,6 +190,7 @@ export class ScopeCache {
 
   async #readOnce(): Promise<void> {
     const sentAt = Date.now();
+    this.#sentAt = sentAt;
     const seen = this.#seen;
     const rows = await this.#run<ChangeRow>(READ_CHANGES, [seen?.inProgress ?? [], seen?.xmax ?? '0']);
     const first = rows[0];
@@ -171,19 +199,25 @@ export class ScopeCache {
     const now = { xmax, inProgress: list === '' ? [] : list.split(',') };
     const idle = sentAt - this.#exactAt > SCOPE_CHANGES_RETENTION_MS / 2;
     const pruned = first.pruned !== null && seen !== null && BigInt(first.pruned) >= BigInt(seen.xmax);
-    if (!seen || idle || pruned || rows.length >= READ_LIMIT) {
-      // A start, or rows that may be gone unread: start over from this snapshot. Reads begun
-      // before it may have missed what it saw, hence a new generation.
-      this.forgetAll();
-      this.#containersChanged();
-    } else {
-      this.#forget(rows);
-    }
+    // A start, or rows that may be gone unread: start over from this snapshot. Reads begun
+    // before it may have missed what it saw, hence a new generation.
+    const scopes = !seen || idle || pruned || rows.length >= READ_LIMIT ? null : this.#forget(rows);
     this.#seen = now;
     this.#exactAt = sentAt;
+    if (scopes === null) this.#startOver();
+    else if (scopes.length > 0) for (const watcher of this.#watchers) watcher.changed(scopes);
   }
 
-  #forget(rows: ChangeRow[]): void {
+  #startOver(): void {
+    this.forgetAll();
+    this.#containersChanged();
+    for (const watcher of this.#watchers) watcher.restarted();
+  }
+
+  /** Drops the scopes the rows name and returns them (null: a row could not name its scopes). */
+  #forget(rows: ChangeRow[]): Array<readonly [string, string]> | null {
+    const changed: Array<readonly [string, string]> = [];
+    let containers = false;
     for (const { scopes } of rows) {
       if (scopes === null) continue;
       this.#generation++;
@@ -193,16 +227,15 @@ export class ScopeCache {
       } catch {
         // Not ours: forget everything, to be safe.
       }
-      if (!Array.isArray(parsed)) {
-        this.forgetAll();
-        this.#containersChanged();
-        return;
-      }
-      for (const [parentId, resourceName] of parsed as Array<[string, string]>) {
-        this.#entries.delete(scopeKey(parentId, resourceName));
-        if (!LEAF_SCOPES.has(resourceName)) this.#containersChanged();
+      if (!Array.isArray(parsed)) return null;
+      for (const scope of parsed as Array<[string, string]>) {
+        this.#entries.delete(scopeKey(scope[0], scope[1]));
+        if (!LEAF_SCOPES.has(scope[1])) containers = true;
+        changed.push(scope);
       }
     }
+    if (containers) this.#containersChanged();
+    return changed;
   }
 
   close(): void {

@@ -9,7 +9,7 @@ import type { BulkImportOptions, BulkImportResult, BulkLoader } from '../bulk-im
 import { IndexKeeper } from '../declared-indexes.js';
 import { backoffDelay, sleep } from '../../retry.js';
 import { UnicityError } from '../errors.js';
-import type { PoolStats, SessionOptions, Storage, StorageSession, StoreChannels } from '../types.js';
+import type { PoolStats, ScopeLog, SessionOptions, Storage, StorageSession, StoreChannels } from '../types.js';
 import { withInitialisedScopes } from '../uninitialised-scopes.js';
 import { sqlBulkImport } from './bulk-import.js';
 import { sqlIndexStore } from './declared-indexes.js';
@@ -18,6 +18,7 @@ import { createPgliteDriver, type PgliteDriverOptions } from './drivers/pglite.j
 import { DYNAMIC, sqlState, type SqlConnection, type SqlDriver } from './drivers/types.js';
 import { EmbeddedMaintenance } from './maintenance.js';
 import { checkMigrations, migrate } from './migrate.js';
+import { ReplicaLag } from './replica-lag.js';
 import { PRUNE_SCOPE_CHANGES, SCOPE_CHANGES_RETENTION_MS, ScopeCache } from './scope-cache.js';
 import { SqlSession } from './session.js';
 import { SqlSessionState, type SessionContext, type SessionMode } from './session-state.js';
@@ -43,6 +44,10 @@ export interface SqlStorageOptions {
   replica?: boolean;
   /** The bound on a poll answered from memory (scope-cache.ts; 0: none is; default 200 on a replica, else 0). */
   pollCacheMaxStalenessMs?: number;
+  /** On a replica: how often the change feed reads the scope log (scope-cache.ts `watch`). */
+  watchIntervalMs?: number;
+  /** On a replica: the lag past which `ping` fails (replica-lag.ts; default 30 s). */
+  replicaMaxLagMs?: number;
   /** Fields with a declared index at most (declared-indexes.ts; 0: none). */
   maxDeclaredIndexes?: number;
   /**
@@ -65,6 +70,10 @@ export class SqlStorage implements Storage {
   readonly #context: SessionContext;
   readonly #indexes: IndexKeeper;
   readonly channels?: StoreChannels;
+  readonly scopeLog?: ScopeLog;
+  /** On a hot standby, the lag as last sampled (replica-lag.ts). */
+  readonly replicaLagSeconds?: () => number;
+  readonly #lag: { sampler: ReplicaLag; maxMs: number } | undefined;
   constructor(
     driver: SqlDriver,
     {
@@ -76,6 +85,8 @@ export class SqlStorage implements Storage {
       pollCacheMaxStalenessMs = replica ? 200 : 0,
       maxDeclaredIndexes = 16,
       concurrentIndexBuilds = true,
+      watchIntervalMs = 250,
+      replicaMaxLagMs = 30_000,
     }: SqlStorageOptions = {},
   ) {
     this.#driver = driver;
@@ -95,7 +106,7 @@ export class SqlStorage implements Storage {
       enabled: !shared || replica,
       ...(replica ? { gate: () => this.#scopes.fresh() } : {}),
     });
-    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs, replica);
+    this.#scopes = this.#scopeCache(shared ? cacheMaxEntries : 0, pollCacheMaxStalenessMs, replica, watchIntervalMs);
     this.#context = {
       cache: this.#cache,
       scopes: this.#scopes,
@@ -103,8 +114,17 @@ export class SqlStorage implements Storage {
       indexed: () => this.#indexes.indexed,
       ...(shared ? { notify: (payload: string) => driver.notify!(NOTIFY_CHANNEL, payload) } : {}),
     };
-    if (!replica) this.#listenForInvalidations();
-    if (shared) {
+    if (replica) {
+      // The change feed follows the replicated log; the lag is sampled for the heartbeat and metrics.
+      this.scopeLog = { watch: (listener) => this.#scopes.watch(listener) };
+      const sampler = new ReplicaLag((text, params) => driver.query(text, params), {
+        intervalMs: Math.min(1_000, Math.max(50, replicaMaxLagMs / 4)),
+      });
+      sampler.start();
+      this.#lag = { sampler, maxMs: replicaMaxLagMs };
+      this.replicaLagSeconds = () => sampler.seconds;
+    } else this.#listenForInvalidations();
+    if (shared && !replica) {
       this.channels = {
         listen: (channel, listener) => driver.listen!(channel, listener),
         notify: async (channel, payload) => {
@@ -134,7 +154,7 @@ export class SqlStorage implements Storage {
    * The scope timestamps of polls (scope-cache.ts), told by the log of migration 012, which
    * every process prunes (a statement refused on a standby: its primary's processes do it).
    */
-  #scopeCache(maxEntries: number, maxStalenessMs: number, replica: boolean): ScopeCache {
+  #scopeCache(maxEntries: number, maxStalenessMs: number, replica: boolean, watchIntervalMs: number): ScopeCache {
     const driver = this.#driver;
     const prune = () => void driver.query(PRUNE_SCOPE_CHANGES, [SCOPE_CHANGES_RETENTION_MS]).catch(() => {});
     this.#pruning = setInterval(prune, SCOPE_CHANGES_RETENTION_MS / 10 + Math.random() * 10_000);
@@ -143,6 +163,7 @@ export class SqlStorage implements Storage {
       maxEntries,
       maxStalenessMs,
       run: (text, params) => driver.query(text, params),
+      watchIntervalMs,
       ...(replica ? { containersChanged: () => this.#cache.invalidate([{ kind: 'all' }]) } : {}),
     });
   }
@@ -211,8 +232,10 @@ export class SqlStorage implements Storage {
     return this.#driver.stats?.() ?? null;
   }
 
+  /** The database answers (on a hot standby: and is at most `replicaMaxLagMs` behind its primary). */
   async ping(): Promise<boolean> {
     try {
+      if (this.#lag) return (await this.#lag.sampler.sample()) * 1000 <= this.#lag.maxMs;
       await this.#driver.query('SELECT 1');
       return true;
     } catch {
@@ -264,6 +287,7 @@ export class SqlStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    this.#lag?.sampler.close();
     this.#scopes.close();
     clearInterval(this.#pruning);
     await this.#indexes.close();
@@ -298,6 +322,8 @@ export interface PostgresStorageOptions
     > {
   /** Apply pending migrations at start (else only check, and fail when some are pending). */
   autoMigrate?: boolean;
+  /** On a hot standby: the lag past which the heartbeat's storage check fails. */
+  replicaMaxLagMs?: number;
   /**
    * Whether `url` leads to a transaction pooler (see PgDriverOptions.pooled): `detect` (the
    * default) asks with one connection first (`detectPooler`).
@@ -314,6 +340,7 @@ export async function createPostgresStorage({
   keepIndexes = true,
   concurrentIndexBuilds,
   pooler = 'detect',
+  replicaMaxLagMs,
   ...options
 }: PostgresStorageOptions): Promise<SqlStorage> {
   const pooled = pooler === 'transaction' || (pooler === 'detect' && (await detectPooler(options.url)));
@@ -347,6 +374,8 @@ export async function createPostgresStorage({
     ...(pollCacheMaxStalenessMs === undefined ? {} : { pollCacheMaxStalenessMs }),
     ...(maxDeclaredIndexes === undefined ? {} : { maxDeclaredIndexes }),
     ...(concurrentIndexBuilds === undefined ? {} : { concurrentIndexBuilds }),
+    ...(options.pollIntervalMs === undefined ? {} : { watchIntervalMs: options.pollIntervalMs }),
+    ...(replicaMaxLagMs === undefined ? {} : { replicaMaxLagMs }),
   });
   storage.migrationsApplied = applied;
   if (keepIndexes && !replica) storage.startIndexing();
