@@ -98,6 +98,8 @@ export class ChangeFeed {
   /** Deletion entries stored by a request, until it commits. */
   readonly #deletions = new WeakMap<ResourceEvent, Deletion[]>();
   #channelDownSince: number | null = null;
+  /** Since when streams have been open without a pause (a re-read needs go no further back). */
+  #busySince = 0;
   #closed = false;
 
   constructor(
@@ -179,8 +181,9 @@ export class ChangeFeed {
           }
         });
       },
+      wanted: () => this.#streams.size > 0,
       restarted: () => {
-        const since = readAt - CLOCK_MARGIN_MS;
+        const since = Math.max(readAt, this.#busySince) - CLOCK_MARGIN_MS;
         readAt = Date.now();
         this.#enqueue(async () => {
           await this.#refreshGroups('all');
@@ -202,6 +205,7 @@ export class ChangeFeed {
   }
 
   add(stream: FeedStream): void {
+    if (this.#streams.size === 0) this.#busySince = Date.now();
     this.#streams.add(stream);
     this.#slots.add(stream);
     if (!this.#heartbeat) {

@@ -199,6 +199,8 @@ export interface ScopeLogListener {
   changed(scopes: ReadonlyArray<readonly [string, string]>): void;
   /** Changes may have been missed (a start, a pruned log): what matters must be read again. */
   restarted(): void;
+  /** Whether the log must be read now (default: yes); an idle watcher costs no statement. */
+  wanted?(): boolean;
 }
 
 export interface ScopeLog {

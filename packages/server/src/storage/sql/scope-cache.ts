@@ -172,7 +172,9 @@ export class ScopeCache {
     const period = Math.max(1, Math.min(polled, this.#watchIntervalMs));
     this.#timer = setInterval(() => {
       // Watched: on time, give or take half a tick.
-      const due = this.#watchers.size > 0 && Date.now() - this.#sentAt >= this.#watchIntervalMs - period / 2;
+      const due =
+        Date.now() - this.#sentAt >= this.#watchIntervalMs - period / 2 &&
+        [...this.#watchers].some((watcher) => watcher.wanted?.() ?? true);
       if (!this.#asked && !due) return;
       this.#asked = false;
       void this.#read();
