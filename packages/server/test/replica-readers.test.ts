@@ -6,10 +6,16 @@
  * reaches a stream on a reader at idle within a fraction of a second; racing writers on the
  * primary while clients poll and stream through both readers: nothing missed, nothing
  * duplicated; a standby that stops replaying makes its reader's heartbeat fail, and resuming
- * heals it. Skips with its reason where initdb / pg_basebackup are missing (a failure under
+ * heals it; the conformance suite in its read-only mode passes against a reader (the checks of
+ * the `readonly` mode included: writes refused with 405). Skips with its reason where initdb / pg_basebackup are missing (a failure under
  * QUIRE_TEST_REQUIRE_PG, as in CI).
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useCli } from './helpers/cli.js';
@@ -17,6 +23,7 @@ import { type PrivatePostgres, startPrivatePostgres } from './helpers/private-po
 import { type EventStreamReader, openEventStream } from './helpers/sse.js';
 
 const start = useCli('file');
+const CONFORMANCE_CLI = fileURLToPath(new URL('../../conformance/src/cli.ts', import.meta.url));
 const alice = { Authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}` };
 const MONITOR = 'buckets/monitor/collections/changes/records';
 const COLLECTIONS = ['c0', 'c1'];
@@ -70,11 +77,11 @@ let primary: PrivatePostgres | undefined;
 let standby: PrivatePostgres | undefined;
 let reason: string | undefined;
 
-describe('change streams and lag on readers of a hot standby', { timeout: 180_000 }, () => {
+describe('readers on a hot standby: change streams, lag, conformance', { timeout: 180_000 }, () => {
   let writer = '';
   let readers: string[] = [];
   beforeAll(async () => {
-    const started = await startPrivatePostgres('replica-streams.test.ts');
+    const started = await startPrivatePostgres('replica-readers.test.ts');
     if (typeof started === 'string') {
       reason = started;
       return;
@@ -216,6 +223,51 @@ describe('change streams and lag on readers of a hot standby', { timeout: 180_00
     );
     expect(problems).toEqual([]);
   });
+
+  it('the conformance suite (--read-only) passes against a reader, over data seeded through the writer', async (context) => {
+    if (reason) return context.skip(reason);
+    for (const bucket of ['seed-a', 'seed-b']) {
+      // Alice's: the suite's random users must own and see no bucket.
+      await call(writer, 'PUT', `buckets/${bucket}`);
+      await call(writer, 'PUT', `buckets/${bucket}/collections/items`);
+      for (let i = 0; i < 5; i++)
+        await call(writer, 'PUT', `buckets/${bucket}/collections/items/records/r${i}`, { data: { i } });
+    }
+    while ((await call(readers[0]!, 'GET', 'buckets/seed-b/collections/items/records/r4')).status !== 200)
+      await sleep(20);
+    const dir = mkdtempSync(join(tmpdir(), 'quire-replica-conformance-'));
+    // A fresh vitest run: none of this worker's vitest state may leak into it.
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => !/^(VITEST|QUIRE_CONFORMANCE_|NODE_OPTIONS$|TEST$)/.test(key)),
+    );
+    const args = [readers[0]!.replace(/\/$/, ''), '--read-only', '--report', 'json', '--output', dir];
+    const started = Date.now();
+    const run = await new Promise<{ code: number; output: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', CONFORMANCE_CLI, ...args],
+        { cwd: fileURLToPath(new URL('..', import.meta.url)), env, maxBuffer: 64 * 1024 * 1024, timeout: 170_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, output: stdout + stderr }),
+      ),
+    );
+    expect(run.code, run.output).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'conformance-report.json'), 'utf8')) as {
+      summary: { total: number; passed: number; unexpected: number };
+      mode: { readOnly: boolean };
+      tests: Array<{ id: string; outcome: string }>;
+    };
+    expect(report.mode.readOnly).toBe(true);
+    expect(report.summary.unexpected).toBe(0);
+    // The checks of the `readonly` mode ran (the end-of-service and Backoff ones skip: not set).
+    const readonly = report.tests.filter((t) => /operations\.test\.ts > .*readonly/i.test(t.id));
+    expect(readonly.length).toBeGreaterThanOrEqual(3);
+    expect(readonly.filter((t) => t.outcome !== 'passed')).toEqual([]);
+    console.log(
+      `conformance --read-only against a reader: ${report.summary.passed} of ${report.summary.total} checks passed, ` +
+        `the others skipped (they write), in ${Date.now() - started} ms`,
+    );
+  }, 180_000);
 
   it('a reader whose standby stops replaying fails its heartbeat, and heals when replay resumes', async (context) => {
     if (reason) return context.skip(reason);
