@@ -1,14 +1,14 @@
 /**
- * Live change streams and replica lag on readers of a hot standby: a private primary and a
- * streaming replica of it (pg_basebackup -R), a writer process on the primary and two
- * `readonly` processes on the replica. NOTIFY does not reach a standby: the readers' streams
- * follow the replicated log of changed scopes (changes/feed-log.ts). A write on the primary
- * reaches a stream on a reader at idle within a fraction of a second; racing writers on the
- * primary while clients poll and stream through both readers: nothing missed, nothing
- * duplicated; a standby that stops replaying makes its reader's heartbeat fail, and resuming
- * heals it; the conformance suite in its read-only mode passes against a reader (the checks of
- * the `readonly` mode included: writes refused with 405). Skips with its reason where initdb / pg_basebackup are missing (a failure under
- * QUIRE_TEST_REQUIRE_PG, as in CI).
+ * Live change streams, replica lag and conformance on readers of a hot standby: a private
+ * primary and a streaming replica of it (pg_basebackup -R), a writer process on the primary and
+ * two `readonly` processes on the replica, shared by the tests. NOTIFY does not reach a standby:
+ * the readers' streams follow the replicated log of changed scopes (changes/feed-log.ts). A
+ * write on the primary reaches a stream on a reader at idle within a fraction of a second;
+ * racing writers on the primary while clients poll and stream through both readers: nothing
+ * missed, nothing duplicated; the conformance suite in its read-only mode passes against a
+ * reader (the checks of the `readonly` mode included: writes refused with 405); a standby that
+ * stops replaying makes its reader's heartbeat fail, and resuming heals it. Skips with its
+ * reason where initdb / pg_basebackup are missing (a failure under QUIRE_TEST_REQUIRE_PG, as in CI).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -143,7 +143,8 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
     }
   });
 
-  it('racing writers on the primary; polls and streams through two readers miss nothing, repeat nothing', async (context) => {
+  const racing = 'racing writers on the primary; polls and streams through two readers miss nothing, repeat nothing';
+  it(racing, async (context) => {
     if (reason) return context.skip(reason);
     // What the streams' first events show (the collections as they are) is left out below.
     const before = (await call(writer, 'GET', MONITOR)).etag;
@@ -219,12 +220,14 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
     const counts = collected.map(({ events }) => events.length).join(' and ');
     const pollCount = polled.reduce((sum, { polls }) => sum + polls.length, 0);
     console.log(
-      `${writes.length} writes on the primary; ${pollCount} _since polls and ${counts} stream events through the readers`,
+      `${writes.length} writes on the primary; ${pollCount} _since polls, ${counts} stream events through the readers`,
     );
     expect(problems).toEqual([]);
   });
 
-  it('the conformance suite (--read-only) passes against a reader, over data seeded through the writer', async (context) => {
+  const conformance =
+    'the conformance suite (--read-only) passes against a reader, over data seeded through the writer';
+  it(conformance, async (context) => {
     if (reason) return context.skip(reason);
     for (const bucket of ['seed-a', 'seed-b']) {
       // Alice's: the suite's random users must own and see no bucket.
