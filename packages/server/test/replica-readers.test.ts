@@ -34,10 +34,10 @@ interface Change {
   last_modified: number;
 }
 
-async function call(base: string, method: string, path: string, body?: unknown) {
+async function call(base: string, method: string, path: string, body?: unknown, auth = alice) {
   const response = await fetch(`${base}${path}`, {
     method,
-    headers: { ...alice, 'Content-Type': 'application/json' },
+    headers: { ...auth, 'Content-Type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
@@ -138,6 +138,40 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
       latencies.sort((a, b) => a - b);
       console.log(`a write on the primary reached a stream on a reader after (ms, sorted): ${latencies.join(', ')}`);
       expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(5_000);
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it('a group granted and a bucket deleted on the primary reach a stream on a reader', async (context) => {
+    if (reason) return context.skip(reason);
+    const bob = { Authorization: `Basic ${Buffer.from('bob:secret').toString('base64')}` };
+    const bobId = ((await (await fetch(writer, { headers: bob })).json()) as { user: { id: string } }).user.id;
+    const team = 'buckets/team';
+    await call(writer, 'PUT', team);
+    await call(writer, 'PUT', `${team}/groups/readers`, { data: { members: [] } });
+    await call(writer, 'PUT', `${team}/collections/c`, { permissions: { read: [`/${team}/groups/readers`] } });
+    await call(writer, 'PUT', `${team}/collections/open`, { permissions: { read: [bobId] } });
+    const first = await call(writer, 'PUT', `${team}/collections/open/records/r`, { data: {} });
+    while ((await call(readers[0]!, 'GET', `${team}/collections/open/records/r`, undefined, bob)).status !== 200)
+      await sleep(20);
+    const stream = await openEventStream(`${readers[0]}${MONITOR}?bucket=team`, bob);
+    try {
+      expect(Number((await stream.next()).id)).toBe(first.body.data.last_modified);
+      // Bob joins the group on the primary: the reader's stream reads his groups again.
+      let since = Date.now();
+      await call(writer, 'PATCH', `${team}/groups/readers`, { data: { members: [bobId] } });
+      const written = await call(writer, 'PUT', `${team}/collections/c/records/r`, { data: {} });
+      const granted = await stream.until((event) => Number(event.id) >= written.body.data.last_modified, 5_000);
+      expect(JSON.parse(granted.at(-1)!.data)).toMatchObject({ collection: 'c' });
+      const joined = Date.now() - since;
+      since = Date.now();
+      await call(writer, 'DELETE', team);
+      const deleted = await stream.until((event) => JSON.parse(event.data).deleted === true, 5_000);
+      expect(JSON.parse(deleted.at(-1)!.data)).toMatchObject({ bucket: 'team', deleted: true });
+      console.log(
+        `through a reader's stream: a group grant after ${joined} ms, a bucket deletion after ${Date.now() - since} ms`,
+      );
     } finally {
       await stream.close();
     }
