@@ -101,6 +101,7 @@ export class Metrics {
     if (lag) {
       new Gauge({
         name: 'quire_storage_replica_lag_seconds',
+        aggregator: 'max', // workers: the most behind, not the sum
         help: 'A reader on a hot standby: how long WAL received from the primary has waited to be replayed (0: none).',
         registers: [this.registry],
         collect() {
