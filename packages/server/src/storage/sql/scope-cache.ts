@@ -20,7 +20,9 @@
  *
  * This process's own commits drop every entry at once (before the response leaves): a client
  * that wrote here and polls here sees its write. Works the same through a pooler and on a hot
- * standby (the table replicates; NOTIFY would not).
+ * standby (the table replicates; NOTIFY would not). There the reads also feed the change
+ * streams (`watch`, `Storage.scopeLog`): while streams are open the log is read every
+ * `watchIntervalMs` too, and each read tells them the scopes it names.
  */
 import { LRUCache } from 'lru-cache';
 import type { ScopeLogListener } from '../types.js';
