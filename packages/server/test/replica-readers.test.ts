@@ -325,7 +325,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
     // An idle primary is not lag: past the bound (1 s) with nothing written, still healthy.
     await sleep(2_000);
     expect(await heartbeat()).toBe(200);
-    expect(await lag()).toBe(0);
+    expect(await lag()).toBeLessThan(1);
 
     const admin = new pg.Client({ connectionString: standby!.url() });
     admin.on('error', () => {});
@@ -340,7 +340,8 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
       expect(await (await fetch(`${reader}__heartbeat__`)).json()).toMatchObject({ storage: false });
       await admin.query('SELECT pg_wal_replay_resume()');
       const healed = await until(200);
-      expect(await lag()).toBe(0);
+      for (const since = Date.now(); (await lag()) !== 0; await sleep(100))
+        expect(Date.now() - since).toBeLessThan(10_000);
       expect((await call(reader, 'GET', `${records('c0')}/paused`)).status).toBe(200);
       console.log(`replay paused: heartbeat 503 after ${failed} ms (lag ${behind} s); resumed: 200 after ${healed} ms`);
     } finally {
