@@ -14,6 +14,9 @@
  *   - changed: GET `_since=<ETag before one write>` after a write to one collection
  *   - 304:     GET with `If-None-Match: <ETag>`
  *   - stream:  the first snapshot of a stream, until its last entry is received (over HTTP)
+ *   - plain:   the ceiling of "full": a records listing of C records as big as entries (another user's
+ *              collection, which the monitor's user cannot see), in the same run; "ratio" = full / plain
+ *              (issue 39: at most 2)
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -40,6 +43,7 @@ const { values: args } = parseArgs({
 const MONITOR = '/v1/buckets/monitor/collections/changes/records';
 const basic = (user: string) => `Basic ${Buffer.from(`${user}:bench`).toString('base64')}`;
 const OWNER = basic('owner');
+const PLAIN = basic('plain');
 
 async function userId(app: Awaited<ReturnType<typeof buildServer>>, authorization: string): Promise<string> {
   return (await app.inject({ url: '/v1/', headers: { authorization } })).json().user.id as string;
@@ -72,6 +76,22 @@ async function seed(storage: Storage, owner: string, count: number): Promise<voi
   }
 }
 
+/** The plain listing's collection: C records shaped like monitor entries, of a user the owner is not. */
+async function seedPlain(storage: Storage, user: string, count: number): Promise<void> {
+  const parent = { resourceName: 'record', parentId: '/buckets/plain/collections/p' };
+  await storage.transaction(async (session) => {
+    await session.objects.create({ resourceName: 'bucket', parentId: '' }, 'plain', {});
+    await session.permissions.set('/buckets/plain', { write: [user] });
+    await session.objects.create({ resourceName: 'collection', parentId: '/buckets/plain' }, 'p', {});
+  });
+  for (let start = 0; start < count; start += 1000) {
+    await storage.transaction(async (session) => {
+      for (let i = start; i < Math.min(count, start + 1000); i++)
+        await session.objects.create(parent, randomUUID(), { bucket: 'mine', collection: `c${i}`, host: '' });
+    });
+  }
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -86,6 +106,17 @@ async function timed(runs: number, fn: () => Promise<void>): Promise<number> {
     times.push(performance.now() - started);
   }
   return median(times);
+}
+
+/** The ceiling of "full": the plain listing of `size` records (seedPlain), timed the same way. */
+async function timedPlain(app: Awaited<ReturnType<typeof buildServer>>, size: number, runs: number): Promise<number> {
+  const url = '/v1/buckets/plain/collections/p/records';
+  const first = await app.inject({ url, headers: { authorization: PLAIN } });
+  if ((first.json().data as unknown[]).length !== size) throw new Error('plain: expected C records');
+  return timed(runs, async () => {
+    const response = await app.inject({ url, headers: { authorization: PLAIN } });
+    if (response.statusCode !== 200) throw new Error(`plain: ${response.statusCode}`);
+  });
 }
 
 /** Opens a stream and resolves once `count` events arrived (ms from the request). */
@@ -135,6 +166,8 @@ async function measure(
     try {
       const owner = await userId(app, OWNER);
       const seeding = performance.now();
+      // The plain collection first: older than the monitor's collections, as it does not concern its polls.
+      await seedPlain(storage, await userId(app, PLAIN), size);
       await seed(storage, owner, size);
       const seeded = performance.now() - seeding;
       // As autovacuum would have by then: the planner's statistics of the loaded tables.
@@ -151,6 +184,7 @@ async function measure(
       const etag = first.headers.etag as string;
       const since = etag.replaceAll('"', '');
       const full = await timed(runs, async () => void (await get(MONITOR)));
+      const plain = await timedPlain(app, size, runs);
       const unchanged = await timed(runs, async () => void (await get(`${MONITOR}?_since=${since}`)));
       const notModified = await timed(runs, async () => void (await get(MONITOR, { 'if-none-match': etag }, 304)));
       let changed = 0;
@@ -183,6 +217,7 @@ async function measure(
       }
       console.log(
         `${name.padEnd(10)} C=${String(size).padStart(6)}  full ${full.toFixed(1).padStart(7)} ms  ` +
+          `plain ${plain.toFixed(1).padStart(7)} ms  ratio ${(full / plain).toFixed(2)} (ceiling 2)  ` +
           `since ${unchanged.toFixed(1).padStart(6)} ms  changed ${changed.toFixed(1).padStart(6)} ms  ` +
           `304 ${notModified.toFixed(1).padStart(6)} ms  ` +
           `stream snapshot ${cut || `${median(snapshots).toFixed(1).padStart(7)} ms`}  ` +

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import type { PermissionSettings } from '../permission/settings.js';
 import type { ListQuery } from '../engine/querystring.js';
 import { compileFilters, selectObjects } from '../storage/filters/evaluate.js';
+import { compareStrings } from '../storage/filters/json-order.js';
 import type { Filter, Permissions, Sort } from '../storage/types.js';
 
 export interface ChangeEntry {
@@ -106,9 +107,37 @@ export function selectEntries(
   query: Pick<ListQuery, 'filters' | 'sorting' | 'token'>,
 ): ChangeEntry[] {
   const after = query.token?.lastObject;
+  const [sort] = query.sorting;
+  if (query.filters.length === 0 && !after && query.sorting.length === 1 && sort?.field === 'last_modified') {
+    const ordered = inTimestampOrder(entries, sort.direction);
+    if (ordered) return ordered;
+  }
   return selectObjects(entries, {
     filters: query.filters,
     sorting: [...query.sorting, ENTRY_ORDER_TIE_BREAK],
     ...(after ? { after } : {}),
   });
+}
+
+/**
+ * The entries as the store read them (by timestamp in `direction`), ties put in `id` order: what
+ * sorting them would give, in one pass (10,000 sorted cost 10 ms of a 10k-collection listing).
+ * Null when they are not in that order.
+ */
+function inTimestampOrder(entries: ChangeEntry[], direction: 1 | -1): ChangeEntry[] | null {
+  const ordered = [...entries];
+  let start = 0;
+  for (let i = 1; i <= ordered.length; i++) {
+    if (i < ordered.length) {
+      const step = (ordered[i]!.last_modified - ordered[i - 1]!.last_modified) * direction;
+      if (step < 0) return null;
+      if (step === 0) continue;
+    }
+    if (i - start > 1) {
+      const ties = ordered.slice(start, i).sort((a, b) => compareStrings(a.id, b.id));
+      ordered.splice(start, ties.length, ...ties);
+    }
+    start = i;
+  }
+  return ordered;
 }

@@ -110,18 +110,29 @@ export class MonitorReads {
     // cost less than pages of the walk. With _since, the walk costs what changed.
     const whole = want > SPARSE_AFTER && range.since === undefined;
     const scanned = whole ? null : await this.#scan(session, principals, { ...range, order }, want);
-    let rows = scanned?.rows;
-    if (!rows) {
-      const within = await this.#within(session, principals, range.buckets);
-      rows =
-        within && within.buckets.length === 0 && within.collections.length === 0
-          ? []
-          : await this.#read(session, { within, since: range.since, atMost: range.atMost, order });
-    }
+    const rows = scanned?.rows ?? (await this.#readAll(session, principals, range, order));
     const entries = await this.#toEntries(session, rows);
     if (!options.deletions) return entries;
     const deleted = await this.#deletions(session, principals, range);
     return deleted.length > 0 ? [...entries, ...deleted] : entries;
+  }
+
+  /** Every row of `range` that `principals` may see, driven by their collections. */
+  async #readAll(
+    session: StorageSession,
+    principals: readonly string[],
+    range: EntryRange,
+    order: 'asc' | 'desc',
+  ): Promise<CollectionTimestamp[]> {
+    const { since, atMost } = range;
+    if (since === undefined && atMost === undefined && !range.buckets && !this.#resources) {
+      // The collections held and their timestamps in one statement (not 10,000 URIs and back).
+      if (this.#grantedEverything(principals)) return this.#read(session, { within: null, order });
+      return this.#read(session, { within: null, heldBy: { principals, permissions: READ_PERMISSIONS }, order });
+    }
+    const within = await this.#within(session, principals, range.buckets);
+    if (within && within.buckets.length === 0 && within.collections.length === 0) return [];
+    return this.#read(session, { within, since, atMost, order });
   }
 
   /**

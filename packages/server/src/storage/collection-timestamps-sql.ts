@@ -4,7 +4,7 @@
  * scope's bucket and joins the scope to its collection (sql/collection-timestamps.ts,
  * sqlite/collection-timestamps.ts).
  */
-import { bucketIdOf, collectionScopeUri, splitWithin } from './collection-timestamps.js';
+import { bucketIdOf, CONTAINER_DEPTH, collectionScopeUri, splitWithin } from './collection-timestamps.js';
 import type { CollectionTimestamp, CollectionTimestampsQuery } from './types.js';
 
 /** What one dialect writes into the statement. Values are bound in the order the text holds them. */
@@ -22,6 +22,11 @@ export interface CollectionTimestampsDialect {
    * timestamps kept outside (walked in their index's order, whatever the statistics say).
    */
   scopesWithCollections: string;
+  /**
+   * Of `uri`, a URI of five segments under `/buckets/`: whether it names a collection, and its
+   * bucket's URI and id when it does.
+   */
+  collectionOfUri(uri: string): { isCollection: string; bucketUri: string; id: string };
   /** The column `uri` in binary order. */
   binaryUri: string;
 }
@@ -39,10 +44,9 @@ export function collectionTimestampsSql(
   dialect: CollectionTimestampsDialect,
 ): string | null {
   const direction = query.order === 'desc' ? 'DESC' : 'ASC';
-  const text =
-    query.since !== undefined || query.atMost !== undefined
-      ? byTimestamp(query, dialect, direction)
-      : byCollection(query, dialect, direction);
+  const byTime = query.since !== undefined || query.atMost !== undefined;
+  if (byTime && query.heldBy) throw new Error('collectionTimestamps: heldBy reads by collection only');
+  const text = byTime ? byTimestamp(query, dialect, direction) : byCollection(query, dialect, direction);
   if (text === null) return null;
   return query.limit === undefined ? text : `${text} LIMIT ${dialect.bind(query.limit, 'int')}`;
 }
@@ -88,7 +92,12 @@ function byCollection(query: CollectionTimestampsQuery, dialect: CollectionTimes
      LEFT JOIN timestamps t ON t.parent_id = c.parent_id || '/collections/' || c.id AND t.resource_name = 'record'`;
   const live = "c.resource_name = 'collection' AND NOT c.deleted";
   const branches: string[] = [];
-  if (!query.within) branches.push(`${select} WHERE ${live}`);
+  let prefix = '';
+  if (query.heldBy) {
+    const held = heldBranches(query.heldBy, dialect, select, live);
+    prefix = held.with;
+    branches.push(...held.branches);
+  } else if (!query.within) branches.push(`${select} WHERE ${live}`);
   else {
     const { buckets, parents, ids } = splitWithin(query.within);
     if (buckets.length > 0) branches.push(`${select} WHERE ${live} AND ${dialect.among('c.parent_id', buckets)}`);
@@ -101,9 +110,41 @@ function byCollection(query: CollectionTimestampsQuery, dialect: CollectionTimes
   }
   if (branches.length === 0) return null;
   const [where] = after(query, dialect, 'coalesce(last_modified, -1)', dialect.binaryUri);
-  return `SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) AS found
+  return `${prefix}SELECT bucket_uri, collection, last_modified FROM (${branches.join(' UNION ALL ')}) AS found
      ${where ? `WHERE ${where}` : ''}
      ORDER BY coalesce(last_modified, -1) ${direction}, ${dialect.binaryUri} ${direction}`;
+}
+
+/**
+ * `byCollection` for `heldBy`: the containers held (a CTE read once, by the partial index of
+ * containers, CONTAINER_DEPTH, as `permissions.containersOf` reads them), then the collections of
+ * the buckets held and those held outside them (a bucket's collections held again are listed
+ * once). A single collection is joined by primary key: the row comparison, always true beside the
+ * equalities, is a condition only the key takes whole, so PostgreSQL never walks the bucket's
+ * collections for each one (it expects few held, whatever their number).
+ */
+function heldBranches(
+  heldBy: NonNullable<CollectionTimestampsQuery['heldBy']>,
+  dialect: CollectionTimestampsDialect,
+  select: string,
+  live: string,
+): { with: string; branches: string[] } {
+  const principals = dialect.among('principal', [...heldBy.principals]);
+  const permissions = dialect.among('permission', [...heldBy.permissions]);
+  const held = `SELECT object_id FROM access_control_entries
+     WHERE ${principals} AND ${permissions} AND ${CONTAINER_DEPTH}`;
+  const { bucketUri, isCollection, id } = dialect.collectionOfUri('h.object_id');
+  const single = `SELECT DISTINCT ${bucketUri} AS parent_id, ${id} AS id FROM held h
+     WHERE h.object_id LIKE '/buckets/%' AND ${isCollection} AND ${bucketUri} NOT IN (SELECT object_id FROM held)`;
+  return {
+    with: `WITH held AS (${held}) `,
+    branches: [
+      `${select} WHERE ${live} AND c.parent_id IN (SELECT object_id FROM held)`,
+      `${select} JOIN (${single}) AS named ON c.parent_id = named.parent_id AND c.id = named.id
+         AND (c.parent_id, c.resource_name, c.id) >= (named.parent_id, 'collection', named.id)
+       WHERE ${live}`,
+    ],
+  };
 }
 
 /** A row as the monitor reads it. */

@@ -153,6 +153,12 @@ export interface CollectionTimestampsQuery {
     buckets: readonly string[];
     collections: ReadonlyArray<readonly [bucket: string, collection: string]>;
   } | null;
+  /**
+   * Instead of `within` (without `since` or `atMost`): the buckets and collections on which one of
+   * these principals holds one of these permissions (`permissions.containersOf`), read in the same
+   * statement, so that a caller's thousands of collections are not sent back and forth.
+   */
+  heldBy?: { principals: readonly string[]; permissions: readonly string[] };
   /** Only timestamps above this one (exclusive). With `atMost`, the read goes by timestamp. */
   since?: number;
   /** Only timestamps up to this one (inclusive). */

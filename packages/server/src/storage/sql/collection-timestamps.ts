@@ -34,6 +34,8 @@ export async function readCollectionTimestamps(
   query: CollectionTimestampsQuery,
 ): Promise<CollectionTimestamp[]> {
   if (query.since !== undefined || query.atMost !== undefined) return walkTimestamps(s, query);
+  // ACLs this transaction set are read by `heldBy`: sent first, as `permissions.containersOf` does.
+  if (query.heldBy) await s.sendPendingAcls();
   const { dialect, params } = pgDialect();
   const text = collectionTimestampsSql(query, dialect);
   if (text === null) return [];
@@ -51,6 +53,12 @@ function pgDialect(): { dialect: CollectionTimestampsDialect; params: unknown[] 
     bucketOfScope: "'/buckets/' || split_part(t.parent_id, '/', 3)",
     scopesWithCollections: `(SELECT *, ${SCOPE_KEY} FROM timestamps t) AS t
        CROSS JOIN LATERAL (${LIVE_COLLECTION}) AS c`,
+    collectionOfUri: (uri) => ({
+      bucketUri: `'/buckets/' || split_part(${uri}, '/', 3)`,
+      isCollection: `split_part(${uri}, '/', 4) = 'collections'`,
+      // As objects.id is collated (ACE URIs are "C"): else no index takes the equality.
+      id: `split_part(${uri}, '/', 5) COLLATE "default"`,
+    }),
     binaryUri: 'uri COLLATE "C"',
   };
   return { dialect, params };

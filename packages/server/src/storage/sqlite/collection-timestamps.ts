@@ -28,8 +28,10 @@ export function readScopeTimestamps(
   return new Map(rows.map((row) => [row.parent_id, row.last_modified]));
 }
 
-/** The position of the slash after `<b>` in a records scope `/buckets/<b>/collections/<c>`. */
-const SLASH = "(9 + instr(substr(t.parent_id, 10), '/'))";
+/** The position of the slash after `<b>` in `uri`, a URI `/buckets/<b>/…`. */
+const slashOf = (uri: string) => `(9 + instr(substr(${uri}, 10), '/'))`;
+/** The same in a records scope `/buckets/<b>/collections/<c>`. */
+const SLASH = slashOf('t.parent_id');
 
 export function readCollectionTimestamps(
   s: SqliteSessionState,
@@ -53,6 +55,11 @@ export function readCollectionTimestamps(
     scopesWithCollections: `timestamps t
        CROSS JOIN objects c ON c.parent_id = substr(t.parent_id, 1, ${SLASH} - 1) AND c.resource_name = 'collection'
          AND c.id = substr(t.parent_id, ${SLASH} + 13) AND NOT c.deleted`,
+    collectionOfUri: (uri) => ({
+      bucketUri: `substr(${uri}, 1, ${slashOf(uri)} - 1)`,
+      isCollection: `substr(${uri}, ${slashOf(uri)} + 1, 12) = 'collections/'`,
+      id: `substr(${uri}, ${slashOf(uri)} + 13)`,
+    }),
     binaryUri: 'uri',
   };
   const text = collectionTimestampsSql(query, dialect);

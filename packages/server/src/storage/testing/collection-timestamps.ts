@@ -133,6 +133,36 @@ export function describeCollectionTimestamps(suite: Suite): void {
       expect(after).toEqual([{ bucket: a, collection: 'c2', lastModified: written.last_modified }]);
     });
 
+    test('heldBy reads the collections of the buckets and the single collections principals hold', async () => {
+      const { a, b, stamps } = await seed();
+      const other = `o${randomUUID()}`;
+      await storage.transaction((session) =>
+        session.objects.create({ resourceName: 'collection', parentId: `/buckets/${other}` }, 'x', {}),
+      );
+      const principal = `p-${randomUUID()}`;
+      const heldBy = { principals: [principal, 'nobody'], permissions: ['read', 'write'] };
+      const read = (order?: 'asc' | 'desc') =>
+        storage.read((session) => session.objects.collectionTimestamps({ within: null, heldBy, order }));
+      expect(await read()).toEqual([]);
+      await storage.transaction(async (session) => {
+        await session.permissions.set(`/buckets/${a}`, { write: [principal] });
+        // Held again inside a held bucket (listed once), and outside it, by two permissions.
+        await session.permissions.set(`/buckets/${a}/collections/c1`, { read: [principal] });
+        await session.permissions.set(`/buckets/${b}/collections/c1`, { read: [principal], write: [principal] });
+        // Not readable that way: another permission, a group, a record, a collection gone.
+        await session.permissions.set(`/buckets/${other}/collections/x`, { 'record:create': [principal] });
+        await session.permissions.set(`/buckets/${other}/groups/collections`, { write: [principal] });
+        await session.permissions.set(`/buckets/${other}/collections/x/records/r`, { write: [principal] });
+        await session.permissions.set(`/buckets/${other}/collections/gone`, { write: [principal] });
+      });
+      expect(await read()).toEqual([
+        { bucket: a, collection: 'c2', lastModified: null },
+        { bucket: a, collection: 'c1', lastModified: stamps.a1 },
+        { bucket: b, collection: 'c1', lastModified: stamps.b1 },
+      ]);
+      expect(keys(await read('desc'))).toEqual(['b/c1', 'a/c1', 'a/c2']);
+    });
+
     test(
       'containersOf gives the buckets and collections where principals hold a permission, not records or ' + 'groups',
       async () => {
