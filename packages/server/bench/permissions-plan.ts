@@ -113,7 +113,7 @@ try {
     ...queryOf(walker, page, middle),
   });
   const readerMs = await median(() => entries(queryOf(reader, 10000)));
-  console.log(`\n  reader's first page: median ${readerMs.toFixed(1)} ms`);
+  console.log(`\n  reader's first page: median ${readerMs.toFixed(1)} ms (target 10 ms)`);
   const walkStart = performance.now();
   let pages = 0;
   let seen = 0;
@@ -124,7 +124,8 @@ try {
     after = got[page - 1]!.uri;
   }
   const walkMs = performance.now() - walkStart;
-  console.log(`  walker: ${seen} entries in ${pages + 1} pages of ${page}: ${walkMs.toFixed(0)} ms`);
+  // Issue 39 item 5: 20,000 entries within 200 ms, 200 within 10 ms (a store of 1M rows).
+  console.log(`  walker: ${seen} entries in ${pages + 1} pages of ${page}: ${walkMs.toFixed(0)} ms (target 200 ms)`);
 } finally {
   await storage.close();
   if (values.keep) console.log(`  kept schema ${schema}`);

@@ -1,9 +1,11 @@
 /**
  * `permissions.entries` on PostgreSQL (`GET /permissions`, protocol-reference §9.3): one
- * statement, the twin of sqlite/permission-entries.ts.
+ * statement, the twin of sqlite/permission-entries.ts; a plain walk by URI goes page by page
+ * (permission-page.ts).
  */
 import type { PermissionEntriesQuery, PermissionEntry } from '../types.js';
 import { DYNAMIC, type Row } from './drivers/types.js';
+import { kindOf, listPermissionPage, segmentsOf, walksByUri } from './permission-page.js';
 import { nullableTextColumn, QueryBuilder } from './queries.js';
 import type { SqlSessionState } from './session-state.js';
 
@@ -23,40 +25,6 @@ const ENTRY_COLUMNS = Object.fromEntries(ENTRY_FIELDS.map((name) => [name, nulla
 interface PermissionEntryRow extends Row {
   permissions: string[];
   [field: string]: unknown;
-}
-
-/** The number of segments of a URI (`/buckets/b` has three: '', 'buckets', 'b'). */
-function segmentsOf(uri: string): string {
-  return `(length(${uri}) - length(replace(${uri}, '/', '')) + 1)`;
-}
-
-/** The kind of object a URI names, from its shape; NULL for a URI that is not listed. */
-function kindOf(uri: string, segments = segmentsOf(uri)): string {
-  const part = (n: number) => `split_part(${uri}, '/', ${n})`;
-  return `CASE
-    WHEN ${part(1)} <> '' THEN NULL
-    WHEN ${segments} = 3 AND ${part(2)} = 'buckets' THEN 'bucket'
-    WHEN ${segments} = 5 AND ${part(2)} = 'buckets' AND ${part(4)} = 'collections' THEN 'collection'
-    WHEN ${segments} = 5 AND ${part(2)} = 'buckets' AND ${part(4)} = 'groups' THEN 'group'
-    WHEN ${segments} = 7 AND ${part(2)} = 'buckets' AND ${part(4)} = 'collections'
-      AND ${part(6)} = 'records' THEN 'record'
-    WHEN ${segments} = 3 AND ${part(2)} = 'accounts' THEN 'account'
-  END`;
-}
-
-/**
- * Whether the page is a plain walk by URI (the default `-uri`, or `uri`), with no filter and no
- * grant from the settings: its URIs can then be found first, from the index, and only theirs
- * expanded (`pageHeld`), so a page costs its own size, not the caller's whole listing.
- */
-function walksByUri(query: PermissionEntriesQuery): boolean {
-  return (
-    query.limit !== undefined &&
-    query.globalGrants.length === 0 &&
-    (query.filters ?? []).length === 0 &&
-    query.sorting.length === 1 &&
-    query.sorting[0]!.field === 'uri'
-  );
 }
 
 /**
@@ -86,43 +54,11 @@ function allHeld(builder: QueryBuilder, query: PermissionEntriesQuery, principal
   return `SELECT object_id, permission FROM access_control_entries WHERE principal = ANY(${principals}) ${grants}`;
 }
 
-/**
- * The (uri, permission) pairs of one page walked by URI: each principal's next URIs in order
- * from the (principal, object_id) index (a LIMIT per principal, so never a scan of another
- * principal's rows, whatever the estimates), the page's last URI among them, then each
- * principal's ACEs from its keyset to that last URI: a range of the same index, read in order
- * (probing the primary key for each of 10,000 URIs cost 300 ms). `OFFSET 0` keeps that range a
- * subquery per principal: pulled up, it was planned as a scan of every ACE and a hash join. The
- * range also holds URIs of no listed kind: the statement drops them as from a whole listing.
- */
-function pageHeld(builder: QueryBuilder, query: PermissionEntriesQuery, principals: string): string {
-  const descending = query.sorting[0]!.direction === -1;
-  const order = descending ? 'DESC' : 'ASC';
-  const after = query.after?.uri;
-  const keyset = typeof after === 'string' ? builder.bind(after) : null;
-  const beyond = (column: string) => (keyset ? `AND ${column} ${descending ? '<' : '>'} ${keyset}` : '');
-  const limit = builder.bind(query.limit);
-  const last = `(SELECT ${descending ? 'min' : 'max'}(next.object_id) FROM (
-      SELECT DISTINCT next.object_id FROM unnest(${principals}) AS caller(principal)
-      CROSS JOIN LATERAL (
-        SELECT DISTINCT c.object_id FROM access_control_entries c
-        WHERE c.principal = caller.principal ${beyond('c.object_id')} AND (${kindOf('c.object_id')}) IS NOT NULL
-        ORDER BY c.object_id ${order} LIMIT ${limit}
-      ) AS next
-      ORDER BY next.object_id ${order} LIMIT ${limit}) AS next)`;
-  return `SELECT a.object_id, a.permission FROM unnest(${principals}) AS caller(principal)
-    CROSS JOIN LATERAL (
-      SELECT a.object_id, a.permission FROM access_control_entries a
-      WHERE a.principal = caller.principal ${beyond('a.object_id')} AND a.object_id ${descending ? '>=' : '<='} ${last}
-      OFFSET 0
-    ) AS a`;
-}
-
 /** The statement of `entries`, apart so that its plan can be studied (bench/permissions-plan.ts). */
 export function permissionEntriesStatement(query: PermissionEntriesQuery): { text: string; params: unknown[] } {
   const builder = new QueryBuilder({ columns: ENTRY_COLUMNS });
   const principals = `${builder.bind(query.principals)}::text[]`;
-  const held = walksByUri(query) ? pageHeld(builder, query, principals) : allHeld(builder, query, principals);
+  const held = allHeld(builder, query, principals);
   const implied = builder.bindJson(
     Object.entries(query.implied).flatMap(([resourceName, table]) =>
       Object.entries(table).flatMap(([held, permissions]) =>
@@ -185,6 +121,7 @@ export async function listPermissionEntries(
   session: SqlSessionState,
   query: PermissionEntriesQuery,
 ): Promise<PermissionEntry[]> {
+  if (walksByUri(query)) return listPermissionPage(session, query);
   const { text, params } = permissionEntriesStatement(query);
   const rows = await session.query<PermissionEntryRow>(text, params, DYNAMIC);
   return rows.map((row) => {
