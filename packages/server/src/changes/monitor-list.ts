@@ -101,10 +101,13 @@ export async function listChanges(monitor: Monitor, request: FastifyRequest, rep
     );
     setNextPage(reply, request, services.settings, { params: query.params, limit, token: token.encoded });
   }
-  const project = query.fields ? compileProjection(query.fields) : null;
-  return {
-    data: project ? items.map((item) => project(item as unknown as Record<string, unknown>)) : items,
-  };
+  if (query.fields) {
+    const project = compileProjection(query.fields);
+    return { data: items.map((item) => project(item as unknown as Record<string, unknown>)) };
+  }
+  // The entries' text from the factory's cache (a deleted collection's, rare, as it is).
+  const texts = items.map((item) => ('deleted' in item ? JSON.stringify(item) : reads.factory.json(item)));
+  return reply.type('application/json; charset=utf-8').send(`{"data":[${texts.join(',')}]}`);
 }
 
 /** `HEAD`: the count of every entry the query selects. */
