@@ -118,17 +118,14 @@ export class MonitorReads {
   }
 
   /** Every row of `range` that `principals` may see, driven by their collections. */
-  async #readAll(
-    session: StorageSession,
-    principals: readonly string[],
-    range: EntryRange,
-    order: 'asc' | 'desc',
-  ): Promise<CollectionTimestamp[]> {
+  async #readAll(session: StorageSession, principals: readonly string[], range: EntryRange, order: 'asc' | 'desc') {
     const { since, atMost } = range;
     if (since === undefined && atMost === undefined && !range.buckets && !this.#resources) {
       // The collections held and their timestamps in one statement (not 10,000 URIs and back).
-      if (this.#grantedEverything(principals)) return this.#read(session, { within: null, order });
-      return this.#read(session, { within: null, heldBy: { principals, permissions: READ_PERMISSIONS }, order });
+      const heldBy = this.#grantedEverything(principals)
+        ? {}
+        : { heldBy: { principals, permissions: READ_PERMISSIONS } };
+      return this.#read(session, { within: null, order, ...heldBy });
     }
     const within = await this.#within(session, principals, range.buckets);
     if (within && within.buckets.length === 0 && within.collections.length === 0) return [];
@@ -209,8 +206,8 @@ export class MonitorReads {
 
   async #newestLive(session: StorageSession, principals: readonly string[], atMost?: number): Promise<number> {
     // Down from `atMost`, whoever's: usually the first rows hold the caller's newest.
-    // The first visible row is enough (not every collection of its timestamp: 1,000 made in one
-    // transaction share it, and checking their ACLs cost 100-600 ms of every poll).
+    // The first visible row is enough, not every collection of its timestamp (those made in one
+    // transaction share it).
     const scanned = await this.#scan(
       session,
       principals,
