@@ -84,11 +84,12 @@ async function onListing(
     // A partial replica's poll (unmatched.ts): every change since, those outside its subset as stubs.
     const unmatched = method === 'GET' ? unmatchedListing(settings.partial_replicas_enabled, query, requested) : null;
     const filters: Filter[] = [...(unmatched?.listFilters ?? requested), ...visible];
-    const page = await model.listPage(session, scope, query, filters, method === 'DELETE' ? 'DELETE' : 'GET');
+    const listMethod = method === 'DELETE' ? 'DELETE' : 'GET';
+    const page = await model.listPage(session, scope, query, filters, listMethod, request.turn);
     if (page.next) setNextPage(request, reply, query, page);
     if (unmatched) page.items = await markUnmatched(session, scope, unmatched, visible, page.items);
     if (method === 'DELETE') {
-      const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject);
+      const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject, request.turn);
       return deletePage(model, sessionContext, parent, items, query, reply, timestamp);
     }
     return pageText(model, context, query, scope.parentId, timestamp, page.items);
@@ -108,7 +109,8 @@ async function pageText(
   items: ListedJson[],
 ): Promise<JsonText> {
   if (model.answersStoredText(query)) return new JsonText(`{"data":[${items.map((item) => item.json).join(',')}]}`);
-  const objects = await mapInSlices(items, (item) => JSON.parse(item.json) as StoredObject | Tombstone);
+  const turn = context.request.turn;
+  const objects = await mapInSlices(items, (item) => JSON.parse(item.json) as StoredObject | Tombstone, turn);
   model.emit(
     context,
     parentId,
@@ -117,10 +119,14 @@ async function pageText(
     objects.map((object) => ({ new: object })),
   );
   const project = query.fields ? compileProjection(query.fields) : null;
-  const texts = await mapInSlices(objects, (object) => {
-    const shown = model.present(object);
-    return JSON.stringify(project ? project(shown) : shown);
-  });
+  const texts = await mapInSlices(
+    objects,
+    (object) => {
+      const shown = model.present(object);
+      return JSON.stringify(project ? project(shown) : shown);
+    },
+    turn,
+  );
   return new JsonText(`{"data":[${texts.join(',')}]}`);
 }
 
