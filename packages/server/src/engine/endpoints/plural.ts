@@ -47,6 +47,8 @@ async function onListing(
   reply: ResponseHead,
   method: ListMethod,
 ): Promise<Answer> {
+  // The query's parsing and the page's first chunk in the owner's turn (loop-turns.ts).
+  await request.turn();
   const { def, settings } = model;
   const context = model.context(request);
   const parent = parentRefFromParams(def, request.params);
