@@ -332,6 +332,11 @@ export class ResourceModel {
   // --- Events ------------------------------------------------------------------------------
 
   /** Records an event of this resource in the request's unit of work, its objects as presented. */
+  /** Whether anyone listens to `action` on this resource (emit does nothing otherwise). */
+  wantsEvents(action: Action): boolean {
+    return this.#services.events.wants(action, this.def.name);
+  }
+
   emit(
     context: RequestContext,
     parentId: string,
