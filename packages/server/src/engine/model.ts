@@ -29,6 +29,7 @@ import {
 } from './definition.js';
 import { denied } from './denied.js';
 import { writeOptions } from './object-responses.js';
+import type { Turn } from './loop-turns.js';
 import { aclOf, ensureParents, FOR_UPDATE, scopeOf } from './objects.js';
 import { ObjectSizes, readPage } from './page-reader.js';
 import { effectiveLimit, encodeToken, keysetOf } from './pagination.js';
@@ -188,6 +189,7 @@ export class ResourceModel {
     query: ListQuery,
     filters: Filter[],
     method: 'GET' | 'DELETE',
+    turn: Turn,
   ): Promise<Page<ListedJson>> {
     if (method === 'DELETE' && query.token && !(await session.nonces.consume(query.token.nonce))) {
       throw invalidParameter('querystring', null, '_token was already used or has expired.');
@@ -202,6 +204,7 @@ export class ResourceModel {
         options: { filters, sorting, includeDeleted: method === 'GET' && query.includeDeleted },
         after: query.token?.lastObject,
         keyOf: (item) => keysetOf(listedObject(item, sorting), sorting),
+        turn,
       },
       this.#sizes,
       `${scope.resourceName} ${scope.parentId}`,
@@ -329,6 +332,11 @@ export class ResourceModel {
   // --- Events ------------------------------------------------------------------------------
 
   /** Records an event of this resource in the request's unit of work, its objects as presented. */
+  /** Whether anyone listens to `action` on this resource (emit does nothing otherwise). */
+  wantsEvents(action: Action): boolean {
+    return this.#services.events.wants(action, this.def.name);
+  }
+
   emit(
     context: RequestContext,
     parentId: string,

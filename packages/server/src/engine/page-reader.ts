@@ -3,13 +3,14 @@
  * pays for a whole page at once: each statement reads about `CHUNK_BYTES` of objects (sized by
  * what the objects of that list weighed last time, a few objects when that is not known yet),
  * continuing after the last object of the previous chunk (keyset, as the next page would), and
- * the reader yields to the event loop between chunks. A page ends after `limit` objects or at
- * the object that would take its JSON past `max_page_bytes` (one object at least): Next-Page
- * continues from there, as after any page. Whether another page follows is known from one
- * object more, as before.
+ * each chunk waits for its owner's turn of the event loop (loop-turns.ts). A page ends after
+ * `limit` objects or at the object that would take its JSON past `max_page_bytes` (one object at
+ * least): Next-Page continues from there, as after any page. Whether another page follows is
+ * known from one object more, as before.
  */
 import { performance } from 'node:perf_hooks';
 import type { ListedJson, ListOptions } from '../storage/types.js';
+import { TURN_MS, type Turn } from './loop-turns.js';
 
 /** About this much JSON per statement: what one chunk holds in memory, and its share of the event loop. */
 const CHUNK_BYTES = 1024 * 1024;
@@ -17,8 +18,6 @@ const CHUNK_BYTES = 1024 * 1024;
 const FIRST_CHUNK = 10;
 /** Lists whose object size is remembered (the least recently read forgotten first). */
 const REMEMBERED_LISTS = 1000;
-/** Work between two yields to the event loop. */
-const SLICE_MS = 5;
 
 /** What the objects of each list weighed when last read (JSON bytes per object), for the size of the next chunks. */
 export class ObjectSizes {
@@ -45,6 +44,8 @@ export interface PageRequest {
   after: Record<string, unknown> | undefined;
   /** The sort fields' values of an object (the keyset of the next chunk). */
   keyOf(item: ListedJson): Record<string, unknown>;
+  /** Awaited before each chunk: the request owner's turn of the event loop. */
+  turn: Turn;
 }
 
 export interface ReadPage {
@@ -64,8 +65,8 @@ export async function readPage(
   let bytes = 0;
   let after = page.after;
   let perObject = sizes.get(list);
-  let lastYield = performance.now();
   for (;;) {
+    await page.turn();
     // One more than the page holds: whether another page follows.
     const wanted = page.limit + 1 - items.length;
     const chunk = Math.min(
@@ -91,30 +92,21 @@ export async function readPage(
     }
     if (rows.length < chunk) return { items, more: false };
     after = page.keyOf(rows[rows.length - 1]!);
-    if (performance.now() - lastYield > SLICE_MS) {
-      await yieldToEventLoop();
-      lastYield = performance.now();
-    }
   }
 }
 
-/** Lets the event loop serve others (an in-process store answers without ever leaving the microtask queue). */
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /**
- * `fn` over `items`, yielding to the event loop every few milliseconds: work per object
- * (parsing, presenting, projecting, serialising a page) in slices rather than in one block.
+ * `fn` over `items`, asking `turn` every few milliseconds: work per object (parsing, presenting,
+ * projecting, serialising a page) in slices rather than in one block, each in its owner's turn.
  */
-export async function mapInSlices<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
+export async function mapInSlices<T, R>(items: readonly T[], fn: (item: T) => R, turn: Turn): Promise<R[]> {
   const results: R[] = [];
-  let lastYield = performance.now();
+  let sliceStart = performance.now();
   for (let index = 0; index < items.length; index++) {
     results.push(fn(items[index]!));
-    if ((index & 15) === 15 && performance.now() - lastYield > SLICE_MS) {
-      await yieldToEventLoop();
-      lastYield = performance.now();
+    if ((index & 15) === 15 && performance.now() - sliceStart > TURN_MS) {
+      await turn();
+      sliceStart = performance.now();
     }
   }
   return results;

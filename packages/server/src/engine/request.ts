@@ -8,7 +8,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Identity } from '../auth/policy.js';
 import type { Settings } from '../config.js';
+import { sessionOwner } from '../http/session-budget.js';
 import type { UnitOfWork } from '../unit-of-work.js';
+import { type Turn, turnOf } from './loop-turns.js';
 import type { RequestQuery } from './request-input.js';
 
 /** A route's parameters: `bucket_id`, `collection_id`… (`<resource>_id`), decoded. */
@@ -71,6 +73,7 @@ export class EngineRequest {
   readonly log: FastifyBaseLogger;
   readonly ip: string;
   #origin: string | (() => string);
+  #turn: Turn | null = null;
 
   constructor(init: EngineRequestInit) {
     this.method = init.method;
@@ -97,6 +100,12 @@ export class EngineRequest {
   get origin(): string {
     if (typeof this.#origin === 'function') this.#origin = this.#origin();
     return this.#origin;
+  }
+
+  /** What each slice of the request's work on the event loop awaits: its owner's turn (loop-turns.ts). */
+  get turn(): Turn {
+    this.#turn ??= turnOf(sessionOwner(this.identity.userId, this.ip));
+    return this.#turn;
   }
 
   /**

@@ -9,7 +9,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Settings } from '../config.js';
 import { ApiError, ERRNO } from '../errors.js';
+import { TURN_MS, type Turn, turnOf } from '../engine/loop-turns.js';
 import { registerMethods } from '../engine/routes.js';
 import { headersTooLarge } from '../http/client-errors.js';
 import { sessionOwner } from '../http/session-budget.js';
@@ -53,7 +55,8 @@ export function registerBatch(app: FastifyInstance): void {
       const requests = parseBatch(request.body, limits);
       const readOnly = requests.every(onlyReads);
       const answer = new BatchAnswer(reply, readOnly, settings.batch_max_response_bytes);
-      const deadline = new BatchDeadline(reply, settings.batch_timeout_seconds, settings.retry_after_seconds);
+      const owner = sessionOwner(request.identity?.userId, request.ip);
+      const deadline = new BatchDeadline(reply, settings, turnOf(owner));
       try {
         // One unit of work for the whole batch: one transaction (plain reads for a batch that
         // only reads: nothing held while its answer streams), and one request for events
@@ -61,7 +64,6 @@ export function registerBatch(app: FastifyInstance): void {
         // batch commits, to the others after.
         // Its statements are cancelled when the batch must stop (deadline.signal) and share the
         // pool as the caller's.
-        const owner = sessionOwner(request.identity?.userId, request.ip);
         const work = new UnitOfWork(storage, events, true, () => ({ signal: deadline.signal, owner }));
         await work.run(readOnly ? 'read' : 'write', async () => {
           for (const sub of requests) {
@@ -107,8 +109,6 @@ function requestLineAndHeadersBytes(sub: SubRequest, headers: Record<string, str
  * would be held for nothing) or it ran past `batch_timeout_seconds`. Checked before each
  * sub-request and before commit; throwing rolls the transaction back.
  */
-const YIELD_EVERY_MS = 5;
-
 class BatchDeadline {
   readonly #expiresAt: number;
   readonly #seconds: number;
@@ -116,6 +116,7 @@ class BatchDeadline {
   readonly #reply: FastifyReply;
   #clientGone = false;
   #lastYield = performance.now();
+  readonly #turn: Turn;
   /** Aborted when the batch must stop: the store cancels its statements in flight. */
   readonly #stopping = new AbortController();
   readonly #timer: NodeJS.Timeout;
@@ -125,10 +126,12 @@ class BatchDeadline {
     this.#stopping.abort(new Error('the client went away'));
   };
 
-  constructor(reply: FastifyReply, seconds: number, retryAfter: number) {
+  constructor(reply: FastifyReply, settings: Settings, turn: Turn) {
+    const seconds = settings.batch_timeout_seconds;
     this.#reply = reply;
     this.#seconds = seconds;
-    this.#retryAfter = retryAfter;
+    this.#retryAfter = settings.retry_after_seconds;
+    this.#turn = turn;
     this.#expiresAt = performance.now() + seconds * 1000;
     reply.raw.on('close', this.#onClose);
     this.#timer = setTimeout(() => this.#stopping.abort(new Error('batch_timeout_seconds')), seconds * 1000);
@@ -160,12 +163,13 @@ class BatchDeadline {
 
   /**
    * Throws when the batch must stop. An in-process store answers without ever leaving the
-   * microtask queue, so the batch first lets the event loop poll I/O now and then: that is how
-   * a closed connection is noticed, and how other requests keep being served meanwhile.
+   * microtask queue, so the batch first waits for its owner's next turn of the event loop now
+   * and then (engine/loop-turns.ts): that is how a closed connection is noticed, and how other
+   * requests keep being served meanwhile.
    */
   async check(): Promise<void> {
-    if (performance.now() - this.#lastYield > YIELD_EVERY_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    if (performance.now() - this.#lastYield > TURN_MS) {
+      await this.#turn();
       this.#lastYield = performance.now();
     }
     const stopped = this.stopped();

@@ -3,6 +3,7 @@
  * creation), DELETE (a page deleted). Each puts the protocol's steps in order on the resource
  * model: authorisation, then the parents' existence, then the preconditions (§6).
  */
+import type { ImpactedObject } from '../../events/types.js';
 import type { Filter, ListedJson, Scope, StoredObject, StorageSession, Tombstone } from '../../storage/types.js';
 import { parseWriteBody, suppliedTimestamp, userFields, validateId } from '../body.js';
 import {
@@ -47,6 +48,8 @@ async function onListing(
   reply: ResponseHead,
   method: ListMethod,
 ): Promise<Answer> {
+  // The query's parsing and the page's first chunk in the owner's turn (loop-turns.ts).
+  await request.turn();
   const { def, settings } = model;
   const context = model.context(request);
   const parent = parentRefFromParams(def, request.params);
@@ -84,11 +87,12 @@ async function onListing(
     // A partial replica's poll (unmatched.ts): every change since, those outside its subset as stubs.
     const unmatched = method === 'GET' ? unmatchedListing(settings.partial_replicas_enabled, query, requested) : null;
     const filters: Filter[] = [...(unmatched?.listFilters ?? requested), ...visible];
-    const page = await model.listPage(session, scope, query, filters, method === 'DELETE' ? 'DELETE' : 'GET');
+    const listMethod = method === 'DELETE' ? 'DELETE' : 'GET';
+    const page = await model.listPage(session, scope, query, filters, listMethod, request.turn);
     if (page.next) setNextPage(request, reply, query, page);
     if (unmatched) page.items = await markUnmatched(session, scope, unmatched, visible, page.items);
     if (method === 'DELETE') {
-      const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject);
+      const items = await mapInSlices(page.items, (item) => JSON.parse(item.json) as StoredObject, request.turn);
       return deletePage(model, sessionContext, parent, items, query, reply, timestamp);
     }
     return pageText(model, context, query, scope.parentId, timestamp, page.items);
@@ -97,7 +101,9 @@ async function onListing(
 
 /**
  * A GET's page as JSON: the stored text as it is when the objects are shown as stored; else
- * each object parsed, presented, projected (`_fields`) and written, a slice at a time.
+ * each object parsed, presented, projected (`_fields`) and written in one pass, a slice at a
+ * time. Only read events keep the parsed objects: otherwise each is garbage at once, young,
+ * which the collector frees cheaply (less garbage survives into the old generation).
  */
 async function pageText(
   model: ResourceModel,
@@ -108,19 +114,19 @@ async function pageText(
   items: ListedJson[],
 ): Promise<JsonText> {
   if (model.answersStoredText(query)) return new JsonText(`{"data":[${items.map((item) => item.json).join(',')}]}`);
-  const objects = await mapInSlices(items, (item) => JSON.parse(item.json) as StoredObject | Tombstone);
-  model.emit(
-    context,
-    parentId,
-    'read',
-    timestamp,
-    objects.map((object) => ({ new: object })),
-  );
+  const read: ImpactedObject[] | null = model.wantsEvents('read') ? [] : null;
   const project = query.fields ? compileProjection(query.fields) : null;
-  const texts = await mapInSlices(objects, (object) => {
-    const shown = model.present(object);
-    return JSON.stringify(project ? project(shown) : shown);
-  });
+  const texts = await mapInSlices(
+    items,
+    (item) => {
+      const object = JSON.parse(item.json) as StoredObject | Tombstone;
+      read?.push({ new: object });
+      const shown = model.present(object);
+      return JSON.stringify(project ? project(shown) : shown);
+    },
+    context.request.turn,
+  );
+  if (read) model.emit(context, parentId, 'read', timestamp, read);
   return new JsonText(`{"data":[${texts.join(',')}]}`);
 }
 
