@@ -11,61 +11,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useCli } from './helpers/cli.js';
-import { type PrivatePostgres, startPrivatePostgres } from './helpers/private-postgres.js';
+import { callApi, type Change, useReplication } from './helpers/replication.js';
 
 const start = useCli();
 const alice = { Authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}` };
 const RECORDS = 'buckets/shared/collections/tasks/records';
 
-interface Change {
-  id: string;
-  last_modified: number;
-  deleted?: boolean;
-}
-
-async function call(base: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...alice, 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    etag: Number((response.headers.get('etag') ?? '0').replaceAll('"', '')),
-    body: (text ? JSON.parse(text) : {}) as { data: Change & Change[] },
-  };
-}
-
-let primary: PrivatePostgres | undefined;
-let standby: PrivatePostgres | undefined;
-let reason: string | undefined;
+const call = (base: string, method: string, path: string, body?: unknown) => callApi(base, alice, method, path, body);
 
 describe('readers on a hot standby (PostgreSQL streaming replication)', { timeout: 120_000 }, () => {
-  beforeAll(async () => {
-    const started = await startPrivatePostgres('replica-processes.test.ts');
-    if (typeof started === 'string') {
-      reason = started;
-      return;
-    }
-    primary = started;
-    const replica = await primary.standby();
-    if (typeof replica === 'string') reason = replica;
-    else standby = replica;
-  }, 120_000);
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
-  });
+  const cluster = useReplication('replica-processes.test.ts');
 
   it('a write on the primary reaches the reader; its polls never get an ETag ahead of their data', async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     const env = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
     const writer = await start(['start'], {
       ...env,
-      QUIRE_STORAGE_URL: primary!.url(),
+      QUIRE_STORAGE_URL: cluster.primary.url(),
       QUIRE_STORAGE_AUTO_MIGRATE: 'true',
     }).listening;
     expect((await call(writer, 'PUT', 'buckets/shared')).status).toBe(201);
@@ -75,7 +39,7 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     const preload = fileURLToPath(new URL('./helpers/statement-log.mjs', import.meta.url));
     const reader = await start(['start'], {
       ...env,
-      QUIRE_STORAGE_URL: standby!.url(),
+      QUIRE_STORAGE_URL: cluster.standby.url(),
       QUIRE_READONLY: 'true',
       QUIRE_TEST_STATEMENT_LOG: log,
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`,

@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { useCli } from './helpers/cli.js';
-import { type PrivatePostgres, startPrivatePostgres } from './helpers/private-postgres.js';
+import { callApi, type Change, useReplication } from './helpers/replication.js';
 import { type EventStreamReader, openEventStream } from './helpers/sse.js';
 
 const start = useCli('file');
@@ -29,24 +29,8 @@ const MONITOR = 'buckets/monitor/collections/changes/records';
 const COLLECTIONS = ['c0', 'c1'];
 const records = (collection: string) => `buckets/shared/collections/${collection}/records`;
 
-interface Change {
-  id: string;
-  last_modified: number;
-}
-
-async function call(base: string, method: string, path: string, body?: unknown, auth = alice) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...auth, 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    etag: Number((response.headers.get('etag') ?? '0').replaceAll('"', '')),
-    body: (text ? JSON.parse(text) : {}) as { data: Change & Change[] },
-  };
-}
+const call = (base: string, method: string, path: string, body?: unknown, auth = alice) =>
+  callApi(base, auth, method, path, body);
 
 /** Every event of a stream, kept as it comes (read in the background). */
 function collect(stream: EventStreamReader) {
@@ -73,45 +57,27 @@ function collect(stream: EventStreamReader) {
   };
 }
 
-let primary: PrivatePostgres | undefined;
-let standby: PrivatePostgres | undefined;
-let reason: string | undefined;
-
 describe('readers on a hot standby: change streams, lag, conformance', { timeout: 180_000 }, () => {
+  const cluster = useReplication('replica-readers.test.ts');
   let writer = '';
   let readers: string[] = [];
   beforeAll(async () => {
-    const started = await startPrivatePostgres('replica-readers.test.ts');
-    if (typeof started === 'string') {
-      reason = started;
-      return;
-    }
-    primary = started;
-    const replica = await primary.standby();
-    if (typeof replica === 'string') reason = replica;
-    else {
-      standby = replica;
-      ({ writer, readers } = await deployment(2));
-    }
+    if (!cluster.reason) ({ writer, readers } = await deployment(2));
   }, 180_000);
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
-  });
 
   /** A writer on the primary and `count` readers on the standby, shared by the tests. */
   async function deployment(count: number): Promise<{ writer: string; readers: string[] }> {
     const env = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
     const reader = {
       ...env,
-      QUIRE_STORAGE_URL: standby!.url(),
+      QUIRE_STORAGE_URL: cluster.standby.url(),
       QUIRE_READONLY: 'true',
       QUIRE_STORAGE_REPLICA_MAX_LAG_SECONDS: '1',
       QUIRE_METRICS_ENABLED: 'true',
     };
     const writer = await start(['start'], {
       ...env,
-      QUIRE_STORAGE_URL: primary!.url(),
+      QUIRE_STORAGE_URL: cluster.primary.url(),
       QUIRE_STORAGE_AUTO_MIGRATE: 'true',
     }).listening;
     const readers = await Promise.all(Array.from({ length: count }, () => start(['start'], reader).listening));
@@ -122,7 +88,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
   }
 
   it('a write on the primary reaches a stream on a reader within a second at idle', async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     const stream = await openEventStream(`${readers[0]}${MONITOR}`, alice);
     try {
       await stream.next(); // a collection as it is
@@ -144,7 +110,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
   });
 
   it('a group granted and a bucket deleted on the primary reach a stream on a reader', async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     const bob = { Authorization: `Basic ${Buffer.from('bob:secret').toString('base64')}` };
     const bobId = ((await (await fetch(writer, { headers: bob })).json()) as { user: { id: string } }).user.id;
     const team = 'buckets/team';
@@ -179,7 +145,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
 
   const racing = 'racing writers on the primary; polls and streams through two readers miss nothing, repeat nothing';
   it(racing, async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     // What the streams' first events show (the collections as they are) is left out below.
     const before = (await call(writer, 'GET', MONITOR)).etag;
     const streams = await Promise.all(readers.map((reader) => openEventStream(`${reader}${MONITOR}`, alice)));
@@ -262,7 +228,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
   const conformance =
     'the conformance suite (--read-only) passes against a reader, over data seeded through the writer';
   it(conformance, async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     for (const bucket of ['seed-a', 'seed-b']) {
       // Alice's: the suite's random users must own and see no bucket.
       await call(writer, 'PUT', `buckets/${bucket}`);
@@ -307,7 +273,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
   }, 180_000);
 
   it('a reader whose standby stops replaying fails its heartbeat, and heals when replay resumes', async (context) => {
-    if (reason) return context.skip(reason);
+    if (cluster.reason) return context.skip(cluster.reason);
     const reader = readers[1]!;
     const heartbeat = async () => (await fetch(`${reader}__heartbeat__`)).status;
     const lag = async () => {
@@ -327,7 +293,7 @@ describe('readers on a hot standby: change streams, lag, conformance', { timeout
     expect(await heartbeat()).toBe(200);
     expect(await lag()).toBeLessThan(1);
 
-    const admin = new pg.Client({ connectionString: standby!.url() });
+    const admin = new pg.Client({ connectionString: cluster.standby.url() });
     admin.on('error', () => {});
     await admin.connect();
     try {

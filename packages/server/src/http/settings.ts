@@ -10,6 +10,17 @@ import { DateText, List, Nullable, type SettingSchemas, type SettingValues } fro
 /** `/buckets/<bid>` or `/buckets/<bid>/collections/<cid>`. */
 const PARENT_URI = '^/buckets/[^/]+(/collections/[^/]+)?$';
 
+/** A map of bucket or collection URIs to whole seconds (the per-parent record lifetimes). */
+function SecondsByParent(description: string) {
+  return Type.Record(Type.String({ pattern: PARENT_URI }), Type.Integer({ minimum: 0 }), {
+    default: {},
+    additionalProperties: false,
+    invalid: () =>
+      'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
+    description,
+  });
+}
+
 export const HTTP_SETTINGS = {
   max_body_bytes: Type.Integer({
     default: 10 * 1024 * 1024,
@@ -104,18 +115,9 @@ export const HTTP_SETTINGS = {
     description:
       'The same for records; a collection’s own `cache_expires` attribute (seconds) wins over every setting.',
   }),
-  record_cache_expires_seconds_by_parent: Type.Record(
-    Type.String({ pattern: PARENT_URI }),
-    Type.Integer({ minimum: 0 }),
-    {
-      default: {},
-      additionalProperties: false,
-      invalid: () =>
-        'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
-      description:
-        'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` ' +
-        '(Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
-    },
+  record_cache_expires_seconds_by_parent: SecondsByParent(
+    'Per bucket or collection, for its records: `{"/buckets/b": 30, "/buckets/b/collections/c": 3600}` ' +
+      '(Kinto’s `<bid>.<cid>.record_cache_expires_seconds`); the collection’s entry wins over its bucket’s.',
   ),
   record_cache_maximum_expires_seconds: Nullable(Type.Integer({ minimum: 0 }), {
     default: null,
@@ -125,18 +127,9 @@ export const HTTP_SETTINGS = {
       'a newer URL, so a CDN may keep it long. Unset: the usual lifetime. A listing older than the timestamp ' +
       'asked (a lagging reader) is never cacheable.',
   }),
-  record_cache_maximum_expires_seconds_by_parent: Type.Record(
-    Type.String({ pattern: PARENT_URI }),
-    Type.Integer({ minimum: 0 }),
-    {
-      default: {},
-      additionalProperties: false,
-      invalid: () =>
-        'expected a JSON object of bucket or collection URIs to whole seconds, e.g. {"/buckets/b/collections/c": 3600}',
-      description:
-        'The same per bucket or collection (kinto-changes’ `monitor.changes.record_cache_maximum_expires_seconds` ' +
-        'is `{"/buckets/monitor/collections/changes": 3600}`); the collection’s entry wins over its bucket’s.',
-    },
+  record_cache_maximum_expires_seconds_by_parent: SecondsByParent(
+    'The same per bucket or collection (kinto-changes’ `monitor.changes.record_cache_maximum_expires_seconds` ' +
+      'is `{"/buckets/monitor/collections/changes": 3600}`); the collection’s entry wins over its bucket’s.',
   ),
   trailing_slash_redirect_enabled: Type.Boolean({
     default: true,
