@@ -77,6 +77,11 @@ export class PendingWrites {
     }
   }
 
+  /** Whether any row waits for its timestamp (stamped at commit). */
+  anyLate(): boolean {
+    return this.#late.size > 0;
+  }
+
   /** Whether rows of the scope wait for their timestamps (stamped at commit). */
   hasLate(parentId: string, resourceName: string): boolean {
     for (const row of this.#rows.values())
@@ -136,7 +141,9 @@ export class PendingWrites {
       const scopeKey = key(row.parentId, row.resourceName);
       byScope.set(scopeKey, [...(byScope.get(scopeKey) ?? []), row]);
     }
-    return [...byScope.values()].map((scopeRows) => {
+    // In key order: two transactions stamping the same scopes at commit lock them in one order.
+    const ordered = [...byScope.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return ordered.map(([, scopeRows]) => {
       const { parentId, resourceName } = scopeRows[0]!;
       const count = this.#lateCounts.get(key(parentId, resourceName))!;
       const writes = scopeRows.map((row) => this.#late.get(key(row.parentId, row.resourceName, row.id))!);
