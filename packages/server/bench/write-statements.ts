@@ -6,6 +6,9 @@
  *
  * Every statement the pg driver sends is recorded (its first 100 characters), and every socket
  * write to PostgreSQL (a round trip starts with one: statements corked together leave in one).
+ * Then the CPU each costs, sent one after the other through `inject` (ROUNDS=400 POSTs, a tenth
+ * as many batches): this process's, and its PostgreSQL backends' (from /proc, Linux), which
+ * other work on the machine does not blur as the throughput bench's all-backends figure is.
  */
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -94,8 +97,8 @@ try {
     const [cpu, pgMs, ms] = [process.cpuUsage(cpu0), (await backendMs()) - pg0, performance.now() - t0];
     const per = (value: number) => (value / count).toFixed(3);
     console.log(
-      `${name}: ${per(ms)} ms each, CPU ${per((cpu.user + cpu.system) / 1000)} ms server + ${per(pgMs)} ms PostgreSQL ` +
-        `(${pids.length} backends, ${count} sequential)`,
+      `${name}: ${per(ms)} ms each, CPU ${per((cpu.user + cpu.system) / 1000)} ms server + ` +
+        `${per(pgMs)} ms PostgreSQL (${pids.length} backends, ${count} sequential)`,
     );
   };
   await measure('POST one', () => send('POST', WRITES_PATH, { data: { title: 'x', n: 1 } }));
