@@ -35,16 +35,23 @@ class EventCollector {
   readonly events: ResourceEvent[] = [];
   readonly #byKey = new Map<string, ResourceEvent>();
   /** Timestamps to read once the change is stamped: before delivery. */
-  readonly #stamps: Array<() => void> = [];
+  #stamps: Array<{ payload: EventPayload; stamp: () => void }> = [];
 
   stampLater(payload: EventPayload, timestamp: () => number): void {
-    this.#stamps.push(() => (payload.timestamp = timestamp()));
+    this.#stamps.push({ payload, stamp: () => (payload.timestamp = timestamp()) });
   }
 
-  /** The events, with every timestamp known (call once they are stamped). */
-  stamped(): ResourceEvent[] {
-    for (const stamp of this.#stamps.splice(0)) stamp();
-    return this.events;
+  /**
+   * The events (those `only` keeps), with their timestamps read: call once they are stamped.
+   * Those of changes stamped at commit are read after it, the others may be before.
+   */
+  stamped(only?: (event: ResourceEvent) => boolean): ResourceEvent[] {
+    const events = only ? this.events.filter(only) : this.events;
+    const payloads = new Set(events.map((event) => event.payload));
+    const [now, later] = [this.#stamps.filter((s) => payloads.has(s.payload)), this.#stamps];
+    this.#stamps = only ? later.filter((s) => !payloads.has(s.payload)) : [];
+    for (const { stamp } of now) stamp();
+    return events;
   }
 
   add(event: ResourceEvent): void {
@@ -92,6 +99,8 @@ export class UnitOfWork {
   readonly #bus: EventBus;
   readonly #budget: (() => SessionOptions) | undefined;
   #open: OpenSession | null = null;
+  /** A batch's sub-request answered once the batch has committed: its writes may be stamped then. */
+  #answeredAfterCommit = false;
 
   /**
    * @param batch true for the unit a batch opens for its sub-requests: a request that runs in
@@ -136,14 +145,35 @@ export class UnitOfWork {
    * then. It is stamped at once inside a larger unit (a batch: later sub-requests read it),
    * when listeners run in the transaction (they read it before commit), and when the writer
    * answers with copies of what it stored (`answersCopies`: the copies would miss the stamp).
+   * A batch's sub-request whose answer is written once the batch has committed
+   * (`answeringAfterCommit`) is stamped at commit too: what a later sub-request reads of it, the
+   * store stamps first (then the scope stays locked until commit, as before).
    */
   write<T>(
     resourceName: string,
     answersCopies: boolean,
     fn: (session: StorageSession, stampAtCommit: boolean) => Promise<T>,
   ): Promise<T> {
-    const stampAtCommit = this.#open === null && !this.#bus.runsInTransaction(resourceName) && !answersCopies;
+    const stampAtCommit =
+      (this.#open === null || this.#answeredAfterCommit) &&
+      !this.#bus.runsInTransaction(resourceName) &&
+      !answersCopies;
     return this.run('write', (session) => fn(session, stampAtCommit));
+  }
+
+  /**
+   * Runs a batch's sub-request whose answer is written only once the batch has committed (its
+   * timestamps then known: batch-direct.ts), so that its writes may be stamped at commit (not
+   * those with listeners in the transaction, see `write`).
+   */
+  async answeringAfterCommit<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.batch) return fn();
+    this.#answeredAfterCommit = true;
+    try {
+      return await fn();
+    } finally {
+      this.#answeredAfterCommit = false;
+    }
   }
 
   /** `fn` on the open session, or on plain reads: for reads that emit nothing (authentication). */
@@ -162,8 +192,9 @@ export class UnitOfWork {
       try {
         const value = await fn(session);
         // Only changes stamped at once are delivered here (stampAtCommit is for requests without such listeners).
-        if (open.events?.events.some((event) => bus.runsInTransaction(event.payload.resource_name)))
-          await bus.deliverInTransaction(open.events.stamped(), session);
+        const inTransaction = (event: ResourceEvent) => bus.runsInTransaction(event.payload.resource_name);
+        if (open.events?.events.some(inTransaction))
+          await bus.deliverInTransaction(open.events.stamped(inTransaction), session);
         return value;
       } finally {
         this.#open = null;

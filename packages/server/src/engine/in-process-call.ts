@@ -31,6 +31,21 @@ export class CollectedHead implements ResponseHead {
     this.headers.set(name.toLowerCase(), value);
     return this;
   }
+
+  readonly #later: Array<() => void> = [];
+
+  later(settle: () => void): void {
+    this.#later.push(settle);
+  }
+
+  /** Whether some of it waits for a timestamp given at commit (`settle` once committed). */
+  get unsettled(): boolean {
+    return this.#later.length > 0;
+  }
+
+  settle(): void {
+    for (const settle of this.#later.splice(0)) settle();
+  }
 }
 
 /** On whose behalf an endpoint runs, and where its answer's URLs point. */

@@ -13,11 +13,23 @@ import type { EngineHeaders } from './request.js';
 export interface ResponseHead {
   code(status: number): unknown;
   header(name: string, value: string): unknown;
+  /** Work to do once the change is stamped, before the answer is written (a batch's entries). */
+  later?(settle: () => void): void;
 }
 
 export function setTimestampHeaders(reply: ResponseHead, timestamp: number): void {
   reply.header('ETag', `"${timestamp}"`);
   reply.header('Last-Modified', new Date(timestamp).toUTCString());
+}
+
+/**
+ * The timestamp headers of what a write stored. A batch's write stamped at commit has no
+ * timestamp yet: its headers are set again once it has one (their place in the head kept).
+ */
+export function setStoredTimestampHeaders(reply: ResponseHead, stored: { last_modified: number }): void {
+  setTimestampHeaders(reply, stored.last_modified);
+  if (Number.isNaN(stored.last_modified) && reply.later)
+    reply.later(() => setTimestampHeaders(reply, stored.last_modified));
 }
 
 /** §5.2: a supplied timestamp counts on creation, or on update when newer than the current one. */

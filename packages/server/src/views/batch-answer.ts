@@ -20,6 +20,13 @@ import { entryJson, entryParts, type SubResponse } from './batch-entry.js';
 /** What a read-only batch holds before it starts streaming. */
 const STREAM_AFTER_BYTES = 1024 * 1024;
 
+/**
+ * What an entry stamped at commit may grow by once stamped, counted against the budget before:
+ * `null` and `"NaN"` become 13 digits, `Invalid Date` a date (about 40 bytes; a body may hold its
+ * timestamp more than once).
+ */
+const UNSTAMPED_SLACK = 128;
+
 const OPENING = '{"responses":[';
 const CLOSING = ']}';
 
@@ -27,7 +34,8 @@ export class BatchAnswer {
   readonly #reply: FastifyReply;
   readonly #streams: boolean;
   readonly #maxBytes: number;
-  #held: string[] = [];
+  /** Entries as JSON text, or whole when they wait for their timestamps (`settle`). */
+  #held: Array<string | SubResponse> = [];
   #bytes = 0;
   #stream: PassThrough | null = null;
 
@@ -55,8 +63,8 @@ export class BatchAnswer {
       return this.#write(tail);
     }
     const text = entryJson(entry);
-    this.#bytes += text.length + 1;
-    this.#held.push(text);
+    this.#bytes += text.length + 1 + (entry.settle ? UNSTAMPED_SLACK : 0);
+    this.#held.push(entry.settle ? entry : text);
     if (!this.#streams) {
       if (this.#bytes > this.#maxBytes) throw answerTooLarge(this.#maxBytes);
       return;
@@ -65,7 +73,7 @@ export class BatchAnswer {
       const stream = new PassThrough();
       this.#stream = stream;
       this.#reply.type('application/json; charset=utf-8').send(stream);
-      const held = this.#held;
+      const held = this.#held as string[]; // a batch that only reads stamps nothing
       this.#held = [];
       await this.#write(`${OPENING}${held.join(',')}`);
     }
@@ -78,7 +86,12 @@ export class BatchAnswer {
       return null;
     }
     this.#reply.type('application/json; charset=utf-8');
-    return `${OPENING}${this.#held.join(',')}${CLOSING}`;
+    const texts = this.#held.map((held) => {
+      if (typeof held === 'string') return held;
+      held.settle?.();
+      return entryJson(held);
+    });
+    return `${OPENING}${texts.join(',')}${CLOSING}`;
   }
 
   /** After the stream started: the batch failed, the answer is cut short (the client sees an error). */

@@ -115,7 +115,8 @@ async function runEndpoint(call: SubCall, route: DirectRoute, head: CollectedHea
     origin: () => baseUrl(settings, batch),
   };
   const engineCall = { method: sub.method, path: call.path, query: call.query, headers, body: sub.body };
-  if (route.kind !== 'personal') return runRoute(app, route, caller, engineCall, head);
+  // Its entry is written once the batch has committed: its writes may be stamped at commit.
+  if (route.kind !== 'personal') return work.answeringAfterCommit(() => runRoute(app, route, caller, engineCall, head));
   // `/buckets/default/…`: its own input limits first (the router's hook reads them before the
   // view), then the view's checks and implicit creations, then the engine on the real path.
   readInput(call.path, call.query, settings);
@@ -163,13 +164,21 @@ function entryOf(call: SubCall, head: CollectedHead, body: unknown): SubResponse
   if (body !== null) head.header('Content-Type', 'application/json; charset=utf-8');
   for (const [name, value] of responseHeaders(settings, method, call.headers.origin)) head.header(name, value);
   if (body !== null) head.header('Content-Length', String(Buffer.byteLength(text)));
-  head.header('Date', new Date().toUTCString());
+  if (!head.headers.has('date')) head.header('Date', new Date().toUTCString());
   head.header('Connection', 'keep-alive');
-  return {
+  const entry: SubResponse = {
     status: head.status,
     path: entryPath(call.path),
     headers: canonicalHeaders(Object.fromEntries(head.headers)),
     // A HEAD's answer has no body, whatever it would have said (as an answer from the network).
     bodyText: body === null || method === 'HEAD' ? '""' : text,
   };
+  // Stamped at commit: written again then, with its timestamps (the body holds the stored object).
+  if (head.unsettled) {
+    entry.settle = () => {
+      head.settle();
+      Object.assign(entry, entryOf(call, head, body), { settle: undefined });
+    };
+  }
+  return entry;
 }

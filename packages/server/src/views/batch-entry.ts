@@ -22,6 +22,8 @@ export interface SubResponse {
   headers: Record<string, string>;
   /** The body as written into the batch's answer: JSON text, `""` for none. */
   bodyText: string;
+  /** Set when its write is stamped at commit: makes it whole once the batch has committed. */
+  settle?: (() => void) | undefined;
 }
 
 /** An entry of the batch's answer, as JSON.stringify would write it. */

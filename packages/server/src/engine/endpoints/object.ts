@@ -16,6 +16,7 @@ import {
   patchResponseData,
   patchType,
   responseBehavior,
+  setStoredTimestampHeaders,
   setTimestampHeaders,
   type ResponseHead,
 } from '../object-responses.js';
@@ -79,8 +80,8 @@ export async function putObject(model: ResourceModel, request: EngineRequest, re
     );
     return { stored, permissions, created: existing === null };
   });
-  // Once committed: a change stamped at commit has its timestamp only now.
-  setTimestampHeaders(reply, answer.stored.last_modified);
+  // Once committed: a change stamped at commit has its timestamp only now (a batch's: later).
+  setStoredTimestampHeaders(reply, answer.stored);
   reply.code(answer.created ? 201 : 200);
   return { data: model.present(answer.stored), permissions: answer.permissions };
 }
@@ -102,7 +103,9 @@ export async function patchObject(model: ResourceModel, request: EngineRequest, 
     maxDepth: settings.max_json_depth,
     maxKeys: settings.max_json_keys,
   };
-  const answer = await request.work.write(def.name, model.answersCopies, async (session, stampAtCommit) => {
+  // Its answer is a copy of what it stored (patchResponseData), made in a batch before commit.
+  const copies = model.answersCopies || request.work.isOpen;
+  const answer = await request.work.write(def.name, copies, async (session, stampAtCommit) => {
     const accessContext = { ...context, session, sentData };
     await model.requireObject(accessContext, ref, 'write');
     const existing = await model.getForUpdate(session, ref);
@@ -142,6 +145,6 @@ export async function deleteObject(model: ResourceModel, request: EngineRequest,
     checkObjectPreconditions(preconditions, existing, model.present(existing), { method: 'DELETE' });
     return model.delete(accessContext, ref, existing, suppliedValue, stampAtCommit);
   });
-  setTimestampHeaders(reply, tombstone.last_modified);
+  setStoredTimestampHeaders(reply, tombstone);
   return { data: tombstone };
 }

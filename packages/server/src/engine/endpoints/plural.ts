@@ -14,7 +14,7 @@ import {
   type WriteContext,
 } from '../definition.js';
 import { givenAcl, type Page, type ResourceModel } from '../model.js';
-import { setTimestampHeaders, type ResponseHead } from '../object-responses.js';
+import { setStoredTimestampHeaders, setTimestampHeaders, type ResponseHead } from '../object-responses.js';
 import { ensureParents, parentRefFromParams } from '../objects.js';
 import { nextPageUrl } from '../pagination.js';
 import { checkListPreconditions, checkObjectPreconditions, parsePreconditions } from '../preconditions.js';
@@ -207,7 +207,7 @@ export async function createObject(model: ResourceModel, request: EngineRequest,
   });
   if (answer.created) {
     // Once committed: a change stamped at commit has its timestamp only now.
-    setTimestampHeaders(reply, answer.stored.last_modified);
+    setStoredTimestampHeaders(reply, answer.stored);
     reply.code(201);
   }
   return { data: model.present(answer.stored), permissions: answer.permissions };

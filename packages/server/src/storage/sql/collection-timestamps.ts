@@ -22,6 +22,7 @@ export async function readScopeTimestamps(
   parentIds: string[],
 ): Promise<Map<string, number>> {
   if (parentIds.length === 0) return new Map();
+  if (s.pending.anyLate()) await s.sendPendingWrites(); // their scopes move when they are stamped
   const rows = await s.query<{ parent_id: string; last_modified: number }>(
     'SELECT parent_id, last_modified FROM timestamps WHERE resource_name = $1 AND parent_id = ANY($2::text[])',
     [resourceName, parentIds],
@@ -33,6 +34,7 @@ export async function readCollectionTimestamps(
   s: SqlSessionState,
   query: CollectionTimestampsQuery,
 ): Promise<CollectionTimestamp[]> {
+  if (s.pending.anyLate()) await s.sendPendingWrites(); // their scopes move when they are stamped
   if (query.since !== undefined || query.atMost !== undefined) return walkTimestamps(s, query);
   // ACLs this transaction set are read by `heldBy`: sent first, as `permissions.containersOf` does.
   if (query.heldBy) await s.sendPendingAcls();

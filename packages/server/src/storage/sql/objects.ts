@@ -114,7 +114,7 @@ export class SqlObjects implements ObjectStore {
 
   async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
     const s = this.#s;
-    const known = s.known(scope, id);
+    const known = await this.#known(scope, id);
     if (known) return known.row && !known.row.deleted ? toLiveObject(structuredClone(known.row)) : null;
     if (options?.forUpdate === true && s.mode === 'write') {
       const row = await this.#lockObject(scope, id);
@@ -144,7 +144,7 @@ export class SqlObjects implements ObjectStore {
       // Known free (read locked, or a new id): queued. Else one statement checks that the id is
       // free, bumps the scope timestamp (locking it) and stores the object (replacing a
       // tombstone); nothing comes back when the id is taken.
-      const known = this.#s.known(scope, id);
+      const known = await this.#known(scope, id);
       if (known?.row && !known.row.deleted)
         throw new UnicityError(`${scope.resourceName} ${id} already exists`, toLiveObject(structuredClone(known.row)));
       if (known || options?.newId)
@@ -348,6 +348,16 @@ export class SqlObjects implements ObjectStore {
       id,
     ]);
     return this.#find(scope, id, true);
+  }
+
+  /**
+   * What this transaction knows of the object (`SqlSessionState.known`), its timestamp given:
+   * a write stamped at commit (a batch's) is sent first when something reads it back.
+   */
+  async #known(scope: Scope, id: string): Promise<{ row: ObjectRow | null } | undefined> {
+    const known = this.#s.known(scope, id);
+    if (known?.row && Number.isNaN(known.row.last_modified)) await this.#s.sendPendingWrites();
+    return known;
   }
 
   async #find(scope: Scope, id: string, forUpdate = false): Promise<ObjectRow | undefined> {

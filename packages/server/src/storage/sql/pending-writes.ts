@@ -18,6 +18,18 @@ import type { DeferredStatement } from './drivers/types.js';
 /** The database clock in integer milliseconds. */
 export const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
 
+/** Late rows of one scope (#lateStatements): those with fresh ids inserted, the others upserted. */
+const INSERT_FRESH = `, inserted AS (
+    INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+    SELECT $1, $2, id, stamp.first + position, data::jsonb, deleted FROM stamp, input WHERE fresh
+  )`;
+const UPSERT = `, upserted AS (
+    INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
+    SELECT $1, $2, id, stamp.first + position, data::jsonb, deleted FROM stamp, input WHERE NOT fresh
+    ON CONFLICT (parent_id, resource_name, id)
+    DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = EXCLUDED.deleted
+  )`;
+
 export interface PendingRow {
   parentId: string;
   resourceName: string;
@@ -75,6 +87,11 @@ export class PendingWrites {
     } else {
       this.#late.delete(rowKey);
     }
+  }
+
+  /** Whether any row waits for its timestamp (stamped at commit). */
+  anyLate(): boolean {
+    return this.#late.size > 0;
   }
 
   /** Whether rows of the scope wait for their timestamps (stamped at commit). */
@@ -136,12 +153,17 @@ export class PendingWrites {
       const scopeKey = key(row.parentId, row.resourceName);
       byScope.set(scopeKey, [...(byScope.get(scopeKey) ?? []), row]);
     }
-    return [...byScope.values()].map((scopeRows) => {
+    // In key order: two transactions stamping the same scopes at commit lock them in one order.
+    const ordered = [...byScope.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return ordered.map(([, scopeRows]) => {
       const { parentId, resourceName } = scopeRows[0]!;
       const count = this.#lateCounts.get(key(parentId, resourceName))!;
       const writes = scopeRows.map((row) => this.#late.get(key(row.parentId, row.resourceName, row.id))!);
       // A row is stored at the rank of its last write; every write's object gets its own rank.
       const positions = writes.map((rowWrites) => rowWrites.at(-1)!.position);
+      // Only the INSERTs that have rows: each fires the objects' statement triggers (counts), rows or not.
+      const fresh = scopeRows.some((row) => row.fresh);
+      const replacing = scopeRows.some((row) => !row.fresh);
       return {
         text: `WITH stamp AS (
                  INSERT INTO timestamps AS t (parent_id, resource_name, last_modified)
@@ -153,17 +175,9 @@ export class PendingWrites {
                input AS (
                  SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[], $7::boolean[], $8::bigint[])
                    AS input(id, data, deleted, fresh, position)
-               ),
-               inserted AS (
-                 INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
-                 SELECT $1, $2, id, stamp.first + position, data::jsonb, deleted FROM stamp, input WHERE fresh
-               ),
-               upserted AS (
-                 INSERT INTO objects (parent_id, resource_name, id, last_modified, data, deleted)
-                 SELECT $1, $2, id, stamp.first + position, data::jsonb, deleted FROM stamp, input WHERE NOT fresh
-                 ON CONFLICT (parent_id, resource_name, id)
-                 DO UPDATE SET last_modified = EXCLUDED.last_modified, data = EXCLUDED.data, deleted = EXCLUDED.deleted
                )
+               ${fresh ? INSERT_FRESH : ''}
+               ${replacing ? UPSERT : ''}
                SELECT first FROM stamp`,
         params: [
           parentId,
