@@ -93,12 +93,13 @@ if (reason !== undefined) {
     });
   });
 
-  describe('postgresql shared read cache, across processes', () => {
+  // Hang guards: two processes' transactions and notifications on a loaded 2-core CI take seconds.
+  describe('postgresql shared read cache, across processes', { timeout: 30_000 }, () => {
     const bucket = { resourceName: 'bucket', parentId: '' };
 
-    /** Polls `read` until it gives `expected` (the other process's notification arrived), at most 5 s. */
+    /** Polls `read` until it gives `expected` (the other process's notification arrived), at most 15 s. */
     async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
-      const deadline = performance.now() + 5_000;
+      const deadline = performance.now() + 15_000;
       for (;;) {
         const value = await read();
         if (performance.now() > deadline || JSON.stringify(value) === JSON.stringify(expected))
