@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useCli } from './helpers/cli.js';
 import { callApi, type Change, useReplication } from './helpers/replication.js';
@@ -18,6 +19,7 @@ import { callApi, type Change, useReplication } from './helpers/replication.js';
 const start = useCli();
 const alice = { Authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}` };
 const RECORDS = 'buckets/shared/collections/tasks/records';
+const STATEMENT_LOG = fileURLToPath(new URL('./helpers/statement-log.mjs', import.meta.url));
 
 const call = (base: string, method: string, path: string, body?: unknown) => callApi(base, alice, method, path, body);
 
@@ -36,13 +38,12 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     expect((await call(writer, 'PUT', 'buckets/shared/collections/tasks')).status).toBe(201);
     const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
     writeFileSync(log, '');
-    const preload = fileURLToPath(new URL('./helpers/statement-log.mjs', import.meta.url));
     const reader = await start(['start'], {
       ...env,
       QUIRE_STORAGE_URL: cluster.standby.url(),
       QUIRE_READONLY: 'true',
       QUIRE_TEST_STATEMENT_LOG: log,
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${STATEMENT_LOG}`,
     }).listening;
     expect((await call(reader, 'PUT', 'buckets/other')).status).toBe(405);
     const reads = ['', '__heartbeat__', 'buckets/shared', 'buckets/monitor/collections/changes/records', 'permissions'];
@@ -137,5 +138,52 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     }
     console.log(`${writes.length} writes on the primary, ${polls.length} _since polls through the reader`);
     expect(problems).toEqual([]);
+  });
+
+  it("a reader filters by the declared indexes its primary's writer built", async (context) => {
+    if (cluster.reason) return context.skip(cluster.reason);
+    const env = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
+    const writer = await start(['start'], {
+      ...env,
+      QUIRE_STORAGE_URL: cluster.primary.url(),
+      QUIRE_STORAGE_AUTO_MIGRATE: 'true',
+    }).listening;
+    const tasks = 'buckets/indexed/collections/tasks';
+    expect((await call(writer, 'PUT', 'buckets/indexed')).status).toBeLessThan(300);
+    expect((await call(writer, 'PUT', tasks, { data: { indexes: ['n'] } })).status).toBeLessThan(300);
+    for (let n = 0; n < 5; n++)
+      expect((await call(writer, 'PUT', `${tasks}/records/r${n}`, { data: { n } })).status).toBe(201);
+    const primary = new pg.Client({ connectionString: cluster.primary.url() });
+    await primary.connect();
+    try {
+      const built = "SELECT count(*)::int AS n FROM pg_indexes WHERE indexname LIKE 'quire\\_field\\_%'";
+      for (let since = Date.now(); (await primary.query(built)).rows[0].n === 0; await sleep(50))
+        expect(Date.now() - since).toBeLessThan(20_000);
+    } finally {
+      await primary.end();
+    }
+
+    const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
+    writeFileSync(log, '');
+    const reader = await start(['start'], {
+      ...env,
+      QUIRE_STORAGE_URL: cluster.standby.url(),
+      QUIRE_READONLY: 'true',
+      QUIRE_TEST_STATEMENT_LOG: log,
+      QUIRE_TEST_STATEMENT_LOG_WIDTH: '4000',
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${STATEMENT_LOG}`,
+    }).listening;
+    // The index's own expression (queries.ts `field`), which only a field known to be indexed gets.
+    const byIndex = () => readFileSync(log, 'utf8').includes("data #> '{n}'::text[]");
+    const since = Date.now();
+    for (;;) {
+      const page = await call(reader, 'GET', `${tasks}/records?gt_n=2&_sort=n`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.map((record) => record.id)).toEqual(['r3', 'r4']);
+      if (byIndex()) break;
+      expect(Date.now() - since, 'the reader never wrote the index expression').toBeLessThan(15_000);
+      await sleep(100);
+    }
+    console.log(`a reader used the declared index ${Date.now() - since} ms after it started`);
   });
 });

@@ -104,6 +104,11 @@ export interface IndexKeeperOptions {
   warn?: (message: string, error: unknown) => void;
   /** Between passes when nothing asks for one (default a minute). */
   intervalMs?: number;
+  /**
+   * Only learn which indexes exist, never build or drop one: a reader on a hot standby, whose
+   * indexes are its primary's, replicated (the writer's keeper builds them).
+   */
+  observeOnly?: boolean;
 }
 
 /**
@@ -115,6 +120,7 @@ export class IndexKeeper {
   readonly #max: number;
   readonly #warn: (message: string, error: unknown) => void;
   readonly #intervalMs: number;
+  readonly #observeOnly: boolean;
   /** Fields whose index exists and is usable. */
   #indexed: ReadonlySet<string> = new Set();
   #running: Promise<void> | null = null;
@@ -122,8 +128,12 @@ export class IndexKeeper {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
-  constructor(store: IndexStore, { max, warn = () => {}, intervalMs = 60_000 }: IndexKeeperOptions) {
+  constructor(
+    store: IndexStore,
+    { max, warn = () => {}, intervalMs = 60_000, observeOnly = false }: IndexKeeperOptions,
+  ) {
     this.#store = store;
+    this.#observeOnly = observeOnly;
     this.#max = max;
     this.#warn = warn;
     this.#intervalMs = intervalMs;
@@ -169,6 +179,7 @@ export class IndexKeeper {
       const names = new Map(wanted.map((field) => [indexName(field), field]));
       let existing = await this.#store.existing();
       this.#indexed = new Set(wanted.filter((field) => existing.has(indexName(field))));
+      if (this.#observeOnly) return;
       for (const name of existing) {
         if (this.#closed) return;
         if (!names.has(name)) await this.#store.drop(name);

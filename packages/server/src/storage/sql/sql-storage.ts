@@ -34,6 +34,8 @@ const RETRYABLE_STATES = new Set(['40001', '40P01']); // serialization failure, 
 const MAX_TRANSACTION_ATTEMPTS = 4;
 /** Up to 20, 40, 60 ms, jittered so that deadlocked peers do not collide again. */
 const RETRY_BACKOFF = { firstMs: 20, maxMs: 60, linear: true, jitter: true };
+/** How often a reader on a standby looks at which declared indexes its primary has built. */
+const READER_INDEX_PASS_MS = 10_000;
 
 export interface SqlStorageOptions {
   /** The embedded store's stand-in for autovacuum (maintenance.ts); PostgreSQL has its own. */
@@ -94,6 +96,9 @@ export class SqlStorage implements Storage {
     this.#maintenance = maintenance;
     this.#indexes = new IndexKeeper(sqlIndexStore(driver, { concurrent: concurrentIndexBuilds }), {
       max: maxDeclaredIndexes,
+      // A reader uses the indexes its primary's writer builds; it learns of them sooner than a
+      // writer's keeper is asked, since nothing tells it when a build ends.
+      ...(replica ? { observeOnly: true, intervalMs: READER_INDEX_PASS_MS } : {}),
       warn: (message, error) => console.warn(`quire: ${message}:`, error),
     });
     // Several processes may share the database: the cache waits for the channel that tells
@@ -164,8 +169,14 @@ export class SqlStorage implements Storage {
       maxStalenessMs,
       run: (text, params) => driver.query(text, params),
       watchIntervalMs,
-      ...(replica ? { containersChanged: () => this.#cache.invalidate([{ kind: 'all' }]) } : {}),
+      ...(replica ? { containersChanged: () => this.#containersChanged() } : {}),
     });
+  }
+
+  /** On a standby, a bucket, collection or group moved: the cache forgets, the indexes are looked at again. */
+  #containersChanged(): void {
+    this.#cache.invalidate([{ kind: 'all' }]);
+    void this.#indexes.update();
   }
 
   /**
@@ -378,7 +389,7 @@ export async function createPostgresStorage({
     ...(replicaMaxLagMs === undefined ? {} : { replicaMaxLagMs }),
   });
   storage.migrationsApplied = applied;
-  if (keepIndexes && !replica) storage.startIndexing();
+  if (keepIndexes) storage.startIndexing(); // on a standby: only learns which indexes exist
   return storage;
 }
 
