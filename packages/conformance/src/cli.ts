@@ -32,6 +32,13 @@ Options:
                            (bucket_read_principals): runs the "globally granted principal"
                            checks (also QUIRE_CONFORMANCE_BUCKET_READER).
   --read-only              Run only the checks that write nothing (creates no bucket).
+  --writer <url>           The target is a reader (e.g. a readonly process on a replica): send
+                           the writes to this writer of the same deployment instead, and wait
+                           for each to show on the target before reading.
+  --replica-wait <seconds> How long a write may take to show on the target (default 10).
+  --replica-settle <ms>    How long the target's permissions and groups may lag a write it
+                           shows (a reader's cache; Quire: storage_poll_cache_max_staleness_ms,
+                           200 on a standby): waited after such a write (default 0).
   --expectations <name|file>
                            Known deviations of the target: a JSON file, or the name of one
                            shipped with the suite (${shippedExpectations().join(', ') || 'none'}).
@@ -81,6 +88,9 @@ function parseCommandLine() {
         'accounts-admin': { type: 'string' },
         'bucket-reader': { type: 'string' },
         'read-only': { type: 'boolean' },
+        writer: { type: 'string' },
+        'replica-wait': { type: 'string' },
+        'replica-settle': { type: 'string' },
         expectations: { type: 'string' },
         report: { type: 'string', multiple: true },
         output: { type: 'string' },
@@ -121,6 +131,24 @@ function parseLimits(values: ReturnType<typeof parseCommandLine>['values']) {
       fail('--backoff must be a whole number of seconds');
   }
   return { maxBodyBytes, quotas, backoffSeconds };
+}
+
+/** The options of a reader as target (`--writer`), checked. */
+function parseReplicaOptions(values: ReturnType<typeof parseCommandLine>['values']) {
+  const number = (name: 'replica-wait' | 'replica-settle') => {
+    const value = values[name];
+    if (value === undefined) return undefined;
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed < 0) fail(`--${name} must be a non-negative number`);
+    return parsed;
+  };
+  const replicaWaitSeconds = number('replica-wait');
+  const replicaSettleMs = number('replica-settle');
+  return {
+    ...(values.writer ? { writerUrl: values.writer } : {}),
+    ...(replicaWaitSeconds !== undefined ? { replicaWaitSeconds } : {}),
+    ...(replicaSettleMs !== undefined ? { replicaSettleMs } : {}),
+  };
 }
 
 /** The console's end of a run: the table, run errors, what the expectations listed, the verdict. */
@@ -185,6 +213,7 @@ async function main(): Promise<number> {
       ...(accountsAdmin ? { accountsAdmin } : {}),
       ...(bucketReader ? { bucketReader } : {}),
       readOnly: Boolean(values['read-only']),
+      ...parseReplicaOptions(values),
       ...(values.expectations ? { expectations: values.expectations } : {}),
       reports: reports as ReportFormat[],
       ...(values.output ? { outputDir: values.output } : {}),

@@ -51,6 +51,15 @@ export interface RunOptions {
   /** Only the checks that write nothing. */
   readOnly?: boolean;
   /**
+   * The target is a reader: writes go to this URL (a writer of the same deployment), reads to
+   * the target, each write waited for on the target (harness/replica.ts).
+   */
+  writerUrl?: string;
+  /** How long a write is waited for on the target (default 10 s). */
+  replicaWaitSeconds?: number;
+  /** How long a reader's permissions and groups may lag a write it shows (ms, default 0). */
+  replicaSettleMs?: number;
+  /**
    * Expectations (known deviations): a parsed object, the path of a file, or the name of a file
    * shipped in the package's `expectations/` folder (`kinto-26.3`).
    */
@@ -238,6 +247,9 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
 
   if (options.allowFlush && options.readOnly)
     throw new Error('--allow-flush wipes the deployment; it cannot be combined with --read-only');
+  if (options.writerUrl && options.readOnly)
+    throw new Error('--writer sends the writes somewhere; it cannot be combined with --read-only');
+  const writer = options.writerUrl ? normaliseBaseUrl(options.writerUrl) : undefined;
   const server = await readServer(base);
   const { root: _root, ...serverSummary } = server;
   out.write(
@@ -245,9 +257,10 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
       `HTTP API ${server.http_api_version ?? '?'}\n`,
   );
   out.write(`Capabilities: ${server.capabilities.join(', ') || '(none)'}\n`);
+  if (writer) out.write(`Writes go to ${writer}, and are waited for on the target\n`);
 
   const users: Credentials[] = options.users ?? [];
-  const identities = await chooseIdentities(base, server.capabilities, options);
+  const identities = await chooseIdentities(writer ?? base, server.capabilities, options);
   out.write(`Identities: ${IDENTITIES[identities](users.length)}${options.readOnly ? '; read-only mode' : ''}\n`);
 
   const workDir = mkdtempSync(join(tmpdir(), 'quire-conformance-'));
@@ -257,6 +270,9 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     base,
     journal,
     users,
+    writerUrl: writer,
+    replicaWaitSeconds: options.replicaWaitSeconds,
+    replicaSettleMs: options.replicaSettleMs,
     createAccounts: identities === 'created-accounts',
   });
 
@@ -277,7 +293,7 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     reporter.runErrors.push(`the run failed: ${(error as Error).message}`);
   } finally {
     await vitest?.close().catch(() => undefined);
-    leftovers = await cleanupJournal(base, journal);
+    leftovers = await cleanupJournal(writer ?? base, journal);
     rmSync(workDir, { recursive: true, force: true });
     restoreEnv();
   }
@@ -289,6 +305,7 @@ export async function runConformance(options: RunOptions): Promise<RunResult> {
     mode: {
       readOnly: Boolean(options.readOnly),
       identities,
+      ...(writer ? { writer } : {}),
       ...(expectations ? { expectationsFile: expectations.file } : {}),
     },
     leftoverBucketsDeleted: leftovers,

@@ -17,6 +17,9 @@ const ENV_KEYS = [
   'QUIRE_CONFORMANCE_BACKOFF',
   'QUIRE_CONFORMANCE_ALLOW_FLUSH',
   'QUIRE_CONFORMANCE_QUOTAS',
+  'QUIRE_CONFORMANCE_WRITER_URL',
+  'QUIRE_CONFORMANCE_REPLICA_WAIT',
+  'QUIRE_CONFORMANCE_REPLICA_SETTLE_MS',
 ] as const;
 
 interface Identity {
@@ -37,6 +40,9 @@ export interface SuiteEnv {
   backoffSeconds?: number | undefined;
   quotas?: string | undefined;
   allowFlush?: boolean | undefined;
+  writerUrl?: string | undefined;
+  replicaWaitSeconds?: number | undefined;
+  replicaSettleMs?: number | undefined;
 }
 
 /** Sets or clears a variable (a run must not inherit the previous one's). */
@@ -44,6 +50,8 @@ function put(key: (typeof ENV_KEYS)[number], value: string | undefined): void {
   if (value === undefined) delete process.env[key];
   else process.env[key] = value;
 }
+
+const numberText = (value: number | undefined) => (value === undefined ? undefined : String(value));
 
 /** Sets the suites' variables; answers the function that restores them. */
 export function setSuiteEnv(env: SuiteEnv): () => void {
@@ -58,8 +66,11 @@ export function setSuiteEnv(env: SuiteEnv): () => void {
   if (env.bucketReader) put('QUIRE_CONFORMANCE_BUCKET_READER', credentials(env.bucketReader));
   put('QUIRE_CONFORMANCE_READ_ONLY', env.readOnly ? '1' : undefined);
   if (env.maxBodyBytes) put('QUIRE_CONFORMANCE_MAX_BODY_BYTES', String(env.maxBodyBytes));
-  put('QUIRE_CONFORMANCE_BACKOFF', env.backoffSeconds === undefined ? undefined : String(env.backoffSeconds));
+  put('QUIRE_CONFORMANCE_BACKOFF', numberText(env.backoffSeconds));
   put('QUIRE_CONFORMANCE_QUOTAS', env.quotas);
+  put('QUIRE_CONFORMANCE_WRITER_URL', env.writerUrl);
+  put('QUIRE_CONFORMANCE_REPLICA_WAIT', numberText(env.replicaWaitSeconds));
+  put('QUIRE_CONFORMANCE_REPLICA_SETTLE_MS', numberText(env.replicaSettleMs));
   // Only ever on request: a flush wipes the deployment.
   put('QUIRE_CONFORMANCE_ALLOW_FLUSH', env.allowFlush ? '1' : undefined);
   return () => {

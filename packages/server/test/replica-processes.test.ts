@@ -106,6 +106,41 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     const revoked = await until(403);
     console.log(`through the reader: a grant seen after ${granted} ms, its revocation after ${revoked} ms`);
 
+    // The same through a group: joining, leaving (PATCH of its members) and its deletion.
+    const group = 'buckets/shared/groups/team';
+    expect((await grant(['/buckets/shared/groups/team'])).status).toBe(200);
+    const member = async (members: string[]) =>
+      expect((await call(writer, 'PUT', group, { data: { members } })).status).toBeLessThan(300);
+    await member([bobId]);
+    const joined = await until(200);
+    await member([]);
+    const left = await until(403);
+    await member([bobId]);
+    await until(200);
+    expect((await call(writer, 'DELETE', group)).status).toBe(200);
+    const deleted = await until(403);
+    console.log(
+      `through the reader: joining a group seen after ${joined} ms, leaving ${left} ms, its deletion ${deleted} ms`,
+    );
+
+    // A new bucket whose collection a group of it may read, the group created after bob was refused.
+    expect((await call(writer, 'PUT', 'buckets/fresh')).status).toBe(201);
+    const freshReads = async () =>
+      (await fetch(`${reader}buckets/fresh/collections/c/records`, { headers: bob })).status;
+    expect(
+      (await call(writer, 'PUT', 'buckets/fresh/collections/c', { permissions: { read: ['/buckets/fresh/groups/g'] } }))
+        .status,
+    ).toBe(201);
+    for (let since = Date.now(); (await freshReads()) !== 403; await sleep(5))
+      expect(Date.now() - since).toBeLessThan(5_000);
+    expect((await call(writer, 'PUT', 'buckets/fresh/groups/g', { data: { members: [bobId] } })).status).toBe(201);
+    const since = Date.now();
+    while ((await freshReads()) !== 200) {
+      expect(Date.now() - since, 'a new group never reached the reader').toBeLessThan(5_000);
+      await sleep(5);
+    }
+    console.log(`through the reader: a new group seen after ${Date.now() - since} ms`);
+
     const writes: Array<{ id: string; ts: number }> = [];
     let done = false;
     const writing = (async () => {

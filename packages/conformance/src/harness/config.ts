@@ -58,3 +58,24 @@ export function baseUrl(): string {
 export function serverRoot(): string {
   return baseUrl().replace(/\/v1$/, '');
 }
+
+/**
+ * Where writes go when the target is a reader (`--writer`: `QUIRE_CONFORMANCE_WRITER_URL`),
+ * normalised like the base URL; undefined when the target takes its own writes.
+ */
+export function writerBaseUrl(): string | undefined {
+  const raw = process.env.QUIRE_CONFORMANCE_WRITER_URL;
+  return raw ? normaliseBaseUrl(raw) : undefined;
+}
+
+/** How long a write sent to the writer is waited for on the target (`--replica-wait`, default 10 s). */
+export function replicaWaitMs(): number {
+  const seconds = Number(process.env.QUIRE_CONFORMANCE_REPLICA_WAIT ?? 10);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 10_000;
+}
+
+/** How long a reader's permissions and groups may lag a write it shows (`--replica-settle`, ms, default 0). */
+export function replicaSettleMs(): number {
+  const ms = Number(process.env.QUIRE_CONFORMANCE_REPLICA_SETTLE_MS ?? 0);
+  return Number.isFinite(ms) && ms >= 0 ? ms : 0;
+}

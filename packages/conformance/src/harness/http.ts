@@ -10,8 +10,9 @@
  */
 import { beforeEach } from 'vitest';
 import type { BatchBody, BatchResponse, ObjectBody } from './bodies.js';
-import { baseUrl } from './config.js';
+import { baseUrl, writerBaseUrl } from './config.js';
 import { prepareIdentities } from './identities.js';
+import { type AnsweredWrite, awaitReplica, PERSONAL, timestampOf } from './replica.js';
 import { SkipSignal } from './skip.js';
 import { track } from './tracking.js';
 
@@ -205,6 +206,35 @@ function trackAfter(
   }
 }
 
+/** The writes a request made, each with its answer (a batch's sub-requests, or the request). */
+function answeredWrites(
+  ops: SubRequest[],
+  answer: { method: string; path: string; status: number; json: unknown; headers: Headers },
+  authorization: string | null,
+): AnsweredWrite[] {
+  const etag = timestampOf(answer.headers.get('etag'));
+  const [op] = ops;
+  if (pathOf(answer.path) !== '/batch' || answer.method !== 'POST')
+    return op ? [{ ...op, status: answer.status, body: answer.json, etag, authorization, sent: op.body }] : [];
+  const responses = (answer.json as ReceivedBody)?.responses;
+  return (Array.isArray(responses) ? responses : []).flatMap((r, i) => {
+    const sub = ops[i];
+    if (!sub || typeof r?.status !== 'number') return [];
+    const headers = (r.headers ?? {}) as Record<string, string>;
+    return [
+      {
+        method: sub.method,
+        path: sub.path,
+        status: r.status,
+        body: r.body,
+        etag: timestampOf(headers.ETag ?? headers.etag),
+        authorization: sub.headers?.Authorization ?? sub.headers?.authorization ?? authorization,
+        sent: sub.body,
+      },
+    ];
+  });
+}
+
 /** All a request needs of an identity: its ready-made `Authorization` header value. */
 export interface Identity {
   authorization: string;
@@ -288,7 +318,11 @@ export async function request<Body = ObjectBody>(
   await prepareIdentities([authorization, ...ops.map((op) => op.headers?.Authorization ?? op.headers?.authorization)]);
   trackBefore(ops, authorization);
 
-  const target = url(path);
+  // Against a reader (`--writer`), writes go to the writer (except those meant to be refused),
+  // and so does the personal bucket, which even a GET may create.
+  const writes = !SAFE_METHODS.has(verb) || ops.some((op) => PERSONAL.test(op.path));
+  const writer = !writes || options.readonlyProbe ? undefined : writerBaseUrl();
+  const target = writer === undefined ? url(path) : url(path).replace(baseUrl(), writer);
   const exchange: RecordedExchange = {
     request: {
       method,
@@ -323,6 +357,10 @@ export async function request<Body = ObjectBody>(
     }
   }
   trackAfter(ops, verb, path, res.status, json, authorization);
+  if (writer !== undefined)
+    await awaitReplica(
+      answeredWrites(ops, { method: verb, path, status: res.status, json, headers: res.headers }, authorization),
+    );
   return { status: res.status, headers: res.headers, json: json as Body, text, url: res.url };
 }
 

@@ -14,7 +14,8 @@
  *
  * Kept free of http.ts (which imports it): it speaks to the server with plain fetch.
  */
-import { baseUrl } from './config.js';
+import { baseUrl, writerBaseUrl } from './config.js';
+import { awaitReplica } from './replica.js';
 import { SkipSignal } from './skip.js';
 import { trackAccount } from './tracking.js';
 
@@ -54,9 +55,10 @@ function basicauthOffered(): Promise<boolean> {
 async function createAccount(entry: Extract<Entry, { kind: 'account' }>): Promise<void> {
   // Journalled first: a worker killed during the PUT still leaves the CLI a line to delete.
   trackAccount(entry.name, entry.authorization);
+  const path = `/accounts/${encodeURIComponent(entry.name)}`;
   let res: Response;
   try {
-    res = await fetch(`${baseUrl()}/accounts/${encodeURIComponent(entry.name)}`, {
+    res = await fetch(`${writerBaseUrl() ?? baseUrl()}${path}`, {
       method: 'PUT',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ data: { password: entry.password } }),
@@ -70,6 +72,12 @@ async function createAccount(entry: Extract<Entry, { kind: 'account' }>): Promis
       `conformance: could not create the throwaway account ${entry.name}: PUT /accounts/${entry.name} answered ` +
         `${res.status} ${text.slice(0, 300)}`,
     );
+  }
+  if (writerBaseUrl()) {
+    const body = JSON.parse(text) as unknown;
+    await awaitReplica([
+      { method: 'PUT', path, status: res.status, body, etag: 0, authorization: entry.authorization },
+    ]);
   }
 }
 

@@ -59,7 +59,13 @@ export interface RunReport {
   server: ServerSummary;
   startedAt: string;
   durationMs: number;
-  mode: { readOnly: boolean; identities: 'basicauth' | 'given' | 'created-accounts'; expectationsFile?: string };
+  mode: {
+    readOnly: boolean;
+    identities: 'basicauth' | 'given' | 'created-accounts';
+    expectationsFile?: string;
+    /** Where writes went, when the target was a reader. */
+    writer?: string;
+  };
   summary: Record<Outcome, number> & { total: number; unexpected: number };
   sections: SectionSummary[];
   tests: TestOutcome[];
