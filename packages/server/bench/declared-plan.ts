@@ -8,6 +8,7 @@
  *
  *   cd packages/server && node --import tsx --conditions=@quire/source bench/declared-plan.ts \
  *     [--big 1000000] [--mid 100000] [--samples 3] [--backends postgresql,embedded] [--url postgresql://…] [--keep]
+ *     [--no-analyze]
  *
  * PostgreSQL: both collections declare `n` (the keeper builds its index on the empty table, as a
  * collection declared before its records are written), then the records are loaded in SQL (`n`
@@ -39,6 +40,8 @@ const { values } = parseArgs({
     backends: { type: 'string', default: 'postgresql,embedded' },
     url: { type: 'string', default: process.env.QUIRE_BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test' },
     keep: { type: 'boolean', default: false },
+    /** Only the state right after the load (PostgreSQL). */
+    'no-analyze': { type: 'boolean', default: false },
   },
 });
 const big = Number(values.big);
@@ -70,7 +73,7 @@ const UNINDEXED: Unindexed[] = [
     },
     bare: {
       postgresql: `AND data -> 'm' > to_jsonb($3::int) ORDER BY last_modified DESC LIMIT 101`,
-      sqlite: `AND data ->> '$.m' > ?3 ORDER BY last_modified DESC LIMIT 101`,
+      sqlite: `AND data ->> '$.m' > @value ORDER BY last_modified DESC LIMIT 101`,
     },
     params: (scope) => [scope.parentId, scope.resourceName, keepTen],
   },
@@ -90,6 +93,13 @@ const UNINDEXED: Unindexed[] = [
     params: (scope) => [scope.parentId, scope.resourceName],
   },
 ];
+
+/** The bare statement's parameters named for SQLite: scope, then the value compared. */
+const sqliteParams = ([parent, resource, value]: unknown[]) => ({
+  parent,
+  resource,
+  ...(value === undefined ? {} : { value }),
+});
 
 const median = (times: number[]) => [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
 
@@ -175,7 +185,8 @@ async function postgresql(): Promise<void> {
       );
     await client.query(`UPDATE timestamps SET last_modified = 1000 + $1::bigint WHERE resource_name = 'record'`, [big]);
     console.log(`  loaded ${big} + ${mid} records in ${((performance.now() - start) / 1000).toFixed(1)} s`);
-    for (const state of ['right after the bulk load (statistics of the empty table)', 'after ANALYZE']) {
+    const states = ['right after the bulk load (statistics of the empty table)', 'after ANALYZE'];
+    for (const state of values['no-analyze'] ? states.slice(0, 1) : states) {
       if (state === 'after ANALYZE') await client.query('ANALYZE objects');
       console.log(`\n ${state}:`);
       await declaredOnPostgresql(client, storage);
@@ -237,9 +248,10 @@ async function embedded(): Promise<void> {
     ] as const) {
       db.prepare(
         `INSERT INTO objects (parent_id, resource_name, id, last_modified, data)
-         WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ?2 - 1)
-         SELECT ?1, 'record', 'r' || i, 1000 + i, jsonb_object('n', (i * 7919) % ?2, 'm', (i * 104729) % ?2) FROM s`,
-      ).run(scope.parentId, size);
+         WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < @size - 1)
+         SELECT @parent, 'record', 'r' || i, 1000 + i, jsonb_object('n', (i * 7919) % @size, 'm', (i * 104729) % @size)
+         FROM s`,
+      ).run({ parent: scope.parentId, size });
       db.prepare(
         `INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES (?, 'record', ?)
          ON CONFLICT DO UPDATE SET last_modified = excluded.last_modified`,
@@ -260,9 +272,9 @@ async function embedded(): Promise<void> {
         db
           .prepare(
             `SELECT id, last_modified, json(data) AS data, deleted FROM objects
-               WHERE parent_id = ?1 AND resource_name = ?2 AND NOT deleted ${which.bare.sqlite}`,
+               WHERE parent_id = @parent AND resource_name = @resource AND NOT deleted ${which.bare.sqlite}`,
           )
-          .all(...which.params(BIG)),
+          .all(sqliteParams(which.params(BIG))),
       );
     } finally {
       await storage.close();
