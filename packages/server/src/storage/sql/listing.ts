@@ -38,6 +38,20 @@ export async function listRows(
   // order), then their order; else the planner walks the scope in the sort's order.
   const matchesFirst = fromNewest === null ? await selective(s, scope, options) : true;
   const from = `FROM ${tableOf(scope)} WHERE ${where}`;
+  if (typeof matchesFirst === 'string') {
+    // The matches of a selective declared field read in its index's order, at most PROBE (the
+    // probe counted fewer): only that index gives this order from its first entry, so the planner
+    // takes it whatever its statistics say (the whole table's: a small collection beside a big one).
+    const rows = await s.query<{ matched: number }>(
+      `WITH matched AS MATERIALIZED (
+         SELECT id, last_modified, data, deleted ${from} ORDER BY ${matchesFirst} LIMIT ${PROBE})
+       SELECT ${columns}, (SELECT count(*)::int FROM matched) AS matched FROM matched ORDER BY ${orderBy} ${limit}`,
+      query.params,
+      DYNAMIC,
+    );
+    // As many as PROBE: more were written since the probe; read them all, as below.
+    if ((rows[0]?.matched ?? 0) < PROBE) return rows;
+  }
   const text = matchesFirst
     ? `WITH matched AS MATERIALIZED (SELECT id, last_modified, data, deleted ${from})
        SELECT ${columns} FROM matched ORDER BY ${orderBy} ${limit}`
@@ -88,12 +102,15 @@ async function listFromNewest(
 
 /**
  * Whether a filter of the listing compares a declared field (../declared-indexes.ts) and keeps
- * few objects of the scope. The planner cannot tell: jsonb has no interpolation within a
- * histogram bucket, so it expects half a bucket (0.5% of the scope) at least, and for a page
- * sorted otherwise it walks the scope in that order (by timestamp), through all of it for a
- * filter that keeps 10 objects in a million. So the index is asked first (PROBE matches at most).
+ * few objects of the scope: that field's ordered key (its index's expression), else false. The
+ * planner cannot tell: jsonb has no interpolation within a histogram bucket, so it expects half a
+ * bucket (0.5% of the scope) at least, and for a page sorted otherwise it walks the scope in that
+ * order (by timestamp), through all of it for a filter that keeps 10 objects in a million. So the
+ * index is asked first (PROBE matches at most), in its own order: with a LIMIT, only the index
+ * gives that order from its first entry, so the probe reads it even where the statistics (the
+ * whole table's, dominated by a bigger collection) expect most of the scope to match.
  */
-async function selective(s: SqlSessionState, scope: Scope, { filters = [], sorting }: ListOptions): Promise<boolean> {
+async function selective(s: SqlSessionState, scope: Scope, { filters = [], sorting }: ListOptions) {
   const indexed = s.context.indexed();
   // A sort on a declared field uses its index anyway.
   if (indexed.size === 0 || tableOf(scope) !== 'objects' || indexed.has(sorting?.[0]?.field ?? '')) return false;
@@ -101,17 +118,18 @@ async function selective(s: SqlSessionState, scope: Scope, { filters = [], sorti
     if (!indexed.has(filter.field) || !INDEXED_OPERATORS.has(filter.operator)) continue;
     const probe = new QueryBuilder({ indexed });
     const condition = probe.filter(filter);
+    const ordered = probe.field(filter.field).ordered!;
     const [found] = await s.query<{ count: number }>(
       `SELECT count(*)::int AS count FROM (
          SELECT 1 FROM objects
          WHERE parent_id = ${probe.bind(scope.parentId)} AND resource_name = ${probe.bind(scope.resourceName)}
            AND ${condition}
-         LIMIT ${PROBE}
+         ORDER BY ${ordered} LIMIT ${PROBE}
        ) AS probe`,
       probe.params,
       DYNAMIC,
     );
-    if ((found?.count ?? PROBE) < PROBE) return true;
+    if ((found?.count ?? PROBE) < PROBE) return ordered;
   }
   return false;
 }

@@ -199,6 +199,10 @@ export function describePermissions(suite: Suite): void {
         [uri, { read: [user], write: [other] }],
         [`${uri}/groups/g`, { write: [user, group] }],
         [`${uri}/history/h`, { read: [user, group] }],
+        // Shapes of no listed kind beside listed ones (the page reads kinds off the URI itself).
+        [`${uri}/collections/c1/records`, { read: [user] }],
+        [`${uri}/groups`, { read: [user] }],
+        [`/accounts/${user}`, { write: [user] }],
         ...Array.from({ length: 9 }, (_, i): [string, Record<string, string[]>] => [
           `${uri}/collections/c${i}`,
           i % 3 === 0 ? { read: [user], write: [group] } : { [i % 2 ? 'read' : 'write']: [i % 3 === 1 ? user : group] },
@@ -229,7 +233,7 @@ export function describePermissions(suite: Suite): void {
       for (const direction of [1, -1] as const) {
         const sorting: Sort[] = [{ field: 'uri', direction }];
         const whole = await list(sorting);
-        expect(whole.length).toBe(1 + 2 + 9 + 4);
+        expect(whole.length).toBe(1 + 2 + 9 + 4 + 1);
         for (const size of [1, 2, 3, 7]) {
           const walked: PermissionEntry[] = [];
           for (let page = await list(sorting, size); ; page = await list(sorting, size, walked.at(-1))) {
