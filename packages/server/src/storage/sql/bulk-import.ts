@@ -77,7 +77,12 @@ export async function sqlBulkImport(
       await holdStore(c, runId, options);
       await c.exec(STAGING_TABLES);
       const { rebuild, allEmpty } = await dropIndexesOfEmptyTables(c);
-      const loader = new SqlBulkLoader(c, { replace: options.replace, direct: allEmpty && !options.replace, signal });
+      const loader = new SqlBulkLoader(c, {
+        replace: options.replace,
+        direct: allEmpty && !options.replace,
+        batchSize: options.batchSize,
+        signal,
+      });
       await fill(loader);
       await loader.staged();
       const replaced = await moveIntoPlace(c, loader, options, rebuild);
