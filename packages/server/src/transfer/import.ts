@@ -41,6 +41,8 @@ export interface ImportOptions {
    * same object replace an earlier one, rather than refusing the import.
    */
   replace: boolean;
+  /** PostgreSQL: memory for the index builds' sorts, in MB (`storage_import_sort_memory_mb`). */
+  sortMemoryMb?: number;
   /** Bounds on one line (default: from the API's default limits on a request body). */
   limits?: LineLimits;
   /** The attachments' folder pattern (`attachment_folder`): no index entry may name another collection's file. */
@@ -115,6 +117,7 @@ export async function importStore(storage: Storage, input: Readable, options: Im
       {
         replace: options.replace,
         batchSize: Math.max(1, options.batchSize),
+        ...(options.sortMemoryMb ? { sortMemoryMb: options.sortMemoryMb } : {}),
         run: { startedAt: Date.now(), pid: process.pid, host: hostname(), input: options.inputName ?? 'a stream' },
         ...(options.onUnfinished ? { onUnfinished: options.onUnfinished } : {}),
         ...(options.onPhase ? { onPhase: options.onPhase } : {}),
