@@ -31,10 +31,6 @@ export class CopyText {
     this.#at += this.#buffer.write(rows, this.#at);
   }
 
-  get empty(): boolean {
-    return this.#chunks.length === 0 && this.#at === 0;
-  }
-
   /** What was written, in order. */
   chunks(): Buffer[] {
     this.#seal();
