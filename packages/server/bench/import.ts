@@ -39,7 +39,7 @@ import { createPostgresStorage } from '../src/storage/sql/sql-storage.js';
 import { createSqliteStorage } from '../src/storage/sqlite/sqlite-storage.js';
 import type { Storage } from '../src/storage/types.js';
 import { importStore } from '../src/transfer/import.js';
-import { formatNumber, postgresProblem } from './support.js';
+import { cpuMs as cpuTime, formatNumber, postgresProblem } from './support.js';
 
 interface Shape {
   records: number;
@@ -182,7 +182,11 @@ function embeddedFloor(shape: Shape, path: string): number {
 }
 
 /** The import, timed, with the time of each of its steps (reading and staging, then the store's end). */
-async function timeImport(storage: Storage, dir: string): Promise<{ ms: number; objects: number; steps: string }> {
+async function timeImport(
+  storage: Storage,
+  dir: string,
+): Promise<{ ms: number; cpuMs: number; objects: number; steps: string }> {
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const steps: Array<[string, number]> = [['reading', started]];
   const { objects } = await importStore(storage, createReadStream(join(dir, 'export.ndjson')), {
@@ -192,23 +196,27 @@ async function timeImport(storage: Storage, dir: string): Promise<{ ms: number; 
     onPhase: (phase) => steps.push([phase, performance.now()]),
   });
   const ended = performance.now();
+  const cpuMs = cpuTime(process.cpuUsage(cpu));
   const times = steps.map(
     ([name, at], i) => `${name} ${formatNumber(((steps[i + 1]?.[1] ?? ended) - at) / 1000, 1)} s`,
   );
-  return { ms: ended - started, objects, steps: times.join(', ') };
+  return { ms: ended - started, cpuMs, objects, steps: times.join(', ') };
 }
 
 async function runBackend(backend: string, shape: Shape, dir: string, url: string): Promise<string> {
   const total = shape.records + shape.collections * shape.spread;
   let floorMs: number;
-  let result: { ms: number; objects: number; steps: string };
+  let floorCpuMs: number;
+  let result: { ms: number; cpuMs: number; objects: number; steps: string };
   if (backend === 'postgresql') {
     const schemas = [`quire_bench_import_${Date.now()}_a`, `quire_bench_import_${Date.now()}_b`];
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
       for (const schema of schemas) await admin.query(`CREATE SCHEMA ${schema}`);
+      const cpu = process.cpuUsage();
       floorMs = await postgresFloor(url, schemas[0]!, dir);
+      floorCpuMs = cpuTime(process.cpuUsage(cpu));
       const storage = await createPostgresStorage({ url, schema: schemas[1]!, autoMigrate: true, keepIndexes: false });
       try {
         result = await timeImport(storage, dir);
@@ -220,7 +228,9 @@ async function runBackend(backend: string, shape: Shape, dir: string, url: strin
       await admin.end();
     }
   } else {
+    const cpu = process.cpuUsage();
     floorMs = embeddedFloor(shape, join(dir, 'floor.sqlite'));
+    floorCpuMs = cpuTime(process.cpuUsage(cpu));
     const storage = await createSqliteStorage({ path: join(dir, 'import.sqlite'), keepIndexes: false });
     try {
       result = await timeImport(storage, dir);
@@ -230,6 +240,12 @@ async function runBackend(backend: string, shape: Shape, dir: string, url: strin
   }
   const seconds = (ms: number) => `${formatNumber(ms / 1000, 1)} s`;
   console.log(`${backend}: ${result.steps}`);
+  // This process's CPU: the embedded store's all (SQLite runs in it), PostgreSQL's client side only.
+  // Steadier than the times on a shared machine.
+  console.log(
+    `${backend}: CPU of this process: import ${seconds(result.cpuMs)}, floor ${seconds(floorCpuMs)}` +
+      (backend === 'embedded' ? ` (×${formatNumber(result.cpuMs / floorCpuMs, 2)})` : ''),
+  );
   const rate = formatNumber(total / (result.ms / 1000));
   const ratio = formatNumber(result.ms / floorMs, 2);
   return `| ${backend} | ${formatNumber(total)} | ${seconds(result.ms)} | ${rate} | ${seconds(floorMs)} | ×${ratio} |`;

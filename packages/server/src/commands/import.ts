@@ -56,6 +56,7 @@ export async function runImport(
       batchSize: options.batchSize,
       replace: options.replace,
       limits: importLimits(settings),
+      sortMemoryMb: settings.storage_import_sort_memory_mb,
       attachmentFolder: settings.attachment_folder,
       inputName: options.input ?? 'standard input',
       signal: controller.signal,

@@ -79,6 +79,10 @@ export interface ImportRun {
 export interface BulkImportOptions {
   /** Empty the store first (else refuse one that holds buckets or accounts); a later line for an object wins. */
   replace: boolean;
+  /** Lines per write of the store where it batches them (a COPY statement on PostgreSQL; default 5000). */
+  batchSize?: number;
+  /** PostgreSQL: memory for the index builds' sorts, in MB (`storage_import_sort_memory_mb`; default 1024). */
+  sortMemoryMb?: number;
   /** This import's row in `import_runs`. */
   run: Omit<ImportRun, 'outcome'>;
   /** Told of the imports that started before this one and never finished, once this one holds the store. */

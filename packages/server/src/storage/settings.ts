@@ -69,6 +69,15 @@ export const STORAGE_SETTINGS = {
       'batch runs past `batch_timeout_seconds`. Upkeep (migrations, index builds, imports) is not bounded. 0: no ' +
       'limit.',
   }),
+  storage_import_sort_memory_mb: Type.Integer({
+    default: 1024,
+    minimum: 64,
+    maximum: 65536,
+    description:
+      'PostgreSQL: memory for the sorts of `quire import`’s index builds (its own session’s ' +
+      '`maintenance_work_mem`), in MB; taken as the sorts need it. Less makes the builds of a large import spill ' +
+      'to temporary files (1.11M records with their ACLs: 214 MB for the largest one).',
+  }),
   storage_pool_max_share: Type.Number({
     default: 0.25,
     exclusiveMinimum: 0,

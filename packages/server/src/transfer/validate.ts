@@ -113,9 +113,15 @@ export function parseLine(text: string, number: number, limits: LineLimits): unk
   if (excess === 'depth') refuse(number, `nested deeper than ${limits.maxDepth} levels`);
   if (excess === 'keys') refuse(number, `more than ${limits.maxKeys} keys and items`);
   let value: unknown;
+  const escapes = text.includes('\\u');
   try {
-    // As the API parses a body: keys that could pollute prototypes are refused.
-    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+    // As the API parses a body: keys that could pollute prototypes are refused. secure-json-parse
+    // looks for them with two regular expressions over the text: a line that neither names them
+    // nor escapes a character (\u…), nor starts with a byte order mark, cannot hold one.
+    value =
+      escapes || text.includes('__proto__') || text.includes('constructor') || text.charCodeAt(0) === 0xfeff
+        ? (secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown)
+        : (JSON.parse(text) as unknown);
   } catch (error) {
     const pollution = /forbidden (prototype|constructor) property/.test((error as Error).message);
     return refuse(
@@ -126,11 +132,7 @@ export function parseLine(text: string, number: number, limits: LineLimits): unk
   // What the API refuses in a body (NUL, unpaired surrogates, 1e400): neither store could hold it as
   // given. Only a \u escape makes NUL or a lone surrogate (decoded UTF-8 cannot): without one, the
   // strings need no look.
-  const unstorable = text.includes('\\u')
-    ? findUnstorableValue(value)
-    : hasInfinity(value)
-      ? findUnstorableValue(value)
-      : null;
+  const unstorable = escapes ? findUnstorableValue(value) : hasInfinity(value) ? findUnstorableValue(value) : null;
   if (unstorable) refuse(number, unstorable);
   return value;
 }

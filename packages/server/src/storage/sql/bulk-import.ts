@@ -32,12 +32,15 @@ const KEPT_TABLES = [
   'notification_pollers',
 ];
 
+/** `storage_import_sort_memory_mb`'s default. */
+const SORT_MEMORY_MB = 1024;
+
 /**
  * Session settings of the import's connection: staging in memory rather than in temporary files,
- * room for the index builds, and a client that died noticed within a second.
+ * room for the index builds' sorts ($1), and a client that died noticed within a second.
  */
 const SESSION_SETTINGS = `SELECT set_config('temp_buffers', '256MB', false),
-  set_config('maintenance_work_mem', '256MB', false),
+  set_config('maintenance_work_mem', $1, false),
   CASE WHEN current_setting('server_version_num')::int >= 140000 -- the check is PostgreSQL 14's
     THEN set_config('client_connection_check_interval', '1000', false) END`;
 
@@ -73,11 +76,16 @@ export async function sqlBulkImport(
     driver.bulkTransaction ? driver.bulkTransaction(fn, 'quire import') : driver.transaction(fn);
   try {
     return await transaction(async (c) => {
-      await c.query(SESSION_SETTINGS);
+      await c.query(SESSION_SETTINGS, [`${Math.round(options.sortMemoryMb ?? SORT_MEMORY_MB)}MB`]);
       await holdStore(c, runId, options);
       await c.exec(STAGING_TABLES);
       const { rebuild, allEmpty } = await dropIndexesOfEmptyTables(c);
-      const loader = new SqlBulkLoader(c, { replace: options.replace, direct: allEmpty && !options.replace, signal });
+      const loader = new SqlBulkLoader(c, {
+        replace: options.replace,
+        direct: allEmpty && !options.replace,
+        batchSize: options.batchSize,
+        signal,
+      });
       await fill(loader);
       await loader.staged();
       const replaced = await moveIntoPlace(c, loader, options, rebuild);

@@ -7,7 +7,11 @@
  */
 import { type BulkLoader, type BulkObject, type BulkScope, ImportConflict, throwIfAborted } from '../bulk-import.js';
 import { firstStagedConflict } from './bulk-checks.js';
+import { CopyText, copyField as field } from './copy-text.js';
 import type { BulkConnection, SqlConnection } from './drivers/types.js';
+
+/** Items per COPY statement (each table's), when the import does not say (`BulkImportOptions.batchSize`). */
+const DEFAULT_BATCH_SIZE = 5000;
 
 /** What a tombstone keeps as data, as the store writes it (objects.ts). */
 const TOMBSTONE_DATA = '{"deleted": true}';
@@ -49,18 +53,11 @@ const TARGETS = {
   },
 } as const;
 
-/** A field in COPY's text format: backslash, tab, newline and carriage return escaped. */
-function field(value: string): string {
-  return /[\\\t\n\r]/.test(value)
-    ? value.replace(/[\\\t\n\r]/g, (char) =>
-        char === '\\' ? '\\\\' : char === '\t' ? '\\t' : char === '\n' ? '\\n' : '\\r',
-      )
-    : value;
-}
-
 /** The rows of one batch as COPY text per target (TARGETS), or as values for the JSON fallback. */
 class Batch {
-  readonly text: Record<string, string> = {};
+  /** Objects and scopes added. */
+  size = 0;
+  readonly text: Record<string, CopyText> = {};
   readonly values: Record<'objects' | 'aces' | 'members' | 'scopes', unknown[]> = {
     objects: [],
     aces: [],
@@ -68,18 +65,23 @@ class Batch {
     scopes: [],
   };
 
-  constructor(
-    items: ReadonlyArray<BulkObject | BulkScope>,
-    readonly mode: 'direct' | 'staged' | 'json',
-  ) {
+  constructor(readonly mode: 'direct' | 'staged' | 'json') {}
+
+  add(items: ReadonlyArray<BulkObject | BulkScope>): void {
     for (const item of items) {
       if ('timestamp' in item) this.#scope(item);
       else this.#object(item);
     }
+    this.size += items.length;
   }
 
   #add(target: string, row: string): void {
-    this.text[target] = (this.text[target] ?? '') + row;
+    let text = this.text[target];
+    if (!text) {
+      text = new CopyText();
+      this.text[target] = text;
+    }
+    text.write(row);
   }
 
   #scope({ line, resource, parent, timestamp, given }: BulkScope): void {
@@ -135,6 +137,9 @@ export class SqlBulkLoader implements BulkLoader {
   readonly #signal: AbortSignal | undefined;
   readonly #replace: boolean;
   readonly #mode: 'direct' | 'staged' | 'json';
+  readonly #batchSize: number;
+  /** The batch being filled: sent once it holds `batchSize` items. */
+  #open: Batch | null = null;
   /** The batch PostgreSQL is taking (one at a time, so that memory holds two at most). */
   #writing: Promise<void> = Promise.resolve();
   /** Live attachment index entries staged (their files are checked at the end). */
@@ -147,9 +152,10 @@ export class SqlBulkLoader implements BulkLoader {
    */
   constructor(
     connection: SqlConnection & Partial<Pick<BulkConnection, 'copyFrom'>>,
-    options: { replace: boolean; direct: boolean; signal?: AbortSignal | undefined },
+    options: { replace: boolean; direct: boolean; batchSize?: number | undefined; signal?: AbortSignal | undefined },
   ) {
     this.#c = connection;
+    this.#batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
     this.#replace = options.replace;
     this.#signal = options.signal;
     this.#mode = !connection.copyFrom ? 'json' : options.direct ? 'direct' : 'staged';
@@ -160,10 +166,20 @@ export class SqlBulkLoader implements BulkLoader {
     return this.#mode === 'direct';
   }
 
+  /** Encodes the items at once (the lines' parsed values die young); sends them a batch at a time. */
   async add(items: ReadonlyArray<BulkObject | BulkScope>): Promise<void> {
     throwIfAborted(this.#signal);
-    const batch = new Batch(items, this.#mode);
+    this.#open ??= new Batch(this.#mode);
+    this.#open.add(items);
     for (const item of items) if (!('timestamp' in item) && item.location !== null) this.files++;
+    if (this.#open.size >= this.#batchSize) await this.#send();
+  }
+
+  /** Sends the open batch once the previous one is taken. */
+  async #send(): Promise<void> {
+    const batch = this.#open;
+    if (!batch) return;
+    this.#open = null;
     await this.#writing;
     this.#writing = this.#write(batch);
     this.#writing.catch(() => undefined); // awaited by the next call
@@ -182,11 +198,12 @@ export class SqlBulkLoader implements BulkLoader {
     }
     const targets: Record<string, string> = TARGETS[batch.mode];
     for (const [target, statement] of Object.entries(targets))
-      if (batch.text[target]) await c.copyFrom!(statement, batch.text[target]);
+      if (batch.text[target]) await c.copyFrom!(statement, batch.text[target].chunks());
   }
 
-  /** Waits for what is being staged. */
+  /** Sends what is held, and waits for it to be staged. */
   async staged(): Promise<void> {
+    await this.#send();
     await this.#writing;
   }
 

@@ -23,12 +23,13 @@ export async function bulkTransaction<T>(
     query: async (text, params = []) =>
       (await client.query({ text, values: params as unknown[] }).catch((e) => Promise.reject(fail(e)))).rows,
     exec: async (script) => void (await client.query(script).catch((e) => Promise.reject(fail(e)))),
-    copyFrom: (statement, text) =>
+    copyFrom: (statement, chunks) =>
       new Promise<void>((resolve, reject) => {
         const stream = client.query(copyFrom(statement));
         stream.on('finish', resolve);
         stream.on('error', (error) => reject(fail(error)));
-        stream.end(text);
+        for (const chunk of chunks) stream.write(chunk);
+        stream.end();
       }),
   };
   try {

@@ -54,8 +54,8 @@ export interface SqlTransaction extends SqlConnection {
 
 /** A connection of its own for one long bulk transaction (`quire import`: sql/bulk-import.ts). */
 export interface BulkConnection extends SqlConnection {
-  /** Runs `statement` (`COPY … FROM STDIN`) fed with `text` (COPY's text format); resolves once PostgreSQL took it. */
-  copyFrom(statement: string, text: string): Promise<void>;
+  /** Runs `statement` (`COPY … FROM STDIN`) fed with `chunks` (COPY text format); resolves once PostgreSQL took it. */
+  copyFrom(statement: string, chunks: readonly Buffer[]): Promise<void>;
 }
 
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
