@@ -31,9 +31,15 @@ export interface NeighbourResult {
   alone: number;
   beside: number;
   hostile: number;
+  /** The neighbour's listings/s in a window of its own (no bystander). */
+  hostileAlone: number;
   /** Where the machine's CPU went in each kind of window, in ms per second (2 cores: 2,000 at most). */
-  cpu?: { alone: CpuSplit; beside: CpuSplit };
+  cpu?: Record<Kind, CpuSplit>;
 }
+
+/** The windows: the bystander alone, beside the neighbour, and the neighbour alone. */
+export type Kind = 'alone' | 'beside' | 'neighbour';
+const KINDS: Kind[] = ['alone', 'beside', 'neighbour'];
 
 /** CPU at one moment: the server's, the load generator's (this process) and each PostgreSQL backend's. */
 export interface CpuSample {
@@ -58,11 +64,14 @@ const SAMPLE_MS = 100;
 
 /** Sums CPU per kind of window; a backend counts as a listing's if it ran one in any sample. */
 class CpuAccount {
-  readonly #totals = { alone: { server: 0, bench: 0, seconds: 0 }, beside: { server: 0, bench: 0, seconds: 0 } };
-  readonly #backends = new Map<number, { alone: number; beside: number; listing: boolean }>();
+  readonly #totals = Object.fromEntries(KINDS.map((kind) => [kind, { server: 0, bench: 0, seconds: 0 }])) as Record<
+    Kind,
+    { server: number; bench: number; seconds: number }
+  >;
+  readonly #backends = new Map<number, Record<Kind, number> & { listing: boolean }>();
 
   /** A window's samples, first to last: a backend born during it counts from 0, one gone at its last sample. */
-  add(kind: 'alone' | 'beside', samples: CpuSample[], seconds: number): void {
+  add(kind: Kind, samples: CpuSample[], seconds: number): void {
     const first = samples[0]!;
     const last = samples.at(-1)!;
     const total = this.#totals[kind];
@@ -78,14 +87,14 @@ class CpuAccount {
         seen.set(pid, entry);
       }
     for (const [pid, { from, to, listing }] of seen) {
-      const backend = this.#backends.get(pid) ?? { alone: 0, beside: 0, listing: false };
+      const backend = this.#backends.get(pid) ?? { alone: 0, beside: 0, neighbour: 0, listing: false };
       backend[kind] += to - from;
       backend.listing ||= listing;
       this.#backends.set(pid, backend);
     }
   }
 
-  split(kind: 'alone' | 'beside'): CpuSplit {
+  split(kind: Kind): CpuSplit {
     const { server, bench, seconds } = this.#totals[kind];
     let pgListings = 0;
     let pgOthers = 0;
@@ -132,7 +141,7 @@ export async function hostileNeighbour(
   const totals = { alone: 0, beside: 0, hostile: 0 };
   const account = new CpuAccount();
   /** Runs `work` as a window of `kind`, its CPU counted when `cpu` samples it. */
-  const measured = async <T>(kind: 'alone' | 'beside', work: () => Promise<T>): Promise<T> => {
+  const measured = async <T>(kind: Kind, work: () => Promise<T>): Promise<T> => {
     if (!cpu) return work();
     const samples = [await cpu()];
     const began = performance.now();
@@ -160,11 +169,16 @@ export async function hostileNeighbour(
       totals.hostile += (await hostile).requests.total ?? 0;
     });
   }
+  // The neighbour by itself: what each of its listings costs the server and PostgreSQL.
+  const solo = await measured('neighbour', () => autocannon({ ...hostileOptions, duration: 2 * WINDOW_SECONDS }));
   const seconds = windows * WINDOW_SECONDS;
   return {
     alone: totals.alone / seconds,
     beside: totals.beside / seconds,
     hostile: totals.hostile / seconds,
-    ...(cpu ? { cpu: { alone: account.split('alone'), beside: account.split('beside') } } : {}),
+    hostileAlone: (solo.requests.total ?? 0) / (2 * WINDOW_SECONDS),
+    ...(cpu
+      ? { cpu: Object.fromEntries(KINDS.map((kind) => [kind, account.split(kind)])) as Record<Kind, CpuSplit> }
+      : {}),
   };
 }

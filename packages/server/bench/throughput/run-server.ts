@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pgbouncerUnavailable, startPgbouncer } from '../../test/helpers/pgbouncer.js';
 import { startServerChild, stopServerChild } from '../child-server.js';
-import { type CpuSample, hostileNeighbour } from '../hostile-neighbour.js';
+import { type CpuSample, hostileNeighbour, type Kind } from '../hostile-neighbour.js';
 import { backendsCpuMs, childCpuMs, cpuMs, formatNumber, load, postgresCpuMs, runSql } from '../support.js';
 import {
   type ChildConfig,
@@ -35,8 +35,7 @@ export async function runServer(server: ServerName, options: Options): Promise<M
   const pooled = ON_A_DATABASE.has(server) ? await pooledTarget(server, options.url) : null;
   const schema = `quire_bench_${randomBytes(4).toString('hex')}`;
   const config: ChildConfig = {
-    server,
-    // Its connections named after its schema: the neighbour row counts its backends' CPU.
+    server, // its connections named after its schema: the neighbour row counts its backends' CPU
     url: pooled?.url ?? (server === 'postgresql' ? withApplicationName(options.url, schema) : options.url),
     ...(pooled?.listenUrl ? { listenUrl: pooled.listenUrl } : {}),
     schema,
@@ -100,21 +99,8 @@ export async function runServer(server: ServerName, options: Options): Promise<M
           `p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
       );
     }
-    if (server !== 'ceiling' && options.keys.includes('get')) {
-      const running = child;
-      const client = server === 'postgresql' ? new pg.Client({ connectionString: options.url }) : null;
-      await client?.connect();
-      const sample = async (): Promise<CpuSample> => ({
-        server: await childCpuMs(running),
-        bench: cpuMs(process.cpuUsage()),
-        backends: client ? await backendsCpuMs(client, schema) : new Map(),
-      });
-      try {
-        await neighbourRow(origin, options.duration, sample);
-      } finally {
-        await client?.end();
-      }
-    }
+    if (server !== 'ceiling' && options.keys.includes('get'))
+      await neighbourRow(origin, options, child, server === 'postgresql' ? schema : null);
   } finally {
     if (child) await stopServerChild(child);
     if (server === 'postgresql' || server === 'observed') await dropSchema(config);
@@ -126,8 +112,27 @@ export async function runServer(server: ServerName, options: Options): Promise<M
   return results;
 }
 
-/** The hostile neighbour row (hostile-neighbour.ts): a bystander's GETs beside the worst allowed listings. */
-async function neighbourRow(origin: string, duration: number, cpu: () => Promise<CpuSample>): Promise<void> {
+/**
+ * The hostile neighbour row (hostile-neighbour.ts): a bystander's GETs beside the worst allowed
+ * listings, with the CPU of the server, of the load generator and (`application`: on PostgreSQL,
+ * the server's connections' name) of its backends.
+ */
+async function neighbourRow(origin: string, options: Options, child: ChildProcess, application: string | null) {
+  const client = application ? new pg.Client({ connectionString: options.url }) : null;
+  await client?.connect();
+  const sample = async (): Promise<CpuSample> => ({
+    server: await childCpuMs(child),
+    bench: cpuMs(process.cpuUsage()),
+    backends: client && application ? await backendsCpuMs(client, application) : new Map(),
+  });
+  try {
+    await printNeighbour(origin, options.duration, sample);
+  } finally {
+    await client?.end();
+  }
+}
+
+async function printNeighbour(origin: string, duration: number, cpu: () => Promise<CpuSample>): Promise<void> {
   const path = () => `${ITEMS_PATH}/${RECORD_IDS[Math.floor(Math.random() * RECORDS)]}`;
   const result = await hostileNeighbour(origin, path, ITEMS_PATH, duration, cpu);
   const share = percent(result.beside, result.alone);
@@ -135,12 +140,19 @@ async function neighbourRow(origin: string, duration: number, cpu: () => Promise
     `  hostile neighbour: bystander ${formatNumber(result.alone)} req/s alone, ${formatNumber(result.beside)} ` +
       `beside (${share}; target ≥ 50%), the neighbour ${formatNumber(result.hostile)} worst listings/s`,
   );
-  const split = (kind: 'alone' | 'beside') => {
+  const ms = (value: number) => formatNumber(value);
+  const split = (kind: Kind) => {
     const { server, bench, pgListings, pgOthers } = result.cpu![kind];
-    const ms = (value: number) => formatNumber(value);
-    return `${kind} server ${ms(server)}, PostgreSQL ${ms(pgOthers)} + ${ms(pgListings)} (backends of listings), load ${ms(bench)}`;
+    const database = `PostgreSQL ${ms(pgOthers)} + ${ms(pgListings)} (listings')`;
+    return `${kind} server ${ms(server)}, ${database}, load ${ms(bench)}`;
   };
-  console.log(`    CPU ms per s: ${split('alone')}; ${split('beside')}`);
+  console.log(`    CPU ms per s: ${split('alone')}; ${split('beside')}; ${split('neighbour')}`);
+  const solo = result.cpu!.neighbour;
+  const perListing = (value: number) => formatNumber(value / Math.max(result.hostileAlone, 1e-3), 2);
+  console.log(
+    `    the neighbour alone: ${ms(result.hostileAlone)} listings/s, CPU per listing ${perListing(solo.server)} ms ` +
+      `server + ${perListing(solo.pgListings + solo.pgOthers)} ms PostgreSQL`,
+  );
 }
 
 /** `url` with `application_name` set: the server's connections are then found in pg_stat_activity. */

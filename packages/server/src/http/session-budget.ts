@@ -7,6 +7,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { addressKey } from '../auth/client-address.js';
+import { loopTurns } from '../engine/loop-turns.js';
 import type { SessionOptions } from '../storage/types.js';
 
 /** The owner key of a caller. */
@@ -36,6 +37,8 @@ export function sessionBudget(request: FastifyRequest, reply: FastifyReply): () 
           if (!response.writableFinished) made.abort(new Error('the client went away'));
         });
     }
-    return { signal: controller.signal, ...sessionClaim(request.identity?.userId, request.ip) };
+    const claim = sessionClaim(request.identity?.userId, request.ip);
+    // The database time of its costly statements counts against its owner's turns of the loop.
+    return { signal: controller.signal, ...claim, spent: (ms: number) => loopTurns.charge(claim.owner, ms) };
   };
 }

@@ -100,6 +100,8 @@ export interface SessionOptions {
   owner?: string;
   /** The client address it came from (an IPv6 one: its /64), shared by every identity using it. */
   address?: string;
+  /** Told how long each costly statement took (ms), which the server charges to the owner's share of its loop. */
+  spent?: (ms: number) => void;
 }
 
 /**

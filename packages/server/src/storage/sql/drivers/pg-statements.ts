@@ -8,6 +8,7 @@
  * and one caller's back-to-back listings on several connections took most of it.
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { StatementTimeoutError } from '../../errors.js';
 import type { SessionOptions } from '../../types.js';
@@ -146,10 +147,12 @@ export class PgStatements {
   /** Runs a costly statement in its owner's turn (the caller holds its connection already). */
   async #costlyTurn<T>(session: SessionOptions | undefined, run: () => Promise<T>): Promise<T> {
     const release = await this.#costly.acquire(session, session?.signal);
+    const started = performance.now();
     try {
       return await run();
     } finally {
       release();
+      session?.spent?.(performance.now() - started);
     }
   }
 
