@@ -106,3 +106,26 @@ export async function runSql(url: string, sql: string): Promise<void> {
     await client.end();
   }
 }
+
+/**
+ * CPU time so far of each PostgreSQL backend whose `application_name` is `name` (one server's
+ * connections, not the other postgres processes of the machine), in ms, with the last statement
+ * it ran, asked through `client`. Linux /proc; a backend that exited is no longer listed.
+ */
+export async function backendsCpuMs(
+  client: pg.Client,
+  name: string,
+): Promise<Map<number, { ms: number; query: string }>> {
+  const { rows } = await client.query<{ pid: number; query: string }>(
+    'SELECT pid, query FROM pg_stat_activity WHERE application_name = $1',
+    [name],
+  );
+  const backends = new Map<number, { ms: number; query: string }>();
+  for (const { pid, query } of rows) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    if (Number.isFinite(ms)) backends.set(pid, { ms, query });
+  }
+  return backends;
+}

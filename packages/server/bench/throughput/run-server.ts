@@ -6,10 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { pgbouncerUnavailable, startPgbouncer } from '../../test/helpers/pgbouncer.js';
 import { startServerChild, stopServerChild } from '../child-server.js';
-import { hostileNeighbour } from '../hostile-neighbour.js';
-import { childCpuMs, formatNumber, load, postgresCpuMs, runSql } from '../support.js';
+import { type CpuSample, hostileNeighbour, type Kind } from '../hostile-neighbour.js';
+import { backendsCpuMs, childCpuMs, cpuMs, formatNumber, load, postgresCpuMs, runSql } from '../support.js';
 import {
   type ChildConfig,
   ITEMS_PATH,
@@ -32,11 +33,12 @@ const ENTRY = fileURLToPath(new URL('../throughput.ts', import.meta.url));
 /** Starts one server, runs the workloads against it, stops it and removes its data. */
 export async function runServer(server: ServerName, options: Options): Promise<Map<WorkloadKey, Measure>> {
   const pooled = ON_A_DATABASE.has(server) ? await pooledTarget(server, options.url) : null;
+  const schema = `quire_bench_${randomBytes(4).toString('hex')}`;
   const config: ChildConfig = {
-    server,
-    url: pooled?.url ?? options.url,
+    server, // its connections named after its schema: the neighbour row counts its backends' CPU
+    url: pooled?.url ?? (server === 'postgresql' ? withApplicationName(options.url, schema) : options.url),
     ...(pooled?.listenUrl ? { listenUrl: pooled.listenUrl } : {}),
-    schema: `quire_bench_${randomBytes(4).toString('hex')}`,
+    schema,
     dataDir: server === 'embedded' || server === 'pglite' ? await mkdtemp(join(tmpdir(), 'quire-bench-')) : '',
     workers: server === 'postgresql' || server === 'observed' ? options.workers : 1,
   };
@@ -97,7 +99,8 @@ export async function runServer(server: ServerName, options: Options): Promise<M
           `p50 ${result.p50} ms, p99 ${result.p99} ms${cpu}`,
       );
     }
-    if (server !== 'ceiling' && options.keys.includes('get')) await neighbourRow(origin, options.duration);
+    if (server !== 'ceiling' && options.keys.includes('get'))
+      await neighbourRow(origin, options, child, server === 'postgresql' ? schema : null);
   } finally {
     if (child) await stopServerChild(child);
     if (server === 'postgresql' || server === 'observed') await dropSchema(config);
@@ -109,15 +112,54 @@ export async function runServer(server: ServerName, options: Options): Promise<M
   return results;
 }
 
-/** The hostile neighbour row (hostile-neighbour.ts): a bystander's GETs beside the worst allowed listings. */
-async function neighbourRow(origin: string, duration: number): Promise<void> {
+/**
+ * The hostile neighbour row (hostile-neighbour.ts): a bystander's GETs beside the worst allowed
+ * listings, with the CPU of the server, of the load generator and (`application`: on PostgreSQL,
+ * the server's connections' name) of its backends.
+ */
+async function neighbourRow(origin: string, options: Options, child: ChildProcess, application: string | null) {
+  const client = application ? new pg.Client({ connectionString: options.url }) : null;
+  await client?.connect();
+  const sample = async (): Promise<CpuSample> => ({
+    server: await childCpuMs(child),
+    bench: cpuMs(process.cpuUsage()),
+    backends: client && application ? await backendsCpuMs(client, application) : new Map(),
+  });
+  try {
+    await printNeighbour(origin, options.duration, sample);
+  } finally {
+    await client?.end();
+  }
+}
+
+async function printNeighbour(origin: string, duration: number, cpu: () => Promise<CpuSample>): Promise<void> {
   const path = () => `${ITEMS_PATH}/${RECORD_IDS[Math.floor(Math.random() * RECORDS)]}`;
-  const result = await hostileNeighbour(origin, path, ITEMS_PATH, duration);
+  const result = await hostileNeighbour(origin, path, ITEMS_PATH, duration, cpu);
   const share = percent(result.beside, result.alone);
   console.log(
     `  hostile neighbour: bystander ${formatNumber(result.alone)} req/s alone, ${formatNumber(result.beside)} ` +
       `beside (${share}; target ≥ 50%), the neighbour ${formatNumber(result.hostile)} worst listings/s`,
   );
+  const ms = (value: number) => formatNumber(value);
+  const split = (kind: Kind) => {
+    const { server, bench, pgListings, pgOthers } = result.cpu![kind];
+    const database = `PostgreSQL ${ms(pgOthers)} + ${ms(pgListings)} (listings')`;
+    return `${kind} server ${ms(server)}, ${database}, load ${ms(bench)}`;
+  };
+  console.log(`    CPU ms per s: ${split('alone')}; ${split('beside')}; ${split('neighbour')}`);
+  const solo = result.cpu!.neighbour;
+  const perListing = (value: number) => formatNumber(value / Math.max(result.hostileAlone, 1e-3), 2);
+  console.log(
+    `    the neighbour alone: ${ms(result.hostileAlone)} listings/s, CPU per listing ${perListing(solo.server)} ms ` +
+      `server + ${perListing(solo.pgListings + solo.pgOthers)} ms PostgreSQL`,
+  );
+}
+
+/** `url` with `application_name` set: the server's connections are then found in pg_stat_activity. */
+function withApplicationName(url: string, name: string): string {
+  const named = new URL(url);
+  named.searchParams.set('application_name', name);
+  return named.toString();
 }
 
 /**

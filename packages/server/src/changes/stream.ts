@@ -23,7 +23,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERRNO, invalidParameter } from '../errors.js';
-import { sessionOwner } from '../http/session-budget.js';
+import { sessionClaim } from '../http/session-budget.js';
 import type { Services } from '../request-context.js';
 import type { Filter, Permissions } from '../storage/types.js';
 import { collectionUri, entryMatcher, type ChangeEntry } from './entries.js';
@@ -293,7 +293,7 @@ export async function openStream(
   const out = new PassThrough();
   const identity = request.identity;
   // Its pages share the pool as its caller's requests do (storage_pool_max_share).
-  const budget = { owner: sessionOwner(identity.userId, request.ip) };
+  const budget = sessionClaim(identity.userId, request.ip);
   const stream: EventStream = new EventStream(feed, services, identity, holder, out, query.filters, (range) =>
     storage.read((session) => reads.page(session, stream.principals, range), budget),
   );

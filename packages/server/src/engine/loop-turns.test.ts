@@ -51,4 +51,22 @@ describe('LoopTurns', () => {
     clearInterval(timer);
     expect(ticks).toBeGreaterThan(5);
   });
+
+  it('charges an owner for work done elsewhere: its next slice waits a round per turn of it', async () => {
+    const turns = new LoopTurns(2);
+    const log: string[] = [];
+    turns.charge('heavy', 10);
+    await Promise.all([work(turns, 'heavy', 1, 0, log), work(turns, 'light', 8, 2, log)]);
+    // 10 ms at 2 ms a round: five rounds of the light owner's slices first.
+    expect(log.indexOf('heavy')).toBe(5);
+    expect(turns.waiting).toBe(0);
+  });
+
+  it('lets a lone owner pay its charge in idle turns of the loop', async () => {
+    const turns = new LoopTurns(2);
+    turns.charge('alone', 1_000); // at most MAX_DEBT_MS of it
+    const started = performance.now();
+    await work(turns, 'alone', 1, 0, []);
+    expect(performance.now() - started).toBeLessThan(100);
+  });
 });

@@ -9,12 +9,21 @@
  * one user put four slices before every step of a bystander's). Cheap requests (a GET of one
  * object) never ask: they run whole when their I/O arrives.
  *
+ * Work done elsewhere for an owner — the database time of its costly statements (storage/sql
+ * pg-statements.ts) — is charged to its turns (`charge`): its next slice waits one round per
+ * `TURN_MS` of it (at most `MAX_DEBT_MS`). A round lasts as long as the other owners' work in
+ * it, so a lone owner pays in a few idle turns of the loop, and one beside others gives them the
+ * loop for about as long as the database worked for it: on PostgreSQL one user's listings cost
+ * about as much of the machine's CPU there as in the server.
+ *
  * Process-wide: there is one event loop, whatever the number of apps in the process.
  */
 import { performance } from 'node:perf_hooks';
 
 /** An owner's share of each round, in ms of slices. */
 export const TURN_MS = 2;
+/** The most an owner is charged for work done elsewhere (a long statement is bounded by the store's own shares). */
+export const MAX_DEBT_MS = 20;
 
 const NOW: Promise<void> = Promise.resolve();
 
@@ -23,6 +32,8 @@ export class LoopTurns {
   readonly #ran = new Map<string, number>();
   /** Owners waiting for a later round (insertion order: the order they are served in). */
   readonly #waiting = new Map<string, Array<() => void>>();
+  /** What owners were charged (`charge`) and have not paid in rounds yet, in ms. */
+  readonly #debts = new Map<string, number>();
   #roundScheduled = false;
   readonly #turnMs: number;
 
@@ -43,7 +54,7 @@ export class LoopTurns {
    */
   take(owner: string): Promise<void> {
     const queue = this.#waiting.get(owner);
-    if (!queue) {
+    if (!queue && !this.#debts.has(owner)) {
       const began = this.#ran.get(owner);
       if (began === undefined) {
         this.#ran.set(owner, performance.now());
@@ -59,6 +70,12 @@ export class LoopTurns {
     });
   }
 
+  /** Charges `owner` for `ms` of work done for it elsewhere: its next slices wait a round per `TURN_MS`. */
+  charge(owner: string, ms: number): void {
+    if (!(ms > 0)) return;
+    this.#debts.set(owner, Math.min(MAX_DEBT_MS, (this.#debts.get(owner) ?? 0) + ms));
+  }
+
   /** The next round starts after the loop's next poll of I/O (setImmediate runs after it). */
   #scheduleRound(): void {
     if (this.#roundScheduled) return;
@@ -69,10 +86,19 @@ export class LoopTurns {
   readonly #nextRound = (): void => {
     this.#roundScheduled = false;
     this.#ran.clear();
-    if (this.#waiting.size === 0) return;
+    // Every round pays a turn's worth of each debt, whether its owner waits or not.
+    for (const [owner, debt] of this.#debts) {
+      if (debt > this.#turnMs) this.#debts.set(owner, debt - this.#turnMs);
+      else this.#debts.delete(owner);
+    }
+    if (this.#waiting.size === 0) {
+      if (this.#debts.size > 0) this.#scheduleRound();
+      return;
+    }
     const now = performance.now();
-    // One slice of every waiting owner; the slices run once this callback returns (promise jobs).
+    // One slice of every waiting owner out of debt; the slices run once this callback returns (promise jobs).
     for (const [owner, queue] of this.#waiting) {
+      if (this.#debts.has(owner)) continue;
       const next = queue.shift()!;
       if (queue.length === 0) this.#waiting.delete(owner);
       this.#ran.set(owner, now);

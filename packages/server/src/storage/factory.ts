@@ -39,6 +39,9 @@ export async function createStorageFromSettings(
       poolSize: settings.storage_pool_size,
       statementTimeoutMs: settings.storage_statement_timeout_ms,
       ownerShare: settings.storage_pool_max_share,
+      addressShare: settings.storage_pool_max_share_per_address,
+      costlyPerOwner: settings.storage_costly_statements_per_identity,
+      costlyPerAddress: settings.storage_costly_statements_per_address,
       autoMigrate: options.migrate ?? settings.storage_auto_migrate,
       cacheMaxEntries: settings.storage_cache_max_entries,
       ...(settings.storage_poll_cache_max_staleness_ms === null

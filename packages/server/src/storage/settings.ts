@@ -87,6 +87,31 @@ export const STORAGE_SETTINGS = {
       'identity — one address for anonymous callers — holds at once (at least 1); its other requests wait their ' +
       'turn, and waiting callers are served in turn, one connection each.',
   }),
+  storage_pool_max_share_per_address: Type.Number({
+    default: 0.5,
+    exclusiveMinimum: 0,
+    maximum: 1,
+    description:
+      'PostgreSQL: the share of the pooled connections that the identities of one client address (its /64 for ' +
+      'IPv6) hold together (at least `storage_pool_max_share`), so that many identities from one address do not ' +
+      'take the pool; waiting addresses are served in turn, one connection each.',
+  }),
+  storage_costly_statements_per_identity: Type.Integer({
+    default: 1,
+    minimum: 1,
+    description:
+      'PostgreSQL: statements built per request (listings and counts with filters or a sort) that one identity — ' +
+      'one address for anonymous callers — runs at once, per process; its others wait their turn. PostgreSQL’s ' +
+      'CPU is shared with every other caller’s statements: one user’s worst allowed listings on two connections ' +
+      'left another user’s GETs a third of their throughput.',
+  }),
+  storage_costly_statements_per_address: Type.Integer({
+    default: 2,
+    minimum: 1,
+    description:
+      'PostgreSQL: statements built per request that the identities of one client address run at once, per ' +
+      'process (at least `storage_costly_statements_per_identity`).',
+  }),
   storage_cache_max_entries: Type.Integer({
     default: 10000,
     minimum: 0,

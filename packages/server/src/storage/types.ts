@@ -91,13 +91,17 @@ export interface NonceStore {
 /**
  * What a session is told of the request it works for (issue 36's database budget). A store that
  * shares connections (PostgreSQL) cancels the session's statements when `signal` aborts and gives
- * each `owner` at most its share of the pool; another may ignore both.
+ * each `owner`, and each `address`, at most its share of the pool; another may ignore them.
  */
 export interface SessionOptions {
   /** Aborted when nobody needs the work any more (its client went away, its batch ran out of time). */
   signal?: AbortSignal;
   /** Who the work is for: `user:<id>`, or `address:<key>` for anonymous callers. */
   owner?: string;
+  /** The client address it came from (an IPv6 one: its /64), shared by every identity using it. */
+  address?: string;
+  /** Told how long each costly statement took (ms), which the server charges to the owner's share of its loop. */
+  spent?: (ms: number) => void;
 }
 
 /**

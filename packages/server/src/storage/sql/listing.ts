@@ -5,7 +5,7 @@
 import { INDEXED_OPERATORS } from '../declared-indexes.js';
 import { tableOf } from '../tables.js';
 import type { Filter, ListOptions, Scope } from '../types.js';
-import { DYNAMIC } from './drivers/types.js';
+import { COSTLY, DYNAMIC, type QueryOptions } from './drivers/types.js';
 import { QueryBuilder } from './queries.js';
 import type { SqlSessionState } from './session-state.js';
 
@@ -56,7 +56,17 @@ export async function listRows(
     ? `WITH matched AS MATERIALIZED (SELECT id, last_modified, data, deleted ${from})
        SELECT ${columns} FROM matched ORDER BY ${orderBy} ${limit}`
     : `SELECT ${columns} ${from} ORDER BY ${orderBy} ${limit}`;
-  return s.query(text, query.params, DYNAMIC);
+  return s.query(text, query.params, costOf(query, options));
+}
+
+/**
+ * A listing or count whose filters or sort read data fields (no index serves them: every object
+ * of the scope may be read, at a cost the caller chooses) runs in its owner's share of the costly
+ * statements; one on columns and declared fields only is as cheap as its index makes it.
+ */
+function costOf(query: QueryBuilder, { filters = [], sorting = [] }: ListOptions): QueryOptions {
+  const onData = [...filters, ...sorting].some(({ field }) => query.readsData(field));
+  return onData ? COSTLY : DYNAMIC;
 }
 
 /**
@@ -94,7 +104,7 @@ async function listFromNewest(
        SELECT ${columns} FROM newest WHERE ${matching} ORDER BY ${orderBy} LIMIT ${query.bind(limit)}
      ) AS page ON true`,
     query.params,
-    DYNAMIC,
+    COSTLY,
   );
   const page = rows.filter((row) => row.id !== null);
   return page.length >= limit || (rows[0]?.walked ?? 0) < WALK ? page : false;
@@ -150,7 +160,7 @@ export async function countObjects(s: SqlSessionState, scope: Scope, filters: Fi
   const [row] = await s.query<{ count: number }>(
     `SELECT count(*) AS count FROM ${tableOf(scope)} WHERE ${where}`,
     query.params,
-    DYNAMIC,
+    costOf(query, { filters }),
   );
   return row?.count ?? 0;
 }

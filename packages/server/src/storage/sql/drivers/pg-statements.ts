@@ -2,9 +2,13 @@
  * How a PostgreSQL driver runs statements (pg.ts builds it): fixed autocommit statements on the
  * shared connections (pg-shared.ts), the others and transactions on a connection of the pool
  * lent in the work's owner's share (fair-share.ts) and watched for its signal (pg-cancel.ts),
- * upkeep scripts without the requests' statement timeout.
+ * upkeep scripts without the requests' statement timeout. A statement whose cost the caller
+ * chooses (a listing's filters and sorts on data) also runs in its owner's share of the costly
+ * statements: the database's CPU is shared by every caller's statements,
+ * and one caller's back-to-back listings on several connections took most of it.
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { StatementTimeoutError } from '../../errors.js';
 import type { SessionOptions } from '../../types.js';
@@ -44,7 +48,12 @@ export interface PgStatementsOptions {
   /** Through a transaction pooler (see PgDriverOptions.pooled). */
   pooled: boolean;
   statementTimeoutMs: number;
+  /** The shares of the pooled connections one owner, and the owners of one address, hold at most. */
   ownerShare: number;
+  addressShare: number;
+  /** Costly statements (`QueryOptions.costly`) one owner, and one address, runs at once. */
+  costlyPerOwner: number;
+  costlyPerAddress: number;
 }
 
 export class PgStatements {
@@ -52,6 +61,7 @@ export class PgStatements {
   readonly shared: SharedConnections;
   readonly sharedCount: number;
   readonly #share: FairShare;
+  readonly #costly: FairShare;
   readonly #options: PgStatementsOptions;
   readonly #transactions: TransactionContext;
 
@@ -73,7 +83,22 @@ export class PgStatements {
     // rejects, the request answers 503) and which the pool discards when it is released.
     this.pool.on('error', () => {});
     this.pool.on('connect', (client) => client.on('error', () => {}));
-    this.#share = new FairShare(max, Math.ceil(max * options.ownerShare), CONNECTION_TIMEOUT_MS);
+    const share = (part: number) => Math.ceil(max * part);
+    this.#share = new FairShare({
+      slots: max,
+      perOwner: share(options.ownerShare),
+      perAddress: share(options.addressShare),
+      waitMs: CONNECTION_TIMEOUT_MS,
+      what: 'database connection',
+    });
+    // Held while its connection is: taken after it, in a transaction as outside one (one order, no deadlock).
+    this.#costly = new FairShare({
+      slots: max,
+      perOwner: options.costlyPerOwner,
+      perAddress: options.costlyPerAddress,
+      waitMs: CONNECTION_TIMEOUT_MS,
+      what: 'turn for a costly statement',
+    });
     this.#transactions = {
       send: (client, text, params, queryOptions) => this.#send(client, text, params, queryOptions),
       exec: (client, script) => this.#exec(client, script),
@@ -94,7 +119,8 @@ export class PgStatements {
           if (client !== this.pool) return (await this.#send<R>(client, text, params, options)).rows;
           if (!options?.dynamic) return (await this.#send<R>(this.shared, text, params, options)).rows;
           return await this.#onPooled(options.session, this.#pooledTimeout, async (own) => {
-            return (await this.#send<R>(own, text, params, options)).rows;
+            const run = () => this.#send<R>(own, text, params, options);
+            return (await (options.costly ? this.#costlyTurn(options.session, run) : run())).rows;
           });
         } catch (error) {
           throw toBackendError('postgresql', error);
@@ -105,9 +131,29 @@ export class PgStatements {
   }
 
   transaction<T>(fn: (connection: SqlTransaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.#onPooled(options?.session, undefined, (client, outcome) =>
-      runTransaction(client, fn, options, this.#transactions, outcome),
+    const session = options?.session;
+    const context: TransactionContext = {
+      ...this.#transactions,
+      send: (client, text, params, queryOptions) =>
+        queryOptions?.costly
+          ? this.#costlyTurn(session, () => this.#send(client, text, params, queryOptions))
+          : this.#send(client, text, params, queryOptions),
+    };
+    return this.#onPooled(session, undefined, (client, outcome) =>
+      runTransaction(client, fn, options, context, outcome),
     );
+  }
+
+  /** Runs a costly statement in its owner's turn (the caller holds its connection already). */
+  async #costlyTurn<T>(session: SessionOptions | undefined, run: () => Promise<T>): Promise<T> {
+    const release = await this.#costly.acquire(session, session?.signal);
+    const started = performance.now();
+    try {
+      return await run();
+    } finally {
+      release();
+      session?.spent?.(performance.now() - started);
+    }
   }
 
   /** Through a pooler the startup options are dropped: the timeout is set per transaction, or watched. */
@@ -135,7 +181,7 @@ export class PgStatements {
     work: (client: pg.PoolClient, outcome: { broken: boolean }) => Promise<T>,
   ): Promise<T> {
     if (session?.signal?.aborted) throw aborted(session.signal);
-    const release = await this.#share.acquire(session?.owner, session?.signal);
+    const release = await this.#share.acquire(session, session?.signal);
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();

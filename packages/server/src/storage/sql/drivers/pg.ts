@@ -43,6 +43,11 @@ export interface PgDriverOptions {
   statementTimeoutMs?: number;
   /** The share of the pooled connections one owner (`SessionOptions.owner`) holds at most (default 0.25). */
   ownerShare?: number;
+  /** The share of them the owners of one address (`SessionOptions.address`) hold together (default 0.5). */
+  addressShare?: number;
+  /** Statements built per request one owner runs at once (default 1), and one address (default 2). */
+  costlyPerOwner?: number;
+  costlyPerAddress?: number;
 }
 
 const INT8_OID = 20;
@@ -146,6 +151,9 @@ export function createPgDriver({
   pollIntervalMs = 250,
   statementTimeoutMs = 10_000,
   ownerShare = 0.25,
+  addressShare = 0.5,
+  costlyPerOwner = 1,
+  costlyPerAddress = 2,
 }: PgDriverOptions): SqlDriver {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new TypeError(`invalid PostgreSQL schema name ${JSON.stringify(schema)} (expected ${SCHEMA_NAME.source})`);
@@ -170,6 +178,9 @@ export function createPgDriver({
     pooled,
     statementTimeoutMs,
     ownerShare,
+    addressShare,
+    costlyPerOwner,
+    costlyPerAddress,
   });
   const channels = new PgChannels({
     run: (text, params) => statements.connection().query(text, params),

@@ -15,12 +15,19 @@ export interface QueryOptions {
    * end to them. Other statements come from a fixed set and are prepared once per connection.
    */
   dynamic?: boolean;
+  /**
+   * Its cost is the caller's to choose (a filter or a sort on data fields, which no index serves):
+   * it runs in its owner's share of the costly statements (pg-statements.ts).
+   */
+  costly?: boolean;
   /** The request's budget (signal, owner): a statement outside a transaction that takes a pooled connection. */
   session?: SessionOptions;
 }
 
 /** For statements whose text is built per call (filters, sorting): not kept prepared. */
 export const DYNAMIC: QueryOptions = { dynamic: true };
+/** For a statement built per call whose cost the caller chooses (see QueryOptions.costly). */
+export const COSTLY: QueryOptions = { dynamic: true, costly: true };
 
 export interface SqlConnection {
   /**
