@@ -54,6 +54,27 @@ export function keyOf(value: JsonSql): [string, string] {
   ];
 }
 
+/** JSON types in the order a `CASE` tests them best: the commonest first (each WHEN is a string comparison). */
+const BY_FREQUENCY = ['integer', 'text', 'real', 'true', 'false', 'null', 'array', 'object'];
+
+/**
+ * The value's sort key as two terms that read it twice, where `keyOf`'s read it three times: the
+ * rank, which for an array or an object is a blob after every scalar's rank (SQLite puts blobs
+ * after numbers), its rank's byte then its jsonb key (the JSON read again, for containers only);
+ * then the scalar's value itself. A sort at 1M (minimum of 5 alternated runs): the bare statement
+ * 569 ms, `keyOf`'s terms 862 ms, these 758 ms, these with the commonest types tested first 610 ms.
+ */
+export function sortKeyOf(value: JsonSql): [string, string] {
+  const rankOfType = new Map(RANK_BY_TYPE);
+  const ranks = BY_FREQUENCY.map((type) => {
+    const rank = rankOfType.get(type)!;
+    return rank < 4
+      ? `WHEN '${type}' THEN ${rank}`
+      : `WHEN '${type}' THEN x'0${rank}' || quire_jsonb_key(${value.json})`;
+  });
+  return [`(CASE ${value.type} ${ranks.join(' ')} END)`, value.atom];
+}
+
 /** The value at a bound JSON path of a document (a JSONB column or JSON text). */
 export function atPath(document: string, path: string): JsonSql {
   return {

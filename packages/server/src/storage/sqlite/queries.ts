@@ -40,6 +40,7 @@ import {
   RANK_BY_TYPE,
   rankOf,
   type Scalar,
+  sortKeyOf,
   typesOf,
 } from './json-fields.js';
 import { jsonbSortKey } from './jsonb.js';
@@ -234,7 +235,7 @@ export class QueryBuilder {
         const ref = this.field(field);
         if (ref.column) return `${ref.column.sql} ${direction === 1 ? 'ASC' : 'DESC'}`;
         if (ref.ordered) return `${ref.ordered} ${direction === 1 ? 'ASC' : 'DESC'}`;
-        const [rank, value] = ref.key;
+        const [rank, value] = ref.value ? sortKeyOf(ref.value) : ref.key;
         return direction === 1 ? `${rank} ASC NULLS LAST, ${value} ASC` : `${rank} DESC NULLS FIRST, ${value} DESC`;
       })
       .join(', ');
@@ -294,10 +295,13 @@ export class QueryBuilder {
   #compareScalar(json: JsonSql, op: Comparison, value: Scalar, missing: boolean): string {
     const rank = rankOf(value);
     const same = value === null ? String(compareNumbers(0, op, 0)) : `${json.atom} ${op} ${this.#atomOf(value)}`;
-    const branches = RANK_BY_TYPE.map(
-      ([type, typeRank]) =>
-        `WHEN '${type}' THEN ${typeRank === rank ? same : String(compareNumbers(typeRank, op, rank))}`,
-    );
+    // The value's own types first: most rows have them (each WHEN is a string comparison).
+    const branches = [...RANK_BY_TYPE]
+      .sort(([, a], [, b]) => Number(b === rank) - Number(a === rank))
+      .map(
+        ([type, typeRank]) =>
+          `WHEN '${type}' THEN ${typeRank === rank ? same : String(compareNumbers(typeRank, op, rank))}`,
+      );
     return `(CASE ${json.type} ${branches.join(' ')} ELSE ${String(missing)} END)`;
   }
 
