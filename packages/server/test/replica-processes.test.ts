@@ -19,27 +19,26 @@ import { callApi, type Change, useReplication } from './helpers/replication.js';
 const start = useCli();
 const alice = { Authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}` };
 const RECORDS = 'buckets/shared/collections/tasks/records';
+const ENV = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
 const STATEMENT_LOG = fileURLToPath(new URL('./helpers/statement-log.mjs', import.meta.url));
 
 const call = (base: string, method: string, path: string, body?: unknown) => callApi(base, alice, method, path, body);
 
 describe('readers on a hot standby (PostgreSQL streaming replication)', { timeout: 120_000 }, () => {
   const cluster = useReplication('replica-processes.test.ts');
+  const startWriter = () =>
+    start(['start'], { ...ENV, QUIRE_STORAGE_URL: cluster.primary.url(), QUIRE_STORAGE_AUTO_MIGRATE: 'true' })
+      .listening;
 
   it('a write on the primary reaches the reader; its polls never get an ETag ahead of their data', async (context) => {
     if (cluster.reason) return context.skip(cluster.reason);
-    const env = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
-    const writer = await start(['start'], {
-      ...env,
-      QUIRE_STORAGE_URL: cluster.primary.url(),
-      QUIRE_STORAGE_AUTO_MIGRATE: 'true',
-    }).listening;
+    const writer = await startWriter();
     expect((await call(writer, 'PUT', 'buckets/shared')).status).toBe(201);
     expect((await call(writer, 'PUT', 'buckets/shared/collections/tasks')).status).toBe(201);
     const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
     writeFileSync(log, '');
     const reader = await start(['start'], {
-      ...env,
+      ...ENV,
       QUIRE_STORAGE_URL: cluster.standby.url(),
       QUIRE_READONLY: 'true',
       QUIRE_TEST_STATEMENT_LOG: log,
@@ -177,12 +176,7 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
 
   it("a reader filters by the declared indexes its primary's writer built", async (context) => {
     if (cluster.reason) return context.skip(cluster.reason);
-    const env = { QUIRE_HOST: '127.0.0.1', QUIRE_PORT: '0', QUIRE_USERID_HMAC_SECRET: 'replica-secret' };
-    const writer = await start(['start'], {
-      ...env,
-      QUIRE_STORAGE_URL: cluster.primary.url(),
-      QUIRE_STORAGE_AUTO_MIGRATE: 'true',
-    }).listening;
+    const writer = await startWriter();
     const tasks = 'buckets/indexed/collections/tasks';
     expect((await call(writer, 'PUT', 'buckets/indexed')).status).toBeLessThan(300);
     expect((await call(writer, 'PUT', tasks, { data: { indexes: ['n'] } })).status).toBeLessThan(300);
@@ -201,7 +195,7 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
     writeFileSync(log, '');
     const reader = await start(['start'], {
-      ...env,
+      ...ENV,
       QUIRE_STORAGE_URL: cluster.standby.url(),
       QUIRE_READONLY: 'true',
       QUIRE_TEST_STATEMENT_LOG: log,

@@ -20,7 +20,7 @@ import { createPostgresStorage } from '../../src/storage/sql/sql-storage.js';
 import type { Storage } from '../../src/storage/types.js';
 import { postgresSkipReason } from '../helpers/backends.js';
 import { basicAuth, testSettings } from '../helpers/embedded-server.js';
-import { dropSchema, newSchemaName, PG_URL, testClient } from '../helpers/postgres.js';
+import { dropSchema, newSchemaName, PG_URL, runningTranslates } from '../helpers/postgres.js';
 import { listen } from './protocol.js';
 
 const TIMEOUT_MS = 3_000;
@@ -43,20 +43,7 @@ describe.skipIf(postgresSkipReason !== undefined)('database budget [postgresql]'
   let base: string;
 
   /** Statements of this file's server running now (the `like_` ones: those that call translate). */
-  async function running(): Promise<number> {
-    const client = testClient(PG_URL);
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE application_name = $1 AND state = 'active' AND query LIKE '%translate(%'`,
-        [applicationName],
-      );
-      return rows[0]!.n;
-    } finally {
-      await client.end();
-    }
-  }
+  const running = () => runningTranslates(applicationName);
 
   /** Waits until `count()` reaches `want`; how long it took, or Infinity after `withinMs`. */
   async function until(count: () => Promise<number>, want: (n: number) => boolean, withinMs: number) {

@@ -18,7 +18,7 @@ import type { Storage } from '../../src/storage/types.js';
 import { postgresSkipReason } from '../helpers/backends.js';
 import { basicAuth, testSettings } from '../helpers/embedded-server.js';
 import { clientFrom, listen } from '../helpers/from-address.js';
-import { dropSchema, newSchemaName, PG_URL, testClient } from '../helpers/postgres.js';
+import { dropSchema, newSchemaName, PG_URL, runningTranslates } from '../helpers/postgres.js';
 
 const ADDRESS_SHARE = Number(process.env.QUIRE_TEST_ADDRESS_SHARE ?? 0.5);
 const RECORDS = 4;
@@ -54,20 +54,7 @@ describe.skipIf(postgresSkipReason !== undefined)('the pool per address [postgre
   }
 
   /** Slow listings of this file's servers running now (those that call translate). */
-  async function running(): Promise<number> {
-    const client = testClient(PG_URL);
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE application_name = $1 AND state = 'active' AND query LIKE '%translate(%'`,
-        [applicationName],
-      );
-      return rows[0]!.n;
-    } finally {
-      await client.end();
-    }
-  }
+  const running = () => runningTranslates(applicationName);
 
   beforeAll(async () => {
     const port = await serve(1, 2);

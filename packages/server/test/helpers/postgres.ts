@@ -51,3 +51,19 @@ export async function runAsAdmin(sql: string): Promise<void> {
 export async function dropSchema(schema: string): Promise<void> {
   await runAsAdmin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 }
+
+/** Statements of the server named `applicationName` running now that call `translate` (`like_`, costly listings). */
+export async function runningTranslates(applicationName: string): Promise<number> {
+  const client = testClient(PG_URL);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE application_name = $1 AND state = 'active' AND query LIKE '%translate(%'`,
+      [applicationName],
+    );
+    return rows[0]!.n;
+  } finally {
+    await client.end();
+  }
+}
