@@ -7,7 +7,7 @@
  * than a change of a few percent of the server's CPU; alternated windows do not.
  *
  *   node --conditions=@quire/source --import tsx bench/compare.ts --base /path/to/other/checkout
- *        [--server postgresql|embedded] [--workloads get,poll] [--windows 10] [--connections 16]
+ *        [--server postgresql|embedded] [--workloads get,poll] [--windows 10] [--connections 16] [--new-first]
  *
  * `--base` is the root of the other checkout (its packages/server/bench/throughput.ts serves).
  * Printed per workload: each side's req/s, server CPU per request and PostgreSQL CPU per request
@@ -32,6 +32,7 @@ const { values } = parseArgs({
     workloads: { type: 'string', default: 'get,poll' },
     windows: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
+    'new-first': { type: 'boolean', default: false },
     url: {
       type: 'string',
       default: process.env.QUIRE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
@@ -90,7 +91,9 @@ async function window(side: Side, key: WorkloadKey, etag: string, totals: Totals
 async function main(): Promise<void> {
   const sides: Side[] = [];
   try {
-    sides.push(await start('base', BASE_ENTRY), await start('new', THIS_ENTRY));
+    // The order the servers start in (and take turns in) shows in their figures: swap it between runs.
+    if (values['new-first']) sides.push(await start('new', THIS_ENTRY), await start('base', BASE_ENTRY));
+    else sides.push(await start('base', BASE_ENTRY), await start('new', THIS_ENTRY));
     const etags = new Map<Side, string>();
     for (const side of sides) {
       const etag = (await send(side.origin, 'GET', `${ITEMS_PATH}?_limit=1`, 200)).headers.get('etag');
@@ -109,16 +112,16 @@ async function main(): Promise<void> {
         const t = totals.get(side)!;
         return { rps: t.count / t.seconds, server: t.serverMs / t.count, postgres: t.postgresMs / t.count };
       });
-      const [base, next] = figures as [(typeof figures)[0], (typeof figures)[0]];
+      const byName = (name: Side['name']) => figures[sides.findIndex((side) => side.name === name)]!;
+      const [base, next] = [byName('base'), byName('new')];
       const line = (name: string, f: typeof base) =>
         `${name} ${formatNumber(f.rps).padStart(6)} req/s, CPU per request ${formatNumber(f.server, 3)} ms server + ` +
         `${formatNumber(f.postgres, 3)} ms PostgreSQL`;
       console.log(`${WORKLOAD_NAMES[key]}:`);
       console.log(`  ${line('base', base)}`);
       console.log(`  ${line('new ', next)}`);
-      console.log(
-        `  new / base: req/s ×${formatNumber(next.rps / base.rps, 2)}, server CPU ×${formatNumber(next.server / base.server, 2)}`,
-      );
+      const ratio = (a: number, b: number) => `×${formatNumber(a / b, 2)}`;
+      console.log(`  new / base: req/s ${ratio(next.rps, base.rps)}, server CPU ${ratio(next.server, base.server)}`);
     }
   } finally {
     for (const side of sides) {
