@@ -205,7 +205,8 @@ function registerRequestHooks(app: FastifyInstance, services: Services, events: 
       (path === STREAM_PATH && /text\/event-stream/i.test(request.headers.accept ?? ''))
     )
       return;
-    await admitRequest(admission, sessionOwner(request.identity?.userId, request.ip), reply);
+    const waiting = admitRequest(admission, sessionOwner(request.identity?.userId, request.ip), reply);
+    if (waiting) await waiting;
   });
 }
 

@@ -6,6 +6,7 @@
 import { isIPv6 } from 'node:net';
 
 export function addressKey(address: string): string {
+  if (!address.includes(':')) return address; // IPv4 (or no address): as it is, without the patterns below
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
   if (mapped?.[1]) return mapped[1];
   const plain = address.split('%')[0] ?? address; // zone index of a link-local address

@@ -19,7 +19,21 @@ export interface ResponseHead {
 
 export function setTimestampHeaders(reply: ResponseHead, timestamp: number): void {
   reply.header('ETag', `"${timestamp}"`);
-  reply.header('Last-Modified', new Date(timestamp).toUTCString());
+  reply.header('Last-Modified', httpDate(timestamp));
+}
+
+/** HTTP dates of recent timestamps: a poll answers the same one again and again (a Date each: ~1% of its CPU). */
+const HTTP_DATES = new Map<number, string>();
+const HTTP_DATES_KEPT = 1_024;
+
+function httpDate(timestamp: number): string {
+  let date = HTTP_DATES.get(timestamp);
+  if (date === undefined) {
+    date = new Date(timestamp).toUTCString();
+    if (HTTP_DATES.size >= HTTP_DATES_KEPT) HTTP_DATES.clear();
+    HTTP_DATES.set(timestamp, date);
+  }
+  return date;
 }
 
 /**

@@ -21,19 +21,25 @@ export function scopeOf(ref: { def: ResourceDefinition; parentUri: string }): Sc
   return { resourceName: ref.def.name, parentId: ref.parentUri };
 }
 
-/** The definitions from the root down to `def`. */
-function lineage(def: ResourceDefinition): ResourceDefinition[] {
-  const chain: ResourceDefinition[] = [];
-  for (let current: ResourceDefinition | null = def; current; current = current.parent) chain.unshift(current);
-  return chain;
+/** Each ancestor of a definition, from the root down, with the route parameter naming its id. */
+const ANCESTORS = new WeakMap<ResourceDefinition, Array<{ def: ResourceDefinition; param: string }>>();
+
+/** The ancestors of `def`, worked out once per definition (asked by every request). */
+function ancestorsOf(def: ResourceDefinition): Array<{ def: ResourceDefinition; param: string }> {
+  let ancestors = ANCESTORS.get(def);
+  if (!ancestors) {
+    ancestors = [];
+    for (let current = def.parent; current; current = current.parent)
+      ancestors.unshift({ def: current, param: `${current.name}_id` });
+    ANCESTORS.set(def, ancestors);
+  }
+  return ancestors;
 }
 
 /** The parent object addressed by the URL (null for top-level resources). */
 export function parentRefFromParams(def: ResourceDefinition, params: RouteParams): ObjectRef | null {
   let parent: ObjectRef | null = null;
-  for (const ancestor of lineage(def).slice(0, -1)) {
-    parent = objectRef(ancestor, params[`${ancestor.name}_id`] ?? '', parent);
-  }
+  for (const ancestor of ancestorsOf(def)) parent = objectRef(ancestor.def, params[ancestor.param] ?? '', parent);
   return parent;
 }
 

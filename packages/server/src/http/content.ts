@@ -109,9 +109,11 @@ export function registerContentNegotiation(app: FastifyInstance): void {
     done(null, undefined);
   });
 
-  app.addHook('preHandler', async (request: FastifyRequest) => {
+  // A callback hook (a sync throw is an error all the same): an async one costs a promise per request.
+  app.addHook('preHandler', (request: FastifyRequest, _reply, done) => {
     const hasBody = request.body !== undefined || request.unsupportedContentType !== null;
     checkNegotiation(request.method, request.headers.accept, request.headers['content-type'], hasBody);
+    done();
   });
 }
 

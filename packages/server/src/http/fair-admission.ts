@@ -46,15 +46,26 @@ export class FairAdmission {
   }
 
   /**
+   * A release (call it once, when the request ends) when `key` may run at once; null when it must
+   * wait its turn (`admit`). Nothing is allocated for the common case of a free owner.
+   */
+  tryAdmit(key: string): (() => void) | null {
+    const owner = this.#owners.get(key);
+    if (!owner) return this.#run(key, this.#owner(key));
+    if (this.#limits.perOwner <= 0 || (owner.running < this.#limits.perOwner && owner.waiting.length === 0))
+      return this.#run(key, owner);
+    return null;
+  }
+
+  /**
    * Resolves with a release (call it once, when the request ends) when `key` may run; rejects
    * with 429 when its queue is full or the wait passes `waitMs`, or when `signal` aborts.
    */
   admit(key: string, signal: AbortSignal): Promise<() => void> {
-    const { perOwner, queued, waitMs } = this.#limits;
-    const owner = this.#owners.get(key) ?? { running: 0, waiting: [] };
-    this.#owners.set(key, owner);
-    if (perOwner <= 0 || (owner.running < perOwner && owner.waiting.length === 0))
-      return Promise.resolve(this.#run(key, owner));
+    const { queued, waitMs } = this.#limits;
+    const now = this.tryAdmit(key);
+    if (now) return Promise.resolve(now);
+    const owner = this.#owners.get(key)!;
     if (owner.waiting.length >= queued) {
       this.#forget(key, owner);
       return Promise.reject(refused(`more than ${queued} requests waiting`, waitMs));
@@ -78,6 +89,12 @@ export class FairAdmission {
       signal.addEventListener('abort', onAbort, { once: true });
       owner.waiting.push(grant);
     });
+  }
+
+  #owner(key: string): Owner {
+    const owner: Owner = { running: 0, waiting: [] };
+    this.#owners.set(key, owner);
+    return owner;
   }
 
   #run(key: string, owner: Owner): () => void {
@@ -107,9 +124,17 @@ function refused(why: string, waitMs: number): ApiError {
 
 /**
  * Admits `request` for `owner`, releasing its place when its response ends or its client goes
- * away. A refusal is thrown (the error handler answers it).
+ * away. A refusal is thrown (the error handler answers it). Undefined, not a promise, when the
+ * owner may run at once (most requests): no controller, no wait.
  */
-export async function admitRequest(admission: FairAdmission, owner: string, reply: FastifyReply): Promise<void> {
+export function admitRequest(admission: FairAdmission, owner: string, reply: FastifyReply): Promise<void> | undefined {
+  const now = admission.tryAdmit(owner);
+  if (!now) return waitForTurn(admission, owner, reply);
+  holdUntilClosed(reply.raw, now);
+  return undefined;
+}
+
+async function waitForTurn(admission: FairAdmission, owner: string, reply: FastifyReply): Promise<void> {
   const response = reply.raw;
   const gone = new AbortController();
   const onClose = () => gone.abort();
@@ -120,6 +145,11 @@ export async function admitRequest(admission: FairAdmission, owner: string, repl
   } finally {
     response.removeListener('close', onClose);
   }
+  holdUntilClosed(response, release);
+}
+
+/** Keeps an admitted request's place until its response closes (at once if it has). */
+function holdUntilClosed(response: FastifyReply['raw'], release: () => void): void {
   if (response.destroyed || response.writableFinished) {
     release();
     return;

@@ -12,8 +12,10 @@ import { splitUrl } from './url.js';
 export function registerQueryLimits(app: FastifyInstance): void {
   const { settings } = app.services;
   app.decorateRequest('input', null as never);
-  app.addHook('preHandler', async (request) => {
+  // A callback hook (a sync throw is an error all the same): an async one costs a promise per request.
+  app.addHook('preHandler', (request, _reply, done) => {
     const { path, query } = splitUrl(request.raw.url);
     request.input = readInput(path, query, settings);
+    done();
   });
 }

@@ -112,24 +112,41 @@ export class SqlObjects implements ObjectStore {
     return scopeWrites.trim(this.#s, scope, keep, filters);
   }
 
-  async get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
+  /**
+   * Not async: what the session knows or the shared cache holds (a record preloaded with its ACL,
+   * its bucket and collection) is answered without a promise chain of its own, copied once.
+   */
+  get(scope: Scope, id: string, options?: ReadOptions): Promise<StoredObject | null> {
     const s = this.#s;
-    const known = await this.#known(scope, id);
-    if (known) return known.row && !known.row.deleted ? toLiveObject(structuredClone(known.row)) : null;
-    if (options?.forUpdate === true && s.mode === 'write') {
-      const row = await this.#lockObject(scope, id);
-      s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row ?? null);
-      return row && !row.deleted ? toLiveObject(structuredClone(row)) : null;
+    const known = s.known(scope, id);
+    if (known) {
+      const copy = () => (known.row && !known.row.deleted ? liveCopy(known.row) : null);
+      // A write of this transaction not stamped yet: sent first, so that it has its timestamp.
+      if (known.row && Number.isNaN(known.row.last_modified)) return s.sendPendingWrites().then(copy);
+      return Promise.resolve(copy());
     }
-    if (!isCachedResource(scope.resourceName)) {
-      const row = await this.#find(scope, id);
-      return row && !row.deleted ? toLiveObject(row) : null;
-    }
-    const { cache } = s.context;
+    if (options?.forUpdate === true && s.mode === 'write') return this.#getForUpdate(scope, id);
+    if (!isCachedResource(scope.resourceName)) return this.#getLive(scope, id);
     const key = objectKey(scope.parentId, scope.resourceName, id);
     const useCache = s.cacheable('object', key);
-    const cached = useCache ? cache.object(key) : undefined;
-    if (cached !== undefined) return cached && toLiveObject(structuredClone({ ...cached, deleted: false }));
+    const cached = useCache ? s.context.cache.object(key) : undefined;
+    if (cached !== undefined) return Promise.resolve(cached && liveCopy(cached));
+    return this.#getAndCache(scope, id, key, useCache);
+  }
+
+  async #getForUpdate(scope: Scope, id: string): Promise<StoredObject | null> {
+    const row = await this.#lockObject(scope, id);
+    this.#s.locked.set(objectKey(scope.parentId, scope.resourceName, id), row ?? null);
+    return row && !row.deleted ? liveCopy(row) : null;
+  }
+
+  async #getLive(scope: Scope, id: string): Promise<StoredObject | null> {
+    const row = await this.#find(scope, id);
+    return row && !row.deleted ? toLiveObject(row) : null;
+  }
+
+  async #getAndCache(scope: Scope, id: string, key: string, useCache: boolean): Promise<StoredObject | null> {
+    const { cache } = this.#s.context;
     const token = cache.token;
     const row = await this.#find(scope, id);
     const live = row && !row.deleted ? row : null;
@@ -368,4 +385,9 @@ export class SqlObjects implements ObjectStore {
     );
     return row;
   }
+}
+
+/** The object of a row someone else keeps (this session, the shared cache): its data deep-copied once. */
+function liveCopy(row: { id: string; last_modified: number; data: Record<string, unknown> }): StoredObject {
+  return { ...structuredClone(row.data), id: row.id, last_modified: row.last_modified };
 }

@@ -27,6 +27,7 @@
 import { LRUCache } from 'lru-cache';
 import type { ScopeLogListener } from '../types.js';
 import type { Row } from './drivers/types.js';
+import { empty } from './shared-cache.js';
 
 /** Rows read at most at once; past that the cache forgets everything (a burst of writes). */
 const READ_LIMIT = 5_000;
@@ -153,7 +154,9 @@ export class ScopeCache {
   /** A commit of this process may have moved any timestamp: forget them all, now. */
   forgetAll(): void {
     this.#generation++;
-    this.#entries.clear();
+    // After every transaction; with the poll cache off (a primary) it is always empty, and
+    // clearing an empty lru-cache still costs (1.4% of a POST's CPU: shared-cache.ts `empty`).
+    empty(this.#entries);
   }
 
   /**

@@ -48,9 +48,8 @@ export class SqlSessionState {
   readonly mode: SessionMode;
   readonly context: SessionContext;
   readonly acls = new AclMemo();
-  readonly pendingAcls = new PendingAcls();
-  /** Object writes not sent yet, and the scopes this transaction holds (pending-writes.ts). */
-  readonly pending = new PendingWrites();
+  #pendingAcls: PendingAcls | null = null;
+  #pending: PendingWrites | null = null;
   /**
    * Objects this transaction read locked (`forUpdate`) or wrote, as it left them (null: none):
    * nobody else can change them before it ends. In a read session: those it preloaded.
@@ -68,6 +67,18 @@ export class SqlSessionState {
     this.mode = mode;
     this.context = context;
     if ('atCommit' in db) db.atCommit(() => this.#atCommit());
+  }
+
+  /** ACLs written and not sent yet (pending-acls.ts); made when first asked (most sessions only read). */
+  get pendingAcls(): PendingAcls {
+    this.#pendingAcls ??= new PendingAcls();
+    return this.#pendingAcls;
+  }
+
+  /** Object writes not sent yet, and the scopes this transaction holds (pending-writes.ts); made when first asked. */
+  get pending(): PendingWrites {
+    this.#pending ??= new PendingWrites();
+    return this.#pending;
   }
 
   /** The transaction's connection, for statements sent as it commits (`beforeCommit`); none outside one. */

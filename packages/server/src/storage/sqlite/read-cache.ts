@@ -16,7 +16,7 @@
  * Only plain read sessions use it; transactions and snapshots read the database.
  */
 import { LRUCache } from 'lru-cache';
-import { SharedCache } from '../sql/shared-cache.js';
+import { empty, SharedCache } from '../sql/shared-cache.js';
 
 export class SqliteReadCache {
   /** Groups, ACLs, buckets and collections (enabled: there is no channel to wait for). */
@@ -41,6 +41,6 @@ export class SqliteReadCache {
   /** Forgets everything (a commit here, another process's commit, a flush). */
   clear(): void {
     this.shared.invalidate([{ kind: 'all' }]);
-    this.#timestamps?.clear();
+    if (this.#timestamps) empty(this.#timestamps);
   }
 }
