@@ -26,6 +26,20 @@ const call = (base: string, method: string, path: string, body?: unknown) => cal
 
 describe('readers on a hot standby (PostgreSQL streaming replication)', { timeout: 120_000 }, () => {
   const cluster = useReplication('replica-processes.test.ts');
+  /** A reader on the standby whose statements are appended to `log`. */
+  const startReader = async (env: Record<string, string> = {}) => {
+    const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
+    writeFileSync(log, '');
+    const reader = await start(['start'], {
+      ...ENV,
+      QUIRE_STORAGE_URL: cluster.standby.url(),
+      QUIRE_READONLY: 'true',
+      QUIRE_TEST_STATEMENT_LOG: log,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${STATEMENT_LOG}`,
+      ...env,
+    }).listening;
+    return { reader, log };
+  };
   const startWriter = () =>
     start(['start'], { ...ENV, QUIRE_STORAGE_URL: cluster.primary.url(), QUIRE_STORAGE_AUTO_MIGRATE: 'true' })
       .listening;
@@ -35,15 +49,7 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
     const writer = await startWriter();
     expect((await call(writer, 'PUT', 'buckets/shared')).status).toBe(201);
     expect((await call(writer, 'PUT', 'buckets/shared/collections/tasks')).status).toBe(201);
-    const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
-    writeFileSync(log, '');
-    const reader = await start(['start'], {
-      ...ENV,
-      QUIRE_STORAGE_URL: cluster.standby.url(),
-      QUIRE_READONLY: 'true',
-      QUIRE_TEST_STATEMENT_LOG: log,
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${STATEMENT_LOG}`,
-    }).listening;
+    const { reader, log } = await startReader();
     expect((await call(reader, 'PUT', 'buckets/other')).status).toBe(405);
     const reads = ['', '__heartbeat__', 'buckets/shared', 'buckets/monitor/collections/changes/records', 'permissions'];
     const statuses = await Promise.all(reads.map(async (path) => (await call(reader, 'GET', path)).status));
@@ -192,16 +198,7 @@ describe('readers on a hot standby (PostgreSQL streaming replication)', { timeou
       await primary.end();
     }
 
-    const log = join(mkdtempSync(join(tmpdir(), 'quire-replica-')), 'reader.log');
-    writeFileSync(log, '');
-    const reader = await start(['start'], {
-      ...ENV,
-      QUIRE_STORAGE_URL: cluster.standby.url(),
-      QUIRE_READONLY: 'true',
-      QUIRE_TEST_STATEMENT_LOG: log,
-      QUIRE_TEST_STATEMENT_LOG_WIDTH: '4000',
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${STATEMENT_LOG}`,
-    }).listening;
+    const { reader, log } = await startReader({ QUIRE_TEST_STATEMENT_LOG_WIDTH: '4000' });
     // The index's own expression (queries.ts `field`), which only a field known to be indexed gets.
     const byIndex = () => readFileSync(log, 'utf8').includes("data #> '{n}'::text[]");
     const since = Date.now();
